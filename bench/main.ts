@@ -1,0 +1,60 @@
+/**
+ * `npm run bench`: every Trellis benchmark in one run, printed as ratios to a
+ * baseline measured in the same run (absolute numbers drift 15–30 % between
+ * runs on a 2-core machine; ratios measured side by side are what we compare).
+ *
+ *   npm run bench                 all benchmarks
+ *   npm run bench -- event-log    only the named ones
+ *
+ * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222). Results are
+ * also written as JSON to .trellis/bench/<name>.json; docs/benchmarks.md
+ * records them with the machine's load.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import { loadavg } from "node:os";
+import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+
+interface Bench {
+  name: string;
+  run(): Promise<{ text: string; data: unknown }>;
+}
+
+const natsUrl = process.env.TRELLIS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
+
+const benches: Bench[] = [
+  {
+    name: "event-log",
+    async run() {
+      const result = await runEventLogBench({ servers: natsUrl });
+      return { text: formatEventLogBench(result), data: result };
+    },
+  },
+];
+
+const wanted = process.argv.slice(2);
+const selected = wanted.length ? benches.filter((b) => wanted.includes(b.name)) : benches;
+if (selected.length === 0) {
+  console.error(
+    `no such benchmark: ${wanted.join(", ")} (have: ${benches.map((b) => b.name).join(", ")})`,
+  );
+  process.exit(2);
+}
+await mkdir(".trellis/bench", { recursive: true });
+console.log(
+  `load average before: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);
+for (const bench of selected) {
+  const { text, data } = await bench.run();
+  console.log(`\n${text}`);
+  await writeFile(
+    `.trellis/bench/${bench.name}.json`,
+    JSON.stringify(data, (_k, v) => (typeof v === "bigint" ? String(v) : v), 2),
+  );
+}
+console.log(
+  `\nload average after: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(" ")}`,
+);

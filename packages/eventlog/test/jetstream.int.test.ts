@@ -1,0 +1,266 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { toBinary } from "@bufbuild/protobuf";
+import { jetstream, jetstreamManager } from "@nats-io/jetstream";
+import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { EventSchema } from "@trellis/contracts/core";
+import { isTrellisError } from "@trellis/runtime";
+import { eventually, testNatsUrl, uniqueSuffix } from "@trellis/testkit";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { describeEventLogContract, makeEvent } from "../src/event-log.contract.js";
+import type { LoggedEvent } from "../src/event-log.js";
+import { connectNats } from "../src/jetstream/connection.js";
+import { JetStreamEventLog } from "../src/jetstream/jetstream-event-log.js";
+import { jetStreamTarget } from "./targets.js";
+
+describeEventLogContract("JetStreamEventLog", jetStreamTarget());
+
+const ids = (events: readonly LoggedEvent[]) => events.map((e) => e.event.id);
+
+async function reasonOf(promise: Promise<unknown>): Promise<string | undefined> {
+  return promise.then(
+    () => undefined,
+    (e: unknown) => (isTrellisError(e) ? e.reason : String(e)),
+  );
+}
+
+describe("JetStreamEventLog on the shared server", () => {
+  const opened: { nc: NatsConnection; log: JetStreamEventLog }[] = [];
+  const open = async (options: { duplicateWindowMs?: number } = {}) => {
+    const nc = await connectNats({ servers: testNatsUrl });
+    const log = await JetStreamEventLog.open({
+      connection: nc,
+      prefix: `t_${uniqueSuffix()}`,
+      ...options,
+    });
+    opened.push({ nc, log });
+    return { nc, log };
+  };
+  afterEach(async () => {
+    for (const { nc, log } of opened.splice(0)) {
+      await log.close();
+      const jsm = await jetstreamManager(nc);
+      await jsm.streams.delete(log.streamName).catch(() => false);
+      await nc.close();
+    }
+  });
+
+  it("stores events on readable subjects with msg id and traceparent headers", async () => {
+    const { nc, log } = await open();
+    const event = makeEvent({
+      workspaceId: "ws_1",
+      resourceId: "task_1",
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "00f067aa0ba902b7",
+    });
+    const [result] = await log.append([event]);
+    const jsm = await jetstreamManager(nc);
+    const msg = await jsm.streams.getMessage(log.streamName, { seq: Number(result!.position) });
+    expect(msg?.subject).toBe(`${log.prefix}.events.ws_1._.task.task_1`);
+    expect(msg?.header.get("Nats-Msg-Id")).toBe(event.id);
+    expect(msg?.header.get("traceparent")).toBe(
+      "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    );
+    // A producer that only sets the header (not the body) still yields a traced event.
+    const bare = makeEvent({ workspaceId: "ws_1", resourceId: "task_2", sequence: 1n });
+    const h = headers();
+    h.set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01");
+    await jetstream(nc).publish(
+      `${log.prefix}.events.ws_1._.task.task_2`,
+      toBinary(EventSchema, bare),
+      {
+        headers: h,
+      },
+    );
+    const [read] = await log.read({
+      filter: { workspaceId: "ws_1", resource: { object: "task", id: "task_2" } },
+    });
+    expect(read!.event.traceId).toBe("0af7651916cd43dd8448eb211c80319c");
+    expect(read!.event.spanId).toBe("b7ad6b7169203331");
+  });
+
+  it("recognises an explicit-sequence retry older than the dedupe window", async () => {
+    const { log } = await open({ duplicateWindowMs: 200 });
+    const ws = `ws_${uniqueSuffix()}`;
+    const stored = [1n, 2n, 3n].map((sequence) =>
+      makeEvent({ workspaceId: ws, resourceId: "r", sequence }),
+    );
+    const results = await log.append(stored);
+    await new Promise((r) => setTimeout(r, 700));
+    // Not the last event: found by scanning the resource's subject.
+    const [middle] = await log.append([stored[1]!]);
+    expect(middle).toEqual({ position: results[1]!.position, duplicate: true, sequence: 2n });
+    // The last event: recognised from the resource head.
+    const [last] = await log.append([stored[2]!]);
+    expect(last).toEqual({ position: results[2]!.position, duplicate: true, sequence: 3n });
+    expect(await log.read({ filter: { workspaceId: ws } })).toHaveLength(3);
+  });
+
+  it("refuses to take over a stream name that carries other subjects", async () => {
+    const { nc, log } = await open();
+    const reason = await reasonOf(
+      JetStreamEventLog.open({
+        connection: nc,
+        prefix: `${log.prefix}x`,
+        streamName: log.streamName,
+      }),
+    );
+    expect(reason).toBe("config_invalid");
+  });
+});
+
+/** A throwaway nats-server with JetStream in `dir` on `port` (never the shared :4222 one). */
+class NatsServerProcess {
+  #child: ChildProcess | undefined;
+  constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  async start(): Promise<void> {
+    const bin = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
+    this.#child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.dir], {
+      stdio: "ignore",
+    });
+    await eventually(
+      () =>
+        new Promise<boolean>((resolve) => {
+          const nc = connectNats({ servers: this.url, maxReconnectAttempts: 0 });
+          nc.then(
+            async (c) => {
+              await c.close();
+              resolve(true);
+            },
+            () => resolve(false),
+          );
+        }),
+      { timeoutMs: 15_000, what: "nats-server to accept connections" },
+    );
+  }
+
+  /** Graceful stop (SIGTERM): what a restart looks like. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+describe("JetStreamEventLog across a nats-server restart", () => {
+  let server: NatsServerProcess | undefined;
+  let dir: string | undefined;
+  afterAll(async () => {
+    await server?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("loses no acknowledged event and keeps subscribers and consumers going", async () => {
+    dir = await mkdtemp(join(tmpdir(), "trellis-nats-"));
+    server = new NatsServerProcess(await freePort(), dir);
+    await server.start();
+    const nc = await connectNats({ servers: server.url, reconnectTimeWaitMs: 100 });
+    const log = await JetStreamEventLog.open({
+      connection: nc,
+      prefix: "restart",
+      requestTimeoutMs: 1500,
+    });
+    try {
+      const ws = "ws_restart";
+      const filter = { workspaceId: ws };
+      const received: LoggedEvent[] = [];
+      const ac = new AbortController();
+      const live = (async () => {
+        for await (const e of log.subscribe({ filter, signal: ac.signal })) received.push(e);
+      })();
+      const before = Array.from({ length: 100 }, (_, i) =>
+        makeEvent({ workspaceId: ws, resourceId: `r${i % 3}` }),
+      );
+      for (const event of before) await log.append([event]);
+      // A durable consumer acks the first 50 before the restart.
+      const consumer = { name: "receipts", filter, ackWaitMs: 2000 };
+      let acked = 0;
+      for await (const m of log.consume(consumer)) {
+        await m.ack();
+        if (++acked === 50) break;
+      }
+      await eventually(() => received.length === 100, { what: "live events before the restart" });
+
+      await server.stop();
+      // Health checks fail fast while the server is down.
+      await eventually(async () => (await reasonOf(log.ping())) === "service_unavailable", {
+        what: "ping to fail",
+      });
+      const started = Date.now();
+      expect(await reasonOf(log.ping())).toBe("service_unavailable");
+      expect(Date.now() - started).toBeLessThan(250);
+      // An append while down fails as unavailable; its outcome is unknown, so
+      // the caller retries it later with the same id.
+      const inDoubt = makeEvent({ workspaceId: ws, resourceId: "r0" });
+      expect(await reasonOf(log.append([inDoubt]))).toBe("service_unavailable");
+
+      await server.start();
+      await eventually(async () => (await reasonOf(log.ping())) === undefined, {
+        timeoutMs: 20_000,
+        what: "ping after the restart",
+      });
+      const [retried] = await log.append([inDoubt]);
+      expect(retried).toBeDefined();
+      const after = Array.from({ length: 100 }, (_, i) =>
+        makeEvent({ workspaceId: ws, resourceId: `r${i % 3}` }),
+      );
+      for (const event of after) await log.append([event]);
+
+      const all = await log.read({ filter, limit: 1000 });
+      const expected = [...before, inDoubt, ...after].map((e) => e.id);
+      expect(ids(all)).toEqual(expected);
+      for (const resource of ["r0", "r1", "r2"]) {
+        const seqs = all
+          .filter((e) => e.event.resource?.id === resource)
+          .map((e) => e.event.sequence);
+        expect(seqs).toEqual(seqs.map((_, i) => BigInt(i + 1)));
+      }
+      // The live subscriber resumed after the restart with no gap and no duplicate.
+      await eventually(() => received.length >= expected.length, {
+        timeoutMs: 20_000,
+        what: "live events after the restart",
+      });
+      expect(ids(received)).toEqual(expected);
+      // The durable consumer resumes after the 50 it acked.
+      const rest = new Set<string>();
+      for await (const m of log.consume(consumer)) {
+        expect(expected.indexOf(m.event.id)).toBeGreaterThanOrEqual(50);
+        rest.add(m.event.id);
+        await m.ack();
+        if (rest.size === expected.length - 50) break;
+      }
+      expect([...rest].sort()).toEqual(expected.slice(50).sort());
+      ac.abort();
+      await live;
+    } finally {
+      await log.close();
+      await nc.close();
+    }
+  });
+});

@@ -1,0 +1,12 @@
+/** The canonical message: chat JSON mapping and shape validation. */
+export {
+  type ChatBlockJson,
+  type ChatMessageJson,
+  type ChatToolCallJson,
+  chatToMessage,
+  messageToChat,
+  parseRole,
+  roleName,
+  textOf,
+} from "./chat-json.js";
+export { type ShapeProblem, validateChatMessage, validateTranscript } from "./validate.js";

@@ -1,0 +1,176 @@
+/**
+ * Distributed mode: one service per process, on PostgreSQL and NATS JetStream,
+ * configured by environment variables.
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import type { Client } from "@connectrpc/connect";
+import { createEventLog, createSignalBus, type EventLog, type SignalBus } from "@trellis/eventlog";
+import {
+  createLogger,
+  createService,
+  createServiceClient,
+  env,
+  initTelemetry,
+  loadConfig,
+  onShutdownSignals,
+  type ServiceAddress,
+  type TrellisService,
+} from "@trellis/runtime";
+import {
+  createDatabase,
+  createOutboxRelay,
+  type Database,
+  migrate,
+  outboxMigrations,
+} from "@trellis/storage";
+import { ownerOf, serviceUrl } from "./addresses.js";
+import type {
+  ServiceClients,
+  ServiceContext,
+  ServiceDefinition,
+  ServiceModule,
+} from "./service.js";
+
+/** Environment a distributed service reads (validated at start). */
+export const distributedConfigSchema = {
+  PORT: env.port().optional(),
+  TRELLIS_HOST: env.string().default("127.0.0.1"),
+  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
+  DATABASE_POOL_SIZE: env.int({ min: 1, max: 200 }).default(10),
+  NATS_URL: env.string().default("nats://127.0.0.1:4222"),
+  TRELLIS_NATS_PREFIX: env.string().default("trellis"),
+  TRELLIS_SHUTDOWN_GRACE: env.duration().default(10_000),
+};
+
+/** A running distributed service. */
+export interface RunningService {
+  service: TrellisService;
+  address: ServiceAddress;
+  module: ServiceModule;
+  close(): Promise<void>;
+}
+
+/** Options of {@link runService}. */
+export interface RunServiceOptions {
+  env?: NodeJS.ProcessEnv;
+  /** Install SIGINT/SIGTERM handlers that close and exit (default true). */
+  handleSignals?: boolean;
+}
+
+function createRemoteClients(source: NodeJS.ProcessEnv): ServiceClients & { close(): void } {
+  const cache = new Map<string, Client<DescService>>();
+  return {
+    get<T extends DescService>(service: T): Client<T> {
+      let client = cache.get(service.typeName);
+      if (!client) {
+        client = createServiceClient(
+          service,
+          serviceUrl(ownerOf(service), source),
+        ) as Client<DescService>;
+        cache.set(service.typeName, client);
+      }
+      return client as Client<T>;
+    },
+    close() {
+      cache.clear();
+    },
+  };
+}
+
+/**
+ * Run one service as its own process: connect to Postgres and JetStream,
+ * migrate its schema, start its outbox relay, serve its routes with health
+ * (NOT_SERVING while Postgres or NATS is down) and reflection.
+ */
+export async function runService(
+  definition: ServiceDefinition,
+  options: RunServiceOptions = {},
+): Promise<RunningService> {
+  const source = options.env ?? process.env;
+  const config = loadConfig(distributedConfigSchema, source);
+  const telemetry = initTelemetry({ serviceName: `trellis-${definition.name}` });
+  const logger = createLogger({ service: definition.name });
+  const schema = definition.name;
+
+  const db: Database<unknown> = await createDatabase({
+    kind: "postgres",
+    url: config.DATABASE_URL,
+    poolSize: config.DATABASE_POOL_SIZE,
+    applicationName: `trellis-${definition.name}`,
+  });
+  await migrate(db, {
+    schema,
+    migrations: { ...outboxMigrations(schema), ...(definition.migrations ?? {}) },
+  });
+
+  const logConfig = {
+    kind: "jetstream" as const,
+    servers: config.NATS_URL,
+    prefix: config.TRELLIS_NATS_PREFIX,
+  };
+  const eventLog: EventLog = await createEventLog(logConfig);
+  const signals: SignalBus = await createSignalBus(logConfig);
+  const relay = createOutboxRelay({
+    database: db,
+    schema,
+    eventLog,
+    onError: (error) =>
+      logger.warn("outbox relay round failed; retrying", { error: String(error) }),
+  });
+  const clients = createRemoteClients(source);
+  const closing = new AbortController();
+  const context: ServiceContext = {
+    mode: "distributed",
+    db,
+    schema,
+    outboxSchema: schema,
+    eventLog,
+    signals,
+    logger,
+    clients,
+    kickRelay: () => relay.kick(),
+    closing: closing.signal,
+  };
+  const module = await definition.create(context);
+  const service = createService({
+    name: definition.name,
+    logger,
+    ...(module.routes ? { routes: (router) => module.routes?.(router) } : {}),
+    ...(module.http ? { http: module.http } : {}),
+    ...(module.upgrade ? { upgrade: module.upgrade } : {}),
+    ...(module.reflectionFiles ? { reflection: { files: module.reflectionFiles } } : {}),
+    health: {
+      dependencies: [
+        { name: "postgres", check: () => db.ping() },
+        { name: "nats", check: () => eventLog.ping() },
+      ],
+    },
+  });
+  // Closers run in reverse order: module, relay, then connections.
+  service.onClose(async () => {
+    await signals.close();
+    await eventLog.close();
+    await db.close();
+  }, "connections");
+  service.onClose(() => relay.stop(), "outbox relay");
+  service.onClose(async () => {
+    closing.abort();
+    clients.close();
+    await module.stop?.();
+  }, definition.name);
+
+  relay.start();
+  const address = await service.listen({
+    host: config.TRELLIS_HOST,
+    port: config.PORT ?? definition.defaultPort,
+  });
+  await module.start?.();
+  logger.info("listening", { url: address.url, service: definition.name });
+
+  const close = async () => {
+    await service.close({ graceMs: config.TRELLIS_SHUTDOWN_GRACE });
+    await telemetry.shutdown();
+  };
+  if (options.handleSignals !== false) onShutdownSignals(close, { logger });
+  return { service, address, module, close };
+}

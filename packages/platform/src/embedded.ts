@@ -1,0 +1,245 @@
+/**
+ * Embedded mode: every service in one process, on PGlite (real Postgres in
+ * WASM, data on disk) and the in-process event log, behind one port.
+ *
+ * Durability comes from the database: all services append to ONE outbox (schema
+ * {@link EMBEDDED_OUTBOX_SCHEMA}); at start the in-process log is rebuilt from
+ * it in position order, so positions (and durable consumers' saved positions)
+ * are the same as before the restart. Nothing is appended to the in-process
+ * log except through that outbox.
+ */
+import { mkdir } from "node:fs/promises";
+import type { DescService } from "@bufbuild/protobuf";
+import {
+  type Client,
+  createClient,
+  createRouterTransport,
+  type Transport,
+} from "@connectrpc/connect";
+import type { PGlite } from "@electric-sql/pglite";
+import {
+  type ConsumerPositionStore,
+  InProcessEventLog,
+  InProcessSignalBus,
+  type LoggedEvent,
+} from "@trellis/eventlog";
+import {
+  createClientTracingInterceptor,
+  createLogger,
+  createService,
+  type Logger,
+  type ServiceAddress,
+  type TrellisService,
+} from "@trellis/runtime";
+import {
+  createDatabase,
+  createOutboxRelay,
+  type Database,
+  migrate,
+  openPGlite,
+  outboxMigrations,
+  readOutbox,
+} from "@trellis/storage";
+import { sql } from "kysely";
+import type {
+  ServiceClients,
+  ServiceContext,
+  ServiceDefinition,
+  ServiceModule,
+} from "./service.js";
+
+/** The shared outbox schema of embedded mode. */
+export const EMBEDDED_OUTBOX_SCHEMA = "trellis";
+
+/** Options of {@link startEmbedded}. */
+export interface EmbeddedOptions {
+  services: readonly ServiceDefinition[];
+  /** Data directory (created if missing); undefined = in memory (tests). */
+  dataDir?: string;
+  host?: string;
+  /** Port; 0 picks a free one. */
+  port?: number;
+  logger?: Logger;
+}
+
+/** A running embedded Trellis. */
+export interface EmbeddedTrellis {
+  server: TrellisService;
+  address: ServiceAddress;
+  contexts: ReadonlyMap<string, ServiceContext>;
+  modules: ReadonlyMap<string, ServiceModule>;
+  /** An in-process client of any provided service (tests, CLI). */
+  client<T extends DescService>(service: T): Client<T>;
+  close(options?: { graceMs?: number }): Promise<void>;
+}
+
+/** Durable-consumer positions kept in the embedded database. */
+class DatabaseConsumerPositions implements ConsumerPositionStore {
+  constructor(private readonly db: Database<unknown>) {}
+
+  async load(name: string): Promise<bigint | undefined> {
+    const result = await sql<{ position: bigint }>`
+      select position from ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "consumer_positions")} where name = ${name}`.execute(
+      this.db.kysely,
+    );
+    return result.rows[0]?.position;
+  }
+
+  async save(name: string, position: bigint): Promise<void> {
+    await sql`
+      insert into ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "consumer_positions")} (name, position) values (${name}, ${position})
+      on conflict (name) do update set position = excluded.position`.execute(this.db.kysely);
+  }
+}
+
+const consumerPositionsMigration = {
+  "2026_11_22_001_create_consumer_positions": {
+    async up(db: import("kysely").Kysely<unknown>) {
+      await db.schema
+        .createTable("consumer_positions")
+        .ifNotExists()
+        .addColumn("name", "text", (c) => c.primaryKey())
+        .addColumn("position", "bigint", (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+async function* outboxHistory(db: Database<unknown>): AsyncIterable<LoggedEvent> {
+  let after: bigint | undefined;
+  for (;;) {
+    const page = await readOutbox(db, EMBEDDED_OUTBOX_SCHEMA, {
+      limit: 2000,
+      ...(after === undefined ? {} : { afterPosition: after }),
+    });
+    for (const entry of page) yield { event: entry.event, position: entry.position };
+    const last = page.at(-1);
+    if (!last) return;
+    after = last.position;
+  }
+}
+
+/**
+ * Boot every service in one process. Returns once the server listens and every
+ * module has started.
+ */
+export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedTrellis> {
+  const logger = options.logger ?? createLogger({ service: "trellis" });
+  if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
+  const pglite: PGlite = await openPGlite(options.dataDir ? { dataDir: options.dataDir } : {});
+  const db: Database<unknown> = await createDatabase({ kind: "pglite", pglite });
+
+  await migrate(db, {
+    schema: EMBEDDED_OUTBOX_SCHEMA,
+    migrations: { ...outboxMigrations(EMBEDDED_OUTBOX_SCHEMA), ...consumerPositionsMigration },
+  });
+  for (const definition of options.services) {
+    if (definition.migrations)
+      await migrate(db, { schema: definition.name, migrations: definition.migrations });
+  }
+
+  const eventLog = await InProcessEventLog.open({
+    history: outboxHistory(db),
+    consumerPositions: new DatabaseConsumerPositions(db),
+  });
+  const signals = new InProcessSignalBus();
+  const relay = createOutboxRelay({
+    database: db,
+    schema: EMBEDDED_OUTBOX_SCHEMA,
+    eventLog,
+    // In one process every commit kicks the relay; polling is only a fallback.
+    pollIntervalMs: 500,
+    onError: (error) =>
+      logger.warn("outbox relay round failed; retrying", { error: String(error) }),
+  });
+
+  const closing = new AbortController();
+  let transport: Transport | undefined;
+  const clientCache = new Map<string, Client<DescService>>();
+  const clients: ServiceClients = {
+    get<T extends DescService>(service: T): Client<T> {
+      if (!transport) throw new Error("embedded clients are available once every service is built");
+      let client = clientCache.get(service.typeName);
+      if (!client) {
+        client = createClient(service, transport) as Client<DescService>;
+        clientCache.set(service.typeName, client);
+      }
+      return client as Client<T>;
+    },
+  };
+
+  const contexts = new Map<string, ServiceContext>();
+  const modules = new Map<string, ServiceModule>();
+  for (const definition of options.services) {
+    const context: ServiceContext = {
+      mode: "embedded",
+      db,
+      schema: definition.name,
+      outboxSchema: EMBEDDED_OUTBOX_SCHEMA,
+      eventLog,
+      signals,
+      logger: logger.child({ component: definition.name }),
+      clients,
+      kickRelay: () => relay.kick(),
+      closing: closing.signal,
+    };
+    contexts.set(definition.name, context);
+    modules.set(definition.name, await definition.create(context));
+  }
+  const all = [...modules.values()];
+  const routes = (router: import("@connectrpc/connect").ConnectRouter) => {
+    for (const module of all) module.routes?.(router);
+  };
+  // Services call each other in memory: same handlers, no socket.
+  transport = createRouterTransport(routes, {
+    transport: { interceptors: [createClientTracingInterceptor()] },
+  });
+
+  const httpHandlers = all.flatMap((m) => (m.http ? [m.http] : []));
+  const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
+  const server = createService({
+    name: "trellis",
+    logger,
+    routes,
+    reflection: { files: all.flatMap((m) => m.reflectionFiles ?? []) },
+    ...(httpHandlers.length
+      ? {
+          http: async (req, res) => {
+            for (const handler of httpHandlers) if (await handler(req, res)) return true;
+            return false;
+          },
+        }
+      : {}),
+    ...(upgrades[0] ? { upgrade: upgrades[0] } : {}),
+    health: {
+      dependencies: [{ name: "database", check: () => db.ping() }],
+    },
+  });
+  server.onClose(async () => {
+    await signals.close();
+    await eventLog.close();
+    await db.close();
+    await pglite.close();
+  }, "storage");
+  server.onClose(() => relay.stop(), "outbox relay");
+  server.onClose(async () => {
+    closing.abort();
+    for (const module of [...all].reverse()) await module.stop?.();
+  }, "services");
+
+  relay.start();
+  const address = await server.listen({
+    host: options.host ?? "127.0.0.1",
+    port: options.port ?? 8080,
+  });
+  for (const module of all) await module.start?.();
+
+  return {
+    server,
+    address,
+    contexts,
+    modules,
+    client: (service) => clients.get(service),
+    close: (closeOptions) => server.close(closeOptions),
+  };
+}

@@ -1,0 +1,25 @@
+/**
+ * @trellis/platform: how a Trellis service is defined, and the two hosts that
+ * run it (distributed: its own process on Postgres + JetStream; embedded: all
+ * services in one process on PGlite + the in-process log).
+ */
+export { DEFAULT_PORTS, ownerOf, serviceUrl, urlVariable } from "./addresses.js";
+export {
+  distributedConfigSchema,
+  type RunningService,
+  type RunServiceOptions,
+  runService,
+} from "./distributed.js";
+export {
+  EMBEDDED_OUTBOX_SCHEMA,
+  type EmbeddedOptions,
+  type EmbeddedTrellis,
+  startEmbedded,
+} from "./embedded.js";
+export type {
+  Mode,
+  ServiceClients,
+  ServiceContext,
+  ServiceDefinition,
+  ServiceModule,
+} from "./service.js";

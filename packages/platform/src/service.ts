@@ -1,0 +1,82 @@
+/**
+ * The contract between a Trellis service and the host that runs it.
+ *
+ * A service is a {@link ServiceDefinition}: what it stores (schema and
+ * migrations), what RPCs it provides, and a factory that builds its handlers
+ * from a {@link ServiceContext}. The same definition runs as its own process
+ * (distributed mode, `runService`) or next to every other service in one
+ * process on PGlite (embedded mode, `startEmbedded`).
+ */
+import type { DescFile, DescService } from "@bufbuild/protobuf";
+import type { Client, ConnectRouter } from "@connectrpc/connect";
+import type { EventLog, SignalBus } from "@trellis/eventlog";
+import type { HttpHandler, Logger, UpgradeHandler } from "@trellis/runtime";
+import type { Database } from "@trellis/storage";
+import type { Migration } from "kysely/migration";
+
+/** How the mesh runs. */
+export type Mode = "embedded" | "distributed";
+
+/** Reaches the RPC services of other Trellis services. */
+export interface ServiceClients {
+  /**
+   * A client for `service`, wherever it runs: in embedded mode an in-process
+   * transport (no socket), in distributed mode h2c to the owning service.
+   */
+  get<T extends DescService>(service: T): Client<T>;
+}
+
+/**
+ * Everything a service is given by its host. Built once in `main.ts` (or the
+ * embedded host) and passed down; handlers never read globals or env.
+ */
+export interface ServiceContext {
+  mode: Mode;
+  /** The database. The service keeps its tables in {@link schema}. */
+  db: Database<unknown>;
+  /** The service's own Postgres schema. */
+  schema: string;
+  /**
+   * The schema of the outbox this service appends events to. Distributed: the
+   * service's own schema. Embedded: one shared outbox, so the in-process log
+   * rebuilt from it at start has the same order it had before the restart.
+   */
+  outboxSchema: string;
+  eventLog: EventLog;
+  signals: SignalBus;
+  logger: Logger;
+  clients: ServiceClients;
+  /** Nudge the outbox relay after a commit (saves the poll delay). */
+  kickRelay(): void;
+  /** Fires when the host starts shutting down. */
+  closing: AbortSignal;
+}
+
+/** What a service contributes to the server that hosts it. */
+export interface ServiceModule {
+  /** Register Connect handlers. */
+  routes?(router: ConnectRouter): void;
+  /** Plain HTTP (REST, SSE, UI); return true when handled. */
+  http?: HttpHandler;
+  /** WebSocket and other upgrades. */
+  upgrade?: UpgradeHandler;
+  /** Extra files for server reflection (message-only files such as events). */
+  reflectionFiles?: readonly DescFile[];
+  /** Start background work (consumers, dispatchers) once the server listens. */
+  start?(): Promise<void>;
+  /** Stop background work; called before the database and event log close. */
+  stop?(): Promise<void>;
+}
+
+/** A Trellis service, runnable by either host. */
+export interface ServiceDefinition {
+  /** Short name: "tasks", "chat", "gateway", … (also the default schema). */
+  name: string;
+  /** RPC services it provides (used to route clients to it). */
+  provides: readonly DescService[];
+  /** Kysely migrations of its schema; omit for stateless services. */
+  migrations?: Record<string, Migration>;
+  /** Port it listens on in distributed mode unless PORT says otherwise. */
+  defaultPort: number;
+  create(context: ServiceContext): ServiceModule | Promise<ServiceModule>;
+}

@@ -1,0 +1,74 @@
+/**
+ * Clients for service-to-service calls: h2c transports with trace context
+ * (and the request id of the call being served) propagated on every call.
+ */
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import {
+  createConnectTransport,
+  createGrpcTransport,
+  type Http2SessionOptions,
+} from "@connectrpc/connect-node";
+import { createClientTracingInterceptor } from "./telemetry.js";
+
+/** Wire protocol for service-to-service calls. Both run over HTTP/2. */
+export type ServiceProtocol = "grpc" | "connect";
+
+/** Options of {@link createServiceTransport}. */
+export interface ServiceTransportOptions extends Http2SessionOptions {
+  /**
+   * `grpc` (default): what proxies, meshes and other languages understand
+   * best. `connect`: the Connect protocol with the binary format.
+   */
+  protocol?: ServiceProtocol;
+  /** Interceptors run inside the tracing interceptor (so the client span covers them). */
+  interceptors?: Interceptor[];
+  /** Timeout applied to calls that set none. */
+  defaultTimeoutMs?: number;
+  /** Add the client tracing interceptor (default true). */
+  tracing?: boolean;
+}
+
+/**
+ * An HTTP/2 (h2c for `http://` URLs) transport to another service. It keeps
+ * one connection open: build it once in main.ts and share it.
+ */
+export function createServiceTransport(
+  baseUrl: string,
+  options: ServiceTransportOptions = {},
+): Transport {
+  const { protocol = "grpc", interceptors = [], tracing = true, ...rest } = options;
+  const all = tracing
+    ? [
+        createClientTracingInterceptor({ system: protocol === "grpc" ? "grpc" : "connectrpc" }),
+        ...interceptors,
+      ]
+    : interceptors;
+  if (protocol === "connect") {
+    return createConnectTransport({
+      ...rest,
+      baseUrl,
+      httpVersion: "2",
+      useBinaryFormat: true,
+      interceptors: all,
+    });
+  }
+  return createGrpcTransport({ ...rest, baseUrl, interceptors: all });
+}
+
+/**
+ * A typed client of `service`, at a base URL (a new transport is made with
+ * `options`) or over an existing transport (`options` is then ignored).
+ *
+ * @example
+ *   const tasks = createServiceClient(TaskService, config.TASKS_URL);
+ *   const task = await tasks.getTask({ taskId }, { signal: ctx.signal });
+ */
+export function createServiceClient<T extends DescService>(
+  service: T,
+  target: string | Transport,
+  options: ServiceTransportOptions = {},
+): Client<T> {
+  const transport = typeof target === "string" ? createServiceTransport(target, options) : target;
+  return createClient(service, transport);
+}

@@ -1,0 +1,103 @@
+/**
+ * The one place where errors cross the service boundary (STYLE.md "Errors"):
+ * domain errors become Connect errors carrying an ErrorDetail; Connect errors
+ * pass through; anything else becomes a generic Internal error whose cause is
+ * logged here, never sent.
+ */
+import {
+  Code,
+  ConnectError,
+  type Interceptor,
+  type StreamRequest,
+  type UnaryRequest,
+} from "@connectrpc/connect";
+import { codeForReason, isTrellisError, toConnectError } from "./errors.js";
+import type { Logger } from "./logger.js";
+import { requestIdKey } from "./request-id.js";
+
+/**
+ * Map a thrown value to what goes on the wire, logging what the client will not see.
+ *
+ * @param rpc `pkg.Service/Method`, for the log line.
+ * @param requestId the call's request id; the generic Internal message names it
+ *   so that a user report can be matched to the logged cause.
+ * @param signal the call's signal: when it is aborted (deadline, client cancel,
+ *   shutdown), whatever the handler threw is a consequence, and the abort reason
+ *   is what the client gets.
+ */
+export function toWireError(
+  error: unknown,
+  logger: Logger,
+  rpc: string,
+  requestId: string,
+  signal?: AbortSignal,
+): ConnectError {
+  if (isTrellisError(error)) {
+    const code = codeForReason(error.reason);
+    if (code === Code.Internal) {
+      logger.error("rpc failed", { rpc, request_id: requestId, reason: error.reason, error });
+    } else if (code === Code.Unavailable) {
+      logger.warn("rpc failed: dependency unavailable", {
+        rpc,
+        request_id: requestId,
+        reason: error.reason,
+        error,
+      });
+    }
+    return toConnectError(error);
+  }
+  if (error instanceof ConnectError) return error;
+  if (signal?.aborted) {
+    logger.debug("rpc aborted", { rpc, request_id: requestId, reason: signal.reason, error });
+    return ConnectError.from(signal.reason, Code.Canceled);
+  }
+  // Unknown failure: the message may hold internals (SQL, paths, hosts) — log it, send none of it.
+  logger.error("rpc failed with an unexpected error", { rpc, request_id: requestId, error });
+  return new ConnectError(
+    `internal error (request id ${requestId})`,
+    Code.Internal,
+    undefined,
+    undefined,
+    error,
+  );
+}
+
+/**
+ * Server interceptor applying {@link toWireError} to unary results and to
+ * errors raised while a response stream is being produced.
+ */
+export function createErrorInterceptor(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      const res = await next(req);
+      if (!res.stream) return res;
+      return { ...res, message: mapStreamErrors(res.message, logger, req) };
+    } catch (error) {
+      throw toWireError(
+        error,
+        logger,
+        `${req.service.typeName}/${req.method.name}`,
+        req.contextValues.get(requestIdKey),
+        req.signal,
+      );
+    }
+  };
+}
+
+async function* mapStreamErrors<T>(
+  source: AsyncIterable<T>,
+  logger: Logger,
+  req: UnaryRequest | StreamRequest,
+): AsyncGenerator<T> {
+  try {
+    yield* source;
+  } catch (error) {
+    throw toWireError(
+      error,
+      logger,
+      `${req.service.typeName}/${req.method.name}`,
+      req.contextValues.get(requestIdKey),
+      req.signal,
+    );
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * @trellis/runtime: what every Trellis service is built with — the server
+ * (`createService`), health, reflection, tracing, error mapping, logs, config,
+ * shutdown and service-to-service clients.
+ */
+
+export type { ServiceProtocol, ServiceTransportOptions } from "./client.js";
+export { createServiceClient, createServiceTransport } from "./client.js";
+export type {
+  ConfigField,
+  ConfigOf,
+  ConfigSchema,
+  DurationOptions,
+  IntOptions,
+  UrlOptions,
+} from "./config.js";
+export { env, loadConfig, parseDurationMs } from "./config.js";
+export { createErrorInterceptor, toWireError } from "./error-interceptor.js";
+export type { CoreReason, TrellisErrorOptions } from "./errors.js";
+export {
+  codeForReason,
+  errorDetailOf,
+  errors,
+  isTrellisError,
+  TrellisError,
+  toConnectError,
+} from "./errors.js";
+export type {
+  DependencyStatus,
+  HealthDependency,
+  HealthOptions,
+  HealthReporter,
+  ServingStatus,
+} from "./health.js";
+export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.js";
+export { createLogger, isSecretKey, parseLogLevel } from "./logger.js";
+export {
+  acceptOrCreateRequestId,
+  requestIdFromContext,
+  requestIdHeader,
+  requestIdKey,
+  requestIdOf,
+} from "./request-id.js";
+export type {
+  CloseOptions,
+  Closer,
+  HttpHandler,
+  HttpRequest,
+  HttpResponse,
+  ListenOptions,
+  ServiceAddress,
+  ServiceOptions,
+  TrellisService,
+  UpgradeHandler,
+} from "./server.js";
+export { createService, httpRequestId } from "./server.js";
+export type { ShutdownSignalsOptions } from "./signals.js";
+export { onShutdownSignals } from "./signals.js";
+export type {
+  HeaderRecord,
+  Telemetry,
+  TelemetryOptions,
+  TraceCarrier,
+  TraceExporterKind,
+  TracingInterceptorOptions,
+} from "./telemetry.js";
+export {
+  createClientTracingInterceptor,
+  createServerTracingInterceptor,
+  extractTraceContext,
+  initTelemetry,
+  injectTraceHeaders,
+} from "./telemetry.js";

@@ -1,0 +1,94 @@
+import { PGlite } from "@electric-sql/pglite";
+import { Kysely, PGliteDialect } from "kysely";
+import { withTimeout } from "../../async.js";
+import type { Database } from "../../database.js";
+import { storageError } from "../../errors.js";
+import type { PGliteDatabaseConfig } from "./pglite-config.js";
+import { createPGliteLocks } from "./pglite-lock.js";
+import { createPGliteNotifier } from "./pglite-notifier.js";
+import { kyselyView, pgliteParsers } from "./pglite-types.js";
+
+/** Options of {@link openPGlite}. */
+export interface OpenPGliteOptions {
+  /** Directory of a persistent database (created if needed); omitted = in memory. */
+  dataDir?: string;
+}
+
+/**
+ * Starts a PGlite instance (1–2 s) configured like storage's own: `int8` read
+ * as `bigint`. Use it to share one instance between the services of one
+ * process (pass it as `createDatabase({ kind: "pglite", pglite })`); you own
+ * it and close it last.
+ */
+export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
+  const pglite = new PGlite({
+    ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
+    parsers: pgliteParsers,
+  });
+  await pglite.waitReady;
+  return pglite;
+}
+
+/**
+ * Opens a {@link Database} on PGlite through kysely's built-in
+ * `PGliteDialect` (the Postgres query compiler, so service code is the same
+ * as on a server). See {@link PGliteDatabaseConfig} for the three modes.
+ *
+ * Several Databases may share one instance: PGlite runs one statement or one
+ * transaction at a time (a transaction locks the whole instance), so they
+ * interleave safely; each service keeps to its own schema.
+ */
+export async function createPGliteDatabase<DB>(
+  config: PGliteDatabaseConfig,
+): Promise<Database<DB>> {
+  if (config.pglite !== undefined && config.dataDir !== undefined) {
+    throw storageError({
+      reason: "invalid_request",
+      message: "give either pglite (a shared instance) or dataDir, not both",
+      param: "dataDir",
+    });
+  }
+  const owned = config.pglite === undefined;
+  const pglite =
+    config.pglite ??
+    (await openPGlite(config.dataDir === undefined ? {} : { dataDir: config.dataDir }));
+  await pglite.waitReady;
+
+  const kysely = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: kyselyView(pglite) }) });
+  const locks = createPGliteLocks(pglite);
+  const notifier = createPGliteNotifier(pglite);
+  let closed = false;
+
+  return {
+    kind: "pglite",
+    kysely,
+    async ping(options = {}) {
+      const timeoutMs = options.timeoutMs ?? 2000;
+      try {
+        if (closed || pglite.closed) throw new Error("the database is closed");
+        await withTimeout(
+          pglite.query("select 1"),
+          timeoutMs,
+          () => new Error(`no answer within ${timeoutMs} ms`),
+        );
+      } catch (error) {
+        throw storageError({
+          reason: "service_unavailable",
+          message: `pglite is unavailable: ${error instanceof Error ? error.message : String(error)}`,
+          metadata: { dependency: "pglite" },
+          cause: error,
+        });
+      }
+    },
+    acquireLock: (name, options) => locks.acquire(name, options),
+    listen: (channel, onNotify) => notifier.listen(channel, onNotify),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all([locks.close(), notifier.close()]);
+      // Lets queued kysely work finish; the view's close() is a no-op.
+      await kysely.destroy();
+      if (owned && !pglite.closed) await pglite.close();
+    },
+  };
+}

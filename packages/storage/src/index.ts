@@ -1,0 +1,50 @@
+/**
+ * @trellis/storage: the database layer every Trellis service shares.
+ *
+ * - `createDatabase()` opens PostgreSQL (production) or PGlite (embedded,
+ *   tests) behind one kysely API; `ping()` is the health probe.
+ * - `migrate()` brings a service's own schema up to date at start.
+ * - The transactional outbox: `appendToOutbox()` inside the state change's
+ *   transaction, `createOutboxRelay()` to publish to the event log,
+ *   `readOutbox()` to read it back as a durable log, `pruneOutbox()` for
+ *   retention.
+ *
+ * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
+ */
+export type { DatabaseConfig } from "./create-database.js";
+export { createDatabase } from "./create-database.js";
+export type {
+  AcquireLockOptions,
+  BackgroundErrorHandler,
+  Database,
+  DatabaseKind,
+  Lease,
+  PingOptions,
+  Unlisten,
+} from "./database.js";
+export { ping } from "./database.js";
+export type { PGliteDatabaseConfig } from "./dialect/pglite/pglite-config.js";
+export type { OpenPGliteOptions } from "./dialect/pglite/pglite-database.js";
+export { openPGlite } from "./dialect/pglite/pglite-database.js";
+export type { PostgresDatabaseConfig } from "./dialect/postgres/postgres-config.js";
+export type { MigrateOptions, MigrateResult } from "./migrate.js";
+export { migrate } from "./migrate.js";
+export type {
+  OutboxEntry,
+  PruneOutboxOptions,
+  ReadOutboxOptions,
+} from "./outbox/outbox.js";
+export { appendToOutbox, outboxTables, pruneOutbox, readOutbox } from "./outbox/outbox.js";
+export type { OutboxRelay, OutboxRelayOptions } from "./outbox/outbox-relay.js";
+export { createOutboxRelay } from "./outbox/outbox-relay.js";
+export type {
+  NewOutboxRow,
+  OutboxDatabase,
+  OutboxRow,
+  OutboxRowUpdate,
+  OutboxSequenceRow,
+  OutboxSequenceTable,
+  OutboxTable,
+} from "./outbox/outbox-schema.js";
+export { outboxChannel, outboxMigrations } from "./outbox/outbox-schema.js";
+export { assertSchemaName } from "./schema-name.js";

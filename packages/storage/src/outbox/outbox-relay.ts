@@ -1,0 +1,218 @@
+import { fromBinary } from "@bufbuild/protobuf";
+import { EventSchema } from "@trellis/contracts/core";
+import type { EventLog } from "@trellis/eventlog";
+import { sql } from "kysely";
+import { sleep } from "../async.js";
+import type { Database, Lease, Unlisten } from "../database.js";
+import { assertSchemaName } from "../schema-name.js";
+import { outboxTables } from "./outbox.js";
+import { outboxChannel } from "./outbox-schema.js";
+
+/** Options of {@link createOutboxRelay}. */
+export interface OutboxRelayOptions<DB = unknown> {
+  database: Database<DB>;
+  /** The service schema whose outbox it relays. */
+  schema: string;
+  /** Where events go. Only `append` is used; it must deduplicate by event id. */
+  eventLog: Pick<EventLog, "append">;
+  /**
+   * Look for work this often even without a notification (default 1000 ms).
+   * The fallback for missed notifications; kick() and NOTIFY make it rare.
+   */
+  pollIntervalMs?: number;
+  /** Rows read, published and marked per round (default 256). */
+  batchSize?: number;
+  /** First delay after a failed round; doubles up to `maxRetryDelayMs` (default 100 ms). */
+  retryDelayMs?: number;
+  /** Longest delay between retries (default 10 000 ms). */
+  maxRetryDelayMs?: number;
+  /** Errors of failed rounds (they are retried). Default: a console warning. */
+  onError?: (error: unknown) => void;
+}
+
+/**
+ * Moves committed outbox events to the event log (the relay half of the
+ * transactional outbox).
+ *
+ * Rules it keeps:
+ * - every committed event is published — after a crash anywhere, the next
+ *   relay finds the rows still unpublished and publishes them;
+ * - an event is published with its own id and sequence, so a re-publish
+ *   after a crash between "published" and "marked published" is stored once
+ *   by the log (the EventLog port's id rule);
+ * - per resource, events are published in sequence order: rows go out in
+ *   position order, and a resource's positions follow its sequences;
+ * - one active relay per schema across all replicas: it holds the lock
+ *   `trellis.outbox-relay.<schema>`; the others wait on it and the first in
+ *   line takes over as soon as the holder stops or dies;
+ * - wakes on `kick()`, on the outbox's NOTIFY (sent at commit) and, failing
+ *   both, every `pollIntervalMs`.
+ *
+ * A round the log rejects (down, or a `conflict` because it holds different
+ * history for a resource) is retried with backoff and reported to `onError`;
+ * it is never skipped, since skipping would break per-resource order — so a
+ * permanently rejected event stops the relay of that schema until fixed.
+ *
+ * Stop the relay before closing its database. A stopped relay stays
+ * stopped; create a new one to resume.
+ */
+export interface OutboxRelay {
+  /** Starts contending for the schema's relay lock, then relaying. Idempotent. */
+  start(): void;
+  /** Look for work now (call after committing events to skip the poll delay). */
+  kick(): void;
+  /** True while this relay holds the lock and is the one publishing. */
+  readonly active: boolean;
+  /** Stops: finishes the round in progress, releases the lock. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Creates an {@link OutboxRelay} for one schema; call `start()` to run it.
+ *
+ * @example
+ *   const relay = createOutboxRelay({ database, schema: "tasks", eventLog });
+ *   relay.start();
+ *   // after a commit that appended events:
+ *   relay.kick();
+ */
+export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRelay {
+  const { database, schema, eventLog } = options;
+  assertSchemaName(schema);
+  const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const batchSize = options.batchSize ?? 256;
+  const minDelay = options.retryDelayMs ?? 100;
+  const maxDelay = options.maxRetryDelayMs ?? 10_000;
+  const onError =
+    options.onError ??
+    ((error: unknown) =>
+      console.warn(
+        `[storage] outbox relay ${schema}: ${error instanceof Error ? error.message : String(error)}`,
+      ));
+  const db = outboxTables(database.kysely, schema);
+
+  const stopping = new AbortController();
+  let running: Promise<void> | undefined;
+  let active = false;
+  // Wake-up: `kicked` remembers a kick that arrived while a round was running,
+  // so it is never lost; `wake` ends the current wait early.
+  let kicked = false;
+  let wake: (() => void) | undefined;
+
+  const kick = () => {
+    kicked = true;
+    wake?.();
+  };
+
+  async function waitForWork(ms: number, lost: AbortSignal): Promise<void> {
+    if (kicked) {
+      kicked = false;
+      return;
+    }
+    const woken = new AbortController();
+    wake = () => woken.abort();
+    await sleep(ms, woken.signal, lost, stopping.signal);
+    wake = undefined;
+    kicked = false;
+  }
+
+  // One round: the oldest unpublished rows, published then marked. Returns
+  // how many rows it handled.
+  async function relayBatch(lost: AbortSignal): Promise<number> {
+    const rows = await db
+      .selectFrom("outbox")
+      .select(["position", "body"])
+      .where("published_at", "is", null)
+      .orderBy("position")
+      .limit(batchSize)
+      .execute();
+    if (rows.length === 0) return 0;
+    // Lost the lock while reading: another relay may be running already.
+    if (lost.aborted) return 0;
+    // A crash between append and the update below leaves the rows
+    // unpublished: the next round re-publishes them, the log drops the
+    // duplicates by id.
+    await eventLog.append(rows.map((row) => fromBinary(EventSchema, row.body)));
+    await db
+      .updateTable("outbox")
+      .set({ published_at: sql<Date>`now()` })
+      .where(
+        "position",
+        "in",
+        rows.map((row) => row.position),
+      )
+      .execute();
+    return rows.length;
+  }
+
+  async function lead(lease: Lease): Promise<void> {
+    let delay = minDelay;
+    while (!stopping.signal.aborted && !lease.lost.aborted) {
+      let handled: number;
+      try {
+        handled = await relayBatch(lease.lost);
+        delay = minDelay;
+      } catch (error) {
+        onError(error);
+        await sleep(delay, stopping.signal, lease.lost);
+        delay = Math.min(delay * 2, maxDelay);
+        continue;
+      }
+      // A full batch means there is probably more: go again at once.
+      if (handled < batchSize) await waitForWork(pollIntervalMs, lease.lost);
+    }
+  }
+
+  async function run(): Promise<void> {
+    let unlisten: Unlisten | undefined;
+    try {
+      unlisten = await database.listen(outboxChannel(schema), kick);
+    } catch (error) {
+      // Polling still works; say why latency is higher.
+      onError(error);
+    }
+    let delay = minDelay;
+    try {
+      while (!stopping.signal.aborted) {
+        let lease: Lease;
+        try {
+          lease = await database.acquireLock(`trellis.outbox-relay.${schema}`, {
+            signal: stopping.signal,
+          });
+          delay = minDelay;
+        } catch (error) {
+          if (stopping.signal.aborted) break;
+          onError(error);
+          await sleep(delay, stopping.signal);
+          delay = Math.min(delay * 2, maxDelay);
+          continue;
+        }
+        active = true;
+        try {
+          await lead(lease);
+        } finally {
+          active = false;
+          await lease.release().catch(onError);
+        }
+      }
+    } finally {
+      await unlisten?.().catch(onError);
+    }
+  }
+
+  return {
+    start() {
+      if (running !== undefined || stopping.signal.aborted) return;
+      running = run().catch(onError);
+    },
+    kick,
+    get active() {
+      return active;
+    },
+    async stop() {
+      stopping.abort(new Error("relay stopped"));
+      wake?.();
+      await running;
+    },
+  };
+}

@@ -1,0 +1,274 @@
+import { randomUUID } from "node:crypto";
+import { clone, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
+import { type Event, EventSchema } from "@trellis/contracts/core";
+import type { TrellisError } from "@trellis/runtime";
+import { type Kysely, sql, type Transaction } from "kysely";
+import type { Database } from "../database.js";
+import { storageError } from "../errors.js";
+import { assertSchemaName } from "../schema-name.js";
+import type { NewOutboxRow, OutboxDatabase } from "./outbox-schema.js";
+
+/**
+ * The outbox tables of `schema` seen through `kysely`. The cast is the one
+ * place storage steps outside the caller's `DB` type: the outbox tables are
+ * storage's, not part of any service's table interface.
+ */
+export function outboxTables<DB>(kysely: Kysely<DB>, schema: string): Kysely<OutboxDatabase> {
+  assertSchemaName(schema);
+  return (kysely as unknown as Kysely<OutboxDatabase>).withSchema(schema);
+}
+
+/**
+ * Appends events to the outbox of `schema`, inside the caller's transaction,
+ * so they commit — and later reach the event log — exactly when the state
+ * change they describe commits; a rollback leaves no event and uses up no
+ * sequence.
+ *
+ * For each event, in order, it:
+ * - assigns the resource's next `sequence` (1, 2, 3, … per `resource`, no gap)
+ *   and `previous_event_id` (the resource's previous event; empty for 1);
+ * - fills `id` (`evt_<uuid>`) and `created_at` (now) when empty;
+ * - stores the complete event (protobuf binary) and returns the completed
+ *   copies; the caller's objects are not modified.
+ *
+ * Concurrent transactions appending to the same resource are serialised by
+ * that resource's counter row (the second waits for the first to commit or
+ * roll back), so they never collide and sequences follow commit order.
+ * One call locks its resources in a fixed order, so transactions that append
+ * once never deadlock each other (a transaction appending several times
+ * locks in call order; Postgres aborts a deadlock, retry it). Keep such
+ * transactions short: the resource stays locked until commit.
+ *
+ * Throws a TrellisError (`invalid_request`) when an event has no resource,
+ * already carries a sequence or previous event id (they are assigned here),
+ * or repeats an id of the same batch; an id already stored fails the insert
+ * (unique violation) and so the caller's transaction.
+ */
+export async function appendToOutbox<DB>(
+  trx: Transaction<DB>,
+  schema: string,
+  events: readonly Event[],
+): Promise<Event[]> {
+  const db = outboxTables(trx, schema);
+  if (!trx.isTransaction) {
+    throw invalid("appendToOutbox must run inside the caller's transaction", "trx");
+  }
+  if (events.length === 0) return [];
+
+  const completed = events.map((event, index) => complete(event, index));
+  const seen = new Set<string>();
+  for (const event of completed) {
+    if (seen.has(event.id))
+      throw invalid(`event id ${event.id} appears twice in one append`, "events");
+    seen.add(event.id);
+  }
+
+  // Group per resource, keeping each resource's events in call order.
+  const byResource = new Map<string, Event[]>();
+  for (const event of completed) {
+    const key = resourceKey(event);
+    const group = byResource.get(key);
+    if (group) group.push(event);
+    else byResource.set(key, [event]);
+  }
+  // A fixed lock order (sorted keys; Postgres upserts VALUES rows in order)
+  // means two transactions touching the same resources cannot deadlock.
+  const keys = [...byResource.keys()].sort();
+  const values = keys.map((key) => {
+    const group = byResource.get(key) as Event[];
+    const first = group[0] as Event;
+    const last = group[group.length - 1] as Event;
+    const resource = first.resource as NonNullable<Event["resource"]>;
+    return sql`(${resource.object}, ${resource.id}, ${BigInt(group.length)}, ${last.id}, '')`;
+  });
+  const counters: CounterRow[] = [];
+  // Chunks keep each statement under Postgres's 65 535 parameters.
+  for (const chunk of chunks(values, CHUNK)) {
+    // The row lock taken by this upsert is held until the caller's
+    // transaction ends: it is what serialises writers of one resource.
+    const result = await sql<CounterRow>`
+      insert into ${sql.id(schema, "outbox_sequence")} as c
+        (resource_object, resource_id, last_sequence, last_event_id, replaced_event_id)
+      values ${sql.join(chunk)}
+      on conflict (resource_object, resource_id) do update set
+        last_sequence = c.last_sequence + excluded.last_sequence,
+        last_event_id = excluded.last_event_id,
+        replaced_event_id = c.last_event_id
+      returning resource_object, resource_id, last_sequence, replaced_event_id`.execute(trx);
+    counters.push(...result.rows);
+  }
+
+  for (const counter of counters) {
+    const group = byResource.get(keyOf(counter.resource_object, counter.resource_id));
+    if (group === undefined) throw new Error("outbox counter returned an unknown resource");
+    let sequence = counter.last_sequence - BigInt(group.length);
+    let previous = counter.replaced_event_id;
+    for (const event of group) {
+      sequence += 1n;
+      event.sequence = sequence;
+      event.previousEventId = previous;
+      previous = event.id;
+    }
+  }
+
+  const rows: NewOutboxRow[] = completed.map((event) => {
+    const resource = event.resource as NonNullable<Event["resource"]>;
+    return {
+      id: event.id,
+      workspace_id: event.workspaceId,
+      session_id: event.sessionId,
+      resource_object: resource.object,
+      resource_id: resource.id,
+      sequence: event.sequence,
+      kind: event.kind,
+      body: toBinary(EventSchema, event),
+      created_at: timestampDate(event.createdAt ?? timestampNow()),
+    };
+  });
+  // Rows go in call order, so within a resource positions follow sequences.
+  for (const chunk of chunks(rows, CHUNK)) {
+    await db.insertInto("outbox").values(chunk).execute();
+  }
+  return completed;
+}
+
+// Rows per statement: 1000 × 9 columns stays well under the parameter limit.
+const CHUNK = 1000;
+
+interface CounterRow {
+  resource_object: string;
+  resource_id: string;
+  last_sequence: bigint;
+  replaced_event_id: string;
+}
+
+function* chunks<T>(items: readonly T[], size: number): Generator<T[]> {
+  for (let at = 0; at < items.length; at += size) yield items.slice(at, at + size);
+}
+
+/** One event read back from an outbox. */
+export interface OutboxEntry {
+  /** The row's position (see `OutboxTable.position`). */
+  position: bigint;
+  event: Event;
+  /** When the relay handed it to the event log; null while pending. */
+  publishedAt: Date | null;
+}
+
+/** Options of {@link readOutbox}. */
+export interface ReadOutboxOptions {
+  /** Only rows after this position (exclusive). */
+  afterPosition?: bigint;
+  /** At most this many rows (required: the outbox can be large). */
+  limit: number;
+  /** Only rows not yet published. */
+  unpublishedOnly?: boolean;
+}
+
+/**
+ * Reads a schema's outbox in position order, published rows included unless
+ * `unpublishedOnly` — the outbox as a durable log, e.g. for embedded mode to
+ * rebuild its in-process event log at start (page with `afterPosition` = the
+ * last position returned).
+ *
+ * Paging while writers are active can skip a row whose lower position
+ * commits late (see `OutboxTable.position`): rebuild before accepting writes.
+ * Rows removed by `pruneOutbox` are gone from this view.
+ */
+export async function readOutbox<DB>(
+  database: Database<DB>,
+  schema: string,
+  options: ReadOutboxOptions,
+): Promise<OutboxEntry[]> {
+  let query = outboxTables(database.kysely, schema)
+    .selectFrom("outbox")
+    .select(["position", "body", "published_at"])
+    .orderBy("position")
+    .limit(options.limit);
+  if (options.afterPosition !== undefined) {
+    query = query.where("position", ">", options.afterPosition);
+  }
+  if (options.unpublishedOnly) query = query.where("published_at", "is", null);
+  const rows = await query.execute();
+  return rows.map((row) => ({
+    position: row.position,
+    event: fromBinary(EventSchema, row.body),
+    publishedAt: row.published_at,
+  }));
+}
+
+/** Options of {@link pruneOutbox}. */
+export interface PruneOutboxOptions {
+  /** Delete rows published more than this long ago (by the database clock). */
+  olderThanMs: number;
+  /** Delete in batches of this many rows, one transaction each (default 1000). */
+  batchSize?: number;
+}
+
+/**
+ * Retention: deletes published outbox rows older than `olderThanMs`; never an
+ * unpublished row, never a sequence counter (so sequences continue after a
+ * prune). Returns how many rows it deleted. Not run automatically: in
+ * embedded mode the outbox is the durable event log, so pruning it drops
+ * history for good; run it from a scheduled job where the event log keeps
+ * its own copy.
+ */
+export async function pruneOutbox<DB>(
+  database: Database<DB>,
+  schema: string,
+  options: PruneOutboxOptions,
+): Promise<number> {
+  const db = outboxTables(database.kysely, schema);
+  const batchSize = options.batchSize ?? 1000;
+  const cutoff = sql<Date>`now() - make_interval(secs => ${options.olderThanMs / 1000})`;
+  let total = 0;
+  for (;;) {
+    // Small batches keep each delete's locks and WAL short next to live traffic.
+    const result = await db
+      .deleteFrom("outbox")
+      .where("position", "in", (eb) =>
+        eb
+          .selectFrom("outbox")
+          .select("position")
+          .where("published_at", "<", cutoff)
+          .orderBy("position")
+          .limit(batchSize),
+      )
+      .executeTakeFirst();
+    const deleted = Number(result.numDeletedRows);
+    total += deleted;
+    if (deleted < batchSize) return total;
+  }
+}
+
+function complete(event: Event, index: number): Event {
+  const resource = event.resource;
+  if (resource === undefined || resource.object === "" || resource.id === "") {
+    throw invalid(`events[${index}] has no resource (object and id are required)`, "events");
+  }
+  if (event.sequence !== 0n || event.previousEventId !== "") {
+    throw invalid(
+      `events[${index}] already has a sequence or previous_event_id; the outbox assigns them`,
+      "events",
+    );
+  }
+  const copy = clone(EventSchema, event);
+  if (copy.id === "") copy.id = `evt_${randomUUID().replaceAll("-", "")}`;
+  copy.createdAt ??= timestampNow();
+  return copy;
+}
+
+function resourceKey(event: Event): string {
+  const resource = event.resource as NonNullable<Event["resource"]>;
+  return keyOf(resource.object, resource.id);
+}
+
+// NUL cannot appear in a Postgres text value, so the key is unambiguous.
+function keyOf(object: string, id: string): string {
+  return `${object}\u0000${id}`;
+}
+
+function invalid(message: string, param: string): TrellisError {
+  return storageError({ reason: "invalid_request", message, param });
+}

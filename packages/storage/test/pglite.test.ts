@@ -1,0 +1,3 @@
+import { describeStorageContract, pgliteTarget } from "@trellis/storage/contract";
+
+describeStorageContract("pglite", pgliteTarget);

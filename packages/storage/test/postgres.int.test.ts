@@ -1,0 +1,3 @@
+import { describeStorageContract, postgresTarget } from "@trellis/storage/contract";
+
+describeStorageContract("postgres", postgresTarget);

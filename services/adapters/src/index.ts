@@ -1,0 +1,1 @@
+export { adaptersService } from "./definition.js";

@@ -1,0 +1,358 @@
+/**
+ * Scripted graph agents: the deterministic agent every test and demo uses.
+ *
+ * A graph is a declarative document:
+ *
+ * ```json
+ * {
+ *   "entry": "greet",
+ *   "nodes": {
+ *     "greet":   { "update": { "messages": [{ "role": "assistant", "content": "Hello {{input}}" }] } },
+ *     "approve": { "suspend": { "signal_id": "approval", "metadata": { "kind": "approval" } } },
+ *     "done":    { "update": { "messages": [{ "role": "assistant", "content": "done" }] } },
+ *     "nope":    { "raise": { "category": "provider_invalid_request", "message": "denied" } }
+ *   },
+ *   "edges": [
+ *     { "from": "greet", "to": "approve" },
+ *     { "from": "approve", "to": "done", "when": { "path": "approved", "equals": true } },
+ *     { "from": "approve", "to": "nope" },
+ *     { "from": "done", "to": "END" },
+ *     { "from": "nope", "to": "END" }
+ *   ]
+ * }
+ * ```
+ *
+ * A node either appends messages (`update`), suspends for a signal (`suspend`), or
+ * fails (`raise`). After a node, the first edge from it whose `when` holds is
+ * taken (an edge without `when` always holds); edges out of a suspend node are
+ * evaluated against the signal payload on resume. `END` finishes the run.
+ *
+ * This module is pure: it validates documents and steps through them; running
+ * it against a session is the adapter's job.
+ */
+
+/** A JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** The name of the terminal pseudo-node. */
+export const END = "END";
+
+/** A chat-shaped message as written in a graph document (llm-provider §3). */
+export interface GraphMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content?: string | Json[];
+  tool_calls?: { id: string; name: string; arguments?: Json }[];
+  tool_call_id?: string;
+  name?: string;
+}
+
+/** Appends messages to the transcript. */
+export interface UpdateNode {
+  update: { messages: GraphMessage[] };
+}
+
+/** Suspends the run until a signal arrives. */
+export interface SuspendNode {
+  suspend: { signal_id: string; metadata?: { [key: string]: Json }; kind?: "input" | "auth" };
+}
+
+/** Fails the run with an error category (harness §10 / llm-provider §7). */
+export interface RaiseNode {
+  raise: { category: string; message: string };
+}
+
+/** One node of a graph. */
+export type GraphNode = UpdateNode | SuspendNode | RaiseNode;
+
+/** A condition on the signal payload: the value at `path` (dotted) equals `equals`. */
+export interface EdgeCondition {
+  path: string;
+  equals: Json;
+}
+
+/** A directed edge; `to` may be {@link END}. */
+export interface GraphEdge {
+  from: string;
+  to: string;
+  when?: EdgeCondition;
+}
+
+/** A validated graph document. */
+export interface ScriptedGraph {
+  entry: string;
+  nodes: Record<string, GraphNode>;
+  edges: GraphEdge[];
+  /** Upper bound on nodes visited in one run (guards cycles); default 1000. */
+  max_steps?: number;
+}
+
+/** A problem found in a graph document. */
+export class GraphDefinitionError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(`${path}: ${message}`);
+    this.name = "GraphDefinitionError";
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+const ROLES = new Set(["system", "user", "assistant", "tool"]);
+
+function checkMessage(value: unknown, path: string): GraphMessage {
+  if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
+  if (typeof value.role !== "string" || !ROLES.has(value.role)) {
+    throw new GraphDefinitionError("role must be system, user, assistant or tool", `${path}.role`);
+  }
+  if (
+    value.content !== undefined &&
+    typeof value.content !== "string" &&
+    !Array.isArray(value.content)
+  ) {
+    throw new GraphDefinitionError(
+      "content must be a string or a list of blocks",
+      `${path}.content`,
+    );
+  }
+  if (value.tool_calls !== undefined) {
+    if (!Array.isArray(value.tool_calls)) {
+      throw new GraphDefinitionError("tool_calls must be a list", `${path}.tool_calls`);
+    }
+    value.tool_calls.forEach((call, i) => {
+      if (!isObject(call) || typeof call.id !== "string" || typeof call.name !== "string") {
+        throw new GraphDefinitionError(
+          "a tool call needs string id and name",
+          `${path}.tool_calls[${i}]`,
+        );
+      }
+    });
+  }
+  if (value.tool_call_id !== undefined && typeof value.tool_call_id !== "string") {
+    throw new GraphDefinitionError("tool_call_id must be a string", `${path}.tool_call_id`);
+  }
+  return value as unknown as GraphMessage;
+}
+
+function checkNode(value: unknown, path: string): GraphNode {
+  if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
+  const kinds = ["update", "suspend", "raise"].filter((k) => value[k] !== undefined);
+  if (kinds.length !== 1) {
+    throw new GraphDefinitionError("a node has exactly one of update, suspend, raise", path);
+  }
+  if (value.update !== undefined) {
+    const update = value.update;
+    if (!isObject(update) || !Array.isArray(update.messages)) {
+      throw new GraphDefinitionError("update needs a messages list", `${path}.update`);
+    }
+    for (const [i, m] of update.messages.entries()) checkMessage(m, `${path}.update.messages[${i}]`);
+  } else if (value.suspend !== undefined) {
+    const suspend = value.suspend;
+    if (!isObject(suspend) || typeof suspend.signal_id !== "string" || suspend.signal_id === "") {
+      throw new GraphDefinitionError("suspend needs a non-empty signal_id", `${path}.suspend`);
+    }
+    if (suspend.metadata !== undefined && !isObject(suspend.metadata)) {
+      throw new GraphDefinitionError("metadata must be an object", `${path}.suspend.metadata`);
+    }
+    if (suspend.kind !== undefined && suspend.kind !== "input" && suspend.kind !== "auth") {
+      throw new GraphDefinitionError("kind must be input or auth", `${path}.suspend.kind`);
+    }
+  } else {
+    const raise = value.raise;
+    if (
+      !isObject(raise) ||
+      typeof raise.category !== "string" ||
+      typeof raise.message !== "string"
+    ) {
+      throw new GraphDefinitionError("raise needs string category and message", `${path}.raise`);
+    }
+  }
+  return value as unknown as GraphNode;
+}
+
+/**
+ * Validate a graph document. Throws {@link GraphDefinitionError} naming the
+ * first problem's path (e.g. `nodes.greet.update.messages[0].role`).
+ */
+export function parseGraph(document: unknown): ScriptedGraph {
+  if (!isObject(document)) throw new GraphDefinitionError("must be an object", "graph");
+  const { entry, nodes, edges } = document;
+  if (!isObject(nodes) || Object.keys(nodes).length === 0) {
+    throw new GraphDefinitionError("needs at least one node", "nodes");
+  }
+  for (const [name, node] of Object.entries(nodes)) {
+    if (name === END) throw new GraphDefinitionError(`${END} is reserved`, `nodes.${name}`);
+    checkNode(node, `nodes.${name}`);
+  }
+  if (typeof entry !== "string" || !(entry in nodes)) {
+    throw new GraphDefinitionError("must name a node", "entry");
+  }
+  if (edges !== undefined && !Array.isArray(edges)) {
+    throw new GraphDefinitionError("must be a list", "edges");
+  }
+  const checkedEdges = (edges ?? []).map((edge, i): GraphEdge => {
+    const path = `edges[${i}]`;
+    if (!isObject(edge) || typeof edge.from !== "string" || typeof edge.to !== "string") {
+      throw new GraphDefinitionError("an edge needs string from and to", path);
+    }
+    if (!(edge.from in nodes))
+      throw new GraphDefinitionError(`unknown node ${edge.from}`, `${path}.from`);
+    if (edge.to !== END && !(edge.to in nodes)) {
+      throw new GraphDefinitionError(`unknown node ${edge.to}`, `${path}.to`);
+    }
+    if (edge.when !== undefined) {
+      if (!isObject(edge.when) || typeof edge.when.path !== "string" || !("equals" in edge.when)) {
+        throw new GraphDefinitionError("when needs path and equals", `${path}.when`);
+      }
+    }
+    return edge as unknown as GraphEdge;
+  });
+  const maxSteps = document.max_steps;
+  if (maxSteps !== undefined && (typeof maxSteps !== "number" || maxSteps < 1)) {
+    throw new GraphDefinitionError("must be a positive number", "max_steps");
+  }
+  return {
+    entry,
+    nodes: nodes as Record<string, GraphNode>,
+    edges: checkedEdges,
+    ...(typeof maxSteps === "number" ? { max_steps: maxSteps } : {}),
+  };
+}
+
+/** Where a run stands: start fresh, or resume a suspended node with a payload. */
+export type RunStart = { kind: "start" } | { kind: "resume"; node: string; payload: Json };
+
+/** Values templates may refer to: `{{input}}` and `{{signal}}`. */
+export interface RunContext {
+  /** Text of the input message. */
+  input: string;
+}
+
+/** What a run produced. */
+export type RunResult =
+  | { status: "completed"; messages: GraphMessage[] }
+  | {
+      status: "suspended";
+      messages: GraphMessage[];
+      node: string;
+      signalLabel: string;
+      metadata: { [key: string]: Json };
+      kind: "input" | "auth";
+    }
+  | { status: "failed"; messages: GraphMessage[]; category: string; message: string; node: string };
+
+function valueAt(payload: Json, path: string): Json | undefined {
+  let current: Json | undefined = payload;
+  for (const key of path.split(".").filter((k) => k !== "")) {
+    if (!isObject(current)) return undefined;
+    current = (current as { [key: string]: Json })[key];
+  }
+  return current;
+}
+
+function sameJson(a: Json | undefined, b: Json): boolean {
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+function nextNode(graph: ScriptedGraph, from: string, payload: Json | undefined): string {
+  for (const edge of graph.edges) {
+    if (edge.from !== from) continue;
+    if (edge.when === undefined) return edge.to;
+    if (payload !== undefined && sameJson(valueAt(payload, edge.when.path), edge.when.equals)) {
+      return edge.to;
+    }
+  }
+  // A node with no outgoing edge ends the run.
+  return END;
+}
+
+function render(text: string, vars: Record<string, string>): string {
+  return text.replace(/\{\{\s*(\w+)\s*\}\}/g, (whole, name: string) => vars[name] ?? whole);
+}
+
+function renderMessage(message: GraphMessage, vars: Record<string, string>): GraphMessage {
+  const content =
+    typeof message.content === "string"
+      ? render(message.content, vars)
+      : message.content?.map((block) =>
+          isObject(block) && typeof block.text === "string"
+            ? { ...block, text: render(block.text, vars) }
+            : block,
+        );
+  return { ...message, ...(content !== undefined ? { content } : {}) };
+}
+
+/**
+ * Step through a graph from `start` until it ends, suspends or fails.
+ * Deterministic: the same graph, start and context give the same result.
+ */
+export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunContext): RunResult {
+  const messages: GraphMessage[] = [];
+  const vars: Record<string, string> = { input: context.input };
+  let current: string;
+  let payload: Json | undefined;
+  if (start.kind === "resume") {
+    const node = graph.nodes[start.node];
+    if (node === undefined || !("suspend" in node)) {
+      return {
+        status: "failed",
+        messages,
+        category: "graph_invalid",
+        message: `cannot resume at ${start.node}: not a suspend node`,
+        node: start.node,
+      };
+    }
+    payload = start.payload;
+    vars.signal = JSON.stringify(start.payload);
+    current = nextNode(graph, start.node, payload);
+  } else {
+    current = graph.entry;
+  }
+  const maxSteps = graph.max_steps ?? 1000;
+  for (let steps = 0; current !== END; steps++) {
+    if (steps >= maxSteps) {
+      return {
+        status: "failed",
+        messages,
+        category: "graph_step_limit",
+        message: `the graph ran more than ${maxSteps} steps`,
+        node: current,
+      };
+    }
+    const node = graph.nodes[current];
+    if (node === undefined) {
+      return {
+        status: "failed",
+        messages,
+        category: "graph_invalid",
+        message: `no node ${current}`,
+        node: current,
+      };
+    }
+    if ("update" in node) {
+      for (const m of node.update.messages) messages.push(renderMessage(m, vars));
+      current = nextNode(graph, current, payload);
+    } else if ("suspend" in node) {
+      return {
+        status: "suspended",
+        messages,
+        node: current,
+        signalLabel: node.suspend.signal_id,
+        metadata: node.suspend.metadata ?? {},
+        kind: node.suspend.kind ?? "input",
+      };
+    } else {
+      return {
+        status: "failed",
+        messages,
+        category: node.raise.category,
+        message: node.raise.message,
+        node: current,
+      };
+    }
+  }
+  return { status: "completed", messages };
+}

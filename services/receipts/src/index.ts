@@ -1,0 +1,1 @@
+export { receiptsService } from "./definition.js";

@@ -1,0 +1,1 @@
+export { tasksService } from "./definition.js";

@@ -1,0 +1,47 @@
+import { resolve } from "node:path";
+import { startEmbedded } from "@trellis/platform";
+import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
+import { allServices } from "../services.js";
+
+/** Env of embedded mode, validated at start. */
+export const devConfigSchema = {
+  TRELLIS_PORT: env.port().default(8080),
+  TRELLIS_HOST: env.string().default("127.0.0.1"),
+  TRELLIS_DATA_DIR: env.string().default(".trellis"),
+};
+
+/** `trellis dev`: run embedded until Ctrl-C. */
+export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
+  const config = loadConfig(devConfigSchema, source);
+  const dataDir = resolve(config.TRELLIS_DATA_DIR, "data");
+  const logger = createLogger({ service: "trellis" });
+  const trellis = await startEmbedded({
+    services: allServices,
+    dataDir,
+    host: config.TRELLIS_HOST,
+    port: config.TRELLIS_PORT,
+    logger,
+  });
+  const { url } = trellis.address;
+  process.stdout.write(
+    [
+      "",
+      `Trellis (embedded) is listening on ${url}`,
+      `  gRPC / Connect / gRPC-Web and REST on one port; data in ${dataDir}`,
+      `  try: npx buf curl --protocol grpc --http2-prior-knowledge --list-services ${url}`,
+      "  Ctrl-C stops it.",
+      "",
+    ].join("\n"),
+  );
+  await new Promise<void>((done) => {
+    onShutdownSignals(
+      async () => {
+        process.stdout.write("\nTrellis is stopping…\n");
+        await trellis.close({ graceMs: 5000 });
+        done();
+      },
+      { logger, exit: false },
+    );
+  });
+  return 0;
+}

@@ -1,0 +1,61 @@
+/**
+ * The `trellis` command line.
+ *
+ *   trellis dev      every service in one process on PGlite (same as `npm start`)
+ *   trellis mesh     every service as its own process on Postgres + NATS
+ *   trellis health   ask every service's gRPC health endpoint; print a table
+ */
+import { parseArgs } from "node:util";
+import { runDev } from "./dev.js";
+import { runHealth } from "./health.js";
+import { runMesh } from "./mesh.js";
+
+const usage = `Usage: trellis <command> [options]
+
+Commands:
+  dev       Run Trellis embedded: every service in one process on PGlite.
+            Env: TRELLIS_PORT (8080), TRELLIS_HOST (127.0.0.1), TRELLIS_DATA_DIR (./.trellis)
+  mesh      Run every service as its own process against Postgres and NATS.
+            Env: DATABASE_URL, NATS_URL, TRELLIS_NATS_PREFIX
+  health    Check the health of a running Trellis and print a table.
+            Options: --url URL (repeatable; default: every service's TRELLIS_<NAME>_URL,
+            else the embedded http://127.0.0.1:8080)
+  help      Show this help.
+`;
+
+const [command, ...rest] = process.argv.slice(2);
+
+async function main(): Promise<number> {
+  switch (command) {
+    case "dev":
+      return runDev(process.env);
+    case "mesh":
+      return runMesh(process.env);
+    case "health": {
+      const { values } = parseArgs({
+        args: rest,
+        options: { url: { type: "string", multiple: true } },
+      });
+      return runHealth(process.env, values.url ?? []);
+    }
+    case undefined:
+    case "help":
+    case "--help":
+    case "-h":
+      process.stdout.write(usage);
+      return 0;
+    default:
+      process.stderr.write(`trellis: unknown command ${JSON.stringify(command)}\n\n${usage}`);
+      return 2;
+  }
+}
+
+main().then(
+  (code) => {
+    if (code !== 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`trellis: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,163 @@
+/**
+ * Distributed mode on one machine: every service as its own process against
+ * real PostgreSQL and NATS JetStream. `trellis mesh` runs it in the foreground;
+ * end-to-end and fault suites drive it through {@link startMesh}.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { once } from "node:events";
+import { createWriteStream, mkdirSync } from "node:fs";
+import { createServer } from "node:net";
+import { join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { health } from "@trellis/contracts/grpc";
+import { urlVariable } from "@trellis/platform";
+import { allServices } from "./services.js";
+
+const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
+
+/** Options of {@link startMesh}. */
+export interface MeshOptions {
+  databaseUrl: string;
+  natsUrl: string;
+  /** NATS subject / stream prefix, unique per test run. */
+  natsPrefix?: string;
+  /** Services to start (default: all). */
+  services?: readonly string[];
+  /** Ports per service (default: free ports; the gateway on 8080 only if asked). */
+  ports?: Record<string, number>;
+  /** Where each service's stdout/stderr goes (default: ./.trellis/mesh-logs). */
+  logDir?: string;
+  /** Extra env for every process. */
+  env?: Record<string, string>;
+  /** How long to wait for every service to be SERVING (default 30 s). */
+  readyTimeoutMs?: number;
+}
+
+/** A running mesh. */
+export interface Mesh {
+  urls: Readonly<Record<string, string>>;
+  /** SIGKILL a service (crash). */
+  kill(name: string): Promise<void>;
+  /** Start a stopped or killed service again, and wait until it is SERVING. */
+  restart(name: string): Promise<void>;
+  /** Stop everything (SIGTERM, then SIGKILL after a grace period). */
+  stop(): Promise<void>;
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, "127.0.0.1");
+  await once(server, "listening");
+  const address = server.address();
+  server.close();
+  if (address === null || typeof address === "string") throw new Error("no port");
+  return address.port;
+}
+
+/** Ask a service's gRPC health endpoint; resolves with the status name. */
+export async function checkHealth(url: string, timeoutMs = 2000): Promise<string> {
+  const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+  const response = await client.check({ service: "" }, { timeoutMs });
+  return health.HealthCheckResponse_ServingStatus[response.status] ?? String(response.status);
+}
+
+async function waitServing(
+  name: string,
+  url: string,
+  timeoutMs: number,
+  proc: ChildProcess,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "not started";
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null)
+      throw new Error(`${name} exited with code ${proc.exitCode} before it was ready`);
+    try {
+      last = await checkHealth(url, 1000);
+      if (last === "SERVING") return;
+    } catch (error) {
+      last = String(error);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${name} at ${url} not SERVING after ${timeoutMs} ms (last: ${last})`);
+}
+
+/** Start the services as separate processes; resolves when all are SERVING. */
+export async function startMesh(options: MeshOptions): Promise<Mesh> {
+  const names = options.services ?? allServices.map((s) => s.name);
+  const logDir = options.logDir ?? join(root, ".trellis", "mesh-logs");
+  mkdirSync(logDir, { recursive: true });
+  const ports: Record<string, number> = {};
+  for (const name of allServices.map((s) => s.name))
+    ports[name] = options.ports?.[name] ?? (await freePort());
+  const urls: Record<string, string> = {};
+  const baseEnv: Record<string, string> = {
+    ...(process.env as Record<string, string>),
+    DATABASE_URL: options.databaseUrl,
+    NATS_URL: options.natsUrl,
+    TRELLIS_NATS_PREFIX: options.natsPrefix ?? "trellis",
+    ...options.env,
+  };
+  for (const [name, port] of Object.entries(ports)) {
+    urls[name] = `http://127.0.0.1:${port}`;
+    baseEnv[urlVariable(name)] = urls[name];
+  }
+  const procs = new Map<string, ChildProcess>();
+  const timeout = options.readyTimeoutMs ?? 30_000;
+
+  const launch = (name: string): ChildProcess => {
+    const log = createWriteStream(join(logDir, `${name}.log`), { flags: "a" });
+    const proc = spawn(
+      process.execPath,
+      ["--import", "tsx", join(root, "services", name, "src", "main.ts")],
+      {
+        cwd: root,
+        env: { ...baseEnv, PORT: String(ports[name]) },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
+    proc.stdout?.pipe(log);
+    proc.stderr?.pipe(log);
+    procs.set(name, proc);
+    return proc;
+  };
+
+  const stopOne = async (name: string, signal: NodeJS.Signals, graceMs: number) => {
+    const proc = procs.get(name);
+    if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    const exited = once(proc, "exit");
+    proc.kill(signal);
+    const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
+    await exited;
+    clearTimeout(timer);
+  };
+
+  try {
+    // Services do not need each other at start (clients connect lazily), so
+    // they boot side by side.
+    await Promise.all(
+      names.map((name) => waitServing(name, urls[name] as string, timeout, launch(name))),
+    );
+  } catch (error) {
+    await Promise.all([...procs.keys()].map((n) => stopOne(n, "SIGKILL", 0)));
+    throw error;
+  }
+
+  return {
+    urls,
+    async kill(name) {
+      await stopOne(name, "SIGKILL", 0);
+    },
+    async restart(name) {
+      await stopOne(name, "SIGTERM", 5000);
+      const proc = launch(name);
+      await waitServing(name, urls[name] as string, timeout, proc);
+    },
+    async stop() {
+      await Promise.all([...procs.keys()].reverse().map((n) => stopOne(n, "SIGTERM", 10_000)));
+    },
+  };
+}
