@@ -137,6 +137,7 @@ export async function runService(
     logger,
     ...(module.routes ? { routes: (router) => module.routes?.(router) } : {}),
     ...(module.http ? { http: module.http } : {}),
+    ...(module.interceptors ? { interceptors: [...module.interceptors] } : {}),
     ...(module.upgrade ? { upgrade: module.upgrade } : {}),
     ...(module.reflectionFiles ? { reflection: { files: module.reflectionFiles } } : {}),
     health: {

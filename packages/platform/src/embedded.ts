@@ -201,6 +201,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     name: "trellis",
     logger,
     routes,
+    interceptors: all.flatMap((m) => m.interceptors ?? []),
     reflection: { files: all.flatMap((m) => m.reflectionFiles ?? []) },
     ...(httpHandlers.length
       ? {

@@ -3,7 +3,9 @@
  * run it (distributed: its own process on Postgres + JetStream; embedded: all
  * services in one process on PGlite + the in-process log).
  */
+
 export { DEFAULT_PORTS, ownerOf, serviceUrl, urlVariable } from "./addresses.js";
+export { type Caller, callerHeaders, callerKey, callerOf, setCallerHeaders } from "./caller.js";
 export {
   distributedConfigSchema,
   type RunningService,

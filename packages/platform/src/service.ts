@@ -8,7 +8,7 @@
  * process on PGlite (embedded mode, `startEmbedded`).
  */
 import type { DescFile, DescService } from "@bufbuild/protobuf";
-import type { Client, ConnectRouter } from "@connectrpc/connect";
+import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
 import type { HttpHandler, Logger, UpgradeHandler } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
@@ -56,6 +56,12 @@ export interface ServiceContext {
 export interface ServiceModule {
   /** Register Connect handlers. */
   routes?(router: ConnectRouter): void;
+  /**
+   * Interceptors for the public server (e.g. the gateway's authentication).
+   * Embedded: applied to every route of the one server, but not to in-process
+   * calls between services. Distributed: applied to this service's server.
+   */
+  interceptors?: readonly Interceptor[];
   /** Plain HTTP (REST, SSE, UI); return true when handled. */
   http?: HttpHandler;
   /** WebSocket and other upgrades. */

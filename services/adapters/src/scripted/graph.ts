@@ -148,7 +148,8 @@ function checkNode(value: unknown, path: string): GraphNode {
     if (!isObject(update) || !Array.isArray(update.messages)) {
       throw new GraphDefinitionError("update needs a messages list", `${path}.update`);
     }
-    for (const [i, m] of update.messages.entries()) checkMessage(m, `${path}.update.messages[${i}]`);
+    for (const [i, m] of update.messages.entries())
+      checkMessage(m, `${path}.update.messages[${i}]`);
   } else if (value.suspend !== undefined) {
     const suspend = value.suspend;
     if (!isObject(suspend) || typeof suspend.signal_id !== "string" || suspend.signal_id === "") {
