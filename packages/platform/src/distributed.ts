@@ -130,6 +130,7 @@ export async function runService(
     clients,
     kickRelay: () => relay.kick(),
     closing: closing.signal,
+    env: source,
   };
   const module = await definition.create(context);
   const service = createService({

@@ -60,6 +60,8 @@ export interface EmbeddedOptions {
   /** Port; 0 picks a free one. */
   port?: number;
   logger?: Logger;
+  /** Environment handed to service factories (default: process.env). */
+  env?: Readonly<Record<string, string | undefined>>;
 }
 
 /** A running embedded Trellis. */
@@ -182,6 +184,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       clients,
       kickRelay: () => relay.kick(),
       closing: closing.signal,
+      env: options.env ?? process.env,
+      ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     };
     contexts.set(definition.name, context);
     modules.set(definition.name, await definition.create(context));

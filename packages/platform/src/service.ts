@@ -50,6 +50,13 @@ export interface ServiceContext {
   kickRelay(): void;
   /** Fires when the host starts shutting down. */
   closing: AbortSignal;
+  /**
+   * Environment the host was started with. Service factories read their own
+   * settings from it (validated with `loadConfig`); handlers never do.
+   */
+  env: Readonly<Record<string, string | undefined>>;
+  /** Embedded mode's data directory (for files such as generated keys), if any. */
+  dataDir?: string;
 }
 
 /** What a service contributes to the server that hosts it. */

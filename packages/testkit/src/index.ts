@@ -83,3 +83,23 @@ export async function eventually<T>(
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
   }
 }
+
+/**
+ * Delete the JetStream streams a test run created under `prefix` (the
+ * `<PREFIX>_*` streams of the event log and signal bus), so runs leave
+ * nothing behind on the shared server.
+ */
+export async function deleteTestStreams(prefix: string, servers = testNatsUrl): Promise<void> {
+  const { connect } = await import("@nats-io/transport-node");
+  const { jetstreamManager } = await import("@nats-io/jetstream");
+  const nc = await connect({ servers });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const wanted = `${prefix.toUpperCase().replace(/[^A-Z0-9_]/g, "_")}_`;
+    for await (const info of jsm.streams.list()) {
+      if (info.config.name.startsWith(wanted)) await jsm.streams.delete(info.config.name);
+    }
+  } finally {
+    await nc.close();
+  }
+}

@@ -1,0 +1,98 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { EventSchema } from "@trellis/contracts/core";
+import { appendToOutbox } from "@trellis/storage";
+import { eventually } from "@trellis/testkit";
+import { afterAll, describe, expect, it } from "vitest";
+import { type ServiceContext, type ServiceDefinition, startEmbedded } from "../src/index.js";
+
+/** A tiny service that records events through the outbox, as real services do. */
+function recorder(onContext: (ctx: ServiceContext) => void): ServiceDefinition {
+  return {
+    name: "recorder",
+    provides: [],
+    defaultPort: 0,
+    create(ctx) {
+      onContext(ctx);
+      return {};
+    },
+  };
+}
+
+async function record(ctx: ServiceContext, ids: string[]): Promise<void> {
+  await ctx.db.kysely.transaction().execute(async (trx) => {
+    await appendToOutbox(
+      trx,
+      ctx.outboxSchema,
+      ids.map((id) =>
+        create(EventSchema, {
+          id,
+          kind: "test.recorded",
+          workspaceId: "default",
+          sessionId: "ses_1",
+          resource: { object: "session", id: "ses_1" },
+        }),
+      ),
+    );
+  });
+  ctx.kickRelay();
+}
+
+describe("embedded mode", () => {
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("keeps events, their order and consumer positions across a restart", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "trellis-embedded-"));
+    dirs.push(dataDir);
+    let ctx: ServiceContext | undefined;
+    const first = await startEmbedded({ services: [recorder((c) => (ctx = c))], dataDir, port: 0 });
+    await record(ctx!, ["evt_1", "evt_2", "evt_3"]);
+    await record(ctx!, ["evt_4", "evt_5"]);
+    const filter = { workspaceId: "default", sessionId: "ses_1" };
+    const before = await eventually(async () => {
+      const read = await ctx!.eventLog.read({ filter });
+      return read.length === 5 ? read : undefined;
+    });
+    // A durable consumer acks the first three.
+    let acked = 0;
+    for await (const item of ctx!.eventLog.consume({ name: "test-consumer", filter })) {
+      await item.ack();
+      if (++acked === 3) break;
+    }
+    await first.close({ graceMs: 100 });
+
+    const second = await startEmbedded({
+      services: [recorder((c) => (ctx = c))],
+      dataDir,
+      port: 0,
+    });
+    try {
+      const after = await ctx!.eventLog.read({ filter });
+      expect(after.map((e) => [e.event.id, e.position, e.event.sequence])).toEqual(
+        before.map((e) => [e.event.id, e.position, e.event.sequence]),
+      );
+      // New events continue the per-resource sequence.
+      await record(ctx!, ["evt_6"]);
+      const sixth = await eventually(async () =>
+        (await ctx!.eventLog.read({ filter })).find((e) => e.event.id === "evt_6"),
+      );
+      expect(sixth.event.sequence).toBe(6n);
+      expect(sixth.event.previousEventId).toBe("evt_5");
+      // The consumer resumes after what it acked.
+      const resumed: string[] = [];
+      for await (const item of ctx!.eventLog.consume({ name: "test-consumer", filter })) {
+        resumed.push(item.event.id);
+        await item.ack();
+        if (resumed.length === 3) break;
+      }
+      expect(resumed).toEqual(["evt_4", "evt_5", "evt_6"]);
+    } finally {
+      await second.close({ graceMs: 100 });
+    }
+  });
+});
