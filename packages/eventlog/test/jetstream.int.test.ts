@@ -1,14 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { toBinary } from "@bufbuild/protobuf";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { EventSchema } from "@trellis/contracts/core";
 import { isTrellisError } from "@trellis/runtime";
-import { eventually, testNatsUrl, uniqueSuffix } from "@trellis/testkit";
+import { eventually, ThrowawayNats, testNatsUrl, uniqueSuffix } from "@trellis/testkit";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { describeEventLogContract, makeEvent } from "../src/event-log.contract.js";
 import type { LoggedEvent } from "../src/event-log.js";
@@ -112,74 +107,14 @@ describe("JetStreamEventLog on the shared server", () => {
   });
 });
 
-/** A throwaway nats-server with JetStream in `dir` on `port` (never the shared :4222 one). */
-class NatsServerProcess {
-  #child: ChildProcess | undefined;
-  constructor(
-    readonly port: number,
-    readonly dir: string,
-  ) {}
-
-  get url(): string {
-    return `nats://127.0.0.1:${this.port}`;
-  }
-
-  async start(): Promise<void> {
-    const bin = process.env.NATS_SERVER_BIN ?? "/usr/sbin/nats-server";
-    this.#child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.dir], {
-      stdio: "ignore",
-    });
-    await eventually(
-      () =>
-        new Promise<boolean>((resolve) => {
-          const nc = connectNats({ servers: this.url, maxReconnectAttempts: 0 });
-          nc.then(
-            async (c) => {
-              await c.close();
-              resolve(true);
-            },
-            () => resolve(false),
-          );
-        }),
-      { timeoutMs: 15_000, what: "nats-server to accept connections" },
-    );
-  }
-
-  /** Graceful stop (SIGTERM): what a restart looks like. */
-  async stop(): Promise<void> {
-    const child = this.#child;
-    this.#child = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.kill("SIGTERM");
-    await exited;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
 describe("JetStreamEventLog across a nats-server restart", () => {
-  let server: NatsServerProcess | undefined;
-  let dir: string | undefined;
+  let server: ThrowawayNats | undefined;
   afterAll(async () => {
-    await server?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await server?.dispose();
   });
 
   it("loses no acknowledged event and keeps subscribers and consumers going", async () => {
-    dir = await mkdtemp(join(tmpdir(), "trellis-nats-"));
-    server = new NatsServerProcess(await freePort(), dir);
-    await server.start();
+    server = await ThrowawayNats.start();
     const nc = await connectNats({ servers: server.url, reconnectTimeWaitMs: 100 });
     const log = await JetStreamEventLog.open({
       connection: nc,

@@ -14,6 +14,7 @@ import {
   loadConfig,
   onShutdownSignals,
   type ServiceAddress,
+  TrellisError,
   type TrellisService,
 } from "@trellis/runtime";
 import {
@@ -40,7 +41,43 @@ export const distributedConfigSchema = {
   NATS_URL: env.string().default("nats://127.0.0.1:4222"),
   TRELLIS_NATS_PREFIX: env.string().default("trellis"),
   TRELLIS_SHUTDOWN_GRACE: env.duration().default(10_000),
+  /** How long to keep retrying Postgres / NATS at start before giving up. */
+  TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
 };
+
+/**
+ * Retry `attempt` with backoff until it succeeds or `timeoutMs` passes, logging
+ * what it waits for (a dependency that restarts or starts later than us is
+ * normal in Kubernetes, not a crash).
+ */
+async function waitFor<T>(
+  what: string,
+  attempt: () => Promise<T>,
+  timeoutMs: number,
+  logger: { warn(msg: string, fields?: Record<string, unknown>): void },
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 100;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (Date.now() + delay > deadline) {
+        throw new TrellisError({
+          reason: "service_unavailable",
+          message: `${what} was not reachable within ${Math.round(timeoutMs / 1000)} s: ${error instanceof Error ? error.message : String(error)}`,
+          cause: error,
+        });
+      }
+      logger.warn(`waiting for ${what}`, {
+        error: error instanceof Error ? error.message : String(error),
+        retry_in_ms: delay,
+      });
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+}
 
 /** A running distributed service. */
 export interface RunningService {
@@ -92,16 +129,28 @@ export async function runService(
   const logger = createLogger({ service: definition.name });
   const schema = definition.name;
 
-  const db: Database<unknown> = await createDatabase({
-    kind: "postgres",
-    url: config.DATABASE_URL,
-    poolSize: config.DATABASE_POOL_SIZE,
-    applicationName: `trellis-${definition.name}`,
-  });
-  await migrate(db, {
-    schema,
-    migrations: { ...outboxMigrations(schema), ...(definition.migrations ?? {}) },
-  });
+  const startup = config.TRELLIS_STARTUP_TIMEOUT;
+  const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
+  const db: Database<unknown> = await waitFor(
+    "PostgreSQL",
+    async () => {
+      const candidate: Database<unknown> = await createDatabase({
+        kind: "postgres",
+        url: config.DATABASE_URL,
+        poolSize: config.DATABASE_POOL_SIZE,
+        applicationName: `trellis-${definition.name}`,
+      });
+      try {
+        await migrate(candidate, { schema, migrations });
+        return candidate;
+      } catch (error) {
+        await candidate.close().catch(() => undefined);
+        throw error;
+      }
+    },
+    startup,
+    logger,
+  );
 
   const logConfig = {
     kind: "jetstream" as const,
@@ -175,4 +224,18 @@ export async function runService(
   };
   if (options.handleSignals !== false) onShutdownSignals(close, { logger });
   return { service, address, module, close };
+}
+
+/**
+ * The whole of a service's `main.ts`: run it, and on a startup failure print
+ * one clear line (the bad variable, the unreachable dependency) and exit 1.
+ */
+export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
+  try {
+    await runService(definition);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`trellis-${definition.name}: cannot start: ${message}\n`);
+    process.exit(1);
+  }
 }

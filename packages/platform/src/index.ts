@@ -11,6 +11,7 @@ export {
   type RunningService,
   type RunServiceOptions,
   runService,
+  runServiceMain,
 } from "./distributed.js";
 export {
   EMBEDDED_OUTBOX_SCHEMA,

@@ -103,3 +103,83 @@ export async function deleteTestStreams(prefix: string, servers = testNatsUrl): 
     await nc.close();
   }
 }
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A throwaway nats-server with JetStream (file storage in its own temp dir) on
+ * a free loopback port, for tests that stop and restart the server. Never the
+ * shared one on :4222.
+ */
+export class ThrowawayNats {
+  #child: import("node:child_process").ChildProcess | undefined;
+  private constructor(
+    readonly port: number,
+    readonly dir: string,
+  ) {}
+
+  /** Create and start one. */
+  static async start(): Promise<ThrowawayNats> {
+    const { mkdtemp } = await import("node:fs/promises");
+    const { tmpdir } = await import("node:os");
+    const { join } = await import("node:path");
+    const server = new ThrowawayNats(
+      await freePort(),
+      await mkdtemp(join(tmpdir(), "trellis-nats-")),
+    );
+    await server.start();
+    return server;
+  }
+
+  get url(): string {
+    return `nats://127.0.0.1:${this.port}`;
+  }
+
+  /** Start (again), keeping the same port and data dir; resolves once it accepts connections. */
+  async start(): Promise<void> {
+    const { spawn } = await import("node:child_process");
+    const { connect } = await import("@nats-io/transport-node");
+    const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
+    this.#child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.dir], {
+      stdio: "ignore",
+      env: { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/sbin:/usr/local/sbin` },
+    });
+    await eventually(
+      async () => {
+        const nc = await connect({ servers: this.url, maxReconnectAttempts: 0, timeout: 500 });
+        await nc.close();
+        return true;
+      },
+      { timeoutMs: 15_000, what: "the throwaway nats-server to accept connections" },
+    );
+  }
+
+  /** Graceful stop (SIGTERM), as in a rolling restart. */
+  async stop(): Promise<void> {
+    const child = this.#child;
+    this.#child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    await exited;
+  }
+
+  /** Stop and delete its data. */
+  async dispose(): Promise<void> {
+    await this.stop();
+    const { rm } = await import("node:fs/promises");
+    await rm(this.dir, { recursive: true, force: true });
+  }
+}

@@ -1,6 +1,6 @@
 // Distributed mode entry point: the chat service as its own process.
 // Configured by env (DATABASE_URL, NATS_URL, PORT, TRELLIS_<SERVICE>_URL, …).
-import { runService } from "@trellis/platform";
+import { runServiceMain } from "@trellis/platform";
 import { chatService } from "./definition.js";
 
-await runService(chatService);
+await runServiceMain(chatService);

@@ -1,6 +1,6 @@
 // Distributed mode entry point: the gateway service as its own process.
 // Configured by env (DATABASE_URL, NATS_URL, PORT, TRELLIS_<SERVICE>_URL, …).
-import { runService } from "@trellis/platform";
+import { runServiceMain } from "@trellis/platform";
 import { gatewayService } from "./definition.js";
 
-await runService(gatewayService);
+await runServiceMain(gatewayService);

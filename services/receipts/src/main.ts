@@ -1,6 +1,6 @@
 // Distributed mode entry point: the receipts service as its own process.
 // Configured by env (DATABASE_URL, NATS_URL, PORT, TRELLIS_<SERVICE>_URL, …).
-import { runService } from "@trellis/platform";
+import { runServiceMain } from "@trellis/platform";
 import { receiptsService } from "./definition.js";
 
-await runService(receiptsService);
+await runServiceMain(receiptsService);

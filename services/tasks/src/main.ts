@@ -1,6 +1,6 @@
 // Distributed mode entry point: the tasks service as its own process.
 // Configured by env (DATABASE_URL, NATS_URL, PORT, TRELLIS_<SERVICE>_URL, …).
-import { runService } from "@trellis/platform";
+import { runServiceMain } from "@trellis/platform";
 import { tasksService } from "./definition.js";
 
-await runService(tasksService);
+await runServiceMain(tasksService);
