@@ -6,13 +6,17 @@
  *   npm run bench                 all benchmarks
  *   npm run bench -- event-log    only the named ones
  *
- * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222). Results are
+ * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
+ * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
+ * PGlite. Results are
  * also written as JSON to .trellis/bench/<name>.json; docs/benchmarks.md
  * records them with the machine's load.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
+import { formatTurnBench, runTurnBench } from "./turn.bench.js";
 
 interface Bench {
   name: string;
@@ -27,6 +31,33 @@ const benches: Bench[] = [
     async run() {
       const result = await runEventLogBench({ servers: natsUrl });
       return { text: formatEventLogBench(result), data: result };
+    },
+  },
+  {
+    name: "task-turn",
+    async run() {
+      const points = await runTurnBench({ kind: "task" });
+      return {
+        text: formatTurnBench(points, "task turn: submit → terminal, zero-latency agent"),
+        data: points,
+      };
+    },
+  },
+  {
+    name: "chat-turn",
+    async run() {
+      const points = await runTurnBench({ kind: "chat" });
+      return {
+        text: formatTurnBench(points, "chat turn: ChatService.Send, zero-latency agent"),
+        data: points,
+      };
+    },
+  },
+  {
+    name: "receipts",
+    async run() {
+      const result = await runReceiptsBench();
+      return { text: formatReceiptsBench(result), data: result };
     },
   },
 ];

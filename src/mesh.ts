@@ -44,6 +44,8 @@ export interface Mesh {
   restart(name: string): Promise<void>;
   /** Stop everything (SIGTERM, then SIGKILL after a grace period). */
   stop(): Promise<void>;
+  /** Process ids of the running services (for CPU accounting in benchmarks). */
+  pids(): Record<string, number>;
 }
 
 async function freePort(): Promise<number> {
@@ -155,6 +157,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       await stopOne(name, "SIGTERM", 5000);
       const proc = launch(name);
       await waitServing(name, urls[name] as string, timeout, proc);
+    },
+    pids() {
+      const result: Record<string, number> = {};
+      for (const [name, proc] of procs)
+        if (proc.pid !== undefined && proc.exitCode === null) result[name] = proc.pid;
+      return result;
     },
     async stop() {
       await Promise.all([...procs.keys()].reverse().map((n) => stopOne(n, "SIGTERM", 10_000)));

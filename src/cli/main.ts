@@ -4,11 +4,13 @@
  *   trellis dev      every service in one process on PGlite (same as `npm start`)
  *   trellis mesh     every service as its own process on Postgres + NATS
  *   trellis health   ask every service's gRPC health endpoint; print a table
+ *   trellis receipts verify <id|file>   verify a receipt, online or offline
  */
 import { parseArgs } from "node:util";
 import { runDev } from "./dev.js";
 import { runHealth } from "./health.js";
 import { runMesh } from "./mesh.js";
+import { runReceiptsVerify } from "./receipts.js";
 
 const usage = `Usage: trellis <command> [options]
 
@@ -20,6 +22,13 @@ Commands:
   health    Check the health of a running Trellis and print a table.
             Options: --url URL (repeatable; default: every service's TRELLIS_<NAME>_URL,
             else the embedded http://127.0.0.1:8080)
+  receipts verify <id|file>
+            Verify a receipt. By id: Trellis re-checks the stored receipt (hash,
+            chain links, signature). A file (an exported receipt) with
+            --public-key FILE (PEM or JWK): checked offline, nothing is sent.
+            Options: --public-key FILE, --url URL (default TRELLIS_URL, else
+            http://127.0.0.1:8080), --schema FILE (receipt JSON Schema),
+            --api-key KEY (default TRELLIS_API_KEY), --json
   help      Show this help.
 `;
 
@@ -37,6 +46,33 @@ async function main(): Promise<number> {
         options: { url: { type: "string", multiple: true } },
       });
       return runHealth(process.env, values.url ?? []);
+    }
+    case "receipts": {
+      const { values, positionals } = parseArgs({
+        args: rest,
+        allowPositionals: true,
+        options: {
+          "public-key": { type: "string" },
+          url: { type: "string" },
+          schema: { type: "string" },
+          "api-key": { type: "string" },
+          json: { type: "boolean" },
+        },
+      });
+      const [subcommand, target] = positionals;
+      if (subcommand !== "verify") {
+        process.stderr.write(
+          `trellis receipts: unknown subcommand ${JSON.stringify(subcommand)}\n\n${usage}`,
+        );
+        return 2;
+      }
+      return runReceiptsVerify(process.env, target, {
+        ...(values["public-key"] ? { publicKey: values["public-key"] } : {}),
+        ...(values.url ? { url: values.url } : {}),
+        ...(values.schema ? { schema: values.schema } : {}),
+        ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
+        ...(values.json ? { json: true } : {}),
+      });
     }
     case undefined:
     case "help":

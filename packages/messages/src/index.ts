@@ -9,4 +9,9 @@ export {
   roleName,
   textOf,
 } from "./chat-json.js";
-export { type ShapeProblem, validateChatMessage, validateTranscript } from "./validate.js";
+export {
+  type ShapeProblem,
+  validateChatMessage,
+  validateToolCallReference,
+  validateTranscript,
+} from "./validate.js";

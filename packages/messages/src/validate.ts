@@ -113,6 +113,13 @@ export function validateChatMessage(
       if (!hasContent || message.parts.some((p) => p.kind.case !== "text")) {
         return { path: `${at}.content`, message: "a system message needs non-empty text content" };
       }
+      // llm-provider §3: system content is a string (one text block is its equivalent).
+      if (message.parts.length > 1) {
+        return {
+          path: `${at}.content`,
+          message: "a system message's content must be a single string, not a list of blocks",
+        };
+      }
       break;
     case Role.USER:
       if (!hasContent) return { path: `${at}.content`, message: "a user message needs content" };
@@ -134,6 +141,13 @@ export function validateChatMessage(
       }
       if (message.parts.some((p) => p.kind.case !== "text")) {
         return { path: `${at}.content`, message: "a tool message's content must be text" };
+      }
+      // llm-provider §3: a tool result is one string (structured results are serialized).
+      if (message.parts.length > 1) {
+        return {
+          path: `${at}.content`,
+          message: "a tool message's content must be a single string, not a list of blocks",
+        };
       }
       break;
     default:
@@ -157,6 +171,14 @@ export function validateChatMessage(
       return { path: `${at}.tool_calls[${i}].id`, message: "a tool call needs an id" };
     if (call.name === "")
       return { path: `${at}.tool_calls[${i}].name`, message: "a tool call needs a name" };
+    // llm-provider §3: arguments are a mapping (null only when unparseable).
+    const args = call.arguments?.kind;
+    if (args && args.case !== "structValue" && args.case !== "nullValue") {
+      return {
+        path: `${at}.tool_calls[${i}].arguments`,
+        message: "tool call arguments must be a JSON object",
+      };
+    }
     if (seen.has(call.id)) {
       return {
         path: `${at}.tool_calls[${i}].id`,
@@ -169,21 +191,43 @@ export function validateChatMessage(
 }
 
 /**
+ * Check that a tool message answers a tool call of an assistant message among
+ * `earlier` (llm-provider §3: `tool_call_id` MUST match the `id` of an earlier
+ * assistant ToolCall). Messages of other roles always pass.
+ */
+export function validateToolCallReference(
+  message: Message,
+  earlier: readonly Message[],
+  options: { path?: string } = {},
+): ShapeProblem | undefined {
+  if (message.role !== Role.TOOL) return undefined;
+  const answered = earlier.some(
+    (m) => m.role === Role.ASSISTANT && m.toolCalls.some((c) => c.id === message.toolCallId),
+  );
+  if (answered) return undefined;
+  return {
+    path: `${options.path ?? "message"}.tool_call_id`,
+    message: `tool_call_id ${message.toolCallId} does not match an earlier assistant tool call`,
+  };
+}
+
+/**
  * Validate a message list: each message, and every tool message answering a
  * tool call of an earlier assistant message (llm-provider §3).
  */
 export function validateTranscript(messages: readonly Message[]): ShapeProblem | undefined {
   const calls = new Set<string>();
   for (const [i, message] of messages.entries()) {
-    const problem = validateChatMessage(message, { path: `messages[${i}]` });
+    const path = `messages[${i}]`;
+    const problem = validateChatMessage(message, { path });
     if (problem) return problem;
-    for (const call of message.toolCalls) calls.add(call.id);
     if (message.role === Role.TOOL && !calls.has(message.toolCallId)) {
       return {
-        path: `messages[${i}].tool_call_id`,
+        path: `${path}.tool_call_id`,
         message: `tool_call_id ${message.toolCallId} does not match an earlier assistant tool call`,
       };
     }
+    for (const call of message.toolCalls) calls.add(call.id);
   }
   return undefined;
 }

@@ -1,4 +1,4 @@
-import { create } from "@bufbuild/protobuf";
+import { create, type JsonValue } from "@bufbuild/protobuf";
 import { MessageSchema, PartSchema, Role } from "@trellis/contracts/core";
 import { describe, expect, it } from "vitest";
 import {
@@ -6,6 +6,7 @@ import {
   chatToMessage,
   messageToChat,
   validateChatMessage,
+  validateToolCallReference,
   validateTranscript,
 } from "../src/index.js";
 
@@ -141,5 +142,68 @@ describe("validateChatMessage (harness-chat §3.1)", () => {
       chatToMessage({ role: "tool", tool_call_id: "nope", content: "r" }),
     ];
     expect(validateTranscript(list)?.path).toBe("messages[1].tool_call_id");
+  });
+});
+
+describe("harness-chat §3.1: string-only roles, tool arguments, tool call references", () => {
+  it("rejects a system message whose content is a list of blocks", () => {
+    const m = chatToMessage({
+      role: "system",
+      content: [
+        { type: "text", text: "a" },
+        { type: "text", text: "b" },
+      ],
+    });
+    expect(validateChatMessage(m)).toEqual({
+      path: "message.content",
+      message: expect.stringMatching(/single string/),
+    });
+  });
+
+  it("rejects a tool message whose content is a list of blocks", () => {
+    const m = chatToMessage({
+      role: "tool",
+      tool_call_id: "a",
+      content: [
+        { type: "text", text: "a" },
+        { type: "text", text: "b" },
+      ],
+    });
+    expect(validateChatMessage(m)?.message).toMatch(/single string/);
+  });
+
+  it("accepts an empty tool result (an empty string is a string)", () => {
+    expect(
+      validateChatMessage(chatToMessage({ role: "tool", tool_call_id: "a", content: "" })),
+    ).toBeUndefined();
+  });
+
+  it("accepts object and null tool arguments, rejects other JSON", () => {
+    const withArgs = (args: JsonValue) =>
+      chatToMessage({ role: "assistant", tool_calls: [{ id: "a", name: "t", arguments: args }] });
+    expect(validateChatMessage(withArgs({ city: "Oslo" }))).toBeUndefined();
+    expect(validateChatMessage(withArgs(null))).toBeUndefined();
+    expect(validateChatMessage(withArgs("Oslo"))).toEqual({
+      path: "message.tool_calls[0].arguments",
+      message: "tool call arguments must be a JSON object",
+    });
+    expect(validateChatMessage(withArgs([1]))?.path).toBe("message.tool_calls[0].arguments");
+  });
+
+  it("checks a tool message against the history it joins", () => {
+    const history = [
+      chatToMessage({ role: "user", content: "weather?" }),
+      chatToMessage({ role: "assistant", tool_calls: [{ id: "call_1", name: "weather" }] }),
+    ];
+    const answer = chatToMessage({ role: "tool", tool_call_id: "call_1", content: "4°C" });
+    const stray = chatToMessage({ role: "tool", tool_call_id: "call_9", content: "?" });
+    expect(validateToolCallReference(answer, history)).toBeUndefined();
+    expect(validateToolCallReference(stray, history)).toEqual({
+      path: "message.tool_call_id",
+      message: "tool_call_id call_9 does not match an earlier assistant tool call",
+    });
+    expect(
+      validateToolCallReference(chatToMessage({ role: "user", content: "hi" }), []),
+    ).toBeUndefined();
   });
 });

@@ -203,6 +203,9 @@ export async function runService(
     await eventLog.close();
     await db.close();
   }, "connections");
+  // ServiceContext.closing fires when shutdown starts (long-lived streams end
+  // then, instead of holding the drain until the grace period runs out).
+  service.closing.addEventListener("abort", () => closing.abort(), { once: true });
   service.onClose(() => relay.stop(), "outbox relay");
   service.onClose(async () => {
     closing.abort();

@@ -14,6 +14,7 @@ import {
   type Client,
   createClient,
   createRouterTransport,
+  type Interceptor,
   type Transport,
 } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
@@ -24,10 +25,14 @@ import {
   type LoggedEvent,
 } from "@trellis/eventlog";
 import {
+  acceptOrCreateRequestId,
   createClientTracingInterceptor,
+  createErrorInterceptor,
   createLogger,
   createService,
   type Logger,
+  requestIdHeader,
+  requestIdKey,
   type ServiceAddress,
   type TrellisService,
 } from "@trellis/runtime";
@@ -194,8 +199,18 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   const routes = (router: import("@connectrpc/connect").ConnectRouter) => {
     for (const module of all) module.routes?.(router);
   };
-  // Services call each other in memory: same handlers, no socket.
+  // Services call each other in memory: same handlers, no socket. The server
+  // side of that transport maps domain errors like the public server does
+  // (callers see the ErrorDetail reason, not a bare Unknown) and takes the
+  // request id the caller forwarded.
+  const inProcessRequestId: Interceptor = (next) => (req) => {
+    if (req.contextValues.get(requestIdKey) === "") {
+      req.contextValues.set(requestIdKey, acceptOrCreateRequestId(req.header.get(requestIdHeader)));
+    }
+    return next(req);
+  };
   transport = createRouterTransport(routes, {
+    router: { interceptors: [inProcessRequestId, createErrorInterceptor(logger)] },
     transport: { interceptors: [createClientTracingInterceptor()] },
   });
 
@@ -226,6 +241,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     await db.close();
     await pglite.close();
   }, "storage");
+  // ServiceContext.closing fires when shutdown starts (long-lived streams end
+  // then, instead of holding the drain until the grace period runs out).
+  server.closing.addEventListener("abort", () => closing.abort(), { once: true });
   server.onClose(() => relay.stop(), "outbox relay");
   server.onClose(async () => {
     closing.abort();

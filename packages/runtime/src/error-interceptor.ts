@@ -46,7 +46,7 @@ export function toWireError(
     }
     return toConnectError(error);
   }
-  if (error instanceof ConnectError) return error;
+  if (error instanceof ConnectError) return withoutTransportMetadata(error);
   if (signal?.aborted) {
     logger.debug("rpc aborted", { rpc, request_id: requestId, reason: signal.reason, error });
     return ConnectError.from(signal.reason, Code.Canceled);
@@ -60,6 +60,53 @@ export function toWireError(
     undefined,
     error,
   );
+}
+
+/**
+ * Headers a ConnectError picks up when it comes back from a downstream call:
+ * the downstream response's own framing. Re-sent as this response's headers
+ * they corrupt it (a second content-type, a grpc-status before the body), so a
+ * propagated error keeps its code, message, details and any other metadata,
+ * but not these.
+ */
+const transportHeaders = new Set([
+  "content-type",
+  "content-length",
+  "content-encoding",
+  "date",
+  "grpc-status",
+  "grpc-message",
+  "grpc-status-details-bin",
+  "grpc-encoding",
+  "grpc-accept-encoding",
+  "connect-content-encoding",
+  "connect-accept-encoding",
+  "trailer",
+  "transfer-encoding",
+  "x-request-id",
+]);
+
+function withoutTransportMetadata(error: ConnectError): ConnectError {
+  let dirty = false;
+  error.metadata.forEach((_value, key) => {
+    if (transportHeaders.has(key.toLowerCase()) || key.toLowerCase().startsWith("trailer-"))
+      dirty = true;
+  });
+  if (!dirty) return error;
+  const metadata = new Headers();
+  error.metadata.forEach((value, key) => {
+    const k = key.toLowerCase();
+    if (!transportHeaders.has(k) && !k.startsWith("trailer-")) metadata.append(key, value);
+  });
+  const copy = new ConnectError(
+    error.rawMessage,
+    error.code,
+    metadata,
+    undefined,
+    error.cause ?? error,
+  );
+  copy.details.push(...error.details);
+  return copy;
 }
 
 /**

@@ -224,6 +224,39 @@ describe("error mapping", () => {
     expect(error.rawMessage).toBe("nope");
   });
 
+  it("propagates a downstream service's error intact through an upstream handler", async () => {
+    // The upstream handler calls this test server and lets its error escape, as a
+    // service does when it forwards a call; the downstream response's own framing
+    // headers must not leak into the upstream response.
+    const downstream = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const upstream = createService({
+      name: "upstream",
+      logger,
+      routes: (router) =>
+        router.service(health.Health, {
+          check: (req) => downstream.check(req),
+          list: (req) => downstream.list(req),
+          async *watch() {},
+        }),
+    });
+    const { url: upstreamUrl } = await upstream.listen({ host: "127.0.0.1" });
+    try {
+      for (const transport of [
+        createGrpcTransport({ baseUrl: upstreamUrl }),
+        createConnectTransport({ baseUrl: upstreamUrl, httpVersion: "2" }),
+        createConnectTransport({ baseUrl: upstreamUrl, httpVersion: "1.1" }),
+      ]) {
+        const error = await failure(
+          createClient(health.Health, transport).check({ service: "boom" }),
+        );
+        expect(error.code).toBe(Code.NotFound);
+        expect(errorDetailOf(error)?.reason).toBe("resource_not_found");
+      }
+    } finally {
+      await upstream.close({ graceMs: 100 });
+    }
+  });
+
   it("hides unexpected errors behind Internal and logs the cause with the request id", async () => {
     const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
     const error = await failure(

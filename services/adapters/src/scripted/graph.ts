@@ -23,7 +23,9 @@
  * ```
  *
  * A node either appends messages (`update`), suspends for a signal (`suspend`), or
- * fails (`raise`). After a node, the first edge from it whose `when` holds is
+ * fails (`raise`). An update node may say `delay_ms`: the run then takes that
+ * much longer (the adapter waits, abortably; the stepping itself stays pure —
+ * it only adds the delays up in `delayMs`). After a node, the first edge from it whose `when` holds is
  * taken (an edge without `when` always holds); edges out of a suspend node are
  * evaluated against the signal payload on resume. `END` finishes the run.
  *
@@ -48,7 +50,11 @@ export interface GraphMessage {
 
 /** Appends messages to the transcript. */
 export interface UpdateNode {
-  update: { messages: GraphMessage[] };
+  update: {
+    messages: GraphMessage[];
+    /** Simulated latency of this step in milliseconds (e.g. a slow model call). */
+    delay_ms?: number;
+  };
 }
 
 /** Suspends the run until a signal arrives. */
@@ -150,6 +156,16 @@ function checkNode(value: unknown, path: string): GraphNode {
     }
     for (const [i, m] of update.messages.entries())
       checkMessage(m, `${path}.update.messages[${i}]`);
+    const delay = update.delay_ms;
+    if (
+      delay !== undefined &&
+      (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0 || delay > 3_600_000)
+    ) {
+      throw new GraphDefinitionError(
+        "delay_ms must be a number of milliseconds in 0…3600000",
+        `${path}.update.delay_ms`,
+      );
+    }
   } else if (value.suspend !== undefined) {
     const suspend = value.suspend;
     if (!isObject(suspend) || typeof suspend.signal_id !== "string" || suspend.signal_id === "") {
@@ -232,8 +248,11 @@ export interface RunContext {
   input: string;
 }
 
-/** What a run produced. */
-export type RunResult =
+/**
+ * What a run produced. `delayMs` (present only when non-zero) is the sum of
+ * the `delay_ms` of the update nodes visited: how long the run should take.
+ */
+export type RunResult = (
   | { status: "completed"; messages: GraphMessage[] }
   | {
       status: "suspended";
@@ -243,7 +262,8 @@ export type RunResult =
       metadata: { [key: string]: Json };
       kind: "input" | "auth";
     }
-  | { status: "failed"; messages: GraphMessage[]; category: string; message: string; node: string };
+  | { status: "failed"; messages: GraphMessage[]; category: string; message: string; node: string }
+) & { delayMs?: number };
 
 function valueAt(payload: Json, path: string): Json | undefined {
   let current: Json | undefined = payload;
@@ -313,47 +333,52 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
     current = graph.entry;
   }
   const maxSteps = graph.max_steps ?? 1000;
+  let delayMs = 0;
+  // Only a run that waited says so, keeping results of plain graphs unchanged.
+  const timed = <T extends RunResult>(result: T): T =>
+    delayMs > 0 ? { ...result, delayMs } : result;
   for (let steps = 0; current !== END; steps++) {
     if (steps >= maxSteps) {
-      return {
+      return timed({
         status: "failed",
         messages,
         category: "graph_step_limit",
         message: `the graph ran more than ${maxSteps} steps`,
         node: current,
-      };
+      });
     }
     const node = graph.nodes[current];
     if (node === undefined) {
-      return {
+      return timed({
         status: "failed",
         messages,
         category: "graph_invalid",
         message: `no node ${current}`,
         node: current,
-      };
+      });
     }
     if ("update" in node) {
+      delayMs += node.update.delay_ms ?? 0;
       for (const m of node.update.messages) messages.push(renderMessage(m, vars));
       current = nextNode(graph, current, payload);
     } else if ("suspend" in node) {
-      return {
+      return timed({
         status: "suspended",
         messages,
         node: current,
         signalLabel: node.suspend.signal_id,
         metadata: node.suspend.metadata ?? {},
         kind: node.suspend.kind ?? "input",
-      };
+      });
     } else {
-      return {
+      return timed({
         status: "failed",
         messages,
         category: node.raise.category,
         message: node.raise.message,
         node: current,
-      };
+      });
     }
   }
-  return { status: "completed", messages };
+  return timed({ status: "completed", messages });
 }

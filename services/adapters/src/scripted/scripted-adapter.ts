@@ -21,6 +21,20 @@ function toMessages(messages: GraphMessage[]) {
   return messages.map((m) => chatToMessage(m as ChatMessageJson));
 }
 
+/** Resolves after `ms`, or at once when `signal` aborts. */
+function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
 /** Create the scripted backend. Parsed graphs are cached per definition object. */
 export function createScriptedAdapter(): ExecutionAdapter {
   const cache = new WeakMap<JsonObject, ScriptedGraph>();
@@ -64,6 +78,11 @@ export function createScriptedAdapter(): ExecutionAdapter {
           : { kind: "start" },
         { input: textOf(request.input) },
       );
+      if (result.delayMs !== undefined) {
+        // Simulated latency (update nodes' delay_ms); a cancel cuts it short.
+        await abortableDelay(result.delayMs, request.signal);
+        if (request.signal.aborted) return { status: "cancelled", messages: [] };
+      }
       const messages = toMessages(result.messages);
       for (const message of messages) request.onEvent?.({ kind: "message", message });
       switch (result.status) {

@@ -1,0 +1,295 @@
+/**
+ * Turn benchmark: one task turn of a zero-latency scripted agent (submit →
+ * terminal) against the floor — a bare Connect unary call — measured in the
+ * same run, embedded and distributed, at 1 and 32 concurrent sessions.
+ *
+ * Every server runs in its own process(es); the load generator is this
+ * process. Reported per target and concurrency: p50 / p99 latency, turns/s,
+ * server CPU ms per turn (all server processes, from /proc), and ratios to the
+ * raw call. Medians of `rounds` windows after a warm-up.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChatService } from "@trellis/contracts/chat";
+import { Role } from "@trellis/contracts/core";
+import { health } from "@trellis/contracts/grpc";
+import { AgentService, TaskService } from "@trellis/contracts/tasks";
+import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { startMesh } from "../src/mesh.js";
+import { type LoadResult, median, runLoad } from "./lib/load.js";
+import { freePort, repoRoot, startNode, stopChild, totalCpuMs } from "./lib/proc.js";
+
+/** Options of {@link runTurnBench}. */
+export interface TurnBenchOptions {
+  /** Measured windows per point (default 3). */
+  rounds?: number;
+  /** Length of one window (default 3000 ms). */
+  windowMs?: number;
+  /** Warm-up before measuring a target (default 1500 ms). */
+  warmupMs?: number;
+  concurrencies?: readonly number[];
+  /** Which Trellis targets to run (default both). */
+  modes?: readonly ("embedded" | "distributed")[];
+  /** Task turns (SubmitTask + WatchTask) or chat turns (ChatService.Send). */
+  kind?: TurnKind;
+}
+
+/** One measured point. */
+export interface TurnPoint {
+  target: string;
+  concurrency: number;
+  p50Ms: number;
+  p99Ms: number;
+  perSecond: number;
+  cpuMsPerTurn: number;
+  errors: number;
+  rounds: LoadResult[];
+}
+
+/** A target: something that does one "turn" per call and runs in some processes. */
+export interface BenchTarget {
+  name: string;
+  pids(): number[];
+  /** Prepare worker `worker` (e.g. create its session); called before each load. */
+  op(worker: number, call: number): Promise<void>;
+  close(): Promise<void>;
+}
+
+const API_KEY = "trellis-bench-key-0123456789abcdef";
+const bearer: Interceptor = (next) => (req) => {
+  req.header.set("authorization", `Bearer ${API_KEY}`);
+  return next(req);
+};
+
+/** The zero-latency agent: one constant assistant reply. */
+export const zeroLatencyGraph = {
+  entry: "reply",
+  nodes: { reply: { update: { messages: [{ role: "assistant", content: "ok" }] } } },
+};
+
+async function rawTarget(): Promise<BenchTarget> {
+  const port = await freePort();
+  const child = await startNode(
+    join(repoRoot, "bench/raw-connect-server.ts"),
+    [String(port)],
+    {},
+    /ready/,
+  );
+  const client = createClient(
+    health.Health,
+    createGrpcTransport({ baseUrl: `http://127.0.0.1:${port}` }),
+  );
+  return {
+    name: "raw Connect unary",
+    pids: () => [child.pid as number],
+    op: async () => {
+      await client.check({ service: "" });
+    },
+    close: () => stopChild(child),
+  };
+}
+
+/** A Trellis task-turn target on `transport` (sessions are created per worker lazily). */
+export async function taskTurnOps(
+  transport: Transport,
+): Promise<(worker: number, call: number) => Promise<void>> {
+  const agents = createClient(AgentService, transport);
+  const tasks: Client<typeof TaskService> = createClient(TaskService, transport);
+  const { agent } = await agents.createAgent({
+    agent: {
+      workspaceId: "default",
+      name: "bench-zero",
+      backend: "scripted",
+      definition: zeroLatencyGraph,
+    },
+  });
+  const sessions = new Map<number, string>();
+  const run = uniqueName("b");
+  return async (worker) => {
+    const known = sessions.get(worker);
+    const { task } = await tasks.submitTask({
+      sessionId: known ?? `ses_${run}_${worker}`,
+      createSession: known === undefined,
+      workspaceId: "default",
+      agentId: agent?.id ?? "",
+      input: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
+    });
+    if (!task) throw new Error("no task");
+    sessions.set(worker, task.sessionId);
+    for await (const change of tasks.watchTask({ taskId: task.id })) {
+      const status = change.task?.status ?? 0;
+      if (status >= 5) break; // COMPLETED, FAILED, CANCELED
+    }
+  };
+}
+
+/** A chat-turn target: one `ChatService.Send` per call, one session per worker. */
+export async function chatTurnOps(
+  transport: Transport,
+): Promise<(worker: number, call: number) => Promise<void>> {
+  const agents = createClient(AgentService, transport);
+  const chat = createClient(ChatService, transport);
+  const { agent } = await agents.createAgent({
+    agent: {
+      workspaceId: "default",
+      name: "bench-chat-zero",
+      backend: "scripted",
+      definition: zeroLatencyGraph,
+    },
+  });
+  const run = uniqueName("c");
+  return async (worker) => {
+    const { outcome } = await chat.send({
+      sessionId: `ses_${run}_${worker}`,
+      agentId: agent?.id ?? "",
+      message: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
+    });
+    if (outcome?.kind.case !== "completed")
+      throw new Error(`turn did not complete: ${outcome?.kind.case}`);
+  };
+}
+
+/** What a Trellis target runs per call. */
+export type TurnKind = "task" | "chat";
+
+const opsFor = (kind: TurnKind, transport: Transport) =>
+  kind === "task" ? taskTurnOps(transport) : chatTurnOps(transport);
+
+async function embeddedTarget(kind: TurnKind): Promise<BenchTarget> {
+  const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-"));
+  const port = await freePort();
+  const child = await startNode(
+    join(repoRoot, "src/cli/main.ts"),
+    ["dev"],
+    {
+      TRELLIS_PORT: String(port),
+      TRELLIS_DATA_DIR: dataDir,
+      TRELLIS_API_KEY: API_KEY,
+      TRELLIS_LOG_LEVEL: "warn",
+    },
+    /listening on/,
+  );
+  const transport = createGrpcTransport({
+    baseUrl: `http://127.0.0.1:${port}`,
+    interceptors: [bearer],
+  });
+  const op = await opsFor(kind, transport);
+  return {
+    name: `Trellis ${kind} turn, embedded`,
+    pids: () => [child.pid as number],
+    op,
+    async close() {
+      await stopChild(child);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
+  const db = await createTestDatabase("trellis_bench");
+  const prefix = uniqueName("bench");
+  const mesh = await startMesh({
+    databaseUrl: db.url,
+    natsUrl: testNatsUrl,
+    natsPrefix: prefix,
+    env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn" },
+  });
+  const transport = createGrpcTransport({
+    baseUrl: mesh.urls.gateway as string,
+    interceptors: [bearer],
+  });
+  const op = await opsFor(kind, transport);
+  return {
+    name: `Trellis ${kind} turn, distributed`,
+    pids: () => Object.values(mesh.pids()),
+    op,
+    async close() {
+      await mesh.stop();
+      await db.drop();
+      await deleteTestStreams(prefix);
+    },
+  };
+}
+
+async function measure(
+  target: BenchTarget,
+  concurrency: number,
+  options: Required<TurnBenchOptions>,
+): Promise<TurnPoint> {
+  await runLoad(target.op, { concurrency, durationMs: options.warmupMs });
+  const rounds: LoadResult[] = [];
+  const cpu: number[] = [];
+  for (let i = 0; i < options.rounds; i++) {
+    const before = totalCpuMs(target.pids());
+    const result = await runLoad(target.op, { concurrency, durationMs: options.windowMs });
+    cpu.push((totalCpuMs(target.pids()) - before) / Math.max(1, result.calls));
+    rounds.push(result);
+  }
+  return {
+    target: target.name,
+    concurrency,
+    p50Ms: median(rounds.map((r) => r.p50Ms)),
+    p99Ms: median(rounds.map((r) => r.p99Ms)),
+    perSecond: median(rounds.map((r) => r.perSecond)),
+    cpuMsPerTurn: median(cpu),
+    errors: rounds.reduce((s, r) => s + r.errors, 0),
+    rounds,
+  };
+}
+
+/** Run the benchmark; targets are started one at a time so they never compete. */
+export async function runTurnBench(options: TurnBenchOptions = {}): Promise<TurnPoint[]> {
+  const full: Required<TurnBenchOptions> = {
+    rounds: options.rounds ?? 3,
+    windowMs: options.windowMs ?? 3000,
+    warmupMs: options.warmupMs ?? 1500,
+    concurrencies: options.concurrencies ?? [1, 32],
+    modes: options.modes ?? ["embedded", "distributed"],
+    kind: options.kind ?? "task",
+  };
+  const factories: (() => Promise<BenchTarget>)[] = [rawTarget];
+  if (full.modes.includes("embedded")) factories.push(() => embeddedTarget(full.kind));
+  if (full.modes.includes("distributed")) factories.push(() => distributedTarget(full.kind));
+  const points: TurnPoint[] = [];
+  for (const factory of factories) {
+    const target = await factory();
+    try {
+      for (const concurrency of full.concurrencies)
+        points.push(await measure(target, concurrency, full));
+    } finally {
+      await target.close();
+    }
+  }
+  return points;
+}
+
+/** A table with ratios to the raw call at the same concurrency. */
+export function formatTurnBench(points: readonly TurnPoint[], title = "turn bench"): string {
+  const raw = new Map(
+    points.filter((p) => p.target.startsWith("raw")).map((p) => [p.concurrency, p]),
+  );
+  const lines = [
+    `${title} (medians of ${points[0]?.rounds.length ?? 0} windows; ratios to the raw Connect call at the same concurrency)`,
+    "target                              in-flight   p50 ms  p99 ms   turns/s  cpu ms/turn  p50×raw  tput×raw  errors",
+  ];
+  for (const p of points) {
+    const base = raw.get(p.concurrency);
+    const r = (x: number | undefined) =>
+      x === undefined || !Number.isFinite(x) ? "-" : x.toFixed(2);
+    lines.push(
+      `${p.target.padEnd(36)}${String(p.concurrency).padStart(9)}  ${p.p50Ms.toFixed(2).padStart(7)} ${p.p99Ms
+        .toFixed(2)
+        .padStart(
+          7,
+        )} ${p.perSecond.toFixed(0).padStart(9)}  ${p.cpuMsPerTurn.toFixed(3).padStart(11)}  ${r(
+        base ? p.p50Ms / base.p50Ms : undefined,
+      ).padStart(
+        7,
+      )}  ${r(base ? p.perSecond / base.perSecond : undefined).padStart(8)}  ${String(p.errors).padStart(6)}`,
+    );
+  }
+  return lines.join("\n");
+}

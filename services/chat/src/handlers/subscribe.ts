@@ -1,0 +1,246 @@
+/**
+ * Subscribe: the subscribed listener of harness-chat §8.2.
+ *
+ * Driven by the session's event stream (trellis.tasks.v1.EventService/
+ * StreamEvents), not by anything this replica remembers: the stream gives
+ * the session's history after a cursor, then live, with no gap and no
+ * duplicate, whichever replica serves it. Each task's events feed a
+ * {@link ResumeTracker}; when a resumed turn settles, its outcome goes out
+ * with that event's id as the cursor. So:
+ *
+ * - exactly once per stream: the settling event appears once in the stream;
+ * - never for the suspending turn: a task is reported only after it left a
+ *   suspension;
+ * - across a reconnect (to any chat replica): pass the last cursor back as
+ *   `after_cursor`; everything after it is reported, nothing before it again.
+ *   A task already under way at the cursor is caught up from its own events
+ *   (ListEvents by task) before its live events are read.
+ *
+ * The tasks service keeps a suspended turn's pending messages on
+ * `Task.suspension` and appends them to the transcript only when the task
+ * ends, together with what the resumed run produced. The listener reports the
+ * post-resume messages only (the pending ones were Send's `pending_messages`):
+ * it reads the pending ids while the task still holds them (right after the
+ * suspension event, or after catching a task up), and otherwise leaves out
+ * the messages made no later than the suspension.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { type CallOptions, Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import type { SubscribeRequest, SubscribeResponseSchema } from "@trellis/contracts/chat";
+import type { Event, Message } from "@trellis/contracts/core";
+import { errors } from "@trellis/runtime";
+import type { ChatConfig } from "../config.js";
+import { isSuspended, outcomeFromTask } from "../domain/outcome.js";
+import { settledStatusOf } from "../domain/progress.js";
+import {
+  beginsTask,
+  newlyPending,
+  type PendingKnowledge,
+  postResumeMessages,
+  ResumeTracker,
+  taskIdOf,
+} from "../domain/resume-tracker.js";
+import { turnTail } from "../domain/tail.js";
+import { onBehalfOf, type TasksPort } from "./tasks-port.js";
+
+/** Dependencies of the listener. */
+export interface SubscribeDeps {
+  port: TasksPort;
+  config: ChatConfig;
+}
+
+const PAGE = 1000;
+
+/** The id of the session's latest event ("" when it has none): where "from now" starts. */
+async function latestEventId(
+  port: TasksPort,
+  sessionId: string,
+  options: CallOptions,
+): Promise<string> {
+  let after = "";
+  for (;;) {
+    const page = await port.events.listEvents(
+      { sessionId, afterEventId: after, limit: PAGE },
+      options,
+    );
+    const last = page.events.at(-1);
+    if (last) after = last.id;
+    if (!page.hasMore || !last) return after;
+  }
+}
+
+/** Feed a task's events that precede `stopAt` (exclusive) to its tracker. */
+async function catchUp(
+  port: TasksPort,
+  tracker: ResumeTracker,
+  stopAt: string,
+  options: CallOptions,
+): Promise<void> {
+  let after = "";
+  for (;;) {
+    const page = await port.events.listEvents(
+      { taskId: tracker.taskId, afterEventId: after, limit: PAGE },
+      options,
+    );
+    for (const event of page.events) {
+      if (event.id === stopAt) return;
+      tracker.observe(event);
+    }
+    const last = page.events.at(-1);
+    if (!page.hasMore || !last) return;
+    after = last.id;
+  }
+}
+
+/** The ids of the pending messages of the task's current suspension, if it has one. */
+async function pendingIdsOf(
+  port: TasksPort,
+  taskId: string,
+  options: CallOptions,
+): Promise<ReadonlySet<string> | undefined> {
+  const { task } = await port.tasks.getTask({ taskId }, options);
+  if (!task?.suspension) return undefined;
+  return new Set(task.suspension.pendingMessages.map((m) => m.id).filter((id) => id !== ""));
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+const isNotFound = (error: unknown) => ConnectError.from(error).code === Code.NotFound;
+
+/**
+ * The session's events after `start`, live. A session that does not exist
+ * yet (a listener opened before the first Send) is waited for: its events all
+ * come after the subscription, so reading from its beginning misses nothing.
+ */
+async function* sessionEvents(
+  port: TasksPort,
+  sessionId: string,
+  afterEventId: string,
+  options: CallOptions,
+  signal: AbortSignal,
+): AsyncGenerator<Event> {
+  let wait = 50;
+  for (;;) {
+    let opened = false;
+    try {
+      for await (const { event } of port.events.streamEvents(
+        { sessionId, afterEventId },
+        options,
+      )) {
+        opened = true;
+        if (event) yield event;
+      }
+      return;
+    } catch (error) {
+      // Only "no such session (yet)" when reading from its beginning is waited out.
+      if (opened || afterEventId !== "" || !isNotFound(error) || signal.aborted) throw error;
+    }
+    await sleep(wait, signal);
+    if (signal.aborted) return;
+    wait = Math.min(wait * 2, 1000);
+  }
+}
+
+/**
+ * The cursor before a session's first event: what `subscribed` says when the
+ * session has no events yet (or does not exist yet). Event ids never take
+ * this form.
+ */
+export const ORIGIN_CURSOR = "origin";
+
+/** Where a stream starts: after an event, or at the session's beginning. */
+async function startOf(
+  port: TasksPort,
+  sessionId: string,
+  afterCursor: string,
+  options: CallOptions,
+): Promise<{ afterEventId: string; cursor: string }> {
+  if (afterCursor === ORIGIN_CURSOR) return { afterEventId: "", cursor: ORIGIN_CURSOR };
+  if (afterCursor !== "") return { afterEventId: afterCursor, cursor: afterCursor };
+  // From now: after the session's latest event.
+  let latest = "";
+  try {
+    latest = await latestEventId(port, sessionId, options);
+  } catch (error) {
+    if (!isNotFound(error)) throw error;
+  }
+  return latest === ""
+    ? { afterEventId: "", cursor: ORIGIN_CURSOR }
+    : { afterEventId: latest, cursor: latest };
+}
+
+/** Serve one Subscribe stream. */
+export async function* subscribe(
+  deps: SubscribeDeps,
+  request: SubscribeRequest,
+  context: HandlerContext,
+): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
+  const sessionId = request.sessionId;
+  if (sessionId.trim() === "") throw errors.invalid("session_id must not be empty", "session_id");
+  const options = onBehalfOf(context);
+  const start = await startOf(deps.port, sessionId, request.afterCursor, options);
+  // Registered: any signal delivered from here on is seen by the stream below.
+  yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };
+
+  const trackers = new Map<string, ResumeTracker>();
+  // Pending messages of each task's current suspension, read while the task
+  // holds them (the tasks service appends them to the transcript only when the
+  // task ends, together with what the resumed run produced).
+  const pending = new Map<string, PendingKnowledge>();
+  const learnPending = async (taskId: string) => {
+    const known = await pendingIdsOf(deps.port, taskId, options);
+    if (known) pending.set(taskId, { ids: known });
+  };
+
+  const events = sessionEvents(deps.port, sessionId, start.afterEventId, options, context.signal);
+  for await (const event of events) {
+    const taskId = taskIdOf(event);
+    if (!taskId) continue;
+    let tracker = trackers.get(taskId);
+    if (!tracker) {
+      tracker = new ResumeTracker(taskId);
+      if (!beginsTask(event)) {
+        await catchUp(deps.port, tracker, event.id, options);
+        if (tracker.inSuspensionCycle) await learnPending(taskId);
+      }
+      trackers.set(taskId, tracker);
+    }
+    const settled = tracker.observe(event);
+    if (!settled) {
+      // A fresh suspension: learn its pending messages while the task holds them.
+      if (settledStatusOf(event) !== undefined && tracker.inSuspensionCycle) {
+        await learnPending(taskId);
+      }
+      continue;
+    }
+    if (tracker.finished) trackers.delete(taskId);
+    const known: PendingKnowledge = pending.get(taskId) ?? {
+      suspendedAtMs: settled.suspendedAtMs,
+    };
+    const { task } = await deps.port.tasks.getTask({ taskId }, options);
+    if (!task) continue;
+    // The status is the one this event settled in; the task may have moved on since.
+    const asSettled = { ...task, status: settled.status };
+    let tail: Message[];
+    if (isSuspended(settled.status)) {
+      // Suspended again after the resume: only its own new pending messages.
+      tail = newlyPending(task.suspension?.pendingMessages ?? [], known);
+      await learnPending(taskId);
+    } else {
+      tail = postResumeMessages(turnTail(asSettled), known);
+      pending.delete(taskId);
+    }
+    const outcome = outcomeFromTask(asSettled, { templates: deps.config.replies, tail });
+    yield { kind: { case: "outcome", value: outcome }, cursor: settled.eventId };
+  }
+}

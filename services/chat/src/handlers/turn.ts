@@ -1,0 +1,261 @@
+/**
+ * One chat turn, end to end (harness-chat §5–§8): validate, classify the
+ * dispatch path, submit the turn as a task into the session's mailbox, follow
+ * it until it settles, and map the task onto a ChatTurnOutcome.
+ *
+ * Send and SendStreaming share this code; SendStreaming also forwards the
+ * task's progress events as chunks.
+ */
+
+import { create } from "@bufbuild/protobuf";
+import type { CallOptions, HandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type ChatChunk, ChatChunkSchema, type ChatTurnOutcome } from "@trellis/contracts/chat";
+import { type Message, TaskStatus } from "@trellis/contracts/core";
+import { BusyPolicy, type Session, type Task } from "@trellis/contracts/tasks";
+import type { ShapeProblem } from "@trellis/messages";
+import { callerOf } from "@trellis/platform";
+import type { ChatConfig } from "../config.js";
+import { createsBoundSession, dispatchPathOf, needsSessionLoad } from "../domain/dispatch.js";
+import {
+  isSettled,
+  outcomeFromDispatchError,
+  outcomeFromTask,
+  shapeInvalidOutcome,
+} from "../domain/outcome.js";
+import { chunkOf, settledStatusOf } from "../domain/progress.js";
+import { turnTail } from "../domain/tail.js";
+import { historyProblem, inboundProblem, needsHistoryCheck } from "../domain/validation.js";
+import { dispatchFailureOf, onBehalfOf, type TasksPort } from "./tasks-port.js";
+
+/** The fields of SendRequest / SendStreamingRequest. */
+export interface TurnRequest {
+  sessionId: string;
+  message?: Message | undefined;
+  agentId: string;
+  idempotencyKey: string;
+  includeFinalState: boolean;
+}
+
+/** What a turn yields: progress chunks (streaming only), then one outcome. */
+export type TurnStep = { chunk: ChatChunk } | { outcome: ChatTurnOutcome };
+
+/** Dependencies of the turn runner. */
+export interface TurnDeps {
+  port: TasksPort;
+  config: ChatConfig;
+}
+
+/** Read a session's whole history, in transcript order. */
+export async function loadHistory(
+  port: TasksPort,
+  sessionId: string,
+  options: CallOptions,
+): Promise<Message[]> {
+  const messages: Message[] = [];
+  let pageToken = "";
+  do {
+    const page = await port.sessions.listMessages(
+      { sessionId, pageSize: 1000, pageToken },
+      options,
+    );
+    for (const entry of page.messages) if (entry.message) messages.push(entry.message);
+    pageToken = page.nextPageToken;
+  } while (pageToken !== "");
+  return messages;
+}
+
+async function getSession(
+  port: TasksPort,
+  sessionId: string,
+  options: CallOptions,
+): Promise<Session | undefined> {
+  try {
+    return (await port.sessions.getSession({ sessionId }, options)).session;
+  } catch (error) {
+    if (ConnectError.from(error).code === Code.NotFound) return undefined;
+    throw error;
+  }
+}
+
+/**
+ * harness-chat §6: decide the path (reading the session only when it matters),
+ * bind a new session to the requested agent, and check a tool result against
+ * the history it answers. Returns the shape problem to answer with, if any.
+ */
+async function prepare(
+  deps: TurnDeps,
+  request: TurnRequest,
+  message: Message,
+  workspaceId: string,
+  options: CallOptions,
+): Promise<ShapeProblem | undefined> {
+  const checkHistory = needsHistoryCheck(message);
+  if (!needsSessionLoad(request.agentId) && !checkHistory) return undefined;
+  const session = await getSession(deps.port, request.sessionId, options);
+  const path = dispatchPathOf(session);
+  if (checkHistory) {
+    const history =
+      path === "new_session" ? [] : await loadHistory(deps.port, request.sessionId, options);
+    const problem = historyProblem(message, history);
+    if (problem) return problem;
+  }
+  if (createsBoundSession(session, request.agentId)) {
+    await createBoundSession(deps.port, request, workspaceId, options);
+  }
+  return undefined;
+}
+
+/**
+ * harness-chat §6 / harness §3.1: create the new session bound to the agent.
+ * (SubmitTask's `create_session` creates it unbound, so the agent would only
+ * answer the first turn.) A concurrent first Send may have created it: fine.
+ */
+async function createBoundSession(
+  port: TasksPort,
+  request: TurnRequest,
+  workspaceId: string,
+  options: CallOptions,
+) {
+  try {
+    await port.sessions.createSession(
+      { sessionId: request.sessionId, agentId: request.agentId, workspaceId },
+      options,
+    );
+  } catch (error) {
+    const code = ConnectError.from(error).code;
+    if (code !== Code.Aborted && code !== Code.AlreadyExists) throw error;
+  }
+}
+
+/** The settled task: WatchTask until it completes, fails or suspends. */
+async function settle(port: TasksPort, taskId: string, options: CallOptions): Promise<Task> {
+  let last: Task | undefined;
+  for await (const response of port.tasks.watchTask({ taskId, untilSettled: true }, options)) {
+    if (response.task) last = response.task;
+    if (last && isSettled(last.status)) return last;
+  }
+  if (last && isSettled(last.status)) return last;
+  throw new ConnectError(`the watch of task ${taskId} ended before it settled`, Code.Unavailable);
+}
+
+/** Map a settled task onto the turn's outcome (harness-chat §7, §8.1, §10). */
+export async function outcomeOfTask(
+  deps: TurnDeps,
+  task: Task,
+  options: CallOptions & { includeFinalState?: boolean },
+): Promise<ChatTurnOutcome> {
+  const finalState =
+    options.includeFinalState && task.status === TaskStatus.COMPLETED
+      ? await loadHistory(deps.port, task.sessionId, options)
+      : undefined;
+  return outcomeFromTask(task, {
+    templates: deps.config.replies,
+    tail: turnTail(task),
+    ...(finalState ? { finalState } : {}),
+  });
+}
+
+/**
+ * Run one turn. Yields progress chunks when `stream` is set, then exactly one
+ * outcome. Never throws for a turn-level failure (those are `errored`
+ * outcomes); rethrows when the caller's call itself is refused or canceled.
+ */
+export async function* runTurn(
+  deps: TurnDeps,
+  request: TurnRequest,
+  context: HandlerContext,
+  stream: boolean,
+): AsyncGenerator<TurnStep> {
+  const templates = deps.config.replies;
+  // harness-chat §3.1 / §5.1: validate before any session load or agent run.
+  const problem = inboundProblem({ sessionId: request.sessionId, message: request.message });
+  if (problem || !request.message) {
+    yield {
+      outcome: shapeInvalidOutcome(
+        request.sessionId,
+        problem ?? { path: "message", message: "a message is required" },
+        templates,
+      ),
+    };
+    return;
+  }
+  const options = onBehalfOf(context);
+  const failed = (error: unknown, taskId?: string): ChatTurnOutcome => {
+    if (context.signal.aborted) throw error;
+    const outcome = outcomeFromDispatchError(
+      request.sessionId,
+      dispatchFailureOf(error),
+      templates,
+    );
+    if (!outcome) throw error;
+    if (taskId) outcome.taskId = taskId;
+    return outcome;
+  };
+
+  let taskId: string;
+  try {
+    // The caller's workspace ("" for an internal call: the tasks service's default).
+    const workspaceId = callerOf(context)?.workspaceId ?? "";
+    const historyIssue = await prepare(deps, request, request.message, workspaceId, options);
+    if (historyIssue) {
+      yield { outcome: shapeInvalidOutcome(request.sessionId, historyIssue, templates) };
+      return;
+    }
+    // harness-chat §5.3: ENQUEUE into the session's mailbox serializes turns of
+    // one session across every chat replica (no process-local lock).
+    const submitted = await deps.port.tasks.submitTask(
+      {
+        sessionId: request.sessionId,
+        input: request.message,
+        busyPolicy: BusyPolicy.ENQUEUE,
+        idempotencyKey: request.idempotencyKey,
+        // harness-chat §6: a missing session is created in the same transaction;
+        // the agent is the session's (bound by CreateSession on the new path).
+        createSession: true,
+        workspaceId,
+      },
+      options,
+    );
+    if (!submitted.task) throw new ConnectError("SubmitTask returned no task", Code.Internal);
+    taskId = submitted.task.id;
+  } catch (error) {
+    yield { outcome: failed(error) };
+    return;
+  }
+
+  let outcome: ChatTurnOutcome;
+  const streamed = new Set<string>();
+  try {
+    if (stream) {
+      // harness-chat §9: the task's events, in order, until it settles.
+      for await (const response of deps.port.events.streamEvents({ taskId }, options)) {
+        const event = response.event;
+        if (!event) continue;
+        const chunk = chunkOf(event);
+        if (chunk) {
+          if (chunk.kind.case === "message") streamed.add(chunk.kind.value.id);
+          yield { chunk };
+        }
+        if (settledStatusOf(event) !== undefined) break;
+      }
+    }
+    // harness §5.3: returns as soon as the task completes, fails or suspends.
+    const task = await settle(deps.port, taskId, options);
+    if (stream) {
+      // Every new message is also a chunk, whatever order the events came in
+      // (pending messages of a suspension have no event until the task ends).
+      for (const message of turnTail(task)) {
+        if (message.id !== "" && streamed.has(message.id)) continue;
+        yield { chunk: create(ChatChunkSchema, { kind: { case: "message", value: message } }) };
+      }
+    }
+    outcome = await outcomeOfTask(deps, task, {
+      ...options,
+      includeFinalState: request.includeFinalState,
+    });
+  } catch (error) {
+    outcome = failed(error, taskId);
+  }
+  yield { outcome };
+}

@@ -1,0 +1,175 @@
+/**
+ * Test support for the chat suites: an embedded Trellis (tasks + chat) on a
+ * free port, gRPC clients over a real socket, scripted agents, and a reader
+ * for server streams with timeouts.
+ */
+import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChatService } from "@trellis/contracts/chat";
+import { AgentService, SessionService, SignalService } from "@trellis/contracts/tasks";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { tasksService } from "@trellis/tasks";
+import { chatService } from "../src/index.js";
+
+/** A running embedded mesh and clients of it over gRPC. */
+export interface ChatHarness {
+  trellis: EmbeddedTrellis;
+  chat: Client<typeof ChatService>;
+  agents: Client<typeof AgentService>;
+  signals: Client<typeof SignalService>;
+  sessions: Client<typeof SessionService>;
+  /**
+   * Another chat replica: a second instance of the chat service over the same
+   * tasks service (chat keeps no state of its own), reached in memory.
+   */
+  replica(): Promise<Client<typeof ChatService>>;
+  close(): Promise<void>;
+}
+
+/** Start tasks + chat embedded on a free port (in-memory PGlite). */
+export async function startChatHarness(env: Record<string, string> = {}): Promise<ChatHarness> {
+  const logger = createLogger({ service: "chat-test", level: "error", write: () => {} });
+  const trellis = await startEmbedded({
+    services: [tasksService, chatService],
+    port: 0,
+    logger,
+    env,
+  });
+  const transport = createGrpcTransport({ baseUrl: trellis.address.url });
+  return {
+    trellis,
+    chat: createClient(ChatService, transport),
+    agents: createClient(AgentService, transport),
+    signals: createClient(SignalService, transport),
+    sessions: createClient(SessionService, transport),
+    async replica() {
+      const context = trellis.contexts.get("chat");
+      if (!context) throw new Error("no chat context");
+      const module = await chatService.create(context);
+      const routes = module.routes;
+      if (!routes) throw new Error("chat has no routes");
+      return createClient(ChatService, createRouterTransport(routes));
+    },
+    close: () => trellis.close({ graceMs: 100 }),
+  };
+}
+
+/** Register a scripted graph agent; returns its id. */
+export async function scriptedAgent(
+  harness: ChatHarness,
+  name: string,
+  graph: JsonObject,
+): Promise<string> {
+  const { agent } = await harness.agents.createAgent({
+    agent: { name, backend: "scripted", definition: graph },
+  });
+  if (!agent?.id) throw new Error("CreateAgent returned no id");
+  return agent.id;
+}
+
+/** A graph with one update node appending `messages`. */
+export function replyGraph(messages: JsonObject[]): JsonObject {
+  return {
+    entry: "reply",
+    nodes: { reply: { update: { messages } } },
+    edges: [{ from: "reply", to: "END" }],
+  };
+}
+
+/** A graph that fails with a category (harness §10 / llm-provider §7). */
+export function raiseGraph(category: string, message: string): JsonObject {
+  return {
+    entry: "fail",
+    nodes: { fail: { raise: { category, message } } },
+    edges: [{ from: "fail", to: "END" }],
+  };
+}
+
+/**
+ * The approval graph of harness-chat §8.1: a pending message, then suspend;
+ * on resume, `approved: true` sends, anything else declines.
+ */
+export const approvalGraph: JsonObject = {
+  entry: "pending",
+  nodes: {
+    pending: {
+      update: {
+        messages: [{ role: "assistant", content: "I'm waiting for approval to send this email." }],
+      },
+    },
+    approve: { suspend: { signal_id: "approval", metadata: { kind: "approval" } } },
+    sent: { update: { messages: [{ role: "assistant", content: "Email sent." }] } },
+    declined: { update: { messages: [{ role: "assistant", content: "OK, I won't send it." }] } },
+  },
+  edges: [
+    { from: "pending", to: "approve" },
+    { from: "approve", to: "sent", when: { path: "approved", equals: true } },
+    { from: "approve", to: "declined" },
+    { from: "sent", to: "END" },
+    { from: "declined", to: "END" },
+  ],
+};
+
+/** Reads a server stream one element at a time, with timeouts. */
+export class StreamReader<T> {
+  private readonly iterator: AsyncIterator<T>;
+  private pending: Promise<IteratorResult<T>> | undefined;
+
+  constructor(
+    stream: AsyncIterable<T>,
+    private readonly abort?: AbortController,
+  ) {
+    this.iterator = stream[Symbol.asyncIterator]();
+  }
+
+  private pull(): Promise<IteratorResult<T>> {
+    this.pending ??= this.iterator.next();
+    return this.pending;
+  }
+
+  /** The next element; fails after `timeoutMs` or when the stream ends. */
+  async next(timeoutMs = 10_000): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no stream element in ${timeoutMs} ms`)),
+        timeoutMs,
+      );
+    });
+    try {
+      const result = await Promise.race([this.pull(), timeout]);
+      this.pending = undefined;
+      if (result.done) throw new Error("the stream ended");
+      return result.value;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Resolves when nothing arrives for `ms`; fails with what arrived otherwise. */
+  async expectQuiet(ms: number): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    const quiet = new Promise<"quiet">((resolve) => {
+      timer = setTimeout(() => resolve("quiet"), ms);
+    });
+    const result = await Promise.race([this.pull(), quiet]);
+    clearTimeout(timer);
+    if (result !== "quiet") {
+      throw new Error(
+        `expected no element, got ${JSON.stringify(result, (_, v) => (typeof v === "bigint" ? String(v) : v))}`,
+      );
+    }
+  }
+
+  close(): void {
+    this.abort?.abort();
+  }
+}
+
+/** A signal payload (google.protobuf.Value) from JSON. */
+export function payload(json: JsonValue) {
+  return fromJson(ValueSchema, json);
+}

@@ -1,0 +1,795 @@
+/**
+ * Proto ↔ Harn JSON (the OpenAPI document's schemas): snake_case keys, object
+ * discriminators, RFC 3339 UTC timestamps, uppercase lifecycle states, `null`
+ * for absent optional fields, Part `type` discriminators with visibility.
+ *
+ * Output is deterministic: objects are built with a fixed key order, free-form
+ * values (metadata, tool input, JSON parts, event data) are key-sorted, and
+ * nothing is computed from the clock — two reads of the same resource
+ * serialize byte-identically.
+ *
+ * Pure: no I/O.
+ */
+import { create, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { type Timestamp, TimestampSchema, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
+import {
+  type ErrorDetail,
+  type Event,
+  type Message,
+  MessageSchema,
+  type Part,
+  PartSchema,
+  Role,
+  SessionState,
+  TaskStatus,
+  ToolResultStatus,
+  Visibility,
+} from "@trellis/contracts/core";
+import {
+  type Agent,
+  type Artifact,
+  ArtifactKind,
+  AutonomyTier,
+  type Outcome,
+  OutcomeStatus,
+  ReceiptPolicy,
+  type Session,
+  type SessionMessage,
+  type Task,
+  type TaskFailure,
+  type Workspace,
+} from "@trellis/contracts/tasks";
+import { errors } from "@trellis/runtime";
+import { sortKeys } from "./canonical-json.js";
+import { fieldPath, isJsonObject, JsonReader } from "./json-input.js";
+
+// ---------------------------------------------------------------------------
+// Scalars
+
+/** RFC 3339 UTC text of a timestamp (protobuf JSON form), or null. */
+export function timestampJson(ts: Timestamp | undefined): string | null {
+  return ts === undefined ? null : (toJson(TimestampSchema, ts) as string);
+}
+
+/** "" → null: proto3 strings are never absent, Harn optional ids are. */
+function orNull(value: string): string | null {
+  return value === "" ? null : value;
+}
+
+/** A google.protobuf.Value as plain JSON with sorted keys (null when unset). */
+export function valueJson(value: Value | undefined): JsonValue {
+  return value === undefined ? null : sortKeys(toJson(ValueSchema, value));
+}
+
+/** A Struct field as a key-sorted object (`{}` when unset). */
+export function objectJson(value: JsonObject | undefined): JsonObject {
+  return value === undefined ? {} : (sortKeys(value) as JsonObject);
+}
+
+/** Plain JSON → google.protobuf.Value. */
+export function toValue(json: JsonValue): Value {
+  return fromJson(ValueSchema, json);
+}
+
+// ---------------------------------------------------------------------------
+// Enums
+
+const taskStatusNames: Record<number, string> = {
+  [TaskStatus.SUBMITTED]: "SUBMITTED",
+  [TaskStatus.WORKING]: "WORKING",
+  [TaskStatus.INPUT_REQUIRED]: "INPUT_REQUIRED",
+  [TaskStatus.AUTH_REQUIRED]: "AUTH_REQUIRED",
+  [TaskStatus.COMPLETED]: "COMPLETED",
+  [TaskStatus.FAILED]: "FAILED",
+  [TaskStatus.CANCELED]: "CANCELED",
+};
+
+/** The Harn spelling of a task status (`WORKING`); null when unspecified. */
+export function taskStatusName(status: TaskStatus): string | null {
+  return taskStatusNames[status] ?? null;
+}
+
+/** Harn task status names → proto, for list filters. */
+export function parseTaskStatus(name: string): TaskStatus | undefined {
+  for (const [value, n] of Object.entries(taskStatusNames)) {
+    if (n === name) return Number(value) as TaskStatus;
+  }
+  return undefined;
+}
+
+/** Whether a task status is terminal (COMPLETED, FAILED, CANCELED). */
+export function isTerminalStatus(status: TaskStatus): boolean {
+  return (
+    status === TaskStatus.COMPLETED ||
+    status === TaskStatus.FAILED ||
+    status === TaskStatus.CANCELED
+  );
+}
+
+const sessionStateNames: Record<number, string> = {
+  [SessionState.ACTIVE]: "ACTIVE",
+  [SessionState.IDLE]: "IDLE",
+  [SessionState.PAUSED]: "PAUSED",
+  [SessionState.CLOSED]: "CLOSED",
+  [SessionState.FAILED]: "FAILED",
+};
+
+/** The Harn spelling of a session state; null when unspecified. */
+export function sessionStateName(state: SessionState): string | null {
+  return sessionStateNames[state] ?? null;
+}
+
+const roleNames: Record<number, string> = {
+  [Role.USER]: "user",
+  [Role.ASSISTANT]: "assistant",
+  [Role.SYSTEM]: "system",
+  [Role.TOOL]: "tool",
+  [Role.AGENT]: "agent",
+};
+
+const roleByName: Record<string, Role> = {
+  user: Role.USER,
+  assistant: Role.ASSISTANT,
+  system: Role.SYSTEM,
+  tool: Role.TOOL,
+  agent: Role.AGENT,
+};
+
+const visibilityNames = ["public", "internal", "receipt_only"] as const;
+/** A Harn part / artifact visibility. */
+export type VisibilityName = (typeof visibilityNames)[number];
+
+function visibilityName(visibility: Visibility, fallback: VisibilityName): VisibilityName {
+  switch (visibility) {
+    case Visibility.PUBLIC:
+      return "public";
+    case Visibility.INTERNAL:
+      return "internal";
+    case Visibility.RECEIPT_ONLY:
+      return "receipt_only";
+    default:
+      return fallback;
+  }
+}
+
+function visibilityValue(name: VisibilityName): Visibility {
+  return name === "public"
+    ? Visibility.PUBLIC
+    : name === "internal"
+      ? Visibility.INTERNAL
+      : Visibility.RECEIPT_ONLY;
+}
+
+const artifactKinds = [
+  "file",
+  "patch",
+  "image",
+  "log",
+  "diff",
+  "receipt",
+  "snapshot",
+  "dataset",
+  "other",
+] as const;
+const artifactKindValues: Record<(typeof artifactKinds)[number], ArtifactKind> = {
+  file: ArtifactKind.FILE,
+  patch: ArtifactKind.PATCH,
+  image: ArtifactKind.IMAGE,
+  log: ArtifactKind.LOG,
+  diff: ArtifactKind.DIFF,
+  receipt: ArtifactKind.RECEIPT,
+  snapshot: ArtifactKind.SNAPSHOT,
+  dataset: ArtifactKind.DATASET,
+  other: ArtifactKind.OTHER,
+};
+
+function artifactKindName(kind: ArtifactKind): string {
+  for (const [name, value] of Object.entries(artifactKindValues)) if (value === kind) return name;
+  return "other";
+}
+
+const autonomyTiers = ["shadow", "suggest", "act_with_approval", "act_auto"] as const;
+const autonomyValues: Record<(typeof autonomyTiers)[number], AutonomyTier> = {
+  shadow: AutonomyTier.SHADOW,
+  suggest: AutonomyTier.SUGGEST,
+  act_with_approval: AutonomyTier.ACT_WITH_APPROVAL,
+  act_auto: AutonomyTier.ACT_AUTO,
+};
+const receiptPolicies = ["required", "optional", "disabled"] as const;
+const receiptPolicyValues: Record<(typeof receiptPolicies)[number], ReceiptPolicy> = {
+  required: ReceiptPolicy.REQUIRED,
+  optional: ReceiptPolicy.OPTIONAL,
+  disabled: ReceiptPolicy.DISABLED,
+};
+
+function nameOf<V extends number>(table: Record<string, V>, value: V): string | null {
+  for (const [name, v] of Object.entries(table)) if (v === value) return name;
+  return null;
+}
+
+// ---------------------------------------------------------------------------
+// Parts and messages (proto → Harn)
+
+/** A Harn Part (one of the seven core types). */
+export type HarnPart = JsonObject & { type: string; visibility: VisibilityName };
+
+function redacted(kind: string, visibility: VisibilityName): HarnPart {
+  // Harn v1 "Privacy and redaction": keep the slot, never the content.
+  return { type: "json", value: { redacted: true, part_type: kind }, visibility };
+}
+
+/**
+ * One proto Part as Harn JSON. Parts that are not public (and reasoning, which
+ * is never public) become a redaction descriptor so readers see that content
+ * existed; inline images become `file_ref` (URL or data: URI).
+ */
+export function partToHarn(part: Part): HarnPart | undefined {
+  const kind = part.kind;
+  const defaultVisibility: VisibilityName =
+    kind.case === "thinking" || kind.case === "redactedThinking" ? "internal" : "public";
+  const visibility = visibilityName(part.visibility, defaultVisibility);
+  if (kind.case === undefined) return undefined;
+  if (visibility !== "public" || kind.case === "thinking" || kind.case === "redactedThinking") {
+    const label =
+      kind.case === "redactedThinking"
+        ? "redacted_thinking"
+        : kind.case.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+    return redacted(label, visibility === "public" ? "internal" : visibility);
+  }
+  switch (kind.case) {
+    case "text":
+      return { type: "text", text: kind.value.text, visibility };
+    case "json":
+      return { type: "json", value: valueJson(kind.value.value), visibility };
+    case "toolCall":
+      return {
+        type: "tool_call",
+        tool_call_id: kind.value.toolCallId,
+        name: kind.value.name,
+        input: toolInput(valueJson(kind.value.input)),
+        visibility,
+      };
+    case "toolResult":
+      return {
+        type: "tool_result",
+        tool_call_id: kind.value.toolCallId,
+        output: valueJson(kind.value.output),
+        status:
+          kind.value.status === ToolResultStatus.OK ||
+          kind.value.status === ToolResultStatus.UNSPECIFIED
+            ? "ok"
+            : "error",
+        visibility,
+      };
+    case "artifactRef":
+      return { type: "artifact_ref", artifact_id: kind.value.artifactId, visibility };
+    case "fileRef":
+      return {
+        type: "file_ref",
+        uri: kind.value.uri,
+        mime_type: kind.value.mimeType || "application/octet-stream",
+        visibility,
+      };
+    case "imageRef":
+      return {
+        type: "image_ref",
+        artifact_id: kind.value.artifactId,
+        mime_type: kind.value.mimeType || "application/octet-stream",
+        visibility,
+      };
+    case "image": {
+      const source = kind.value.source;
+      const mime = kind.value.mediaType || "application/octet-stream";
+      const uri =
+        source.case === "url"
+          ? source.value
+          : source.case === "base64Data"
+            ? `data:${mime};base64,${source.value}`
+            : "";
+      return { type: "file_ref", uri, mime_type: mime, visibility };
+    }
+  }
+}
+
+// Tool input is a JSON object in Harn; a non-object (malformed arguments) is wrapped.
+function toolInput(value: JsonValue): JsonObject {
+  if (isJsonObject(value)) return value;
+  return value === null ? {} : { value };
+}
+
+/** Where a message sits, for its `session_id` / `task_id`. */
+export interface MessagePlace {
+  sessionId?: string;
+  taskId?: string;
+}
+
+/**
+ * A proto Message as a Harn Message. Chat-style `tool_calls` become
+ * `tool_call` parts (unless already present as parts), and a tool message's
+ * text answering `tool_call_id` becomes a `tool_result` part.
+ */
+export function messageToHarn(message: Message, place: MessagePlace = {}): JsonObject {
+  const parts: HarnPart[] = [];
+  const callIds = new Set<string>();
+  const hasResult = message.parts.some((p) => p.kind.case === "toolResult");
+  if (message.role === Role.TOOL && message.toolCallId !== "" && !hasResult) {
+    const text = message.parts
+      .filter((p) => p.kind.case === "text")
+      .map((p) => (p.kind.case === "text" ? p.kind.value.text : ""))
+      .join("");
+    parts.push({
+      type: "tool_result",
+      tool_call_id: message.toolCallId,
+      output: text,
+      status: "ok",
+      visibility: "public",
+    });
+    for (const p of message.parts) {
+      if (p.kind.case === "text") continue;
+      const h = partToHarn(p);
+      if (h) parts.push(h);
+    }
+  } else {
+    for (const p of message.parts) {
+      const h = partToHarn(p);
+      if (!h) continue;
+      if (h.type === "tool_call") callIds.add(String(h.tool_call_id));
+      parts.push(h);
+    }
+  }
+  for (const call of message.toolCalls) {
+    if (callIds.has(call.id)) continue;
+    parts.push({
+      type: "tool_call",
+      tool_call_id: call.id,
+      name: call.name,
+      input: toolInput(valueJson(call.arguments)),
+      visibility: "public",
+    });
+  }
+  const created = timestampJson(message.createdAt);
+  return {
+    id: message.id,
+    object: "message",
+    created_at: created,
+    updated_at: created,
+    metadata: objectJson(message.metadata),
+    session_id: orNull(place.sessionId ?? ""),
+    task_id: orNull(place.taskId ?? ""),
+    role: roleNames[message.role] ?? "user",
+    parts,
+  };
+}
+
+/** A transcript message (with its session and task) as a Harn Message. */
+export function sessionMessageToHarn(message: SessionMessage): JsonObject {
+  return messageToHarn(message.message ?? create(MessageSchema), {
+    sessionId: message.sessionId,
+    taskId: message.taskId,
+  });
+}
+
+// ---------------------------------------------------------------------------
+// Resources (proto → Harn)
+
+function failureJson(
+  failure: { category: string; message: string; retryable: boolean } | undefined,
+  detail: ErrorDetail | undefined,
+): JsonObject | null {
+  if (failure === undefined && detail === undefined) return null;
+  const details: JsonObject = {};
+  if (failure) details.retryable = failure.retryable;
+  if (detail?.reason) details.reason = detail.reason;
+  if (detail?.domain) details.domain = detail.domain;
+  if (detail && Object.keys(detail.metadata).length > 0) {
+    details.metadata = sortKeys({ ...detail.metadata }) as JsonObject;
+  }
+  return {
+    code: failure?.category || detail?.reason || "failed",
+    message: failure?.message ?? "",
+    details,
+  };
+}
+
+/** A task failure as the Harn Failure object, or null. */
+export function taskFailureToHarn(failure: TaskFailure | undefined): JsonObject | null {
+  return failure === undefined ? null : failureJson(failure, failure.detail);
+}
+
+/** A Session as Harn JSON. */
+export function sessionToHarn(session: Session): JsonObject {
+  return {
+    id: session.id,
+    object: "session",
+    created_at: timestampJson(session.createdAt),
+    updated_at: timestampJson(session.updatedAt ?? session.createdAt),
+    metadata: objectJson(session.metadata),
+    workspace_id: session.workspaceId,
+    state: sessionStateName(session.state),
+    transcript: {
+      object: "transcript",
+      message_count: Number(session.messageCount),
+      turn_count: Number(session.turnCount),
+      messages_url: `/v1/sessions/${encodeURIComponent(session.id)}/messages`,
+      forked_from_event_id: orNull(session.forkedFromEventId),
+    },
+    persona_id: orNull(session.agentId),
+    root_session_id: orNull(session.rootSessionId),
+    parent_session_id: orNull(session.parentSessionId),
+    branch_id: orNull(session.branchId),
+    last_event_id: orNull(session.lastEventId),
+    summary: orNull(session.summary),
+    expires_at: null,
+  };
+}
+
+/** A Task as Harn JSON. */
+export function taskToHarn(task: Task): JsonObject {
+  return {
+    id: task.id,
+    object: "task",
+    created_at: timestampJson(task.createdAt),
+    updated_at: timestampJson(task.updatedAt ?? task.createdAt),
+    metadata: objectJson(task.metadata),
+    session_id: task.sessionId,
+    workspace_id: task.workspaceId,
+    status: taskStatusName(task.status),
+    input: task.input
+      ? messageToHarn(task.input, { sessionId: task.sessionId, taskId: task.id })
+      : {},
+    created_by: task.createdBy,
+    persona_id: orNull(task.agentId),
+    branch_id: orNull(task.branchId),
+    parent_task_id: orNull(task.parentTaskId),
+    assigned_agent_id: orNull(task.assignedBackend),
+    receipt_id: orNull(task.receiptId),
+    outcome_id: orNull(task.outcomeId),
+    quota_id: null,
+    started_at: timestampJson(task.startedAt),
+    completed_at: timestampJson(task.completedAt),
+    canceled_at: timestampJson(task.canceledAt),
+    failure: taskFailureToHarn(task.failure),
+  };
+}
+
+/** An Artifact as Harn JSON (`sha256` as bare hex, per the schema's pattern). */
+export function artifactToHarn(artifact: Artifact): JsonObject {
+  const created = timestampJson(artifact.createdAt);
+  const hash = artifact.sha256.replace(/^sha256:/, "");
+  return {
+    id: artifact.id,
+    object: "artifact",
+    created_at: created,
+    updated_at: created,
+    metadata: objectJson(artifact.metadata),
+    kind: artifactKindName(artifact.kind),
+    mime_type: artifact.mimeType || "application/octet-stream",
+    uri: orNull(artifact.uri),
+    visibility: visibilityName(artifact.visibility, "public"),
+    sha256: orNull(hash),
+    workspace_id: orNull(artifact.workspaceId),
+    session_id: orNull(artifact.sessionId),
+    task_id: orNull(artifact.taskId),
+    receipt_id: null,
+  };
+}
+
+const outcomeStatusNames: Record<number, string> = {
+  [OutcomeStatus.SUCCEEDED]: "SUCCEEDED",
+  [OutcomeStatus.FAILED]: "FAILED",
+  [OutcomeStatus.CANCELED]: "CANCELED",
+};
+
+/** An Outcome as Harn JSON, with its artifacts when the caller resolved them. */
+export function outcomeToHarn(outcome: Outcome, artifacts: readonly Artifact[] = []): JsonObject {
+  const created = timestampJson(outcome.createdAt);
+  return {
+    id: outcome.id,
+    object: "outcome",
+    created_at: created,
+    updated_at: created,
+    metadata: {},
+    task_id: outcome.taskId,
+    status: outcomeStatusNames[outcome.status] ?? null,
+    summary: outcome.summary,
+    messages: outcome.messages.map((m) =>
+      messageToHarn(m, { sessionId: outcome.sessionId, taskId: outcome.taskId }),
+    ),
+    artifacts: artifacts.map(artifactToHarn),
+    handoffs: [],
+    receipt_id: null,
+    failure: null,
+  };
+}
+
+/** A Workspace as Harn JSON. */
+export function workspaceToHarn(workspace: Workspace): JsonObject {
+  return {
+    id: workspace.id,
+    object: "workspace",
+    created_at: timestampJson(workspace.createdAt),
+    updated_at: timestampJson(workspace.updatedAt ?? workspace.createdAt),
+    metadata: objectJson(workspace.metadata),
+    name: workspace.name,
+    root: workspace.root,
+    default_branch_id: orNull(workspace.defaultBranchId),
+    host: null,
+    repository: null,
+    tenant_id: null,
+    capabilities: [],
+    connectors: [],
+    quota_id: null,
+  };
+}
+
+/** An Agent as a Harn Persona (`entry_workflow` is the backend that runs it). */
+export function agentToPersona(agent: Agent): JsonObject {
+  return {
+    id: agent.id,
+    object: "persona",
+    created_at: timestampJson(agent.createdAt),
+    updated_at: timestampJson(agent.updatedAt ?? agent.createdAt),
+    metadata: objectJson(agent.metadata),
+    name: agent.name,
+    version: agent.version,
+    entry_workflow: agent.backend,
+    description: agent.description,
+    autonomy_tier: nameOf(autonomyValues, agent.autonomyTier) ?? "suggest",
+    receipt_policy: nameOf(receiptPolicyValues, agent.receiptPolicy) ?? "optional",
+    tools: [...agent.tools],
+    capabilities: [],
+    owner: null,
+    quota_id: null,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Events
+
+function eventPayloadJson(event: Event): JsonObject {
+  const kind = event.payload?.kind;
+  switch (kind?.case) {
+    case "data":
+      return objectJson(kind.value);
+    case "messageAppended":
+      return {
+        message: kind.value.message
+          ? messageToHarn(kind.value.message, {
+              sessionId: event.sessionId,
+              taskId: event.taskId,
+            })
+          : null,
+        position: Number(kind.value.position),
+      };
+    case "taskStatusChanged":
+      return {
+        status: taskStatusName(kind.value.status),
+        previous_status: taskStatusName(kind.value.previousStatus),
+        reason: orNull(kind.value.reason),
+        failure: kind.value.failure
+          ? failureJson(
+              { category: kind.value.failure.reason, message: kind.value.reason, retryable: false },
+              kind.value.failure,
+            )
+          : null,
+      };
+    case "sessionStateChanged":
+      return {
+        state: sessionStateName(kind.value.state),
+        previous_state: sessionStateName(kind.value.previousState),
+        reason: orNull(kind.value.reason),
+      };
+    case "signalDelivered":
+      return { signal_id: kind.value.signalId, payload: valueJson(kind.value.payload) };
+    default:
+      return {};
+  }
+}
+
+/** An Event as Harn JSON (`object: "event"`, integer `sequence`). */
+export function eventToHarn(event: Event): JsonObject {
+  const created = timestampJson(event.createdAt);
+  return {
+    id: event.id,
+    object: "event",
+    created_at: created,
+    updated_at: created,
+    metadata: {},
+    event: event.kind,
+    resource: { object: event.resource?.object ?? "", id: event.resource?.id ?? "" },
+    sequence: Number(event.sequence),
+    payload: eventPayloadJson(event),
+    trace_id: orNull(event.traceId),
+    span_id: orNull(event.spanId),
+    session_id: orNull(event.sessionId),
+    task_id: orNull(event.taskId),
+    workspace_id: orNull(event.workspaceId),
+    actor: orNull(event.actor?.id ?? ""),
+    idempotency_key: orNull(event.idempotencyKey),
+    previous_event_id: orNull(event.previousEventId),
+    receipt_id: orNull(event.receiptId),
+    replayed: false,
+    replay: null,
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Lists
+
+/** The Harn PaginatedList envelope. */
+export function listJson(
+  data: readonly JsonValue[],
+  page: { nextCursor?: string | undefined; hasMore?: boolean },
+): JsonObject {
+  const next = page.nextCursor ? page.nextCursor : null;
+  return {
+    object: "list",
+    data: [...data],
+    page: { next_cursor: next, has_more: page.hasMore ?? next !== null },
+  };
+}
+
+// ---------------------------------------------------------------------------
+// Input (Harn → proto)
+
+/** Parse a Harn visibility (default public). */
+export function parseVisibility(reader: JsonReader, key = "visibility"): Visibility {
+  const name = reader.enum(key, visibilityNames);
+  return visibilityValue(name ?? "public");
+}
+
+/** Parse one PartInput. */
+export function partFromHarn(reader: JsonReader): Part {
+  const visibility = parseVisibility(reader);
+  const type = reader.requiredString("type");
+  const jsonOf = (key: string): Value => toValue(reader.raw(key) ?? null);
+  switch (type) {
+    case "text": {
+      const text = reader.string("text");
+      if (text === undefined) throw missing(reader, "text");
+      return create(PartSchema, { visibility, kind: { case: "text", value: { text } } });
+    }
+    case "json":
+      return create(PartSchema, {
+        visibility,
+        kind: { case: "json", value: { value: jsonOf("value") } },
+      });
+    case "tool_call": {
+      const input = reader.object("input") ?? {};
+      return create(PartSchema, {
+        visibility,
+        kind: {
+          case: "toolCall",
+          value: {
+            toolCallId: reader.requiredString("tool_call_id"),
+            name: reader.requiredString("name"),
+            input: toValue(input),
+          },
+        },
+      });
+    }
+    case "tool_result": {
+      const status = reader.enum("status", ["ok", "error"] as const) ?? "ok";
+      return create(PartSchema, {
+        visibility,
+        kind: {
+          case: "toolResult",
+          value: {
+            toolCallId: reader.requiredString("tool_call_id"),
+            output: jsonOf("output"),
+            status: status === "ok" ? ToolResultStatus.OK : ToolResultStatus.ERROR,
+          },
+        },
+      });
+    }
+    case "artifact_ref":
+      return create(PartSchema, {
+        visibility,
+        kind: { case: "artifactRef", value: { artifactId: reader.requiredString("artifact_id") } },
+      });
+    case "file_ref":
+      return create(PartSchema, {
+        visibility,
+        kind: {
+          case: "fileRef",
+          value: { uri: reader.requiredString("uri"), mimeType: reader.string("mime_type") ?? "" },
+        },
+      });
+    case "image_ref":
+      return create(PartSchema, {
+        visibility,
+        kind: {
+          case: "imageRef",
+          value: {
+            artifactId: reader.requiredString("artifact_id"),
+            mimeType: reader.string("mime_type") ?? "",
+          },
+        },
+      });
+    default: {
+      const param = fieldPath(reader.path, "type");
+      throw errors.invalid(
+        `${param} must be one of text, json, tool_call, tool_result, artifact_ref, file_ref, image_ref, got ${JSON.stringify(type)}`,
+        param,
+      );
+    }
+  }
+}
+
+function missing(reader: JsonReader, key: string) {
+  const param = fieldPath(reader.path, key);
+  return errors.invalid(`missing required field: ${param}`, param);
+}
+
+/** Parse a MessageInput (`{role, parts, metadata}`). */
+export function messageFromHarn(reader: JsonReader): Message {
+  const roleText = reader.string("role");
+  if (roleText === undefined) throw missing(reader, "role");
+  const role = roleByName[roleText];
+  if (role === undefined) {
+    const param = fieldPath(reader.path, "role");
+    throw errors.invalid(
+      `${param} must be one of user, assistant, system, tool, agent, got ${JSON.stringify(roleText)}`,
+      param,
+    );
+  }
+  const parts = reader.objects("parts");
+  if (parts === undefined) throw missing(reader, "parts");
+  const metadata = reader.object("metadata");
+  const message = create(MessageSchema, {
+    role,
+    parts: parts.map(partFromHarn),
+    ...(metadata ? { metadata } : {}),
+  });
+  // A tool message answers one call: keep the chat-style link too.
+  const result = message.parts.find((p) => p.kind.case === "toolResult");
+  if (role === Role.TOOL && result?.kind.case === "toolResult") {
+    message.toolCallId = result.kind.value.toolCallId;
+  }
+  return message;
+}
+
+/**
+ * Parse a task `input`: a MessageInput, or any other JSON object (wrapped as
+ * a user message with one `json` part), or a plain string (one `text` part).
+ */
+export function taskInputFromHarn(value: JsonValue | undefined, path: string): Message {
+  if (value === undefined || value === null) {
+    throw errors.invalid(`missing required field: ${path}`, path);
+  }
+  if (typeof value === "string") {
+    return create(MessageSchema, {
+      role: Role.USER,
+      parts: [{ visibility: Visibility.PUBLIC, kind: { case: "text", value: { text: value } } }],
+    });
+  }
+  if (!isJsonObject(value)) {
+    throw errors.invalid(`${path} must be a message object`, path);
+  }
+  if ("role" in value || "parts" in value) return messageFromHarn(new JsonReader(value, path));
+  return create(MessageSchema, {
+    role: Role.USER,
+    parts: [
+      { visibility: Visibility.PUBLIC, kind: { case: "json", value: { value: toValue(value) } } },
+    ],
+  });
+}
+
+/** Parse an artifact kind. */
+export function parseArtifactKind(reader: JsonReader): ArtifactKind {
+  const name = reader.enum("kind", artifactKinds);
+  if (name === undefined) throw missing(reader, "kind");
+  return artifactKindValues[name];
+}
+
+/** Parse an autonomy tier (default suggest). */
+export function parseAutonomyTier(reader: JsonReader): AutonomyTier {
+  const name = reader.enum("autonomy_tier", autonomyTiers);
+  return name === undefined ? AutonomyTier.UNSPECIFIED : autonomyValues[name];
+}
+
+/** Parse a receipt policy. */
+export function parseReceiptPolicy(reader: JsonReader): ReceiptPolicy {
+  const name = reader.enum("receipt_policy", receiptPolicies);
+  return name === undefined ? ReceiptPolicy.UNSPECIFIED : receiptPolicyValues[name];
+}

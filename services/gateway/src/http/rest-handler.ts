@@ -1,0 +1,400 @@
+/**
+ * The REST + SSE surface, as the server's plain-HTTP handler.
+ *
+ * Order of checks for a request under `/v1`:
+ *   1. route: unknown path → 404, known path with another method → 405;
+ *   2. protocol version (every route but discovery) → 426 when missing or
+ *      unsupported. It comes before authentication: the version decides how
+ *      everything else in the request is read, the supported versions are
+ *      public (discovery), and a client on the wrong version learns that
+ *      first instead of debugging its key;
+ *   3. authentication → 401, then the route's scope → 403;
+ *   4. body (writes) → 413 / 400;
+ *   5. idempotency (writes with `Idempotency-Key`) → replay / 409;
+ *   6. the route.
+ * Every response carries `x-request-id` (set by the runtime) and every error
+ * the Harn envelope with the same id in `request_id`.
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { CallOptions } from "@connectrpc/connect";
+import { context as otelContext, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
+import { type Caller, serviceUrl, setCallerHeaders } from "@trellis/platform";
+import {
+  extractTraceContext,
+  type HttpHandler,
+  type HttpRequest,
+  type HttpResponse,
+  httpRequestId,
+  requestIdHeader,
+  TrellisError,
+} from "@trellis/runtime";
+import { authFailureMessage } from "../auth/authenticator.js";
+import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
+import { harnError, toHarnError } from "../domain/errors.js";
+import {
+  checkProtocolVersion,
+  currentProtocolVersion,
+  protocolVersionHeader,
+  supportedProtocolVersions,
+} from "../domain/protocol.js";
+import { hasScope } from "../domain/scopes.js";
+import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
+import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
+import { errorResponse, parseJsonBody, type RestResponse, readBody, send } from "./io.js";
+import { forwardHttp, stampCaller } from "./proxy.js";
+import { Router } from "./router.js";
+import { restRoutes } from "./routes/index.js";
+
+const anonymous: Caller = { actorId: "", workspaceId: "", scopes: [] };
+// Marks a request handed on to another module's HTTP handler (embedded mode).
+const handOn = Symbol("hand on");
+const tracer = trace.getTracer("@trellis/gateway");
+const idempotencyKeyHeader = "idempotency-key";
+
+/** Statuses whose response is kept for idempotent replay (others release the key). */
+export function isReplayable(status: number): boolean {
+  if (status >= 500) return false;
+  // Transient refusals: a retry with the same key should run again.
+  return ![408, 409, 423, 425, 429, 499].includes(status);
+}
+
+function header(req: HttpRequest, name: string): string | undefined {
+  const value = req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Build the gateway's plain-HTTP handler. */
+export function createRestHandler(
+  deps: GatewayDeps,
+  routes: readonly RouteSpec[] = restRoutes,
+): HttpHandler {
+  const router = new Router(routes);
+
+  return async (req, res) => {
+    const url = new URL(req.url ?? "/", "http://gateway.invalid");
+    const path = url.pathname;
+    if (path !== "/v1" && !path.startsWith("/v1/")) return false;
+    const requestId = httpRequestId(req);
+    const parent = extractTraceContext(req.headers);
+    const method = req.method ?? "GET";
+    const match = router.match(method, path.length > 3 ? path.replace(/\/+$/, "") : path);
+    const routeName = match.kind === "found" ? match.route.path : "unmatched";
+    const span = tracer.startSpan(
+      `${method} ${routeName}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: { "http.request.method": method, "http.route": routeName },
+      },
+      parent,
+    );
+    const active = trace.setSpan(parent, span);
+    const started = performance.now();
+    let handled = true;
+    try {
+      handled = await otelContext.with(active, () => serve(req, res, url, requestId, match));
+    } finally {
+      span.setAttribute("http.response.status_code", res.statusCode);
+      if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      if (deps.logger.enabled("debug")) {
+        deps.logger.debug("rest request", {
+          request_id: requestId,
+          method,
+          route: routeName,
+          status: res.statusCode,
+          duration_ms: Math.round(performance.now() - started),
+        });
+      }
+    }
+    return handled;
+  };
+
+  /** Serve a request; false when it was handed on to another module's handler. */
+  async function serve(
+    req: HttpRequest,
+    res: HttpResponse,
+    url: URL,
+    requestId: string,
+    match: ReturnType<typeof router.match>,
+  ): Promise<boolean> {
+    res.setHeader(protocolVersionHeader, currentProtocolVersion);
+    let response: RestResponse | typeof handOn | undefined;
+    try {
+      response = await dispatch(req, res, url, requestId, match);
+    } catch (error) {
+      const envelope = toHarnError(error, requestId);
+      if (envelope.status >= 500) {
+        deps.logger.error("rest request failed", {
+          request_id: requestId,
+          method: req.method,
+          path: url.pathname,
+          error,
+        });
+      }
+      response = errorResponse(envelope);
+    }
+    if (response === handOn) return false;
+    if (response !== undefined) send(res, response);
+    return true;
+  }
+
+  async function dispatch(
+    req: HttpRequest,
+    res: HttpResponse,
+    url: URL,
+    requestId: string,
+    match: ReturnType<typeof router.match>,
+  ): Promise<RestResponse | typeof handOn | undefined> {
+    if (match.kind === "not_found") {
+      return errorResponse(
+        harnError("resource_not_found", `no such endpoint: ${req.method} ${url.pathname}`, {
+          requestId,
+        }),
+      );
+    }
+    if (match.kind === "method_not_allowed") {
+      const error = harnError(
+        "invalid_request",
+        `method ${req.method} is not allowed on ${url.pathname}; allowed: ${match.allow.join(", ")}`,
+        { requestId, headers: { allow: match.allow.join(", ") } },
+      );
+      return errorResponse({ ...error, status: 405 });
+    }
+    const { route, params } = match;
+
+    let caller = anonymous;
+    if (!route.public) {
+      const version = checkProtocolVersion(req.headers[protocolVersionHeader]);
+      if (!version.ok) {
+        const message =
+          version.reason === "missing"
+            ? `the Harn-Agents-Protocol-Version header is required; supported: ${supportedProtocolVersions.join(", ")}`
+            : `protocol version ${JSON.stringify(version.given?.slice(0, 64))} is not supported; supported: ${supportedProtocolVersions.join(", ")}`;
+        return errorResponse(
+          harnError("unsupported_protocol_version", message, {
+            requestId,
+            param: "Harn-Agents-Protocol-Version",
+            details: { supported_versions: [...supportedProtocolVersions] },
+          }),
+        );
+      }
+      const auth = await deps.authenticator.authenticate(header(req, "authorization"));
+      if (!auth.ok) {
+        return errorResponse(
+          harnError("unauthenticated", authFailureMessage(auth.failure), {
+            requestId,
+            headers: { "www-authenticate": 'Bearer realm="trellis"' },
+          }),
+        );
+      }
+      caller = auth.caller;
+      if (!hasScope(caller.scopes, route.scope)) {
+        return errorResponse(
+          harnError("permission_denied", `this API key lacks the scope ${route.scope}`, {
+            requestId,
+            details: { required_scope: route.scope ?? "" },
+          }),
+        );
+      }
+    }
+
+    if (route.delegateTo !== undefined) {
+      if (deps.mode === "embedded") {
+        // The owning module's handler comes after this one on the same server.
+        stampCaller(req, caller);
+        return handOn;
+      }
+      return forwardHttp(req, serviceUrl(route.delegateTo, deps.env as NodeJS.ProcessEnv), {
+        caller,
+        requestId,
+        timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT,
+        maxBodyBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
+      });
+    }
+
+    let body: JsonValue | undefined;
+    if (req.method === "POST") {
+      body = parseJsonBody(await readBody(req, deps.config.TRELLIS_MAX_BODY_BYTES));
+    }
+
+    const call: RestCall = {
+      req,
+      res,
+      requestId,
+      params,
+      query: url.searchParams,
+      caller,
+      body,
+      idempotencyKey: "",
+      options: (overrides = {}) =>
+        outgoingOptions(req, requestId, caller, overrides.streaming ?? false),
+      deps,
+    };
+
+    if (!route.write) return route.handle(call);
+    const key = header(req, idempotencyKeyHeader);
+    if (key === undefined) return route.handle(call);
+    return runIdempotent(call, route, url.pathname, key);
+  }
+
+  function outgoingOptions(
+    req: HttpRequest,
+    requestId: string,
+    caller: Caller,
+    streaming: boolean,
+  ): CallOptions {
+    const headers = new Headers();
+    if (caller !== anonymous) setCallerHeaders(headers, caller);
+    headers.set(requestIdHeader, requestId);
+    // Keep the caller's trace; the client tracing interceptor replaces it with
+    // a child span when tracing is active in this process.
+    for (const name of ["traceparent", "tracestate", "baggage"]) {
+      const value = header(req, name);
+      if (value) headers.set(name, value);
+    }
+    return { headers, timeoutMs: streaming ? 0 : deps.config.TRELLIS_UPSTREAM_TIMEOUT };
+  }
+
+  /**
+   * Idempotent execution of a write (Harn v1 "Idempotency"). The first request
+   * claims the scope and runs; an equivalent retry gets the stored response
+   * (`Idempotent-Replayed: true`); a retry with another body gets 409
+   * `idempotency_key_reused`; a retry while the first still runs waits for it
+   * (up to TRELLIS_IDEMPOTENCY_WAIT), then gets 409 `conflict` with
+   * `Retry-After` — it never runs the write a second time.
+   */
+  async function runIdempotent(
+    call: RestCall,
+    route: RouteSpec,
+    target: string,
+    key: string,
+  ): Promise<RestResponse> {
+    if (key.length < 1 || key.length > 255 || !/^[\x20-\x7e]+$/.test(key)) {
+      throw new TrellisError({
+        reason: "invalid_request",
+        message: "Idempotency-Key must be 1–255 printable ASCII characters",
+        param: "Idempotency-Key",
+      });
+    }
+    const scope: IdempotencyScope = {
+      actorId: call.caller.actorId,
+      workspaceId: call.caller.workspaceId,
+      method: route.method,
+      target,
+      key,
+    };
+    const requestHash = sha256Hex(canonicalJson(call.body ?? {}));
+    call.idempotencyKey = `idem_${scopeHash(scope)}`;
+    const config = deps.config;
+    const deadline = Date.now() + config.TRELLIS_IDEMPOTENCY_WAIT;
+    let delay = 20;
+    for (;;) {
+      const claim = await deps.idempotency.claim(scope, requestHash, {
+        leaseMs: config.TRELLIS_IDEMPOTENCY_LEASE,
+        ttlMs: config.TRELLIS_IDEMPOTENCY_TTL,
+      });
+      switch (claim.kind) {
+        case "mismatch":
+          throw new TrellisError({
+            reason: "idempotency_key_reused",
+            message: "this Idempotency-Key was already used with a different request body",
+            param: "Idempotency-Key",
+          });
+        case "replay":
+          return {
+            status: claim.response.status,
+            body: withRequestId(claim.response.body, call.requestId),
+            headers: { ...claim.response.headers, "idempotent-replayed": "true" },
+          };
+        case "in_flight": {
+          const left = deadline - Date.now();
+          if (left <= 0 || call.deps.closing.aborted) {
+            return errorResponse(
+              harnError(
+                "conflict",
+                "a request with this Idempotency-Key is still in progress; retry later",
+                {
+                  requestId: call.requestId,
+                  param: "Idempotency-Key",
+                  headers: { "retry-after": "1" },
+                },
+              ),
+            );
+          }
+          await sleep(Math.min(delay, left), call.deps.closing);
+          delay = Math.min(delay * 2, 250);
+          continue;
+        }
+        case "claimed": {
+          let response: RestResponse;
+          try {
+            response =
+              (await route.handle(call)) ?? errorResponse(toHarnError(undefined, call.requestId));
+          } catch (error) {
+            const envelope = toHarnError(error, call.requestId);
+            if (envelope.status >= 500) {
+              deps.logger.error("rest request failed", {
+                request_id: call.requestId,
+                path: target,
+                error,
+              });
+            }
+            response = errorResponse(envelope);
+          }
+          try {
+            if (isReplayable(response.status) && typeof response.body === "string") {
+              const kept: Record<string, string> = {};
+              for (const name of ["content-type", "location"]) {
+                const value = response.headers[name];
+                if (value !== undefined) kept[name] = value;
+              }
+              await deps.idempotency.complete(
+                claim.claim,
+                { status: response.status, body: response.body, headers: kept },
+                config.TRELLIS_IDEMPOTENCY_TTL,
+              );
+            } else {
+              await deps.idempotency.release(claim.claim);
+            }
+          } catch (error) {
+            // The write happened; only its record failed. The lease expires and
+            // the downstream idempotency key still prevents a duplicate.
+            deps.logger.warn("could not record idempotent response", {
+              request_id: call.requestId,
+              error,
+            });
+          }
+          return response;
+        }
+      }
+    }
+  }
+}
+
+/** A stored error envelope names the request that produced it; a replay names the current one. */
+function withRequestId(body: string, requestId: string): string {
+  if (!body.startsWith('{"error":')) return body;
+  try {
+    const parsed = JSON.parse(body) as { error?: { request_id?: unknown } };
+    if (parsed.error && typeof parsed.error === "object") {
+      parsed.error.request_id = requestId;
+      return JSON.stringify(parsed);
+    }
+  } catch {
+    // Not ours to fix: send it as stored.
+  }
+  return body;
+}

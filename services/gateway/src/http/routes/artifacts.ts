@@ -1,0 +1,178 @@
+/** Artifacts (registered with their content) and outcomes. */
+import { type Artifact, ArtifactService, OutcomeService } from "@trellis/contracts/tasks";
+import { errors } from "@trellis/runtime";
+import { sha256Hex } from "../../domain/canonical-json.js";
+import {
+  artifactToHarn,
+  listJson,
+  outcomeToHarn,
+  parseArtifactKind,
+  parseVisibility,
+} from "../../domain/harn-json.js";
+import { JsonReader } from "../../domain/json-input.js";
+import type { RestCall } from "../context.js";
+import type { RestResponse } from "../io.js";
+import {
+  created,
+  ensureVisible,
+  ok,
+  pageOf,
+  param,
+  queryString,
+  required,
+  visibleSession,
+  visibleTask,
+  workspaceOf,
+} from "./common.js";
+
+export async function listArtifacts(call: RestCall): Promise<RestResponse> {
+  const response = await call.deps.clients.get(ArtifactService).listArtifacts(
+    {
+      workspaceId: workspaceOf(call, queryString(call, "workspace_id")),
+      sessionId: queryString(call, "session_id") ?? "",
+      taskId: queryString(call, "task_id") ?? "",
+      ...pageOf(call),
+    },
+    call.options(),
+  );
+  return ok(
+    listJson(response.artifacts.map(artifactToHarn), { nextCursor: response.nextPageToken }),
+  );
+}
+
+export function decodeContent(body: JsonReader): Uint8Array | undefined {
+  const text = body.string("content");
+  const base64 = body.string("content_base64");
+  if (text !== undefined && base64 !== undefined) {
+    throw errors.invalid("give content or content_base64, not both", "content_base64");
+  }
+  if (text !== undefined) return Buffer.from(text, "utf8");
+  if (base64 !== undefined) {
+    if (!/^[A-Za-z0-9+/_-]*={0,2}$/.test(base64.replace(/\s+/g, ""))) {
+      throw errors.invalid("content_base64 must be base64", "content_base64");
+    }
+    return Buffer.from(base64, "base64");
+  }
+  return undefined;
+}
+
+export async function registerArtifact(call: RestCall): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  const kind = parseArtifactKind(body);
+  const visibility = parseVisibility(body);
+  let sha = body.string("sha256");
+  if (sha !== undefined) {
+    const hex = sha.replace(/^sha256:/, "");
+    if (!/^[a-fA-F0-9]{64}$/.test(hex)) {
+      throw errors.invalid("sha256 must be 64 hexadecimal characters", "sha256");
+    }
+    sha = hex.toLowerCase();
+  }
+  const content = decodeContent(body);
+  if (content !== undefined) {
+    const actual = sha256Hex(content);
+    if (sha !== undefined && sha !== actual) {
+      throw errors.invalid("sha256 does not match the content", "sha256");
+    }
+    sha = actual;
+  }
+  const metadata = body.object("metadata");
+  const { artifact } = await call.deps.clients.get(ArtifactService).registerArtifact(
+    {
+      artifact: {
+        workspaceId: workspaceOf(call, body.string("workspace_id")),
+        sessionId: body.string("session_id") ?? "",
+        taskId: body.string("task_id") ?? "",
+        kind,
+        name: body.string("name") ?? "",
+        mimeType: body.string("mime_type") ?? "application/octet-stream",
+        uri: body.string("uri") ?? "",
+        visibility,
+        sha256: sha === undefined ? "" : `sha256:${sha}`,
+        ...(metadata ? { metadata } : {}),
+      },
+      ...(content ? { content } : {}),
+      idempotencyKey: call.idempotencyKey,
+    },
+    call.options(),
+  );
+  return created(artifactToHarn(required(artifact, "artifact", "")));
+}
+
+export async function visibleArtifact(call: RestCall, id: string): Promise<Artifact> {
+  const { artifact } = await call.deps.clients
+    .get(ArtifactService)
+    .getArtifact({ artifactId: id }, call.options());
+  const found = required(artifact, "artifact", id);
+  ensureVisible(call, found.workspaceId, "artifact", id);
+  return found;
+}
+
+export async function getArtifact(call: RestCall): Promise<RestResponse> {
+  return ok(artifactToHarn(await visibleArtifact(call, param(call, "artifact_id"))));
+}
+
+export async function getArtifactContent(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "artifact_id");
+  const artifact = await visibleArtifact(call, id);
+  const response = await call.deps.clients
+    .get(ArtifactService)
+    .getArtifactContent({ artifactId: id }, call.options());
+  const type = response.mimeType || artifact.mimeType || "application/octet-stream";
+  return {
+    status: 200,
+    body: response.content,
+    headers: { "content-type": type, "x-content-type-options": "nosniff" },
+  };
+}
+
+export async function resolveArtifacts(
+  call: RestCall,
+  ids: readonly string[],
+): Promise<Artifact[]> {
+  const client = call.deps.clients.get(ArtifactService);
+  const found = await Promise.all(
+    ids.map((artifactId) =>
+      client.getArtifact({ artifactId }, call.options()).then(
+        (r) => r.artifact,
+        () => undefined,
+      ),
+    ),
+  );
+  return found.filter((a): a is Artifact => a !== undefined);
+}
+
+export async function listOutcomes(call: RestCall): Promise<RestResponse> {
+  const taskId = queryString(call, "task_id");
+  const sessionId = queryString(call, "session_id");
+  if (taskId !== undefined) await visibleTask(call, taskId);
+  if (sessionId !== undefined) await visibleSession(call, sessionId);
+  const response = await call.deps.clients.get(OutcomeService).listOutcomes(
+    {
+      workspaceId:
+        taskId === undefined && sessionId === undefined
+          ? workspaceOf(call, queryString(call, "workspace_id"))
+          : "",
+      sessionId: sessionId ?? "",
+      taskId: taskId ?? "",
+      ...pageOf(call),
+    },
+    call.options(),
+  );
+  const data = await Promise.all(
+    response.outcomes.map(async (o) =>
+      outcomeToHarn(o, await resolveArtifacts(call, o.artifactIds)),
+    ),
+  );
+  return ok(listJson(data, { nextCursor: response.nextPageToken }));
+}
+
+export async function getOutcome(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "outcome_id");
+  const { outcome } = await call.deps.clients
+    .get(OutcomeService)
+    .getOutcome({ outcomeId: id }, call.options());
+  const found = required(outcome, "outcome", id);
+  ensureVisible(call, found.workspaceId, "outcome", id);
+  return ok(outcomeToHarn(found, await resolveArtifacts(call, found.artifactIds)));
+}

@@ -1,0 +1,95 @@
+/** Shared helpers of the REST routes: paging, workspace scoping, visibility. */
+import type { JsonValue } from "@bufbuild/protobuf";
+import { SessionService, TaskService } from "@trellis/contracts/tasks";
+import { errors, TrellisError } from "@trellis/runtime";
+import { isAdmin } from "../../domain/scopes.js";
+import type { RestCall } from "../context.js";
+import { jsonResponse } from "../io.js";
+
+/** `limit` (1–200, default 50) and `cursor` of a list request. */
+export function pageOf(call: RestCall): { pageSize: number; pageToken: string } {
+  return { pageSize: limitOf(call, 50), pageToken: call.query.get("cursor") ?? "" };
+}
+
+export function limitOf(call: RestCall, fallback: number): number {
+  const raw = call.query.get("limit");
+  if (raw === null || raw === "") return fallback;
+  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1 || value > 200) {
+    throw errors.invalid(
+      `limit must be an integer between 1 and 200, got ${JSON.stringify(raw)}`,
+      "limit",
+    );
+  }
+  return value;
+}
+
+export function queryString(call: RestCall, name: string): string | undefined {
+  const value = call.query.get(name);
+  return value === null || value === "" ? undefined : value;
+}
+
+/**
+ * The workspace a request acts in: the one its key is bound to, or another
+ * one it names when the key is an admin key.
+ */
+export function workspaceOf(
+  call: RestCall,
+  requested: string | undefined,
+  param = "workspace_id",
+): string {
+  if (requested === undefined || requested === "" || requested === call.caller.workspaceId) {
+    return call.caller.workspaceId;
+  }
+  if (isAdmin(call.caller.scopes)) return requested;
+  throw new TrellisError({
+    reason: "permission_denied",
+    message: `this API key is bound to workspace ${JSON.stringify(call.caller.workspaceId)}`,
+    param,
+  });
+}
+
+/** Hide resources of other workspaces from non-admin keys (as absent, Harn v1 "Authorization rules"). */
+export function ensureVisible(
+  call: RestCall,
+  workspaceId: string,
+  object: string,
+  id: string,
+): void {
+  if (workspaceId === "" || workspaceId === call.caller.workspaceId) return;
+  if (isAdmin(call.caller.scopes)) return;
+  throw errors.notFound(object, id);
+}
+
+export function required<T>(value: T | undefined, object: string, id: string): T {
+  if (value === undefined) throw errors.notFound(object, id);
+  return value;
+}
+
+export const ok = (body: JsonValue) => jsonResponse(200, body);
+export const created = (body: JsonValue) => jsonResponse(201, body);
+export const accepted = (body: JsonValue) => jsonResponse(202, body);
+
+export function param(call: RestCall, name: string): string {
+  const value = call.params[name];
+  if (value === undefined) throw errors.invalid(`missing path parameter ${name}`, name);
+  return value;
+}
+
+/** Load a session the caller may see (404 otherwise). */
+export async function visibleSession(call: RestCall, id: string) {
+  const { session } = await call.deps.clients
+    .get(SessionService)
+    .getSession({ sessionId: id }, call.options());
+  const found = required(session, "session", id);
+  ensureVisible(call, found.workspaceId, "session", id);
+  return found;
+}
+
+/** Load a task the caller may see (404 otherwise). */
+export async function visibleTask(call: RestCall, id: string) {
+  const { task } = await call.deps.clients.get(TaskService).getTask({ taskId: id }, call.options());
+  const found = required(task, "task", id);
+  ensureVisible(call, found.workspaceId, "task", id);
+  return found;
+}

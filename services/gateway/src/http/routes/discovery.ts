@@ -1,0 +1,153 @@
+/** Discovery: `GET /v1` and the agent card (public: no version header, no key). */
+import type { JsonObject } from "@bufbuild/protobuf";
+import { ReceiptService } from "@trellis/contracts/receipts";
+import { type Agent, AgentService, AutonomyTier } from "@trellis/contracts/tasks";
+import { requestIdHeader } from "@trellis/runtime";
+import { currentProtocolVersion, supportedProtocolVersions } from "../../domain/protocol.js";
+import type { RestCall } from "../context.js";
+import type { RestResponse } from "../io.js";
+import { ok } from "./common.js";
+
+/** `GET /v1`: what this server speaks (Harn "Discovery"). */
+export function discoveryJson(options: { receipts: boolean }): JsonObject {
+  return {
+    object: "protocol_discovery",
+    protocol_family: "harn_agents_protocol",
+    current_version: currentProtocolVersion,
+    supported_versions: [...supportedProtocolVersions],
+    capabilities: {
+      rest: true,
+      sse: true,
+      websocket: false,
+      receipts: options.receipts,
+      replay: false,
+    },
+  };
+}
+
+// Whether the receipts service answers, remembered briefly: discovery must be
+// truthful about a service that may not be deployed.
+export const probes = new WeakMap<object, { at: number; value: Promise<boolean> }>();
+
+export function receiptsAvailable(call: RestCall): Promise<boolean> {
+  const now = Date.now();
+  const last = probes.get(call.deps);
+  if (last !== undefined && now - last.at < 30_000) return last.value;
+  const value = call.deps.clients
+    .get(ReceiptService)
+    .getPublicKeys({}, { timeoutMs: 1000, headers: { [requestIdHeader]: call.requestId } })
+    .then(
+      () => true,
+      () => false,
+    );
+  probes.set(call.deps, { at: now, value });
+  return value;
+}
+
+export function publicBaseUrl(call: RestCall): string {
+  const configured = call.deps.config.TRELLIS_PUBLIC_URL;
+  if (configured) return configured.replace(/\/+$/, "");
+  const host = call.req.headers.host ?? call.req.headers[":authority"];
+  const name = typeof host === "string" && /^[A-Za-z0-9.:[\]-]+$/.test(host) ? host : "localhost";
+  return `http://${name}`;
+}
+
+export async function cardAgents(call: RestCall): Promise<Agent[]> {
+  try {
+    const response = await call.deps.clients
+      .get(AgentService)
+      .listAgents(
+        { workspaceId: call.deps.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
+        { timeoutMs: 2000, headers: { "x-request-id": call.requestId } },
+      );
+    return response.agents;
+  } catch {
+    // The card is discovery: it must answer even when personas cannot be listed.
+    return [];
+  }
+}
+
+export async function agentCard(call: RestCall): Promise<RestResponse> {
+  const base = publicBaseUrl(call);
+  const [agents, receipts] = await Promise.all([cardAgents(call), receiptsAvailable(call)]);
+  const started = call.deps.startedAt.toISOString();
+  const description =
+    "Trellis hosts AI agents behind sessions, tasks, an append-only event log and artifacts " +
+    "(Harn Agents Protocol, Core conformance level: REST + SSE, API-key auth).";
+  const skills = agents.map((agent) => ({
+    id: agent.id,
+    object: "skill",
+    created_at: started,
+    updated_at: started,
+    metadata: {},
+    name: agent.name,
+    description: agent.description,
+    input_schema: null,
+    output_schema: null,
+    source: `persona:${agent.id}`,
+    version: agent.version || null,
+    capabilities: [...agent.tools],
+    requires_approval: agent.autonomyTier === AutonomyTier.ACT_WITH_APPROVAL,
+    deprecated: false,
+  }));
+  return ok({
+    id: "trellis",
+    object: "harn_agent_card",
+    created_at: started,
+    updated_at: started,
+    metadata: {},
+    name: "Trellis",
+    description,
+    protocol_version: currentProtocolVersion,
+    a2a_card: {
+      name: "Trellis",
+      description,
+      supportedInterfaces: [
+        {
+          url: `${base}/v1`,
+          protocolBinding: "HTTP+JSON",
+          protocolVersion: currentProtocolVersion,
+        },
+      ],
+      provider: { organization: "Trellis", url: base },
+      version: "0.1.0",
+      documentationUrl: null,
+      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
+      securitySchemes: {
+        bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "API key" },
+      },
+      security: [{ bearerAuth: [] }],
+      defaultInputModes: ["text/plain", "application/json"],
+      defaultOutputModes: ["text/plain", "application/json"],
+      skills: agents.map((agent) => ({
+        id: agent.id,
+        name: agent.name,
+        description: agent.description,
+        tags: agent.backend ? [agent.backend] : [],
+      })),
+    },
+    skills,
+    harn_interfaces: [
+      { transport: "rest", url: `${base}/v1` },
+      { transport: "sse", url: `${base}/v1/sessions/{session_id}/events/stream` },
+    ],
+    persona_ids: agents.map((a) => a.id),
+    capabilities: [
+      "sessions",
+      "tasks",
+      "messages",
+      "events",
+      "artifacts",
+      "outcomes",
+      "sse",
+      "idempotency",
+      ...(receipts ? ["receipts"] : []),
+    ],
+    auth_schemes: ["bearer"],
+    receipt_policy: null,
+    quotas: [],
+    provider: { organization: "Trellis", url: base },
+    public_url: base,
+    signature: null,
+  });
+}

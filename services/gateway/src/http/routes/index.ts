@@ -1,0 +1,248 @@
+/** The route table of the REST surface (paths from the Harn OpenAPI document). */
+import type { RouteSpec } from "../context.js";
+import { streamEvents } from "../sse-stream.js";
+import {
+  getArtifact,
+  getArtifactContent,
+  getOutcome,
+  listArtifacts,
+  listOutcomes,
+  registerArtifact,
+} from "./artifacts.js";
+import { ok, param, visibleSession, visibleTask } from "./common.js";
+import { agentCard, discoveryJson, receiptsAvailable } from "./discovery.js";
+import { eventTargetOf, getEvent, listEvents } from "./events.js";
+import { receiptRoutes } from "./receipts.js";
+import {
+  appendSessionMessage,
+  closeSession,
+  createSession,
+  forkSession,
+  getMessage,
+  getSession,
+  listSessionMessages,
+  listSessions,
+  truncateSession,
+} from "./sessions.js";
+import { appendTaskMessage, cancelTask, getTask, listTasks, submitTask } from "./tasks.js";
+import {
+  createPersona,
+  createWorkspace,
+  getPersona,
+  getWorkspace,
+  listPersonas,
+  listWorkspaces,
+} from "./workspaces.js";
+
+/** Every REST route of the gateway. */
+export const restRoutes: readonly RouteSpec[] = [
+  {
+    method: "GET",
+    path: "/v1",
+    public: true,
+    handle: async (call) => ok(discoveryJson({ receipts: await receiptsAvailable(call) })),
+  },
+  { method: "GET", path: "/v1/agent-card", public: true, handle: agentCard },
+
+  { method: "GET", path: "/v1/workspaces", scope: "workspaces:read", handle: listWorkspaces },
+  {
+    method: "POST",
+    path: "/v1/workspaces",
+    scope: "workspaces:write",
+    write: true,
+    handle: createWorkspace,
+  },
+  {
+    method: "GET",
+    path: "/v1/workspaces/{workspace_id}",
+    scope: "workspaces:read",
+    handle: getWorkspace,
+  },
+
+  { method: "GET", path: "/v1/personas", scope: "personas:read", handle: listPersonas },
+  {
+    method: "POST",
+    path: "/v1/personas",
+    scope: "personas:write",
+    write: true,
+    handle: createPersona,
+  },
+  { method: "GET", path: "/v1/personas/{persona_id}", scope: "personas:read", handle: getPersona },
+
+  { method: "GET", path: "/v1/sessions", scope: "sessions:read", handle: listSessions },
+  {
+    method: "POST",
+    path: "/v1/sessions",
+    scope: "sessions:write",
+    write: true,
+    handle: createSession,
+  },
+  { method: "GET", path: "/v1/sessions/{session_id}", scope: "sessions:read", handle: getSession },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/close",
+    scope: "sessions:write",
+    write: true,
+    handle: closeSession,
+  },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/fork",
+    scope: "sessions:write",
+    write: true,
+    handle: forkSession,
+  },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/truncate",
+    scope: "sessions:write",
+    write: true,
+    handle: truncateSession,
+  },
+  {
+    method: "GET",
+    path: "/v1/sessions/{session_id}/messages",
+    scope: "sessions:read",
+    handle: listSessionMessages,
+  },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/messages",
+    scope: "sessions:write",
+    write: true,
+    handle: appendSessionMessage,
+  },
+  {
+    method: "GET",
+    path: "/v1/sessions/{session_id}/tasks",
+    scope: "tasks:read",
+    handle: (call) => listTasks(call, param(call, "session_id")),
+  },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/tasks",
+    scope: "tasks:write",
+    write: true,
+    handle: (call) => submitTask(call, param(call, "session_id")),
+  },
+  {
+    method: "GET",
+    path: "/v1/sessions/{session_id}/events",
+    scope: "events:read",
+    handle: async (call) => {
+      const sessionId = param(call, "session_id");
+      await visibleSession(call, sessionId);
+      return listEvents(call, { sessionId });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/sessions/{session_id}/events/stream",
+    scope: "events:read",
+    stream: true,
+    handle: async (call) => {
+      const sessionId = param(call, "session_id");
+      await visibleSession(call, sessionId);
+      await streamEvents(call, { sessionId });
+      return undefined;
+    },
+  },
+
+  {
+    method: "GET",
+    path: "/v1/tasks",
+    scope: "tasks:read",
+    handle: (call) => listTasks(call, undefined),
+  },
+  {
+    method: "POST",
+    path: "/v1/tasks",
+    scope: "tasks:write",
+    write: true,
+    handle: (call) => submitTask(call, undefined),
+  },
+  { method: "GET", path: "/v1/tasks/{task_id}", scope: "tasks:read", handle: getTask },
+  {
+    method: "POST",
+    path: "/v1/tasks/{task_id}/cancel",
+    scope: "tasks:write",
+    write: true,
+    handle: cancelTask,
+  },
+  {
+    method: "POST",
+    path: "/v1/tasks/{task_id}/messages",
+    scope: "tasks:write",
+    write: true,
+    handle: appendTaskMessage,
+  },
+  {
+    method: "GET",
+    path: "/v1/tasks/{task_id}/events",
+    scope: "events:read",
+    handle: async (call) => {
+      const taskId = param(call, "task_id");
+      await visibleTask(call, taskId);
+      return listEvents(call, { taskId });
+    },
+  },
+  {
+    method: "GET",
+    path: "/v1/tasks/{task_id}/stream",
+    scope: "events:read",
+    stream: true,
+    handle: async (call) => {
+      const task = await visibleTask(call, param(call, "task_id"));
+      await streamEvents(call, { taskId: task.id }, { task });
+      return undefined;
+    },
+  },
+
+  { method: "GET", path: "/v1/messages/{message_id}", scope: "sessions:read", handle: getMessage },
+
+  {
+    method: "GET",
+    path: "/v1/events",
+    scope: "events:read",
+    handle: async (call) => listEvents(call, await eventTargetOf(call)),
+  },
+  {
+    method: "GET",
+    path: "/v1/events/stream",
+    scope: "events:read",
+    stream: true,
+    handle: async (call) => {
+      const target = await eventTargetOf(call);
+      await streamEvents(call, target);
+      return undefined;
+    },
+  },
+  { method: "GET", path: "/v1/events/{event_id}", scope: "events:read", handle: getEvent },
+
+  { method: "GET", path: "/v1/artifacts", scope: "artifacts:read", handle: listArtifacts },
+  {
+    method: "POST",
+    path: "/v1/artifacts",
+    scope: "artifacts:write",
+    write: true,
+    handle: registerArtifact,
+  },
+  {
+    method: "GET",
+    path: "/v1/artifacts/{artifact_id}",
+    scope: "artifacts:read",
+    handle: getArtifact,
+  },
+  {
+    method: "GET",
+    path: "/v1/artifacts/{artifact_id}/content",
+    scope: "artifacts:read",
+    handle: getArtifactContent,
+  },
+
+  // Receipts: served by the receipts service's own REST handler, behind the gateway's checks.
+  ...receiptRoutes(),
+
+  { method: "GET", path: "/v1/outcomes", scope: "tasks:read", handle: listOutcomes },
+  { method: "GET", path: "/v1/outcomes/{outcome_id}", scope: "tasks:read", handle: getOutcome },
+];

@@ -1,0 +1,134 @@
+/** Sessions and their transcripts (messages). */
+import { SessionService } from "@trellis/contracts/tasks";
+import { errors } from "@trellis/runtime";
+import {
+  listJson,
+  messageFromHarn,
+  sessionMessageToHarn,
+  sessionToHarn,
+} from "../../domain/harn-json.js";
+import { JsonReader } from "../../domain/json-input.js";
+import type { RestCall } from "../context.js";
+import type { RestResponse } from "../io.js";
+import {
+  created,
+  ok,
+  pageOf,
+  param,
+  queryString,
+  required,
+  visibleSession,
+  workspaceOf,
+} from "./common.js";
+
+export async function listSessions(call: RestCall): Promise<RestResponse> {
+  const response = await call.deps.clients
+    .get(SessionService)
+    .listSessions(
+      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
+      call.options(),
+    );
+  return ok(listJson(response.sessions.map(sessionToHarn), { nextCursor: response.nextPageToken }));
+}
+
+export async function createSession(call: RestCall): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  const metadata = body.object("metadata");
+  const initial = body.objects("initial_messages") ?? [];
+  const response = await call.deps.clients.get(SessionService).createSession(
+    {
+      workspaceId: workspaceOf(call, body.string("workspace_id")),
+      agentId: body.string("persona_id") ?? "",
+      initialMessages: initial.map(messageFromHarn),
+      idempotencyKey: call.idempotencyKey,
+      sessionId: body.string("id") ?? "",
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return created(sessionToHarn(required(response.session, "session", "")));
+}
+
+export async function getSession(call: RestCall): Promise<RestResponse> {
+  return ok(sessionToHarn(await visibleSession(call, param(call, "session_id"))));
+}
+
+export async function closeSession(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "session_id");
+  await visibleSession(call, id);
+  const body = JsonReader.body(call.body);
+  const { session } = await call.deps.clients
+    .get(SessionService)
+    .closeSession({ sessionId: id, reason: body.string("reason") ?? "" }, call.options());
+  return ok(sessionToHarn(required(session, "session", id)));
+}
+
+export async function forkSession(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "session_id");
+  await visibleSession(call, id);
+  const body = JsonReader.body(call.body);
+  const metadata = body.object("metadata");
+  const { session } = await call.deps.clients.get(SessionService).forkSession(
+    {
+      sessionId: id,
+      atEventId: body.string("at_event_id") ?? "",
+      atMessageCount: BigInt(body.integer("at_message_count") ?? 0),
+      branchId: body.string("branch_id") ?? "",
+      idempotencyKey: call.idempotencyKey,
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return created(sessionToHarn(required(session, "session", "")));
+}
+
+export async function truncateSession(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "session_id");
+  await visibleSession(call, id);
+  const body = JsonReader.body(call.body);
+  const keep = body.integer("keep_turns");
+  if (keep === undefined) throw errors.invalid("missing required field: keep_turns", "keep_turns");
+  const { session } = await call.deps.clients
+    .get(SessionService)
+    .truncateSession(
+      { sessionId: id, keepTurns: BigInt(keep), idempotencyKey: call.idempotencyKey },
+      call.options(),
+    );
+  return ok(sessionToHarn(required(session, "session", id)));
+}
+
+export async function listSessionMessages(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "session_id");
+  await visibleSession(call, id);
+  const response = await call.deps.clients
+    .get(SessionService)
+    .listMessages({ sessionId: id, ...pageOf(call) }, call.options());
+  return ok(
+    listJson(response.messages.map(sessionMessageToHarn), { nextCursor: response.nextPageToken }),
+  );
+}
+
+export async function appendSessionMessage(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "session_id");
+  await visibleSession(call, id);
+  const body = JsonReader.body(call.body);
+  const reader = body.reader("message");
+  if (reader === undefined) throw errors.invalid("missing required field: message", "message");
+  const { message } = await call.deps.clients
+    .get(SessionService)
+    .appendMessage(
+      { sessionId: id, message: messageFromHarn(reader), idempotencyKey: call.idempotencyKey },
+      call.options(),
+    );
+  return created(sessionMessageToHarn(required(message, "message", "")));
+}
+
+export async function getMessage(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "message_id");
+  const { message } = await call.deps.clients
+    .get(SessionService)
+    .getMessage({ messageId: id }, call.options());
+  const found = required(message, "message", id);
+  if (found.sessionId !== "") await visibleSession(call, found.sessionId);
+  return ok(sessionMessageToHarn(found));
+}

@@ -1,0 +1,205 @@
+/** Tasks: submit, read, cancel, and messages to a running task. */
+import { randomBytes } from "node:crypto";
+import { type JsonObject, toJson } from "@bufbuild/protobuf";
+import { timestampNow, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { type Message, MessageSchema, type TaskStatus } from "@trellis/contracts/core";
+import { BusyPolicy, SignalService, TaskService } from "@trellis/contracts/tasks";
+import { errors, TrellisError } from "@trellis/runtime";
+import {
+  listJson,
+  messageFromHarn,
+  messageToHarn,
+  parseTaskStatus,
+  taskInputFromHarn,
+  taskToHarn,
+  toValue,
+} from "../../domain/harn-json.js";
+import { isJsonObject, JsonReader } from "../../domain/json-input.js";
+import type { RestCall } from "../context.js";
+import type { RestResponse } from "../io.js";
+import {
+  accepted,
+  created,
+  ok,
+  pageOf,
+  param,
+  queryString,
+  required,
+  visibleSession,
+  visibleTask,
+  workspaceOf,
+} from "./common.js";
+
+export const busyPolicies = {
+  enqueue: BusyPolicy.ENQUEUE,
+  reject: BusyPolicy.REJECT,
+  interrupt: BusyPolicy.INTERRUPT,
+};
+
+/**
+ * Submit a task (`POST /v1/sessions/{id}/tasks`, or `POST /v1/tasks` with
+ * `session_id` in the body, where the OpenAPI document makes it required).
+ */
+export async function submitTask(
+  call: RestCall,
+  pathSessionId: string | undefined,
+): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  const sessionId = pathSessionId ?? body.requiredString("session_id");
+  const input = taskInputFromHarn(body.raw("input"), "input");
+  const busy = body.enum("busy_policy", ["enqueue", "reject", "interrupt"] as const);
+  const metadata = body.object("metadata");
+  const agentId = body.string("persona_id") ?? "";
+  const parentTaskId = body.string("parent_task_id") ?? "";
+  await visibleSession(call, sessionId);
+  const { task } = await call.deps.clients.get(TaskService).submitTask(
+    {
+      sessionId,
+      agentId,
+      input,
+      busyPolicy: busy ? busyPolicies[busy] : BusyPolicy.UNSPECIFIED,
+      idempotencyKey: call.idempotencyKey,
+      parentTaskId,
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return accepted(taskToHarn(required(task, "task", "")));
+}
+
+export function statusesOf(call: RestCall): TaskStatus[] {
+  const raw = call.query
+    .getAll("status")
+    .flatMap((s) => s.split(","))
+    .filter((s) => s !== "");
+  return raw.map((name) => {
+    const status = parseTaskStatus(name.trim().toUpperCase());
+    if (status === undefined) {
+      throw errors.invalid(
+        `status must be a task status such as WORKING, got ${JSON.stringify(name)}`,
+        "status",
+      );
+    }
+    return status;
+  });
+}
+
+export async function listTasks(
+  call: RestCall,
+  pathSessionId: string | undefined,
+): Promise<RestResponse> {
+  const sessionId = pathSessionId ?? queryString(call, "session_id");
+  if (sessionId !== undefined) await visibleSession(call, sessionId);
+  const response = await call.deps.clients.get(TaskService).listTasks(
+    {
+      sessionId: sessionId ?? "",
+      workspaceId:
+        sessionId === undefined ? workspaceOf(call, queryString(call, "workspace_id")) : "",
+      statuses: statusesOf(call),
+      ...pageOf(call),
+    },
+    call.options(),
+  );
+  return ok(listJson(response.tasks.map(taskToHarn), { nextCursor: response.nextPageToken }));
+}
+
+export async function getTask(call: RestCall): Promise<RestResponse> {
+  return ok(taskToHarn(await visibleTask(call, param(call, "task_id"))));
+}
+
+export async function cancelTask(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "task_id");
+  await visibleTask(call, id);
+  const body = JsonReader.body(call.body);
+  const { task } = await call.deps.clients
+    .get(TaskService)
+    .cancelTask({ taskId: id, reason: body.string("reason") ?? "" }, call.options());
+  return ok(taskToHarn(required(task, "task", id)));
+}
+
+/**
+ * The payload of a signal that answers a suspended task: `{kind, message}`
+ * (the message in proto JSON); a tool confirmation also carries `approved`
+ * (from a JSON part `{approved: …}`, else from a yes/no text), which is how
+ * the tasks service tells a confirmation from plain input.
+ */
+export function signalPayload(kind: "input" | "tool_confirmation", message: Message): JsonObject {
+  const payload: JsonObject = { kind, message: toJson(MessageSchema, message) as JsonObject };
+  if (kind !== "tool_confirmation") return payload;
+  let approved: boolean | undefined;
+  for (const part of message.parts) {
+    if (part.kind.case === "json") {
+      const value = part.kind.value.value ? toJson(ValueSchema, part.kind.value.value) : null;
+      if (isJsonObject(value) && typeof value.approved === "boolean") {
+        approved = value.approved;
+        for (const [k, v] of Object.entries(value)) if (!(k in payload)) payload[k] = v;
+        break;
+      }
+    }
+    if (part.kind.case === "text" && approved === undefined) {
+      const text = part.kind.value.text.trim().toLowerCase();
+      if (/^(y|yes|ok|approve|approved|allow|accept)\b/.test(text)) approved = true;
+      else if (/^(n|no|deny|denied|reject|rejected|refuse)\b/.test(text)) approved = false;
+    }
+  }
+  payload.approved = approved ?? false;
+  return payload;
+}
+
+/**
+ * `POST /v1/tasks/{id}/messages`: `input` and `tool_confirmation` resume a
+ * suspended task through its signal (payload `{kind, message}` with the
+ * message in proto JSON); `interrupt` submits the message as a new turn that
+ * interrupts the running one.
+ */
+export async function appendTaskMessage(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "task_id");
+  const body = JsonReader.body(call.body);
+  const kind = body.enum("kind", ["input", "interrupt", "tool_confirmation"] as const);
+  if (kind === undefined) throw errors.invalid("missing required field: kind", "kind");
+  const reader = body.reader("message");
+  if (reader === undefined) throw errors.invalid("missing required field: message", "message");
+  const message = messageFromHarn(reader);
+  const task = await visibleTask(call, id);
+
+  if (kind === "interrupt") {
+    const { task: next } = await call.deps.clients.get(TaskService).submitTask(
+      {
+        sessionId: task.sessionId,
+        agentId: task.agentId,
+        input: message,
+        busyPolicy: BusyPolicy.INTERRUPT,
+        idempotencyKey: call.idempotencyKey,
+      },
+      call.options(),
+    );
+    const submitted = required(next, "task", "");
+    return created(
+      messageToHarn(submitted.input ?? message, {
+        sessionId: submitted.sessionId,
+        taskId: submitted.id,
+      }),
+    );
+  }
+
+  const signalId = task.suspension?.signalId ?? "";
+  if (signalId === "") {
+    throw new TrellisError({
+      reason: "conflict",
+      message: `task ${JSON.stringify(id)} is not waiting for input`,
+      metadata: { task_id: id },
+    });
+  }
+  // Same id for retries with the same Idempotency-Key.
+  message.id = call.idempotencyKey
+    ? `msg_${call.idempotencyKey.slice(0, 26)}`
+    : `msg_${randomBytes(13).toString("hex")}`;
+  message.createdAt = timestampNow();
+  await call.deps.clients
+    .get(SignalService)
+    .deliver(
+      { signalId, payload: toValue(signalPayload(kind, message)), deliveryId: call.idempotencyKey },
+      call.options(),
+    );
+  return created(messageToHarn(message, { sessionId: task.sessionId, taskId: task.id }));
+}

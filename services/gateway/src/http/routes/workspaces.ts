@@ -1,0 +1,118 @@
+/** Workspaces and personas (Trellis agents). */
+import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
+import { TrellisError } from "@trellis/runtime";
+import {
+  agentToPersona,
+  listJson,
+  parseAutonomyTier,
+  parseReceiptPolicy,
+  workspaceToHarn,
+} from "../../domain/harn-json.js";
+import { JsonReader } from "../../domain/json-input.js";
+import { isAdmin } from "../../domain/scopes.js";
+import type { RestCall } from "../context.js";
+import type { RestResponse } from "../io.js";
+import {
+  created,
+  ensureVisible,
+  ok,
+  pageOf,
+  param,
+  queryString,
+  required,
+  workspaceOf,
+} from "./common.js";
+
+export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
+  const page = pageOf(call);
+  const client = call.deps.clients.get(WorkspaceService);
+  if (!isAdmin(call.caller.scopes)) {
+    const { workspace } = await client.getWorkspace(
+      { workspaceId: call.caller.workspaceId },
+      call.options(),
+    );
+    return ok(listJson(workspace ? [workspaceToHarn(workspace)] : [], { hasMore: false }));
+  }
+  const response = await client.listWorkspaces(page, call.options());
+  return ok(
+    listJson(response.workspaces.map(workspaceToHarn), { nextCursor: response.nextPageToken }),
+  );
+}
+
+export async function createWorkspace(call: RestCall): Promise<RestResponse> {
+  if (!isAdmin(call.caller.scopes)) {
+    throw new TrellisError({
+      reason: "permission_denied",
+      message: "creating workspaces needs an admin API key",
+    });
+  }
+  const body = JsonReader.body(call.body);
+  const metadata = body.object("metadata");
+  const response = await call.deps.clients.get(WorkspaceService).createWorkspace(
+    {
+      name: body.requiredString("name"),
+      root: body.string("root") ?? "",
+      workspaceId: body.string("id") ?? "",
+      idempotencyKey: call.idempotencyKey,
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return created(workspaceToHarn(required(response.workspace, "workspace", "")));
+}
+
+export async function getWorkspace(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "workspace_id");
+  ensureVisible(call, id, "workspace", id);
+  const { workspace } = await call.deps.clients
+    .get(WorkspaceService)
+    .getWorkspace({ workspaceId: id }, call.options());
+  return ok(workspaceToHarn(required(workspace, "workspace", id)));
+}
+
+export async function listPersonas(call: RestCall): Promise<RestResponse> {
+  const response = await call.deps.clients
+    .get(AgentService)
+    .listAgents(
+      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
+      call.options(),
+    );
+  return ok(listJson(response.agents.map(agentToPersona), { nextCursor: response.nextPageToken }));
+}
+
+export async function createPersona(call: RestCall): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  const definition = body.object("definition");
+  const metadata = body.object("metadata");
+  const response = await call.deps.clients.get(AgentService).createAgent(
+    {
+      agent: {
+        id: body.string("id") ?? "",
+        workspaceId: workspaceOf(call, body.string("workspace_id")),
+        name: body.requiredString("name"),
+        version: body.string("version") ?? "",
+        description: body.string("description") ?? "",
+        backend: body.string("entry_workflow") ?? body.string("backend") ?? "",
+        tools: body.strings("tools") ?? [],
+        autonomyTier: parseAutonomyTier(body),
+        receiptPolicy: parseReceiptPolicy(body),
+        safeToRetry: body.boolean("safe_to_retry") ?? false,
+        ...(definition ? { definition } : {}),
+        ...(metadata ? { metadata } : {}),
+      },
+      idempotencyKey: call.idempotencyKey,
+    },
+    call.options(),
+  );
+  return created(agentToPersona(required(response.agent, "persona", "")));
+}
+
+export async function getPersona(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "persona_id");
+  const { agent } = await call.deps.clients
+    .get(AgentService)
+    .getAgent({ agentId: id }, call.options());
+  const found = required(agent, "persona", id);
+  ensureVisible(call, found.workspaceId, "persona", id);
+  return ok(agentToPersona(found));
+}

@@ -1,0 +1,54 @@
+// The Harn Core suite against the real tasks service (embedded, PGlite):
+// what a black-box client of `npm start` sees.
+import { tasksService } from "@trellis/tasks";
+import { describeHarnCore } from "./support/conformance.js";
+import type { harnClient } from "./support/harn-client.js";
+
+type Api = ReturnType<typeof harnClient>;
+
+async function sessionWithPersona(api: Api, name: string, definition: object): Promise<string> {
+  const persona = await api.post("/v1/personas", {
+    name,
+    version: "1",
+    entry_workflow: "scripted",
+    description: `${name} test agent`,
+    autonomy_tier: "act_auto",
+    receipt_policy: "optional",
+    definition,
+  });
+  if (persona.status !== 201) throw new Error(`persona: ${persona.status} ${persona.text}`);
+  const session = await api.post("/v1/sessions", {
+    workspace_id: "default",
+    persona_id: persona.json.id,
+  });
+  if (session.status !== 201) throw new Error(`session: ${session.status} ${session.text}`);
+  return session.json.id;
+}
+
+describeHarnCore("gateway over the tasks service", {
+  services: () => [tasksService],
+  slowTask: async (api) => ({
+    sessionId: await sessionWithPersona(api, "slow", {
+      entry: "think",
+      nodes: {
+        think: { update: { messages: [{ role: "assistant", content: "late" }], delay_ms: 60_000 } },
+      },
+      edges: [{ from: "think", to: "END" }],
+    }),
+    input: { role: "user", parts: [{ type: "text", text: "take your time" }] },
+  }),
+  waitingTask: async (api) => ({
+    sessionId: await sessionWithPersona(api, "asker", {
+      entry: "ask",
+      nodes: {
+        ask: { suspend: { signal_id: "more", kind: "input" } },
+        done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
+      },
+      edges: [
+        { from: "ask", to: "done" },
+        { from: "done", to: "END" },
+      ],
+    }),
+    input: { role: "user", parts: [{ type: "text", text: "ask me" }] },
+  }),
+});

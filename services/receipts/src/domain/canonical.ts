@@ -1,0 +1,187 @@
+/**
+ * Canonical JSON and the hashes of receipts and events.
+ *
+ * Receipts README, "Canonical JSON form": canonicalize the JSON data model
+ * with RFC 8785 (JCS) before hashing or signing; `chain.receipt_hash` is the
+ * SHA-256 of the canonical receipt with `chain.receipt_hash` and `signatures`
+ * removed, written `sha256:<64 hex>`.
+ *
+ * Canonicalization is the maintained `canonicalize` package (RFC 8785: keys
+ * sorted by UTF-16 code units, ECMAScript number serialization, no
+ * whitespace); it rejects NaN, Infinity and lone surrogates.
+ *
+ * Event hash (Trellis' own definition, used for the per-task Merkle root):
+ * SHA-256 of the RFC 8785 canonical form of the event's proto3 JSON mapping
+ * (`toJson(EventSchema, event)`: lowerCamelCase names, default values
+ * omitted, 64-bit integers as strings). Any client that reads the event over
+ * gRPC or Connect can recompute it.
+ *
+ * Merkle root: RFC 6962 §2.1 Merkle Tree Hash over the task's event hashes in
+ * per-task sequence order (leaf = SHA-256(0x00 ‖ event hash bytes), node =
+ * SHA-256(0x01 ‖ left ‖ right), split at the largest power of two below n).
+ *
+ * Pure: no I/O.
+ */
+import { createHash } from "node:crypto";
+import { toJson } from "@bufbuild/protobuf";
+import { type Event, EventSchema } from "@trellis/contracts/core";
+import canonicalize from "canonicalize";
+import { isJsonObject, type Sha256 } from "./receipt.js";
+
+const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
+
+/** RFC 8785 canonical text of a JSON value. Throws for values JSON cannot carry. */
+export function canonicalJson(value: unknown): string {
+  const text = canonicalize(value);
+  if (text === undefined) throw new TypeError("cannot canonicalize undefined");
+  return text;
+}
+
+/** `sha256:<hex>` of UTF-8 text or bytes. */
+export function sha256Of(data: string | Uint8Array): Sha256 {
+  return `sha256:${createHash("sha256").update(data).digest("hex")}`;
+}
+
+/** Whether `value` is a well-formed `sha256:<64 hex>`. */
+export function isSha256(value: unknown): value is Sha256 {
+  return typeof value === "string" && SHA256_PATTERN.test(value);
+}
+
+/**
+ * The hash input of a receipt: a copy without `chain.receipt_hash` and
+ * without `signatures`, everything else untouched.
+ */
+export function hashInput(receipt: Record<string, unknown>): Record<string, unknown> {
+  const { signatures: _signatures, ...rest } = receipt;
+  if (isJsonObject(rest.chain)) {
+    const { receipt_hash: _hash, ...chain } = rest.chain;
+    rest.chain = chain;
+  }
+  return rest;
+}
+
+/** The canonical texts of a receipt. */
+export interface ReceiptTexts {
+  /** Canonical text of the receipt without `chain.receipt_hash` and `signatures`: what is hashed. */
+  hashText: string;
+  /** Canonical text of the whole receipt: what is stored. */
+  fullText: string;
+}
+
+/**
+ * Both canonical texts of a receipt from one canonicalization of its
+ * members. RFC 8785 §3.2.3 serializes an object as its members sorted by
+ * key (UTF-16 code units), each `key:value` canonical; the two texts share
+ * every member but `chain` and `signatures`, so each member is
+ * canonicalized once (by the library) and joined twice. Equal to
+ * `canonicalJson(hashInput(r))` and `canonicalJson(r)` (tested), at about
+ * half the cost.
+ */
+export function receiptTexts(receipt: Record<string, unknown>): ReceiptTexts {
+  const members = new CanonicalMembers(receipt);
+  return {
+    hashText: members.hashText(receipt.chain),
+    fullText: members.fullText(receipt.chain, receipt.signatures),
+  };
+}
+
+/**
+ * A receipt's members but `chain` and `signatures`, canonicalized once, so
+ * the hash input and the stored text can both be produced from them (see
+ * {@link receiptTexts}).
+ */
+export class CanonicalMembers {
+  readonly #shared = new Map<string, string>();
+
+  constructor(receipt: Record<string, unknown>) {
+    for (const key of Object.keys(receipt)) {
+      const value = receipt[key];
+      // As the library does: undefined and symbol members are left out.
+      if (value === undefined || typeof value === "symbol") continue;
+      if (key === "chain" || key === "signatures") continue;
+      this.#shared.set(key, `${canonicalJson(key)}:${canonicalJson(value)}`);
+    }
+  }
+
+  /** Canonical text with `chain` (its `receipt_hash` removed) and no `signatures`. */
+  hashText(chain: unknown): string {
+    const members = new Map(this.#shared);
+    if (chain !== undefined && typeof chain !== "symbol") {
+      let withoutHash: unknown = chain;
+      if (isJsonObject(chain)) {
+        const { receipt_hash: _hash, ...rest } = chain;
+        withoutHash = rest;
+      }
+      members.set("chain", `"chain":${canonicalJson(withoutHash)}`);
+    }
+    return joinMembers(members);
+  }
+
+  /** Canonical text with `chain` and `signatures` as given. */
+  fullText(chain: unknown, signatures: unknown): string {
+    const members = new Map(this.#shared);
+    if (chain !== undefined && typeof chain !== "symbol") {
+      members.set("chain", `"chain":${canonicalJson(chain)}`);
+    }
+    if (signatures !== undefined && typeof signatures !== "symbol") {
+      members.set("signatures", `"signatures":${canonicalJson(signatures)}`);
+    }
+    return joinMembers(members);
+  }
+}
+
+function joinMembers(members: Map<string, string>): string {
+  // Default sort compares UTF-16 code units, as RFC 8785 and the library do.
+  const keys = [...members.keys()].sort();
+  return `{${keys.map((k) => members.get(k)).join(",")}}`;
+}
+
+/** The canonical bytes a receipt's hash is computed over. */
+export function receiptHashText(receipt: Record<string, unknown>): string {
+  return receiptTexts(receipt).hashText;
+}
+
+/** `chain.receipt_hash` of a receipt (whatever it currently says). */
+export function computeReceiptHash(receipt: object): Sha256 {
+  return sha256Of(receiptHashText(receipt as Record<string, unknown>));
+}
+
+/** The canonical text of an event (its proto3 JSON mapping, RFC 8785). */
+export function eventCanonicalJson(event: Event): string {
+  return canonicalJson(toJson(EventSchema, event));
+}
+
+/** The hash of an event (see the module comment). */
+export function eventHash(event: Event): Sha256 {
+  return sha256Of(eventCanonicalJson(event));
+}
+
+function digest(...parts: Uint8Array[]): Buffer {
+  const hash = createHash("sha256");
+  for (const part of parts) hash.update(part);
+  return hash.digest();
+}
+
+const LEAF = Uint8Array.of(0);
+const NODE = Uint8Array.of(1);
+
+function hexBytes(hash: Sha256): Buffer {
+  return Buffer.from(hash.slice("sha256:".length), "hex");
+}
+
+function treeHash(leaves: readonly Buffer[], from: number, to: number): Buffer {
+  const n = to - from;
+  if (n === 1) return digest(LEAF, leaves[from] as Buffer);
+  let k = 1;
+  while (k * 2 < n) k *= 2;
+  return digest(NODE, treeHash(leaves, from, from + k), treeHash(leaves, from + k, to));
+}
+
+/**
+ * RFC 6962 Merkle Tree Hash over `hashes` (in order); undefined for none.
+ */
+export function merkleRoot(hashes: readonly Sha256[]): Sha256 | undefined {
+  if (hashes.length === 0) return undefined;
+  const leaves = hashes.map(hexBytes);
+  return `sha256:${treeHash(leaves, 0, leaves.length).toString("hex")}`;
+}

@@ -1,0 +1,206 @@
+// A restart misses nothing and issues nothing twice: on real PostgreSQL and
+// JetStream, the receipts service is stopped during a burst of 500 tasks
+// reaching their end and started again; exactly 500 receipts come out, on a
+// gap-free chain per workspace, every one verifying.
+import { generateKeyPairSync } from "node:crypto";
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ReceiptService } from "@trellis/contracts/receipts";
+import { type RunningService, runService, type ServiceContext } from "@trellis/platform";
+import {
+  createTestDatabase,
+  deleteTestStreams,
+  eventually,
+  type TestDatabase,
+  testNatsUrl,
+  uniqueName,
+} from "@trellis/testkit";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresReceiptStore, receiptsService, sealReceipt } from "../src/index.js";
+import { newKey, receiptOf } from "./receipt-helpers.js";
+import { appendEvents, producerService, taskEvents } from "./support.js";
+
+const TASKS = 500;
+const WORKSPACES = ["ws_r1", "ws_r2"];
+
+describe("receipts service restart (PostgreSQL + JetStream)", () => {
+  let db: TestDatabase;
+  let prefix: string;
+  let env: Record<string, string>;
+  let producer: RunningService | undefined;
+  let receipts: RunningService | undefined;
+  let producerCtx: ServiceContext | undefined;
+  let admin: pg.Client;
+
+  beforeAll(async () => {
+    db = await createTestDatabase("trellis_receipts");
+    prefix = uniqueName("rcpt");
+    env = {
+      DATABASE_URL: db.url,
+      NATS_URL: testNatsUrl,
+      TRELLIS_NATS_PREFIX: prefix,
+      PORT: "0",
+      TRELLIS_SHUTDOWN_GRACE: "500ms",
+      // Nothing listens here: agents cannot be read, receipts use defaults.
+      TRELLIS_TASKS_URL: "http://127.0.0.1:9",
+      TRELLIS_RECEIPT_SIGNING_KEY: generateKeyPairSync("ed25519")
+        .privateKey.export({ type: "pkcs8", format: "pem" })
+        .toString(),
+      TRELLIS_RECEIPT_KEY_ID: "key_restart",
+      TRELLIS_RECEIPT_ACK_WAIT: "2s",
+      TRELLIS_LOG_LEVEL: "warn",
+    };
+    producer = await runService(
+      producerService((ctx) => (producerCtx = ctx)),
+      { env, handleSignals: false },
+    );
+    receipts = await runService(receiptsService, { env, handleSignals: false });
+    admin = new pg.Client({ connectionString: db.url });
+    await admin.connect();
+  }, 60_000);
+
+  afterAll(async () => {
+    await admin?.end();
+    await receipts?.close();
+    await producer?.close();
+    await deleteTestStreams(prefix).catch(() => {});
+    await db?.drop();
+  });
+
+  async function count(): Promise<number> {
+    const result = await admin.query("select count(*)::int as n from receipts.receipts");
+    return result.rows[0].n as number;
+  }
+
+  it("issues exactly one receipt per task across a stop in the middle of a burst", async () => {
+    // The burst: 500 tasks, 20 per transaction, alternating workspaces.
+    const burst = (async () => {
+      for (let i = 0; i < TASKS; i += 20) {
+        const events = [];
+        for (let j = i; j < Math.min(i + 20, TASKS); j++) {
+          events.push(
+            ...taskEvents({
+              taskId: `task_${String(j).padStart(4, "0")}`,
+              workspaceId: WORKSPACES[j % WORKSPACES.length] as string,
+              final: j % 7 === 0 ? "FAILED" : j % 11 === 0 ? "CANCELED" : "COMPLETED",
+            }),
+          );
+        }
+        await appendEvents(producerCtx as ServiceContext, events);
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    })();
+
+    // Stop the receipts service once it is under way, while the burst goes on.
+    await eventually(async () => (await count()) >= 60, {
+      timeoutMs: 30_000,
+      what: "the first receipts",
+    });
+    await receipts?.close();
+    receipts = undefined;
+    const atStop = await count();
+    await burst;
+    expect(atStop).toBeLessThan(TASKS);
+
+    receipts = await runService(receiptsService, { env, handleSignals: false });
+    await eventually(async () => (await count()) >= TASKS, {
+      timeoutMs: 90_000,
+      intervalMs: 250,
+      what: `${TASKS} receipts`,
+    });
+    // Let redeliveries of anything handed out before the stop come and go.
+    await new Promise((r) => setTimeout(r, 3_000));
+    expect(await count()).toBe(TASKS);
+
+    const subjects = await admin.query(
+      "select count(distinct subject_id)::int as n from receipts.receipts where kind = 'task'",
+    );
+    expect(subjects.rows[0].n).toBe(TASKS);
+
+    // Gap-free chain per workspace: positions 1…n, each linking to the one before.
+    for (const workspace of WORKSPACES) {
+      const rows = (
+        await admin.query(
+          "select chain_index::int as i, receipt_hash, previous_receipt_hash from receipts.receipts where workspace_id = $1 order by chain_index",
+          [workspace],
+        )
+      ).rows as { i: number; receipt_hash: string; previous_receipt_hash: string | null }[];
+      expect(rows.length).toBe(TASKS / WORKSPACES.length);
+      rows.forEach((row, k) => {
+        expect(row.i).toBe(k + 1);
+        expect(row.previous_receipt_hash).toBe(k === 0 ? null : rows[k - 1]?.receipt_hash);
+      });
+      const head = await admin.query(
+        "select length::int as n, last_receipt_hash from receipts.chain_heads where workspace_id = $1",
+        [workspace],
+      );
+      expect(head.rows[0]).toEqual({
+        n: rows.length,
+        last_receipt_hash: rows.at(-1)?.receipt_hash,
+      });
+    }
+
+    // Every receipt verifies through the service.
+    const client = createClient(
+      ReceiptService,
+      createGrpcTransport({ baseUrl: (receipts as RunningService).address.url }),
+    );
+    const ids = (await admin.query("select id from receipts.receipts")).rows as { id: string }[];
+    for (const { id } of ids) {
+      const result = await client.verifyReceipt({ target: { case: "receiptId", value: id } });
+      expect(result.problems).toEqual([]);
+    }
+  }, 180_000);
+
+  it("never forks the chain when replicas issue at the same time", async () => {
+    const { createDatabase } = await import("@trellis/storage");
+    const key = newKey("key_concurrent");
+    const template = receiptOf(taskEvents({ taskId: "task_c", sequenced: true }), key).document;
+    const { chain: _chain, signatures: _signatures, ...unsigned } = template;
+    // Two pools, as two replicas would have.
+    const replicas = await Promise.all(
+      [0, 1].map(() => createDatabase({ kind: "postgres", url: db.url, poolSize: 8 })),
+    );
+    try {
+      const stores = replicas.map(
+        (database) =>
+          new PostgresReceiptStore({ database, schema: "receipts", outboxSchema: "receipts" }),
+      );
+      await Promise.all(
+        Array.from({ length: 60 }, (_, i) =>
+          (stores[i % 2] as PostgresReceiptStore).issue({
+            workspaceId: "ws_concurrent",
+            kind: "task",
+            subjectObject: "task",
+            // Every subject twice: the second attempt must find the first.
+            subjectId: `task_c${i % 30}`,
+            taskId: `task_c${i % 30}`,
+            sessionId: "ses_c",
+            seal: (previousHash) =>
+              sealReceipt(
+                {
+                  ...unsigned,
+                  receipt_id: `rcpt_c${i}`,
+                  subject: { object: "task", id: `task_c${i % 30}` },
+                },
+                { previousHash, key, signedAt: new Date() },
+              ),
+          }),
+        ),
+      );
+    } finally {
+      await Promise.all(replicas.map((r) => r.close()));
+    }
+    const rows = (
+      await admin.query(
+        "select chain_index::int as i, receipt_hash, previous_receipt_hash from receipts.receipts where workspace_id = 'ws_concurrent' order by chain_index",
+      )
+    ).rows as { i: number; receipt_hash: string; previous_receipt_hash: string | null }[];
+    expect(rows).toHaveLength(30);
+    rows.forEach((row, k) => {
+      expect(row.i).toBe(k + 1);
+      expect(row.previous_receipt_hash).toBe(k === 0 ? null : rows[k - 1]?.receipt_hash);
+    });
+  });
+});

@@ -1,0 +1,35 @@
+/**
+ * Settings of the tasks service, read from the host's environment at start
+ * (validated; a bad value stops the service with a message naming it).
+ */
+import { type ConfigOf, env, loadConfig } from "@trellis/runtime";
+
+/** Environment variables the tasks service reads. */
+export const tasksConfigSchema = {
+  /**
+   * How long a replica's claim on a running turn lasts without renewal. A
+   * replica that dies stops renewing; after this long another one recovers
+   * its turns (re-run if safe to retry, else FAILED `worker_lost`).
+   */
+  TRELLIS_TASKS_LEASE: env.duration({ minMs: 200, maxMs: 3_600_000 }).default(15_000),
+  /** How often each replica looks for expired leases and queued turns nobody claimed. */
+  TRELLIS_TASKS_SWEEP: env.duration({ minMs: 20, maxMs: 600_000 }).default(1_000),
+  /** How long a canceled turn's backend gets to return before its result is given up. */
+  TRELLIS_TASKS_CANCEL_GRACE: env.duration({ minMs: 0, maxMs: 600_000 }).default(2_000),
+  /** Longest a turn may run; then it is aborted and FAILED with category `timeout` (retryable). */
+  TRELLIS_TASKS_TURN_TIMEOUT: env.duration({ minMs: 100, maxMs: 86_400_000 }).default(15 * 60_000),
+  /** How long shutdown waits for running turns before handing them back. */
+  TRELLIS_TASKS_SHUTDOWN_GRACE: env.duration({ minMs: 0, maxMs: 600_000 }).default(5_000),
+  /** Largest artifact content stored in the database (bytes). */
+  TRELLIS_TASKS_MAX_ARTIFACT_BYTES: env
+    .int({ min: 0, max: 1_073_741_824 })
+    .default(16 * 1024 * 1024),
+};
+
+/** The tasks service's validated settings. */
+export type TasksConfig = ConfigOf<typeof tasksConfigSchema>;
+
+/** Reads {@link TasksConfig} from an environment. */
+export function loadTasksConfig(source: Readonly<Record<string, string | undefined>>): TasksConfig {
+  return loadConfig(tasksConfigSchema, source);
+}

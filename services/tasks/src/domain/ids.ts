@@ -1,0 +1,28 @@
+/**
+ * Resource ids: `<prefix>_<time><random>`, unique and roughly sortable by
+ * creation time (a 10-character base-32 millisecond clock, then 80 random bits).
+ */
+import { randomBytes } from "node:crypto";
+
+const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
+
+function time32(ms: number): string {
+  let out = "";
+  let rest = ms;
+  for (let i = 0; i < 10; i++) {
+    out = ALPHABET[rest % 32] + out;
+    rest = Math.floor(rest / 32);
+  }
+  return out;
+}
+
+function random32(bytes: Uint8Array): string {
+  let out = "";
+  for (const byte of bytes) out += ALPHABET[byte % 32];
+  return out;
+}
+
+/** A new id, e.g. `newId("task")` → `task_01jd3…`. */
+export function newId(prefix: string): string {
+  return `${prefix}_${time32(Date.now())}${random32(randomBytes(16))}`;
+}

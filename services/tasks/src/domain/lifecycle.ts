@@ -1,0 +1,92 @@
+/**
+ * The task lifecycle (Harn Agents Protocol v1, "Task lifecycle"): the allowed
+ * transitions, exactly the spec's table, and the event each one emits.
+ *
+ * | From           | To                                                    |
+ * |----------------|-------------------------------------------------------|
+ * | SUBMITTED      | WORKING, CANCELED, FAILED                             |
+ * | WORKING        | INPUT_REQUIRED, AUTH_REQUIRED, COMPLETED, FAILED, CANCELED |
+ * | INPUT_REQUIRED | WORKING, FAILED, CANCELED                             |
+ * | AUTH_REQUIRED  | WORKING, FAILED, CANCELED                             |
+ * | COMPLETED, FAILED, CANCELED | terminal                                 |
+ *
+ * Pure: no I/O.
+ */
+import { TaskStatus } from "@trellis/contracts/core";
+import { invalidTransition } from "./errors.js";
+
+const ALLOWED: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
+  [TaskStatus.UNSPECIFIED]: [],
+  [TaskStatus.SUBMITTED]: [TaskStatus.WORKING, TaskStatus.CANCELED, TaskStatus.FAILED],
+  [TaskStatus.WORKING]: [
+    TaskStatus.INPUT_REQUIRED,
+    TaskStatus.AUTH_REQUIRED,
+    TaskStatus.COMPLETED,
+    TaskStatus.FAILED,
+    TaskStatus.CANCELED,
+  ],
+  [TaskStatus.INPUT_REQUIRED]: [TaskStatus.WORKING, TaskStatus.FAILED, TaskStatus.CANCELED],
+  [TaskStatus.AUTH_REQUIRED]: [TaskStatus.WORKING, TaskStatus.FAILED, TaskStatus.CANCELED],
+  [TaskStatus.COMPLETED]: [],
+  [TaskStatus.FAILED]: [],
+  [TaskStatus.CANCELED]: [],
+};
+
+/** Whether the spec's table allows `from → to`. */
+export function canTransition(from: TaskStatus, to: TaskStatus): boolean {
+  return ALLOWED[from]?.includes(to) ?? false;
+}
+
+/**
+ * Checks `from → to` against the table and returns `to`; throws
+ * `invalid_state_transition` otherwise. In particular nothing leaves a
+ * terminal state, so once CANCELED is recorded no success replaces it.
+ */
+export function transition(from: TaskStatus, to: TaskStatus, taskId?: string): TaskStatus {
+  if (!canTransition(from, to)) throw invalidTransition(from, to, taskId);
+  return to;
+}
+
+/** COMPLETED, FAILED or CANCELED. */
+export function isTerminal(status: TaskStatus): boolean {
+  return (
+    status === TaskStatus.COMPLETED ||
+    status === TaskStatus.FAILED ||
+    status === TaskStatus.CANCELED
+  );
+}
+
+/** INPUT_REQUIRED or AUTH_REQUIRED: blocked on a signal, not holding the mailbox. */
+export function isSuspended(status: TaskStatus): boolean {
+  return status === TaskStatus.INPUT_REQUIRED || status === TaskStatus.AUTH_REQUIRED;
+}
+
+/**
+ * The Harn event kind announcing that a task entered `status` (Agents
+ * Protocol "Task events"): every transition emits exactly one of these.
+ */
+export function taskEventKind(status: TaskStatus): string {
+  switch (status) {
+    case TaskStatus.SUBMITTED:
+      return "task.submitted";
+    case TaskStatus.WORKING:
+      return "task.started";
+    case TaskStatus.INPUT_REQUIRED:
+      return "task.input_required";
+    case TaskStatus.AUTH_REQUIRED:
+      return "task.auth_required";
+    case TaskStatus.COMPLETED:
+      return "task.completed";
+    case TaskStatus.FAILED:
+      return "task.failed";
+    case TaskStatus.CANCELED:
+      return "task.canceled";
+    default:
+      return "task.status_changed";
+  }
+}
+
+/** The wire spelling of a status ("WORKING"). */
+export function statusName(status: TaskStatus): string {
+  return TaskStatus[status] ?? "UNSPECIFIED";
+}

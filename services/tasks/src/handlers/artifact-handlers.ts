@@ -1,0 +1,56 @@
+/** ArtifactService and OutcomeService: durable results of tasks. */
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  type ArtifactService,
+  type OutcomeService,
+  RegisterArtifactRequestSchema,
+} from "@trellis/contracts/tasks";
+import { invalidRequest } from "../domain/errors.js";
+import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+
+export function createArtifactHandlers({
+  store,
+}: HandlerDeps): ServiceImpl<typeof ArtifactService> {
+  return {
+    async registerArtifact(request, context) {
+      if (!request.artifact) throw invalidRequest("artifact is required", "artifact");
+      const artifact = await store.registerArtifact(
+        request.artifact,
+        request.content,
+        idempotencyOf(RegisterArtifactRequestSchema, request, request.idempotencyKey),
+        writeContext(context),
+      );
+      return { artifact };
+    },
+    async getArtifact(request, context) {
+      return { artifact: await store.getArtifact(request.artifactId, scopeOf(context)) };
+    },
+    async listArtifacts(request, context) {
+      const page = await store.listArtifacts(
+        { workspaceId: request.workspaceId, sessionId: request.sessionId, taskId: request.taskId },
+        pageOf(request),
+        scopeOf(context),
+      );
+      return { artifacts: page.items, nextPageToken: page.nextPageToken };
+    },
+    async getArtifactContent(request, context) {
+      return store.getArtifactContent(request.artifactId, scopeOf(context));
+    },
+  };
+}
+
+export function createOutcomeHandlers({ store }: HandlerDeps): ServiceImpl<typeof OutcomeService> {
+  return {
+    async getOutcome(request, context) {
+      return { outcome: await store.getOutcome(request.outcomeId, scopeOf(context)) };
+    },
+    async listOutcomes(request, context) {
+      const page = await store.listOutcomes(
+        { workspaceId: request.workspaceId, sessionId: request.sessionId, taskId: request.taskId },
+        pageOf(request),
+        scopeOf(context),
+      );
+      return { outcomes: page.items, nextPageToken: page.nextPageToken };
+    },
+  };
+}

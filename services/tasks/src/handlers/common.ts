@@ -1,0 +1,107 @@
+/**
+ * What every handler shares: who is calling (workspace scope, actor),
+ * idempotency hashing, paging, and the error boundary for in-process calls.
+ */
+import { createHash } from "node:crypto";
+import {
+  clone,
+  type DescMessage,
+  type DescService,
+  type MessageShape,
+  toBinary,
+} from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { AgentExecutor } from "@trellis/adapters";
+import type { EventLog, SignalBus } from "@trellis/eventlog";
+import { callerOf } from "@trellis/platform";
+import { isTrellisError, type Logger, toConnectError } from "@trellis/runtime";
+import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
+import type { Idempotency, PageRequest, TaskStore, WriteContext } from "../store/task-store.js";
+import type { TaskWatchers } from "../worker/task-watchers.js";
+import type { TurnRunner } from "../worker/turn-runner.js";
+
+/** What the handlers are built from (once, in definition.ts). */
+export interface HandlerDeps {
+  store: TaskStore;
+  executor: AgentExecutor;
+  runner: TurnRunner;
+  watchers: TaskWatchers;
+  eventLog: EventLog;
+  signals: SignalBus;
+  logger: Logger;
+  /** This replica's id: the lease owner of the turns it claims. */
+  owner: string;
+  /**
+   * Also wake WatchTask streams from the event log (distributed mode, where
+   * another replica may run the task); in-process notifications cover the rest.
+   */
+  watchThroughLog: boolean;
+}
+
+/** The caller's workspace, or undefined for an internal (trusted) call. */
+export function scopeOf(context: HandlerContext): string | undefined {
+  return callerOf(context)?.workspaceId;
+}
+
+/** The actor and scope of a write. */
+export function writeContext(context: HandlerContext): WriteContext {
+  const caller = callerOf(context);
+  return caller
+    ? { actor: userActor(caller.actorId), scope: caller.workspaceId }
+    : { actor: SYSTEM_ACTOR };
+}
+
+/**
+ * The idempotency record of a request: its key, and a hash of the request
+ * without the key (same key + different body → `idempotency_key_reused`).
+ */
+export function idempotencyOf<Desc extends DescMessage>(
+  schema: Desc,
+  request: MessageShape<Desc>,
+  key: string,
+): Idempotency | undefined {
+  if (!key) return undefined;
+  const copy = clone(schema, request) as MessageShape<Desc> & { idempotencyKey: string };
+  copy.idempotencyKey = "";
+  return { key, requestHash: createHash("sha256").update(toBinary(schema, copy)).digest("hex") };
+}
+
+/** Paging fields of a list request. */
+export function pageOf(request: { pageSize: number; pageToken: string }): PageRequest {
+  return { pageSize: request.pageSize, pageToken: request.pageToken };
+}
+
+/**
+ * Domain errors leave every method as Connect errors carrying an
+ * ErrorDetail. The server's interceptor does the same on the network, but
+ * in embedded mode other services call these handlers in memory, without it.
+ */
+export function withErrorDetails<S extends DescService>(
+  service: S,
+  impl: ServiceImpl<S>,
+): ServiceImpl<S> {
+  const wrapped: Record<string, unknown> = {};
+  const mapError = (error: unknown) => (isTrellisError(error) ? toConnectError(error) : error);
+  for (const method of service.methods) {
+    const fn = (impl as Record<string, (...args: unknown[]) => unknown>)[method.localName];
+    if (!fn) continue;
+    if (method.methodKind === "server_streaming") {
+      wrapped[method.localName] = async function* (...args: unknown[]) {
+        try {
+          yield* fn.apply(impl, args) as AsyncIterable<unknown>;
+        } catch (error) {
+          throw mapError(error);
+        }
+      };
+    } else {
+      wrapped[method.localName] = async (...args: unknown[]) => {
+        try {
+          return await fn.apply(impl, args);
+        } catch (error) {
+          throw mapError(error);
+        }
+      };
+    }
+  }
+  return wrapped as ServiceImpl<S>;
+}

@@ -1,0 +1,42 @@
+/** SignalService: the signal coordinator's entry point (input, approval, cancel). */
+import { toJson } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { SignalService } from "@trellis/contracts/tasks";
+import { invalidRequest } from "../domain/errors.js";
+import { type HandlerDeps, writeContext } from "./common.js";
+
+export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof SignalService> {
+  const { store, runner, signals, owner, logger } = deps;
+  return {
+    async deliver(request, context) {
+      if (!request.signalId) throw invalidRequest("signal_id is required", "signal_id");
+      const payload = request.payload ? toJson(ValueSchema, request.payload) : null;
+      const deliveryId = request.deliveryId || request.signalId;
+      // Durable first: recorded with the task's transition in one transaction.
+      const result = await store.deliverSignal(
+        { signalId: request.signalId, deliveryId, payload },
+        writeContext(context),
+        owner,
+      );
+      if (result.abort) runner.abort(result.abort, "canceled by signal");
+      runner.dispatch(result.claim);
+      if (!result.duplicate) {
+        // Also on the bus, so every consumer sees it; the tasks group finds it already applied.
+        signals
+          .deliver({ signalId: request.signalId, deliveryId, payload })
+          .catch((error: unknown) =>
+            logger.warn("publishing a delivered signal on the bus failed", {
+              signal_id: request.signalId,
+              error: String(error),
+            }),
+          );
+      }
+      return {
+        taskId: result.taskId,
+        duplicate: result.duplicate,
+        ...(result.task ? { task: result.task } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,127 @@
+/** TaskService: submit, read, cancel and watch tasks. */
+import { equals } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { Role } from "@trellis/contracts/core";
+import {
+  SubmitTaskRequestSchema,
+  type Task,
+  TaskSchema,
+  type TaskService,
+} from "@trellis/contracts/tasks";
+import { validateChatMessage } from "@trellis/messages";
+import { invalidRequest } from "../domain/errors.js";
+import { isSuspended, isTerminal } from "../domain/lifecycle.js";
+import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+
+/** How often a watch re-reads its task when nothing told it about a change. */
+const WATCH_POLL_MS = 2_000;
+
+// An abort reason made once: aborting without one builds a DOMException (and its stack) each time.
+const WATCH_ENDED = new Error("watch ended");
+
+export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskService> {
+  const { store, runner, owner, watchers, eventLog } = deps;
+  return {
+    async submitTask(request, context) {
+      if (!request.input) throw invalidRequest("input is required", "input");
+      // A task's input is what a user (or another agent) says: Harn roles user / agent.
+      const problem = validateChatMessage(request.input, {
+        path: "input",
+        allowedRoles: [Role.USER, Role.AGENT],
+      });
+      if (problem) throw invalidRequest(problem.message, problem.path);
+      const idempotency = idempotencyOf(SubmitTaskRequestSchema, request, request.idempotencyKey);
+      const result = await store.submitTask(
+        {
+          sessionId: request.sessionId,
+          agentId: request.agentId,
+          input: request.input,
+          busyPolicy: request.busyPolicy,
+          parentTaskId: request.parentTaskId,
+          ...(request.metadata ? { metadata: request.metadata } : {}),
+          createSession: request.createSession,
+          workspaceId: request.workspaceId,
+          ...(idempotency ? { idempotency } : {}),
+        },
+        writeContext(context),
+        owner,
+      );
+      if (result.interrupted) runner.abort(result.interrupted, "interrupted by a newer turn");
+      // Durable now; the turn starts in this replica without waiting for a poll.
+      runner.dispatch(result.claim);
+      return { task: result.task, replayed: result.replayed };
+    },
+    async getTask(request, context) {
+      return { task: await store.getTask(request.taskId, scopeOf(context)) };
+    },
+    async listTasks(request, context) {
+      const page = await store.listTasks(
+        {
+          sessionId: request.sessionId,
+          workspaceId: request.workspaceId,
+          statuses: request.statuses,
+        },
+        pageOf(request),
+        scopeOf(context),
+      );
+      return { tasks: page.items, nextPageToken: page.nextPageToken };
+    },
+    async cancelTask(request, context) {
+      const result = await store.cancelTask(
+        request.taskId,
+        request.reason,
+        writeContext(context),
+        owner,
+      );
+      if (result.running) runner.abort(request.taskId, "canceled");
+      runner.dispatch(result.claim);
+      return { task: result.task };
+    },
+    async *watchTask(request, context) {
+      const scope = scopeOf(context);
+      const settled = (t: Task) =>
+        isTerminal(t.status) || (request.untilSettled && isSuspended(t.status));
+      // Watch before the first read: a change committed in between is not missed.
+      const changes = watchers.watch(request.taskId);
+      const stop = new AbortController();
+      const onClientGone = () => stop.abort(WATCH_ENDED);
+      context.signal.addEventListener("abort", onClientGone, { once: true });
+      let following = false;
+      // Changes committed by other replicas: each of the task's events is a hint
+      // to re-read. Not needed while the task runs here (local notifications).
+      const followLog = (t: Task) => {
+        if (following || !deps.watchThroughLog || runner.isRunning(t.id)) return;
+        following = true;
+        void (async () => {
+          for await (const _ of eventLog.subscribe({
+            filter: {
+              workspaceId: t.workspaceId,
+              sessionId: t.sessionId,
+              resource: { object: "task", id: t.id },
+            },
+            signal: stop.signal,
+          })) {
+            changes.poke();
+          }
+        })().catch(() => {});
+      };
+      try {
+        let task = await store.getTask(request.taskId, scope);
+        yield { task };
+        while (!settled(task) && !stop.signal.aborted) {
+          followLog(task);
+          const snapshot = await changes.next(WATCH_POLL_MS, stop.signal);
+          if (stop.signal.aborted) return;
+          const next = snapshot ?? (await store.getTask(task.id, scope));
+          if (equals(TaskSchema, next, task)) continue;
+          task = next;
+          yield { task };
+        }
+      } finally {
+        stop.abort(WATCH_ENDED);
+        context.signal.removeEventListener("abort", onClientGone);
+        changes.close();
+      }
+    },
+  };
+}

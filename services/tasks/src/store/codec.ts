@@ -1,0 +1,50 @@
+/**
+ * How proto values are kept in columns: whole messages as protobuf binary,
+ * message lists size-delimited in one `bytea`, JSON documents as JSON text.
+ */
+import { fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
+import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
+import { type Message, MessageSchema } from "@trellis/contracts/core";
+
+const EMPTY = new Uint8Array(0);
+
+/** Messages, in order, as one size-delimited byte string. */
+export function encodeMessages(messages: readonly Message[]): Uint8Array {
+  if (messages.length === 0) return EMPTY;
+  const chunks = messages.map((m) => sizeDelimitedEncode(MessageSchema, m));
+  const out = new Uint8Array(chunks.reduce((n, c) => n + c.length, 0));
+  let at = 0;
+  for (const chunk of chunks) {
+    out.set(chunk, at);
+    at += chunk.length;
+  }
+  return out;
+}
+
+/** The inverse of {@link encodeMessages}; null reads as no messages. */
+export function decodeMessages(data: Uint8Array | null): Message[] {
+  if (!data || data.length === 0) return [];
+  const out: Message[] = [];
+  let rest = data;
+  for (;;) {
+    const peek = sizeDelimitedPeek(rest);
+    if (peek.eof) return out;
+    out.push(fromBinary(MessageSchema, rest.subarray(peek.offset, peek.offset + peek.size)));
+    rest = rest.subarray(peek.offset + peek.size);
+  }
+}
+
+/** One message as binary. */
+export function encodeMessage(message: Message): Uint8Array {
+  return toBinary(MessageSchema, message);
+}
+
+/** One message from binary. */
+export function decodeMessage(data: Uint8Array): Message {
+  return fromBinary(MessageSchema, data);
+}
+
+/** A JSON value as the text a jsonb parameter takes. */
+export function jsonText(value: JsonValue | undefined): string {
+  return JSON.stringify(value ?? {});
+}

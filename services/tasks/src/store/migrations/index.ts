@@ -1,0 +1,7 @@
+/** The tasks service's migrations, by name (applied in name order). */
+import type { Migration } from "kysely/migration";
+import { createTasks } from "./2026_11_22_create_tasks.js";
+
+export const tasksMigrations: Record<string, Migration> = {
+  "2026_11_22_create_tasks": createTasks,
+};

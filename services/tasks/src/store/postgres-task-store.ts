@@ -1,0 +1,2015 @@
+/**
+ * {@link TaskStore} on PostgreSQL with kysely; the same code runs on PGlite
+ * (kysely's PGlite dialect reuses the Postgres compiler).
+ *
+ * Concurrency rules (what makes the mailbox hold across replicas):
+ * - every transaction that changes a task or a transcript first locks the
+ *   session row (`SELECT … FOR UPDATE`), then reads what it decides on — so
+ *   decisions ("is the mailbox free?", "is this still my run?") are made on
+ *   current state, and one session's changes are serialized;
+ * - a run is claimed by setting `run_state = 'running'` with a lease
+ *   (`lease_owner`, `lease_expires_at` on the database clock); a partial
+ *   unique index allows one running task per session;
+ * - finishing a run checks the claim is still ours (fencing): a run whose
+ *   lease was taken over, or that was finalized after a cancel, commits
+ *   nothing, so output is never duplicated;
+ * - idempotency rows are locked before sessions; events go to the outbox once,
+ *   at the end of each transaction (storage's lock-order rule).
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  ErrorDetailSchema,
+  type Event,
+  EventSchema,
+  type Message,
+  MessageSchema as MessageSchemaForInput,
+  Role,
+  SessionState,
+  TaskStatus,
+} from "@trellis/contracts/core";
+import {
+  type Agent,
+  type Artifact,
+  ArtifactKind,
+  type Outcome,
+  OutcomeStatus,
+  type Session,
+  type SessionMessage,
+  SessionMessageSchema,
+  SuspensionSchema,
+  type Task,
+  TaskFailureSchema,
+  type Workspace,
+} from "@trellis/contracts/tasks";
+import { appendToOutbox, type Database, outboxTables } from "@trellis/storage";
+import { type Insertable, type Kysely, type QueryCreator, sql, type Transaction } from "kysely";
+import {
+  DEFAULT_AGENT_ID,
+  DEFAULT_WORKSPACE_ID,
+  DETERMINISTIC_BACKENDS,
+} from "../domain/defaults.js";
+import {
+  conflict,
+  idempotencyKeyReused,
+  invalidRequest,
+  notFound,
+  payloadTooLarge,
+  permissionDenied,
+} from "../domain/errors.js";
+import {
+  agentActor,
+  dataEvent,
+  type EventScope,
+  messageEvent,
+  SYSTEM_ACTOR,
+  sessionEvent,
+  signalEvent,
+  taskNoteEvent,
+  taskStatusEvent,
+  userActor,
+} from "../domain/events.js";
+import { newId } from "../domain/ids.js";
+import { isSuspended, transition } from "../domain/lifecycle.js";
+import { decideSubmit, type RunState, recoveryAction } from "../domain/mailbox.js";
+import type { RunOutcome } from "../domain/run.js";
+import { classifySignal, signalIdFor } from "../domain/signals.js";
+import {
+  assignTurns,
+  closeToolCalls,
+  forkLength,
+  planTruncation,
+  summarize,
+} from "../domain/transcript.js";
+import { decodeMessages, encodeMessage, encodeMessages, jsonText } from "./codec.js";
+import {
+  toAgent,
+  toArtifact,
+  toOutcome,
+  toSession,
+  toSessionMessage,
+  toTask,
+  toWorkspace,
+} from "./rows.js";
+import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
+import type {
+  CancelResult,
+  Claim,
+  DeliverResult,
+  FinishResult,
+  Idempotency,
+  NewSession,
+  NewTask,
+  Page,
+  PageRequest,
+  ResourceFilter,
+  SubmitResult,
+  TaskFilter,
+  TaskStore,
+  WriteContext,
+} from "./task-store.js";
+
+/** Options of {@link PostgresTaskStore}. */
+export interface PostgresTaskStoreOptions {
+  database: Database<unknown>;
+  /** The service's schema (its tables). */
+  schema: string;
+  /** The schema of the outbox its events go to. */
+  outboxSchema: string;
+  /** How long a claim lasts without renewal. */
+  leaseMs: number;
+  /** Largest artifact content stored inline (bytes). */
+  maxArtifactBytes?: number;
+  /**
+   * Called after every committed write with the tasks it changed (kick the
+   * outbox relay, wake watchers).
+   */
+  onCommit?: (changes: CommittedChanges) => void;
+}
+
+/** The tasks a committed write changed, with their new state when the write knew it. */
+export interface CommittedChanges {
+  readonly taskIds: readonly string[];
+  /** The task as committed (computed on demand), or undefined when it must be read back. */
+  snapshot(taskId: string): Task | undefined;
+}
+
+/** The NOTIFY channel on which a replica learns that a task it may be running was canceled. */
+export function cancelChannel(schema: string): string {
+  return `trellis_${schema}_cancel`;
+}
+
+/** One write transaction in progress. */
+interface Tx {
+  /** Unscoped: for the outbox. */
+  raw: Transaction<TasksDatabase>;
+  /** Scoped to the service's schema. */
+  db: Transaction<TasksDatabase>;
+  events: Event[];
+  lastEventOfSession: Map<string, string>;
+  /** Tasks changed, with their final row when known. */
+  changed: Map<string, TaskRow | undefined>;
+  notifyCancel: boolean;
+  /** Transcript rows and outcomes written together with the session row (one statement). */
+  pendingMessages: Insertable<MessageTable>[];
+  pendingOutcomes: Insertable<OutcomeTable>[];
+}
+
+/** A session row locked by the current transaction; saved at its end. */
+type LockedSession = SessionRow;
+
+const MESSAGE_EVENT_KINDS = [
+  "user.message",
+  "agent.message",
+  "agent.tool_result",
+  "session.message_appended",
+];
+
+const NOT_DONE: RunState[] = ["queued", "running", "waiting"];
+
+function pageLimit(pageSize: number): number {
+  if (!Number.isInteger(pageSize) || pageSize < 0 || pageSize > 1000) {
+    throw invalidRequest("page_size must be 0…1000", "page_size");
+  }
+  return pageSize === 0 ? 100 : pageSize;
+}
+
+function pageAfter(token: string): bigint | undefined {
+  if (token === "") return undefined;
+  try {
+    const value = BigInt(Buffer.from(token, "base64url").toString("utf8"));
+    if (value < 0n) throw new Error("negative");
+    return value;
+  } catch {
+    throw invalidRequest("page_token is not a token this service issued", "page_token");
+  }
+}
+
+function pageToken(value: bigint): string {
+  return Buffer.from(value.toString(), "utf8").toString("base64url");
+}
+
+function paged<T, R>(
+  rows: R[],
+  limit: number,
+  cursor: (row: R) => bigint,
+  map: (row: R) => T,
+): Page<T> {
+  const more = rows.length > limit;
+  const kept = more ? rows.slice(0, limit) : rows;
+  const last = kept.at(-1);
+  return {
+    items: kept.map(map),
+    nextPageToken: more && last !== undefined ? pageToken(cursor(last)) : "",
+  };
+}
+
+function withIds(message: Message): Message {
+  const copy = { ...message };
+  if (!copy.id) copy.id = newId("msg");
+  copy.createdAt ??= timestampNow();
+  return copy;
+}
+
+function creatorActor(createdBy: string) {
+  return createdBy && createdBy !== SYSTEM_ACTOR.id ? userActor(createdBy) : SYSTEM_ACTOR;
+}
+
+/** The PostgreSQL / PGlite implementation of {@link TaskStore}. */
+export class PostgresTaskStore implements TaskStore {
+  readonly #database: Database<unknown>;
+  readonly #kysely: Kysely<TasksDatabase>;
+  /** Scoped to the service's schema (built once: withSchema creates a new instance). */
+  readonly #db: Kysely<TasksDatabase>;
+  readonly #schema: string;
+  readonly #outboxSchema: string;
+  readonly #leaseMs: number;
+  readonly #maxArtifactBytes: number;
+  readonly #onCommit: ((changes: CommittedChanges) => void) | undefined;
+  // Agents are immutable once created, so they are cached for good.
+  readonly #agents = new Map<string, Agent>();
+  readonly #defaultAgentOf = new Map<string, string>();
+
+  constructor(options: PostgresTaskStoreOptions) {
+    this.#database = options.database;
+    this.#kysely = options.database.kysely as Kysely<TasksDatabase>;
+    this.#db = this.#kysely.withSchema(options.schema);
+    this.#schema = options.schema;
+    this.#outboxSchema = options.outboxSchema;
+    this.#leaseMs = options.leaseMs;
+    this.#maxArtifactBytes = options.maxArtifactBytes ?? 16 * 1024 * 1024;
+    this.#onCommit = options.onCommit;
+  }
+
+  // ------------------------------------------------------------ transactions
+
+  async #write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+    let changed: Map<string, TaskRow | undefined> | undefined;
+    const result = await this.#kysely.transaction().execute(async (raw) => {
+      const tx: Tx = {
+        raw,
+        db: raw.withSchema(this.#schema),
+        events: [],
+        lastEventOfSession: new Map(),
+        changed: new Map(),
+        notifyCancel: false,
+        pendingMessages: [],
+        pendingOutcomes: [],
+      };
+      const value = await work(tx);
+      if (tx.pendingMessages.length > 0 || tx.pendingOutcomes.length > 0) {
+        throw new Error(
+          "tasks store: messages or outcomes were left unwritten (session not saved)",
+        );
+      }
+      if (tx.events.length > 0) await appendToOutbox(raw, this.#outboxSchema, tx.events);
+      if (tx.notifyCancel) {
+        await sql`select pg_notify(${cancelChannel(this.#schema)}, '')`.execute(raw);
+      }
+      changed = tx.changed;
+      return value;
+    });
+    if (this.#onCommit) {
+      const rows = changed ?? new Map<string, TaskRow | undefined>();
+      this.#onCommit({
+        taskIds: [...rows.keys()],
+        snapshot: (id) => {
+          const row = rows.get(id);
+          return row ? toTask(row) : undefined;
+        },
+      });
+    }
+    return result;
+  }
+
+  #emit(tx: Tx, event: Event): void {
+    event.id = `evt_${randomUUID().replaceAll("-", "")}`;
+    event.createdAt = timestampNow();
+    tx.events.push(event);
+    if (event.sessionId) tx.lastEventOfSession.set(event.sessionId, event.id);
+    if (event.taskId && !tx.changed.has(event.taskId)) tx.changed.set(event.taskId, undefined);
+  }
+
+  async #lockSession(tx: Tx, id: string, scope: string | undefined): Promise<LockedSession> {
+    const row = await tx.db
+      .selectFrom("sessions")
+      .selectAll()
+      .where("id", "=", id)
+      .forUpdate()
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("session", id);
+    return row;
+  }
+
+  /**
+   * Writes the locked session back, together with the transcript rows and
+   * outcomes the transaction produced: one statement (data-modifying CTEs).
+   */
+  async #saveSession(tx: Tx, session: LockedSession): Promise<Session> {
+    session.last_event_id = tx.lastEventOfSession.get(session.id) ?? session.last_event_id;
+    let db = tx.db as unknown as QueryCreator<TasksDatabase>;
+    const messages = tx.pendingMessages.splice(0);
+    const outcomes = tx.pendingOutcomes.splice(0);
+    if (messages.length > 0) {
+      db = db.with("new_messages", (q) =>
+        q.insertInto("messages").values(messages).returning("position"),
+      ) as unknown as QueryCreator<TasksDatabase>;
+    }
+    if (outcomes.length > 0) {
+      db = db.with("new_outcomes", (q) =>
+        q.insertInto("outcomes").values(outcomes).returning("id"),
+      ) as unknown as QueryCreator<TasksDatabase>;
+    }
+    const row = await db
+      .updateTable("sessions")
+      .set({
+        state: session.state,
+        transcript_epoch: session.transcript_epoch,
+        message_count: session.message_count,
+        turn_count: session.turn_count,
+        next_queue_seq: session.next_queue_seq,
+        last_event_id: session.last_event_id,
+        updated_at: sql<Date>`now()`,
+      })
+      .where("id", "=", session.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toSession(row);
+  }
+
+  /**
+   * Reserves an idempotency key for `resourceId`. Returns the id an earlier
+   * request with the same key created (then nothing else may be written), or
+   * undefined when the key is new. Concurrent requests with one key wait for
+   * each other on the key's row.
+   */
+  async #reserveKey(
+    tx: Tx,
+    scope: string,
+    idempotency: Idempotency | undefined,
+    resourceId: string,
+  ): Promise<string | undefined> {
+    if (!idempotency || idempotency.key === "") return undefined;
+    const inserted = await tx.db
+      .insertInto("idempotency_keys")
+      .values({
+        scope,
+        key: idempotency.key,
+        request_hash: idempotency.requestHash,
+        resource_id: resourceId,
+      })
+      .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
+      .returning("resource_id")
+      .executeTakeFirst();
+    if (inserted) return undefined;
+    const existing = await tx.db
+      .selectFrom("idempotency_keys")
+      .select(["request_hash", "resource_id"])
+      .where("scope", "=", scope)
+      .where("key", "=", idempotency.key)
+      .executeTakeFirstOrThrow();
+    if (existing.request_hash !== idempotency.requestHash)
+      throw idempotencyKeyReused(idempotency.key);
+    return existing.resource_id;
+  }
+
+  #keyScope(workspaceId: string, context: WriteContext, method: string, target: string): string {
+    return `${workspaceId}|${context.actor.id}|${method}|${target}`;
+  }
+
+  // ------------------------------------------------------------ workspaces
+
+  async createWorkspace(
+    workspace: Workspace,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Workspace> {
+    if (context.scope !== undefined) {
+      throw permissionDenied("credentials bound to a workspace cannot create workspaces");
+    }
+    if (!workspace.name) throw invalidRequest("a workspace needs a name", "name");
+    const id = workspace.id || newId("ws");
+    const created = await this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope("", context, "CreateWorkspace", ""),
+        idempotency,
+        id,
+      );
+      if (earlier) return earlier;
+      const inserted = await tx.db
+        .insertInto("workspaces")
+        .values({
+          id,
+          name: workspace.name,
+          root: workspace.root,
+          default_branch_id: workspace.defaultBranchId,
+          default_agent_id: DEFAULT_AGENT_ID,
+          metadata: jsonText(workspace.metadata),
+        })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      if (!inserted) throw conflict(`workspace ${id} already exists`, { workspace_id: id });
+      return id;
+    });
+    return this.getWorkspace(created);
+  }
+
+  async getWorkspace(id: string, scope?: string): Promise<Workspace> {
+    if (scope !== undefined && id !== scope) throw notFound("workspace", id);
+    const row = await this.#db
+      .selectFrom("workspaces")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) throw notFound("workspace", id);
+    return toWorkspace(row);
+  }
+
+  async listWorkspaces(page: PageRequest, scope?: string): Promise<Page<Workspace>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    let query = this.#db
+      .selectFrom("workspaces")
+      .selectAll()
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (scope !== undefined) query = query.where("id", "=", scope);
+    return paged(await query.execute(), limit, (r) => r.seq, toWorkspace);
+  }
+
+  /** Workspaces exist implicitly once used (credentials may name a workspace nobody created). */
+  async #ensureWorkspace(tx: Tx, id: string): Promise<void> {
+    if (this.#defaultAgentOf.has(id)) return;
+    await tx.db
+      .insertInto("workspaces")
+      .values({ id, name: id, default_agent_id: DEFAULT_AGENT_ID, metadata: "{}" })
+      .onConflict((oc) => oc.column("id").doNothing())
+      .execute();
+  }
+
+  async #defaultAgentId(tx: Tx | undefined, workspaceId: string): Promise<string> {
+    const cached = this.#defaultAgentOf.get(workspaceId);
+    if (cached !== undefined) return cached;
+    const row = await (tx?.db ?? this.#db)
+      .selectFrom("workspaces")
+      .select("default_agent_id")
+      .where("id", "=", workspaceId)
+      .executeTakeFirst();
+    const id = row?.default_agent_id || DEFAULT_AGENT_ID;
+    if (row) this.#defaultAgentOf.set(workspaceId, id);
+    return id;
+  }
+
+  // ------------------------------------------------------------ agents
+
+  async createAgent(
+    agent: Agent,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Agent> {
+    const workspaceId = context.scope ?? (agent.workspaceId || DEFAULT_WORKSPACE_ID);
+    if (context.scope !== undefined && agent.workspaceId && agent.workspaceId !== context.scope) {
+      throw notFound("workspace", agent.workspaceId);
+    }
+    if (!agent.name) throw invalidRequest("an agent needs a name", "agent.name");
+    const id = agent.id || newId("agent");
+    const created = await this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(workspaceId, context, "CreateAgent", ""),
+        idempotency,
+        id,
+      );
+      if (earlier) return earlier;
+      await this.#ensureWorkspace(tx, workspaceId);
+      const inserted = await tx.db
+        .insertInto("agents")
+        .values({
+          id,
+          workspace_id: workspaceId,
+          name: agent.name,
+          version: agent.version,
+          description: agent.description,
+          backend: agent.backend,
+          tools: JSON.stringify(agent.tools),
+          autonomy_tier: agent.autonomyTier,
+          receipt_policy: agent.receiptPolicy,
+          definition: jsonText(agent.definition),
+          safe_to_retry: agent.safeToRetry,
+          metadata: jsonText(agent.metadata),
+        })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      if (!inserted) throw conflict(`agent ${id} already exists`, { agent_id: id });
+      return id;
+    });
+    return this.getAgent(created, context.scope);
+  }
+
+  /** The built-in echo agent is a system agent: every workspace may see and use it. */
+  #visible(agent: Agent, scope: string | undefined): boolean {
+    return scope === undefined || agent.workspaceId === scope || agent.id === DEFAULT_AGENT_ID;
+  }
+
+  async #loadAgent(tx: Tx | undefined, id: string): Promise<Agent | undefined> {
+    const cached = this.#agents.get(id);
+    if (cached) return cached;
+    const row = await (tx?.db ?? this.#db)
+      .selectFrom("agents")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const agent = toAgent(row);
+    this.#agents.set(id, agent);
+    return agent;
+  }
+
+  async getAgent(id: string, scope?: string): Promise<Agent> {
+    const agent = await this.#loadAgent(undefined, id);
+    if (!agent || !this.#visible(agent, scope)) throw notFound("agent", id);
+    return agent;
+  }
+
+  async listAgents(workspaceId: string, page: PageRequest, scope?: string): Promise<Page<Agent>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    const workspace = scope ?? workspaceId;
+    let query = this.#db
+      .selectFrom("agents")
+      .selectAll()
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (workspace) {
+      query = query.where((eb) =>
+        eb.or([eb("workspace_id", "=", workspace), eb("id", "=", DEFAULT_AGENT_ID)]),
+      );
+    }
+    return paged(await query.execute(), limit, (r) => r.seq, toAgent);
+  }
+
+  /** The agent a session or task in `workspaceId` runs: `agentId`, else the workspace default. */
+  async #resolveAgent(tx: Tx, agentId: string, workspaceId: string, param: string): Promise<Agent> {
+    const id = agentId || (await this.#defaultAgentId(tx, workspaceId));
+    const agent = await this.#loadAgent(tx, id);
+    if (!agent || !this.#visible(agent, workspaceId)) {
+      throw invalidRequest(
+        `agent ${JSON.stringify(id)} does not exist in workspace ${workspaceId}`,
+        param,
+      );
+    }
+    return agent;
+  }
+
+  #safeToRetry(agent: Agent): boolean {
+    return agent.safeToRetry || DETERMINISTIC_BACKENDS.has(agent.backend);
+  }
+
+  // ------------------------------------------------------------ sessions
+
+  async createSession(input: NewSession, context: WriteContext): Promise<Session> {
+    const workspaceId = this.#workspaceFor(input.workspaceId, context);
+    const id = input.sessionId || newId("ses");
+    return this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(workspaceId, context, "CreateSession", ""),
+        input.idempotency,
+        id,
+      );
+      if (earlier) return toSession(await this.#lockSession(tx, earlier, context.scope));
+      const session = await this.#insertSession(tx, {
+        id,
+        workspaceId,
+        agentId: input.agentId ?? "",
+        metadata: input.metadata,
+        context,
+      });
+      if (input.initialMessages.length > 0) {
+        await this.#appendMessages(tx, session, input.initialMessages, "", context.actor);
+      }
+      return this.#saveSession(tx, session);
+    });
+  }
+
+  #workspaceFor(requested: string | undefined, context: WriteContext): string {
+    if (context.scope !== undefined) {
+      if (requested && requested !== context.scope) throw notFound("workspace", requested);
+      return context.scope;
+    }
+    return requested || DEFAULT_WORKSPACE_ID;
+  }
+
+  async #insertSession(
+    tx: Tx,
+    input: {
+      id: string;
+      workspaceId: string;
+      agentId: string;
+      metadata: Record<string, JsonValue> | undefined;
+      context: WriteContext;
+      fork?: { parent: SessionRow; branchId: string; fromEventId: string };
+    },
+  ): Promise<LockedSession> {
+    await this.#ensureWorkspace(tx, input.workspaceId);
+    if (input.agentId) await this.#resolveAgent(tx, input.agentId, input.workspaceId, "agent_id");
+    const row = await tx.db
+      .insertInto("sessions")
+      .values({
+        id: input.id,
+        workspace_id: input.workspaceId,
+        state: SessionState.ACTIVE,
+        agent_id: input.agentId,
+        root_session_id: input.fork ? input.fork.parent.root_session_id : input.id,
+        parent_session_id: input.fork?.parent.id ?? "",
+        branch_id: input.fork?.branchId ?? "",
+        forked_from_event_id: input.fork?.fromEventId ?? "",
+        metadata: jsonText(input.metadata),
+      })
+      .onConflict((oc) => oc.column("id").doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw conflict(`session ${input.id} already exists`, { session_id: input.id });
+    this.#emit(
+      tx,
+      sessionEvent(
+        this.#scopeOf(row, input.context.actor),
+        "session.created",
+        SessionState.ACTIVE,
+        SessionState.UNSPECIFIED,
+        "created",
+      ),
+    );
+    return row;
+  }
+
+  #scopeOf(
+    session: Pick<SessionRow, "workspace_id" | "id">,
+    actor = SYSTEM_ACTOR,
+    idempotencyKey?: string,
+  ): EventScope {
+    return {
+      workspaceId: session.workspace_id,
+      sessionId: session.id,
+      actor,
+      ...(idempotencyKey ? { idempotencyKey } : {}),
+    };
+  }
+
+  async getSession(id: string, scope?: string): Promise<Session> {
+    const row = await this.#db
+      .selectFrom("sessions")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("session", id);
+    return toSession(row);
+  }
+
+  async listSessions(
+    workspaceId: string,
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<Session>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    const workspace = scope ?? workspaceId;
+    let query = this.#db
+      .selectFrom("sessions")
+      .selectAll()
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (workspace) query = query.where("workspace_id", "=", workspace);
+    return paged(await query.execute(), limit, (r) => r.seq, toSession);
+  }
+
+  async closeSession(
+    id: string,
+    reason: string,
+    context: WriteContext,
+  ): Promise<{ session: Session; abort: string[] }> {
+    return this.#write(async (tx) => {
+      const session = await this.#lockSession(tx, id, context.scope);
+      if (session.state === SessionState.CLOSED) return { session: toSession(session), abort: [] };
+      const open = await tx.db
+        .selectFrom("tasks")
+        .selectAll()
+        .where("session_id", "=", id)
+        .where("run_state", "in", NOT_DONE)
+        .orderBy("queue_seq")
+        .execute();
+      const abort: string[] = [];
+      for (const row of open) {
+        const result = await this.#cancelRow(
+          tx,
+          session,
+          row,
+          `session closed${reason ? `: ${reason}` : ""}`,
+          context,
+        );
+        if (result.running) abort.push(row.id);
+      }
+      const previous = session.state;
+      session.state = SessionState.CLOSED;
+      this.#emit(
+        tx,
+        sessionEvent(
+          this.#scopeOf(session, context.actor),
+          "session.closed",
+          SessionState.CLOSED,
+          previous,
+          reason || "closed",
+        ),
+      );
+      return { session: await this.#saveSession(tx, session), abort };
+    });
+  }
+
+  async forkSession(
+    input: {
+      sessionId: string;
+      atEventId: string;
+      atMessageCount: bigint;
+      branchId: string;
+      metadata?: Record<string, JsonValue>;
+      idempotency?: Idempotency;
+    },
+    context: WriteContext,
+  ): Promise<Session> {
+    const id = newId("ses");
+    return this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(context.scope ?? "", context, "ForkSession", input.sessionId),
+        input.idempotency,
+        id,
+      );
+      if (earlier) return toSession(await this.#lockSession(tx, earlier, context.scope));
+      const parent = await this.#lockSession(tx, input.sessionId, context.scope);
+      const count = input.atEventId
+        ? await this.#transcriptLengthAt(tx, parent, input.atEventId)
+        : forkLength(parent.message_count, input.atMessageCount);
+      const fromEventId = input.atEventId || parent.last_event_id;
+      const session = await this.#insertSession(tx, {
+        id,
+        workspaceId: parent.workspace_id,
+        agentId: parent.agent_id,
+        metadata: input.metadata,
+        context,
+        fork: { parent, branchId: input.branchId || newId("br"), fromEventId },
+      });
+      if (count > 0n) {
+        // The fork shares the parent's history: same messages, same ids.
+        await sql`
+          insert into ${sql.id(this.#schema, "messages")} (id, session_id, position, turn, task_id, role, body, created_at)
+          select id, ${id}, position, turn, task_id, role, body, created_at
+          from ${sql.id(this.#schema, "messages")}
+          where session_id = ${parent.id} and position < ${count}
+          order by position`.execute(tx.raw);
+        const turns = await tx.db
+          .selectFrom("messages")
+          .select((eb) => eb.fn.countAll<bigint>().as("n"))
+          .where("session_id", "=", id)
+          .where("role", "in", [Role.USER, Role.AGENT])
+          .executeTakeFirstOrThrow();
+        session.message_count = count;
+        session.turn_count = BigInt(turns.n);
+      }
+      this.#emit(
+        tx,
+        sessionEvent(
+          this.#scopeOf(session, context.actor),
+          "session.thread_forked",
+          SessionState.ACTIVE,
+          SessionState.UNSPECIFIED,
+          `forked from session ${parent.id} at ${fromEventId || "its start"} (${count} messages)`,
+        ),
+      );
+      return this.#saveSession(tx, session);
+    });
+  }
+
+  /**
+   * How long the session's transcript was when `eventId` was emitted: one
+   * past the position of the last message event at or before it (0 if none).
+   * Read from the outbox, where the session's events are in commit order.
+   */
+  async #transcriptLengthAt(tx: Tx, session: SessionRow, eventId: string): Promise<bigint> {
+    const outbox = outboxTables<TasksDatabase>(tx.raw, this.#outboxSchema);
+    const event = await outbox
+      .selectFrom("outbox")
+      .select(["position", "session_id"])
+      .where("id", "=", eventId)
+      .executeTakeFirst();
+    if (!event || event.session_id !== session.id) {
+      throw invalidRequest(
+        `event ${eventId} is not an event of session ${session.id}`,
+        "at_event_id",
+      );
+    }
+    const last = await outbox
+      .selectFrom("outbox")
+      .select("body")
+      .where("session_id", "=", session.id)
+      .where("position", "<=", event.position)
+      .where("kind", "in", MESSAGE_EVENT_KINDS)
+      .orderBy("position", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    if (!last) return 0n;
+    const payload = fromBinary(EventSchema, last.body).payload?.kind;
+    const length = payload?.case === "messageAppended" ? payload.value.position + 1n : 0n;
+    // A later truncation may have made the transcript shorter than it was then.
+    return length < session.message_count ? length : session.message_count;
+  }
+
+  async truncateSession(
+    id: string,
+    keepTurns: bigint,
+    context: WriteContext,
+  ): Promise<{ session: Session; dropped: bigint }> {
+    return this.#write(async (tx) => {
+      const session = await this.#lockSession(tx, id, context.scope);
+      this.#assertOpen(session);
+      const running = await tx.db
+        .selectFrom("tasks")
+        .select("id")
+        .where("session_id", "=", id)
+        .where("run_state", "in", ["running", "queued"])
+        .limit(1)
+        .executeTakeFirst();
+      if (running) {
+        throw conflict(`session ${id} has a turn running or queued; truncate it when idle`, {
+          session_id: id,
+          task_id: running.id,
+        });
+      }
+      const next = await tx.db
+        .selectFrom("messages")
+        .select("position")
+        .where("session_id", "=", id)
+        .where("role", "in", [Role.USER, Role.AGENT])
+        .orderBy("position")
+        .offset(Number(keepTurns))
+        .limit(1)
+        .executeTakeFirst();
+      const plan = planTruncation(
+        { messageCount: session.message_count, turnCount: session.turn_count },
+        keepTurns,
+        next?.position,
+      );
+      if (plan.dropped > 0n) {
+        await tx.db
+          .deleteFrom("messages")
+          .where("session_id", "=", id)
+          .where("position", ">=", plan.cut)
+          .execute();
+      }
+      session.message_count = plan.messageCount;
+      session.turn_count = plan.turnCount;
+      if (plan.dropped > 0n) session.transcript_epoch += 1n;
+      this.#emit(
+        tx,
+        sessionEvent(
+          this.#scopeOf(session, context.actor),
+          "session.truncated",
+          session.state,
+          session.state,
+          `kept ${plan.turnCount} turns; dropped ${plan.dropped} messages`,
+        ),
+      );
+      return { session: await this.#saveSession(tx, session), dropped: plan.dropped };
+    });
+  }
+
+  #assertOpen(session: SessionRow): void {
+    if (session.state === SessionState.CLOSED || session.state === SessionState.FAILED) {
+      throw conflict(`session ${session.id} is ${SessionState[session.state]}`, {
+        session_id: session.id,
+        session_state: SessionState[session.state] ?? String(session.state),
+      });
+    }
+  }
+
+  async appendMessage(
+    sessionId: string,
+    message: Message,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<SessionMessage> {
+    const prepared = withIds(message);
+    return this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(context.scope ?? "", context, "AppendMessage", sessionId),
+        idempotency,
+        prepared.id,
+      );
+      if (earlier) {
+        const row = await tx.db
+          .selectFrom("messages")
+          .selectAll()
+          .where("session_id", "=", sessionId)
+          .where("id", "=", earlier)
+          .executeTakeFirst();
+        if (row) return toSessionMessage(row);
+      }
+      const session = await this.#lockSession(tx, sessionId, context.scope);
+      this.#assertOpen(session);
+      const [appended] = await this.#appendMessages(tx, session, [prepared], "", context.actor);
+      await this.#saveSession(tx, session);
+      return appended as SessionMessage;
+    });
+  }
+
+  /** Appends messages at the end of a locked session's transcript, with their events. */
+  async #appendMessages(
+    tx: Tx,
+    session: LockedSession,
+    messages: readonly Message[],
+    taskId: string,
+    actor = SYSTEM_ACTOR,
+  ): Promise<SessionMessage[]> {
+    if (messages.length === 0) return [];
+    const prepared = messages.map(withIds);
+    const { turns, turnCount } = assignTurns(session.turn_count, prepared);
+    const start = session.message_count;
+    const rows = prepared.map((message, i) => ({
+      id: message.id,
+      session_id: session.id,
+      position: start + BigInt(i),
+      turn: turns[i] as bigint,
+      task_id: taskId,
+      role: message.role,
+      body: encodeMessage(message),
+    }));
+    // Written with the session row (see #saveSession).
+    tx.pendingMessages.push(...rows);
+    session.message_count = start + BigInt(rows.length);
+    session.turn_count = turnCount;
+    const scope = this.#scopeOf(session, actor);
+    prepared.forEach((message, i) => {
+      this.#emit(tx, messageEvent(scope, message, start + BigInt(i), taskId));
+    });
+    return prepared.map((message, i) =>
+      create(SessionMessageSchema, {
+        message,
+        sessionId: session.id,
+        position: start + BigInt(i),
+        turn: turns[i] as bigint,
+        taskId,
+      }),
+    );
+  }
+
+  async listMessages(
+    sessionId: string,
+    filter: { taskId: string },
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<SessionMessage>> {
+    await this.getSession(sessionId, scope);
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    let query = this.#db
+      .selectFrom("messages")
+      .select(["body", "session_id", "position", "turn", "task_id"])
+      .where("session_id", "=", sessionId)
+      .orderBy("position")
+      .limit(limit + 1);
+    // Positions start at 0: the token holds position + 1.
+    if (after !== undefined) query = query.where("position", ">=", after);
+    if (filter.taskId) query = query.where("task_id", "=", filter.taskId);
+    return paged(await query.execute(), limit, (r) => r.position + 1n, toSessionMessage);
+  }
+
+  async getMessage(id: string, scope?: string): Promise<SessionMessage> {
+    let query = this.#db
+      .selectFrom("messages as m")
+      .innerJoin("sessions as s", "s.id", "m.session_id")
+      .select(["m.body", "m.session_id", "m.position", "m.turn", "m.task_id"])
+      .where("m.id", "=", id)
+      .orderBy("m.seq")
+      .limit(1);
+    if (scope !== undefined) query = query.where("s.workspace_id", "=", scope);
+    const row = await query.executeTakeFirst();
+    if (!row) throw notFound("message", id);
+    return toSessionMessage(row);
+  }
+
+  // ------------------------------------------------------------ tasks
+
+  async submitTask(input: NewTask, context: WriteContext, owner: string): Promise<SubmitResult> {
+    const taskId = newId("task");
+    const input0 = withIds(input.input);
+    return this.#write(async (tx) => {
+      const workspaceHint = context.scope ?? input.workspaceId;
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(workspaceHint, context, "SubmitTask", input.sessionId),
+        input.idempotency,
+        taskId,
+      );
+      if (earlier) {
+        const row = await this.#taskRow(tx.db, earlier, context.scope);
+        return { task: toTask(row), replayed: true };
+      }
+      let session: LockedSession | undefined;
+      if (input.sessionId) {
+        const found = await tx.db
+          .selectFrom("sessions")
+          .selectAll()
+          .where("id", "=", input.sessionId)
+          .forUpdate()
+          .executeTakeFirst();
+        if (found && context.scope !== undefined && found.workspace_id !== context.scope) {
+          throw notFound("session", input.sessionId);
+        }
+        session = found;
+      }
+      if (!session) {
+        if (!input.createSession) {
+          throw input.sessionId
+            ? notFound("session", input.sessionId)
+            : invalidRequest("session_id is required (or set create_session)", "session_id");
+        }
+        session = await this.#insertSession(tx, {
+          id: input.sessionId || newId("ses"),
+          workspaceId: this.#workspaceFor(input.workspaceId, context),
+          agentId: "",
+          metadata: undefined,
+          context,
+        });
+      }
+      this.#assertOpen(session);
+      const agent = await this.#resolveAgent(
+        tx,
+        input.agentId || session.agent_id,
+        session.workspace_id,
+        "agent_id",
+      );
+      const view = await this.#mailbox(tx, session.id);
+      // Decided on the locked session, so "busy" cannot change before commit.
+      const decision = decideSubmit(
+        input.busyPolicy,
+        {
+          ...(view.running
+            ? {
+                running: {
+                  id: view.running.id,
+                  canceled: view.running.status === TaskStatus.CANCELED,
+                },
+              }
+            : {}),
+          queued: view.head ? 1 : 0,
+        },
+        session.id,
+      );
+      if (decision.interrupt && view.running) {
+        await this.#cancelRow(tx, session, view.running, `interrupted by task ${taskId}`, context);
+      }
+      const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
+      this.#emit(
+        tx,
+        taskStatusEvent(scope, taskId, TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED, "submitted"),
+      );
+      const queueSeq = session.next_queue_seq;
+      session.next_queue_seq += 1n;
+      let inputPosition: bigint | null = null;
+      let status = TaskStatus.SUBMITTED;
+      if (decision.runNow) {
+        status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
+        this.#emit(
+          tx,
+          taskStatusEvent(this.#scopeOf(session), taskId, status, TaskStatus.SUBMITTED, "started"),
+        );
+        inputPosition = session.message_count;
+        await this.#appendMessages(tx, session, [input0], taskId, context.actor);
+      }
+      const row = await tx.db
+        .insertInto("tasks")
+        .values({
+          id: taskId,
+          workspace_id: session.workspace_id,
+          session_id: session.id,
+          agent_id: agent.id,
+          status,
+          run_state: decision.runNow ? "running" : "queued",
+          queue_seq: queueSeq,
+          input: encodeMessage(input0),
+          input_position: inputPosition,
+          created_by: context.actor.id,
+          parent_task_id: input.parentTaskId,
+          assigned_backend: agent.backend,
+          busy_policy: input.busyPolicy,
+          idempotency_key: input.idempotency?.key ?? "",
+          metadata: jsonText(input.metadata),
+          ...(decision.runNow
+            ? {
+                started_at: sql<Date>`now()`,
+                lease_owner: owner,
+                lease_expires_at: this.#leaseUntil(),
+              }
+            : {}),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      tx.changed.set(row.id, row);
+      await this.#saveSession(tx, session);
+      const task = toTask(row);
+      return {
+        task,
+        replayed: false,
+        ...(decision.runNow
+          ? { claim: this.#claimOf(task, agent, inputPosition ?? 0n, owner, row, session) }
+          : {}),
+        ...(decision.interrupt ? { interrupted: decision.interrupt } : {}),
+      };
+    });
+  }
+
+  #leaseUntil() {
+    return sql<Date>`now() + make_interval(secs => ${this.#leaseMs / 1000})`;
+  }
+
+  #claimOf(
+    task: Task,
+    agent: Agent,
+    inputPosition: bigint,
+    owner: string,
+    row: TaskRow,
+    session: SessionRow,
+  ): Claim {
+    return {
+      task,
+      agent,
+      safeToRetry: this.#safeToRetry(agent),
+      inputPosition,
+      transcriptEpoch: session.transcript_epoch,
+      leaseOwner: owner,
+      ...(row.resume_payload !== null
+        ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
+        : {}),
+    };
+  }
+
+  /** The task holding the session's mailbox, and the head of its queue. */
+  async #mailbox(tx: Tx, sessionId: string): Promise<{ running?: TaskRow; head?: TaskRow }> {
+    const rows = await tx.db
+      .selectFrom("tasks")
+      .selectAll()
+      .where("session_id", "=", sessionId)
+      .where("run_state", "in", ["queued", "running"])
+      .orderBy(sql`run_state = 'running'`, "desc")
+      .orderBy("queue_seq")
+      .limit(2)
+      .execute();
+    const running = rows[0]?.run_state === "running" ? rows[0] : undefined;
+    const head = rows.find((r) => r.run_state === "queued");
+    return { ...(running ? { running } : {}), ...(head ? { head } : {}) };
+  }
+
+  /**
+   * Claims the head of a locked session's queue when nothing runs: the task
+   * becomes WORKING (a `task.started` event unless it already was), its input
+   * joins the transcript the first time, and `owner` holds it under a lease.
+   */
+  async #claimHead(
+    tx: Tx,
+    session: LockedSession,
+    owner: string,
+    known?: { running?: TaskRow; head?: TaskRow },
+  ): Promise<Claim | undefined> {
+    if (session.state === SessionState.CLOSED) return undefined;
+    const view = known ?? (await this.#mailbox(tx, session.id));
+    if (view.running || !view.head) return undefined;
+    const head = view.head;
+    const from = head.status as TaskStatus;
+    if (from !== TaskStatus.WORKING) {
+      transition(from, TaskStatus.WORKING, head.id);
+      this.#emit(
+        tx,
+        taskStatusEvent(
+          this.#scopeOf(session),
+          head.id,
+          TaskStatus.WORKING,
+          from,
+          isSuspended(from) ? "resumed after its signal arrived" : "started",
+        ),
+      );
+    }
+    let inputPosition = head.input_position;
+    if (inputPosition === null) {
+      inputPosition = session.message_count;
+      const input = fromBinary(MessageSchemaForInput, head.input);
+      await this.#appendMessages(tx, session, [input], head.id, creatorActor(head.created_by));
+    }
+    const row = await tx.db
+      .updateTable("tasks")
+      .set({
+        status: TaskStatus.WORKING,
+        run_state: "running",
+        input_position: inputPosition,
+        lease_owner: owner,
+        lease_expires_at: this.#leaseUntil(),
+        started_at: sql<Date>`coalesce(started_at, now())`,
+        updated_at: sql<Date>`now()`,
+      })
+      .where("id", "=", head.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    tx.changed.set(row.id, row);
+    const agent = await this.#resolveAgent(tx, row.agent_id, row.workspace_id, "agent_id");
+    return this.#claimOf(toTask(row), agent, inputPosition, owner, row, session);
+  }
+
+  async #taskRow(
+    db: Kysely<TasksDatabase> | Transaction<TasksDatabase>,
+    id: string,
+    scope: string | undefined,
+  ): Promise<TaskRow> {
+    const row = await db.selectFrom("tasks").selectAll().where("id", "=", id).executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("task", id);
+    return row;
+  }
+
+  async getTask(id: string, scope?: string): Promise<Task> {
+    return toTask(await this.#taskRow(this.#db, id, scope));
+  }
+
+  async listTasks(filter: TaskFilter, page: PageRequest, scope?: string): Promise<Page<Task>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    const workspace = scope ?? filter.workspaceId;
+    let query = this.#db
+      .selectFrom("tasks")
+      .selectAll()
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (workspace) query = query.where("workspace_id", "=", workspace);
+    if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
+    if (filter.statuses.length > 0) query = query.where("status", "in", filter.statuses);
+    return paged(await query.execute(), limit, (r) => r.seq, toTask);
+  }
+
+  async cancelTask(
+    id: string,
+    reason: string,
+    context: WriteContext,
+    owner: string,
+  ): Promise<CancelResult> {
+    const found = await this.#taskRow(this.#db, id, context.scope);
+    return this.#write(async (tx) => {
+      const session = await this.#lockSession(tx, found.session_id, undefined);
+      const row = await this.#taskRow(tx.db, id, context.scope);
+      if (row.status === TaskStatus.CANCELED) {
+        // Cancel is idempotent: the first one won, nothing replaces it.
+        return { task: toTask(row), running: row.run_state === "running" };
+      }
+      const result = await this.#cancelRow(
+        tx,
+        session,
+        row,
+        reason || "canceled by request",
+        context,
+      );
+      const claim = await this.#claimHead(tx, session, owner);
+      await this.#saveSession(tx, session);
+      return { ...result, ...(claim ? { claim } : {}) };
+    });
+  }
+
+  /**
+   * Cancels a task of a locked session (user.cancel_requested, task.canceled).
+   * A running task keeps the mailbox until its runner closes its transcript;
+   * any other is finished here: pending messages plus synthetic tool results
+   * join the transcript, and it gets its Outcome.
+   */
+  async #cancelRow(
+    tx: Tx,
+    session: LockedSession,
+    row: TaskRow,
+    reason: string,
+    context: WriteContext,
+  ): Promise<{ task: Task; running: boolean }> {
+    const from = row.status as TaskStatus;
+    transition(from, TaskStatus.CANCELED, row.id);
+    const scope = this.#scopeOf(session, context.actor);
+    this.#emit(
+      tx,
+      signalEvent(scope, "user.cancel_requested", row.id, row.signal_id ?? "", {
+        cancel: true,
+        reason,
+      }),
+    );
+    const canceled = taskStatusEvent(scope, row.id, TaskStatus.CANCELED, from, reason);
+    if (row.run_state === "running") {
+      this.#emit(tx, canceled);
+      tx.notifyCancel = true;
+      const updated = await tx.db
+        .updateTable("tasks")
+        .set({
+          status: TaskStatus.CANCELED,
+          canceled_at: sql<Date>`now()`,
+          updated_at: sql<Date>`now()`,
+        })
+        .where("id", "=", row.id)
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      tx.changed.set(row.id, updated);
+      return { task: toTask(updated), running: true };
+    }
+    const updated = await this.#finalize(tx, session, row, {
+      status: TaskStatus.CANCELED,
+      extra: [],
+      note: "the task was canceled",
+      event: canceled,
+    });
+    return { task: toTask(updated), running: false };
+  }
+
+  /**
+   * Ends a task of a locked session for good: its output (pending messages of
+   * a suspension, then `extra`, then synthetic results for open tool calls)
+   * joins the transcript — only if the task ever started — and it gets an
+   * Outcome. `status` is the terminal status it ends in (already recorded or
+   * recorded now).
+   */
+  async #finalize(
+    tx: Tx,
+    session: LockedSession,
+    row: TaskRow,
+    end: {
+      status: TaskStatus;
+      extra: Message[];
+      note: string;
+      failure?: { category: string; message: string; retryable: boolean };
+      /** The lifecycle event, emitted after the output's message events. */
+      event?: Event;
+    },
+  ): Promise<TaskRow> {
+    const pending = row.suspension
+      ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
+      : [];
+    const output =
+      row.input_position === null ? [] : closeToolCalls([...pending, ...end.extra], end.note);
+    const appended = await this.#appendMessages(
+      tx,
+      session,
+      output,
+      row.id,
+      agentActor(row.agent_id),
+    );
+    const messages = appended.map((m) => m.message as Message);
+    if (end.event) this.#emit(tx, end.event);
+    const outcomeId = row.outcome_id || newId("out");
+    if (!row.outcome_id) {
+      tx.pendingOutcomes.push({
+        id: outcomeId,
+        task_id: row.id,
+        session_id: row.session_id,
+        workspace_id: row.workspace_id,
+        status:
+          end.status === TaskStatus.COMPLETED
+            ? OutcomeStatus.SUCCEEDED
+            : end.status === TaskStatus.CANCELED
+              ? OutcomeStatus.CANCELED
+              : OutcomeStatus.FAILED,
+        summary: summarize(messages, end.failure?.message ?? end.note),
+        messages: encodeMessages(messages),
+        artifact_ids: "[]",
+      });
+    }
+    const failure = end.failure
+      ? toBinary(
+          TaskFailureSchema,
+          create(TaskFailureSchema, {
+            ...end.failure,
+            detail: create(ErrorDetailSchema, {
+              reason: end.failure.category,
+              domain: "tasks.trellis.dev",
+              metadata: { task_id: row.id },
+            }),
+          }),
+        )
+      : row.failure;
+    const updated = await tx.db
+      .updateTable("tasks")
+      .set({
+        status: end.status,
+        run_state: "done",
+        output: encodeMessages([...decodeMessages(row.output), ...messages]),
+        outcome_id: outcomeId,
+        failure,
+        suspension: null,
+        signal_id: null,
+        checkpoint: null,
+        resume_payload: null,
+        lease_owner: null,
+        lease_expires_at: null,
+        updated_at: sql<Date>`now()`,
+        ...(end.status === TaskStatus.CANCELED
+          ? row.canceled_at
+            ? {}
+            : { canceled_at: sql<Date>`now()` }
+          : { completed_at: sql<Date>`now()` }),
+      })
+      .where("id", "=", row.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    tx.changed.set(row.id, updated);
+    return updated;
+  }
+
+  async deliverSignal(
+    signal: { signalId: string; deliveryId: string; payload: JsonValue },
+    context: WriteContext,
+    owner: string,
+  ): Promise<DeliverResult> {
+    const deliveryId = signal.deliveryId || signal.signalId;
+    const seen = await this.#db
+      .selectFrom("signal_deliveries")
+      .select("task_id")
+      .where("delivery_id", "=", deliveryId)
+      .executeTakeFirst();
+    if (seen) return this.#duplicateDelivery(seen.task_id, context.scope);
+    const waiting = await this.#db
+      .selectFrom("tasks")
+      .select(["id", "session_id", "workspace_id"])
+      .where("signal_id", "=", signal.signalId)
+      .where("run_state", "=", "waiting")
+      .executeTakeFirst();
+    if (!waiting || (context.scope !== undefined && waiting.workspace_id !== context.scope)) {
+      throw notFound("signal", signal.signalId);
+    }
+    const result = await this.#write(async (tx): Promise<DeliverResult | "duplicate"> => {
+      const session = await this.#lockSession(tx, waiting.session_id, undefined);
+      const recorded = await tx.db
+        .insertInto("signal_deliveries")
+        .values({
+          delivery_id: deliveryId,
+          signal_id: signal.signalId,
+          task_id: waiting.id,
+          payload: JSON.stringify(signal.payload ?? null),
+        })
+        .onConflict((oc) => oc.column("delivery_id").doNothing())
+        .returning("delivery_id")
+        .executeTakeFirst();
+      if (!recorded) return "duplicate";
+      const row = await this.#taskRow(tx.db, waiting.id, undefined);
+      if (row.run_state !== "waiting" || row.signal_id !== signal.signalId) {
+        throw notFound("signal", signal.signalId);
+      }
+      const meaning = classifySignal(signal.payload);
+      if (meaning.cancel) {
+        const canceled = await this.#cancelRow(tx, session, row, "canceled by signal", context);
+        await this.#saveSession(tx, session);
+        return { taskId: row.id, duplicate: false, task: canceled.task };
+      }
+      this.#emit(
+        tx,
+        signalEvent(
+          this.#scopeOf(session, context.actor),
+          meaning.eventKind,
+          row.id,
+          signal.signalId,
+          signal.payload,
+        ),
+      );
+      // Back in the queue at its original place; it becomes WORKING when claimed.
+      await tx.db
+        .updateTable("tasks")
+        .set({
+          run_state: "queued",
+          signal_id: null,
+          resume_payload: JSON.stringify(signal.payload ?? null),
+          updated_at: sql<Date>`now()`,
+        })
+        .where("id", "=", row.id)
+        .execute();
+      const claim = await this.#claimHead(tx, session, owner);
+      await this.#saveSession(tx, session);
+      const task =
+        claim?.task.id === row.id
+          ? claim.task
+          : toTask(await this.#taskRow(tx.db, row.id, undefined));
+      return { taskId: row.id, duplicate: false, task, ...(claim ? { claim } : {}) };
+    });
+    if (result === "duplicate") return this.#duplicateDelivery(waiting.id, context.scope);
+    return result;
+  }
+
+  async #duplicateDelivery(taskId: string, scope: string | undefined): Promise<DeliverResult> {
+    const row = await this.#db
+      .selectFrom("tasks")
+      .selectAll()
+      .where("id", "=", taskId)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) {
+      return { taskId: "", duplicate: true };
+    }
+    return { taskId, duplicate: true, task: toTask(row) };
+  }
+
+  // ------------------------------------------------------------ mailbox
+
+  async claimNext(sessionId: string, owner: string): Promise<Claim | undefined> {
+    return this.#write(async (tx) => {
+      const session = await this.#lockSession(tx, sessionId, undefined);
+      const claim = await this.#claimHead(tx, session, owner);
+      if (claim) await this.#saveSession(tx, session);
+      return claim;
+    });
+  }
+
+  async finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult> {
+    return this.#write(async (tx): Promise<FinishResult> => {
+      const session = await this.#lockSession(tx, claim.task.sessionId, undefined);
+      // This run's task and the head of the queue, in one read (under the session lock).
+      const rows = await tx.db
+        .selectFrom("tasks")
+        .selectAll()
+        .where("session_id", "=", session.id)
+        .where((eb) => eb.or([eb("id", "=", claim.task.id), eb("run_state", "=", "queued")]))
+        .orderBy(sql`id = ${claim.task.id}`, "desc")
+        .orderBy("queue_seq")
+        .limit(2)
+        .execute();
+      const row = rows[0]?.id === claim.task.id ? rows[0] : undefined;
+      const head = rows.find((r) => r.run_state === "queued" && r.id !== claim.task.id);
+      // Fencing: only the replica that still holds the claim may commit.
+      if (row?.run_state !== "running" || row.lease_owner !== owner) return { applied: false };
+      let updated: TaskRow;
+      if (row.status === TaskStatus.CANCELED) {
+        updated = await this.#finalize(tx, session, row, {
+          status: TaskStatus.CANCELED,
+          extra: outcome.messages,
+          note: "the turn was canceled",
+        });
+      } else {
+        updated = await this.#recordOutcome(tx, session, row, outcome);
+      }
+      const next = await this.#claimHead(tx, session, owner, head ? { head } : {});
+      const saved = await this.#saveSession(tx, session);
+      return {
+        applied: true,
+        task: toTask(updated),
+        transcriptLength: saved.messageCount,
+        ...(next ? { next } : {}),
+      };
+    });
+  }
+
+  /** Records how a WORKING task's run ended (the executor's result). */
+  async #recordOutcome(
+    tx: Tx,
+    session: LockedSession,
+    row: TaskRow,
+    outcome: RunOutcome,
+  ): Promise<TaskRow> {
+    const from = row.status as TaskStatus;
+    const scope = this.#scopeOf(session, agentActor(row.agent_id));
+    switch (outcome.status) {
+      case "completed": {
+        transition(from, TaskStatus.COMPLETED, row.id);
+        return this.#finalize(tx, session, row, {
+          status: TaskStatus.COMPLETED,
+          extra: outcome.messages,
+          note: "the turn ended without its result",
+          event: taskStatusEvent(scope, row.id, TaskStatus.COMPLETED, from, "completed"),
+        });
+      }
+      case "suspended": {
+        const to = transition(
+          from,
+          outcome.kind === "auth" ? TaskStatus.AUTH_REQUIRED : TaskStatus.INPUT_REQUIRED,
+          row.id,
+        );
+        const signalId = signalIdFor(row.id, outcome.signalLabel);
+        this.#emit(tx, taskStatusEvent(scope, row.id, to, from, `waiting for signal ${signalId}`));
+        const pending = row.suspension
+          ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
+          : [];
+        const suspension = create(SuspensionSchema, {
+          signalId,
+          metadata: outcome.metadata,
+          pendingMessages: [...pending, ...outcome.messages.map(withIds)],
+        });
+        const updated = await tx.db
+          .updateTable("tasks")
+          .set({
+            status: to,
+            run_state: "waiting",
+            suspension: toBinary(SuspensionSchema, suspension),
+            signal_id: signalId,
+            checkpoint: JSON.stringify(outcome.checkpoint ?? null),
+            resume_payload: null,
+            lease_owner: null,
+            lease_expires_at: null,
+            updated_at: sql<Date>`now()`,
+          })
+          .where("id", "=", row.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        tx.changed.set(row.id, updated);
+        return updated;
+      }
+      case "failed": {
+        transition(from, TaskStatus.FAILED, row.id);
+        const failure = {
+          category: outcome.category,
+          message: outcome.message,
+          retryable: outcome.retryable,
+        };
+        return this.#finalize(tx, session, row, {
+          status: TaskStatus.FAILED,
+          extra: outcome.messages,
+          note: "the turn failed",
+          failure,
+          event: taskStatusEvent(
+            scope,
+            row.id,
+            TaskStatus.FAILED,
+            from,
+            outcome.message,
+            create(ErrorDetailSchema, { reason: outcome.category, domain: "tasks.trellis.dev" }),
+          ),
+        });
+      }
+      case "cancelled": {
+        transition(from, TaskStatus.CANCELED, row.id);
+        return this.#finalize(tx, session, row, {
+          status: TaskStatus.CANCELED,
+          extra: outcome.messages,
+          note: "the turn was canceled",
+          event: taskStatusEvent(
+            scope,
+            row.id,
+            TaskStatus.CANCELED,
+            from,
+            "the agent canceled the turn",
+          ),
+        });
+      }
+    }
+  }
+
+  async renewLeases(owner: string, taskIds: readonly string[], leaseMs: number): Promise<string[]> {
+    if (taskIds.length === 0) return [];
+    const rows = await this.#db
+      .updateTable("tasks")
+      .set({ lease_expires_at: sql<Date>`now() + make_interval(secs => ${leaseMs / 1000})` })
+      .where("id", "in", [...taskIds])
+      .where("lease_owner", "=", owner)
+      .where("run_state", "=", "running")
+      .returning(["id", "status"])
+      .execute();
+    const held = new Map(rows.map((r) => [r.id, r.status]));
+    return taskIds.filter((id) => {
+      const status = held.get(id);
+      return status === undefined || status === TaskStatus.CANCELED;
+    });
+  }
+
+  async releaseRun(claim: Claim, owner: string, reason: string): Promise<void> {
+    await this.#write(async (tx) => {
+      const session = await this.#lockSession(tx, claim.task.sessionId, undefined);
+      const row = await tx.db
+        .selectFrom("tasks")
+        .selectAll()
+        .where("id", "=", claim.task.id)
+        .executeTakeFirst();
+      if (row?.run_state !== "running" || row.lease_owner !== owner) return;
+      await this.#recover(tx, session, row, reason);
+      await this.#saveSession(tx, session);
+    });
+  }
+
+  /** A run whose worker is gone: closed if canceled, re-queued when safe to retry, else failed. */
+  async #recover(tx: Tx, session: LockedSession, row: TaskRow, reason: string): Promise<void> {
+    const agent = await this.#loadAgent(tx, row.agent_id);
+    const safe = agent !== undefined && this.#safeToRetry(agent);
+    const action = recoveryAction({ canceled: row.status === TaskStatus.CANCELED }, safe);
+    const scope = this.#scopeOf(session);
+    switch (action) {
+      case "finalize_canceled":
+        await this.#finalize(tx, session, row, {
+          status: TaskStatus.CANCELED,
+          extra: [],
+          note: "the turn was canceled",
+        });
+        return;
+      case "requeue":
+        this.#emit(
+          tx,
+          taskNoteEvent(
+            scope,
+            row.id,
+            row.status as TaskStatus,
+            `re-queued: ${reason}; agent ${row.agent_id} is safe to retry`,
+          ),
+        );
+        await tx.db
+          .updateTable("tasks")
+          .set({
+            run_state: "queued",
+            lease_owner: null,
+            lease_expires_at: null,
+            updated_at: sql<Date>`now()`,
+          })
+          .where("id", "=", row.id)
+          .execute();
+        tx.changed.set(row.id, undefined);
+        return;
+      case "fail": {
+        const from = row.status as TaskStatus;
+        transition(from, TaskStatus.FAILED, row.id);
+        const message = `${reason}; agent ${row.agent_id} is not safe to retry, so the turn was not run again`;
+        await this.#finalize(tx, session, row, {
+          status: TaskStatus.FAILED,
+          extra: [],
+          note: "the worker running the turn was lost",
+          failure: { category: "worker_lost", message, retryable: true },
+          event: taskStatusEvent(
+            scope,
+            row.id,
+            TaskStatus.FAILED,
+            from,
+            message,
+            create(ErrorDetailSchema, { reason: "worker_lost", domain: "tasks.trellis.dev" }),
+          ),
+        });
+        return;
+      }
+    }
+  }
+
+  async recoverExpired(owner: string, limit: number): Promise<Claim[]> {
+    const expired = await this.#db
+      .selectFrom("tasks")
+      .select(["id", "session_id"])
+      .where("run_state", "=", "running")
+      .where("lease_expires_at", "<", sql<Date>`now()`)
+      .limit(limit)
+      .execute();
+    const claims: Claim[] = [];
+    for (const candidate of expired) {
+      const claim = await this.#write(async (tx) => {
+        const session = await this.#lockSession(tx, candidate.session_id, undefined);
+        const row = await tx.db
+          .selectFrom("tasks")
+          .selectAll()
+          .where("id", "=", candidate.id)
+          .where("run_state", "=", "running")
+          .where("lease_expires_at", "<", sql<Date>`now()`)
+          .executeTakeFirst();
+        if (!row) return undefined;
+        await this.#recover(
+          tx,
+          session,
+          row,
+          `its worker ${row.lease_owner ?? "?"} was lost (lease expired)`,
+        );
+        const next = await this.#claimHead(tx, session, owner);
+        await this.#saveSession(tx, session);
+        return next;
+      });
+      if (claim) claims.push(claim);
+    }
+    return claims;
+  }
+
+  async sessionsWithQueuedWork(limit: number): Promise<string[]> {
+    const rows = await this.#db
+      .selectFrom("tasks as q")
+      .select("q.session_id")
+      .distinct()
+      .where("q.run_state", "=", "queued")
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("tasks as r")
+              .select("r.id")
+              .whereRef("r.session_id", "=", "q.session_id")
+              .where("r.run_state", "=", "running"),
+          ),
+        ),
+      )
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.session_id);
+  }
+
+  async loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]> {
+    if (to <= from) return [];
+    let query = this.#db
+      .selectFrom("messages")
+      .select("body")
+      .where("session_id", "=", sessionId)
+      .where("position", "<", to)
+      .orderBy("position");
+    if (from > 0n) query = query.where("position", ">=", from);
+    const rows = await query.execute();
+    return rows.map((r) => fromBinary(MessageSchemaForInput, r.body));
+  }
+
+  // ------------------------------------------------------------ events
+
+  async findEvent(id: string, scope?: string): Promise<Event | undefined> {
+    const row = await outboxTables(this.#kysely, this.#outboxSchema)
+      .selectFrom("outbox")
+      .select(["body", "workspace_id"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) return undefined;
+    return fromBinary(EventSchema, row.body);
+  }
+
+  // ------------------------------------------------------------ outcomes
+
+  async getOutcome(id: string, scope?: string): Promise<Outcome> {
+    const row = await this.#db
+      .selectFrom("outcomes")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("outcome", id);
+    return toOutcome(row);
+  }
+
+  async listOutcomes(
+    filter: ResourceFilter,
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<Outcome>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    const workspace = scope ?? filter.workspaceId;
+    let query = this.#db
+      .selectFrom("outcomes")
+      .selectAll()
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (workspace) query = query.where("workspace_id", "=", workspace);
+    if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
+    if (filter.taskId) query = query.where("task_id", "=", filter.taskId);
+    return paged(await query.execute(), limit, (r) => r.seq, toOutcome);
+  }
+
+  // ------------------------------------------------------------ artifacts
+
+  async registerArtifact(
+    artifact: Artifact,
+    content: Uint8Array,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Artifact> {
+    const workspaceId = this.#workspaceFor(artifact.workspaceId, context);
+    if (content.length === 0 && !artifact.uri) {
+      throw invalidRequest("an artifact needs content or a uri", "content");
+    }
+    if (content.length > this.#maxArtifactBytes) {
+      throw payloadTooLarge(
+        `artifact content is ${content.length} bytes; the limit is ${this.#maxArtifactBytes} (register larger content by uri)`,
+        "content",
+      );
+    }
+    const id = newId("art");
+    const sha256 =
+      content.length > 0
+        ? `sha256:${createHash("sha256").update(content).digest("hex")}`
+        : artifact.sha256;
+    const createdId = await this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(workspaceId, context, "RegisterArtifact", ""),
+        idempotency,
+        id,
+      );
+      if (earlier) return earlier;
+      await this.#ensureWorkspace(tx, workspaceId);
+      if (artifact.sessionId) {
+        const session = await tx.db
+          .selectFrom("sessions")
+          .select("workspace_id")
+          .where("id", "=", artifact.sessionId)
+          .executeTakeFirst();
+        if (!session || session.workspace_id !== workspaceId)
+          throw notFound("session", artifact.sessionId);
+      }
+      if (artifact.taskId) {
+        const task = await tx.db
+          .selectFrom("tasks")
+          .select(["workspace_id", "session_id"])
+          .where("id", "=", artifact.taskId)
+          .executeTakeFirst();
+        if (!task || task.workspace_id !== workspaceId) throw notFound("task", artifact.taskId);
+        if (artifact.sessionId && task.session_id !== artifact.sessionId) {
+          throw invalidRequest("the task is not in that session", "artifact.task_id");
+        }
+      }
+      await tx.db
+        .insertInto("artifacts")
+        .values({
+          id,
+          workspace_id: workspaceId,
+          session_id: artifact.sessionId,
+          task_id: artifact.taskId,
+          kind: artifact.kind === ArtifactKind.UNSPECIFIED ? ArtifactKind.OTHER : artifact.kind,
+          name: artifact.name,
+          mime_type: artifact.mimeType || "application/octet-stream",
+          uri: artifact.uri,
+          visibility: artifact.visibility,
+          sha256,
+          size_bytes: content.length > 0 ? BigInt(content.length) : artifact.sizeBytes,
+          content: content.length > 0 ? content : null,
+          metadata: jsonText(artifact.metadata),
+        })
+        .execute();
+      this.#emit(
+        tx,
+        dataEvent(
+          { workspaceId, sessionId: artifact.sessionId, actor: context.actor },
+          "artifact.created",
+          { object: "artifact", id },
+          artifact.taskId,
+          { artifact_id: id, name: artifact.name, sha256, size_bytes: String(content.length) },
+        ),
+      );
+      return id;
+    });
+    return this.getArtifact(createdId, context.scope);
+  }
+
+  async getArtifact(id: string, scope?: string): Promise<Artifact> {
+    const row = await this.#db
+      .selectFrom("artifacts")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("artifact", id);
+    return toArtifact(row);
+  }
+
+  async listArtifacts(
+    filter: ResourceFilter,
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<Artifact>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    const workspace = scope ?? filter.workspaceId;
+    let query = this.#db
+      .selectFrom("artifacts")
+      .select([
+        "seq",
+        "id",
+        "workspace_id",
+        "session_id",
+        "task_id",
+        "kind",
+        "name",
+        "mime_type",
+        "uri",
+        "visibility",
+        "sha256",
+        "size_bytes",
+        "metadata",
+        "created_at",
+      ])
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    if (workspace) query = query.where("workspace_id", "=", workspace);
+    if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
+    if (filter.taskId) query = query.where("task_id", "=", filter.taskId);
+    return paged(await query.execute(), limit, (r) => r.seq, toArtifact);
+  }
+
+  async getArtifactContent(
+    id: string,
+    scope?: string,
+  ): Promise<{ content: Uint8Array; mimeType: string }> {
+    const row = await this.#db
+      .selectFrom("artifacts")
+      .select(["workspace_id", "content", "mime_type"])
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("artifact", id);
+    return { content: row.content ?? new Uint8Array(0), mimeType: row.mime_type };
+  }
+
+  /** The database this store runs on (for LISTEN and health). */
+  get database(): Database<unknown> {
+    return this.#database;
+  }
+}

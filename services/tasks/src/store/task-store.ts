@@ -1,0 +1,261 @@
+/**
+ * The port of the tasks service's system of record. One implementation,
+ * {@link PostgresTaskStore}, runs on PostgreSQL and on PGlite alike.
+ *
+ * Every write is one transaction that commits the state change, the events
+ * describing it (transactional outbox) and, where the mailbox allows, the
+ * claim of the session's next turn — so a turn costs two transactions
+ * (submit, finish) and nothing is half-done after a crash.
+ *
+ * Workspace scoping: every method taking a `scope` treats resources outside
+ * that workspace as absent (`resource_not_found`). An undefined scope is an
+ * internal, trusted call.
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { Actor, Event, Message, TaskStatus } from "@trellis/contracts/core";
+import type {
+  Agent,
+  Artifact,
+  BusyPolicy,
+  Outcome,
+  Session,
+  SessionMessage,
+  Task,
+  Workspace,
+} from "@trellis/contracts/tasks";
+import type { RunOutcome } from "../domain/run.js";
+
+/** Who writes, and the workspace they are confined to (undefined: internal call). */
+export interface WriteContext {
+  actor: Actor;
+  scope?: string;
+}
+
+/** An idempotency key and the hash of the request it came with. */
+export interface Idempotency {
+  key: string;
+  /** Hash of the request without the key: same key + other hash → `idempotency_key_reused`. */
+  requestHash: string;
+}
+
+/** A page request: `pageSize` 1…1000 (0 = default 100), opaque `pageToken`. */
+export interface PageRequest {
+  pageSize: number;
+  pageToken: string;
+}
+
+/** A page of results; `nextPageToken` is empty on the last page. */
+export interface Page<T> {
+  items: T[];
+  nextPageToken: string;
+}
+
+/**
+ * A run this replica claimed: it holds the session's mailbox under a lease
+ * until it calls {@link TaskStore.finishRun} (or the lease runs out).
+ */
+export interface Claim {
+  task: Task;
+  agent: Agent;
+  /** Whether a lost worker's run of this agent may simply run again. */
+  safeToRetry: boolean;
+  /** The turn's history is the transcript before this position (the input sits here). */
+  inputPosition: bigint;
+  /** Changes whenever the session's transcript is cut (truncate): cached history is stale then. */
+  transcriptEpoch: bigint;
+  /** Set when continuing a suspended task. */
+  resume?: { checkpoint: JsonValue; payload: JsonValue };
+  leaseOwner: string;
+}
+
+/** What SubmitTask produced. */
+export interface SubmitResult {
+  task: Task;
+  /** True when an earlier submit with the same idempotency key created it. */
+  replayed: boolean;
+  /** Set when the task was claimed at once: run it now. */
+  claim?: Claim;
+  /** A running task this submit interrupted (BUSY_POLICY_INTERRUPT). */
+  interrupted?: string;
+}
+
+/** What finishing a run did. */
+export interface FinishResult {
+  /** False when the run had lost its claim (canceled and finalized elsewhere, lease taken over). */
+  applied: boolean;
+  task?: Task;
+  /** The session's transcript length after the run's output was appended. */
+  transcriptLength?: bigint;
+  /** The session's next turn, claimed in the same transaction. */
+  next?: Claim;
+}
+
+/** What delivering a signal did. */
+export interface DeliverResult {
+  taskId: string;
+  duplicate: boolean;
+  task?: Task;
+  /** The resumed task, claimed at once when the mailbox was free. */
+  claim?: Claim;
+  /** A task that must be aborted where it runs (a cancel signal to a running task). */
+  abort?: string;
+}
+
+/** What canceling did. */
+export interface CancelResult {
+  task: Task;
+  /** The task is still held by a runner, which must be aborted. */
+  running: boolean;
+  /** The next turn, claimed because the canceled task had been queued ahead of it. */
+  claim?: Claim;
+}
+
+/** Fields of a new session. */
+export interface NewSession {
+  sessionId?: string;
+  workspaceId?: string;
+  agentId?: string;
+  initialMessages: Message[];
+  metadata?: Record<string, JsonValue>;
+  idempotency?: Idempotency;
+}
+
+/** Fields of a new task. */
+export interface NewTask {
+  sessionId: string;
+  agentId: string;
+  input: Message;
+  busyPolicy: BusyPolicy;
+  parentTaskId: string;
+  metadata?: Record<string, JsonValue>;
+  createSession: boolean;
+  workspaceId: string;
+  idempotency?: Idempotency;
+}
+
+/** A filter of ListTasks. */
+export interface TaskFilter {
+  workspaceId?: string;
+  sessionId?: string;
+  statuses: TaskStatus[];
+}
+
+/** A filter of ListOutcomes / ListArtifacts. */
+export interface ResourceFilter {
+  workspaceId?: string;
+  sessionId?: string;
+  taskId?: string;
+}
+
+/** The system of record of workspaces, agents, sessions, transcripts, tasks, outcomes and artifacts. */
+export interface TaskStore {
+  createWorkspace(
+    workspace: Workspace,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Workspace>;
+  getWorkspace(id: string, scope?: string): Promise<Workspace>;
+  listWorkspaces(page: PageRequest, scope?: string): Promise<Page<Workspace>>;
+
+  /** Stores an agent whose definition the executor already accepted. */
+  createAgent(
+    agent: Agent,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Agent>;
+  getAgent(id: string, scope?: string): Promise<Agent>;
+  listAgents(workspaceId: string, page: PageRequest, scope?: string): Promise<Page<Agent>>;
+
+  createSession(input: NewSession, context: WriteContext): Promise<Session>;
+  getSession(id: string, scope?: string): Promise<Session>;
+  listSessions(workspaceId: string, page: PageRequest, scope?: string): Promise<Page<Session>>;
+  /** CLOSED; cancels the session's unfinished tasks. Returns the ids of tasks still running (to abort). */
+  closeSession(
+    id: string,
+    reason: string,
+    context: WriteContext,
+  ): Promise<{ session: Session; abort: string[] }>;
+  forkSession(
+    input: {
+      sessionId: string;
+      atEventId: string;
+      atMessageCount: bigint;
+      branchId: string;
+      metadata?: Record<string, JsonValue>;
+      idempotency?: Idempotency;
+    },
+    context: WriteContext,
+  ): Promise<Session>;
+  truncateSession(
+    id: string,
+    keepTurns: bigint,
+    context: WriteContext,
+  ): Promise<{ session: Session; dropped: bigint }>;
+  appendMessage(
+    sessionId: string,
+    message: Message,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<SessionMessage>;
+  listMessages(
+    sessionId: string,
+    filter: { taskId: string },
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<SessionMessage>>;
+  getMessage(id: string, scope?: string): Promise<SessionMessage>;
+
+  /** Accepts a task durably; claims it at once when its session's mailbox is free. */
+  submitTask(input: NewTask, context: WriteContext, owner: string): Promise<SubmitResult>;
+  getTask(id: string, scope?: string): Promise<Task>;
+  listTasks(filter: TaskFilter, page: PageRequest, scope?: string): Promise<Page<Task>>;
+  cancelTask(
+    id: string,
+    reason: string,
+    context: WriteContext,
+    owner: string,
+  ): Promise<CancelResult>;
+  /** Records a signal for the task waiting on `signalId` (once per delivery id) and re-queues it. */
+  deliverSignal(
+    signal: { signalId: string; deliveryId: string; payload: JsonValue },
+    context: WriteContext,
+    owner: string,
+  ): Promise<DeliverResult>;
+
+  /** Claims the session's next turn if its mailbox is free. */
+  claimNext(sessionId: string, owner: string): Promise<Claim | undefined>;
+  /** Records how a claimed run ended and claims the session's next turn. */
+  finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult>;
+  /**
+   * Extends the leases `owner` holds on `taskIds`; returns the ids it no
+   * longer holds or that were canceled meanwhile (their runs must stop).
+   */
+  renewLeases(owner: string, taskIds: readonly string[], leaseMs: number): Promise<string[]>;
+  /** Gives a claimed run back (shutdown): re-queued when safe to retry, else failed. */
+  releaseRun(claim: Claim, owner: string, reason: string): Promise<void>;
+  /** Recovers runs whose lease expired; returns the turns it claimed for `owner` meanwhile. */
+  recoverExpired(owner: string, limit: number): Promise<Claim[]>;
+  /** Sessions with queued turns and a free mailbox (missed wake-ups, crashed submitters). */
+  sessionsWithQueuedWork(limit: number): Promise<string[]>;
+  /** The transcript's messages at positions `from` ≤ p < `to`, in order. */
+  loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]>;
+
+  /** An event of this service's outbox by id, with its session (for scoping). */
+  findEvent(id: string, scope?: string): Promise<Event | undefined>;
+
+  getOutcome(id: string, scope?: string): Promise<Outcome>;
+  listOutcomes(filter: ResourceFilter, page: PageRequest, scope?: string): Promise<Page<Outcome>>;
+
+  registerArtifact(
+    artifact: Artifact,
+    content: Uint8Array,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Artifact>;
+  getArtifact(id: string, scope?: string): Promise<Artifact>;
+  listArtifacts(filter: ResourceFilter, page: PageRequest, scope?: string): Promise<Page<Artifact>>;
+  getArtifactContent(
+    id: string,
+    scope?: string,
+  ): Promise<{ content: Uint8Array; mimeType: string }>;
+}

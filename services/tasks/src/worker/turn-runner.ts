@@ -1,0 +1,413 @@
+/**
+ * The mailbox's engine in one replica: runs the turns this replica claimed,
+ * one session at a time, and keeps the mailbox moving.
+ *
+ * - A turn runs right after the transaction that claimed it commits (submit,
+ *   signal, or the previous turn's finish): no polling on the hot path.
+ * - While a turn runs, its lease is renewed every third of the lease; a renew
+ *   that finds the task canceled (or the claim lost) aborts the backend. A
+ *   cancel committed by another replica also NOTIFYs, which triggers the
+ *   renew at once.
+ * - Every sweep interval (and at start) it recovers expired leases and claims
+ *   queued turns nobody claimed — the cross-replica fallback.
+ * - It consumes the signal bus (group "tasks"), so a signal published there
+ *   by anyone reaches the waiting task.
+ *
+ * The database decides who runs what (see PostgresTaskStore); this class only
+ * executes what it was granted.
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
+import type { Message } from "@trellis/contracts/core";
+import type { SignalBus } from "@trellis/eventlog";
+import { isTrellisError, type Logger } from "@trellis/runtime";
+import type { Database, Unlisten } from "@trellis/storage";
+import { SYSTEM_ACTOR } from "../domain/events.js";
+import type { RunOutcome } from "../domain/run.js";
+import type { Claim, TaskStore } from "../store/task-store.js";
+import { TranscriptCache } from "./transcript-cache.js";
+
+/** Options of {@link TurnRunner}. */
+export interface TurnRunnerOptions {
+  store: TaskStore;
+  executor: AgentExecutor;
+  /** This replica's id (the lease owner). */
+  owner: string;
+  leaseMs: number;
+  sweepMs: number;
+  cancelGraceMs: number;
+  /** Longest a turn may run before it is aborted and failed (`timeout`). */
+  turnTimeoutMs?: number;
+  shutdownGraceMs: number;
+  logger: Logger;
+  /** Signal bus to consume (group "tasks"); omitted in tests that do not need it. */
+  signals?: SignalBus;
+  /** LISTEN for cancels committed elsewhere: database and channel. */
+  cancelNotifications?: { database: Database<unknown>; channel: string };
+}
+
+interface LocalRun {
+  claim: Claim;
+  abort: AbortController;
+  /** Aborted by shutdown: hand the claim back instead of recording a result. */
+  shutdown: boolean;
+}
+
+function delay(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** Runs claimed turns through the executor and records their outcome. */
+export class TurnRunner {
+  readonly #o: TurnRunnerOptions;
+  readonly #runs = new Map<string, LocalRun>();
+  readonly #transcripts = new TranscriptCache();
+  readonly #drives = new Set<Promise<void>>();
+  readonly #stop = new AbortController();
+  #started = false;
+  #heartbeat: NodeJS.Timeout | undefined;
+  #renewing: Promise<void> | undefined;
+  #renewAgain = false;
+  #loops: Promise<void>[] = [];
+  #unlisten: Unlisten | undefined;
+
+  constructor(options: TurnRunnerOptions) {
+    this.#o = options;
+  }
+
+  /** Turns running in this replica. */
+  get running(): number {
+    return this.#runs.size;
+  }
+
+  /** Whether this replica runs the task now. */
+  isRunning(taskId: string): boolean {
+    return this.#runs.has(taskId);
+  }
+
+  /** Run a claimed turn now (and the session's following turns, as they are claimed). */
+  dispatch(claim: Claim | undefined): void {
+    if (!claim) return;
+    if (this.#stop.signal.aborted) {
+      void this.#release(claim, "the replica is shutting down");
+      return;
+    }
+    if (this.#runs.has(claim.task.id)) {
+      this.#o.logger.warn("turn already running here; ignoring a second claim", {
+        task_id: claim.task.id,
+      });
+      return;
+    }
+    const run: LocalRun = { claim, abort: new AbortController(), shutdown: false };
+    this.#runs.set(claim.task.id, run);
+    const drive = this.#drive(run);
+    this.#drives.add(drive);
+    void drive.finally(() => this.#drives.delete(drive));
+  }
+
+  /** Abort a turn running here (its task was canceled in this replica). */
+  abort(taskId: string, reason: string): void {
+    this.#runs.get(taskId)?.abort.abort(new Error(reason));
+  }
+
+  /** Check now whether runs here were canceled elsewhere (called on NOTIFY). */
+  checkRuns(): void {
+    if (this.#renewing) {
+      this.#renewAgain = true;
+      return;
+    }
+    this.#renewing = this.#renew().finally(() => {
+      this.#renewing = undefined;
+      if (this.#renewAgain) {
+        this.#renewAgain = false;
+        this.checkRuns();
+      }
+    });
+  }
+
+  async #renew(): Promise<void> {
+    const ids = [...this.#runs.keys()];
+    if (ids.length === 0) return;
+    try {
+      const lost = await this.#o.store.renewLeases(this.#o.owner, ids, this.#o.leaseMs);
+      for (const id of lost) this.abort(id, "the task was canceled or its claim was lost");
+    } catch (error) {
+      this.#o.logger.warn("renewing turn leases failed; retrying", { error: String(error) });
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) return;
+    this.#started = true;
+    const { cancelNotifications, signals } = this.#o;
+    if (cancelNotifications) {
+      try {
+        this.#unlisten = await cancelNotifications.database.listen(
+          cancelNotifications.channel,
+          () => this.checkRuns(),
+        );
+      } catch (error) {
+        this.#o.logger.warn("listening for cancels failed; relying on lease renewal", {
+          error: String(error),
+        });
+      }
+    }
+    this.#heartbeat = setInterval(
+      () => this.checkRuns(),
+      Math.max(50, Math.floor(this.#o.leaseMs / 3)),
+    );
+    this.#heartbeat.unref();
+    // Pick up what a previous incarnation or a crashed replica left behind.
+    await this.#sweep();
+    this.#loops.push(this.#sweepLoop());
+    if (signals) this.#loops.push(this.#consumeSignals(signals));
+  }
+
+  async #sweepLoop(): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      await delay(this.#o.sweepMs, this.#stop.signal);
+      if (this.#stop.signal.aborted) return;
+      await this.#sweep();
+    }
+  }
+
+  async #sweep(): Promise<void> {
+    const { store, owner, logger } = this.#o;
+    try {
+      for (const claim of await store.recoverExpired(owner, 50)) this.dispatch(claim);
+      for (const sessionId of await store.sessionsWithQueuedWork(50)) {
+        if (this.#stop.signal.aborted) return;
+        this.dispatch(await store.claimNext(sessionId, owner));
+      }
+    } catch (error) {
+      logger.warn("mailbox sweep failed; retrying next round", { error: String(error) });
+    }
+  }
+
+  async #consumeSignals(signals: SignalBus): Promise<void> {
+    while (!this.#stop.signal.aborted) {
+      try {
+        for await (const signal of signals.subscribe({
+          prefix: "",
+          group: "tasks",
+          signal: this.#stop.signal,
+        })) {
+          await this.#applySignal(signal.signalId, signal.deliveryId, signal.payload);
+          await signal.ack();
+        }
+      } catch (error) {
+        if (this.#stop.signal.aborted) return;
+        this.#o.logger.warn("signal subscription failed; resubscribing", { error: String(error) });
+        await delay(1000, this.#stop.signal);
+      }
+    }
+  }
+
+  /** A signal from the bus: apply it (a no-op when the RPC already did) and run what it woke. */
+  async #applySignal(signalId: string, deliveryId: string, payload: JsonValue): Promise<void> {
+    try {
+      const result = await this.#o.store.deliverSignal(
+        { signalId, deliveryId, payload },
+        { actor: SYSTEM_ACTOR },
+        this.#o.owner,
+      );
+      if (result.abort) this.abort(result.abort, "canceled by signal");
+      this.dispatch(result.claim);
+    } catch (error) {
+      // Signals for other consumers, or for tasks no longer waiting, are not ours.
+      if (isTrellisError(error) && error.reason === "resource_not_found") return;
+      throw error;
+    }
+  }
+
+  async #drive(first: LocalRun): Promise<void> {
+    let run: LocalRun | undefined = first;
+    while (run) {
+      let next: Claim | undefined;
+      try {
+        next = await this.#runOne(run);
+      } catch (error) {
+        // The claim stays in the database; its lease runs out and recovery takes over.
+        this.#o.logger.error("recording a turn failed; recovery will take it over", {
+          task_id: run.claim.task.id,
+          error,
+        });
+      } finally {
+        this.#runs.delete(run.claim.task.id);
+      }
+      run = undefined;
+      if (!next) return;
+      if (this.#stop.signal.aborted) {
+        await this.#release(next, "the replica is shutting down");
+        return;
+      }
+      run = { claim: next, abort: new AbortController(), shutdown: false };
+      this.#runs.set(next.task.id, run);
+    }
+  }
+
+  async #runOne(run: LocalRun): Promise<Claim | undefined> {
+    const { store, owner } = this.#o;
+    const { claim } = run;
+    // Storage trouble is not the agent's failure: retried, and if it persists
+    // the claim's lease runs out and recovery takes the turn over.
+    const history = await this.#retry(() =>
+      this.#transcripts.history(
+        (sessionId, from, to) => store.loadTranscript(sessionId, from, to),
+        claim.task.sessionId,
+        claim.transcriptEpoch,
+        claim.inputPosition,
+      ),
+    );
+    let outcome: RunOutcome;
+    try {
+      outcome = await this.#execute(run, history);
+    } catch (error) {
+      // Never stuck WORKING: a backend that throws fails the turn.
+      outcome = {
+        status: "failed",
+        messages: [],
+        category: "internal_error",
+        message: `the agent backend failed: ${error instanceof Error ? error.message : String(error)}`,
+        retryable: false,
+      };
+    }
+    if (run.shutdown) {
+      await this.#release(claim, "the replica shut down while the turn ran");
+      return undefined;
+    }
+    // A retry after a commit whose answer was lost is fenced off: applied once.
+    const result = await this.#retry(() => store.finishRun(claim, outcome, owner));
+    const output = result.task?.output ?? [];
+    if (
+      result.applied &&
+      claim.task.input &&
+      result.transcriptLength === claim.inputPosition + 1n + BigInt(output.length)
+    ) {
+      // The input and this turn's output are the transcript's tail: no need to read them back.
+      this.#transcripts.extend(claim.task.sessionId, claim.transcriptEpoch, claim.inputPosition, [
+        claim.task.input,
+        ...output,
+      ]);
+    }
+    return result.next;
+  }
+
+  async #retry<T>(work: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (attempt >= 3 || this.#stop.signal.aborted) throw error;
+        this.#o.logger.warn("storage call failed; retrying", { attempt, error: String(error) });
+        await delay(50 * 4 ** (attempt - 1));
+      }
+    }
+  }
+
+  #execute(run: LocalRun, history: readonly Message[]): Promise<RunOutcome> {
+    const { claim } = run;
+    const task = claim.task;
+    const request: ExecutionRequest = {
+      taskId: task.id,
+      sessionId: task.sessionId,
+      workspaceId: task.workspaceId,
+      agent: {
+        id: claim.agent.id,
+        backend: claim.agent.backend,
+        definition: claim.agent.definition ?? {},
+        tools: claim.agent.tools,
+      },
+      history,
+      input: task.input as Message,
+      signal: run.abort.signal,
+      ...(claim.resume ? { resume: claim.resume } : {}),
+    };
+    let timedOut = false;
+    const limit = this.#o.turnTimeoutMs;
+    const deadline =
+      limit === undefined
+        ? undefined
+        : setTimeout(() => {
+            timedOut = true;
+            run.abort.abort(new Error(`the turn ran longer than ${limit} ms`));
+          }, limit);
+    // A turn stopped by its deadline failed (retryably); other aborts are cancels.
+    const asTimeout = (result: RunOutcome): RunOutcome =>
+      timedOut && result.status === "cancelled"
+        ? {
+            status: "failed",
+            messages: result.messages,
+            category: "timeout",
+            message: `the turn ran longer than ${limit} ms and was stopped`,
+            retryable: true,
+          }
+        : result;
+    return new Promise<RunOutcome>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const settle = () => {
+        clearTimeout(timer);
+        clearTimeout(deadline);
+        run.abort.signal.removeEventListener("abort", onAbort);
+      };
+      // A canceled backend gets a grace period to return its partial output.
+      const onAbort = () => {
+        timer = setTimeout(() => {
+          settle();
+          resolve(asTimeout({ status: "cancelled", messages: [] }));
+        }, this.#o.cancelGraceMs);
+      };
+      if (run.abort.signal.aborted) onAbort();
+      else run.abort.signal.addEventListener("abort", onAbort, { once: true });
+      this.#o.executor.execute(request).then(
+        (result) => {
+          settle();
+          resolve(asTimeout(result));
+        },
+        (error: unknown) => {
+          settle();
+          reject(error);
+        },
+      );
+    });
+  }
+
+  async #release(claim: Claim, reason: string): Promise<void> {
+    try {
+      await this.#o.store.releaseRun(claim, this.#o.owner, reason);
+    } catch (error) {
+      this.#o.logger.warn("handing a turn back failed; its lease will expire", {
+        task_id: claim.task.id,
+        error: String(error),
+      });
+    }
+  }
+
+  /** Stop: wait for running turns (up to the grace), then abort and hand back the rest. */
+  async stop(): Promise<void> {
+    if (this.#stop.signal.aborted) return;
+    this.#stop.abort(new Error("stopping"));
+    clearInterval(this.#heartbeat);
+    await this.#unlisten?.().catch(() => {});
+    await Promise.race([Promise.allSettled([...this.#drives]), delay(this.#o.shutdownGraceMs)]);
+    for (const run of this.#runs.values()) {
+      run.shutdown = true;
+      run.abort.abort(new Error("the replica is shutting down"));
+    }
+    await Promise.race([
+      Promise.allSettled([...this.#drives]),
+      delay(this.#o.cancelGraceMs + 1000),
+    ]);
+    await Promise.allSettled(this.#loops);
+    await this.#renewing;
+  }
+}

@@ -1,0 +1,149 @@
+/** Messages, agents and waits the suites share. */
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { ConnectError } from "@connectrpc/connect";
+import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
+import type { Task } from "@trellis/contracts/tasks";
+import { errorDetailOf } from "@trellis/runtime";
+import { expect } from "vitest";
+import type { TasksClients } from "./harness.js";
+
+/** A one-text-part message. */
+export function text(value: string, role: Role = Role.USER): Message {
+  return create(MessageSchema, {
+    role,
+    parts: [{ kind: { case: "text", value: { text: value } } }],
+  });
+}
+
+/** The text of a message's text parts. */
+export function textOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : []))
+    .join("");
+}
+
+/** Scripted graph: greet, wait for approval, then done / nope. */
+export const APPROVAL_GRAPH: JsonObject = {
+  entry: "greet",
+  nodes: {
+    greet: { update: { messages: [{ role: "assistant", content: "Hello {{input}}" }] } },
+    approve: { suspend: { signal_id: "approval", metadata: { tool: "deploy" } } },
+    done: { update: { messages: [{ role: "assistant", content: "approved: {{signal}}" }] } },
+    nope: { raise: { category: "provider_invalid_request", message: "denied" } },
+  },
+  edges: [
+    { from: "greet", to: "approve" },
+    { from: "approve", to: "done", when: { path: "approved", equals: true } },
+    { from: "approve", to: "nope" },
+  ],
+};
+
+/** Scripted graph: asks for a tool (assistant tool call), then waits for an auth signal. */
+export const TOOL_AUTH_GRAPH: JsonObject = {
+  entry: "call",
+  nodes: {
+    call: {
+      update: {
+        messages: [
+          {
+            role: "assistant",
+            tool_calls: [{ id: "call_deploy", name: "deploy", arguments: { env: "prod" } }],
+          },
+        ],
+      },
+    },
+    wait: { suspend: { signal_id: "oauth", kind: "auth", metadata: { provider: "github" } } },
+    result: {
+      update: {
+        messages: [
+          { role: "tool", tool_call_id: "call_deploy", content: "deployed" },
+          { role: "assistant", content: "Deployed." },
+        ],
+      },
+    },
+  },
+  edges: [
+    { from: "call", to: "wait" },
+    { from: "wait", to: "result" },
+  ],
+};
+
+/** Scripted graph: fails at once. */
+export const FAILING_GRAPH: JsonObject = {
+  entry: "boom",
+  nodes: {
+    boom: { raise: { category: "provider_invalid_request", message: "the model refused" } },
+  },
+};
+
+/** Scripted graph: echoes after `ms` milliseconds (abortable). */
+export function slowEcho(ms: number): JsonObject {
+  return {
+    entry: "reply",
+    nodes: {
+      reply: { update: { messages: [{ role: "assistant", content: "{{input}}" }], delay_ms: ms } },
+    },
+  };
+}
+
+/** Create an agent and return its id. */
+export async function createAgent(
+  clients: TasksClients,
+  name: string,
+  backend: string,
+  definition: JsonObject,
+  extra: { workspaceId?: string; safeToRetry?: boolean } = {},
+): Promise<string> {
+  const { agent } = await clients.agents.createAgent({
+    agent: {
+      name,
+      backend,
+      definition,
+      workspaceId: extra.workspaceId ?? "",
+      safeToRetry: extra.safeToRetry ?? false,
+    },
+  });
+  return agent?.id as string;
+}
+
+/** Watch a task until `until` holds (or the stream ends); returns every status seen. */
+export async function watchUntil(
+  clients: TasksClients,
+  taskId: string,
+  until: (task: Task) => boolean = (t) =>
+    t.status === TaskStatus.COMPLETED ||
+    t.status === TaskStatus.FAILED ||
+    t.status === TaskStatus.CANCELED,
+  options: { untilSettled?: boolean; timeoutMs?: number } = {},
+): Promise<{ task: Task; seen: TaskStatus[] }> {
+  const seen: TaskStatus[] = [];
+  let last: Task | undefined;
+  const signal = AbortSignal.timeout(options.timeoutMs ?? 20_000);
+  for await (const response of clients.tasks.watchTask(
+    { taskId, untilSettled: options.untilSettled ?? false },
+    { signal },
+  )) {
+    const task = response.task as Task;
+    last = task;
+    if (seen.at(-1) !== task.status) seen.push(task.status);
+    if (until(task)) break;
+  }
+  if (!last) throw new Error(`no update for ${taskId}`);
+  return { task: last, seen };
+}
+
+/** Assert a call fails with a Connect error carrying `reason`; returns the error. */
+export async function expectReason(
+  promise: Promise<unknown>,
+  reason: string,
+): Promise<ConnectError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConnectError);
+    const detail = errorDetailOf(error as ConnectError);
+    expect(detail?.reason, (error as Error).message).toBe(reason);
+    return error as ConnectError;
+  }
+  throw new Error(`expected a failure with reason ${reason}`);
+}

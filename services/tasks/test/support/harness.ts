@@ -1,0 +1,176 @@
+/**
+ * How the shared suite reaches a tasks service: over a real transport (gRPC
+ * over h2c), embedded (PGlite + in-process log) or distributed (PostgreSQL +
+ * JetStream, one database and one NATS prefix per test file).
+ */
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { AgentExecutor } from "@trellis/adapters";
+import {
+  AgentService,
+  ArtifactService,
+  EventService,
+  OutcomeService,
+  SessionService,
+  SignalService,
+  TaskService,
+  WorkspaceService,
+} from "@trellis/contracts/tasks";
+import { connectNats } from "@trellis/eventlog";
+import { type Caller, runService, setCallerHeaders, startEmbedded } from "@trellis/platform";
+import { createTestDatabase, type TestDatabase, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { createTasksService } from "../../src/definition.js";
+
+/** Clients of every tasks RPC service over one transport. */
+export interface TasksClients {
+  workspaces: Client<typeof WorkspaceService>;
+  agents: Client<typeof AgentService>;
+  sessions: Client<typeof SessionService>;
+  tasks: Client<typeof TaskService>;
+  events: Client<typeof EventService>;
+  signals: Client<typeof SignalService>;
+  artifacts: Client<typeof ArtifactService>;
+  outcomes: Client<typeof OutcomeService>;
+}
+
+/** A running tasks service under test. */
+export interface TasksHarness extends TasksClients {
+  url: string;
+  /** The same clients, calling as an authenticated caller (gateway headers). */
+  as(caller: Omit<Caller, "scopes">): TasksClients;
+  close(): Promise<void>;
+}
+
+/** Options of a harness start. */
+export interface StartOptions {
+  executor?: AgentExecutor;
+  /** Extra environment (tasks settings). */
+  env?: Record<string, string>;
+  replicaId?: string;
+}
+
+/** A backend the suite runs on. */
+export interface TasksTarget {
+  readonly name: string;
+  /** True when several harnesses share storage (replicas); false for embedded. */
+  readonly replicas: boolean;
+  start(options?: StartOptions): Promise<TasksHarness>;
+  teardown(): Promise<void>;
+}
+
+function clientsOf(transport: Transport): TasksClients {
+  return {
+    workspaces: createClient(WorkspaceService, transport),
+    agents: createClient(AgentService, transport),
+    sessions: createClient(SessionService, transport),
+    tasks: createClient(TaskService, transport),
+    events: createClient(EventService, transport),
+    signals: createClient(SignalService, transport),
+    artifacts: createClient(ArtifactService, transport),
+    outcomes: createClient(OutcomeService, transport),
+  };
+}
+
+/** Clients of a tasks service listening at `url` (gRPC over h2c). */
+export function clientsFor(url: string): TasksClients {
+  return clientsOf(createGrpcTransport({ baseUrl: url }));
+}
+
+function harnessOf(url: string, close: () => Promise<void>): TasksHarness {
+  const transport = createGrpcTransport({ baseUrl: url });
+  return {
+    url,
+    ...clientsOf(transport),
+    as(caller) {
+      const withCaller: Interceptor = (next) => (req) => {
+        setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
+        return next(req);
+      };
+      return clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [withCaller] }));
+    },
+    close,
+  };
+}
+
+const quietEnv = { TRELLIS_LOG_LEVEL: "error" };
+
+/** Embedded mode: PGlite in memory, the in-process log; each start is a fresh deployment. */
+export function embeddedTarget(): TasksTarget {
+  return {
+    name: "embedded",
+    replicas: false,
+    async start(options = {}) {
+      process.env.TRELLIS_LOG_LEVEL ??= "error";
+      const trellis = await startEmbedded({
+        services: [
+          createTasksService({
+            ...(options.executor ? { executor: options.executor } : {}),
+            ...(options.replicaId ? { replicaId: options.replicaId } : {}),
+          }),
+        ],
+        port: 0,
+        env: { ...process.env, ...quietEnv, ...options.env },
+      });
+      return harnessOf(trellis.address.url, () => trellis.close({ graceMs: 1000 }));
+    },
+    async teardown() {},
+  };
+}
+
+/**
+ * Distributed mode: real PostgreSQL and JetStream. Every start is another
+ * replica of the same deployment (one database, one NATS prefix per target).
+ */
+export function distributedTarget(): TasksTarget & {
+  prefix: string;
+  databaseUrl(): Promise<string>;
+} {
+  let database: TestDatabase | undefined;
+  const prefix = uniqueName("tasks").replaceAll("-", "_");
+  return {
+    name: "distributed",
+    replicas: true,
+    async start(options = {}) {
+      process.env.TRELLIS_LOG_LEVEL ??= "error";
+      database ??= await createTestDatabase("tasks_test");
+      const running = await runService(
+        createTasksService({
+          ...(options.executor ? { executor: options.executor } : {}),
+          ...(options.replicaId ? { replicaId: options.replicaId } : {}),
+        }),
+        {
+          env: {
+            ...quietEnv,
+            DATABASE_URL: database.url,
+            NATS_URL: testNatsUrl,
+            TRELLIS_NATS_PREFIX: prefix,
+            PORT: "0",
+            TRELLIS_SHUTDOWN_GRACE: "1s",
+            ...options.env,
+          },
+          handleSignals: false,
+        },
+      );
+      return harnessOf(running.address.url, () => running.close());
+    },
+    /** The NATS subject prefix of this deployment. */
+    prefix,
+    async databaseUrl() {
+      database ??= await createTestDatabase("tasks_test");
+      return database.url;
+    },
+    async teardown() {
+      await database?.drop();
+      const nc = await connectNats({ servers: testNatsUrl });
+      try {
+        const jsm = await jetstreamManager(nc);
+        for (const suffix of ["EVENTS", "SIGNALS"]) {
+          await jsm.streams.delete(`${prefix.toUpperCase()}_${suffix}`).catch(() => false);
+        }
+      } finally {
+        await nc.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,68 @@
+import type { Message } from "@trellis/contracts/core";
+import { describe, expect, it } from "vitest";
+import { TranscriptCache } from "../../src/worker/transcript-cache.js";
+import { text, textOf } from "../support/fixtures.js";
+
+function transcriptOf(words: string[]) {
+  const reads: [bigint, bigint][] = [];
+  let messages: Message[] = words.map((w) => text(w));
+  return {
+    reads,
+    set(next: string[]) {
+      messages = next.map((w) => text(w));
+    },
+    read: async (_session: string, from: bigint, to: bigint) => {
+      reads.push([from, to]);
+      return messages.slice(Number(from), Number(to));
+    },
+  };
+}
+
+describe("transcript cache", () => {
+  it("reads only what was appended since the last turn", async () => {
+    const cache = new TranscriptCache();
+    const t = transcriptOf(["a", "b", "c", "d"]);
+    expect((await cache.history(t.read, "s", 0n, 2n)).map(textOf)).toEqual(["a", "b"]);
+    expect((await cache.history(t.read, "s", 0n, 4n)).map(textOf)).toEqual(["a", "b", "c", "d"]);
+    expect(t.reads).toEqual([
+      [0n, 2n],
+      [2n, 4n],
+    ]);
+  });
+
+  it("uses what a turn appended without reading it back", async () => {
+    const cache = new TranscriptCache();
+    const t = transcriptOf(["a", "b"]);
+    await cache.history(t.read, "s", 0n, 2n);
+    cache.extend("s", 0n, 2n, [text("c"), text("d")]);
+    expect((await cache.history(t.read, "s", 0n, 4n)).map(textOf)).toEqual(["a", "b", "c", "d"]);
+    expect(t.reads).toHaveLength(1);
+    // An extension that does not continue the cached prefix drops the entry.
+    cache.extend("s", 0n, 9n, [text("x")]);
+    t.set(["a", "b", "c", "d"]);
+    await cache.history(t.read, "s", 0n, 4n);
+    expect(t.reads.at(-1)).toEqual([0n, 4n]);
+  });
+
+  it("starts over after a truncate (new epoch)", async () => {
+    const cache = new TranscriptCache();
+    const t = transcriptOf(["a", "b", "c", "d"]);
+    await cache.history(t.read, "s", 0n, 4n);
+    t.set(["a", "z"]);
+    expect((await cache.history(t.read, "s", 1n, 2n)).map(textOf)).toEqual(["a", "z"]);
+    expect(t.reads.at(-1)).toEqual([0n, 2n]);
+  });
+
+  it("returns copies, and forgets the least recently used sessions", async () => {
+    const cache = new TranscriptCache(2);
+    const t = transcriptOf(["a"]);
+    const first = await cache.history(t.read, "s1", 0n, 1n);
+    (first as Message[]).push(text("mutated"));
+    expect(await cache.history(t.read, "s1", 0n, 1n)).toHaveLength(1);
+    await cache.history(t.read, "s2", 0n, 1n);
+    await cache.history(t.read, "s3", 0n, 1n);
+    const before = t.reads.length;
+    await cache.history(t.read, "s1", 0n, 1n);
+    expect(t.reads.length).toBe(before + 1);
+  });
+});
