@@ -131,13 +131,30 @@ describe("postgres resilience", () => {
     await eventually(() => relay.active, { what: "relay active" });
 
     // Only the session holding the advisory lock.
+    const holders = async (): Promise<number[]> => {
+      const { rows } = await sql<{ pid: number }>`
+        select l.pid from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.locktype = 'advisory' and l.granted and a.application_name = ${app}`.execute(
+        database.kysely,
+      );
+      return rows.map((r) => Number(r.pid));
+    };
+    const [before] = await holders();
     const killed = await terminate(
       app,
       "a.pid in (select pid from pg_locks where locktype = 'advisory' and granted)",
     );
     expect(killed).toBe(1);
-    await eventually(() => !relay.active, { what: "lock reported lost", intervalMs: 5 });
-    await eventually(() => relay.active, { what: "lock taken back" });
+    // The relay notices the lost lock and takes it back on a new connection. The
+    // moment it is inactive can be too short to observe under load, so check the
+    // outcome: a different backend holds the lock and the relay is active.
+    await eventually(
+      async () => {
+        const now = await holders();
+        return now.length === 1 && now[0] !== before && relay.active;
+      },
+      { what: "lock taken back on a new connection", timeoutMs: 20_000 },
+    );
 
     await database.kysely.transaction().execute((trx) =>
       appendToOutbox(trx, schema, [
