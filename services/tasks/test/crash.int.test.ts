@@ -71,7 +71,9 @@ describe("tasks service crash (kill -9 mid-flight)", () => {
       what: "the tasks service to answer",
     });
 
-    const agentId = await createAgent(clients, "slow", "scripted", slowEcho(40));
+    // Turns long enough (300 ms) that each session still has queued work when the
+    // kill comes, however slowly this machine submits under load.
+    const agentId = await createAgent(clients, "slow", "scripted", slowEcho(300));
     const sessionIds = await Promise.all(
       Array.from(
         { length: 10 },

@@ -13,28 +13,13 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { errorDetailOf, isTrellisError } from "@trellis/runtime";
+import { type CoreReason, errorDetailOf, isTrellisError } from "@trellis/runtime";
 
-/** The closed set of Harn error codes. */
-export type HarnErrorCode =
-  | "invalid_request"
-  | "invalid_state_transition"
-  | "unauthenticated"
-  | "permission_denied"
-  | "resource_not_found"
-  | "conflict"
-  | "idempotency_key_reused"
-  | "cursor_expired"
-  | "payload_too_large"
-  | "policy_violation"
-  | "resource_locked"
-  | "unsupported_protocol_version"
-  | "rate_limited"
-  | "client_closed_request"
-  | "internal_error"
-  | "upstream_unavailable"
-  | "service_unavailable"
-  | "deadline_exceeded";
+/**
+ * The closed set of Harn error codes: the runtime's core reasons, less the
+ * ones that never reach a client (configuration errors stop a process).
+ */
+export type HarnErrorCode = Exclude<CoreReason, "config_invalid">;
 
 /** The closed set of Harn error types. */
 export type HarnErrorType =

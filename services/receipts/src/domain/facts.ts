@@ -25,6 +25,7 @@
  *
  * Pure: no I/O.
  */
+
 import { type JsonValue, toJson } from "@bufbuild/protobuf";
 import { timestampDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
@@ -35,6 +36,7 @@ import {
   TaskStatus,
   ToolResultStatus,
 } from "@trellis/contracts/core";
+import { roleName as wireRoleName } from "@trellis/messages";
 import { canonicalJson, isSha256, sha256Of } from "./canonical.js";
 import type {
   A2aHandoff,
@@ -180,21 +182,9 @@ function actorKindName(kind: ActorKind): string {
   }
 }
 
+/** The wire name of a role, "unspecified" when unset. */
 function roleName(role: Role): string {
-  switch (role) {
-    case Role.SYSTEM:
-      return "system";
-    case Role.USER:
-      return "user";
-    case Role.ASSISTANT:
-      return "assistant";
-    case Role.TOOL:
-      return "tool";
-    case Role.AGENT:
-      return "agent";
-    default:
-      return "unspecified";
-  }
+  return wireRoleName(role) || "unspecified";
 }
 
 function hashJson(value: JsonValue | undefined): Sha256 | undefined {

@@ -3,19 +3,10 @@
  * result, or what the runner concluded when the executor threw or never
  * answered). Pure data.
  */
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { Message } from "@trellis/contracts/core";
+import type { ExecutionResult } from "@trellis/adapters";
 
-/** The end of one run (a turn, or the continuation of a suspended one). */
-export type RunOutcome =
-  | { status: "completed"; messages: Message[] }
-  | {
-      status: "suspended";
-      messages: Message[];
-      signalLabel: string;
-      metadata: JsonObject;
-      kind: "input" | "auth";
-      checkpoint: JsonValue;
-    }
-  | { status: "failed"; messages: Message[]; category: string; message: string; retryable: boolean }
-  | { status: "cancelled"; messages: Message[] };
+/**
+ * The end of one run (a turn, or the continuation of a suspended one): the
+ * executor's result type, so the seam and the mailbox cannot drift apart.
+ */
+export type RunOutcome = ExecutionResult;
