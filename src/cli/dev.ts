@@ -8,6 +8,8 @@ export const devConfigSchema = {
   TRELLIS_PORT: env.port().default(8080),
   TRELLIS_HOST: env.string().default("127.0.0.1"),
   TRELLIS_DATA_DIR: env.string().default(".trellis"),
+  /** How long durable-consumer positions may wait before they are written (0: every ack). */
+  TRELLIS_CONSUMER_POSITION_FLUSH: env.duration({ minMs: 0, maxMs: 60_000 }).default(100),
 };
 
 /** `trellis dev`: run embedded until Ctrl-C. */
@@ -21,6 +23,7 @@ export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
     host: config.TRELLIS_HOST,
     port: config.TRELLIS_PORT,
     logger,
+    consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
   });
   const { url } = trellis.address;
   process.stdout.write(

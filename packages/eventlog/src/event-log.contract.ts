@@ -149,6 +149,27 @@ export function describeEventLogContract(
       target = undefined;
     });
 
+    it("finds a filter's latest event, the start of a 'from now' reader", async () => {
+      const { log } = await open();
+      const ws = uid("ws");
+      expect(await log.last({ workspaceId: ws, sessionId: "ses_a" })).toBeUndefined();
+      const events = ["ses_a", "ses_b", "ses_a", "ses_b"].map((sessionId, i) =>
+        makeEvent({ workspaceId: ws, sessionId, resourceId: `r${i}` }),
+      );
+      await log.append(events);
+      const last = await log.last({ workspaceId: ws, sessionId: "ses_a" });
+      expect(last?.event.id).toBe(events[2]!.id);
+      expect((await log.last({ workspaceId: ws }))?.event.id).toBe(events[3]!.id);
+      // Reading after it gives only what comes later.
+      const later = makeEvent({ workspaceId: ws, sessionId: "ses_a", resourceId: "r9" });
+      await log.append([later]);
+      const read = await log.read({
+        filter: { workspaceId: ws, sessionId: "ses_a" },
+        after: { afterPosition: last!.position },
+      });
+      expect(ids(read)).toEqual([later.id]);
+    });
+
     it("appends 10,000 events in batches and reads them back in order", async () => {
       const { log } = await open();
       const ws = uid("ws");

@@ -129,6 +129,11 @@ export interface EventLog {
   append(events: readonly Event[]): Promise<AppendResult[]>;
   read(query: ReadQuery): Promise<LoggedEvent[]>;
   subscribe(query: SubscribeQuery): AsyncIterable<LoggedEvent>;
+  /**
+   * The filter's latest event, or undefined when it has none: where a reader
+   * that wants only what happens from now on starts (`after` its position).
+   */
+  last(filter: EventFilter): Promise<LoggedEvent | undefined>;
   /** Durable consumer: resumes after the last acked event across restarts. */
   consume(options: DurableConsumerOptions): AsyncIterable<ConsumedEvent>;
   /** Resolves when the backing server is reachable (health checks). */

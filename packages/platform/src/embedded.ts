@@ -67,6 +67,12 @@ export interface EmbeddedOptions {
   logger?: Logger;
   /** Environment handed to service factories (default: process.env). */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * Durable consumers' positions are written at most this long after an ack
+   * (one statement for all of them; default 100 ms). A crash redelivers the
+   * acks of that window. 0 writes every ack before it resolves.
+   */
+  consumerPositionFlushMs?: number;
 }
 
 /** A running embedded Trellis. */
@@ -80,11 +86,29 @@ export interface EmbeddedTrellis {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-/** Durable-consumer positions kept in the embedded database. */
+/**
+ * Durable-consumer positions kept in the embedded database, written behind:
+ * a save is remembered and flushed (one statement for every consumer) at
+ * most `flushMs` later, and at close. A crash loses at most that window of
+ * acks: those events are delivered again at the next start, which durable
+ * consumers accept (they are at-least-once). `flushMs` 0 writes each save
+ * before it resolves.
+ */
 class DatabaseConsumerPositions implements ConsumerPositionStore {
-  constructor(private readonly db: Database<unknown>) {}
+  readonly #pending = new Map<string, bigint>();
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Database<unknown>,
+    private readonly flushMs: number,
+    private readonly logger: Logger,
+  ) {}
 
   async load(name: string): Promise<bigint | undefined> {
+    const pending = this.#pending.get(name);
+    if (pending !== undefined) return pending;
+    await this.#writing;
     const result = await sql<{ position: bigint }>`
       select position from ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "consumer_positions")} where name = ${name}`.execute(
       this.db.kysely,
@@ -93,8 +117,42 @@ class DatabaseConsumerPositions implements ConsumerPositionStore {
   }
 
   async save(name: string, position: bigint): Promise<void> {
+    this.#pending.set(name, position);
+    if (this.flushMs <= 0) return this.flush();
+    this.#schedule();
+  }
+
+  #schedule(): void {
+    if (this.#timer) return;
+    this.#timer = setTimeout(() => {
+      this.flush().catch((error) =>
+        this.logger.warn("saving consumer positions failed; retrying", { error: String(error) }),
+      );
+    }, this.flushMs);
+    this.#timer.unref();
+  }
+
+  /** Write what is pending now (in order after any write in progress). */
+  flush(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.size === 0) return this.#writing;
+    const batch = [...this.#pending];
+    this.#pending.clear();
+    const write = this.#writing.then(() => this.#write(batch));
+    this.#writing = write.catch(() => {
+      // Keep what failed unless a newer position came meanwhile; try again later.
+      for (const [name, position] of batch)
+        if (!this.#pending.has(name)) this.#pending.set(name, position);
+      if (this.flushMs > 0) this.#schedule();
+    });
+    return write;
+  }
+
+  async #write(batch: readonly [string, bigint][]): Promise<void> {
+    const values = batch.map(([name, position]) => sql`(${name}, ${position})`);
     await sql`
-      insert into ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "consumer_positions")} (name, position) values (${name}, ${position})
+      insert into ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "consumer_positions")} (name, position) values ${sql.join(values)}
       on conflict (name) do update set position = excluded.position`.execute(this.db.kysely);
   }
 }
@@ -145,9 +203,14 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       await migrate(db, { schema: definition.name, migrations: definition.migrations });
   }
 
+  const positions = new DatabaseConsumerPositions(
+    db,
+    options.consumerPositionFlushMs ?? 100,
+    logger,
+  );
   const eventLog = await InProcessEventLog.open({
     history: outboxHistory(db),
-    consumerPositions: new DatabaseConsumerPositions(db),
+    consumerPositions: positions,
   });
   const signals = new InProcessSignalBus();
   const relay = createOutboxRelay({
@@ -156,6 +219,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     eventLog,
     // In one process every commit kicks the relay; polling is only a fallback.
     pollIntervalMs: 500,
+    // The in-process log is rebuilt from this outbox at every start.
+    logRebuiltFromOutbox: true,
+    // Every writer is in this process and kicks after its commit.
+    listen: false,
     onError: (error) =>
       logger.warn("outbox relay round failed; retrying", { error: String(error) }),
   });
@@ -238,6 +305,11 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   server.onClose(async () => {
     await signals.close();
     await eventLog.close();
+    await positions
+      .flush()
+      .catch((error) =>
+        logger.warn("saving consumer positions at close failed", { error: String(error) }),
+      );
     await db.close();
     await pglite.close();
   }, "storage");

@@ -122,7 +122,13 @@ export function describeStorageContract(
     const startRelay = (
       eventLog: Pick<EventLog, "append">,
       schema: string,
-      extra: { pollIntervalMs?: number; batchSize?: number; onError?: (e: unknown) => void } = {},
+      extra: {
+        pollIntervalMs?: number;
+        batchSize?: number;
+        onError?: (e: unknown) => void;
+        logRebuiltFromOutbox?: boolean;
+        listen?: boolean;
+      } = {},
       on: Database = database,
     ): OutboxRelay => {
       const relay = createOutboxRelay({
@@ -597,6 +603,72 @@ export function describeStorageContract(
         expect(errors).toHaveLength(1);
         // The second attempt re-sent the same ids and the log recognised them.
         expect(results[1]?.map((r) => r.duplicate)).toEqual(appended.map(() => true));
+        const published = await readLog(log, workspaceId);
+        expect(published.map((e) => e.id)).toEqual(appended.map((e) => e.id));
+        expectPerResourceOrder(published);
+      });
+
+      it("logRebuiltFromOutbox: marks and reads in one statement, publishes every event in order", async () => {
+        const schema = await outboxSchema();
+        const log = await newEventLog();
+        const relay = startRelay(log, schema, {
+          batchSize: 16,
+          logRebuiltFromOutbox: true,
+          listen: false,
+        });
+        const workspaceId = uniqueName("ws");
+        await Promise.all(
+          Array.from({ length: 20 }, (_, tx) =>
+            inTransaction(database, (trx) =>
+              appendToOutbox(
+                trx,
+                schema,
+                Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % 3}`)),
+              ),
+            ).then(() => relay.kick()),
+          ),
+        );
+        const published = await eventually(
+          async () => {
+            const events = await readLog(log, workspaceId);
+            return events.length >= 100 ? events : undefined;
+          },
+          { what: "100 published events" },
+        );
+        expect(published).toHaveLength(100);
+        expectPerResourceOrder(published);
+        expect(await unpublished(database, schema)).toBe(0);
+        await relay.stop();
+      });
+
+      it("logRebuiltFromOutbox: an append that fails is retried with the same events first", async () => {
+        const schema = await outboxSchema();
+        const log = await newEventLog();
+        let failures = 0;
+        const failingOnce: Pick<EventLog, "append"> = {
+          async append(events) {
+            if (failures++ === 0) throw new Error("the log is down");
+            return log.append(events);
+          },
+        };
+        const errors: unknown[] = [];
+        const workspaceId = uniqueName("ws");
+        const appended = await inTransaction(database, (trx) =>
+          appendToOutbox(
+            trx,
+            schema,
+            Array.from({ length: 4 }, (_, i) => event(workspaceId, `task_${i % 2}`)),
+          ),
+        );
+        const relay = startRelay(failingOnce, schema, {
+          logRebuiltFromOutbox: true,
+          onError: (e) => errors.push(e),
+        });
+        await eventually(async () => (await readLog(log, workspaceId)).length === 4, {
+          what: "published after the retry",
+        });
+        await relay.stop();
+        expect(errors).toHaveLength(1);
         const published = await readLog(log, workspaceId);
         expect(published.map((e) => e.id)).toEqual(appended.map((e) => e.id));
         expectPerResourceOrder(published);

@@ -269,13 +269,14 @@ describe("Send dispatch", () => {
     message: chatToMessage({ role: "user", content: "hi" }),
   };
 
-  it("binds a new session to the agent, submits into the mailbox, maps the settled task", async () => {
+  it("submits into the mailbox with the agent to bind a new session to, maps the settled task", async () => {
     const { chat, calls, submitted, created } = dispatching(false);
     const { outcome } = await chat.send(send);
-    expect(calls).toEqual(["GetSession", "CreateSession", "SubmitTask", "WatchTask"]);
-    expect(created).toEqual([{ sessionId: "s1", agentId: "agent_1" }]);
+    // No session read: SubmitTask gets or creates the session (bound to agent_id).
+    expect(calls).toEqual(["SubmitTask", "WatchTask"]);
+    expect(created).toEqual([]);
     expect(submitted).toEqual([
-      { createSession: true, agentId: "", busyPolicy: 1, idempotencyKey: "k1" },
+      { createSession: true, agentId: "agent_1", busyPolicy: 1, idempotencyKey: "k1" },
     ]);
     expect(outcome?.taskId).toBe("task_1");
     expect(outcome?.kind.case === "completed" && outcome.kind.value.replies.map(textOf)).toEqual([
@@ -288,11 +289,11 @@ describe("Send dispatch", () => {
     const existing = dispatching(true);
     await fresh.chat.send(send);
     await existing.chat.send(send);
-    expect(existing.calls).toEqual(["GetSession", "SubmitTask", "WatchTask"]);
+    expect(existing.calls).toEqual(["SubmitTask", "WatchTask"]);
     expect(existing.submitted).toEqual(fresh.submitted);
   });
 
-  it("skips the session load when there is no agent to bind", async () => {
+  it("never loads the session, with or without an agent", async () => {
     const { chat, calls } = dispatching(false);
     await chat.send({ ...send, agentId: "" });
     expect(calls).toEqual(["SubmitTask", "WatchTask"]);

@@ -9,24 +9,51 @@ import { type Client, createClient, createRouterTransport } from "@connectrpc/co
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { AgentService, SessionService, SignalService } from "@trellis/contracts/tasks";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import {
+  type EmbeddedTrellis,
+  type RunningService,
+  runService,
+  startEmbedded,
+} from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
+import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { chatService } from "../src/index.js";
 
-/** A running embedded mesh and clients of it over gRPC. */
-export interface ChatHarness {
-  trellis: EmbeddedTrellis;
+/** Clients of a running mesh (tasks + chat), in any mode, and how to stop it. */
+export interface ChatClients {
   chat: Client<typeof ChatService>;
   agents: Client<typeof AgentService>;
   signals: Client<typeof SignalService>;
   sessions: Client<typeof SessionService>;
+  close(): Promise<void>;
+}
+
+/** Clients of chat at `chatUrl` and of tasks at `tasksUrl` (gRPC over h2c). */
+export function clientsAt(
+  chatUrl: string,
+  tasksUrl: string,
+  close: () => Promise<void>,
+): ChatClients {
+  const chat = createGrpcTransport({ baseUrl: chatUrl });
+  const tasks = chatUrl === tasksUrl ? chat : createGrpcTransport({ baseUrl: tasksUrl });
+  return {
+    chat: createClient(ChatService, chat),
+    agents: createClient(AgentService, tasks),
+    signals: createClient(SignalService, tasks),
+    sessions: createClient(SessionService, tasks),
+    close,
+  };
+}
+
+/** A running embedded mesh and clients of it over gRPC. */
+export interface ChatHarness extends ChatClients {
+  trellis: EmbeddedTrellis;
   /**
    * Another chat replica: a second instance of the chat service over the same
    * tasks service (chat keeps no state of its own), reached in memory.
    */
   replica(): Promise<Client<typeof ChatService>>;
-  close(): Promise<void>;
 }
 
 /** Start tasks + chat embedded on a free port (in-memory PGlite). */
@@ -38,13 +65,10 @@ export async function startChatHarness(env: Record<string, string> = {}): Promis
     logger,
     env,
   });
-  const transport = createGrpcTransport({ baseUrl: trellis.address.url });
+  const url = trellis.address.url;
   return {
+    ...clientsAt(url, url, () => trellis.close({ graceMs: 100 })),
     trellis,
-    chat: createClient(ChatService, transport),
-    agents: createClient(AgentService, transport),
-    signals: createClient(SignalService, transport),
-    sessions: createClient(SessionService, transport),
     async replica() {
       const context = trellis.contexts.get("chat");
       if (!context) throw new Error("no chat context");
@@ -53,13 +77,61 @@ export async function startChatHarness(env: Record<string, string> = {}): Promis
       if (!routes) throw new Error("chat has no routes");
       return createClient(ChatService, createRouterTransport(routes));
     },
-    close: () => trellis.close({ graceMs: 100 }),
   };
+}
+
+/** A distributed deployment: tasks + chat as `runService` instances on PostgreSQL + JetStream. */
+export interface DistributedChat extends ChatClients {
+  tasks: RunningService;
+  chatService: RunningService;
+  /** Environment shared by every service of the deployment (DATABASE_URL, NATS_URL, prefix…). */
+  env: Record<string, string>;
+}
+
+/**
+ * Start tasks and chat as separate services (each its own server on its own
+ * port, chat reaching tasks over h2c through TRELLIS_TASKS_URL) on a fresh
+ * database and NATS prefix; `close` stops both and removes the database and
+ * streams.
+ */
+export async function startDistributedChat(): Promise<DistributedChat> {
+  const prefix = uniqueName("chat").replaceAll("-", "_");
+  const db = await createTestDatabase("trellis_chat");
+  const env = {
+    DATABASE_URL: db.url,
+    NATS_URL: testNatsUrl,
+    TRELLIS_NATS_PREFIX: prefix,
+    PORT: "0",
+    TRELLIS_SHUTDOWN_GRACE: "200ms",
+    TRELLIS_LOG_LEVEL: "error",
+  };
+  const started: RunningService[] = [];
+  const cleanup = async () => {
+    for (const service of started.reverse()) await service.close().catch(() => undefined);
+    await deleteTestStreams(prefix).catch(() => undefined);
+    await db.drop().catch(() => undefined);
+  };
+  try {
+    const tasks = await runService(tasksService, { env, handleSignals: false });
+    started.push(tasks);
+    const tasksEnv = { ...env, TRELLIS_TASKS_URL: tasks.address.url };
+    const chat = await runService(chatService, { env: tasksEnv, handleSignals: false });
+    started.push(chat);
+    return {
+      ...clientsAt(chat.address.url, tasks.address.url, cleanup),
+      tasks,
+      chatService: chat,
+      env: tasksEnv,
+    };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
 }
 
 /** Register a scripted graph agent; returns its id. */
 export async function scriptedAgent(
-  harness: ChatHarness,
+  harness: Pick<ChatClients, "agents">,
   name: string,
   graph: JsonObject,
 ): Promise<string> {

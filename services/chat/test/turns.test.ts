@@ -1,4 +1,5 @@
 import { create } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
 import { ToolCallPhase } from "@trellis/contracts/chat";
 import {
   type Event,
@@ -9,8 +10,10 @@ import {
 } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
-import { createsBoundSession, dispatchPathOf, needsSessionLoad } from "../src/domain/dispatch.js";
+import { dispatchPathOf } from "../src/domain/dispatch.js";
+import { outcomeFromDispatchError } from "../src/domain/outcome.js";
 import { chunkOf, settledStatusOf } from "../src/domain/progress.js";
+import { DEFAULT_REPLY_TEMPLATES } from "../src/domain/replies.js";
 import {
   beginsTask,
   newlyPending,
@@ -19,7 +22,7 @@ import {
   taskIdOf,
 } from "../src/domain/resume-tracker.js";
 import { resumedTail, tailByIndex, turnTail } from "../src/domain/tail.js";
-import { historyProblem, inboundProblem } from "../src/domain/validation.js";
+import { inboundProblem } from "../src/domain/validation.js";
 
 let seq = 0;
 const status = (to: TaskStatus, from: TaskStatus, taskId = "t1"): Event =>
@@ -59,12 +62,12 @@ describe("harness-chat §7: tail by index", () => {
     const reply = { ...assistant("yo"), id: "m2" };
     expect(turnTail({ status: COMPLETED, input, output: [reply] })).toEqual([reply]);
     expect(turnTail({ status: COMPLETED, input, output: [input, reply] })).toEqual([reply]);
-    // Suspended: the pending messages live on the suspension until the task ends.
+    // Suspended: the pending messages are in the output already (harness-chat §8.1).
     expect(
       turnTail({
         status: INPUT_REQUIRED,
         input,
-        output: [],
+        output: [reply],
         suspension: { pendingMessages: [reply] },
       }),
     ).toEqual([reply]);
@@ -79,15 +82,6 @@ describe("harness-chat §6: dispatch path by history", () => {
     expect(dispatchPathOf({ messageCount: 0n })).toBe("new_session");
     expect(dispatchPathOf({ messageCount: 2n })).toBe("existing_session");
   });
-
-  it("binds the agent only when creating the session", () => {
-    expect(createsBoundSession(undefined, "agent_1")).toBe(true);
-    expect(createsBoundSession(undefined, "")).toBe(false);
-    expect(createsBoundSession({ messageCount: 0n }, "agent_1")).toBe(false);
-    expect(createsBoundSession({ messageCount: 3n }, "agent_1")).toBe(false);
-    expect(needsSessionLoad("")).toBe(false);
-    expect(needsSessionLoad("agent_1")).toBe(true);
-  });
 });
 
 describe("harness-chat §3.1 / §5.1: inbound checks", () => {
@@ -97,11 +91,21 @@ describe("harness-chat §3.1 / §5.1: inbound checks", () => {
     expect(inboundProblem({ sessionId: "s", message: user("hi") })).toBeUndefined();
   });
 
-  it("checks a tool result against the history", () => {
-    const tool = chatToMessage({ role: "tool", tool_call_id: "c1", content: "r" });
-    const call = chatToMessage({ role: "assistant", tool_calls: [{ id: "c1", name: "f" }] });
-    expect(historyProblem(tool, [])?.path).toBe("message.tool_call_id");
-    expect(historyProblem(tool, [user("q"), call])).toBeUndefined();
+  it("answers a message the tasks service refused as chat_message_shape_invalid", () => {
+    const outcome = outcomeFromDispatchError(
+      "s",
+      {
+        code: Code.InvalidArgument,
+        reason: "invalid_request",
+        param: "input.tool_call_id",
+        message: "tool_call_id c1 does not match an earlier assistant tool call",
+      },
+      DEFAULT_REPLY_TEMPLATES,
+    );
+    expect(outcome?.kind.case).toBe("errored");
+    if (outcome?.kind.case !== "errored") return;
+    expect(outcome.kind.value.errorCategory).toBe("chat_message_shape_invalid");
+    expect(outcome.kind.value.diagnostic).toContain("message.tool_call_id");
   });
 });
 

@@ -149,7 +149,12 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect(waiting.suspension?.signalId).toBe(`${task?.id}:approval`);
         expect(waiting.suspension?.metadata).toEqual({ tool: "deploy" });
         expect(waiting.suspension?.pendingMessages.map(textOf)).toEqual(["Hello Ada"]);
-        expect(waiting.output).toEqual([]);
+        // harness-chat §8.1: the pending message is in the output and the transcript already.
+        expect(waiting.output.map(textOf)).toEqual(["Hello Ada"]);
+        expect((await transcript(sessionId)).map((m) => textOf(m.message))).toEqual([
+          "Ada",
+          "Hello Ada",
+        ]);
         // The suspended task does not hold the mailbox: another turn runs meanwhile.
         const other = await h.tasks.submitTask({
           sessionId,
@@ -185,20 +190,21 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
           "task.submitted",
           "task.started",
           "user.message",
+          "agent.message",
           "task.input_required",
           "user.tool_confirmation",
           "task.started",
           "agent.message",
-          "agent.message",
           "task.completed",
         ]);
-        // Transcript order: the resumed turn's reply lands after the turn that ran meanwhile.
+        // Transcript order: the pending message at suspension; the resumed turn's
+        // reply lands after the turn that ran meanwhile.
         const roles = (await transcript(sessionId)).map((m) => textOf(m.message));
         expect(roles).toEqual([
           "Ada",
-          "meanwhile",
-          "meanwhile",
           "Hello Ada",
+          "meanwhile",
+          "meanwhile",
           'approved: {"approved":true}',
         ]);
         await expectReason(
@@ -276,9 +282,11 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         const { outcome } = await h.outcomes.getOutcome({ outcomeId: after?.outcomeId as string });
         expect(outcome?.status).toBe(OutcomeStatus.CANCELED);
         const kinds = (await eventKinds({ taskId: task?.id as string }, 8)).map((e) => e.kind);
-        expect(kinds.slice(-4)).toEqual([
-          "user.cancel_requested",
+        // The tool call joined the transcript at suspension (harness-chat §8.1).
+        expect(kinds.slice(-5)).toEqual([
           "agent.message",
+          "task.auth_required",
+          "user.cancel_requested",
           "agent.tool_result",
           "task.canceled",
         ]);
@@ -580,14 +588,18 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
     });
 
     describe("requests", () => {
-      it("validates the input message (role user or agent)", async () => {
+      it("validates the input message (any chat role, or agent)", async () => {
         const sessionId = await newSession();
         const error = await expectReason(
-          h.tasks.submitTask({ sessionId, input: text("hi", Role.ASSISTANT) }),
+          h.tasks.submitTask({ sessionId, input: text("hi", Role.UNSPECIFIED) }),
           "invalid_request",
         );
         expect(errorParam(error)).toBe("input.role");
         await expectReason(h.tasks.submitTask({ sessionId }), "invalid_request");
+        for (const role of [Role.SYSTEM, Role.ASSISTANT]) {
+          const { task } = await h.tasks.submitTask({ sessionId, input: text("said", role) });
+          expect((await watchUntil(h, task?.id as string)).task.status).toBe(TaskStatus.COMPLETED);
+        }
         const agentInput = await h.tasks.submitTask({
           sessionId,
           input: text("from a peer", Role.AGENT),
@@ -618,6 +630,51 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect(error.code).toBe(Code.AlreadyExists);
         await watchUntil(h, first.task?.id as string);
         expect((await h.tasks.listTasks({ sessionId })).tasks).toHaveLength(1);
+      });
+
+      it("accepts a tool message only when it answers an earlier tool call of the session", async () => {
+        const sessionId = await newSession();
+        const orphan = await expectReason(
+          h.tasks.submitTask({
+            sessionId,
+            input: { role: Role.TOOL, toolCallId: "call_1", parts: [text("42").parts[0]!] },
+          }),
+          "invalid_request",
+        );
+        expect(errorParam(orphan)).toBe("input.tool_call_id");
+        await h.sessions.appendMessage({
+          sessionId,
+          message: {
+            role: Role.ASSISTANT,
+            toolCalls: [{ id: "call_1", name: "lookup" }],
+          },
+        });
+        const { task } = await h.tasks.submitTask({
+          sessionId,
+          input: { role: Role.TOOL, toolCallId: "call_1", parts: [text("42").parts[0]!] },
+        });
+        expect((await watchUntil(h, task?.id as string)).task.status).toBe(TaskStatus.COMPLETED);
+      });
+
+      it("binds a session created on submit to the requested agent; an existing one keeps its own", async () => {
+        const sessionId = `ses_bound_${Date.now()}`;
+        const first = await h.tasks.submitTask({
+          sessionId,
+          createSession: true,
+          agentId: agents.approval,
+          input: text("go"),
+        });
+        expect(first.task?.agentId).toBe(agents.approval);
+        const { session } = await h.sessions.getSession({ sessionId });
+        expect(session?.agentId).toBe(agents.approval);
+        // Get-or-create: the existing session runs its own agent.
+        const second = await h.tasks.submitTask({
+          sessionId,
+          createSession: true,
+          agentId: agents.failing,
+          input: text("again"),
+        });
+        expect(second.task?.agentId).toBe(agents.approval);
       });
 
       it("creates the session on submit when asked", async () => {
@@ -737,6 +794,53 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect(received).toEqual(expected.slice(0, received.length));
         expect(new Set(received).size).toBe(received.length);
         expect(all.events.findIndex((e) => e.kind === "task.completed")).toBe(1 + received.length);
+      });
+
+      it("streams from now: first the start cursor, then only later events", async () => {
+        const sessionId = await newSession(agents.approval);
+        const { task } = await h.tasks.submitTask({ sessionId, input: text("now") });
+        await watchUntil(h, task?.id as string, () => false, { untilSettled: true });
+        const before = await eventKinds({ sessionId }, 6);
+        const abort = new AbortController();
+        const stream = h.events.streamEvents(
+          { sessionId, fromNow: true },
+          { signal: abort.signal },
+        );
+        const iterator = stream[Symbol.asyncIterator]();
+        const first = (await iterator.next()).value;
+        expect(first?.event).toBeUndefined();
+        expect(first?.startAfterEventId).toBe(before.at(-1)?.id);
+        await h.signals.deliver({
+          signalId: `${task?.id}:approval`,
+          payload: {
+            kind: {
+              case: "structValue",
+              value: { fields: { approved: { kind: { case: "boolValue", value: true } } } },
+            },
+          },
+        });
+        const received: string[] = [];
+        for (;;) {
+          const { value, done } = await iterator.next();
+          if (done || !value?.event) break;
+          received.push(value.event.kind);
+          if (value.event.kind === "task.completed") break;
+        }
+        abort.abort();
+        expect(received[0]).toBe("user.tool_confirmation");
+        expect(received.at(-1)).toBe("task.completed");
+        await expectReason(
+          (async () => {
+            for await (const _ of h.events.streamEvents({
+              sessionId,
+              fromNow: true,
+              afterEventId: before[0]?.id as string,
+            })) {
+              /* refused before any response */
+            }
+          })(),
+          "invalid_request",
+        );
       });
     });
 

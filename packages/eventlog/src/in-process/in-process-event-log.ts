@@ -201,6 +201,18 @@ export class InProcessEventLog implements EventLog {
     return out;
   }
 
+  async last(filter: EventFilter): Promise<LoggedEvent | undefined> {
+    assertOpen(this.#journal, "event log");
+    validateFilter(filter);
+    const entries = this.#journal.entries;
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const entry = entries[i]!;
+      if (eventMatches(entry.value, filter))
+        return { event: entry.value, position: entry.position };
+    }
+    return undefined;
+  }
+
   async *subscribe(query: SubscribeQuery): AsyncGenerator<LoggedEvent, void, undefined> {
     assertOpen(this.#journal, "event log");
     validateFilter(query.filter);

@@ -36,6 +36,7 @@ import type {
   ConsumedEvent,
   Cursor,
   DurableConsumerOptions,
+  EventFilter,
   EventLog,
   LoggedEvent,
   ReadQuery,
@@ -386,6 +387,24 @@ export class JetStreamEventLog implements EventLog {
       return out.length < limit;
     });
     return out;
+  }
+
+  async last(filter: EventFilter): Promise<LoggedEvent | undefined> {
+    this.#assertOpen();
+    validateFilter(filter);
+    let msg: StoredMsg | null;
+    try {
+      msg = await this.#jsm.streams.getMessage(this.streamName, {
+        last_by_subj: filterSubject(this.prefix, filter),
+      });
+    } catch (err) {
+      throw natsError(err);
+    }
+    if (!msg) return undefined;
+    const stored = msg;
+    const event = decodeEvent(stored.data, () => stored.header);
+    remember(this.#ids, event.id, { position: stored.seq, subject: stored.subject });
+    return { event, position: BigInt(stored.seq) };
   }
 
   async *subscribe(query: SubscribeQuery): AsyncGenerator<LoggedEvent, void, undefined> {

@@ -1,5 +1,5 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { EventSchema } from "@trellis/contracts/core";
+import { type Event, EventSchema } from "@trellis/contracts/core";
 import type { EventLog } from "@trellis/eventlog";
 import { sql } from "kysely";
 import { sleep } from "../async.js";
@@ -28,6 +28,24 @@ export interface OutboxRelayOptions<DB = unknown> {
   maxRetryDelayMs?: number;
   /** Errors of failed rounds (they are retried). Default: a console warning. */
   onError?: (error: unknown) => void;
+  /**
+   * The event log is rebuilt from this outbox whenever the process starts
+   * (embedded mode: the in-process log, see `readOutbox`), and this relay is
+   * the only one of the schema. Then a round marks its rows published and
+   * reads them in ONE statement (`update … returning`) before appending
+   * them: an event marked but not appended when the process dies still
+   * reaches the log at the next start, from the outbox. An append that
+   * fails is retried with the same events before anything newer. Default
+   * false (mark after append: the rule for a log outside the process).
+   */
+  logRebuiltFromOutbox?: boolean;
+  /**
+   * LISTEN for the outbox's NOTIFY (default true). Turn it off when every
+   * writer calls `kick()` after its commit (one process): the NOTIFY would
+   * only wake the relay a second time per commit, for a round that finds
+   * nothing.
+   */
+  listen?: boolean;
 }
 
 /**
@@ -45,8 +63,8 @@ export interface OutboxRelayOptions<DB = unknown> {
  * - one active relay per schema across all replicas: it holds the lock
  *   `trellis.outbox-relay.<schema>`; the others wait on it and the first in
  *   line takes over as soon as the holder stops or dies;
- * - wakes on `kick()`, on the outbox's NOTIFY (sent at commit) and, failing
- *   both, every `pollIntervalMs`.
+ * - wakes on `kick()`, on the outbox's NOTIFY (sent at commit; unless
+ *   `listen: false`) and, failing both, every `pollIntervalMs`.
  *
  * A round the log rejects (down, or a `conflict` because it holds different
  * history for a resource) is retried with backoff and reported to `onError`;
@@ -116,9 +134,42 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     kicked = false;
   }
 
+  // Rows marked published whose append failed (logRebuiltFromOutbox): sent
+  // again, before anything newer, so per-resource order holds.
+  let unsent: Event[] | undefined;
+
+  // One round with logRebuiltFromOutbox: mark and read in one statement, then
+  // append. Rows come back in position order (ordered CTE, then sorted:
+  // RETURNING itself does not promise an order).
+  async function markThenPublish(): Promise<number> {
+    if (unsent) {
+      await eventLog.append(unsent);
+      unsent = undefined;
+    }
+    const result = await sql<{ position: bigint; body: Uint8Array }>`
+      with next as (
+        select position from ${sql.id(schema, "outbox")}
+        where published_at is null
+        order by position
+        limit ${batchSize}
+      )
+      update ${sql.id(schema, "outbox")} as o set published_at = now()
+      from next where o.position = next.position
+      returning o.position, o.body`.execute(database.kysely);
+    const rows = result.rows;
+    if (rows.length === 0) return 0;
+    rows.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    const events = rows.map((row) => fromBinary(EventSchema, row.body));
+    unsent = events;
+    await eventLog.append(events);
+    unsent = undefined;
+    return rows.length;
+  }
+
   // One round: the oldest unpublished rows, published then marked. Returns
   // how many rows it handled.
   async function relayBatch(lost: AbortSignal): Promise<number> {
+    if (options.logRebuiltFromOutbox) return markThenPublish();
     const rows = await db
       .selectFrom("outbox")
       .select(["position", "body"])
@@ -166,7 +217,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   async function run(): Promise<void> {
     let unlisten: Unlisten | undefined;
     try {
-      unlisten = await database.listen(outboxChannel(schema), kick);
+      if (options.listen !== false) unlisten = await database.listen(outboxChannel(schema), kick);
     } catch (error) {
       // Polling still works; say why latency is higher.
       onError(error);

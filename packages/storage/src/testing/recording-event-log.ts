@@ -138,6 +138,9 @@ export function createRecordingEventLog(options: RecordingEventLogOptions = {}):
         )
         .slice(0, limit);
     },
+    last(): Promise<LoggedEvent | undefined> {
+      throw new Error("last is not supported by the recording test double");
+    },
     subscribe(): AsyncIterable<LoggedEvent> {
       throw new Error("subscribe is not supported by the recording test double");
     },

@@ -11,11 +11,13 @@
  * `trellis.tasks.v1.SignalService/Deliver`, and their outcomes leave through
  * Subscribe (harness-chat §8.2).
  *
- * The turn itself is always submitted the same way — `create_session` set,
- * no agent — so the SubmitTask request depends on the Send request alone: a
- * retried Send with the same idempotency key is the same SubmitTask even when
- * the first attempt's turn has since filled the history. Binding a new session
- * to its agent is a CreateSession before it.
+ * Chat does not read the session to decide: the turn is always submitted the
+ * same way — `create_session` set, `agent_id` as sent — and the tasks service
+ * classifies it in the submitting transaction (a missing session is created
+ * bound to the agent; an existing one runs its own). So the SubmitTask request
+ * depends on the Send request alone: a retried Send with the same idempotency
+ * key is the same SubmitTask even when the first attempt has since filled the
+ * history. {@link dispatchPathOf} states the rule.
  */
 
 /** A dispatch path of a Send. */
@@ -29,24 +31,4 @@ export interface LoadedSession {
 /** harness-chat §6: classify by the session's history. */
 export function dispatchPathOf(session: LoadedSession | undefined): DispatchPath {
   return session === undefined || session.messageCount === 0n ? "new_session" : "existing_session";
-}
-
-/**
- * Whether the path must be read from the store before submitting: only to
- * bind a new session to an agent. With no agent to bind both paths submit
- * alike — the tasks service creates a missing session (bound to the workspace
- * default) and otherwise appends to it, in one transaction.
- */
-export function needsSessionLoad(agentId: string): boolean {
-  return agentId !== "";
-}
-
-/**
- * Whether Send creates the session, bound to `agentId`, before submitting the
- * turn: on the new-session path, when the session does not exist yet and an
- * agent was asked for. (A session that exists with an empty history keeps the
- * agent it was created with.)
- */
-export function createsBoundSession(session: LoadedSession | undefined, agentId: string): boolean {
-  return session === undefined && agentId !== "";
 }

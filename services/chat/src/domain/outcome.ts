@@ -189,6 +189,8 @@ export interface DispatchFailure {
   code: Code;
   /** ErrorDetail.reason, when the error carried one. */
   reason?: string;
+  /** ErrorDetail.param: the request field at fault, e.g. `input.tool_call_id`. */
+  param?: string;
   /** ErrorDetail.metadata. */
   metadata?: Readonly<Record<string, string>>;
   /** The error's message (safe to show: services never put secrets in it). */
@@ -201,6 +203,8 @@ export interface DispatchFailure {
  * caller's standing (unauthenticated, permission denied) and must stay an RPC
  * error.
  *
+ * - the message refused by the tasks service (`param` `input…`) →
+ *   `chat_message_shape_invalid`, user-correctable (harness-chat §10.4);
  * - a session that cannot be found on the existing-session path →
  *   `session_load_failed` (harness §3.2: the engine resolves intent vs store);
  * - a closed or failed session (`metadata.session_state`) → `session_closed`,
@@ -219,6 +223,15 @@ export function outcomeFromDispatchError(
   const object = failure.metadata?.object;
   const errored = (bucket: ErrorBucket, category: string) =>
     erroredOutcome({ sessionId, bucket, category, diagnostic: failure.message, templates });
+  // The tasks service refused the message itself (e.g. a tool result that
+  // answers no earlier tool call, llm-provider §3): harness-chat §10.4.
+  if (failure.code === Code.InvalidArgument && failure.param?.startsWith("input")) {
+    return shapeInvalidOutcome(
+      sessionId,
+      { path: `message${failure.param.slice("input".length)}`, message: failure.message },
+      templates,
+    );
+  }
   if (failure.code === Code.NotFound && (object === "session" || object === undefined)) {
     return errored(ErrorBucket.SESSION_TERMINATING, "session_load_failed");
   }

@@ -9,7 +9,7 @@
  * continue after later turns, so the session-wide transcript is not the list
  * to index.
  */
-import { type Message, TaskStatus } from "@trellis/contracts/core";
+import type { Message, TaskStatus } from "@trellis/contracts/core";
 
 /** Everything at `preLength` and beyond, in order (harness-chat §7). */
 export function tailByIndex<T>(messages: readonly T[], preLength: number): T[] {
@@ -39,18 +39,13 @@ export interface TurnMessages {
 
 /**
  * The new messages of a turn as of now — the task's messages past its input
- * (the pre-invoke length of the turn's own list is 1, the input):
- *
- * - suspended: the messages produced before the suspension, which the tasks
- *   service keeps on `Task.suspension` until the task ends (harness-chat §8.1);
- * - otherwise: `Task.output`, what the task appended to the transcript; should
- *   it ever begin with the input itself, that is skipped by position, not by
- *   content.
+ * (the pre-invoke length of the turn's own list is 1, the input): `Task.output`,
+ * what the task appended to the transcript. While it is suspended that is the
+ * messages produced before the suspension (harness-chat §8.1: the tasks service
+ * appends them when the task suspends). Should the output ever begin with the
+ * input itself, that is skipped by position, not by content.
  */
 export function turnTail(task: TurnMessages): Message[] {
-  if (task.status === TaskStatus.INPUT_REQUIRED || task.status === TaskStatus.AUTH_REQUIRED) {
-    return [...(task.suspension?.pendingMessages ?? [])];
-  }
   const first = task.output[0];
   const inputId = task.input?.id ?? "";
   const startsWithInput = first !== undefined && inputId !== "" && first.id === inputId;

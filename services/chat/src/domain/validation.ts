@@ -2,12 +2,8 @@
  * harness-chat §3.1 / §5.1: what is checked at the send() boundary before any
  * session load or agent run. Pure.
  */
-import { type Message, Role } from "@trellis/contracts/core";
-import {
-  type ShapeProblem,
-  validateChatMessage,
-  validateToolCallReference,
-} from "@trellis/messages";
+import type { Message } from "@trellis/contracts/core";
+import { type ShapeProblem, validateChatMessage } from "@trellis/messages";
 
 /** The part of a Send request that is validated up front. */
 export interface InboundTurn {
@@ -28,21 +24,4 @@ export function inboundProblem(turn: InboundTurn): ShapeProblem | undefined {
     return { path: "message", message: "a message is required" };
   }
   return validateChatMessage(turn.message, { path: "message" });
-}
-
-/**
- * Whether the message can only be checked against the session's history: a
- * tool result must answer a tool call of an earlier assistant message
- * (llm-provider §3; harness-chat §10.4 "malformed tool_call_id references").
- */
-export function needsHistoryCheck(message: Message): boolean {
-  return message.role === Role.TOOL;
-}
-
-/** The history check of {@link needsHistoryCheck}, against the loaded history. */
-export function historyProblem(
-  message: Message,
-  history: readonly Message[],
-): ShapeProblem | undefined {
-  return validateToolCallReference(message, history, { path: "message" });
 }

@@ -16,13 +16,14 @@
  *   A task already under way at the cursor is caught up from its own events
  *   (ListEvents by task) before its live events are read.
  *
- * The tasks service keeps a suspended turn's pending messages on
- * `Task.suspension` and appends them to the transcript only when the task
- * ends, together with what the resumed run produced. The listener reports the
- * post-resume messages only (the pending ones were Send's `pending_messages`):
- * it reads the pending ids while the task still holds them (right after the
- * suspension event, or after catching a task up), and otherwise leaves out
- * the messages made no later than the suspension.
+ * The tasks service appends a suspending turn's pending messages to the
+ * transcript and to `Task.output` when it suspends (harness-chat §8.1) and
+ * keeps them on `Task.suspension` while the task waits. The listener reports
+ * the post-resume messages only (the pending ones were Send's
+ * `pending_messages`): the task's output without them, identified by the ids
+ * read while the task still holds its suspension (right after the suspension
+ * event, or after catching a task up), else as the messages made no later
+ * than the suspension.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
@@ -50,24 +51,6 @@ export interface SubscribeDeps {
 }
 
 const PAGE = 1000;
-
-/** The id of the session's latest event ("" when it has none): where "from now" starts. */
-async function latestEventId(
-  port: TasksPort,
-  sessionId: string,
-  options: CallOptions,
-): Promise<string> {
-  let after = "";
-  for (;;) {
-    const page = await port.events.listEvents(
-      { sessionId, afterEventId: after, limit: PAGE },
-      options,
-    );
-    const last = page.events.at(-1);
-    if (last) after = last.id;
-    if (!page.hasMore || !last) return after;
-  }
-}
 
 /** Feed a task's events that precede `stopAt` (exclusive) to its tracker. */
 async function catchUp(
@@ -158,25 +141,53 @@ async function* sessionEvents(
  */
 export const ORIGIN_CURSOR = "origin";
 
-/** Where a stream starts: after an event, or at the session's beginning. */
-async function startOf(
+/** Where a stream starts, and its events from there on. */
+interface Start {
+  cursor: string;
+  events: AsyncIterable<Event>;
+}
+
+/**
+ * Open the session's events: after a cursor, from its beginning (`origin`), or
+ * from now (StreamEvents `from_now`, whose first response says where it
+ * starts). A session that does not exist yet is read from its beginning once
+ * it appears.
+ */
+async function open(
   port: TasksPort,
   sessionId: string,
   afterCursor: string,
   options: CallOptions,
-): Promise<{ afterEventId: string; cursor: string }> {
-  if (afterCursor === ORIGIN_CURSOR) return { afterEventId: "", cursor: ORIGIN_CURSOR };
-  if (afterCursor !== "") return { afterEventId: afterCursor, cursor: afterCursor };
-  // From now: after the session's latest event.
-  let latest = "";
+  signal: AbortSignal,
+): Promise<Start> {
+  const from = (afterEventId: string, cursor: string): Start => ({
+    cursor,
+    events: sessionEvents(port, sessionId, afterEventId, options, signal),
+  });
+  if (afterCursor === ORIGIN_CURSOR) return from("", ORIGIN_CURSOR);
+  if (afterCursor !== "") return from(afterCursor, afterCursor);
+  const stream = port.events.streamEvents({ sessionId, fromNow: true }, options);
+  const iterator = stream[Symbol.asyncIterator]();
+  let first: IteratorResult<{ event?: Event | undefined; startAfterEventId: string }>;
   try {
-    latest = await latestEventId(port, sessionId, options);
+    first = await iterator.next();
   } catch (error) {
     if (!isNotFound(error)) throw error;
+    return from("", ORIGIN_CURSOR);
   }
-  return latest === ""
-    ? { afterEventId: "", cursor: ORIGIN_CURSOR }
-    : { afterEventId: latest, cursor: latest };
+  const startAfter = first.done ? "" : first.value.startAfterEventId;
+  async function* rest(): AsyncGenerator<Event> {
+    try {
+      for (;;) {
+        const next = await iterator.next();
+        if (next.done) return;
+        if (next.value.event) yield next.value.event;
+      }
+    } finally {
+      await iterator.return?.();
+    }
+  }
+  return { cursor: startAfter === "" ? ORIGIN_CURSOR : startAfter, events: rest() };
 }
 
 /** Serve one Subscribe stream. */
@@ -188,22 +199,20 @@ export async function* subscribe(
   const sessionId = request.sessionId;
   if (sessionId.trim() === "") throw errors.invalid("session_id must not be empty", "session_id");
   const options = onBehalfOf(context);
-  const start = await startOf(deps.port, sessionId, request.afterCursor, options);
+  const start = await open(deps.port, sessionId, request.afterCursor, options, context.signal);
   // Registered: any signal delivered from here on is seen by the stream below.
   yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };
 
   const trackers = new Map<string, ResumeTracker>();
   // Pending messages of each task's current suspension, read while the task
-  // holds them (the tasks service appends them to the transcript only when the
-  // task ends, together with what the resumed run produced).
+  // holds them: its output will begin with them, before what the resumed run adds.
   const pending = new Map<string, PendingKnowledge>();
   const learnPending = async (taskId: string) => {
     const known = await pendingIdsOf(deps.port, taskId, options);
     if (known) pending.set(taskId, { ids: known });
   };
 
-  const events = sessionEvents(deps.port, sessionId, start.afterEventId, options, context.signal);
-  for await (const event of events) {
+  for await (const event of start.events) {
     const taskId = taskIdOf(event);
     if (!taskId) continue;
     let tracker = trackers.get(taskId);

@@ -53,6 +53,7 @@ export function dispatchFailureOf(error: unknown): DispatchFailure {
     code: connectError.code,
     message: connectError.rawMessage,
     ...(detail?.reason ? { reason: detail.reason } : {}),
+    ...(detail?.param ? { param: detail.param } : {}),
     ...(detail ? { metadata: detail.metadata } : {}),
   };
 }

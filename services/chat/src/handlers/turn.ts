@@ -12,11 +12,9 @@ import type { CallOptions, HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type ChatChunk, ChatChunkSchema, type ChatTurnOutcome } from "@trellis/contracts/chat";
 import { type Message, TaskStatus } from "@trellis/contracts/core";
-import { BusyPolicy, type Session, type Task } from "@trellis/contracts/tasks";
-import type { ShapeProblem } from "@trellis/messages";
+import { BusyPolicy, type Task } from "@trellis/contracts/tasks";
 import { callerOf } from "@trellis/platform";
 import type { ChatConfig } from "../config.js";
-import { createsBoundSession, dispatchPathOf, needsSessionLoad } from "../domain/dispatch.js";
 import {
   isSettled,
   outcomeFromDispatchError,
@@ -25,7 +23,7 @@ import {
 } from "../domain/outcome.js";
 import { chunkOf, settledStatusOf } from "../domain/progress.js";
 import { turnTail } from "../domain/tail.js";
-import { historyProblem, inboundProblem, needsHistoryCheck } from "../domain/validation.js";
+import { inboundProblem } from "../domain/validation.js";
 import { dispatchFailureOf, onBehalfOf, type TasksPort } from "./tasks-port.js";
 
 /** The fields of SendRequest / SendStreamingRequest. */
@@ -63,69 +61,6 @@ export async function loadHistory(
     pageToken = page.nextPageToken;
   } while (pageToken !== "");
   return messages;
-}
-
-async function getSession(
-  port: TasksPort,
-  sessionId: string,
-  options: CallOptions,
-): Promise<Session | undefined> {
-  try {
-    return (await port.sessions.getSession({ sessionId }, options)).session;
-  } catch (error) {
-    if (ConnectError.from(error).code === Code.NotFound) return undefined;
-    throw error;
-  }
-}
-
-/**
- * harness-chat §6: decide the path (reading the session only when it matters),
- * bind a new session to the requested agent, and check a tool result against
- * the history it answers. Returns the shape problem to answer with, if any.
- */
-async function prepare(
-  deps: TurnDeps,
-  request: TurnRequest,
-  message: Message,
-  workspaceId: string,
-  options: CallOptions,
-): Promise<ShapeProblem | undefined> {
-  const checkHistory = needsHistoryCheck(message);
-  if (!needsSessionLoad(request.agentId) && !checkHistory) return undefined;
-  const session = await getSession(deps.port, request.sessionId, options);
-  const path = dispatchPathOf(session);
-  if (checkHistory) {
-    const history =
-      path === "new_session" ? [] : await loadHistory(deps.port, request.sessionId, options);
-    const problem = historyProblem(message, history);
-    if (problem) return problem;
-  }
-  if (createsBoundSession(session, request.agentId)) {
-    await createBoundSession(deps.port, request, workspaceId, options);
-  }
-  return undefined;
-}
-
-/**
- * harness-chat §6 / harness §3.1: create the new session bound to the agent.
- * (SubmitTask's `create_session` creates it unbound, so the agent would only
- * answer the first turn.) A concurrent first Send may have created it: fine.
- */
-async function createBoundSession(
-  port: TasksPort,
-  request: TurnRequest,
-  workspaceId: string,
-  options: CallOptions,
-) {
-  try {
-    await port.sessions.createSession(
-      { sessionId: request.sessionId, agentId: request.agentId, workspaceId },
-      options,
-    );
-  } catch (error) {
-    const code = ConnectError.from(error).code;
-    if (code !== Code.Aborted && code !== Code.AlreadyExists) throw error;
-  }
 }
 
 /** The settled task: WatchTask until it completes, fails or suspends. */
@@ -197,11 +132,6 @@ export async function* runTurn(
   try {
     // The caller's workspace ("" for an internal call: the tasks service's default).
     const workspaceId = callerOf(context)?.workspaceId ?? "";
-    const historyIssue = await prepare(deps, request, request.message, workspaceId, options);
-    if (historyIssue) {
-      yield { outcome: shapeInvalidOutcome(request.sessionId, historyIssue, templates) };
-      return;
-    }
     // harness-chat §5.3: ENQUEUE into the session's mailbox serializes turns of
     // one session across every chat replica (no process-local lock).
     const submitted = await deps.port.tasks.submitTask(
@@ -210,9 +140,12 @@ export async function* runTurn(
         input: request.message,
         busyPolicy: BusyPolicy.ENQUEUE,
         idempotencyKey: request.idempotencyKey,
-        // harness-chat §6: a missing session is created in the same transaction;
-        // the agent is the session's (bound by CreateSession on the new path).
+        // harness-chat §6: get or create the session in the same transaction. A
+        // new session (the new-session path) is bound to agent_id; an existing
+        // one runs its own agent. The tasks service also checks a tool result
+        // against the session's earlier tool calls, under the session lock.
         createSession: true,
+        agentId: request.agentId,
         workspaceId,
       },
       options,

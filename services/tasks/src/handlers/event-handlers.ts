@@ -60,10 +60,20 @@ export function createEventHandlers(deps: HandlerDeps): ServiceImpl<typeof Event
     },
     async *streamEvents(request, context) {
       const filter = await filterOf(request, context);
+      let after: { after?: Cursor } = cursorOf(request.afterEventId);
+      if (request.fromNow) {
+        if (request.afterEventId) {
+          throw invalidRequest("give after_event_id or from_now, not both", "from_now");
+        }
+        // From the log's current end: after the filter's latest event, by position.
+        const last = await eventLog.last(filter);
+        after = last ? { after: { afterPosition: last.position } } : {};
+        yield { startAfterEventId: last?.event.id ?? "" };
+      }
       // History after the cursor, then live: the log's subscribe has no gap or duplicate.
       for await (const logged of eventLog.subscribe({
         filter,
-        ...cursorOf(request.afterEventId),
+        ...after,
         signal: context.signal,
       })) {
         yield { event: logged.event };

@@ -24,10 +24,11 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
   return {
     async submitTask(request, context) {
       if (!request.input) throw invalidRequest("input is required", "input");
-      // A task's input is what a user (or another agent) says: Harn roles user / agent.
+      // Any chat role (llm-provider §3) or Harn's `agent`; a tool message must
+      // also answer an earlier tool call of the session (checked by the store).
       const problem = validateChatMessage(request.input, {
         path: "input",
-        allowedRoles: [Role.USER, Role.AGENT],
+        allowedRoles: [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.AGENT],
       });
       if (problem) throw invalidRequest(problem.message, problem.path);
       const idempotency = idempotencyOf(SubmitTaskRequestSchema, request, request.idempotencyKey);

@@ -43,6 +43,7 @@ import {
   TaskFailureSchema,
   type Workspace,
 } from "@trellis/contracts/tasks";
+import { validateToolCallReference } from "@trellis/messages";
 import { appendToOutbox, type Database, outboxTables } from "@trellis/storage";
 import { type Insertable, type Kysely, type QueryCreator, sql, type Transaction } from "kysely";
 import {
@@ -82,7 +83,7 @@ import {
   planTruncation,
   summarize,
 } from "../domain/transcript.js";
-import { decodeMessages, encodeMessage, encodeMessages, jsonText } from "./codec.js";
+import { decodeMessage, decodeMessages, encodeMessage, encodeMessages, jsonText } from "./codec.js";
 import {
   toAgent,
   toArtifact,
@@ -889,6 +890,23 @@ export class PostgresTaskStore implements TaskStore {
     });
   }
 
+  /**
+   * llm-provider §3: a tool message answers a tool call of an earlier assistant
+   * message of the session (checked under the session lock, so against the
+   * transcript it will follow).
+   */
+  async #assertAnswersToolCall(tx: Tx, sessionId: string, message: Message): Promise<void> {
+    const rows = await tx.db
+      .selectFrom("messages")
+      .select("body")
+      .where("session_id", "=", sessionId)
+      .where("role", "=", Role.ASSISTANT)
+      .execute();
+    const earlier = rows.map((row) => decodeMessage(row.body));
+    const problem = validateToolCallReference(message, earlier, { path: "input" });
+    if (problem) throw invalidRequest(problem.message, problem.path);
+  }
+
   #assertOpen(session: SessionRow): void {
     if (session.state === SessionState.CLOSED || session.state === SessionState.FAILED) {
       throw conflict(`session ${session.id} is ${SessionState[session.state]}`, {
@@ -1022,6 +1040,7 @@ export class PostgresTaskStore implements TaskStore {
         return { task: toTask(row), replayed: true };
       }
       let session: LockedSession | undefined;
+      let created = false;
       if (input.sessionId) {
         const found = await tx.db
           .selectFrom("sessions")
@@ -1043,15 +1062,21 @@ export class PostgresTaskStore implements TaskStore {
         session = await this.#insertSession(tx, {
           id: input.sessionId || newId("ses"),
           workspaceId: this.#workspaceFor(input.workspaceId, context),
-          agentId: "",
+          // The new session is bound to the requested agent (harness §3.1).
+          agentId: input.agentId,
           metadata: undefined,
           context,
         });
+        created = true;
       }
       this.#assertOpen(session);
+      if (input0.role === Role.TOOL) await this.#assertAnswersToolCall(tx, session.id, input0);
+      // With create_session the request describes the session to get or create:
+      // an existing one runs its own agent (harness §3.2), whatever agent_id says.
+      const agentId = input.createSession && !created ? "" : input.agentId;
       const agent = await this.#resolveAgent(
         tx,
-        input.agentId || session.agent_id,
+        agentId || session.agent_id,
         session.workspace_id,
         "agent_id",
       );
@@ -1359,8 +1384,16 @@ export class PostgresTaskStore implements TaskStore {
     const pending = row.suspension
       ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
       : [];
+    // harness-chat §8.1: pending messages joined the transcript (and the
+    // output) when the task suspended; only what is new is appended now.
+    const earlier = decodeMessages(row.output);
+    const already = new Set(earlier.map((m) => m.id));
     const output =
-      row.input_position === null ? [] : closeToolCalls([...pending, ...end.extra], end.note);
+      row.input_position === null
+        ? []
+        : closeToolCalls([...pending, ...end.extra], end.note).filter(
+            (m) => m.id === "" || !already.has(m.id),
+          );
     const appended = await this.#appendMessages(
       tx,
       session,
@@ -1368,7 +1401,7 @@ export class PostgresTaskStore implements TaskStore {
       row.id,
       agentActor(row.agent_id),
     );
-    const messages = appended.map((m) => m.message as Message);
+    const messages = [...earlier, ...appended.map((m) => m.message as Message)];
     if (end.event) this.#emit(tx, end.event);
     const outcomeId = row.outcome_id || newId("out");
     if (!row.outcome_id) {
@@ -1406,7 +1439,7 @@ export class PostgresTaskStore implements TaskStore {
       .set({
         status: end.status,
         run_state: "done",
-        output: encodeMessages([...decodeMessages(row.output), ...messages]),
+        output: encodeMessages(messages),
         outcome_id: outcomeId,
         failure,
         suspension: null,
@@ -1594,6 +1627,17 @@ export class PostgresTaskStore implements TaskStore {
           row.id,
         );
         const signalId = signalIdFor(row.id, outcome.signalLabel);
+        // harness-chat §8.1: the messages made before suspending are persisted
+        // with the suspension — in the transcript (agent.message) and the
+        // task's output — and also kept as the suspension's pending messages.
+        const appended = await this.#appendMessages(
+          tx,
+          session,
+          outcome.messages,
+          row.id,
+          agentActor(row.agent_id),
+        );
+        const made = appended.map((m) => m.message as Message);
         this.#emit(tx, taskStatusEvent(scope, row.id, to, from, `waiting for signal ${signalId}`));
         const pending = row.suspension
           ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
@@ -1601,13 +1645,14 @@ export class PostgresTaskStore implements TaskStore {
         const suspension = create(SuspensionSchema, {
           signalId,
           metadata: outcome.metadata,
-          pendingMessages: [...pending, ...outcome.messages.map(withIds)],
+          pendingMessages: [...pending, ...made],
         });
         const updated = await tx.db
           .updateTable("tasks")
           .set({
             status: to,
             run_state: "waiting",
+            output: encodeMessages([...decodeMessages(row.output), ...made]),
             suspension: toBinary(SuspensionSchema, suspension),
             signal_id: signalId,
             checkpoint: JSON.stringify(outcome.checkpoint ?? null),

@@ -123,11 +123,17 @@ export interface NewSession {
 /** Fields of a new task. */
 export interface NewTask {
   sessionId: string;
+  /**
+   * The agent that runs the task ("": the session's, else the workspace
+   * default). With `createSession` it is the agent a session created by this
+   * call is bound to; a session that already exists runs its own agent.
+   */
   agentId: string;
   input: Message;
   busyPolicy: BusyPolicy;
   parentTaskId: string;
   metadata?: Record<string, JsonValue>;
+  /** Get or create the session: a missing one is created, bound to `agentId`. */
   createSession: boolean;
   workspaceId: string;
   idempotency?: Idempotency;

@@ -6,7 +6,7 @@ import { storageError } from "../../errors.js";
 import type { PGliteDatabaseConfig } from "./pglite-config.js";
 import { createPGliteLocks } from "./pglite-lock.js";
 import { createPGliteNotifier } from "./pglite-notifier.js";
-import { kyselyView, pgliteParsers } from "./pglite-types.js";
+import { kyselyView, pgliteParsers, pgliteSerializers } from "./pglite-types.js";
 
 /** Options of {@link openPGlite}. */
 export interface OpenPGliteOptions {
@@ -24,6 +24,7 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
   const pglite = new PGlite({
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     parsers: pgliteParsers,
+    serializers: pgliteSerializers,
   });
   await pglite.waitReady;
   return pglite;
