@@ -18,7 +18,11 @@ export const chatService: ServiceDefinition = {
   defaultPort: DEFAULT_PORTS.chat ?? 0,
   create(context) {
     const config = loadChatConfig(context.env);
-    const handler = createChatHandler({ port: tasksPortOf(context.clients), config });
+    const handler = createChatHandler({
+      port: tasksPortOf(context.clients),
+      config,
+      closing: context.closing,
+    });
     return {
       routes(router) {
         router.service(ChatService, handler);

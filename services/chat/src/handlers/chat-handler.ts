@@ -19,6 +19,8 @@ import { loadHistory, runTurn } from "./turn.js";
 export interface ChatHandlerDeps {
   port: TasksPort;
   config: ChatConfig;
+  /** The host's shutdown signal; long-lived streams end when it fires. */
+  closing?: AbortSignal;
 }
 
 async function getHistory(

@@ -48,6 +48,12 @@ import { onBehalfOf, type TasksPort } from "./tasks-port.js";
 export interface SubscribeDeps {
   port: TasksPort;
   config: ChatConfig;
+  /**
+   * Fires when the host starts shutting down: open streams end cleanly then
+   * (the client resumes from its last cursor on another replica) instead of
+   * holding the drain for the whole grace period.
+   */
+  closing?: AbortSignal;
 }
 
 const PAGE = 1000;
@@ -199,7 +205,8 @@ export async function* subscribe(
   const sessionId = request.sessionId;
   if (sessionId.trim() === "") throw errors.invalid("session_id must not be empty", "session_id");
   const options = onBehalfOf(context);
-  const start = await open(deps.port, sessionId, request.afterCursor, options, context.signal);
+  const signal = deps.closing ? AbortSignal.any([context.signal, deps.closing]) : context.signal;
+  const start = await open(deps.port, sessionId, request.afterCursor, options, signal);
   // Registered: any signal delivered from here on is seen by the stream below.
   yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };
 
