@@ -12,7 +12,7 @@ import type {
 import { errors } from "@trellis/runtime";
 import type { ChatConfig } from "../config.js";
 import { subscribe } from "./subscribe.js";
-import { onBehalfOf, relayed, type TasksPort } from "./tasks-port.js";
+import { onBehalfOf, type TasksPort } from "./tasks-port.js";
 import { loadHistory, runTurn } from "./turn.js";
 
 /** Dependencies of the chat handlers. */
@@ -46,45 +46,29 @@ async function getHistory(
   };
 }
 
-/** The ChatService implementation. */
+/**
+ * The ChatService implementation. Errors from the tasks service propagate as
+ * they are: the runtime's error interceptor strips the downstream response's
+ * framing headers from any relayed ConnectError.
+ */
 export function createChatHandler(deps: ChatHandlerDeps): ServiceImpl<typeof ChatService> {
   return {
     async send(request, context) {
-      try {
-        for await (const step of runTurn(deps, request, context, false)) {
-          if ("outcome" in step) return { outcome: step.outcome };
-        }
-      } catch (error) {
-        throw relayed(error);
+      for await (const step of runTurn(deps, request, context, false)) {
+        if ("outcome" in step) return { outcome: step.outcome };
       }
       throw new Error("a turn ended without an outcome");
     },
     async *sendStreaming(request, context) {
-      try {
-        for await (const step of runTurn(deps, request, context, true)) {
-          const response: MessageInitShape<typeof SendStreamingResponseSchema> =
-            "outcome" in step
-              ? { kind: { case: "outcome", value: step.outcome } }
-              : { kind: { case: "chunk", value: step.chunk } };
-          yield response;
-        }
-      } catch (error) {
-        throw relayed(error);
+      for await (const step of runTurn(deps, request, context, true)) {
+        const response: MessageInitShape<typeof SendStreamingResponseSchema> =
+          "outcome" in step
+            ? { kind: { case: "outcome", value: step.outcome } }
+            : { kind: { case: "chunk", value: step.chunk } };
+        yield response;
       }
     },
-    async *subscribe(request, context) {
-      try {
-        yield* subscribe(deps, request, context);
-      } catch (error) {
-        throw relayed(error);
-      }
-    },
-    async getHistory(request, context) {
-      try {
-        return await getHistory(deps, request, context);
-      } catch (error) {
-        throw relayed(error);
-      }
-    },
+    subscribe: (request, context) => subscribe(deps, request, context),
+    getHistory: (request, context) => getHistory(deps, request, context),
   };
 }

@@ -5,7 +5,6 @@
  */
 import type { CallOptions, Client, HandlerContext } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
-import { ErrorDetailSchema } from "@trellis/contracts/core";
 import { EventService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { callerOf, type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
@@ -56,18 +55,4 @@ export function dispatchFailureOf(error: unknown): DispatchFailure {
     ...(detail?.param ? { param: detail.param } : {}),
     ...(detail ? { metadata: detail.metadata } : {}),
   };
-}
-
-/**
- * A downstream error as this service's own: same code, message and details,
- * but none of the downstream response's headers and trailers (relayed as-is,
- * they would be written into this response — a second `content-type`,
- * `grpc-status`, … — which breaks the HTTP/2 stream).
- */
-export function relayed(error: unknown): unknown {
-  if (!(error instanceof ConnectError)) return error;
-  const details = error
-    .findDetails(ErrorDetailSchema)
-    .map((value) => ({ desc: ErrorDetailSchema, value }));
-  return new ConnectError(error.rawMessage, error.code, undefined, details, error.cause);
 }

@@ -39,6 +39,7 @@ import {
   type TaskFailure,
   type Workspace,
 } from "@trellis/contracts/tasks";
+import { parseRole, roleName } from "@trellis/messages";
 import { errors } from "@trellis/runtime";
 import { sortKeys } from "./canonical-json.js";
 import { fieldPath, isJsonObject, JsonReader } from "./json-input.js";
@@ -74,27 +75,18 @@ export function toValue(json: JsonValue): Value {
 // ---------------------------------------------------------------------------
 // Enums
 
-const taskStatusNames: Record<number, string> = {
-  [TaskStatus.SUBMITTED]: "SUBMITTED",
-  [TaskStatus.WORKING]: "WORKING",
-  [TaskStatus.INPUT_REQUIRED]: "INPUT_REQUIRED",
-  [TaskStatus.AUTH_REQUIRED]: "AUTH_REQUIRED",
-  [TaskStatus.COMPLETED]: "COMPLETED",
-  [TaskStatus.FAILED]: "FAILED",
-  [TaskStatus.CANCELED]: "CANCELED",
-};
+// The Harn spellings are the generated enums' own names (TypeScript numeric
+// enums map values back to names): TaskStatus[2] === "WORKING".
 
 /** The Harn spelling of a task status (`WORKING`); null when unspecified. */
 export function taskStatusName(status: TaskStatus): string | null {
-  return taskStatusNames[status] ?? null;
+  return status === TaskStatus.UNSPECIFIED ? null : (TaskStatus[status] ?? null);
 }
 
 /** Harn task status names → proto, for list filters. */
 export function parseTaskStatus(name: string): TaskStatus | undefined {
-  for (const [value, n] of Object.entries(taskStatusNames)) {
-    if (n === name) return Number(value) as TaskStatus;
-  }
-  return undefined;
+  const value = (TaskStatus as unknown as Record<string, TaskStatus | undefined>)[name];
+  return typeof value === "number" && value !== TaskStatus.UNSPECIFIED ? value : undefined;
 }
 
 /** Whether a task status is terminal (COMPLETED, FAILED, CANCELED). */
@@ -106,34 +98,10 @@ export function isTerminalStatus(status: TaskStatus): boolean {
   );
 }
 
-const sessionStateNames: Record<number, string> = {
-  [SessionState.ACTIVE]: "ACTIVE",
-  [SessionState.IDLE]: "IDLE",
-  [SessionState.PAUSED]: "PAUSED",
-  [SessionState.CLOSED]: "CLOSED",
-  [SessionState.FAILED]: "FAILED",
-};
-
 /** The Harn spelling of a session state; null when unspecified. */
 export function sessionStateName(state: SessionState): string | null {
-  return sessionStateNames[state] ?? null;
+  return state === SessionState.UNSPECIFIED ? null : (SessionState[state] ?? null);
 }
-
-const roleNames: Record<number, string> = {
-  [Role.USER]: "user",
-  [Role.ASSISTANT]: "assistant",
-  [Role.SYSTEM]: "system",
-  [Role.TOOL]: "tool",
-  [Role.AGENT]: "agent",
-};
-
-const roleByName: Record<string, Role> = {
-  user: Role.USER,
-  assistant: Role.ASSISTANT,
-  system: Role.SYSTEM,
-  tool: Role.TOOL,
-  agent: Role.AGENT,
-};
 
 const visibilityNames = ["public", "internal", "receipt_only"] as const;
 /** A Harn part / artifact visibility. */
@@ -356,7 +324,7 @@ export function messageToHarn(message: Message, place: MessagePlace = {}): JsonO
     metadata: objectJson(message.metadata),
     session_id: orNull(place.sessionId ?? ""),
     task_id: orNull(place.taskId ?? ""),
-    role: roleNames[message.role] ?? "user",
+    role: roleName(message.role) || "user",
     parts,
   };
 }
@@ -725,8 +693,8 @@ function missing(reader: JsonReader, key: string) {
 export function messageFromHarn(reader: JsonReader): Message {
   const roleText = reader.string("role");
   if (roleText === undefined) throw missing(reader, "role");
-  const role = roleByName[roleText];
-  if (role === undefined) {
+  const role = parseRole(roleText);
+  if (role === Role.UNSPECIFIED) {
     const param = fieldPath(reader.path, "role");
     throw errors.invalid(
       `${param} must be one of user, assistant, system, tool, agent, got ${JSON.stringify(roleText)}`,

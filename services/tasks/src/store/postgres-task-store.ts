@@ -169,6 +169,36 @@ const MESSAGE_EVENT_KINDS = [
 
 const NOT_DONE: RunState[] = ["queued", "running", "waiting"];
 
+/**
+ * Whether a row is visible to a caller scoped to `scope` (undefined: an
+ * internal call, which sees every workspace). A row in another workspace is
+ * reported exactly like a missing one, never as forbidden.
+ */
+function visible<R extends { workspace_id: string }>(
+  row: R | undefined,
+  scope: string | undefined,
+): row is R {
+  return row !== undefined && (scope === undefined || row.workspace_id === scope);
+}
+
+/** Artifact columns without the content bytes (metadata reads never need them). */
+const ARTIFACT_COLUMNS = [
+  "seq",
+  "id",
+  "workspace_id",
+  "session_id",
+  "task_id",
+  "kind",
+  "name",
+  "mime_type",
+  "uri",
+  "visibility",
+  "sha256",
+  "size_bytes",
+  "metadata",
+  "created_at",
+] as const;
+
 function pageLimit(pageSize: number): number {
   if (!Number.isInteger(pageSize) || pageSize < 0 || pageSize > 1000) {
     throw invalidRequest("page_size must be 0…1000", "page_size");
@@ -299,7 +329,7 @@ export class PostgresTaskStore implements TaskStore {
       .where("id", "=", id)
       .forUpdate()
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("session", id);
+    if (!visible(row, scope)) throw notFound("session", id);
     return row;
   }
 
@@ -669,7 +699,7 @@ export class PostgresTaskStore implements TaskStore {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("session", id);
+    if (!visible(row, scope)) throw notFound("session", id);
     return toSession(row);
   }
 
@@ -1261,7 +1291,7 @@ export class PostgresTaskStore implements TaskStore {
     scope: string | undefined,
   ): Promise<TaskRow> {
     const row = await db.selectFrom("tasks").selectAll().where("id", "=", id).executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("task", id);
+    if (!visible(row, scope)) throw notFound("task", id);
     return row;
   }
 
@@ -1546,7 +1576,7 @@ export class PostgresTaskStore implements TaskStore {
       .selectAll()
       .where("id", "=", taskId)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) {
+    if (!visible(row, scope)) {
       return { taskId: "", duplicate: true };
     }
     return { taskId, duplicate: true, task: toTask(row) };
@@ -1874,7 +1904,7 @@ export class PostgresTaskStore implements TaskStore {
       .select(["body", "workspace_id"])
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) return undefined;
+    if (!visible(row, scope)) return undefined;
     return fromBinary(EventSchema, row.body);
   }
 
@@ -1886,7 +1916,7 @@ export class PostgresTaskStore implements TaskStore {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("outcome", id);
+    if (!visible(row, scope)) throw notFound("outcome", id);
     return toOutcome(row);
   }
 
@@ -1998,10 +2028,10 @@ export class PostgresTaskStore implements TaskStore {
   async getArtifact(id: string, scope?: string): Promise<Artifact> {
     const row = await this.#db
       .selectFrom("artifacts")
-      .selectAll()
+      .select(ARTIFACT_COLUMNS)
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("artifact", id);
+    if (!visible(row, scope)) throw notFound("artifact", id);
     return toArtifact(row);
   }
 
@@ -2015,22 +2045,7 @@ export class PostgresTaskStore implements TaskStore {
     const workspace = scope ?? filter.workspaceId;
     let query = this.#db
       .selectFrom("artifacts")
-      .select([
-        "seq",
-        "id",
-        "workspace_id",
-        "session_id",
-        "task_id",
-        "kind",
-        "name",
-        "mime_type",
-        "uri",
-        "visibility",
-        "sha256",
-        "size_bytes",
-        "metadata",
-        "created_at",
-      ])
+      .select(ARTIFACT_COLUMNS)
       .orderBy("seq")
       .limit(limit + 1);
     if (after !== undefined) query = query.where("seq", ">", after);
@@ -2049,7 +2064,7 @@ export class PostgresTaskStore implements TaskStore {
       .select(["workspace_id", "content", "mime_type"])
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("artifact", id);
+    if (!visible(row, scope)) throw notFound("artifact", id);
     return { content: row.content ?? new Uint8Array(0), mimeType: row.mime_type };
   }
 
