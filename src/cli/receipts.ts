@@ -90,6 +90,12 @@ async function postJson(
       ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
     },
     ...(body === undefined ? {} : { body }),
+  }).catch((error: unknown) => {
+    const cause =
+      error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
+    throw new Error(
+      `cannot reach Trellis at ${new URL(url).origin} (${cause}); is it running? (--url)`,
+    );
   });
   const text = await response.text();
   let parsed: unknown;
@@ -201,6 +207,12 @@ export async function runReceiptsVerify(
     const result = fromResponse(body);
     print(result, options.json);
     return result.valid ? 0 : 1;
+  }
+  // Not a file: a receipt id for the online check. Something that can only be
+  // a path (or an offline check, which needs a file) is a missing file.
+  if (options.publicKey || /[/\\]|\.json$/i.test(target)) {
+    process.stderr.write(`trellis receipts verify: no such receipt file: ${target}\n`);
+    return 2;
   }
   const body = await postJson(
     `${baseUrl(source, options.url)}/v1/receipts/${encodeURIComponent(target)}/verify`,

@@ -1,0 +1,131 @@
+// Bad input at Trellis's own entry points gets a clear error, never a crash or
+// a stack trace: the `trellis` CLI, and garbage bodies on the Connect routes.
+// (Known gap, issue 7: a malformed *binary* protobuf body is answered with
+// Connect-ES's own `internal` / 500, raised in its protocol layer before any
+// interceptor runs.)
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { allServices } from "../src/services.js";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+function trellis(args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, [join(root, "bin/trellis.js"), ...args], {
+    cwd: root,
+    env: { ...process.env, ...env },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  return { code: result.status, out: result.stdout, err: result.stderr };
+}
+
+describe("trellis CLI with bad input", () => {
+  let dir: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "trellis-cli-"));
+  });
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("refuses an unknown command with the usage and exit code 2", () => {
+    const { code, err } = trellis(["launch-rockets"]);
+    expect(code).toBe(2);
+    expect(err).toContain('unknown command "launch-rockets"');
+    expect(err).toContain("Usage: trellis");
+  });
+
+  it("names an unknown option in one line, without a stack trace", () => {
+    const { code, err } = trellis(["health", "--colour", "red"]);
+    expect(code).toBe(1);
+    expect(err).toMatch(/^trellis: .*colour/);
+    expect(err).not.toMatch(/\n\s+at /);
+  });
+
+  it("reports an unreachable or nonsense URL as a row, not a crash", () => {
+    const { code, out, err } = trellis([
+      "health",
+      "--url",
+      "not a url",
+      "--url",
+      "http://127.0.0.1:9",
+    ]);
+    expect(code).toBe(1);
+    expect(out).toMatch(/not a url .* UNREACHABLE/);
+    expect(out).toMatch(/127\.0\.0\.1:9 .* UNREACHABLE/);
+    expect(err).toBe("");
+  });
+
+  it("names the bad variable when embedded mode is misconfigured", () => {
+    const { code, err } = trellis(["dev"], { TRELLIS_PORT: "eighty" });
+    expect(code).toBe(1);
+    expect(err).toMatch(/^trellis: .*TRELLIS_PORT/);
+    expect(err).not.toMatch(/\n\s+at /);
+  });
+
+  it("says the server is unreachable rather than failing obscurely", () => {
+    const { code, err } = trellis(["receipts", "verify", "rcpt_1", "--url", "http://127.0.0.1:9"]);
+    expect(code).toBe(1);
+    expect(err).toMatch(/^trellis: cannot reach Trellis at http:\/\/127\.0\.0\.1:9/);
+  });
+
+  it("refuses a receipt file that is missing or not JSON, saying which", async () => {
+    const garbage = join(dir, "garbage.json");
+    await writeFile(garbage, "{this is not json");
+    const key = join(dir, "key.pem");
+    await writeFile(key, "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n");
+    for (const file of [garbage, join(dir, "missing.json")]) {
+      const { code, out, err } = trellis(["receipts", "verify", file, "--public-key", key]);
+      expect(code).not.toBe(0);
+      expect(`${out}${err}`).toContain(
+        file.endsWith("missing.json") ? "missing.json" : "garbage.json",
+      );
+      expect(err).not.toMatch(/\n\s+at /);
+    }
+  });
+});
+
+describe("Connect routes with garbage bodies", () => {
+  let trellisServer: EmbeddedTrellis;
+  const key = "trellis-entry-test-key-0123456789abcdef";
+  beforeAll(async () => {
+    trellisServer = await startEmbedded({
+      services: allServices,
+      port: 0,
+      env: { TRELLIS_API_KEY: key },
+      logger: createLogger({ service: "entry-test", level: "error", write: () => {} }),
+    });
+  });
+  afterAll(() => trellisServer?.close({ graceMs: 100 }));
+
+  const post = (method: string, contentType: string, body: BodyInit) =>
+    fetch(`${trellisServer.address.url}/${method}`, {
+      method: "POST",
+      headers: { "content-type": contentType, authorization: `Bearer ${key}` },
+      body,
+    });
+
+  it.each([
+    ["trellis.tasks.v1.TaskService/SubmitTask", "application/json", "{not json"],
+    ["trellis.tasks.v1.TaskService/SubmitTask", "application/json", '{"input": 42}'],
+    [
+      "trellis.tasks.v1.TaskService/SubmitTask",
+      "application/json",
+      '{"busyPolicy": "BUSY_POLICY_SOMETIMES"}',
+    ],
+    ["trellis.chat.v1.ChatService/Send", "application/json", '{"sessionId": "\\ud800"}'],
+  ])("%s answers %s garbage with a 4xx Connect error", async (method, contentType, body) => {
+    const res = await post(method, contentType, body as BodyInit);
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    expect(res.status).toBeLessThan(500);
+    const error = (await res.json()) as { code?: string; message?: string };
+    expect(error.code).toBeTruthy();
+    expect(res.headers.get("x-request-id")).toBeTruthy();
+  });
+});
