@@ -8,15 +8,21 @@
  *
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
  * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
- * PGlite. Results are
+ * PGlite. The streams bench holds 10,000 connections open: both processes
+ * need that many descriptors (the npm script raises `ulimit -n` to the hard
+ * limit). Results are
  * also written as JSON to .trellis/bench/<name>.json; docs/benchmarks.md
  * records them with the machine's load.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
+import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
+import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
+import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
 import { formatTurnBench, runTurnBench } from "./turn.bench.js";
+import { formatUiFanoutBench, runUiFanoutBench } from "./ui-fanout.bench.js";
 
 interface Bench {
   name: string;
@@ -58,6 +64,34 @@ const benches: Bench[] = [
     async run() {
       const result = await runReceiptsBench();
       return { text: formatReceiptsBench(result), data: result };
+    },
+  },
+  {
+    name: "routing",
+    async run() {
+      const result = await runRoutingBench();
+      return { text: formatRoutingBench(result), data: result };
+    },
+  },
+  {
+    name: "ui-fanout",
+    async run() {
+      const result = await runUiFanoutBench();
+      return { text: formatUiFanoutBench(result), data: result };
+    },
+  },
+  {
+    name: "auth",
+    async run() {
+      const result = await runAuthBench();
+      return { text: formatAuthBench(result), data: result };
+    },
+  },
+  {
+    name: "streams",
+    async run() {
+      const result = await runStreamsBench();
+      return { text: formatStreamsBench(result), data: result };
     },
   },
 ];

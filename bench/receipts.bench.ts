@@ -4,15 +4,17 @@
  *
  * (a) pure path, one thread (so: per core): build a representative task
  *     receipt (tool call, approval, model route, cost, artifact) from its
- *     folded facts, seal it (RFC 8785 canonical form, SHA-256, Ed25519
- *     signature), then verify the stored text (re-canonicalize, re-hash,
- *     stored-form check, signature). Target: ≥ 5,000 issued + verified per
- *     second.
- * (b) database append path: `ReceiptStore.issue` (lock the workspace's chain
- *     head, check the subject, seal, insert, move the head, announce through
- *     the outbox; one transaction) at a chain length of ~1k and again after
- *     the chain was grown to ~100k receipts (bulk-seeded rows). Flat means
- *     the 100k cost is within noise of the 1k cost (no scan on append).
+ *     folded facts, seal it (one RFC 8785 canonicalization, SHA-256, Ed25519
+ *     signature), then verify the stored text (recognise it as canonical,
+ *     re-hash, stored-form check, signature). Target: ≥ 5,000 issued +
+ *     verified per second.
+ * (b) database append path: `ReceiptStore.issue` (check the subject, seal
+ *     against the remembered chain head, then one transaction: move the head
+ *     if it has not moved, insert, announce through the outbox) at a chain
+ *     length of ~1k and again after the chain was grown to ~100k receipts
+ *     (bulk-seeded rows, which also makes the remembered head stale once).
+ *     Flat means the 100k cost is within noise of the 1k cost (no scan on
+ *     append).
  *
  * (b) runs on PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL or
  * postgres://postgres@127.0.0.1:5432/postgres; a throwaway database), else
@@ -432,7 +434,7 @@ export function formatReceiptsBench(result: ReceiptsBenchResult): string {
   return [
     `receipts bench: ${pure.rounds} × ${pure.perRound} receipts of ${result.receiptBytes} B (median of rounds), one thread`,
     `(a) issue (build + canonicalize + hash + sign)      ${pure.issueUs.toFixed(1).padStart(7)} µs/receipt`,
-    `    verify (parse + canonicalize + hash + stored form + signature) ${pure.verifyUs.toFixed(1).padStart(7)} µs/receipt`,
+    `    verify (parse + canonical-form check + hash + stored form + signature) ${pure.verifyUs.toFixed(1).padStart(7)} µs/receipt`,
     `    issued + verified per CPU-second (per core): ${Math.round(pure.issuedAndVerifiedPerCpuSecond)}  (target ≥ ${pure.targetPerSecond}; rounds: ${pure.roundsPerCpuSecond.map((x) => Math.round(x)).join(" ")})`,
     `    issued + verified per wall-second, one thread: ${Math.round(pure.issuedAndVerifiedPerSecond)}  (rounds: ${pure.roundsPerSecond.map((x) => Math.round(x)).join(" ")})`,
     `    baseline, raw Ed25519 sign + verify per CPU-second: ${Math.round(pure.rawSignVerifyPerCpuSecond)}  (receipt / raw: ${(pure.issuedAndVerifiedPerCpuSecond / pure.rawSignVerifyPerCpuSecond).toFixed(2)})`,

@@ -4,6 +4,7 @@
  * end-to-end and fault suites drive it through {@link startMesh}.
  */
 import { type ChildProcess, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { once } from "node:events";
 import { createWriteStream, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
@@ -12,7 +13,7 @@ import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
-import { urlVariable } from "@trellis/platform";
+import { meshSecretFileVariable, meshSecretVariable, urlVariable } from "@trellis/platform";
 import { allServices } from "./services.js";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -38,6 +39,11 @@ export interface MeshOptions {
 /** A running mesh. */
 export interface Mesh {
   urls: Readonly<Record<string, string>>;
+  /**
+   * The service credential secret the services share (`TRELLIS_MESH_SECRET`),
+   * for tests that call an internal service directly, as a mesh peer.
+   */
+  meshSecret: string | undefined;
   /** SIGKILL a service (crash). */
   kill(name: string): Promise<void>;
   /** Start a stopped or killed service again, and wait until it is SERVING. */
@@ -103,6 +109,11 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     TRELLIS_NATS_PREFIX: options.natsPrefix ?? "trellis",
     ...options.env,
   };
+  // Every service of the mesh shares one service credential secret; made here
+  // when none is configured (services refuse calls without it).
+  if (!baseEnv[meshSecretVariable] && !baseEnv[meshSecretFileVariable]) {
+    baseEnv[meshSecretVariable] = randomBytes(32).toString("base64url");
+  }
   for (const [name, port] of Object.entries(ports)) {
     urls[name] = `http://127.0.0.1:${port}`;
     baseEnv[urlVariable(name)] = urls[name];
@@ -150,6 +161,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
 
   return {
     urls,
+    meshSecret: baseEnv[meshSecretVariable],
     async kill(name) {
       await stopOne(name, "SIGKILL", 0);
     },

@@ -41,6 +41,17 @@ describe("trellis CLI with bad input", () => {
     expect(err).toContain("Usage: trellis");
   });
 
+  it("refuses to serve a service it does not have, naming the ones it has", () => {
+    const unknown = trellis(["serve", "warp-drive"], { TRELLIS_SERVICE: "" });
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toContain('unknown service "warp-drive"');
+    expect(unknown.err).toContain("gateway");
+    const unnamed = trellis(["serve"], { TRELLIS_SERVICE: "" });
+    expect(unnamed.code).toBe(2);
+    expect(unnamed.err).toMatch(/name a service/);
+    expect(`${unknown.err}${unnamed.err}`).not.toMatch(/\n\s+at /);
+  });
+
   it("names an unknown option in one line, without a stack trace", () => {
     const { code, err } = trellis(["health", "--colour", "red"]);
     expect(code).toBe(1);
@@ -104,7 +115,7 @@ describe("Connect routes with garbage bodies", () => {
   });
   afterAll(() => trellisServer?.close({ graceMs: 100 }));
 
-  const post = (method: string, contentType: string, body: BodyInit) =>
+  const post = (method: string, contentType: string, body: string | Uint8Array) =>
     fetch(`${trellisServer.address.url}/${method}`, {
       method: "POST",
       headers: { "content-type": contentType, authorization: `Bearer ${key}` },
@@ -121,7 +132,7 @@ describe("Connect routes with garbage bodies", () => {
     ],
     ["trellis.chat.v1.ChatService/Send", "application/json", '{"sessionId": "\\ud800"}'],
   ])("%s answers %s garbage with a 4xx Connect error", async (method, contentType, body) => {
-    const res = await post(method, contentType, body as BodyInit);
+    const res = await post(method, contentType, body as string | Uint8Array);
     expect(res.status).toBeGreaterThanOrEqual(400);
     expect(res.status).toBeLessThan(500);
     const error = (await res.json()) as { code?: string; message?: string };

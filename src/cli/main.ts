@@ -5,12 +5,18 @@
  *   trellis mesh     every service as its own process on Postgres + NATS
  *   trellis health   ask every service's gRPC health endpoint; print a table
  *   trellis receipts verify <id|file>   verify a receipt, online or offline
+ *   trellis keys create|list|revoke     manage the API keys of a workspace
+ *   trellis serve <service>   run one service as its own process (the container entry point)
+ *   trellis migrate  bring every service's PostgreSQL schema up to date, then exit
  */
 import { parseArgs } from "node:util";
 import { runDev } from "./dev.js";
 import { runHealth } from "./health.js";
+import { runKeys } from "./keys.js";
 import { runMesh } from "./mesh.js";
+import { runMigrate } from "./migrate.js";
 import { runReceiptsVerify } from "./receipts.js";
+import { runServe, servableServices } from "./serve.js";
 
 const usage = `Usage: trellis <command> [options]
 
@@ -29,6 +35,19 @@ Commands:
             Options: --public-key FILE, --url URL (default TRELLIS_URL, else
             http://127.0.0.1:8080), --schema FILE (receipt JSON Schema),
             --api-key KEY (default TRELLIS_API_KEY), --json
+  serve <service>
+            Run one service as its own process (distributed mode), one of:
+            ${servableServices.join(", ")}; default TRELLIS_SERVICE. Env as for mesh,
+            plus PORT and TRELLIS_HOST (0.0.0.0 in a container).
+  migrate [--service NAME]...
+            Bring the PostgreSQL schemas of every service (or the named ones) up
+            to date, then exit. Env: DATABASE_URL, TRELLIS_STARTUP_TIMEOUT (60s)
+  keys create|list|revoke
+            Manage API keys (stored hashed; a new key is printed once):
+            keys create --name NAME --scopes "sessions:read tasks:write" [--workspace ID]
+            keys list [--workspace ID] [--all];  keys revoke KEY_ID
+            Through a gateway (--url, --api-key; default the admin key) or
+            directly in its database (--database-url). trellis keys help: details
   help      Show this help.
 `;
 
@@ -74,6 +93,23 @@ async function main(): Promise<number> {
         ...(values.json ? { json: true } : {}),
       });
     }
+    case "serve": {
+      const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
+      if (positionals.length > 1) {
+        process.stderr.write(`trellis serve: one service at a time\n\n${usage}`);
+        return 2;
+      }
+      return runServe(process.env, positionals[0]);
+    }
+    case "migrate": {
+      const { values } = parseArgs({
+        args: rest,
+        options: { service: { type: "string", multiple: true } },
+      });
+      return runMigrate(process.env, values.service ?? []);
+    }
+    case "keys":
+      return runKeys(process.env, rest);
     case undefined:
     case "help":
     case "--help":

@@ -9,6 +9,7 @@ export {
   roleName,
   textOf,
 } from "./chat-json.js";
+export { isTerminalStatus } from "./task-status.js";
 export {
   type ShapeProblem,
   validateChatMessage,

@@ -11,6 +11,8 @@ export const DEFAULT_PORTS: Readonly<Record<string, number>> = {
   tasks: 7002,
   receipts: 7003,
   adapters: 7004,
+  // The built-in adapter worker (`trellis serve adapter-worker`): gRPC health only.
+  "adapter-worker": 7005,
 };
 
 /** The service that owns an RPC service, from its proto package. */
@@ -20,9 +22,12 @@ export function ownerOf(service: DescService): string {
   return match[1];
 }
 
-/** Env variable that holds the base URL of a service, e.g. `TRELLIS_TASKS_URL`. */
+/**
+ * Env variable that holds the base URL of a service, e.g. `TRELLIS_TASKS_URL`
+ * (`adapter-worker` → `TRELLIS_ADAPTER_WORKER_URL`).
+ */
 export function urlVariable(service: string): string {
-  return `TRELLIS_${service.toUpperCase()}_URL`;
+  return `TRELLIS_${service.toUpperCase().replaceAll("-", "_")}_URL`;
 }
 
 /** Base URL of `service` from env, else loopback on its default port. */

@@ -2,11 +2,13 @@
  * Who is calling: set by the gateway after authentication, read by every
  * service to scope what the call may see.
  *
- * In embedded mode the gateway's interceptor stores the caller in the Connect
- * context. In distributed mode the gateway forwards it in the `x-trellis-*`
- * headers below, which internal services trust because only the gateway can
- * reach them (NetworkPolicy; service credentials come with the gateway issue).
- * A call with no caller is an internal call between services.
+ * The gateway's interceptor stores the caller it authenticated in the Connect
+ * context. Calls to other services carry it in the `x-trellis-*` headers
+ * below, signed together with the call by a service credential (`mesh.ts`):
+ * an internal service verifies the credential before it believes the headers
+ * and stores the verified caller in the context, so spoofed headers from
+ * outside the mesh never count. A call with no caller is an internal call
+ * between services.
  */
 import { createContextKey, type HandlerContext } from "@connectrpc/connect";
 
@@ -32,17 +34,31 @@ export const callerHeaders = {
   scopes: "x-trellis-scopes",
 } as const;
 
-/** The caller of a request, or undefined for an internal call. */
+/** A getter of request headers (Connect `Headers`, Node's header object). */
+export type HeaderGetter = (name: string) => string | null | undefined;
+
+/**
+ * The caller named by the `x-trellis-*` headers, or undefined when they name
+ * none (an internal call). Only meaningful once the headers were verified.
+ */
+export function callerFromHeaders(get: HeaderGetter): Caller | undefined {
+  const actorId = get(callerHeaders.actor);
+  const workspaceId = get(callerHeaders.workspace);
+  if (!actorId || !workspaceId) return undefined;
+  const scopes = (get(callerHeaders.scopes) ?? "").split(/\s+/).filter((s) => s !== "");
+  return { actorId, workspaceId, scopes };
+}
+
+/**
+ * The caller of a request, or undefined for an internal call: the one the
+ * gateway or the mesh interceptor stored in the context. The headers are read
+ * directly only on a server without either (an embedded deployment without a
+ * gateway, used in tests), where nothing is verified anyway.
+ */
 export function callerOf(context: HandlerContext): Caller | undefined {
   const fromContext = context.values.get(callerKey);
   if (fromContext) return fromContext;
-  const actorId = context.requestHeader.get(callerHeaders.actor);
-  const workspaceId = context.requestHeader.get(callerHeaders.workspace);
-  if (!actorId || !workspaceId) return undefined;
-  const scopes = (context.requestHeader.get(callerHeaders.scopes) ?? "")
-    .split(/\s+/)
-    .filter((s) => s !== "");
-  return { actorId, workspaceId, scopes };
+  return callerFromHeaders((name) => context.requestHeader.get(name));
 }
 
 /** Write a caller into outgoing headers (gateway → internal service). */

@@ -10,6 +10,8 @@ import {
   createService,
   createServiceClient,
   env,
+  type HttpHandler,
+  httpRequestId,
   initTelemetry,
   loadConfig,
   onShutdownSignals,
@@ -25,6 +27,17 @@ import {
   outboxMigrations,
 } from "@trellis/storage";
 import { ownerOf, serviceUrl } from "./addresses.js";
+import {
+  createMeshClientInterceptor,
+  createMeshServerInterceptor,
+  type MeshCredentials,
+  meshCredentialsFromEnv,
+  meshFailureMessage,
+  meshSecretFileVariable,
+  meshSecretVariable,
+  processMeshCredentials,
+  verifyMeshHttp,
+} from "./mesh.js";
 import type {
   ServiceClients,
   ServiceContext,
@@ -43,6 +56,13 @@ export const distributedConfigSchema = {
   TRELLIS_SHUTDOWN_GRACE: env.duration().default(10_000),
   /** How long to keep retrying Postgres / NATS at start before giving up. */
   TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
+  /**
+   * The service credential secret shared by every service of the deployment
+   * (at least 32 characters), or a file holding it (a mounted Secret). See
+   * `mesh.ts`.
+   */
+  TRELLIS_MESH_SECRET: env.string().secret().optional(),
+  TRELLIS_MESH_SECRET_FILE: env.string().optional(),
 };
 
 /**
@@ -84,6 +104,8 @@ export interface RunningService {
   service: TrellisService;
   address: ServiceAddress;
   module: ServiceModule;
+  /** The service credentials it accepts and signs with. */
+  mesh: MeshCredentials;
   close(): Promise<void>;
 }
 
@@ -92,18 +114,29 @@ export interface RunServiceOptions {
   env?: NodeJS.ProcessEnv;
   /** Install SIGINT/SIGTERM handlers that close and exit (default true). */
   handleSignals?: boolean;
+  /**
+   * Refuse to start without `TRELLIS_MESH_SECRET` (or `_FILE`). Default false:
+   * the service then uses credentials made for this process only, so services
+   * run in the same process (tests) reach each other and nothing else reaches
+   * them. `runServiceMain` (a real process) sets it.
+   */
+  requireMeshSecret?: boolean;
 }
 
-function createRemoteClients(source: NodeJS.ProcessEnv): ServiceClients & { close(): void } {
+function createRemoteClients(
+  source: NodeJS.ProcessEnv,
+  mesh: MeshCredentials,
+  peer: string,
+): ServiceClients & { close(): void } {
   const cache = new Map<string, Client<DescService>>();
+  const sign = createMeshClientInterceptor(mesh, peer);
   return {
     get<T extends DescService>(service: T): Client<T> {
       let client = cache.get(service.typeName);
       if (!client) {
-        client = createServiceClient(
-          service,
-          serviceUrl(ownerOf(service), source),
-        ) as Client<DescService>;
+        client = createServiceClient(service, serviceUrl(ownerOf(service), source), {
+          interceptors: [sign],
+        }) as Client<DescService>;
         cache.set(service.typeName, client);
       }
       return client as Client<T>;
@@ -128,6 +161,7 @@ export async function runService(
   const telemetry = initTelemetry({ serviceName: `trellis-${definition.name}` });
   const logger = createLogger({ service: definition.name });
   const schema = definition.name;
+  const mesh = resolveMeshCredentials(source, options.requireMeshSecret ?? false, logger);
 
   const startup = config.TRELLIS_STARTUP_TIMEOUT;
   const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
@@ -166,7 +200,7 @@ export async function runService(
     onError: (error) =>
       logger.warn("outbox relay round failed; retrying", { error: String(error) }),
   });
-  const clients = createRemoteClients(source);
+  const clients = createRemoteClients(source, mesh, definition.name);
   const closing = new AbortController();
   const context: ServiceContext = {
     mode: "distributed",
@@ -180,14 +214,22 @@ export async function runService(
     kickRelay: () => relay.kick(),
     closing: closing.signal,
     env: source,
+    mesh,
   };
   const module = await definition.create(context);
+  // Internal services accept only calls carrying a service credential; the
+  // public one (the gateway) authenticates its callers itself.
+  const interceptors = [
+    ...(definition.public ? [] : [createMeshServerInterceptor(mesh)]),
+    ...(module.interceptors ?? []),
+  ];
+  const http = module.http && !definition.public ? meshGuardedHttp(module.http, mesh) : module.http;
   const service = createService({
     name: definition.name,
     logger,
     ...(module.routes ? { routes: (router) => module.routes?.(router) } : {}),
-    ...(module.http ? { http: module.http } : {}),
-    ...(module.interceptors ? { interceptors: [...module.interceptors] } : {}),
+    ...(http ? { http } : {}),
+    ...(interceptors.length ? { interceptors } : {}),
     ...(module.upgrade ? { upgrade: module.upgrade } : {}),
     ...(module.reflectionFiles ? { reflection: { files: module.reflectionFiles } } : {}),
     health: {
@@ -226,7 +268,54 @@ export async function runService(
     await telemetry.shutdown();
   };
   if (options.handleSignals !== false) onShutdownSignals(close, { logger });
-  return { service, address, module, close };
+  return { service, address, module, mesh, close };
+}
+
+function resolveMeshCredentials(
+  source: NodeJS.ProcessEnv,
+  required: boolean,
+  logger: { warn(msg: string, fields?: Record<string, unknown>): void },
+): MeshCredentials {
+  const configured = meshCredentialsFromEnv(source);
+  if (configured) return configured;
+  if (required) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `${meshSecretVariable} (or ${meshSecretFileVariable}) is required: the service credential secret, the same on every service (e.g. openssl rand -base64 32)`,
+      param: meshSecretVariable,
+    });
+  }
+  logger.warn(
+    `${meshSecretVariable} is not set for this service: it uses this process's service credentials, so services in other processes without the same secret cannot call it`,
+  );
+  return processMeshCredentials();
+}
+
+/**
+ * An internal service's plain-HTTP handler behind the service credential:
+ * a request without a valid one gets 401 with the error envelope.
+ */
+function meshGuardedHttp(handler: HttpHandler, mesh: MeshCredentials): HttpHandler {
+  return (req, res) => {
+    const result = verifyMeshHttp(mesh, req);
+    if (result.ok) return handler(req, res);
+    const requestId = httpRequestId(req);
+    const body = JSON.stringify({
+      error: {
+        code: "unauthenticated",
+        message: meshFailureMessage(result.failure),
+        type: "auth_error",
+        param: null,
+        request_id: requestId || null,
+        details: { credential: "service", problem: result.failure },
+      },
+    });
+    res.statusCode = 401;
+    res.setHeader("content-type", "application/json; charset=utf-8");
+    res.setHeader("content-length", String(Buffer.byteLength(body)));
+    res.end(body);
+    return true;
+  };
 }
 
 /**
@@ -235,7 +324,7 @@ export async function runService(
  */
 export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
   try {
-    await runService(definition);
+    await runService(definition, { requireMeshSecret: true });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`trellis-${definition.name}: cannot start: ${message}\n`);

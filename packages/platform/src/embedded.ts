@@ -46,6 +46,15 @@ import {
   readOutbox,
 } from "@trellis/storage";
 import { sql } from "kysely";
+import {
+  createMeshClientInterceptor,
+  createMeshServerInterceptor,
+  MeshCredentials,
+  meshCredentialsFromEnv,
+  meshFailureMessage,
+  meshHeader,
+  verifyMeshHttp,
+} from "./mesh.js";
 import type {
   ServiceClients,
   ServiceContext,
@@ -170,6 +179,36 @@ const consumerPositionsMigration = {
   },
 };
 
+/**
+ * A non-public module's HTTP handler: requests without a service credential
+ * are not for it (declined: the gateway did not hand them on); a wrong one is
+ * refused with 401.
+ */
+function handedOnOnly(
+  handler: NonNullable<ServiceModule["http"]>,
+  mesh: MeshCredentials,
+): NonNullable<ServiceModule["http"]> {
+  return (req, res) => {
+    if (req.headers[meshHeader] === undefined) return false;
+    const result = verifyMeshHttp(mesh, req);
+    if (result.ok) return handler(req, res);
+    const body = JSON.stringify({
+      error: {
+        code: "unauthenticated",
+        message: meshFailureMessage(result.failure),
+        type: "auth_error",
+        param: null,
+        request_id: null,
+        details: { credential: "service", problem: result.failure },
+      },
+    });
+    res.statusCode = 401;
+    res.setHeader("content-type", "application/json; charset=utf-8");
+    res.end(body);
+    return true;
+  };
+}
+
 async function* outboxHistory(db: Database<unknown>): AsyncIterable<LoggedEvent> {
   let after: bigint | undefined;
   for (;;) {
@@ -190,6 +229,10 @@ async function* outboxHistory(db: Database<unknown>): AsyncIterable<LoggedEvent>
  */
 export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedTrellis> {
   const logger = options.logger ?? createLogger({ service: "trellis" });
+  const env = options.env ?? process.env;
+  // Every service is in this process: a configured secret is used when there
+  // is one, otherwise one made now (nothing outside the process needs it).
+  const mesh = meshCredentialsFromEnv(env) ?? MeshCredentials.generate();
   if (options.dataDir) await mkdir(options.dataDir, { recursive: true });
   const pglite: PGlite = await openPGlite(options.dataDir ? { dataDir: options.dataDir } : {});
   const db: Database<unknown> = await createDatabase({ kind: "pglite", pglite });
@@ -256,7 +299,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       clients,
       kickRelay: () => relay.kick(),
       closing: closing.signal,
-      env: options.env ?? process.env,
+      env,
+      mesh,
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     };
     contexts.set(definition.name, context);
@@ -269,7 +313,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   // Services call each other in memory: same handlers, no socket. The server
   // side of that transport maps domain errors like the public server does
   // (callers see the ErrorDetail reason, not a bare Unknown) and takes the
-  // request id the caller forwarded.
+  // request id the caller forwarded. Calls are signed and checked with the
+  // service credentials as in distributed mode, so the caller a handler sees
+  // is always one the gateway authenticated.
   const inProcessRequestId: Interceptor = (next) => (req) => {
     if (req.contextValues.get(requestIdKey) === "") {
       req.contextValues.set(requestIdKey, acceptOrCreateRequestId(req.header.get(requestIdHeader)));
@@ -277,11 +323,32 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     return next(req);
   };
   transport = createRouterTransport(routes, {
-    router: { interceptors: [inProcessRequestId, createErrorInterceptor(logger)] },
-    transport: { interceptors: [createClientTracingInterceptor()] },
+    router: {
+      interceptors: [
+        inProcessRequestId,
+        createErrorInterceptor(logger),
+        createMeshServerInterceptor(mesh),
+      ],
+    },
+    transport: {
+      interceptors: [
+        createClientTracingInterceptor(),
+        createMeshClientInterceptor(mesh, "embedded"),
+      ],
+    },
   });
 
-  const httpHandlers = all.flatMap((m) => (m.http ? [m.http] : []));
+  // The public service's handlers (the gateway) come first and see every
+  // request; another module's handler only serves what the gateway handed on
+  // to it, signed with the service credentials. (A deployment without a
+  // public service — some tests — has no door to guard: nothing is
+  // authenticated there, RPCs included.)
+  const guarded = options.services.some((definition) => definition.public);
+  const httpHandlers = options.services.flatMap((definition) => {
+    const module = modules.get(definition.name);
+    if (!module?.http) return [];
+    return [definition.public || !guarded ? module.http : handedOnOnly(module.http, mesh)];
+  });
   const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
   const server = createService({
     name: "trellis",

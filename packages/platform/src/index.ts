@@ -5,7 +5,15 @@
  */
 
 export { DEFAULT_PORTS, ownerOf, serviceUrl, urlVariable } from "./addresses.js";
-export { type Caller, callerHeaders, callerKey, callerOf, setCallerHeaders } from "./caller.js";
+export {
+  type Caller,
+  callerFromHeaders,
+  callerHeaders,
+  callerKey,
+  callerOf,
+  type HeaderGetter,
+  setCallerHeaders,
+} from "./caller.js";
 export {
   distributedConfigSchema,
   type RunningService,
@@ -19,6 +27,26 @@ export {
   type EmbeddedTrellis,
   startEmbedded,
 } from "./embedded.js";
+export {
+  createMeshClientInterceptor,
+  createMeshServerInterceptor,
+  MeshCredentials,
+  type MeshCredentialsOptions,
+  type MeshFailure,
+  type MeshHttpRequest,
+  type MeshVerification,
+  meshCredentialsFromEnv,
+  meshError,
+  meshFailureMessage,
+  meshHeader,
+  meshHttpTarget,
+  meshRpcTarget,
+  meshSecretFileVariable,
+  meshSecretVariable,
+  minMeshSecretLength,
+  processMeshCredentials,
+  verifyMeshHttp,
+} from "./mesh.js";
 export type {
   Mode,
   ServiceClients,

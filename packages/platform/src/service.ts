@@ -13,6 +13,7 @@ import type { EventLog, SignalBus } from "@trellis/eventlog";
 import type { HttpHandler, Logger, UpgradeHandler } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Migration } from "kysely/migration";
+import type { MeshCredentials } from "./mesh.js";
 
 /** How the mesh runs. */
 export type Mode = "embedded" | "distributed";
@@ -57,6 +58,12 @@ export interface ServiceContext {
   env: Readonly<Record<string, string | undefined>>;
   /** Embedded mode's data directory (for files such as generated keys), if any. */
   dataDir?: string;
+  /**
+   * The deployment's service credentials. {@link clients} sign every call with
+   * them already; a service uses them itself only for calls it makes another
+   * way (the gateway forwarding plain HTTP to receipts).
+   */
+  mesh: MeshCredentials;
 }
 
 /** What a service contributes to the server that hosts it. */
@@ -91,5 +98,11 @@ export interface ServiceDefinition {
   migrations?: Record<string, Migration>;
   /** Port it listens on in distributed mode unless PORT says otherwise. */
   defaultPort: number;
+  /**
+   * Serves callers outside the mesh and authenticates them itself (the
+   * gateway). Every other service only accepts calls that carry a valid
+   * service credential (`mesh.ts`); health and reflection stay open.
+   */
+  public?: boolean;
   create(context: ServiceContext): ServiceModule | Promise<ServiceModule>;
 }

@@ -1,8 +1,9 @@
 /**
  * The one place where errors cross the service boundary (STYLE.md "Errors"):
  * domain errors become Connect errors carrying an ErrorDetail; Connect errors
- * pass through; anything else becomes a generic Internal error whose cause is
- * logged here, never sent.
+ * with a detail pass through, bare ones get a detail (`protocol-errors.ts`);
+ * anything else becomes a generic Internal error whose cause is logged here,
+ * never sent.
  */
 import {
   Code,
@@ -12,8 +13,11 @@ import {
   type UnaryRequest,
 } from "@connectrpc/connect";
 import { codeForReason, isTrellisError, toConnectError } from "./errors.js";
+import { defaultRequestLimits, type RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
+import { inputRejectedByDatabase, typed, typedRpcError } from "./protocol-errors.js";
 import { requestIdKey } from "./request-id.js";
+import { isUnreachableError } from "./unreachable.js";
 
 /**
  * Map a thrown value to what goes on the wire, logging what the client will not see.
@@ -24,6 +28,7 @@ import { requestIdKey } from "./request-id.js";
  * @param signal the call's signal: when it is aborted (deadline, client cancel,
  *   shutdown), whatever the handler threw is a consequence, and the abort reason
  *   is what the client gets.
+ * @param limits the server's request limits (named in size and depth errors).
  */
 export function toWireError(
   error: unknown,
@@ -31,7 +36,13 @@ export function toWireError(
   rpc: string,
   requestId: string,
   signal?: AbortSignal,
+  limits: RequestLimits = defaultRequestLimits,
 ): ConnectError {
+  const rejected = inputRejectedByDatabase(error);
+  if (rejected !== undefined) {
+    logger.warn("rpc input refused by the database", { rpc, request_id: requestId, error });
+    return toConnectError(rejected);
+  }
   if (isTrellisError(error)) {
     const code = codeForReason(error.reason);
     if (code === Code.Internal) {
@@ -46,20 +57,37 @@ export function toWireError(
     }
     return toConnectError(error);
   }
-  if (error instanceof ConnectError) return withoutTransportMetadata(error);
+  const context = { rpc, requestId, logger, limits };
   if (signal?.aborted) {
+    // Even a ConnectError: a downstream call cut short by this abort fails with
+    // whatever its transport saw (a stream reset reads as Internal).
     logger.debug("rpc aborted", { rpc, request_id: requestId, reason: signal.reason, error });
-    return ConnectError.from(signal.reason, Code.Canceled);
+    return typedRpcError(ConnectError.from(signal.reason, Code.Canceled), context);
+  }
+  if (error instanceof ConnectError) {
+    // With a detail it is relayed as it is; a bare one (a handler's, a
+    // library's, Connect's own parse error of a streamed request) is typed.
+    return typedRpcError(withoutTransportMetadata(error), context);
+  }
+  // A dependency down or dropping connections (Postgres restart, …) is transient: retryable.
+  if (isUnreachableError(error)) {
+    logger.warn("rpc failed: a dependency is unreachable", { rpc, request_id: requestId, error });
+    return typed(
+      Code.Unavailable,
+      "service_unavailable",
+      `a dependency is unreachable; retry (request id ${requestId})`,
+    );
   }
   // Unknown failure: the message may hold internals (SQL, paths, hosts) — log it, send none of it.
   logger.error("rpc failed with an unexpected error", { rpc, request_id: requestId, error });
-  return new ConnectError(
-    `internal error (request id ${requestId})`,
+  const internal = typed(
     Code.Internal,
-    undefined,
-    undefined,
-    error,
+    "internal_error",
+    `internal error (request id ${requestId})`,
   );
+  const wire = new ConnectError(internal.rawMessage, internal.code, undefined, undefined, error);
+  wire.details.push(...internal.details);
+  return wire;
 }
 
 /**
@@ -113,12 +141,15 @@ function withoutTransportMetadata(error: ConnectError): ConnectError {
  * Server interceptor applying {@link toWireError} to unary results and to
  * errors raised while a response stream is being produced.
  */
-export function createErrorInterceptor(logger: Logger): Interceptor {
+export function createErrorInterceptor(
+  logger: Logger,
+  limits: RequestLimits = defaultRequestLimits,
+): Interceptor {
   return (next) => async (req) => {
     try {
       const res = await next(req);
       if (!res.stream) return res;
-      return { ...res, message: mapStreamErrors(res.message, logger, req) };
+      return { ...res, message: mapStreamErrors(res.message, logger, req, limits) };
     } catch (error) {
       throw toWireError(
         error,
@@ -126,6 +157,7 @@ export function createErrorInterceptor(logger: Logger): Interceptor {
         `${req.service.typeName}/${req.method.name}`,
         req.contextValues.get(requestIdKey),
         req.signal,
+        limits,
       );
     }
   };
@@ -135,6 +167,7 @@ async function* mapStreamErrors<T>(
   source: AsyncIterable<T>,
   logger: Logger,
   req: UnaryRequest | StreamRequest,
+  limits: RequestLimits,
 ): AsyncGenerator<T> {
   try {
     yield* source;
@@ -145,6 +178,7 @@ async function* mapStreamErrors<T>(
       `${req.service.typeName}/${req.method.name}`,
       req.contextValues.get(requestIdKey),
       req.signal,
+      limits,
     );
   }
 }

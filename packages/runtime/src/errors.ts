@@ -108,7 +108,7 @@ const reasonCodes: Record<string, Code> = {
   conflict: Code.Aborted,
   idempotency_key_reused: Code.AlreadyExists,
   cursor_expired: Code.OutOfRange,
-  payload_too_large: Code.InvalidArgument,
+  payload_too_large: Code.ResourceExhausted,
   policy_violation: Code.FailedPrecondition,
   resource_locked: Code.Aborted,
   unsupported_protocol_version: Code.FailedPrecondition,
@@ -134,17 +134,35 @@ export function codeForReason(reason: string): Code {
   return Code.Internal;
 }
 
+// Errors travel in HTTP headers and trailers (gRPC), whose size is limited
+// (and a stream whose headers are too large is reset, not answered): a
+// message or fact that quotes a hostile input is cut short.
+const maxMessageLength = 1024;
+const maxFactLength = 256;
+const maxFacts = 32;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max)}…`;
+}
+
 /** Turn a domain error into a ConnectError that carries an ErrorDetail. */
 export function toConnectError(error: TrellisError): ConnectError {
+  const metadata: Record<string, string> = {};
+  for (const [key, value] of Object.entries(error.metadata).slice(0, maxFacts)) {
+    metadata[clip(key, maxFactLength)] = clip(value, maxFactLength);
+  }
   const detail = create(ErrorDetailSchema, {
     reason: error.reason,
     domain: error.domain,
-    metadata: error.metadata,
-    param: error.param ?? "",
+    metadata,
+    param: clip(error.param ?? "", maxFactLength),
   });
-  return new ConnectError(error.message, codeForReason(error.reason), undefined, [
-    { desc: ErrorDetailSchema, value: detail },
-  ]);
+  return new ConnectError(
+    clip(error.message, maxMessageLength),
+    codeForReason(error.reason),
+    undefined,
+    [{ desc: ErrorDetailSchema, value: detail }],
+  );
 }
 
 /** Read the ErrorDetail back from a ConnectError (client side). */

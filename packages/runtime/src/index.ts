@@ -32,8 +32,29 @@ export type {
   HealthReporter,
   ServingStatus,
 } from "./health.js";
+export type { RequestLimits } from "./limits.js";
+export {
+  defaultRequestLimits,
+  jsonDepthFor,
+  requestLimitsFromEnv,
+  requestLimitsSchema,
+} from "./limits.js";
 export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.js";
 export { createLogger, isSecretKey, parseLogLevel } from "./logger.js";
+export type {
+  MetricExporterKind,
+  Metrics,
+  MetricsInterceptorOptions,
+  MetricsOptions,
+} from "./metrics.js";
+export {
+  createServerMetricsInterceptor,
+  initMetrics,
+  metricExporterFromEnv,
+  rpcServerDurationMetric,
+} from "./metrics.js";
+export type { ProtocolErrorContext } from "./protocol-errors.js";
+export { inputRejectedByDatabase, reasonForCode, typedRpcError } from "./protocol-errors.js";
 export {
   acceptOrCreateRequestId,
   requestIdFromContext,
@@ -54,6 +75,7 @@ export type {
   UpgradeHandler,
 } from "./server.js";
 export { createService, httpRequestId } from "./server.js";
+export { withErrorDetails } from "./service-errors.js";
 export type { ShutdownSignalsOptions } from "./signals.js";
 export { onShutdownSignals } from "./signals.js";
 export type {
@@ -63,6 +85,7 @@ export type {
   TraceCarrier,
   TraceExporterKind,
   TracingInterceptorOptions,
+  WithSpanOptions,
 } from "./telemetry.js";
 export {
   createClientTracingInterceptor,
@@ -70,4 +93,5 @@ export {
   extractTraceContext,
   initTelemetry,
   injectTraceHeaders,
+  withSpan,
 } from "./telemetry.js";

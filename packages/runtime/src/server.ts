@@ -12,7 +12,7 @@
  * request id on every response, a server span per RPC, the error mapping
  * interceptor, and a graceful shutdown that drains in-flight calls.
  */
-import type { EventEmitter } from "node:events";
+import { type EventEmitter, setMaxListeners } from "node:events";
 import * as http from "node:http";
 import * as http2 from "node:http2";
 import * as net from "node:net";
@@ -26,7 +26,8 @@ import {
   createContextValues,
   type Interceptor,
 } from "@connectrpc/connect";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
 import type { Tracer } from "@opentelemetry/api";
 import { file_trellis_core_v1_error } from "@trellis/contracts/core";
 import { health, reflectionV1, reflectionV1alpha } from "@trellis/contracts/grpc";
@@ -37,9 +38,15 @@ import {
   type HealthOptions,
   type HealthReporter,
 } from "./health.js";
+import { type RequestLimits, requestLimitsFromEnv } from "./limits.js";
 import { createLogger, type Logger } from "./logger.js";
+import { createServerMetricsInterceptor } from "./metrics.js";
+import { typed, typedRpcError } from "./protocol-errors.js";
 import { createReflectionImpls, ReflectionIndex } from "./reflection.js";
+import { afterResponse } from "./request-body.js";
+import { createRequestChecksInterceptor } from "./request-checks.js";
 import { acceptOrCreateRequestId, requestIdHeader, requestIdKey } from "./request-id.js";
+import { createRpcHandler } from "./rpc-adapter.js";
 import { createServerTracingInterceptor } from "./telemetry.js";
 
 /** An incoming request on either HTTP version. */
@@ -86,8 +93,21 @@ export interface ServiceOptions {
   reflection?: { files?: readonly DescFile[] };
   /** Logger; defaults to `createLogger({ service: name })`. */
   logger?: Logger;
-  /** Connect router options (protocol switches, size limits, JSON options). */
-  connect?: Omit<ConnectRouterOptions, "interceptors" | "shutdownSignal">;
+  /**
+   * Connect router options (protocol switches, timeouts, compression). Size,
+   * nesting and JSON / binary parsing come from {@link ServiceOptions.limits}.
+   */
+  connect?: Omit<
+    ConnectRouterOptions,
+    "interceptors" | "shutdownSignal" | "readMaxBytes" | "jsonOptions" | "binaryOptions"
+  >;
+  /**
+   * Request size and nesting limits; unset fields are read from `env`
+   * (`TRELLIS_MAX_BODY_BYTES`, `TRELLIS_MAX_NESTING_DEPTH`), else the defaults.
+   */
+  limits?: Partial<RequestLimits>;
+  /** Environment the limits are read from; defaults to `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
   /** Tracer for server spans; defaults to the global provider's. */
   tracer?: Tracer;
 }
@@ -123,6 +143,8 @@ export interface TrellisService {
   readonly logger: Logger;
   /** The health this service reports. */
   readonly health: HealthReporter;
+  /** The request limits in force. */
+  readonly limits: Readonly<RequestLimits>;
   /**
    * Aborted when {@link TrellisService.close} starts. Long-lived streams
    * (subscriptions) should end on it rather than wait for the grace period.
@@ -154,6 +176,17 @@ const cancelWindowMs = 250;
 const kRequestId = Symbol("trellis.requestId");
 type TaggedRequest = HttpRequest & { [kRequestId]?: string };
 
+/** The path and query of an absolute-form request target, undefined when it is not one. */
+function originForm(target: string): string | undefined {
+  try {
+    const url = new URL(target);
+    if (url.protocol !== "http:" && url.protocol !== "https:") return undefined;
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * The request id the server assigned to a plain-HTTP request (for {@link HttpHandler}s).
  * RPC handlers use `requestIdOf(ctx)` instead.
@@ -184,31 +217,47 @@ function distinctServices(handlers: readonly { service: DescService }[]): DescSe
 export function createService(options: ServiceOptions): TrellisService {
   const logger = options.logger ?? createLogger({ service: options.name });
   const monitor = new HealthMonitor(options.health ?? {}, logger);
+  const limits: RequestLimits = {
+    ...requestLimitsFromEnv(options.env ?? process.env),
+    ...options.limits,
+  };
   const closing = new AbortController();
   // Aborted when the grace period ends: handler contexts' signals follow it.
   const cancelAll = new AbortController();
+  // Every call in flight listens to cancelAll (Connect links each handler
+  // context to the shutdown signal and unlinks it when the call ends), and
+  // every long-lived stream to closing: many listeners is their normal state,
+  // not a leak, so Node's warning above 10 would be noise.
+  setMaxListeners(0, cancelAll.signal, closing.signal);
   const closers: { fn: Closer; name: string }[] = [];
 
   let served: DescService[] = [];
   let index: ReflectionIndex | undefined;
   const reflectionFiles = [file_trellis_core_v1_error, ...(options.reflection?.files ?? [])];
 
-  const errorInterceptor = createErrorInterceptor(logger);
+  const errorInterceptor = createErrorInterceptor(logger, limits);
+  const requestChecks = createRequestChecksInterceptor();
   const interceptors: Interceptor[] = [
     // Outermost: the span sees the final, mapped status code.
     createServerTracingInterceptor(options.tracer ? { tracer: options.tracer } : {}),
+    // RED metrics per RPC, also outside the error mapping.
+    createServerMetricsInterceptor(),
     errorInterceptor,
     ...(options.interceptors ?? []),
+    // Innermost: only requests that passed the service's own checks (auth) are looked into.
+    requestChecks,
   ];
 
-  const adapter = connectNodeAdapter({
+  const adapter = createRpcHandler({
     ...options.connect,
     interceptors,
     shutdownSignal: cancelAll.signal,
+    limits,
+    logger,
+    requestIdOf: httpRequestId,
     contextValues: (req) =>
       createContextValues().set(requestIdKey, (req as TaggedRequest)[kRequestId] ?? ""),
-    // connect-node retypes the response it was given; it is the object `handler` passed in.
-    fallback: (req, res) => serveHttp(req, res as HttpResponse),
+    fallback: serveHttp,
     routes(router) {
       options.routes?.(router);
       const own = distinctServices(router.handlers);
@@ -216,7 +265,7 @@ export function createService(options: ServiceOptions): TrellisService {
       const taken = new Set(own.map((s) => s.typeName));
       // Built-ins get only error mapping: probes and schema discovery must not
       // depend on the service's auth interceptors, nor fill traces with probe spans.
-      const builtin = { interceptors: [errorInterceptor] };
+      const builtin = { interceptors: [errorInterceptor, requestChecks] };
       if (!taken.has(health.Health.typeName)) {
         router.service(health.Health, createHealthImpl(monitor), builtin);
       }
@@ -253,15 +302,38 @@ export function createService(options: ServiceOptions): TrellisService {
     res.setHeader(requestIdHeader, id);
     inFlight++;
     (res as EventEmitter).once("close", requestDone);
+    // Over HTTP/2 the response's own 'finish' waits for the whole stream to
+    // close; the stream's writable side finishing is "the response is sent".
+    if ("stream" in req) req.stream.once("finish", () => afterResponse(req, limits.maxBodyBytes));
     // HTTP/1.1 has no GOAWAY: tell keep-alive clients to reconnect (elsewhere).
     if (draining && req.httpVersionMajor === 1) res.setHeader("connection", "close");
-    adapter(req, res);
+    // Handlers read req.url as a path: turn an absolute-form target
+    // (`http://host/path`, which servers must accept) into one, refuse others.
+    if (!req.url?.startsWith("/")) {
+      const path = originForm(req.url ?? "");
+      if (path === undefined) {
+        sendJsonError(
+          req,
+          res,
+          400,
+          typed(Code.InvalidArgument, "invalid_request", "malformed request target"),
+        );
+        return;
+      }
+      req.url = path;
+    }
+    try {
+      adapter(req, res);
+    } catch (error) {
+      // Whatever a request does, it must not take the process down with it.
+      httpFailed(req, res, error);
+    }
   };
 
   function serveHttp(req: HttpRequest, res: HttpResponse): void {
     const custom = options.http;
     if (custom === undefined) {
-      notFound(res);
+      notFound(req, res);
       return;
     }
     let result: boolean | Promise<boolean>;
@@ -272,21 +344,64 @@ export function createService(options: ServiceOptions): TrellisService {
       return;
     }
     if (typeof result === "boolean") {
-      if (!result) notFound(res);
+      if (!result) notFound(req, res);
       return;
     }
     result.then(
       (handled) => {
-        if (!handled) notFound(res);
+        if (!handled) notFound(req, res);
       },
       (error: unknown) => httpFailed(req, res, error),
     );
   }
 
-  function notFound(res: HttpResponse): void {
+  /**
+   * No RPC and no HTTP route at this path: `Unimplemented` with an
+   * ErrorDetail, in the protocol the request speaks (gRPC and gRPC-Web:
+   * status in the headers of an otherwise empty response; anything else: 404
+   * with a Connect JSON error body).
+   */
+  function notFound(req: HttpRequest, res: HttpResponse): void {
     if (res.headersSent) return;
-    res.statusCode = 404;
-    res.end();
+    const path = req.url?.split("?", 1)[0] ?? "";
+    const error = typedRpcError(
+      new ConnectError(
+        `no RPC or route at ${JSON.stringify(path.slice(0, 200))}`,
+        Code.Unimplemented,
+      ),
+      { rpc: path.slice(0, 200), requestId: httpRequestId(req), logger, limits },
+    );
+    const type = String(req.headers["content-type"] ?? "");
+    if (/^application\/grpc(?:-web)?(?:\+|;|$)/i.test(type)) {
+      res.statusCode = 200;
+      res.setHeader(
+        "content-type",
+        type.toLowerCase().startsWith("application/grpc-web")
+          ? "application/grpc-web+proto"
+          : "application/grpc+proto",
+      );
+      setTrailerStatus(new Headers(), error).forEach((value, key) => {
+        res.setHeader(key, value);
+      });
+      res.end();
+      return;
+    }
+    sendJsonError(req, res, 404, error);
+  }
+
+  /** A Connect JSON error body (the shape of a Connect unary error) with `status`. */
+  function sendJsonError(
+    req: HttpRequest,
+    res: HttpResponse,
+    status: number,
+    error: ConnectError,
+  ): void {
+    const body = errorToJsonBytes(error, {});
+    res.statusCode = status;
+    res.setHeader("content-type", "application/json");
+    res.setHeader("content-length", String(body.byteLength));
+    if (req.method === "HEAD") res.end();
+    else res.end(body);
   }
 
   function httpFailed(req: HttpRequest, res: HttpResponse, error: unknown): void {
@@ -312,6 +427,33 @@ export function createService(options: ServiceOptions): TrellisService {
     "upgrade",
     options.upgrade ?? ((_req: http.IncomingMessage, socket: Duplex) => socket.destroy()),
   );
+  // A request Node's HTTP/1 parser refuses (bad request line, bad header,
+  // headers too large) never reaches a handler; answer it with a typed error
+  // too, then close (the connection's framing can no longer be trusted).
+  http1.on("clientError", (error: NodeJS.ErrnoException, socket: Duplex) => {
+    if (error.code === "ECONNRESET" || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const tooLarge = error.code === "HPE_HEADER_OVERFLOW";
+    const timedOut = error.code === "ERR_HTTP_REQUEST_TIMEOUT";
+    const status = tooLarge ? 431 : timedOut ? 408 : 400;
+    const typedError = tooLarge
+      ? typed(Code.ResourceExhausted, "payload_too_large", "the request headers are too large")
+      : timedOut
+        ? typed(Code.DeadlineExceeded, "deadline_exceeded", "the request was not received in time")
+        : typed(Code.InvalidArgument, "invalid_request", "malformed HTTP request");
+    const body = Buffer.from(errorToJsonBytes(typedError, {}));
+    socket.end(
+      Buffer.concat([
+        Buffer.from(
+          `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\ncontent-type: application/json\r\ncontent-length: ${body.byteLength}\r\nconnection: close\r\n\r\n`,
+          "latin1",
+        ),
+        body,
+      ]),
+    );
+  });
   // node:http starts its connection bookkeeping (request/headers timeouts,
   // closeIdleConnections) on 'listening'. This server never listens itself —
   // the net.Server below hands it sockets — so start the bookkeeping by hand.
@@ -467,6 +609,7 @@ export function createService(options: ServiceOptions): TrellisService {
     name: options.name,
     logger,
     health: monitor,
+    limits,
     closing: closing.signal,
     handler,
     listen,

@@ -44,6 +44,13 @@ import {
   ATTR_SERVICE_VERSION,
 } from "@opentelemetry/semantic-conventions";
 import {
+  grpcCodeNames as codeNames,
+  initMetrics,
+  type MetricExporterKind,
+  type Metrics,
+  serverErrorCodes,
+} from "./metrics.js";
+import {
   contextWithRequestId,
   requestIdFromContext,
   requestIdHeader,
@@ -70,6 +77,11 @@ export interface TelemetryOptions {
    * the same `OTEL_EXPORTER_OTLP_*` variables.
    */
   exporter?: TraceExporterKind | SpanExporter;
+  /**
+   * Metrics exporter, overriding the environment (`OTEL_METRICS_EXPORTER`,
+   * else OTLP when an OTLP endpoint is set; see `metricExporterFromEnv`).
+   */
+  metricsExporter?: MetricExporterKind;
   /** Environment to read; defaults to `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
   /**
@@ -87,7 +99,9 @@ export interface Telemetry {
   readonly exporter: TraceExporterKind | "custom";
   /** Finished spans, when the exporter is `memory`. */
   readonly memoryExporter: InMemorySpanExporter | undefined;
-  /** Export every finished span now. */
+  /** The RED metrics pipeline (same resource, same OTLP endpoint). */
+  readonly metrics: Metrics;
+  /** Export every finished span and the current metrics now. */
   forceFlush(): Promise<void>;
   /** Flush and stop; later spans are dropped. */
   shutdown(): Promise<void>;
@@ -146,12 +160,23 @@ export function initTelemetry(options: TelemetryOptions): Telemetry {
     ...(sampler ? { sampler } : {}),
   });
   if (options.register !== false) provider.register();
+  const metrics = initMetrics({
+    resource,
+    env,
+    ...(options.metricsExporter ? { exporter: options.metricsExporter } : {}),
+    ...(options.register === false ? { register: false } : {}),
+  });
   return {
     provider,
     exporter: kind,
     memoryExporter,
-    forceFlush: () => provider.forceFlush(),
-    shutdown: () => provider.shutdown(),
+    metrics,
+    forceFlush: async () => {
+      await Promise.all([provider.forceFlush(), metrics.forceFlush()]);
+    },
+    shutdown: async () => {
+      await Promise.all([provider.shutdown(), metrics.shutdown()]);
+    },
   };
 }
 
@@ -254,6 +279,65 @@ export function extractTraceContext(
 }
 
 // ---------------------------------------------------------------------------
+// Spans around work that is not an RPC
+
+/** Options of {@link withSpan}. */
+export interface WithSpanOptions {
+  /** Span kind (default internal). */
+  kind?: "internal" | "producer" | "consumer" | "client" | "server";
+  attributes?: Record<string, string | number | boolean>;
+  /** Parent context (default: the active one). */
+  parent?: Context;
+}
+
+const spanKinds = {
+  internal: SpanKind.INTERNAL,
+  producer: SpanKind.PRODUCER,
+  consumer: SpanKind.CONSUMER,
+  client: SpanKind.CLIENT,
+  server: SpanKind.SERVER,
+} as const;
+
+/**
+ * Run `fn` inside a new span, child of the active span (or `parent`), and end
+ * the span when `fn` settles; a rejection marks it as an error. Use it for a
+ * hop that is not an RPC (a turn, a routing decision, a backend run, a model
+ * call) so it shows in the trace with the calls it makes beneath it.
+ *
+ * @example
+ *   const result = await withSpan("trellis.route", { attributes: { "trellis.task_id": id } },
+ *     (span) => router.execute(request));
+ */
+export async function withSpan<T>(
+  name: string,
+  options: WithSpanOptions,
+  fn: (span: Span) => Promise<T>,
+): Promise<T> {
+  const parent = options.parent ?? context.active();
+  const span = trace.getTracer(tracerName).startSpan(
+    name,
+    {
+      kind: spanKinds[options.kind ?? "internal"],
+      ...(options.attributes ? { attributes: options.attributes } : {}),
+    },
+    parent,
+  );
+  try {
+    const result = await context.with(trace.setSpan(parent, span), fn, undefined, span);
+    span.end();
+    return result;
+  } catch (error) {
+    span.setStatus({
+      code: SpanStatusCode.ERROR,
+      message: error instanceof Error ? error.message : String(error),
+    });
+    if (error instanceof Error) span.recordException(error);
+    span.end();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Interceptors
 
 const tracerName = "@trellis/runtime";
@@ -298,38 +382,6 @@ function systemOf(headers: Headers): RpcSystem {
   return type?.startsWith("application/grpc") ? "grpc" : "connectrpc";
 }
 
-// rpc.status_code uses the gRPC spelling (NOT_FOUND), shared by Connect codes.
-const codeNames: readonly string[] = [
-  "OK",
-  "CANCELLED",
-  "UNKNOWN",
-  "INVALID_ARGUMENT",
-  "DEADLINE_EXCEEDED",
-  "NOT_FOUND",
-  "ALREADY_EXISTS",
-  "PERMISSION_DENIED",
-  "RESOURCE_EXHAUSTED",
-  "FAILED_PRECONDITION",
-  "ABORTED",
-  "OUT_OF_RANGE",
-  "UNIMPLEMENTED",
-  "INTERNAL",
-  "UNAVAILABLE",
-  "DATA_LOSS",
-  "UNAUTHENTICATED",
-];
-
-// semconv for gRPC server spans: only these codes mean the *server* failed; a
-// NotFound or InvalidArgument is the caller's problem and leaves the span unset.
-const serverErrorCodes = new Set<Code>([
-  Code.Unknown,
-  Code.DeadlineExceeded,
-  Code.Unimplemented,
-  Code.Internal,
-  Code.Unavailable,
-  Code.DataLoss,
-]);
-
 function finishOk(span: Span): void {
   span.setAttribute(ATTR_RPC_STATUS_CODE, "OK");
   span.end();
@@ -359,17 +411,19 @@ function traceStream<T>(
   span: Span,
   ctx: Context,
   kind: SpanKind,
-): AsyncIterable<T> {
+): AsyncIterable<T> & { cancel(): void } {
+  let open = true;
+  const close = (error?: unknown): void => {
+    if (!open) return;
+    open = false;
+    if (error === undefined) finishOk(span);
+    else finishError(span, error, kind);
+  };
   return {
+    /** End the span as cancelled unless the stream already ended. */
+    cancel: () => close(new ConnectError("call aborted", Code.Canceled)),
     [Symbol.asyncIterator](): AsyncIterator<T> {
       const it = source[Symbol.asyncIterator]();
-      let open = true;
-      const close = (error?: unknown): void => {
-        if (!open) return;
-        open = false;
-        if (error === undefined) finishOk(span);
-        else finishError(span, error, kind);
-      };
       return {
         next: async () => {
           try {
@@ -470,7 +524,13 @@ export function createClientTracingInterceptor(
       finishOk(span);
       return res;
     }
-    return { ...res, message: traceStream(res.message, span, ctx, SpanKind.CLIENT) };
+    // Connect's promise client hides return() from the caller: a consumer that
+    // stops early is only seen when it aborts the call. End the span then.
+    const message = traceStream(res.message, span, ctx, SpanKind.CLIENT);
+    const cancel = () => message.cancel();
+    if (req.signal.aborted) cancel();
+    else req.signal.addEventListener("abort", cancel, { once: true });
+    return { ...res, message };
   };
 }
 

@@ -265,7 +265,8 @@ describe("error mapping", () => {
     expect(error.code).toBe(Code.Internal);
     expect(error.rawMessage).toBe("internal error (request id req-crash-1)");
     expect(error.message).not.toContain("secret-internals");
-    expect(errorDetailOf(error)).toBeUndefined();
+    // Typed like every other error, with nothing of the cause in it.
+    expect(errorDetailOf(error)).toMatchObject({ reason: "internal_error", metadata: {} });
     const logged = lines.find((l) => l.msg === "rpc failed with an unexpected error");
     expect(logged).toMatchObject({
       level: "error",

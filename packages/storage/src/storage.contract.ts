@@ -608,7 +608,7 @@ export function describeStorageContract(
         expectPerResourceOrder(published);
       });
 
-      it("logRebuiltFromOutbox: marks and reads in one statement, publishes every event in order", async () => {
+      it("logRebuiltFromOutbox: publishes every event in order and marks them published", async () => {
         const schema = await outboxSchema();
         const log = await newEventLog();
         const relay = startRelay(log, schema, {
@@ -637,8 +637,9 @@ export function describeStorageContract(
         );
         expect(published).toHaveLength(100);
         expectPerResourceOrder(published);
-        expect(await unpublished(database, schema)).toBe(0);
+        // Rows handed to the log are marked published by the time the relay stops.
         await relay.stop();
+        expect(await unpublished(database, schema)).toBe(0);
       });
 
       it("logRebuiltFromOutbox: an append that fails is retried with the same events first", async () => {

@@ -1,14 +1,76 @@
 /** @trellis/adapters: the execution seam and the backends Trellis ships. */
-export { adaptersService } from "./definition.js";
+export { type AdaptersConfig, adaptersConfigSchema, loadAdaptersConfig } from "./config.js";
+export {
+  type AdaptersServiceOptions,
+  adaptersService,
+  createAdaptersService,
+} from "./definition.js";
 export type {
   AgentExecutor,
   ExecutionAdapter,
   ExecutionAgent,
+  ExecutionCapabilities,
   ExecutionEvent,
+  ExecutionNegotiation,
   ExecutionRequest,
+  ExecutionRequirements,
   ExecutionResult,
+  ExecutionToolDescriptor,
+  ExecutionUsage,
+  NegotiationReason,
+  RoutingPolicy,
 } from "./executor.js";
-export { createLocalExecutor } from "./local-executor.js";
+export * from "./harness/index.js";
+export {
+  type BuiltinAdaptersOptions,
+  createBuiltinAdapters,
+  createInProcessBackends,
+  createLocalExecutor,
+  type InProcessBackends,
+  type InProcessBackendsOptions,
+} from "./local-executor.js";
+export { type AgentFacts, type AgentFactsOptions, withAgentFacts } from "./routing/agent-facts.js";
+export {
+  announcementFromProto,
+  announcementToProto,
+} from "./routing/announcement.js";
+export {
+  JetStreamDispatcher,
+  type JetStreamDispatcherOptions,
+} from "./routing/jetstream-dispatcher.js";
+export {
+  type Candidate,
+  type Decision,
+  decide,
+  noBackendResult,
+  type PreparedRequest,
+  prepareRequest,
+  ROUTING_KEY,
+  routingFromDefinition,
+  unwrapCheckpoint,
+  wrapCheckpoint,
+} from "./routing/policy.js";
+export {
+  type BackendHints,
+  BackendRegistry,
+  type BackendRegistryOptions,
+  type BackendView,
+  type LocalBackendOptions,
+  type WorkerAnnouncement,
+  type WorkerEntry,
+} from "./routing/registry.js";
+export {
+  createRoutedExecutor,
+  type RoutedExecutor,
+  type RoutedExecutorOptions,
+} from "./routing/routed-executor.js";
+export {
+  type DispatchOutcome,
+  type DispatchPlan,
+  type RemoteDispatcher,
+  Router,
+  type RouterOptions,
+} from "./routing/router.js";
 export {
   END,
   type GraphMessage,
@@ -16,4 +78,23 @@ export {
   runGraph,
   type ScriptedGraph,
 } from "./scripted/graph.js";
-export { createScriptedAdapter, SCRIPTED_BACKEND } from "./scripted/scripted-adapter.js";
+export {
+  createScriptedAdapter,
+  SCRIPTED_BACKEND,
+  SCRIPTED_CAPABILITIES,
+} from "./scripted/scripted-adapter.js";
+export {
+  type AdapterWorkerOptions,
+  type RunningAdapterWorker,
+  startAdapterWorker,
+} from "./worker/adapter-worker.js";
+export {
+  ADAPTER_WORKER,
+  ADAPTER_WORKER_PORT,
+  type AdapterWorkerConfig,
+  adapterWorkerConfigSchema,
+  BUILTIN_WORKER_BACKENDS,
+  loadAdapterWorkerConfig,
+} from "./worker/config.js";
+export { loadHarnessTools } from "./worker/harness-tools.js";
+export { runAdapterWorkerMain } from "./worker/main.js";

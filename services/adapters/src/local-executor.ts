@@ -1,42 +1,102 @@
-import type { JsonObject } from "@bufbuild/protobuf";
-import { TrellisError } from "@trellis/runtime";
-import type {
-  AgentExecutor,
-  ExecutionAdapter,
-  ExecutionRequest,
-  ExecutionResult,
-} from "./executor.js";
+/**
+ * An executor over in-process adapters only (embedded mode, tests): the
+ * {@link Router} with no remote workers, so negotiation, policy and the
+ * `routed` / `turn_finished` events are exactly those of the mesh.
+ * Defaults to the backends that need nothing external: "scripted".
+ *
+ * Also which backends a service runs in its own process: embedded mode runs
+ * the built-in ones (scripted and the harness) there, distributed mode only
+ * the scripted one — the harness runs in adapter workers
+ * (`trellis serve adapter-worker`).
+ */
+import type { Database } from "@trellis/storage";
+import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
+import { createHarnessAdapter } from "./harness/harness-adapter.js";
+import { harnessProvidersFromEnv } from "./harness/providers-from-env.js";
+import { PostgresToolRunLedger, type ToolRunLedger } from "./harness/tool-run-ledger.js";
+import type { HarnessTool } from "./harness/tools.js";
+import { BackendRegistry } from "./routing/registry.js";
+import { Router } from "./routing/router.js";
 import { createScriptedAdapter } from "./scripted/scripted-adapter.js";
+import { loadHarnessTools } from "./worker/harness-tools.js";
 
-function unsupported(backend: string, known: readonly string[]): TrellisError {
-  return new TrellisError({
-    reason: "unsupported",
-    message: `no execution backend ${JSON.stringify(backend)} (available: ${known.join(", ")})`,
-    metadata: { backend },
-  });
+/** Create an executor that runs `adapters` in this process, through routing. */
+export function createLocalExecutor(
+  adapters: readonly ExecutionAdapter[] = [createScriptedAdapter()],
+): AgentExecutor & Router {
+  const registry = new BackendRegistry();
+  for (const adapter of adapters) registry.addLocal(adapter);
+  return new Router({ registry });
+}
+
+/** Options of {@link createBuiltinAdapters}. */
+export interface BuiltinAdaptersOptions {
+  /**
+   * The deployment's environment: the harness's providers come from
+   * `OPENAI_API_KEY` / `OPENAI_BASE_URL`, `ANTHROPIC_API_KEY` /
+   * `ANTHROPIC_BASE_URL` (a provider without a key is still offered; its
+   * turns fail with `provider_authentication`).
+   */
+  env: Readonly<Record<string, string | undefined>>;
+  /** The harness's tools. */
+  tools?: readonly HarnessTool[];
+  /** The harness's tool-run ledger (default: in memory, exact within this process). */
+  ledger?: ToolRunLedger;
+}
+
+/** The backends Trellis ships that need no program of the operator's: scripted and the harness. */
+export function createBuiltinAdapters(options: BuiltinAdaptersOptions): ExecutionAdapter[] {
+  return [
+    createScriptedAdapter(),
+    createHarnessAdapter({
+      providers: harnessProvidersFromEnv({ ...options.env }),
+      ...(options.tools ? { tools: options.tools } : {}),
+      ...(options.ledger ? { ledger: options.ledger } : {}),
+    }),
+  ];
+}
+
+/** Options of {@link createInProcessBackends}. */
+export interface InProcessBackendsOptions {
+  mode: "embedded" | "distributed";
+  /** The host's environment (providers, `TRELLIS_HARNESS_TOOLS`). */
+  env: Readonly<Record<string, string | undefined>>;
+  /**
+   * Embedded mode: the database of the harness's tool-run ledger (schema
+   * `harness`, migrated here), so an approved call runs once across restarts.
+   */
+  db?: Database<unknown>;
+}
+
+/** What a service runs in its own process. */
+export interface InProcessBackends {
+  adapters: ExecutionAdapter[];
+  /** The harness tools the deployment supplies (`TRELLIS_HARNESS_TOOLS`), in any mode. */
+  harnessTools: HarnessTool[];
 }
 
 /**
- * An executor that runs adapters in this process (embedded mode, tests).
- * Defaults to the backends that need nothing external: "scripted".
+ * The in-process backends of a service's router: embedded, the built-in
+ * ones (scripted, harness); distributed, scripted only (the harness runs in
+ * adapter workers, next to the providers' keys).
+ *
+ * @throws TrellisError `config_invalid` when `TRELLIS_HARNESS_TOOLS` names a
+ *   module that is not a list of tools.
  */
-export function createLocalExecutor(
-  adapters: readonly ExecutionAdapter[] = [createScriptedAdapter()],
-): AgentExecutor {
-  const byId = new Map(adapters.map((a) => [a.backendId, a]));
-  const known = [...byId.keys()];
-  const adapterFor = (backend: string) => {
-    const adapter = byId.get(backend);
-    if (!adapter) throw unsupported(backend, known);
-    return adapter;
-  };
+export async function createInProcessBackends(
+  options: InProcessBackendsOptions,
+): Promise<InProcessBackends> {
+  const harnessTools = await loadHarnessTools(options.env.TRELLIS_HARNESS_TOOLS);
+  if (options.mode === "distributed") {
+    return { adapters: [createScriptedAdapter()], harnessTools };
+  }
+  const ledger = options.db ? await PostgresToolRunLedger.open(options.db) : undefined;
   return {
-    backends: () => known,
-    validateDefinition(backend: string, definition: JsonObject) {
-      adapterFor(backend).validateDefinition?.(definition);
-    },
-    execute(request: ExecutionRequest): Promise<ExecutionResult> {
-      return adapterFor(request.agent.backend).execute(request);
-    },
+    adapters: createBuiltinAdapters({
+      env: options.env,
+      tools: harnessTools,
+      ...(ledger ? { ledger } : {}),
+    }),
+    harnessTools,
   };
 }

@@ -65,6 +65,6 @@ describe("scripted graph delay_ms", () => {
     setTimeout(() => abort.abort(), 10);
     const result = await pending;
     expect(performance.now() - started).toBeLessThan(50);
-    expect(result).toEqual({ status: "cancelled", messages: [] });
+    expect(result).toMatchObject({ status: "cancelled", messages: [], backendId: "scripted" });
   });
 });

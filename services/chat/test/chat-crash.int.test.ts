@@ -13,7 +13,12 @@ import { ChatService } from "@trellis/contracts/chat";
 import { TaskStatus } from "@trellis/contracts/core";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { chatToMessage, messageToChat } from "@trellis/messages";
-import { type RunningService, runService } from "@trellis/platform";
+import {
+  createMeshClientInterceptor,
+  processMeshCredentials,
+  type RunningService,
+  runService,
+} from "@trellis/platform";
 import { tasksService } from "@trellis/tasks";
 import {
   createTestDatabase,
@@ -28,6 +33,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { replyGraph, scriptedAgent } from "./support.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));
+
+// Direct calls, as another mesh service would make them (service credentials;
+// the chat processes get the secret from this process's environment).
+const asMeshPeer = createMeshClientInterceptor(processMeshCredentials(), "test");
 
 let db: TestDatabase;
 let tasks: RunningService;
@@ -97,7 +106,10 @@ afterAll(async () => {
 
 describe("chat process killed mid-Send (distributed mode)", () => {
   it("the turn completes anyway and a retried Send is the same turn, replied once", async () => {
-    const tasksTransport = createGrpcTransport({ baseUrl: tasks.address.url });
+    const tasksTransport = createGrpcTransport({
+      baseUrl: tasks.address.url,
+      interceptors: [asMeshPeer],
+    });
     const agents = createClient(AgentService, tasksTransport);
     const sessions = createClient(SessionService, tasksTransport);
     const taskClient = createClient(TaskService, tasksTransport);
@@ -121,7 +133,10 @@ describe("chat process killed mid-Send (distributed mode)", () => {
     };
 
     const first = await spawnChat();
-    const chat = createClient(ChatService, createGrpcTransport({ baseUrl: first.url }));
+    const chat = createClient(
+      ChatService,
+      createGrpcTransport({ baseUrl: first.url, interceptors: [asMeshPeer] }),
+    );
     const inFlight = chat.send(request).then(
       () => "answered" as const,
       () => "failed" as const,
@@ -156,7 +171,7 @@ describe("chat process killed mid-Send (distributed mode)", () => {
     const second = await spawnChat();
     const retried = await createClient(
       ChatService,
-      createGrpcTransport({ baseUrl: second.url }),
+      createGrpcTransport({ baseUrl: second.url, interceptors: [asMeshPeer] }),
     ).send(request);
     expect(retried.outcome?.taskId).toBe(running.id);
     expect(retried.outcome?.kind.case).toBe("completed");

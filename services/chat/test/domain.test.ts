@@ -266,5 +266,12 @@ describe("outcomes", () => {
       "internal_error",
     ]);
     expect(bucket({ code: Code.Unauthenticated, message: "who?" })).toBeUndefined();
+    // Too large is the user's to fix, though it travels as ResourceExhausted.
+    expect(
+      bucket({ code: Code.ResourceExhausted, reason: "payload_too_large", message: "too big" }),
+    ).toEqual([ErrorBucket.USER_CORRECTABLE, "payload_too_large"]);
+    expect(
+      bucket({ code: Code.ResourceExhausted, reason: "rate_limited", message: "slow" }),
+    ).toEqual([ErrorBucket.RETRYABLE_TRANSIENT, "rate_limited"]);
   });
 });

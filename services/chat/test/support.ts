@@ -10,7 +10,9 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { AgentService, SessionService, SignalService } from "@trellis/contracts/tasks";
 import {
+  createMeshClientInterceptor,
   type EmbeddedTrellis,
+  processMeshCredentials,
   type RunningService,
   runService,
   startEmbedded,
@@ -35,8 +37,11 @@ export function clientsAt(
   tasksUrl: string,
   close: () => Promise<void>,
 ): ChatClients {
-  const chat = createGrpcTransport({ baseUrl: chatUrl });
-  const tasks = chatUrl === tasksUrl ? chat : createGrpcTransport({ baseUrl: tasksUrl });
+  // Direct calls, as another mesh service would make them (service credentials).
+  const interceptors = [createMeshClientInterceptor(processMeshCredentials(), "test")];
+  const chat = createGrpcTransport({ baseUrl: chatUrl, interceptors });
+  const tasks =
+    chatUrl === tasksUrl ? chat : createGrpcTransport({ baseUrl: tasksUrl, interceptors });
   return {
     chat: createClient(ChatService, chat),
     agents: createClient(AgentService, tasks),

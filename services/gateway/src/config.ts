@@ -28,6 +28,32 @@ export const gatewayConfigSchema = {
   TRELLIS_UPSTREAM_TIMEOUT: env.duration({ minMs: 100 }).default(30_000),
   /** Public base URL advertised in the agent card (default: from the request's Host). */
   TRELLIS_PUBLIC_URL: env.url({ protocols: ["http", "https"] }).optional(),
+
+  // OAuth2 client credentials (auth/tokens.ts, auth/signing-keys.ts).
+  /** `iss` of the gateway's access tokens (default: TRELLIS_PUBLIC_URL, else `urn:trellis:gateway`). */
+  TRELLIS_OAUTH_ISSUER: env.string().optional(),
+  /** `aud` of the gateway's access tokens, and what external tokens must name by default. */
+  TRELLIS_OAUTH_AUDIENCE: env.string().default("trellis"),
+  /** Lifetime of an access token. */
+  TRELLIS_OAUTH_TOKEN_TTL: env
+    .duration({ minMs: 60_000, maxMs: 24 * 3_600_000 })
+    .default(15 * 60_000),
+  /** Private key the tokens are signed with: PKCS#8 PEM or private JWK, Ed25519 or P-256. */
+  TRELLIS_OAUTH_SIGNING_KEY: env.string().secret().optional(),
+  /** A file holding that key (a mounted Kubernetes Secret). */
+  TRELLIS_OAUTH_SIGNING_KEY_FILE: env.string().optional(),
+  /** Public keys (JWKS) of retired signing keys whose tokens are still accepted. */
+  TRELLIS_OAUTH_PREVIOUS_KEYS: env.string().optional(),
+  /** An external issuer whose tokens are accepted (`iss`); needs the JWKS URL too. */
+  TRELLIS_OAUTH_EXTERNAL_ISSUER: env.string().optional(),
+  /** Where that issuer publishes its keys. */
+  TRELLIS_OAUTH_EXTERNAL_JWKS_URL: env.url({ protocols: ["http", "https"] }).optional(),
+  /** The `aud` external tokens must carry (default: TRELLIS_OAUTH_AUDIENCE). */
+  TRELLIS_OAUTH_EXTERNAL_AUDIENCE: env.string().optional(),
+  /** The claim of an external token naming its workspace. */
+  TRELLIS_OAUTH_EXTERNAL_WORKSPACE_CLAIM: env.string().default("workspace"),
+  /** Workspace of external tokens without that claim (unset: they are refused). */
+  TRELLIS_OAUTH_EXTERNAL_DEFAULT_WORKSPACE: env.string().optional(),
 };
 
 /** The gateway's typed configuration. */

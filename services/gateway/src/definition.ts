@@ -9,32 +9,78 @@
  * for every public RPC service (to the owning service over h2c), behind the
  * same interceptor.
  */
-import type { ServiceDefinition } from "@trellis/platform";
+import type { ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
+import { TrellisError } from "@trellis/runtime";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
-import { loadGatewayConfig } from "./config.js";
+import { createOAuthHandler } from "./auth/oauth-endpoint.js";
+import { loadSigningKeys } from "./auth/signing-keys.js";
+import { AccessTokens, type ExternalIssuerSettings } from "./auth/tokens.js";
+import { type GatewayConfig, loadGatewayConfig } from "./config.js";
 import { createAuthInterceptor } from "./grpc/auth-interceptor.js";
 import { registerForwarders } from "./grpc/forwarders.js";
 import { publicServices } from "./grpc/public-services.js";
+import { registerUiEventService } from "./grpc/ui-events.js";
+import type { GatewayDeps } from "./http/context.js";
 import { createRestHandler } from "./http/rest-handler.js";
+import { loadLimitsConfig } from "./quota/config.js";
+import { createLimitsInterceptor } from "./quota/interceptor.js";
+import { RequestLimits } from "./quota/limits.js";
+import { quotaMigrations } from "./quota/schema.js";
+import { PostgresQuotaCounters } from "./quota/store.js";
 import { PostgresIdempotencyStore } from "./store/idempotency-store.js";
 import { PostgresKeyStore } from "./store/key-store.js";
+import { PostgresOAuthClientStore } from "./store/oauth-client-store.js";
 import { gatewayMigrations } from "./store/schema.js";
+import { withUiAssets } from "./ui/assets.js";
+import { loadWebhookConfig } from "./webhooks/config.js";
+import { WebhookDispatcher } from "./webhooks/dispatcher.js";
+import { webhookMigrations } from "./webhooks/schema.js";
+import { SecretBox } from "./webhooks/secret-box.js";
+import { WebhookStore } from "./webhooks/store.js";
+import { createWebSocketEndpoint } from "./ws/upgrade.js";
 
 // Expired idempotency records are deleted this often.
 const pruneIntervalMs = 15 * 60_000;
 
+/** The external issuer whose tokens are accepted, if one is configured. */
+function externalIssuerOf(config: GatewayConfig): ExternalIssuerSettings | undefined {
+  const issuer = config.TRELLIS_OAUTH_EXTERNAL_ISSUER;
+  const jwksUrl = config.TRELLIS_OAUTH_EXTERNAL_JWKS_URL;
+  if (issuer === undefined && jwksUrl === undefined) return undefined;
+  if (issuer === undefined || jwksUrl === undefined) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message:
+        "TRELLIS_OAUTH_EXTERNAL_ISSUER and TRELLIS_OAUTH_EXTERNAL_JWKS_URL go together: set both or neither",
+      param:
+        issuer === undefined ? "TRELLIS_OAUTH_EXTERNAL_ISSUER" : "TRELLIS_OAUTH_EXTERNAL_JWKS_URL",
+    });
+  }
+  return {
+    issuer,
+    jwksUrl,
+    audience: config.TRELLIS_OAUTH_EXTERNAL_AUDIENCE ?? config.TRELLIS_OAUTH_AUDIENCE,
+    workspaceClaim: config.TRELLIS_OAUTH_EXTERNAL_WORKSPACE_CLAIM,
+    defaultWorkspace: config.TRELLIS_OAUTH_EXTERNAL_DEFAULT_WORKSPACE,
+  };
+}
+
 /** The gateway service, runnable embedded or as its own process. */
 export const gatewayService: ServiceDefinition = {
   name: "gateway",
+  // The one public door: it authenticates callers itself (API keys, OAuth2).
+  public: true,
   provides: [],
-  migrations: gatewayMigrations,
+  migrations: { ...gatewayMigrations, ...quotaMigrations, ...webhookMigrations },
   defaultPort: DEFAULT_PORTS.gateway ?? 0,
   async create(ctx) {
     const config = loadGatewayConfig(ctx.env);
     const keys = new PostgresKeyStore(ctx.db, ctx.schema);
     const idempotency = new PostgresIdempotencyStore(ctx.db, ctx.schema);
+    const quotaCounters = new PostgresQuotaCounters(ctx.db, ctx.schema);
+    const limits = new RequestLimits(quotaCounters, loadLimitsConfig(ctx.env));
     const bootstrap = await bootstrapAdminKey({
       db: ctx.db,
       keys,
@@ -43,8 +89,56 @@ export const gatewayService: ServiceDefinition = {
       dataDir: ctx.dataDir,
     });
     ctx.logger.info("admin API key ready", { action: bootstrap.action, key_id: bootstrap.keyId });
-    const authenticator = createAuthenticator({ keys });
-    const http = createRestHandler({
+    const oauthClients = new PostgresOAuthClientStore(ctx.db, ctx.schema);
+    const signingKeys = await loadSigningKeys({
+      settings: config,
+      mode: ctx.mode,
+      db: ctx.db,
+      schema: ctx.schema,
+    });
+    const external = externalIssuerOf(config);
+    const tokens = new AccessTokens(
+      signingKeys,
+      {
+        issuer:
+          config.TRELLIS_OAUTH_ISSUER ??
+          config.TRELLIS_PUBLIC_URL?.replace(/\/+$/, "") ??
+          "urn:trellis:gateway",
+        audience: config.TRELLIS_OAUTH_AUDIENCE,
+        ttlMs: config.TRELLIS_OAUTH_TOKEN_TTL,
+        external,
+      },
+      oauthClients,
+    );
+    ctx.logger.info("oauth2 ready", {
+      issuing: tokens.canIssue,
+      signing_keys: signingKeys.source,
+      external_issuer: external?.issuer ?? null,
+    });
+    if (!tokens.canIssue) {
+      ctx.logger.warn(
+        "no TRELLIS_OAUTH_SIGNING_KEY: this gateway issues no OAuth2 access tokens (API keys and external tokens still work)",
+      );
+    }
+    const authenticator = createAuthenticator({ keys, tokens });
+    const oauth = createOAuthHandler({ clients: oauthClients, tokens, logger: ctx.logger });
+    const webhookConfig = loadWebhookConfig(ctx.env);
+    const webhookStore = new WebhookStore(
+      ctx.db,
+      ctx.schema,
+      new SecretBox(webhookConfig.TRELLIS_WEBHOOK_SECRET_KEY),
+    );
+    const webhooks = {
+      store: webhookStore,
+      config: webhookConfig,
+      dispatcher: new WebhookDispatcher({
+        store: webhookStore,
+        eventLog: ctx.eventLog,
+        logger: ctx.logger,
+        config: webhookConfig,
+      }),
+    };
+    const deps: GatewayDeps = {
       clients: ctx.clients,
       authenticator,
       idempotency,
@@ -54,10 +148,26 @@ export const gatewayService: ServiceDefinition = {
       startedAt: new Date(),
       mode: ctx.mode,
       env: ctx.env,
-    });
+      keys,
+      oauthClients,
+      mesh: ctx.mesh,
+      limits,
+      webhooks,
+    };
+    const rest = createRestHandler(deps);
+    const webSockets = createWebSocketEndpoint(deps);
+    const http: NonNullable<ServiceModule["http"]> = async (req, res) =>
+      (await oauth(req, res)) || rest(req, res);
 
     let pruner: NodeJS.Timeout | undefined;
     const prune = () => {
+      quotaCounters
+        .prune()
+        .catch((error: unknown) => ctx.logger.warn("pruning quota counters failed", { error }));
+      // Finished webhook deliveries are kept a week for `GET /v1/webhooks/{id}/deliveries`.
+      webhookStore
+        .prune(new Date(Date.now() - 7 * 24 * 3_600_000))
+        .catch((error: unknown) => ctx.logger.warn("pruning webhook deliveries failed", { error }));
       idempotency.prune().then(
         (n) => {
           if (n > 0) ctx.logger.debug("pruned idempotency records", { count: n });
@@ -66,24 +176,33 @@ export const gatewayService: ServiceDefinition = {
       );
     };
     return {
-      http,
-      interceptors: [createAuthInterceptor({ authenticator })],
-      // Embedded: the owning services' routes are on the same server already.
-      ...(ctx.mode === "distributed"
-        ? {
-            routes: (router) =>
-              registerForwarders(router, publicServices, ctx.clients, {
-                defaultTimeoutMs: config.TRELLIS_UPSTREAM_TIMEOUT,
-              }),
-          }
-        : {}),
+      http: withUiAssets(http),
+      upgrade: webSockets.upgrade,
+      // Auth first: the limits read the caller it sets.
+      interceptors: [
+        createAuthInterceptor({ authenticator }),
+        createLimitsInterceptor(limits, ctx.clients),
+      ],
+      routes: (router) => {
+        // The gateway's own RPC service (the UI event stream), in both modes.
+        registerUiEventService(router, ctx.clients);
+        // Embedded: the owning services' routes are on the same server already.
+        if (ctx.mode === "distributed") {
+          registerForwarders(router, publicServices, ctx.clients, {
+            defaultTimeoutMs: config.TRELLIS_UPSTREAM_TIMEOUT,
+          });
+        }
+      },
       async start() {
         prune();
         pruner = setInterval(prune, pruneIntervalMs);
         pruner.unref();
+        webhooks.dispatcher.start();
       },
       async stop() {
         if (pruner) clearInterval(pruner);
+        webSockets.close();
+        await webhooks.dispatcher.stop();
       },
     };
   },

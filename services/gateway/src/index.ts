@@ -6,6 +6,7 @@ export { adminKeyFile, adminKeyName, bootstrapAdminKey } from "./auth/bootstrap.
 export { type GatewayConfig, gatewayConfigSchema, loadGatewayConfig } from "./config.js";
 export { gatewayService } from "./definition.js";
 export { currentProtocolVersion, supportedProtocolVersions } from "./domain/protocol.js";
+export { isGrantableScope, isScope, type Scope, scopeNames } from "./domain/scopes.js";
 export {
   type ApiKeyRecord,
   type CreatedApiKey,
@@ -16,4 +17,9 @@ export {
   type NewApiKey,
   PostgresKeyStore,
 } from "./store/key-store.js";
+export {
+  type OAuthClientRecord,
+  type OAuthClientStore,
+  PostgresOAuthClientStore,
+} from "./store/oauth-client-store.js";
 export { gatewayMigrations } from "./store/schema.js";

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { rpcRuleOf } from "../src/auth/scope-table.js";
 import { checkProtocolVersion, currentProtocolVersion } from "../src/domain/protocol.js";
-import { hasScope, scopeForRpc } from "../src/domain/scopes.js";
+import { hasScope } from "../src/domain/scopes.js";
 import { parseSse, sseComment, sseFrame } from "../src/domain/sse.js";
 import { Router } from "../src/http/router.js";
 
@@ -45,12 +46,10 @@ describe("scopes", () => {
     expect(hasScope(["*"], "tasks:write")).toBe(true);
     expect(hasScope(["tasks:*"], "tasks:write")).toBe(true);
     expect(hasScope(["tasks:read"], "tasks:write")).toBe(false);
-    expect(hasScope([], undefined)).toBe(true);
-    expect(scopeForRpc("trellis.tasks.v1.TaskService", "SubmitTask")).toBe("tasks:write");
-    expect(scopeForRpc("trellis.tasks.v1.EventService", "StreamEvents")).toBe("events:read");
-    expect(scopeForRpc("trellis.receipts.v1.ReceiptService", "VerifyReceipt")).toBe(
-      "receipts:read",
-    );
+    expect(hasScope([], "tasks:read")).toBe(false);
+    expect(rpcRuleOf("trellis.tasks.v1.TaskService", "SubmitTask")).toBe("tasks:write");
+    expect(rpcRuleOf("trellis.tasks.v1.EventService", "StreamEvents")).toBe("events:read");
+    expect(rpcRuleOf("trellis.receipts.v1.ReceiptService", "VerifyReceipt")).toBe("receipts:read");
   });
 });
 

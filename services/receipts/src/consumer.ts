@@ -1,23 +1,32 @@
 /**
  * The receipts service's durable consumer: every event of every workspace
- * (`{ workspaceId: "*" }`), handled one at a time by the
- * {@link ReceiptProcessor}, acknowledged only after what it wrote committed.
+ * (`{ workspaceId: "*" }`), handed to the {@link ReceiptProcessor} in
+ * batches — whatever has arrived, up to `batchSize` events, in log order —
+ * and acknowledged only after what the batch wrote has committed.
+ *
+ * While a batch is being handled the next events keep arriving (up to
+ * another `batchSize`), so under load each transaction carries many events
+ * and when the log is quiet an event is handled as soon as it comes.
  *
  * A restart resumes after the last acknowledged event (the event log keeps
  * the position: JetStream's durable consumer, or the embedded outbox), and
- * what was handled but not acknowledged comes back: recording and issuing
+ * what was handed out but not acknowledged comes back: recording and issuing
  * are idempotent, so it is handled again without effect.
  *
  * A failure (the database restarting) is retried in place a few times so
- * events of a task keep their order; after that the event is handed back
- * with a delay and the consumer moves on.
+ * events of a task keep their order; after that the batch's events are tried
+ * one by one (an event the store refuses holds back no other) and what still
+ * fails is handed back with a delay while the consumer moves on.
  */
-import type { EventLog } from "@trellis/eventlog";
+import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
 import type { Logger } from "@trellis/runtime";
 import type { ReceiptProcessor } from "./processor.js";
 
 /** Name of the durable consumer. */
 export const CONSUMER_NAME = "receipts";
+
+/** Events handled in one transaction at most (default of `batchSize`). */
+export const DEFAULT_BATCH_SIZE = 256;
 
 /** A running consumer. */
 export interface ReceiptConsumer {
@@ -48,45 +57,136 @@ export function startReceiptConsumer(options: {
   logger: Logger;
   /** Redelivery delay of an event handed out but not acknowledged. */
   ackWaitMs?: number;
+  /** Most events handled in one transaction (default {@link DEFAULT_BATCH_SIZE}). */
+  batchSize?: number;
 }): ReceiptConsumer {
   const { eventLog, processor, logger } = options;
+  const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
   const abort = new AbortController();
   const signal = abort.signal;
+
+  /**
+   * Handle one batch: in place retries; then, so that one event the store
+   * keeps refusing cannot hold back the others, each event on its own (one
+   * attempt); what still fails is handed back.
+   */
+  async function handle(batch: ConsumedEvent[], retries = IN_PLACE_RETRIES): Promise<void> {
+    let attempt = 0;
+    for (;;) {
+      try {
+        const outcomes = await processor.handleBatch(batch);
+        await Promise.all(
+          batch.map((item, i) => {
+            const outcome = outcomes[i];
+            return outcome === undefined || outcome.ack ? item.ack() : item.nak(outcome.retryInMs);
+          }),
+        );
+        return;
+      } catch (error) {
+        const delay = retries[attempt++];
+        if (delay === undefined && batch.length > 1 && !signal.aborted) {
+          for (const item of batch) await handle([item], []);
+          return;
+        }
+        if (delay === undefined || signal.aborted) {
+          logger.warn("receipts: handling events failed; they will be redelivered", {
+            events: batch.length,
+            first_event_id: batch[0]?.event.id,
+            error: error instanceof Error ? error.message : String(error),
+          });
+          if (!signal.aborted) {
+            await Promise.all(
+              batch.map((item) => item.nak(REDELIVER_AFTER_FAILURE_MS).catch(() => {})),
+            );
+          }
+          return;
+        }
+        await sleep(delay, signal);
+      }
+    }
+  }
+
+  /**
+   * One open consumer: a reader moves deliveries into `waiting` (at most a
+   * batch ahead) while the handler takes everything waiting as its next batch.
+   */
+  async function consumeOnce(onDelivery: () => void): Promise<void> {
+    const iterator = eventLog
+      .consume({
+        name: CONSUMER_NAME,
+        filter: { workspaceId: "*" },
+        ackWaitMs: options.ackWaitMs ?? 30_000,
+        signal,
+      })
+      [Symbol.asyncIterator]();
+    const waiting: ConsumedEvent[] = [];
+    let ended = false;
+    let failure: unknown;
+    let wakeHandler: (() => void) | undefined;
+    let wakeReader: (() => void) | undefined;
+    const wake = () => {
+      wakeHandler?.();
+      wakeReader?.();
+    };
+    signal.addEventListener("abort", wake, { once: true });
+
+    const reader = (async () => {
+      try {
+        while (!signal.aborted) {
+          while (waiting.length >= batchSize && !signal.aborted) {
+            await new Promise<void>((resolve) => {
+              wakeReader = resolve;
+            });
+            wakeReader = undefined;
+          }
+          if (signal.aborted) break;
+          const next = await iterator.next();
+          if (next.done) break;
+          waiting.push(next.value);
+          onDelivery();
+          wakeHandler?.();
+        }
+      } catch (error) {
+        failure = error;
+      } finally {
+        ended = true;
+        wakeHandler?.();
+      }
+    })();
+
+    try {
+      for (;;) {
+        while (waiting.length === 0 && !ended && !signal.aborted) {
+          await new Promise<void>((resolve) => {
+            wakeHandler = resolve;
+          });
+          wakeHandler = undefined;
+        }
+        if (signal.aborted || waiting.length === 0) break;
+        // Let the reader take what has already arrived (events appended
+        // together come in one after another) so they share a transaction.
+        if (waiting.length < batchSize) await new Promise((resolve) => setImmediate(resolve));
+        const batch = waiting.splice(0, batchSize);
+        wakeReader?.();
+        await handle(batch);
+      }
+    } finally {
+      signal.removeEventListener("abort", wake);
+      // Whatever is still waiting was never handled: unacknowledged, it
+      // comes back (at once in process, after the ack wait on JetStream).
+      await iterator.return?.().catch(() => {});
+      await reader;
+    }
+    if (failure !== undefined) throw failure;
+  }
 
   const loop = (async () => {
     let backoff = 200;
     while (!signal.aborted) {
       try {
-        for await (const item of eventLog.consume({
-          name: CONSUMER_NAME,
-          filter: { workspaceId: "*" },
-          ackWaitMs: options.ackWaitMs ?? 30_000,
-          signal,
-        })) {
+        await consumeOnce(() => {
           backoff = 200;
-          let attempt = 0;
-          for (;;) {
-            try {
-              const outcome = await processor.handle(item, item.deliveryCount);
-              if (outcome.ack) await item.ack();
-              else await item.nak(outcome.retryInMs);
-              break;
-            } catch (error) {
-              const delay = IN_PLACE_RETRIES[attempt++];
-              if (delay === undefined || signal.aborted) {
-                logger.warn("receipts: handling an event failed; it will be redelivered", {
-                  event_id: item.event.id,
-                  kind: item.event.kind,
-                  error: error instanceof Error ? error.message : String(error),
-                });
-                if (!signal.aborted) await item.nak(REDELIVER_AFTER_FAILURE_MS).catch(() => {});
-                break;
-              }
-              await sleep(delay, signal);
-            }
-          }
-          if (signal.aborted) break;
-        }
+        });
       } catch (error) {
         if (signal.aborted) break;
         logger.warn("receipts: the event log consumer stopped; reopening", {

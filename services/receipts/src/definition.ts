@@ -46,6 +46,8 @@ export const receiptsService: ServiceDefinition = {
       config,
       logger: ctx.logger,
       onIssued: () => ctx.kickRelay(),
+      // Embedded mode has one process, so one consumer: it sees every event.
+      exclusive: ctx.mode === "embedded",
     });
     let consumer: ReceiptConsumer | undefined;
     return {

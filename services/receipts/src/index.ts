@@ -51,6 +51,7 @@ export {
   redactSecrets,
   toReceiptRedaction,
 } from "./domain/redaction.js";
+export { replayProjection, replayProjectionValue } from "./domain/replay-projection.js";
 export { createSchemaValidator, type SchemaValidator } from "./domain/schema.js";
 export {
   deriveKeyId,

@@ -1,5 +1,6 @@
 /**
- * What the receipts consumer does with one event:
+ * What the receipts consumer does with the events it is handed, a batch at
+ * a time:
  *
  * 1. events about a task are reduced to facts and recorded (idempotent: the
  *    event id is the key), with the event's hash;
@@ -7,15 +8,26 @@
  * 3. `task.completed` / `task.failed` / `task.canceled` issue the task's
  *    receipt from every recorded fact, following the receipt policy.
  *
+ * A batch is written in one transaction (one statement when nothing is
+ * issued): its events, the receipts it issues in log order, the chain heads
+ * and the `receipt.issued` announcements; it is acknowledged after that
+ * commits.
+ *
  * A terminal event whose task stream has gaps (an earlier event not yet
  * recorded, e.g. redelivered out of order) is handed back for a while
  * (`TRELLIS_RECEIPT_GAP_WAIT`) so the missing facts can arrive; after that the
  * receipt is issued without them, marked `determinism: unavailable` and
  * without Merkle root.
  *
- * Issuing is idempotent (one receipt per subject and kind, checked under the
- * chain-head lock), so redelivery after a crash between commit and ack
- * issues nothing twice.
+ * Issuing is idempotent (one receipt per subject and kind, a unique key the
+ * store checks), so redelivery after a crash between commit and ack issues
+ * nothing twice.
+ *
+ * A task's earlier facts are read from the store, except with `exclusive`
+ * (embedded mode: this is the only consumer, so it has seen every event of a
+ * task it saw begin): then they come from memory when the task's stream is
+ * known from its first event, and the store is read only for tasks that
+ * began before this process started.
  */
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -25,10 +37,9 @@ import type { Logger } from "@trellis/runtime";
 import type { AgentDirectory } from "./agents.js";
 import type { ReceiptsConfig } from "./config.js";
 import { buildApprovalReceipt, buildTaskReceipt, sealReceipt } from "./domain/build.js";
-import { eventHash, merkleRoot } from "./domain/canonical.js";
+import { eventHash, isSha256, merkleRoot } from "./domain/canonical.js";
 import {
   APPROVAL_EVENT_KIND,
-  type EventFacts,
   extractFacts,
   foldTaskFacts,
   streamIsComplete,
@@ -36,12 +47,23 @@ import {
   terminalStatusOf,
 } from "./domain/facts.js";
 import { effectivePolicy, type ReceiptPolicyName } from "./domain/policy.js";
+import type { Sha256 } from "./domain/receipt.js";
 import type { KeyRing } from "./keys.js";
-import type { ReceiptStore } from "./store/receipt-store.js";
+import type {
+  IssueRequest,
+  ReceiptStore,
+  StoredTaskEvent,
+  TaskEventInput,
+} from "./store/receipt-store.js";
 import type { ReceiptRow } from "./store/schema.js";
 
 /** What to do with the event once handled. */
 export type Outcome = { ack: true } | { ack: false; retryInMs: number; reason: string };
+
+/** An event handed to the processor, and how often it has been delivered (1 the first time). */
+export interface Delivery extends LoggedEvent {
+  deliveryCount: number;
+}
 
 /** Options of {@link ReceiptProcessor}. */
 export interface ReceiptProcessorOptions {
@@ -52,12 +74,20 @@ export interface ReceiptProcessorOptions {
   logger: Logger;
   /** Called after a receipt was committed (nudges the outbox relay). */
   onIssued?(receipt: ReceiptRow): void;
+  /**
+   * This is the only consumer of the log (embedded mode): a task's facts may
+   * be taken from memory (see the module comment). Default false.
+   */
+  exclusive?: boolean;
   now?: () => Date;
   newReceiptId?: () => string;
 }
 
 /** How long a gapped terminal event waits between deliveries. */
 const GAP_RETRY_MS = 1_000;
+
+/** Tasks whose facts are kept in memory in exclusive mode (least recently used are dropped). */
+const MAX_CACHED_TASKS = 5_000;
 
 const ACK: Outcome = { ack: true };
 
@@ -66,41 +96,169 @@ export class ReceiptProcessor {
   readonly #o: ReceiptProcessorOptions;
   readonly #now: () => Date;
   readonly #newId: () => string;
+  /** Tasks' facts seen by this process (exclusive mode only). */
+  readonly #tasks: Map<string, CachedTask> | undefined;
 
   constructor(options: ReceiptProcessorOptions) {
     this.#o = options;
+    this.#tasks = options.exclusive ? new Map() : undefined;
     this.#now = options.now ?? (() => new Date());
     this.#newId = options.newReceiptId ?? (() => `rcpt_${randomUUID().replaceAll("-", "")}`);
   }
 
   /** Handle one delivery (`deliveryCount` is 1 the first time). */
   async handle(logged: LoggedEvent, deliveryCount = 1): Promise<Outcome> {
-    const { event } = logged;
-    if (event.kind.startsWith("receipt.")) return ACK;
-    const taskId = taskIdOf(event);
-    if (!taskId) return ACK;
-    const facts = extractFacts(event, taskId);
-    // The agent's tier when the task starts (trust.start_tier).
-    if (facts.status === "WORKING" && event.kind === "task.started") {
-      const agent = await this.#o.directory.agentOfTask(taskId, agentIdOf(event));
-      if (agent.profile.tier) facts.agentTier = agent.profile.tier;
+    const [outcome] = await this.handleBatch([{ ...logged, deliveryCount }]);
+    return outcome as Outcome;
+  }
+
+  /**
+   * Handle deliveries in log order, committing what they record and issue
+   * in one transaction; one outcome per delivery. Throws (nothing committed)
+   * when the store fails.
+   */
+  async handleBatch(deliveries: readonly Delivery[]): Promise<Outcome[]> {
+    const outcomes: Outcome[] = deliveries.map(() => ACK);
+    const firstIndex = new Map<string, number>();
+    const duplicates: [number, number][] = [];
+    const recorded: Recorded[] = [];
+    for (const [index, delivery] of deliveries.entries()) {
+      const { event } = delivery;
+      if (event.kind.startsWith("receipt.")) continue;
+      const taskId = taskIdOf(event);
+      if (!taskId) continue;
+      const first = firstIndex.get(event.id);
+      if (first !== undefined) {
+        duplicates.push([index, first]);
+        continue;
+      }
+      firstIndex.set(event.id, index);
+      const facts = extractFacts(event, taskId);
+      // The agent's tier when the task starts (trust.start_tier).
+      if (facts.status === "WORKING" && event.kind === "task.started") {
+        const agent = await this.#o.directory.agentOfTask(taskId, agentIdOf(event));
+        if (agent.profile.tier) facts.agentTier = agent.profile.tier;
+      }
+      recorded.push({
+        index,
+        delivery,
+        taskId,
+        record: {
+          eventId: event.id,
+          eventHash: eventHash(event),
+          facts,
+          position: delivery.position,
+        },
+      });
     }
-    const hash = eventHash(event);
-    await this.#o.store.recordTaskEvent({
-      eventId: event.id,
-      taskId,
-      workspaceId: workspaceOf(event),
-      sessionId: event.sessionId,
-      position: logged.position,
-      kind: event.kind,
-      eventHash: hash,
-      facts,
+
+    const issuers = recorded.filter(
+      (r) =>
+        (r.delivery.event.kind === APPROVAL_EVENT_KIND && r.record.facts.approval) ||
+        terminalStatusOf(r.delivery.event),
+    );
+    const history: Map<string, StoredTaskEvent[]> = issuers.length
+      ? await this.#history(issuers, recorded)
+      : new Map();
+    const requests: IssueRequest[] = [];
+    const subjects = new Set<string>();
+    const settled = new Set<string>();
+    for (const issuer of issuers) {
+      // What was logged up to the issuing event, whatever else this batch holds.
+      const records = (history.get(issuer.taskId) ?? []).filter(
+        (r) => r.position <= issuer.record.position,
+      );
+      const { event } = issuer.delivery;
+      let request: IssueRequest | Outcome | undefined;
+      if (event.kind === APPROVAL_EVENT_KIND && issuer.record.facts.approval) {
+        request = await this.#approvalRequest(issuer, records);
+      }
+      if (terminalStatusOf(event)) {
+        request = await this.#taskRequest(issuer, records);
+        // Issued or not wanted: the task's facts are no longer needed in memory.
+        if (!isOutcome(request) || request.ack) settled.add(issuer.taskId);
+      }
+      if (request === undefined) continue;
+      if (isOutcome(request)) {
+        outcomes[issuer.index] = request;
+        continue;
+      }
+      const subject = `${request.kind}\u0000${request.subjectId}`;
+      if (subjects.has(subject)) continue;
+      subjects.add(subject);
+      requests.push(request);
+    }
+
+    const result = await this.#o.store.commitBatch({
+      events: recorded.map(toInput),
+      receipts: requests,
+      checkExisting: issuers.some((i) => i.delivery.deliveryCount > 1),
     });
-    if (event.kind === APPROVAL_EVENT_KIND && facts.approval) {
-      await this.#issueApproval(event, taskId, facts, hash);
+    if (this.#tasks) {
+      for (const r of recorded) this.#remember(r.taskId, r.record);
+      for (const taskId of settled) this.#tasks.delete(taskId);
     }
-    if (terminalStatusOf(event)) return this.#issueTask(event, taskId, facts, deliveryCount);
-    return ACK;
+    for (const receipt of result.issued) this.#o.onIssued?.(receipt);
+    for (const [index, first] of duplicates) outcomes[index] = outcomes[first] as Outcome;
+    return outcomes;
+  }
+
+  /**
+   * Every recorded event of the issuers' tasks, this batch's included, in
+   * log order (position, then event id, as the store orders them).
+   */
+  async #history(
+    issuers: readonly Recorded[],
+    batch: readonly Recorded[],
+  ): Promise<Map<string, StoredTaskEvent[]>> {
+    const taskIds = [...new Set(issuers.map((i) => i.taskId))];
+    const inBatch = new Map<string, StoredTaskEvent[]>();
+    for (const r of batch) {
+      const list = inBatch.get(r.taskId);
+      if (list) list.push(r.record);
+      else inBatch.set(r.taskId, [r.record]);
+    }
+    const known = new Map<string, StoredTaskEvent[]>();
+    const toRead: string[] = [];
+    for (const taskId of taskIds) {
+      const cached = this.#tasks?.get(taskId);
+      const batchRecords = inBatch.get(taskId) ?? [];
+      const fromStart =
+        cached?.fromStart ||
+        batchRecords.some((r) => r.facts.onTaskStream && r.facts.sequence === 1);
+      if (this.#tasks && fromStart) known.set(taskId, [...(cached?.records.values() ?? [])]);
+      else toRead.push(taskId);
+    }
+    if (toRead.length) {
+      for (const [taskId, records] of await this.#o.store.taskEventsOf(toRead)) {
+        known.set(taskId, records);
+      }
+    }
+    const history = new Map<string, StoredTaskEvent[]>();
+    for (const taskId of taskIds) {
+      const byId = new Map<string, StoredTaskEvent>();
+      for (const record of known.get(taskId) ?? []) byId.set(record.eventId, record);
+      for (const record of inBatch.get(taskId) ?? []) {
+        if (!byId.has(record.eventId)) byId.set(record.eventId, record);
+      }
+      history.set(taskId, [...byId.values()].sort(logOrder));
+    }
+    return history;
+  }
+
+  #remember(taskId: string, record: StoredTaskEvent): void {
+    const tasks = this.#tasks;
+    if (!tasks) return;
+    let entry = tasks.get(taskId);
+    if (entry) tasks.delete(taskId);
+    else entry = { fromStart: false, records: new Map() };
+    tasks.set(taskId, entry);
+    entry.records.set(record.eventId, record);
+    if (record.facts.onTaskStream && record.facts.sequence === 1) entry.fromStart = true;
+    if (tasks.size > MAX_CACHED_TASKS) {
+      const oldest = tasks.keys().next().value;
+      if (oldest !== undefined) tasks.delete(oldest);
+    }
   }
 
   async #policy(
@@ -114,17 +272,18 @@ export class ReceiptProcessor {
     };
   }
 
-  async #issueTask(
-    event: Event,
-    taskId: string,
-    facts: EventFacts,
-    deliveryCount: number,
-  ): Promise<Outcome> {
-    const { store, keys, directory, logger } = this.#o;
-    if (await store.receiptFor("task", "task", taskId)) return ACK;
+  /** The task receipt to issue for a terminal event, or what to do with the event instead. */
+  async #taskRequest(
+    issuer: Recorded,
+    records: readonly StoredTaskEvent[],
+  ): Promise<IssueRequest | Outcome> {
+    const { keys, directory, logger } = this.#o;
+    const { event, deliveryCount } = issuer.delivery;
+    const { taskId } = issuer;
+    const facts = issuer.record.facts;
     const summary = foldTaskFacts(
       taskId,
-      await store.taskEvents(taskId),
+      records,
       facts.onTaskStream ? { throughSequence: facts.sequence } : {},
     );
     const lastSequence = summary.sequences.at(-1);
@@ -149,7 +308,10 @@ export class ReceiptProcessor {
     }
     const root = complete ? merkleRoot(summary.streamHashes) : undefined;
     const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };
-    const result = await store.issue({
+    const replaySource = summary.replay
+      ? await this.#sourceReceipt(summary.replay.sourceTaskId)
+      : undefined;
+    return {
       workspaceId,
       kind: "task",
       subjectObject: "task",
@@ -172,6 +334,7 @@ export class ReceiptProcessor {
           streamComplete: complete,
           ...(root ? { merkleRoot: root } : {}),
           agentKnown: agent.known,
+          ...(replaySource ? { replaySource } : {}),
         });
         return sealReceipt(unsigned, {
           previousHash,
@@ -181,17 +344,44 @@ export class ReceiptProcessor {
         });
       },
       announce: (row) => [issuedEvent(row)],
-    });
-    if (result.issued) this.#o.onIssued?.(result.receipt);
-    return ACK;
+    };
   }
 
-  async #issueApproval(event: Event, taskId: string, facts: EventFacts, hash: `sha256:${string}`) {
-    const { store, keys, directory } = this.#o;
+  /**
+   * The receipt of a replay's source task (its id, hash and Merkle root),
+   * when it was issued; a replay's receipt references it.
+   */
+  async #sourceReceipt(
+    sourceTaskId: string,
+  ): Promise<{ receiptId: string; receiptHash: Sha256; merkleRoot?: Sha256 } | undefined> {
+    const row = await this.#o.store.receiptFor("task", "task", sourceTaskId);
+    if (!row) return undefined;
+    let merkle: unknown;
+    try {
+      merkle = (JSON.parse(row.document) as { chain?: { merkle_root?: unknown } }).chain
+        ?.merkle_root;
+    } catch {
+      merkle = undefined;
+    }
+    return {
+      receiptId: row.id,
+      receiptHash: row.receipt_hash as Sha256,
+      ...(isSha256(merkle) ? { merkleRoot: merkle } : {}),
+    };
+  }
+
+  /** The approval receipt to issue for a `user.tool_confirmation`, if any. */
+  async #approvalRequest(
+    issuer: Recorded,
+    records: readonly StoredTaskEvent[],
+  ): Promise<IssueRequest | undefined> {
+    const { keys, directory } = this.#o;
+    const { event } = issuer.delivery;
+    const { taskId } = issuer;
+    const facts = issuer.record.facts;
     const approval = facts.approval;
-    if (!approval) return;
-    if (await store.receiptFor("approval", "approval", event.id)) return;
-    const records = await store.taskEvents(taskId);
+    if (!approval) return undefined;
+    const hash: Sha256 = issuer.record.eventHash;
     const summary = foldTaskFacts(taskId, records);
     // The wait began at the task's last suspension before the decision.
     let requestedAt: string | undefined;
@@ -207,9 +397,9 @@ export class ReceiptProcessor {
     const workspaceId = workspaceOf(event);
     const agent = await directory.agentOfTask(taskId, summary.agentId);
     const { policy, tenantId } = await this.#policy(workspaceId, agent.policy);
-    if (policy === "disabled") return;
+    if (policy === "disabled") return undefined;
     const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };
-    const result = await store.issue({
+    return {
       workspaceId,
       kind: "approval",
       subjectObject: "approval",
@@ -238,9 +428,47 @@ export class ReceiptProcessor {
         return sealReceipt(unsigned, { previousHash, key: keys.current, signedAt: now });
       },
       announce: (row) => [issuedEvent(row)],
-    });
-    if (result.issued) this.#o.onIssued?.(result.receipt);
+    };
   }
+}
+
+/** A task event of the batch being handled. */
+interface Recorded {
+  /** Its delivery's index in the batch. */
+  index: number;
+  delivery: Delivery;
+  taskId: string;
+  record: StoredTaskEvent;
+}
+
+/** A task's facts kept in memory (exclusive mode). */
+interface CachedTask {
+  /** Whether its stream's first event was seen by this process. */
+  fromStart: boolean;
+  records: Map<string, StoredTaskEvent>;
+}
+
+function toInput(r: Recorded): TaskEventInput {
+  const { event, position } = r.delivery;
+  return {
+    eventId: event.id,
+    taskId: r.taskId,
+    workspaceId: workspaceOf(event),
+    sessionId: event.sessionId,
+    position,
+    kind: event.kind,
+    eventHash: r.record.eventHash,
+    facts: r.record.facts,
+  };
+}
+
+function logOrder(a: StoredTaskEvent, b: StoredTaskEvent): number {
+  if (a.position !== b.position) return a.position < b.position ? -1 : 1;
+  return a.eventId < b.eventId ? -1 : a.eventId > b.eventId ? 1 : 0;
+}
+
+function isOutcome(value: IssueRequest | Outcome): value is Outcome {
+  return "ack" in value;
 }
 
 function workspaceOf(event: Event): string {

@@ -5,9 +5,11 @@ import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import {
   canonicalJson,
+  canonicalReceiptTexts,
   computeReceiptHash,
   eventHash,
   hashInput,
+  isCanonicalText,
   merkleRoot,
   receiptTexts,
 } from "../src/domain/canonical.js";
@@ -60,7 +62,180 @@ describe("canonical JSON (RFC 8785)", () => {
   it("refuses values JSON cannot carry", () => {
     expect(() => canonicalJson({ x: Number.NaN })).toThrow();
     expect(() => canonicalJson({ x: Number.POSITIVE_INFINITY })).toThrow();
-    expect(() => canonicalJson({ x: "\ud800" })).toThrow();
+    expect(() => canonicalJson({ x: "\ud800" })).toThrow(/lone surrogate/);
+    expect(() => canonicalJson({ "\udc00": 1 })).toThrow(/lone surrogate/);
+    expect(() => canonicalJson(["a\udbff"])).toThrow(/lone surrogate/);
+    expect(() => canonicalJson(undefined)).toThrow();
+    // An escaped backslash followed by "ud800" is text, not a surrogate.
+    expect(canonicalJson({ x: "\\ud800" })).toBe('{"x":"\\\\ud800"}');
+  });
+});
+
+// The RFC 8785 test vectors published with the reference implementation
+// (cyberphone/json-canonicalization, testdata/input → testdata/output) and
+// the number serialization table of RFC 8785 Appendix B. Inputs are JSON
+// text as given there; outputs are the canonical text expected byte for byte.
+// `fast`: whether isCanonicalText recognises the output; it declines (and
+// the library canonicalizes) when integer-like keys change order on parse.
+const RFC_8785_VECTORS: { name: string; input: string; output: string; fast: boolean }[] = [
+  {
+    name: "values",
+    input: `{
+  "numbers": [1E30, 4.50, 333333333.33333329, 2e-3, 0.000000000000000000000000001],
+  "escaping": "\\u20ac$\\u000F\\u000aA'\\u0042\\u0022\\u005c\\\\\\"\\/",
+  "literals": [null, true, false]
+}`,
+    fast: true,
+    output:
+      '{"escaping":"\u20ac$\\u000f\\nA\'B\\"\\\\\\\\\\"/","literals":[null,true,false],"numbers":[1e+30,4.5,333333333.3333333,0.002,1e-27]}',
+  },
+  {
+    name: "structures",
+    input: `{
+  "1": {"f": {"f": "hi","F": 5} ,"\\n": 56.0},
+  "10": { },
+  "": "empty",
+  "a": { },
+  "111": [ { } ],
+  "A": { }
+}`,
+    fast: false,
+    output: '{"":"empty","1":{"\\n":56,"f":{"F":5,"f":"hi"}},"10":{},"111":[{}],"A":{},"a":{}}',
+  },
+  {
+    name: "weird",
+    input: `{
+  "\\u20ac": "Euro Sign",
+  "1": "One",
+  "\\u0080": "Control\\u007f",
+  "\\ud83d\\ude02": "Smiley",
+  "\\u00f6": "Latin Small Letter O With Diaeresis",
+  "\\ufb33": "Hebrew Letter Dalet With Dagesh",
+  "</script>": "Browser Challenge"
+}`,
+    fast: true, // its one integer-like key sorts first either way
+    output:
+      '{"1":"One","</script>":"Browser Challenge","\u0080":"Control\u007f","\u00f6":"Latin Small Letter O With Diaeresis","\u20ac":"Euro Sign","\ud83d\ude02":"Smiley","\ufb33":"Hebrew Letter Dalet With Dagesh"}',
+  },
+  {
+    name: "french",
+    input: `{
+  "peach": "This sorting order",
+  "p\u00e9ch\u00e9": "is wrong according to French",
+  "p\u00eache": "but canonicalization MUST",
+  "sin":   "ingnore locale"
+}`,
+    fast: true,
+    output:
+      '{"peach":"This sorting order","p\u00e9ch\u00e9":"is wrong according to French","p\u00eache":"but canonicalization MUST","sin":"ingnore locale"}',
+  },
+  {
+    name: "unicode",
+    input: '{\n  "Unnormalized Unicode":"\\u1e0d\\u0307"\n}',
+    fast: true,
+    output: '{"Unnormalized Unicode":"\u1e0d\u0307"}',
+  },
+];
+
+/** RFC 8785 Appendix B: IEEE 754 bit patterns and their canonical text. */
+const RFC_8785_NUMBERS: [string, string][] = [
+  ["0000000000000000", "0"],
+  ["8000000000000000", "0"],
+  ["0000000000000001", "5e-324"],
+  ["8000000000000001", "-5e-324"],
+  ["7fefffffffffffff", "1.7976931348623157e+308"],
+  ["ffefffffffffffff", "-1.7976931348623157e+308"],
+  ["4340000000000000", "9007199254740992"],
+  ["c340000000000000", "-9007199254740992"],
+  ["4430000000000000", "295147905179352830000"],
+  ["44b52d02c7e14af5", "9.999999999999997e+22"],
+  ["44b52d02c7e14af6", "1e+23"],
+  ["44b52d02c7e14af7", "1.0000000000000001e+23"],
+  ["444b1ae4d6e2ef4e", "999999999999999700000"],
+  ["444b1ae4d6e2ef4f", "999999999999999900000"],
+  ["444b1ae4d6e2ef50", "1e+21"],
+  ["3eb0c6f7a0b5ed8c", "9.999999999999997e-7"],
+  ["3eb0c6f7a0b5ed8d", "0.000001"],
+  ["41b3de4355555553", "333333333.3333332"],
+  ["41b3de4355555554", "333333333.33333325"],
+  ["41b3de4355555555", "333333333.3333333"],
+  ["41b3de4355555556", "333333333.3333334"],
+  ["41b3de4355555557", "333333333.33333343"],
+  ["becbf647612f3696", "-0.0000033333333333333333"],
+  ["43143ff3c1cb0959", "1424953923781206.2"],
+];
+
+function fromBits(hex: string): number {
+  return new DataView(Uint8Array.from(Buffer.from(hex, "hex")).buffer).getFloat64(0);
+}
+
+describe("RFC 8785 conformance (published test vectors)", () => {
+  it.each(RFC_8785_VECTORS)("canonicalizes $name", ({ input, output, fast }) => {
+    const parsed: unknown = JSON.parse(input);
+    expect(canonicalJson(parsed)).toBe(output);
+    expect(canonicalJson(JSON.parse(output))).toBe(output);
+    // The fast recognition never calls the input canonical, and recognises
+    // the output unless integer-like keys get in the way.
+    expect(isCanonicalText(input, parsed)).toBe(false);
+    expect(isCanonicalText(output, JSON.parse(output))).toBe(fast);
+  });
+
+  it("serializes numbers as Appendix B lists", () => {
+    for (const [bits, text] of RFC_8785_NUMBERS) {
+      expect(canonicalJson(fromBits(bits)), bits).toBe(text);
+      expect(canonicalJson([fromBits(bits)]), bits).toBe(`[${text}]`);
+    }
+    expect(() => canonicalJson(fromBits("7fffffffffffffff"))).toThrow();
+    expect(() => canonicalJson(fromBits("7ff0000000000000"))).toThrow();
+  });
+});
+
+describe("recognising canonical text without re-serializing it", () => {
+  const canonical = (text: string) => isCanonicalText(text, JSON.parse(text));
+
+  it("accepts exactly the library's output", () => {
+    const value = {
+      z: [1, 2.5, "x", null, true, { b: 1, a: [{}] }],
+      a: { "\u20ac": 1, "\ud83d\ude00": 2, ab: "\u007f\n" },
+      n: -0.000001,
+    };
+    expect(canonical(canonicalJson(value))).toBe(true);
+  });
+
+  it("refuses every way the same value can be written otherwise", () => {
+    for (const text of [
+      '{"b":1,"a":2}', // member order
+      '{"a":1, "b":2}', // whitespace
+      '{"a":1.0}', // number form
+      '{"a":1E3}',
+      '{"a":-0}',
+      '{"a":"\\u0041"}', // an escape JSON.stringify would not write
+      '{"a":"\\/"}',
+      '{"a":1,"a":1}', // duplicate member
+      '{"a":1e400}', // overflows to Infinity
+      '{"9":1,"10":2}', // V8 lists integer keys first: order changes on parse
+      '{"10":1,"9":2}',
+      '{"a":"\\ud800"}', // lone surrogate: RFC 8785 rejects it
+      '{"a":{"d":1,"c":2}}', // nested order
+      '[{"b":1,"a":2}]',
+    ]) {
+      expect(canonical(text), text).toBe(false);
+    }
+  });
+
+  it("gives both receipt texts exactly as the member-by-member path does", () => {
+    const key = newKey();
+    const fixture = readSpecJson("fixtures/valid/task-receipt.json");
+    const sealed = receiptOf(
+      taskEvents({ taskId: "task_fast", withTool: true, withModel: true, sequenced: true }),
+      key,
+    );
+    for (const doc of [fixture, sealed.document as unknown as Record<string, unknown>]) {
+      const text = canonicalJson(doc);
+      const parsed = JSON.parse(text) as Record<string, unknown>;
+      expect(isCanonicalText(text, parsed)).toBe(true);
+      expect(canonicalReceiptTexts(text, parsed)).toEqual(receiptTexts(parsed));
+    }
   });
 });
 

@@ -9,7 +9,13 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { type AgentExecutor, createLocalExecutor } from "@trellis/adapters";
+import {
+  type AgentExecutor,
+  createInProcessBackends,
+  createRoutedExecutor,
+  type HarnessTool,
+  withAgentFacts,
+} from "@trellis/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -22,6 +28,7 @@ import {
 } from "@trellis/contracts/tasks";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
+import { ContextCompactor, loadCompactionConfig } from "./compaction/index.js";
 import { loadTasksConfig } from "./config.js";
 import { createAgentHandlers } from "./handlers/agent-handlers.js";
 import { createArtifactHandlers, createOutcomeHandlers } from "./handlers/artifact-handlers.js";
@@ -31,6 +38,7 @@ import { createSessionHandlers } from "./handlers/session-handlers.js";
 import { createSignalHandlers } from "./handlers/signal-handlers.js";
 import { createTaskHandlers } from "./handlers/task-handlers.js";
 import { createWorkspaceHandlers } from "./handlers/workspace-handlers.js";
+import { createReplayExecutor } from "./replay/replay-executor.js";
 import { tasksMigrations } from "./store/migrations/index.js";
 import { cancelChannel, PostgresTaskStore } from "./store/postgres-task-store.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
@@ -38,10 +46,19 @@ import { TurnRunner } from "./worker/turn-runner.js";
 
 /** Options of {@link createTasksService}. */
 export interface TasksServiceOptions {
-  /** Runs agent turns (default: the in-process executor with the scripted backend). */
+  /**
+   * Runs agent turns (default: the router — in-process backends, plus the
+   * mesh's remote adapter workers in distributed mode).
+   */
   executor?: AgentExecutor;
   /** This replica's id, the owner of its leases (default: host, pid and a random suffix). */
   replicaId?: string;
+  /**
+   * The built-in harness's tools, for replays of harness tasks: their schemas
+   * and approval flags (a replay never runs them; results come from the
+   * recording). Without them a replay accepts any tool input.
+   */
+  replayTools?: readonly HarnessTool[];
 }
 
 /** A tasks service definition with its dependencies chosen (tests inject an executor). */
@@ -64,7 +81,10 @@ export function createTasksService(options: TasksServiceOptions = {}): ServiceDe
   };
 }
 
-function createTasksModule(context: ServiceContext, options: TasksServiceOptions): ServiceModule {
+async function createTasksModule(
+  context: ServiceContext,
+  options: TasksServiceOptions,
+): Promise<ServiceModule> {
   const config = loadTasksConfig(context.env);
   const owner = options.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const watchers = new TaskWatchers();
@@ -81,7 +101,32 @@ function createTasksModule(context: ServiceContext, options: TasksServiceOptions
       }
     },
   });
-  const executor = options.executor ?? createLocalExecutor();
+  // Turns go through routing: in-process backends (embedded: scripted and
+  // the built-in harness; distributed: scripted), and in distributed mode
+  // the remote adapter workers (NATS). Agents are immutable, so whether one
+  // is safe to re-run after a lost worker is looked up once per agent.
+  const backends = options.executor
+    ? undefined
+    : await createInProcessBackends({ mode: context.mode, env: context.env, db: context.db });
+  const routed = backends
+    ? createRoutedExecutor({
+        mode: context.mode,
+        env: context.env,
+        logger: context.logger,
+        adapters: backends.adapters,
+      })
+    : undefined;
+  const replayTools =
+    options.replayTools ?? (backends?.harnessTools.length ? backends.harnessTools : undefined);
+  let executor: AgentExecutor = options.executor ?? routed!.router;
+  if (routed && context.mode === "distributed") {
+    executor = withAgentFacts(routed.router, (id) => store.getAgent(id));
+  }
+  // Replay tasks run from their source's recording, never calling providers or tools again.
+  executor = createReplayExecutor(executor, {
+    load: (taskId) => store.getReplay(taskId),
+    ...(replayTools ? { harnessTools: replayTools } : {}),
+  });
   const runner = new TurnRunner({
     store,
     executor,
@@ -94,6 +139,7 @@ function createTasksModule(context: ServiceContext, options: TasksServiceOptions
     logger: context.logger,
     signals: context.signals,
     cancelNotifications: { database: context.db, channel: cancelChannel(context.schema) },
+    compactor: new ContextCompactor(loadCompactionConfig(context.env), context.logger),
   });
   const deps: HandlerDeps = {
     store,
@@ -121,8 +167,14 @@ function createTasksModule(context: ServiceContext, options: TasksServiceOptions
         .service(ArtifactService, withErrorDetails(ArtifactService, createArtifactHandlers(deps)))
         .service(OutcomeService, withErrorDetails(OutcomeService, createOutcomeHandlers(deps)));
     },
-    start: () => runner.start(),
-    stop: () => runner.stop(),
+    start: async () => {
+      await routed?.start();
+      await runner.start();
+    },
+    stop: async () => {
+      await runner.stop();
+      await routed?.stop();
+    },
   };
 }
 

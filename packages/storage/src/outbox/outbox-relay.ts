@@ -8,6 +8,9 @@ import { assertSchemaName } from "../schema-name.js";
 import { outboxTables } from "./outbox.js";
 import { outboxChannel } from "./outbox-schema.js";
 
+/** How often a cursor-following relay marks what it handed over (see markThenPublish). */
+const MARK_INTERVAL_MS = 1000;
+
 /** Options of {@link createOutboxRelay}. */
 export interface OutboxRelayOptions<DB = unknown> {
   database: Database<DB>;
@@ -138,32 +141,93 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // again, before anything newer, so per-resource order holds.
   let unsent: Event[] | undefined;
 
-  // One round with logRebuiltFromOutbox: mark and read in one statement, then
-  // append. Rows come back in position order (ordered CTE, then sorted:
-  // RETURNING itself does not promise an order).
+  // With logRebuiltFromOutbox the relay follows the outbox by position.
+  // The first round marks and reads every row not yet published (rows left
+  // by an earlier run) in one statement, and learns the outbox's head in the
+  // same snapshot; after that a round only reads the rows after its cursor
+  // (an index range scan, no write), and the rows it handed to the log are
+  // marked published in bulk at most once per MARK_INTERVAL_MS and at stop.
+  // Reading by cursor is sound only where writers commit in position order
+  // (PGlite: one connection, one transaction at a time),
+  // so no row can later appear at or below the cursor. Rows handed over but
+  // not yet marked when the process dies are marked and re-appended at the
+  // next start; the log keeps one copy per event id.
+  // On a server, concurrent transactions commit out of position order: there
+  // every round marks and reads what is unpublished, as the first one does.
+  const followsByCursor = database.kind === "pglite";
+  let cursor: bigint | undefined;
+  let markedUpTo = 0n;
+  let markedAt = 0;
+
   async function markThenPublish(): Promise<number> {
     if (unsent) {
       await eventLog.append(unsent);
       unsent = undefined;
     }
-    const result = await sql<{ position: bigint; body: Uint8Array }>`
-      with next as (
-        select position from ${sql.id(schema, "outbox")}
-        where published_at is null
-        order by position
-        limit ${batchSize}
-      )
-      update ${sql.id(schema, "outbox")} as o set published_at = now()
-      from next where o.position = next.position
-      returning o.position, o.body`.execute(database.kysely);
-    const rows = result.rows;
-    if (rows.length === 0) return 0;
+    let rows: { position: bigint; body: Uint8Array }[];
+    if (cursor === undefined || !followsByCursor) {
+      const result = await sql<{
+        position: bigint | null;
+        body: Uint8Array | null;
+        head: bigint | null;
+      }>`
+        with next as (
+          select position from ${sql.id(schema, "outbox")}
+          where published_at is null
+          order by position
+          limit ${batchSize}
+        ), marked as (
+          update ${sql.id(schema, "outbox")} as o set published_at = now()
+          from next where o.position = next.position
+          returning o.position, o.body
+        )
+        select m.position, m.body, h.head
+        from (select max(position) as head from ${sql.id(schema, "outbox")}) as h
+        left join marked as m on true`.execute(database.kysely);
+      rows = result.rows.flatMap((row) =>
+        row.position === null || row.body === null
+          ? []
+          : [{ position: row.position, body: row.body }],
+      );
+      // A full batch may leave unpublished rows behind: mark again next round.
+      if (followsByCursor && rows.length < batchSize) {
+        cursor = result.rows[0]?.head ?? 0n;
+        markedUpTo = cursor;
+        markedAt = Date.now();
+      }
+    } else {
+      rows = (
+        await sql<{ position: bigint; body: Uint8Array }>`
+          select position, body from ${sql.id(schema, "outbox")}
+          where position > ${cursor}
+          order by position
+          limit ${batchSize}`.execute(database.kysely)
+      ).rows;
+    }
     rows.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
-    const events = rows.map((row) => fromBinary(EventSchema, row.body));
-    unsent = events;
-    await eventLog.append(events);
-    unsent = undefined;
+    const last = rows.at(-1);
+    if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
+    if (rows.length > 0) {
+      const events = rows.map((row) => fromBinary(EventSchema, row.body));
+      unsent = events;
+      await eventLog.append(events);
+      unsent = undefined;
+    }
+    if (Date.now() - markedAt >= MARK_INTERVAL_MS) await markPublished();
     return rows.length;
+  }
+
+  // Marks what the cursor passed (and the log holds) as published.
+  async function markPublished(): Promise<void> {
+    if (cursor === undefined || unsent || cursor <= markedUpTo) return;
+    const upTo = cursor;
+    await sql`
+      update ${sql.id(schema, "outbox")} set published_at = now()
+      where position > ${markedUpTo} and position <= ${upTo} and published_at is null`.execute(
+      database.kysely,
+    );
+    markedUpTo = upTo;
+    markedAt = Date.now();
   }
 
   // One round: the oldest unpublished rows, published then marked. Returns
@@ -212,6 +276,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       // A full batch means there is probably more: go again at once.
       if (handled < batchSize) await waitForWork(pollIntervalMs, lease.lost);
     }
+    // Stopping while still leading: mark the last window before letting go.
+    if (!lease.lost.aborted) await markPublished().catch(onError);
   }
 
   async function run(): Promise<void> {

@@ -25,7 +25,12 @@
  * A node either appends messages (`update`), suspends for a signal (`suspend`), or
  * fails (`raise`). An update node may say `delay_ms`: the run then takes that
  * much longer (the adapter waits, abortably; the stepping itself stays pure —
- * it only adds the delays up in `delayMs`). After a node, the first edge from it whose `when` holds is
+ * it only adds the delays up in `delayMs`). An update node may also say
+ * `"stream": {"chunk_chars": 4, "delay_ms": 20}`: the adapter then streams the
+ * text of each of its assistant messages as `text_delta` events, `chunk_chars`
+ * characters at a time with `delay_ms` between chunks, before returning the
+ * message whole — token streaming without a model (the stepping reports the
+ * plan in `steps`). After a node, the first edge from it whose `when` holds is
  * taken (an edge without `when` always holds); edges out of a suspend node are
  * evaluated against the signal payload on resume. `END` finishes the run.
  *
@@ -48,14 +53,29 @@ export interface GraphMessage {
   name?: string;
 }
 
+/** How an update node streams its assistant text (both fields optional). */
+export interface StreamOption {
+  /** Characters (code points) per `text_delta` chunk, 1…10000; default 4. */
+  chunk_chars?: number;
+  /** Pause between chunks in milliseconds, 0…60000; default 20. */
+  delay_ms?: number;
+}
+
 /** Appends messages to the transcript. */
 export interface UpdateNode {
   update: {
     messages: GraphMessage[];
     /** Simulated latency of this step in milliseconds (e.g. a slow model call). */
     delay_ms?: number;
+    /** Stream the text of this node's assistant messages as it "generates" it. */
+    stream?: StreamOption;
   };
 }
+
+/** Default characters per streamed chunk. */
+export const DEFAULT_STREAM_CHUNK_CHARS = 4;
+/** Default pause between streamed chunks, in milliseconds. */
+export const DEFAULT_STREAM_DELAY_MS = 20;
 
 /** Suspends the run until a signal arrives. */
 export interface SuspendNode {
@@ -143,6 +163,42 @@ function checkMessage(value: unknown, path: string): GraphMessage {
   return value as unknown as GraphMessage;
 }
 
+const STREAM_FIELDS = new Set(["chunk_chars", "delay_ms"]);
+
+function checkStream(value: unknown, path: string): void {
+  if (!isObject(value)) {
+    throw new GraphDefinitionError("stream must be an object like {chunk_chars, delay_ms}", path);
+  }
+  for (const key of Object.keys(value)) {
+    if (!STREAM_FIELDS.has(key)) {
+      throw new GraphDefinitionError(
+        "unknown stream field (expected chunk_chars, delay_ms)",
+        `${path}.${key}`,
+      );
+    }
+  }
+  const chars = value.chunk_chars;
+  if (
+    chars !== undefined &&
+    (typeof chars !== "number" || !Number.isInteger(chars) || chars < 1 || chars > 10_000)
+  ) {
+    throw new GraphDefinitionError(
+      "chunk_chars must be a whole number of characters in 1…10000",
+      `${path}.chunk_chars`,
+    );
+  }
+  const delay = value.delay_ms;
+  if (
+    delay !== undefined &&
+    (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0 || delay > 60_000)
+  ) {
+    throw new GraphDefinitionError(
+      "delay_ms must be a number of milliseconds in 0…60000",
+      `${path}.delay_ms`,
+    );
+  }
+}
+
 function checkNode(value: unknown, path: string): GraphNode {
   if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
   const kinds = ["update", "suspend", "raise"].filter((k) => value[k] !== undefined);
@@ -166,6 +222,7 @@ function checkNode(value: unknown, path: string): GraphNode {
         `${path}.update.delay_ms`,
       );
     }
+    if (update.stream !== undefined) checkStream(update.stream, `${path}.update.stream`);
   } else if (value.suspend !== undefined) {
     const suspend = value.suspend;
     if (!isObject(suspend) || typeof suspend.signal_id !== "string" || suspend.signal_id === "") {
@@ -248,9 +305,26 @@ export interface RunContext {
   input: string;
 }
 
+/** Chunking of a streamed step, with defaults filled in. */
+export interface StreamPlan {
+  chunkChars: number;
+  delayMs: number;
+}
+
+/** One visited update node: its latency, the messages it appended, how it streams. */
+export interface RunStep {
+  node: string;
+  delayMs: number;
+  messages: GraphMessage[];
+  stream?: StreamPlan;
+}
+
 /**
  * What a run produced. `delayMs` (present only when non-zero) is the sum of
  * the `delay_ms` of the update nodes visited: how long the run should take.
+ * `steps` (present only when a visited update node streams) lists the update
+ * nodes in order, so the adapter can wait and stream step by step; their
+ * messages together are `messages`.
  */
 export type RunResult = (
   | { status: "completed"; messages: GraphMessage[] }
@@ -263,7 +337,7 @@ export type RunResult = (
       kind: "input" | "auth";
     }
   | { status: "failed"; messages: GraphMessage[]; category: string; message: string; node: string }
-) & { delayMs?: number };
+) & { delayMs?: number; steps?: RunStep[] };
 
 function valueAt(payload: Json, path: string): Json | undefined {
   let current: Json | undefined = payload;
@@ -334,9 +408,14 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
   }
   const maxSteps = graph.max_steps ?? 1000;
   let delayMs = 0;
-  // Only a run that waited says so, keeping results of plain graphs unchanged.
-  const timed = <T extends RunResult>(result: T): T =>
-    delayMs > 0 ? { ...result, delayMs } : result;
+  const visited: RunStep[] = [];
+  let streams = false;
+  // Only a run that waited (or streams) says so, keeping results of plain graphs unchanged.
+  const timed = <T extends RunResult>(result: T): T => ({
+    ...result,
+    ...(delayMs > 0 ? { delayMs } : {}),
+    ...(streams ? { steps: visited } : {}),
+  });
   for (let steps = 0; current !== END; steps++) {
     if (steps >= maxSteps) {
       return timed({
@@ -358,8 +437,25 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
       });
     }
     if ("update" in node) {
-      delayMs += node.update.delay_ms ?? 0;
-      for (const m of node.update.messages) messages.push(renderMessage(m, vars));
+      const stepDelay = node.update.delay_ms ?? 0;
+      delayMs += stepDelay;
+      const rendered = node.update.messages.map((m) => renderMessage(m, vars));
+      messages.push(...rendered);
+      const stream = node.update.stream;
+      if (stream !== undefined) streams = true;
+      visited.push({
+        node: current,
+        delayMs: stepDelay,
+        messages: rendered,
+        ...(stream !== undefined
+          ? {
+              stream: {
+                chunkChars: stream.chunk_chars ?? DEFAULT_STREAM_CHUNK_CHARS,
+                delayMs: stream.delay_ms ?? DEFAULT_STREAM_DELAY_MS,
+              },
+            }
+          : {}),
+      });
       current = nextNode(graph, current, payload);
     } else if ("suspend" in node) {
       return timed({

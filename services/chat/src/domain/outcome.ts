@@ -12,6 +12,7 @@
  * | CANCELED | `errored { retryable_transient, "turn_canceled" }` |
  * | INPUT_REQUIRED / AUTH_REQUIRED | `suspended { signal_descriptor, pending_messages, invocation_id = task id }` |
  */
+
 import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
 import {
@@ -25,6 +26,7 @@ import {
 import { type Message, TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
 import type { ShapeProblem } from "@trellis/messages";
+import { isTerminalStatus as isTerminal } from "@trellis/messages";
 import { bucketOf, CHAT_MESSAGE_SHAPE_INVALID, canonicalCategory } from "./buckets.js";
 import { errorReply, type ReplyTemplates } from "./replies.js";
 
@@ -36,14 +38,7 @@ export function isSettled(status: TaskStatus): boolean {
   return isTerminal(status) || isSuspended(status);
 }
 
-/** Whether a task status is terminal (COMPLETED, FAILED, CANCELED). */
-export function isTerminal(status: TaskStatus): boolean {
-  return (
-    status === TaskStatus.COMPLETED ||
-    status === TaskStatus.FAILED ||
-    status === TaskStatus.CANCELED
-  );
-}
+export { isTerminal };
 
 /** Whether a task status is a suspension (INPUT_REQUIRED, AUTH_REQUIRED). */
 export function isSuspended(status: TaskStatus): boolean {
@@ -243,6 +238,11 @@ export function outcomeFromDispatchError(
     (failure.code === Code.FailedPrecondition && object === "session")
   ) {
     return errored(ErrorBucket.SESSION_TERMINATING, "session_closed");
+  }
+  // A message too large is the user's to fix, whichever code carried it
+  // (the runtime answers ResourceExhausted, which alone reads as overload).
+  if (failure.reason === "payload_too_large") {
+    return errored(ErrorBucket.USER_CORRECTABLE, "payload_too_large");
   }
   switch (failure.code) {
     case Code.InvalidArgument:

@@ -66,9 +66,20 @@ export async function loadHistory(
 /** The settled task: WatchTask until it completes, fails or suspends. */
 async function settle(port: TasksPort, taskId: string, options: CallOptions): Promise<Task> {
   let last: Task | undefined;
-  for await (const response of port.tasks.watchTask({ taskId, untilSettled: true }, options)) {
-    if (response.task) last = response.task;
-    if (last && isSettled(last.status)) return last;
+  // Leaving the loop early does not end a Connect client stream: abort it, so
+  // the watch (and its client span) ends as soon as the task settles.
+  const done = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+  try {
+    for await (const response of port.tasks.watchTask(
+      { taskId, untilSettled: true },
+      { ...options, signal },
+    )) {
+      if (response.task) last = response.task;
+      if (last && isSettled(last.status)) return last;
+    }
+  } finally {
+    done.abort();
   }
   if (last && isSettled(last.status)) return last;
   throw new ConnectError(`the watch of task ${taskId} ended before it settled`, Code.Unavailable);

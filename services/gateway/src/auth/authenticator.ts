@@ -1,29 +1,39 @@
 /**
- * Bearer authentication shared by REST and gRPC: parse `Authorization:
- * Bearer <key>`, look the key up in the {@link KeyStore}, and return the
- * {@link Caller} it is bound to.
+ * Bearer authentication shared by REST, SSE and gRPC: `Authorization: Bearer
+ * <credential>`, where the credential is an API key (looked up by its hash in
+ * the {@link KeyStore}) or an OAuth2 access token (a JWT: verified by
+ * {@link AccessTokens}). Either way the result is the {@link Caller} the
+ * credential is bound to: actor, workspace, scopes.
  *
- * Successful lookups are cached briefly (by the key's hash, never the key), so
- * a busy client does not cost a database round trip per call; a revoked key
- * stops working within {@link AuthenticatorOptions.cacheMs}.
+ * Nothing is cached: every request looks its key (or its token's client) up
+ * in the database, so a revoked key or client stops working at once, on every
+ * gateway replica. The lookup is one indexed read.
  */
 import type { Caller } from "@trellis/platform";
-import { hashApiKey, type KeyStore } from "../store/key-store.js";
+import type { KeyStore } from "../store/key-store.js";
+import { type AccessTokens, looksLikeJwt } from "./tokens.js";
 
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
   keys: KeyStore;
-  /** How long a successful lookup is remembered (default 5 s; 0 disables). */
-  cacheMs?: number;
-  now?: () => number;
+  /** Access tokens; without them a JWT is refused like an unknown key. */
+  tokens?: AccessTokens;
 }
 
-/** Why authentication failed (never includes the presented key). */
-export type AuthFailure = "missing" | "malformed" | "invalid";
+/**
+ * Why authentication failed (never includes the presented credential):
+ * `unavailable` when the external issuer's keys could not be fetched.
+ */
+export type AuthFailure = "missing" | "malformed" | "invalid" | "expired" | "unavailable";
+
+/** How the caller authenticated. */
+export type Credential =
+  | { kind: "api_key"; keyId: string }
+  | { kind: "access_token"; issuer: string; clientId: string | undefined };
 
 /** Result of {@link Authenticator.authenticate}. */
 export type AuthResult =
-  | { ok: true; caller: Caller; keyId: string }
+  | { ok: true; caller: Caller; credential: Credential }
   | { ok: false; failure: AuthFailure };
 
 /** Turns an Authorization header into a caller. */
@@ -31,7 +41,7 @@ export interface Authenticator {
   authenticate(authorization: string | null | undefined): Promise<AuthResult>;
 }
 
-/** The key in an `Authorization: Bearer <key>` header, or why there is none. */
+/** The credential in an `Authorization: Bearer <credential>` header, or why there is none. */
 export function bearerToken(
   authorization: string | null | undefined,
 ): { ok: true; token: string } | { ok: false; failure: "missing" | "malformed" } {
@@ -43,47 +53,61 @@ export function bearerToken(
   return { ok: true, token: match[1] };
 }
 
-/** A human-readable reason (safe to send: it never contains the key). */
+/** A human-readable reason (safe to send: it never contains the credential). */
 export function authFailureMessage(failure: AuthFailure): string {
   switch (failure) {
     case "missing":
-      return "authentication required: send Authorization: Bearer <api key>";
+      return "authentication required: send Authorization: Bearer <api key or access token>";
     case "malformed":
-      return "the Authorization header must be: Bearer <api key>";
+      return "the Authorization header must be: Bearer <api key or access token>";
     case "invalid":
-      return "the API key is invalid or revoked";
+      return "the API key or access token is invalid or revoked";
+    case "expired":
+      return "the access token has expired; request a new one";
+    case "unavailable":
+      return "the access token cannot be checked now (its issuer's keys are unreachable); retry later";
   }
 }
 
-/** Create an {@link Authenticator} over a key store. */
+/** The `WWW-Authenticate` challenge of a failure (RFC 6750 §3). */
+export function authChallenge(failure: AuthFailure): string {
+  if (failure === "missing") return 'Bearer realm="trellis"';
+  const description = failure === "expired" ? "the token has expired" : "invalid credential";
+  return `Bearer realm="trellis", error="invalid_token", error_description="${description}"`;
+}
+
+/** Create an {@link Authenticator} over a key store and access tokens. */
 export function createAuthenticator(options: AuthenticatorOptions): Authenticator {
-  const cacheMs = options.cacheMs ?? 5000;
-  const now = options.now ?? Date.now;
-  const cache = new Map<string, { caller: Caller; keyId: string; until: number }>();
   return {
     async authenticate(authorization) {
       const bearer = bearerToken(authorization);
       if (!bearer.ok) return bearer;
-      const hash = hashApiKey(bearer.token);
-      const cached = cache.get(hash);
-      if (cached && cached.until > now()) {
-        return { ok: true, caller: cached.caller, keyId: cached.keyId };
+      const token = bearer.token;
+      if (looksLikeJwt(token)) {
+        if (options.tokens === undefined) return { ok: false, failure: "invalid" };
+        const verified = await options.tokens.verify(token);
+        if (!verified.ok) return verified;
+        return {
+          ok: true,
+          caller: verified.caller,
+          credential: {
+            kind: "access_token",
+            issuer: verified.issuer,
+            clientId: verified.clientId,
+          },
+        };
       }
-      const record = await options.keys.authenticate(bearer.token);
-      if (record === undefined) {
-        cache.delete(hash);
-        return { ok: false, failure: "invalid" };
-      }
-      const caller: Caller = {
-        actorId: record.actorId,
-        workspaceId: record.workspaceId,
-        scopes: record.scopes,
+      const record = await options.keys.authenticate(token);
+      if (record === undefined) return { ok: false, failure: "invalid" };
+      return {
+        ok: true,
+        caller: {
+          actorId: record.actorId,
+          workspaceId: record.workspaceId,
+          scopes: record.scopes,
+        },
+        credential: { kind: "api_key", keyId: record.id },
       };
-      if (cacheMs > 0) {
-        if (cache.size > 10_000) cache.clear();
-        cache.set(hash, { caller, keyId: record.id, until: now() + cacheMs });
-      }
-      return { ok: true, caller, keyId: record.id };
     },
   };
 }

@@ -174,6 +174,14 @@ export function toHarnError(error: unknown, requestId: string): HarnErrorRespons
   }
   if (error instanceof ConnectError) {
     const detail = errorDetailOf(error);
+    if (detail?.domain === "mesh") {
+      // An internal service refused the gateway's own service credential (a
+      // deployment fault: TRELLIS_MESH_SECRET differs), never the client's.
+      return harnError("upstream_unavailable", "an internal service is unavailable; retry later", {
+        requestId,
+        details: { reason: "service_credential_refused" },
+      });
+    }
     const reason = detail?.reason ?? "";
     let code: HarnErrorCode;
     if (reason !== "" && isHarnErrorCode(reason)) code = reason;

@@ -89,14 +89,7 @@ export function parseTaskStatus(name: string): TaskStatus | undefined {
   return typeof value === "number" && value !== TaskStatus.UNSPECIFIED ? value : undefined;
 }
 
-/** Whether a task status is terminal (COMPLETED, FAILED, CANCELED). */
-export function isTerminalStatus(status: TaskStatus): boolean {
-  return (
-    status === TaskStatus.COMPLETED ||
-    status === TaskStatus.FAILED ||
-    status === TaskStatus.CANCELED
-  );
-}
+export { isTerminalStatus } from "@trellis/messages";
 
 /** The Harn spelling of a session state; null when unspecified. */
 export function sessionStateName(state: SessionState): string | null {
@@ -380,6 +373,8 @@ export function sessionToHarn(session: Session): JsonObject {
       turn_count: Number(session.turnCount),
       messages_url: `/v1/sessions/${encodeURIComponent(session.id)}/messages`,
       forked_from_event_id: orNull(session.forkedFromEventId),
+      forked_from_message_id: orNull(session.forkedFromMessageId),
+      forked_message_count: Number(session.forkedMessageCount),
     },
     persona_id: orNull(session.agentId),
     root_session_id: orNull(session.rootSessionId),
@@ -576,9 +571,35 @@ export function eventToHarn(event: Event): JsonObject {
     idempotency_key: orNull(event.idempotencyKey),
     previous_event_id: orNull(event.previousEventId),
     receipt_id: orNull(event.receiptId),
-    replayed: false,
-    replay: null,
+    ...replayJson(event),
   };
+}
+
+/**
+ * `replayed` / `replay` of an event (Harn `ReplayEventMetadata`): set on the
+ * message events of a replay, from the marker the tasks service puts in the
+ * replayed message's `metadata.replay`.
+ */
+function replayJson(event: Event): { replayed: boolean; replay: JsonObject | null } {
+  const kind = event.payload?.kind;
+  const marker =
+    kind?.case === "messageAppended" ? kind.value.message?.metadata?.replay : undefined;
+  if (typeof marker !== "object" || marker === null || Array.isArray(marker)) {
+    return { replayed: false, replay: null };
+  }
+  const replay: JsonObject = {};
+  for (const key of [
+    "source_task_id",
+    "replay_task_id",
+    "original_event_id",
+    "replay_cursor",
+    "mode",
+    "override_key",
+    "receipt_delta_id",
+  ]) {
+    replay[key] = marker[key] ?? null;
+  }
+  return { replayed: true, replay };
 }
 
 // ---------------------------------------------------------------------------

@@ -1,49 +1,85 @@
 /**
- * Scopes: what an API key may do (Harn v1 "OAuth2 client credentials": scopes
- * map to resource actions such as `sessions:read`, `tasks:write`).
+ * Scopes: what a credential (API key or OAuth2 access token) may do. Harn v1
+ * "OAuth2 client credentials": token scopes map to resource actions such as
+ * `sessions:read`, `tasks:write`. Which action each REST route and RPC needs
+ * is in one table, `auth/scope-table.ts`.
  *
- * `*` grants everything, `<area>:*` every action on one area.
+ * A grant is a scope, `<area>:*` (every action on one area) or `*` (every
+ * action in every workspace: the admin key). OAuth clients and external
+ * tokens only ever carry named scopes, so they stay inside their workspace.
  */
 
-/** A scope string such as `tasks:write`. */
-export type Scope = `${string}:${"read" | "write"}`;
+/** Every scope Trellis knows, in the order documentation lists them. */
+export const scopeNames = [
+  "workspaces:read",
+  "agents:read",
+  "agents:write",
+  "sessions:read",
+  "sessions:write",
+  "tasks:read",
+  "tasks:write",
+  "events:read",
+  "signals:write",
+  "artifacts:read",
+  "artifacts:write",
+  "receipts:read",
+  "keys:admin",
+] as const;
+
+/** A named scope such as `tasks:write`. */
+export type Scope = (typeof scopeNames)[number];
+
+const known: ReadonlySet<string> = new Set(scopeNames);
+const areas: ReadonlySet<string> = new Set(scopeNames.map((s) => s.slice(0, s.indexOf(":"))));
+
+/** Whether `value` is a named scope. */
+export function isScope(value: string): value is Scope {
+  return known.has(value);
+}
+
+/** Whether `value` may be granted to an API key: a scope, `<area>:*` or `*`. */
+export function isGrantableScope(value: string): boolean {
+  if (value === "*" || known.has(value)) return true;
+  return value.endsWith(":*") && areas.has(value.slice(0, -2));
+}
 
 /** Whether `granted` allows `required`. */
-export function hasScope(granted: readonly string[], required: Scope | undefined): boolean {
-  if (required === undefined) return true;
+export function hasScope(granted: readonly string[], required: Scope): boolean {
   const area = required.slice(0, required.indexOf(":"));
   return granted.some((s) => s === "*" || s === required || s === `${area}:*`);
 }
 
-/** Whether the scopes grant administration (any workspace, key management). */
+/** Whether every grant in `wanted` is covered by `granted` (no escalation). */
+export function coversGrants(granted: readonly string[], wanted: readonly string[]): boolean {
+  if (isAdmin(granted)) return true;
+  return wanted.every((w) => {
+    if (w === "*") return false;
+    if (w.endsWith(":*")) {
+      const area = w.slice(0, -2);
+      return (
+        granted.includes(w) ||
+        scopeNames.filter((s) => s.startsWith(`${area}:`)).every((s) => hasScope(granted, s))
+      );
+    }
+    return isScope(w) && hasScope(granted, w);
+  });
+}
+
+/** Whether the grants include administration (every workspace, every action). */
 export function isAdmin(granted: readonly string[]): boolean {
   return granted.includes("*");
 }
 
-// gRPC service (trellis.tasks.v1.*) → scope area.
-const rpcAreas: Record<string, string> = {
-  "trellis.tasks.v1.WorkspaceService": "workspaces",
-  "trellis.tasks.v1.AgentService": "personas",
-  "trellis.tasks.v1.SessionService": "sessions",
-  "trellis.tasks.v1.TaskService": "tasks",
-  "trellis.tasks.v1.EventService": "events",
-  "trellis.tasks.v1.SignalService": "tasks",
-  "trellis.tasks.v1.ArtifactService": "artifacts",
-  "trellis.tasks.v1.OutcomeService": "tasks",
-  "trellis.receipts.v1.ReceiptService": "receipts",
-};
-
-// Services whose every method only reads (verification included).
-const readOnlyServices = new Set(["trellis.receipts.v1.ReceiptService"]);
-
 /**
- * The scope an RPC needs: reads are `Get*`, `List*`, `Watch*`, `Stream*`;
- * everything else writes. Undefined for services without an area (any
- * authenticated caller may call them).
+ * Scopes from a space-separated string (OAuth `scope` parameter / claim) or a
+ * list (`scp` claim), deduplicated, in their given order.
  */
-export function scopeForRpc(serviceTypeName: string, methodName: string): Scope | undefined {
-  const area = rpcAreas[serviceTypeName];
-  if (area === undefined) return undefined;
-  const read = readOnlyServices.has(serviceTypeName) || /^(Get|List|Watch|Stream)/.test(methodName);
-  return `${area}:${read ? "read" : "write"}`;
+export function parseScopeList(value: unknown): string[] {
+  const items =
+    typeof value === "string"
+      ? value.split(" ")
+      : Array.isArray(value)
+        ? value.filter((v): v is string => typeof v === "string")
+        : [];
+  return [...new Set(items.map((s) => s.trim()).filter((s) => s !== ""))];
 }

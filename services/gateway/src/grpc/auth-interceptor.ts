@@ -1,51 +1,47 @@
 /**
- * Authentication of gRPC / Connect / gRPC-Web calls on the public port:
- * `authorization: Bearer <api key>` on every call except health checks and
- * server reflection. The authenticated {@link Caller} is put in the call's
- * context values under `callerKey`, where `callerOf(ctx)` finds it (and where
- * it takes precedence over any `x-trellis-*` header a client might send).
+ * Authorization of gRPC / Connect / gRPC-Web calls on the public port, unary
+ * and streaming alike: every method's rule comes from `auth/scope-table.ts`.
+ * Health checks and server reflection are `public` there; every other method
+ * needs `authorization: Bearer <api key or access token>` and the scope its
+ * rule names (a method without a rule, or an `internal` one, is refused).
  *
- * Embedded mode applies it to every route of the one server; calls between
- * services in the same process use the in-memory transport and never pass
- * through it.
+ * The authenticated {@link Caller} is put in the call's context values under
+ * `callerKey`, where `callerOf(ctx)` finds it, so `x-trellis-*` headers a
+ * client sends never count. Embedded mode applies this to every route of the
+ * one server; calls between services in the same process use the in-memory
+ * transport and never pass through it.
  */
 import type { Interceptor } from "@connectrpc/connect";
 import { callerKey } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import { type Authenticator, authFailureMessage } from "../auth/authenticator.js";
-import { hasScope, scopeForRpc } from "../domain/scopes.js";
-
-/** RPC services that never require a key (probes and schema discovery). */
-export const unauthenticatedServices: ReadonlySet<string> = new Set([
-  "grpc.health.v1.Health",
-  "grpc.reflection.v1.ServerReflection",
-  "grpc.reflection.v1alpha.ServerReflection",
-]);
+import { authorize, rpcRuleOf } from "../auth/scope-table.js";
 
 /** Options of {@link createAuthInterceptor}. */
 export interface AuthInterceptorOptions {
   authenticator: Authenticator;
 }
 
-/** The server interceptor that authenticates public RPCs. */
+/** The server interceptor that authenticates and authorizes public RPCs. */
 export function createAuthInterceptor(options: AuthInterceptorOptions): Interceptor {
   return (next) => async (req) => {
-    if (unauthenticatedServices.has(req.service.typeName)) return next(req);
+    const rule = rpcRuleOf(req.service.typeName, req.method.name);
+    if (rule === "public") return next(req);
     const result = await options.authenticator.authenticate(req.header.get("authorization"));
     if (!result.ok) {
       throw new TrellisError({
-        reason: "unauthenticated",
+        reason: result.failure === "unavailable" ? "service_unavailable" : "unauthenticated",
         message: authFailureMessage(result.failure),
         domain: "gateway",
       });
     }
-    const scope = scopeForRpc(req.service.typeName, req.method.name);
-    if (!hasScope(result.caller.scopes, scope)) {
+    const decision = authorize(result.caller.scopes, rule);
+    if (!decision.allowed) {
       throw new TrellisError({
         reason: "permission_denied",
-        message: `this API key lacks the scope ${scope}`,
+        message: decision.message,
         domain: "gateway",
-        metadata: { scope: scope ?? "" },
+        metadata: { required_scope: decision.requiredScope ?? "" },
       });
     }
     req.contextValues.set(callerKey, result.caller);

@@ -6,19 +6,23 @@
  * Generic over `DescService`: unary and server-streaming methods are
  * forwarded (the public services have no client or bidi streams). The
  * authenticated caller travels in the `x-trellis-*` headers, with the request
- * id; the client tracing interceptor adds `traceparent`. Errors of the owning
- * service (a ConnectError with its ErrorDetail) pass through unchanged.
+ * id; the host's clients sign both with the service credentials and the
+ * client tracing interceptor adds `traceparent`. Errors of the owning service
+ * (a ConnectError with its ErrorDetail) pass through unchanged — except a
+ * refused service credential, a deployment fault the client did not cause,
+ * which becomes Unavailable.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import type {
-  CallOptions,
-  Client,
-  ConnectRouter,
-  HandlerContext,
-  ServiceImpl,
+import {
+  type CallOptions,
+  type Client,
+  ConnectError,
+  type ConnectRouter,
+  type HandlerContext,
+  type ServiceImpl,
 } from "@connectrpc/connect";
 import { callerOf, type ServiceClients, setCallerHeaders } from "@trellis/platform";
-import { requestIdHeader, requestIdOf } from "@trellis/runtime";
+import { errorDetailOf, requestIdHeader, requestIdOf, TrellisError } from "@trellis/runtime";
 
 /** Options of {@link registerForwarders}. */
 export interface ForwarderOptions {
@@ -59,18 +63,40 @@ export function createForwardingImpl<T extends DescService>(
     const call = methods[method.localName];
     if (call === undefined) continue;
     if (method.methodKind === "unary") {
-      impl[method.localName] = (request: unknown, ctx: HandlerContext) =>
-        call(request, forwardOptions(ctx, options));
+      impl[method.localName] = async (request: unknown, ctx: HandlerContext) => {
+        try {
+          return await call(request, forwardOptions(ctx, options));
+        } catch (error) {
+          throw credentialFault(error);
+        }
+      };
     } else if (method.methodKind === "server_streaming") {
       impl[method.localName] = async function* (request: unknown, ctx: HandlerContext) {
-        yield* call(
-          request,
-          forwardOptions(ctx, { ...options, streaming: true }),
-        ) as AsyncIterable<unknown>;
+        try {
+          yield* call(
+            request,
+            forwardOptions(ctx, { ...options, streaming: true }),
+          ) as AsyncIterable<unknown>;
+        } catch (error) {
+          throw credentialFault(error);
+        }
       };
     }
   }
   return impl as Partial<ServiceImpl<T>>;
+}
+
+/** A refused service credential (domain `mesh`) as Unavailable; anything else as is. */
+function credentialFault(error: unknown): unknown {
+  if (error instanceof ConnectError && errorDetailOf(error)?.domain === "mesh") {
+    return new TrellisError({
+      reason: "service_unavailable",
+      message: "an internal service is unavailable; retry later",
+      metadata: { reason: "service_credential_refused" },
+      cause: error,
+    });
+  }
+  return error;
 }
 
 /** Register forwarders for every service in `services`. */

@@ -3,12 +3,18 @@
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
-import type { Caller, Mode, ServiceClients } from "@trellis/platform";
+import type { Caller, MeshCredentials, Mode, ServiceClients } from "@trellis/platform";
 import type { HttpRequest, HttpResponse, Logger } from "@trellis/runtime";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { GatewayConfig } from "../config.js";
 import type { Scope } from "../domain/scopes.js";
+import type { RequestLimits } from "../quota/limits.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
+import type { KeyStore } from "../store/key-store.js";
+import type { OAuthClientStore } from "../store/oauth-client-store.js";
+import type { WebhookConfig } from "../webhooks/config.js";
+import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
+import type { WebhookStore } from "../webhooks/store.js";
 import type { RestResponse } from "./io.js";
 
 /** Everything the REST surface depends on; built once in the service factory. */
@@ -25,6 +31,16 @@ export interface GatewayDeps {
   mode: Mode;
   /** The host's environment (where other services are, in distributed mode). */
   env: Readonly<Record<string, string | undefined>>;
+  /** API keys (key management routes). */
+  keys: KeyStore;
+  /** OAuth clients (key management routes). */
+  oauthClients: OAuthClientStore;
+  /** Service credentials, for requests handed on to another service's REST handler. */
+  mesh: MeshCredentials;
+  /** Rate limits and hard quotas on writes (`quota/limits.ts`); none when absent. */
+  limits?: RequestLimits;
+  /** Webhook subscriptions and delivery (`webhooks/`); the routes answer 503 when absent. */
+  webhooks?: { store: WebhookStore; dispatcher: WebhookDispatcher; config: WebhookConfig };
 }
 
 /** One REST call being served. */
@@ -51,12 +67,16 @@ export interface RestCall {
 
 /** A REST route. */
 export interface RouteSpec {
-  method: "GET" | "POST";
+  method: "GET" | "POST" | "DELETE";
   /** Path pattern, e.g. `/v1/sessions/{session_id}`. */
   path: string;
-  /** Public discovery: no version header, no authentication. */
+  /**
+   * Documentation only: who may call it is decided by the route's entry in
+   * `auth/scope-table.ts` (`public` there: no version header, no
+   * authentication). When given, it must equal that entry (a test checks).
+   */
   public?: boolean;
-  /** The scope the caller needs. */
+  /** Documentation only, like {@link public}: must equal the scope-table entry. */
   scope?: Scope;
   /** A non-idempotent write: takes `Idempotency-Key`. */
   write?: boolean;
@@ -67,5 +87,11 @@ export interface RouteSpec {
    * version, key and scope, then hands the request on (see `proxy.ts`).
    */
   delegateTo?: string;
+  /**
+   * With {@link delegateTo}: checks the gateway makes before handing the
+   * request on (the task named in the path is visible to the caller). The
+   * call's body is not read yet.
+   */
+  beforeHandOn?(call: RestCall): Promise<void>;
   handle(call: RestCall): Promise<RestResponse | undefined>;
 }

@@ -73,12 +73,66 @@ function tooLarge(limit: number): TrellisError {
   });
 }
 
-/** Parse a JSON body; empty → undefined; malformed → 400 `invalid_request`. */
-export function parseJsonBody(body: Buffer): JsonValue | undefined {
-  const text = body.toString("utf8");
-  if (text.trim() === "") return undefined;
+/** Limits of {@link readJsonBody}. */
+export interface JsonBodyLimits {
+  /** Largest body in bytes (413 `payload_too_large` above). */
+  maxBytes: number;
+  /** Deepest nesting of objects and arrays (400 `invalid_request` below it). */
+  maxDepth: number;
+}
+
+// JSON media types: application/json and the structured-syntax suffix +json.
+const jsonMediaType = /^application\/(?:[\w.+-]+\+)?json$/;
+
+/**
+ * Read and parse the JSON body of a write: bounded in size, then checked for
+ * its media type (absent or JSON; a charset other than UTF-8 is refused),
+ * UTF-8, syntax and nesting depth. Empty → undefined.
+ */
+export async function readJsonBody(
+  req: HttpRequest,
+  limits: JsonBodyLimits,
+): Promise<JsonValue | undefined> {
+  const body = await readBody(req, limits.maxBytes);
+  if (body.byteLength === 0) return undefined;
+  checkJsonContentType(req.headers["content-type"]);
+  return parseJsonBody(body, limits.maxDepth);
+}
+
+function checkJsonContentType(raw: string | string[] | undefined): void {
+  if (raw === undefined) return;
+  const value = Array.isArray(raw) ? (raw[0] ?? "") : raw;
+  const [type = "", ...params] = value.split(";").map((part) => part.trim().toLowerCase());
+  const charset = params.find((p) => p.startsWith("charset="))?.slice("charset=".length);
+  const utf8 = charset === undefined || ["utf-8", "utf8", '"utf-8"'].includes(charset);
+  if (jsonMediaType.test(type) && utf8) return;
+  throw new TrellisError({
+    reason: "invalid_request",
+    message: `the request body must be application/json (UTF-8), got ${JSON.stringify(value.slice(0, 100))}`,
+    param: "content-type",
+  });
+}
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * Parse a JSON body; empty → undefined; not UTF-8, malformed or nested deeper
+ * than `maxDepth` → 400 `invalid_request`.
+ */
+export function parseJsonBody(body: Buffer, maxDepth = 64): JsonValue | undefined {
+  let text: string;
   try {
-    return JSON.parse(text) as JsonValue;
+    text = strictUtf8.decode(body);
+  } catch {
+    throw new TrellisError({
+      reason: "invalid_request",
+      message: "the request body is not valid UTF-8",
+    });
+  }
+  if (text.trim() === "") return undefined;
+  let value: JsonValue;
+  try {
+    value = JSON.parse(text) as JsonValue;
   } catch {
     // The parser's message quotes the body; never echo what the client sent.
     throw new TrellisError({
@@ -86,4 +140,56 @@ export function parseJsonBody(body: Buffer): JsonValue | undefined {
       message: "the request body is not valid JSON",
     });
   }
+  const shape = inspectJson(value, maxDepth);
+  if (shape.depth > maxDepth) {
+    throw new TrellisError({
+      reason: "invalid_request",
+      message: `the request body nests deeper than ${maxDepth} levels`,
+      metadata: { limit_depth: String(maxDepth) },
+    });
+  }
+  if (shape.nul) {
+    // PostgreSQL stores no NUL in text or jsonb: refuse it here, for every route.
+    throw new TrellisError({
+      reason: "invalid_request",
+      message: "the request body contains a NUL character (U+0000), which no field may hold",
+    });
+  }
+  return value;
+}
+
+/**
+ * Nesting depth of a parsed JSON value (a scalar is 0, `{}` and `[]` are 1)
+ * and whether any string or key holds U+0000; walked without recursion, and
+ * abandoned once deeper than `stopAfter`.
+ */
+export function inspectJson(
+  value: JsonValue,
+  stopAfter = Number.POSITIVE_INFINITY,
+): { depth: number; nul: boolean } {
+  let max = 0;
+  let nul = false;
+  const stack: { value: JsonValue; depth: number }[] = [{ value, depth: 0 }];
+  while (stack.length > 0) {
+    const { value: current, depth } = stack.pop() as { value: JsonValue; depth: number };
+    if (typeof current === "string") {
+      if (current.includes("\u0000")) nul = true;
+      continue;
+    }
+    if (current === null || typeof current !== "object") continue;
+    const here = depth + 1;
+    if (here > max) {
+      max = here;
+      if (max > stopAfter) return { depth: max, nul };
+    }
+    if (Array.isArray(current)) {
+      for (const child of current) stack.push({ value: child, depth: here });
+    } else {
+      for (const [key, child] of Object.entries(current)) {
+        if (key.includes("\u0000")) nul = true;
+        stack.push({ value: child, depth: here });
+      }
+    }
+  }
+  return { depth: max, nul };
 }

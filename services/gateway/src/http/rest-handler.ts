@@ -8,7 +8,8 @@
  *      everything else in the request is read, the supported versions are
  *      public (discovery), and a client on the wrong version learns that
  *      first instead of debugging its key;
- *   3. authentication → 401, then the route's scope → 403;
+ *   3. authentication → 401, then the route's rule in `auth/scope-table.ts`
+ *      → 403;
  *   4. body (writes) → 413 / 400;
  *   5. idempotency (writes with `Idempotency-Key`) → replay / 409;
  *   6. the route.
@@ -25,10 +26,14 @@ import {
   type HttpRequest,
   type HttpResponse,
   httpRequestId,
+  inputRejectedByDatabase,
+  jsonDepthFor,
   requestIdHeader,
+  requestLimitsFromEnv,
   TrellisError,
 } from "@trellis/runtime";
-import { authFailureMessage } from "../auth/authenticator.js";
+import { authChallenge, authFailureMessage } from "../auth/authenticator.js";
+import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
 import { harnError, toHarnError } from "../domain/errors.js";
 import {
@@ -37,10 +42,10 @@ import {
   protocolVersionHeader,
   supportedProtocolVersions,
 } from "../domain/protocol.js";
-import { hasScope } from "../domain/scopes.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
-import { errorResponse, parseJsonBody, type RestResponse, readBody, send } from "./io.js";
+import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
+import { errorResponse, type RestResponse, readJsonBody, send } from "./io.js";
 import { forwardHttp, stampCaller } from "./proxy.js";
 import { Router } from "./router.js";
 import { restRoutes } from "./routes/index.js";
@@ -50,6 +55,34 @@ const anonymous: Caller = { actorId: "", workspaceId: "", scopes: [] };
 const handOn = Symbol("hand on");
 const tracer = trace.getTracer("@trellis/gateway");
 const idempotencyKeyHeader = "idempotency-key";
+
+/**
+ * Path parameters and query values are text that ends up in lookups: refuse
+ * NUL and other control characters (no id or cursor has them, and PostgreSQL
+ * cannot even compare a NUL) with 400 naming the parameter.
+ */
+function checkTextInputs(params: Readonly<Record<string, string>>, query: URLSearchParams): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
+  const control = /[\u0000-\u001f\u007f]/;
+  for (const [name, value] of Object.entries(params)) {
+    if (control.test(value)) {
+      throw new TrellisError({
+        reason: "invalid_request",
+        message: `path parameter ${name} contains a control character`,
+        param: name,
+      });
+    }
+  }
+  for (const [name, value] of query) {
+    if (control.test(value) || control.test(name)) {
+      throw new TrellisError({
+        reason: "invalid_request",
+        message: `query parameter ${JSON.stringify(name.slice(0, 64))} contains a control character`,
+        param: name.slice(0, 64),
+      });
+    }
+  }
+}
 
 /** Statuses whose response is kept for idempotent replay (others release the key). */
 export function isReplayable(status: number): boolean {
@@ -83,11 +116,35 @@ export function createRestHandler(
 ): HttpHandler {
   const router = new Router(routes);
 
+  const cors = loadCorsPolicy(deps.env);
+  const jsonLimits = {
+    maxBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
+    maxDepth: jsonDepthFor(requestLimitsFromEnv(deps.env)),
+  };
+
   return async (req, res) => {
-    const url = new URL(req.url ?? "/", "http://gateway.invalid");
+    let url: URL;
+    try {
+      url = new URL(req.url ?? "/", "http://gateway.invalid");
+    } catch {
+      // An absolute-form target with a bad host, say: not a REST path.
+      return false;
+    }
     const path = url.pathname;
     if (path !== "/v1" && !path.startsWith("/v1/")) return false;
     const requestId = httpRequestId(req);
+    const origin = header(req, "origin");
+    for (const [name, value] of Object.entries(corsHeaders(cors, origin))) {
+      res.setHeader(name, value);
+    }
+    if (
+      req.method === "OPTIONS" &&
+      origin !== undefined &&
+      header(req, "access-control-request-method")
+    ) {
+      send(res, preflight(origin, path, requestId));
+      return true;
+    }
     const parent = extractTraceContext(req.headers);
     const method = req.method ?? "GET";
     const match = router.match(method, path.length > 3 ? path.replace(/\/+$/, "") : path);
@@ -122,6 +179,30 @@ export function createRestHandler(
     return handled;
   };
 
+  /** Answer a CORS preflight: 204 for an allowed origin and a known path. */
+  function preflight(origin: string, path: string, requestId: string): RestResponse {
+    const allow = cors.allowOrigin(origin);
+    if (allow === undefined) {
+      return errorResponse(
+        harnError(
+          "permission_denied",
+          `origin ${JSON.stringify(origin.slice(0, 200))} may not call this API from a browser`,
+          {
+            requestId,
+            param: "Origin",
+          },
+        ),
+      );
+    }
+    const match = router.match("OPTIONS", path.length > 3 ? path.replace(/\/+$/, "") : path);
+    if (match.kind !== "method_not_allowed") {
+      return errorResponse(
+        harnError("resource_not_found", `no such endpoint: ${path}`, { requestId }),
+      );
+    }
+    return { status: 204, body: "", headers: preflightHeaders(allow, match.allow) };
+  }
+
   /** Serve a request; false when it was handed on to another module's handler. */
   async function serve(
     req: HttpRequest,
@@ -135,7 +216,7 @@ export function createRestHandler(
     try {
       response = await dispatch(req, res, url, requestId, match);
     } catch (error) {
-      const envelope = toHarnError(error, requestId);
+      const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
       if (envelope.status >= 500) {
         deps.logger.error("rest request failed", {
           request_id: requestId,
@@ -175,8 +256,10 @@ export function createRestHandler(
     }
     const { route, params } = match;
 
+    // Who may call the route: its entry in the one authorization table.
+    const rule = restRuleOf(route.method, route.path);
     let caller = anonymous;
-    if (!route.public) {
+    if (rule !== "public") {
       const version = checkProtocolVersion(req.headers[protocolVersionHeader]);
       if (!version.ok) {
         const message =
@@ -194,32 +277,63 @@ export function createRestHandler(
       const auth = await deps.authenticator.authenticate(header(req, "authorization"));
       if (!auth.ok) {
         return errorResponse(
-          harnError("unauthenticated", authFailureMessage(auth.failure), {
-            requestId,
-            headers: { "www-authenticate": 'Bearer realm="trellis"' },
-          }),
+          auth.failure === "unavailable"
+            ? harnError("service_unavailable", authFailureMessage(auth.failure), {
+                requestId,
+                headers: { "retry-after": "5" },
+              })
+            : harnError("unauthenticated", authFailureMessage(auth.failure), {
+                requestId,
+                headers: { "www-authenticate": authChallenge(auth.failure) },
+              }),
         );
       }
       caller = auth.caller;
-      if (!hasScope(caller.scopes, route.scope)) {
+      const decision = authorize(caller.scopes, rule);
+      if (!decision.allowed) {
+        if (rule === undefined) {
+          deps.logger.error("REST route without an authorization rule", { route: route.path });
+        }
         return errorResponse(
-          harnError("permission_denied", `this API key lacks the scope ${route.scope}`, {
+          harnError("permission_denied", decision.message, {
             requestId,
-            details: { required_scope: route.scope ?? "" },
+            details: { required_scope: decision.requiredScope ?? "" },
+            ...(decision.requiredScope && decision.requiredScope !== "*"
+              ? {
+                  headers: {
+                    "www-authenticate": `Bearer realm="trellis", error="insufficient_scope", scope="${decision.requiredScope}"`,
+                  },
+                }
+              : {}),
           }),
         );
       }
     }
 
+    checkTextInputs(params, url.searchParams);
     if (route.delegateTo !== undefined) {
+      await route.beforeHandOn?.({
+        req,
+        res,
+        requestId,
+        params,
+        query: url.searchParams,
+        caller,
+        body: undefined,
+        idempotencyKey: "",
+        options: (overrides = {}) =>
+          outgoingOptions(req, requestId, caller, overrides.streaming ?? false),
+        deps,
+      });
       if (deps.mode === "embedded") {
         // The owning module's handler comes after this one on the same server.
-        stampCaller(req, caller);
+        stampCaller(req, caller, deps.mesh);
         return handOn;
       }
       return forwardHttp(req, serviceUrl(route.delegateTo, deps.env as NodeJS.ProcessEnv), {
         caller,
         requestId,
+        mesh: deps.mesh,
         timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT,
         maxBodyBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
       });
@@ -227,7 +341,7 @@ export function createRestHandler(
 
     let body: JsonValue | undefined;
     if (req.method === "POST") {
-      body = parseJsonBody(await readBody(req, deps.config.TRELLIS_MAX_BODY_BYTES));
+      body = await readJsonBody(req, jsonLimits);
     }
 
     const call: RestCall = {
@@ -244,10 +358,12 @@ export function createRestHandler(
       deps,
     };
 
-    if (!route.write) return route.handle(call);
+    // Rate limits and hard quotas (quota/limits.ts) run before the route's work.
+    const guarded = deps.limits?.wrap(route) ?? route;
+    if (!route.write) return guarded.handle(call);
     const key = header(req, idempotencyKeyHeader);
-    if (key === undefined) return route.handle(call);
-    return runIdempotent(call, route, url.pathname, key);
+    if (key === undefined) return guarded.handle(call);
+    return runIdempotent(call, guarded, url.pathname, key);
   }
 
   function outgoingOptions(
@@ -344,7 +460,7 @@ export function createRestHandler(
             response =
               (await route.handle(call)) ?? errorResponse(toHarnError(undefined, call.requestId));
           } catch (error) {
-            const envelope = toHarnError(error, call.requestId);
+            const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, call.requestId);
             if (envelope.status >= 500) {
               deps.logger.error("rest request failed", {
                 request_id: call.requestId,

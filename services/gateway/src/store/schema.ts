@@ -1,5 +1,6 @@
 /**
- * The gateway's tables (schema `gateway`): API keys and idempotency records.
+ * The gateway's tables (schema `gateway`): API keys, OAuth clients, token
+ * signing keys and idempotency records.
  */
 import type { ColumnType, Kysely, Selectable } from "kysely";
 import type { Migration } from "kysely/migration";
@@ -53,10 +54,45 @@ export interface IdempotencyKeyTable {
 /** A row of {@link IdempotencyKeyTable}. */
 export type IdempotencyKeyRow = Selectable<IdempotencyKeyTable>;
 
+/**
+ * One registered OAuth2 client (client credentials grant): table
+ * `oauth_clients`. Like an API key, only the SHA-256 of its secret is kept; it
+ * is bound to a workspace and may ask for a subset of `scopes`
+ * (space-separated named scopes).
+ */
+export interface OAuthClientTable {
+  id: string;
+  secret_hash: string;
+  name: string;
+  workspace_id: string;
+  scopes: string;
+  created_by: string;
+  created_at: ColumnType<Date, Date, never>;
+  revoked_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
+}
+/** A row of {@link OAuthClientTable}. */
+export type OAuthClientRow = Selectable<OAuthClientTable>;
+
+/**
+ * A key the gateway signs access tokens with, when no key is configured
+ * (embedded mode): table `signing_keys`, private and public JWK by key id.
+ */
+export interface SigningKeyTable {
+  kid: string;
+  alg: string;
+  private_jwk: string;
+  public_jwk: string;
+  created_at: ColumnType<Date, Date, never>;
+}
+/** A row of {@link SigningKeyTable}. */
+export type SigningKeyRow = Selectable<SigningKeyTable>;
+
 /** The gateway schema's tables. */
 export interface GatewayDatabase {
   api_keys: ApiKeyTable;
   idempotency_keys: IdempotencyKeyTable;
+  oauth_clients: OAuthClientTable;
+  signing_keys: SigningKeyTable;
 }
 
 /** Migrations of the gateway schema (run by the host in schema `gateway`). */
@@ -107,6 +143,38 @@ export const gatewayMigrations: Record<string, Migration> = {
         .createIndex("idempotency_keys_expires_idx")
         .on("idempotency_keys")
         .column("expires_at")
+        .execute();
+    },
+  },
+  "2026_11_24_001_create_oauth_clients": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("oauth_clients")
+        .addColumn("id", "text", (c) => c.primaryKey())
+        .addColumn("secret_hash", "text", (c) => c.notNull())
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("workspace_id", "text", (c) => c.notNull())
+        .addColumn("scopes", "text", (c) => c.notNull())
+        .addColumn("created_by", "text", (c) => c.notNull())
+        .addColumn("created_at", "timestamptz", (c) => c.notNull())
+        .addColumn("revoked_at", "timestamptz")
+        .execute();
+      await db.schema
+        .createIndex("oauth_clients_workspace_idx")
+        .on("oauth_clients")
+        .column("workspace_id")
+        .execute();
+    },
+  },
+  "2026_11_24_002_create_signing_keys": {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable("signing_keys")
+        .addColumn("kid", "text", (c) => c.primaryKey())
+        .addColumn("alg", "text", (c) => c.notNull())
+        .addColumn("private_jwk", "text", (c) => c.notNull())
+        .addColumn("public_jwk", "text", (c) => c.notNull())
+        .addColumn("created_at", "timestamptz", (c) => c.notNull())
         .execute();
     },
   },

@@ -117,7 +117,7 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
         protocol_family: "harn_agents_protocol",
         current_version: VERSION,
         supported_versions: [VERSION],
-        capabilities: { rest: true, sse: true, websocket: false, receipts: false, replay: false },
+        capabilities: { rest: true, sse: true, websocket: true, receipts: false, replay: true },
       });
     });
 
@@ -666,7 +666,8 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
       expectErrorEnvelope(denied.json, "permission_denied", denied.headers.get("x-request-id"));
       const asOutsider = harnClient(base, outsider.key);
       expect((await asOutsider.get(`/v1/sessions/${sessionId}`)).status).toBe(404);
-      expect((await asOutsider.get("/v1/sessions?workspace_id=default")).status).toBe(403);
+      // Another workspace is absent to it, never forbidden (no hint that it exists).
+      expect((await asOutsider.get("/v1/sessions?workspace_id=default")).status).toBe(404);
       await keys.revoke(reader.record.id);
     });
 

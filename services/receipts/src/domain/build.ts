@@ -18,6 +18,13 @@
  *   hash is the Merkle root of its events; `byte_deterministic` for
  *   deterministic backends, `best_effort` otherwise, `unavailable` when the
  *   stream had gaps when the receipt was issued.
+ * - replay tasks (`replay.*` events, `metadata.replay` markers; see
+ *   `replay.ts`): the same task receipt, plus the source's event log (with
+ *   the source's receipt and the cursor reached) and each override as
+ *   materials, `byte_deterministic` unless a dependency was unavailable,
+ *   the replay mode (exact / with_overrides / from_checkpoint) in the source
+ *   material's metadata and `metadata.trellis.replay_mode`, and one
+ *   `deltas[]` entry per applied override with its before / after hashes.
  * - approval receipts (subject `approval`): `final_state` SUCCEEDED when a
  *   decision (approved or denied) was recorded, FAILED on timeout, CANCELED
  *   when canceled; the decision itself is in `approvals[0]`.
@@ -42,6 +49,7 @@ import {
   type UnsignedReceipt,
 } from "./receipt.js";
 import { toReceiptRedaction } from "./redaction.js";
+import { receiptDeltas, replayDeterminism, replayMaterials } from "./replay.js";
 import { type SigningKey, signatureAlgorithm, signReceiptHash } from "./signing.js";
 
 /** Who issues receipts (config). */
@@ -84,6 +92,8 @@ export interface TaskReceiptInput {
   merkleRoot?: Sha256;
   /** False when the agent could not be read and defaults were used. */
   agentKnown?: boolean;
+  /** For a replay task: the source task's receipt, when it was issued already. */
+  replaySource?: { receiptId: string; receiptHash: Sha256; merkleRoot?: Sha256 };
 }
 
 const DEFAULT_TIER: TrustTier = "suggest";
@@ -192,7 +202,9 @@ function consumedBudget(summary: TaskSummary, cost: UnsignedReceipt["cost"]): Bu
 }
 
 function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
-  const materials: ReplayMaterial[] = [];
+  const replay = input.summary.replay;
+  const replayed = replay ? replayMaterials(replay, input.replaySource) : undefined;
+  const materials: ReplayMaterial[] = replayed ? [replayed.source] : [];
   if (input.merkleRoot) {
     materials.push({
       kind: "event_log",
@@ -207,12 +219,19 @@ function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
       },
     });
   }
+  if (replayed) materials.push(...replayed.overrides);
   if (!input.streamComplete) {
     return {
       determinism: "unavailable",
       materials,
       unavailable_reason: "the task's event stream had gaps when the receipt was issued",
     };
+  }
+  if (replay) {
+    const determinism = replayDeterminism(replay);
+    return determinism.determinism === "unavailable"
+      ? { determinism: "unavailable", materials, unavailable_reason: determinism.reason }
+      : { determinism: determinism.determinism, materials };
   }
   return {
     determinism: input.agent.deterministic ? "byte_deterministic" : "best_effort",
@@ -276,9 +295,13 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
       a2a_handoffs: summary.handoffs,
     },
     final_artifacts: summary.artifacts,
+    ...(summary.replay ? { deltas: receiptDeltas(summary.replay) } : {}),
     redactions: summary.redactions.map(toReceiptRedaction),
     metadata: {
       trellis: {
+        ...(summary.replay
+          ? { replay_of: summary.replay.sourceTaskId, replay_mode: summary.replay.mode }
+          : {}),
         task_status: status,
         receipt_policy: input.policy,
         events: summary.events,

@@ -6,9 +6,14 @@
  * SHA-256 of the canonical receipt with `chain.receipt_hash` and `signatures`
  * removed, written `sha256:<64 hex>`.
  *
- * Canonicalization is the maintained `canonicalize` package (RFC 8785: keys
- * sorted by UTF-16 code units, ECMAScript number serialization, no
- * whitespace); it rejects NaN, Infinity and lone surrogates.
+ * Canonicalization is the maintained `json-canonicalize` package (RFC 8785:
+ * keys sorted by UTF-16 code units, ECMAScript number serialization, no
+ * whitespace; checked against the RFC's test vectors in
+ * test/canonical.test.ts). It rejects NaN and Infinity; lone surrogates,
+ * which RFC 8785 also rejects (I-JSON), are refused here.
+ *
+ * Text that already is canonical (a stored receipt) is recognised without
+ * re-serializing it member by member: see {@link isCanonicalText}.
  *
  * Event hash (Trellis' own definition, used for the per-task Merkle root):
  * SHA-256 of the RFC 8785 canonical form of the event's proto3 JSON mapping
@@ -25,16 +30,81 @@
 import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "@trellis/contracts/core";
-import canonicalize from "canonicalize";
+import { canonicalize } from "json-canonicalize";
 import { isJsonObject, type Sha256 } from "./receipt.js";
 
 const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
 
 /** RFC 8785 canonical text of a JSON value. Throws for values JSON cannot carry. */
 export function canonicalJson(value: unknown): string {
+  if (value === undefined) throw new TypeError("cannot canonicalize undefined");
   const text = canonicalize(value);
-  if (text === undefined) throw new TypeError("cannot canonicalize undefined");
+  if (hasLoneSurrogate(text)) {
+    throw new TypeError("a string holds a lone surrogate, which RFC 8785 (I-JSON) does not allow");
+  }
   return text;
+}
+
+/**
+ * Whether JSON text escapes a lone surrogate (`\udXXX` with XXX in d800–dfff).
+ * ECMAScript's JSON.stringify, which RFC 8785 serializers use for strings,
+ * writes a paired surrogate as the character itself and a lone one as a
+ * lower-case escape; an escape counts only after an even run of backslashes.
+ */
+function hasLoneSurrogate(text: string): boolean {
+  return text.includes("\\ud") && LONE_SURROGATE_ESCAPE.test(text);
+}
+
+const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+/**
+ * A member name as RFC 8785 writes it (§3.2.3: a string, serialized as
+ * §3.2.2.2 says, which is ECMAScript's JSON.stringify — what the library
+ * does for names too), without a library call per name.
+ */
+function memberName(key: string): string {
+  const text = JSON.stringify(key);
+  if (hasLoneSurrogate(text)) {
+    throw new TypeError(
+      "a member name holds a lone surrogate, which RFC 8785 (I-JSON) does not allow",
+    );
+  }
+  return text;
+}
+
+/**
+ * Whether `text` is exactly the RFC 8785 canonical form of `parsed`
+ * (`JSON.parse(text)`), decided without a canonicalizer: RFC 8785 writes
+ * every value as ECMAScript's JSON.stringify does and only adds the member
+ * order (UTF-16 code units), so the text is canonical when JSON.stringify
+ * reproduces it byte for byte and every object's members are already in that
+ * order (JSON.stringify keeps the parsed order, except that V8 lists
+ * integer-like keys first, which then fails the order check). Whitespace,
+ * escapes written differently (`\u0041`, `\/`), numbers written
+ * differently (`1.0`, `1E3`), duplicate keys and overflowing numbers all
+ * make the bytes differ. Lone surrogates, which JSON.stringify would echo
+ * but RFC 8785 rejects, make it false too. False only means "not known
+ * canonical": the caller then canonicalizes with the library.
+ */
+export function isCanonicalText(text: string, parsed: unknown): boolean {
+  if (hasLoneSurrogate(text)) return false;
+  return membersSorted(parsed) && JSON.stringify(parsed) === text;
+}
+
+function membersSorted(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) {
+    for (const item of value) if (!membersSorted(item)) return false;
+    return true;
+  }
+  let previous: string | undefined;
+  for (const key of Object.keys(value)) {
+    // String comparison in ECMAScript is by UTF-16 code units, as RFC 8785 sorts.
+    if (previous !== undefined && !(previous < key)) return false;
+    previous = key;
+    if (!membersSorted((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
 }
 
 /** `sha256:<hex>` of UTF-8 text or bytes. */
@@ -86,12 +156,13 @@ export function receiptTexts(receipt: Record<string, unknown>): ReceiptTexts {
 }
 
 /**
- * A receipt's members but `chain` and `signatures`, canonicalized once, so
- * the hash input and the stored text can both be produced from them (see
- * {@link receiptTexts}).
+ * A receipt's members but `chain` and `signatures`, canonicalized once and
+ * kept in canonical order, so the hash input and the stored text can both be
+ * produced from them (see {@link receiptTexts}).
  */
 export class CanonicalMembers {
-  readonly #shared = new Map<string, string>();
+  /** `[key, "<key>":<canonical value>]`, sorted by key (UTF-16 code units). */
+  readonly #shared: [string, string][] = [];
 
   constructor(receipt: Record<string, unknown>) {
     for (const key of Object.keys(receipt)) {
@@ -99,41 +170,71 @@ export class CanonicalMembers {
       // As the library does: undefined and symbol members are left out.
       if (value === undefined || typeof value === "symbol") continue;
       if (key === "chain" || key === "signatures") continue;
-      this.#shared.set(key, `${canonicalJson(key)}:${canonicalJson(value)}`);
+      this.#shared.push([key, `${memberName(key)}:${canonicalJson(value)}`]);
     }
+    // Default sort compares UTF-16 code units, as RFC 8785 and the library do.
+    this.#shared.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   }
 
   /** Canonical text with `chain` (its `receipt_hash` removed) and no `signatures`. */
   hashText(chain: unknown): string {
-    const members = new Map(this.#shared);
-    if (chain !== undefined && typeof chain !== "symbol") {
-      let withoutHash: unknown = chain;
-      if (isJsonObject(chain)) {
-        const { receipt_hash: _hash, ...rest } = chain;
-        withoutHash = rest;
-      }
-      members.set("chain", `"chain":${canonicalJson(withoutHash)}`);
+    if (chain === undefined || typeof chain === "symbol") return this.#join([]);
+    let withoutHash: unknown = chain;
+    if (isJsonObject(chain)) {
+      const { receipt_hash: _hash, ...rest } = chain;
+      withoutHash = rest;
     }
-    return joinMembers(members);
+    return this.#join([["chain", `"chain":${canonicalJson(withoutHash)}`]]);
   }
 
   /** Canonical text with `chain` and `signatures` as given. */
   fullText(chain: unknown, signatures: unknown): string {
-    const members = new Map(this.#shared);
+    const extra: [string, string][] = [];
     if (chain !== undefined && typeof chain !== "symbol") {
-      members.set("chain", `"chain":${canonicalJson(chain)}`);
+      extra.push(["chain", `"chain":${canonicalJson(chain)}`]);
     }
     if (signatures !== undefined && typeof signatures !== "symbol") {
-      members.set("signatures", `"signatures":${canonicalJson(signatures)}`);
+      extra.push(["signatures", `"signatures":${canonicalJson(signatures)}`]);
     }
-    return joinMembers(members);
+    return this.#join(extra);
+  }
+
+  /** The shared members and `extra` (sorted, keys not among the shared), merged in order. */
+  #join(extra: [string, string][]): string {
+    const shared = this.#shared;
+    let text = "{";
+    let i = 0;
+    let j = 0;
+    while (i < shared.length || j < extra.length) {
+      const a = shared[i];
+      const b = extra[j];
+      let next: [string, string];
+      if (b === undefined || (a !== undefined && a[0] < b[0])) {
+        next = a as [string, string];
+        i++;
+      } else {
+        next = b;
+        j++;
+      }
+      if (text.length > 1) text += ",";
+      text += next[1];
+    }
+    return `${text}}`;
   }
 }
 
-function joinMembers(members: Map<string, string>): string {
-  // Default sort compares UTF-16 code units, as RFC 8785 and the library do.
-  const keys = [...members.keys()].sort();
-  return `{${keys.map((k) => members.get(k)).join(",")}}`;
+/**
+ * Both canonical texts of a receipt given as text that
+ * {@link isCanonicalText} accepted (with its parsed value): the text is the
+ * full form, and removing members keeps the rest in canonical order, so the
+ * hash input is JSON.stringify of {@link hashInput}. Equal to
+ * {@link receiptTexts} of the parsed receipt (tested).
+ */
+export function canonicalReceiptTexts(
+  text: string,
+  receipt: Record<string, unknown>,
+): ReceiptTexts {
+  return { hashText: JSON.stringify(hashInput(receipt)), fullText: text };
 }
 
 /** The canonical bytes a receipt's hash is computed over. */

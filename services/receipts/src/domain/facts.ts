@@ -50,6 +50,13 @@ import type {
   TrustTier,
 } from "./receipt.js";
 import { type RedactionDescriptor, redactJson, redactMessage, redactSecrets } from "./redaction.js";
+import {
+  foldReplay,
+  type ReplayFact,
+  type ReplaySummary,
+  replayFactOfData,
+  replayFactOfMarker,
+} from "./replay.js";
 
 /** Task status names as the facts store them. */
 export type TaskStatusName =
@@ -139,6 +146,8 @@ export interface EventFacts {
   branchId?: string;
   /** The agent's autonomy tier when this event was recorded (set at task start). */
   agentTier?: TrustTier;
+  /** What the event says about the replay its task is (replay tasks only). */
+  replay?: ReplayFact;
   redactions?: RedactionDescriptor[];
 }
 
@@ -301,6 +310,8 @@ function messageFacts(message: Message, facts: EventFacts, redactions: Redaction
       results.push({ callId: message.toolCallId, status: "succeeded" });
     }
   }
+  const replay = replayFactOfMarker(message.metadata?.replay, (t, f) => clean(t, f, redactions));
+  if (replay) facts.replay = replay;
   if (uses.length) facts.toolUses = uses;
   if (results.length) facts.toolResults = results;
   if (artifacts.length) facts.artifactIds = artifacts;
@@ -526,6 +537,8 @@ export function extractFacts(event: Event, taskId: string): EventFacts {
     case "data": {
       const data = payload.value;
       dataFacts(event, data, facts, redactions);
+      const replay = replayFactOfData(event.kind, data, (t, f) => clean(t, f, redactions));
+      if (replay) facts.replay = replay;
       const branch = str(data, "branch_id");
       if (branch) facts.branchId = branch;
       break;
@@ -561,6 +574,8 @@ export interface TaskSummary {
   handoffs: A2aHandoff[];
   artifacts: ArtifactRef[];
   redactions: RedactionDescriptor[];
+  /** The replay this task is (undefined for a task that is no replay). */
+  replay?: ReplaySummary;
   /** Sequences of the task-stream events seen, ascending. */
   sequences: number[];
   /** Hashes of the task-stream events in sequence order (for the Merkle root). */
@@ -689,6 +704,8 @@ export function foldTaskFacts(
     }
     summary.redactions.push(...(facts.redactions ?? []));
   }
+  const replay = foldReplay(records.map((r) => r.facts.replay));
+  if (replay) summary.replay = replay;
   return summary;
 }
 

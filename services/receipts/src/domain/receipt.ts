@@ -157,6 +157,19 @@ export interface Redaction {
   proof_hash?: Sha256;
 }
 
+/** A replay or repair substitution applied to the receipt's subject (schema `receiptDelta`). */
+export interface ReceiptDelta {
+  delta_id?: string;
+  operation: "add" | "replace" | "remove";
+  path: string;
+  override_key?: string;
+  event_id?: string;
+  before_sha256?: Sha256 | null;
+  after_sha256?: Sha256 | null;
+  artifact_id?: string;
+  reason?: string;
+}
+
 export interface ReceiptSignature {
   key_id: string;
   algorithm: string;
@@ -200,7 +213,7 @@ export interface ReceiptDocument {
     a2a_handoffs: A2aHandoff[];
   };
   final_artifacts: ArtifactRef[];
-  deltas?: Record<string, unknown>[];
+  deltas?: ReceiptDelta[];
   chain: ReceiptChain;
   redactions?: Redaction[];
   signatures?: ReceiptSignature[];

@@ -11,7 +11,13 @@
  * neighbours in the chain, the keys) comes in as {@link VerifyContext}.
  */
 import type { KeyObject } from "node:crypto";
-import { isSha256, receiptTexts, sha256Of } from "./canonical.js";
+import {
+  canonicalReceiptTexts,
+  isCanonicalText,
+  isSha256,
+  receiptTexts,
+  sha256Of,
+} from "./canonical.js";
 import { isJsonObject, RECEIPT_SCHEMA, SIGNATURE_ALGORITHM } from "./receipt.js";
 import { verifyReceiptSignature } from "./signing.js";
 
@@ -145,7 +151,12 @@ export function verifyReceipt(input: string | unknown, context: VerifyContext): 
   let recomputed: string | undefined;
   let canonical: string | undefined;
   try {
-    const texts = receiptTexts(document);
+    // A stored or exported receipt is normally canonical text already:
+    // recognised as such, it needs no member-by-member canonicalization.
+    const texts =
+      typeof input === "string" && isCanonicalText(input, document)
+        ? canonicalReceiptTexts(input, document)
+        : receiptTexts(document);
     recomputed = sha256Of(texts.hashText);
     canonical = texts.fullText;
   } catch (error) {

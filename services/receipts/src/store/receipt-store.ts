@@ -2,6 +2,16 @@
  * Where receipts, chain heads, task facts and signing keys are kept: the
  * port ({@link ReceiptStore}) and its PostgreSQL implementation (which also
  * runs on PGlite in embedded mode).
+ *
+ * Appending to a chain is optimistic: the store remembers each workspace's
+ * chain head as of its last commit, seals the new receipts against it before
+ * opening a transaction, and moves the head row only if it still is where it
+ * was (`length` unchanged). Another replica having moved it, or having issued
+ * one of the subjects, fails the transaction (no row matched, or a unique
+ * key); the store then forgets what it assumed, reads again and reseals. The
+ * unique keys on (workspace, position) and (workspace, predecessor) back the
+ * check, so the chain stays gap-free and unforked with any number of
+ * issuers, and a head that is current costs no read and no lock.
  */
 import type { Event } from "@trellis/contracts/core";
 import type { Database } from "@trellis/storage";
@@ -38,6 +48,32 @@ export interface IssueRequest {
   announce?(receipt: ReceiptRow): Event[];
 }
 
+/** Events to record and receipts to issue, in one transaction (see {@link ReceiptStore.commitBatch}). */
+export interface BatchRequest {
+  events: readonly TaskEventInput[];
+  /** In chain order; at most one per subject and kind. */
+  receipts: readonly IssueRequest[];
+  /**
+   * Look up the subjects' existing receipts before sealing (a redelivery may
+   * find its receipt issued). Without it the first attempt assumes none, and
+   * the subject's unique key turns an existing one into a retry that looks.
+   */
+  checkExisting?: boolean;
+}
+
+/** The result of {@link ReceiptStore.commitBatch}. */
+export interface BatchResult {
+  /** Receipts issued by this call, in chain order. */
+  issued: ReceiptRow[];
+  /** Receipts that already existed for requested subjects (nothing new issued for them). */
+  existing: ReceiptRow[];
+}
+
+/** A recorded event of a task with its log position. */
+export interface StoredTaskEvent extends TaskEventRecord {
+  position: bigint;
+}
+
 /** The result of {@link ReceiptStore.issue}. */
 export interface IssueResult {
   receipt: ReceiptRow;
@@ -68,6 +104,16 @@ export interface ReceiptStore {
   recordTaskEvent(input: TaskEventInput): Promise<boolean>;
   /** The recorded events of a task, in log order. */
   taskEvents(taskId: string): Promise<TaskEventRecord[]>;
+  /** The recorded events of several tasks (one query), each task's in log order. */
+  taskEventsOf(taskIds: readonly string[]): Promise<Map<string, StoredTaskEvent[]>>;
+  /**
+   * Records events (idempotent by event id) and appends receipts to their
+   * workspaces' chains, once per (subject, kind), announcing each through the
+   * outbox — all in one transaction, or in a single statement when there is
+   * no receipt to issue. Receipts whose subject already has one are not
+   * issued again (reported in `existing`).
+   */
+  commitBatch(request: BatchRequest): Promise<BatchResult>;
   /** The receipt of a subject, if issued. */
   receiptFor(
     kind: string,
@@ -75,10 +121,10 @@ export interface ReceiptStore {
     subjectId: string,
   ): Promise<ReceiptRow | undefined>;
   /**
-   * Appends a receipt to its workspace's chain, once per (subject, kind):
-   * locks the chain head, returns the existing receipt when there is one,
-   * else seals the new one against the head's hash and stores it with the
-   * new head, in one transaction.
+   * Appends one receipt to its workspace's chain, once per (subject, kind):
+   * returns the existing receipt when there is one, else seals the new one
+   * against the chain head and stores it with the new head, in one
+   * transaction ({@link commitBatch} with one receipt).
    */
   issue(request: IssueRequest): Promise<IssueResult>;
   getReceipt(id: string): Promise<ReceiptRow | undefined>;
@@ -119,6 +165,11 @@ export class PostgresReceiptStore implements ReceiptStore {
   readonly #root: Kysely<ReceiptsDatabase>;
   readonly #schema: string;
   readonly #outboxSchema: string;
+  /** Each workspace's chain head as of this store's last commit (or read). */
+  readonly #heads = new Map<string, ChainHead>();
+  /** This store's appends, one after another (replicas race optimistically; callers here queue). */
+  #appending: Promise<unknown> = Promise.resolve();
+  #conflicts = 0;
 
   constructor(options: PostgresReceiptStoreOptions) {
     this.#root = options.database.kysely as Kysely<ReceiptsDatabase>;
@@ -170,65 +221,240 @@ export class PostgresReceiptStore implements ReceiptStore {
       .executeTakeFirst();
   }
 
+  /** How often an append met another issuer's and was redone (see the module comment). */
+  get conflicts(): number {
+    return this.#conflicts;
+  }
+
+  async taskEventsOf(taskIds: readonly string[]): Promise<Map<string, StoredTaskEvent[]>> {
+    const byTask = new Map<string, StoredTaskEvent[]>();
+    if (taskIds.length === 0) return byTask;
+    const rows = await this.#db
+      .selectFrom("task_events")
+      .select(["task_id", "event_id", "event_hash", "facts", "position"])
+      .where("task_id", "in", [...new Set(taskIds)])
+      .orderBy("position")
+      .orderBy("event_id")
+      .execute();
+    for (const row of rows) {
+      let list = byTask.get(row.task_id);
+      if (!list) {
+        list = [];
+        byTask.set(row.task_id, list);
+      }
+      list.push({
+        eventId: row.event_id,
+        eventHash: row.event_hash as Sha256,
+        facts: (typeof row.facts === "string" ? JSON.parse(row.facts) : row.facts) as EventFacts,
+        position: BigInt(row.position),
+      });
+    }
+    return byTask;
+  }
+
   async issue(request: IssueRequest): Promise<IssueResult> {
-    return this.#root.transaction().execute(async (trx) => {
-      const db = trx.withSchema(this.#schema);
-      // Lock the workspace's chain head (creating it at length 0). Every
-      // issuer of the workspace queues here, so the chain never forks, and
-      // the head holds what the next receipt links to: no scan.
-      const head = await sql<{ length: bigint; last_receipt_hash: string | null }>`
-        insert into ${sql.id(this.#schema, "chain_heads")} as h (workspace_id, length)
-        values (${request.workspaceId}, 0)
-        on conflict (workspace_id) do update set workspace_id = h.workspace_id
-        returning h.length, h.last_receipt_hash`.execute(trx);
-      const current = head.rows[0];
-      if (!current) throw new Error("chain head upsert returned no row");
+    const result = await this.commitBatch({ events: [], receipts: [request], checkExisting: true });
+    const receipt = result.issued[0] ?? result.existing[0];
+    if (!receipt) throw new Error("issuing a receipt returned no receipt");
+    return { receipt, issued: result.issued.length > 0 };
+  }
 
-      // Checked under the head lock: a concurrent issuer of the same subject
-      // (same workspace) has committed or rolled back by now.
-      const existing = await db
-        .selectFrom("receipts")
-        .selectAll()
-        .where("subject_object", "=", request.subjectObject)
-        .where("subject_id", "=", request.subjectId)
-        .where("kind", "=", request.kind)
-        .executeTakeFirst();
-      if (existing) return { receipt: existing, issued: false };
+  async commitBatch(request: BatchRequest): Promise<BatchResult> {
+    if (request.receipts.length === 0) {
+      await this.#recordEvents(this.#root, request.events);
+      return { issued: [], existing: [] };
+    }
+    const turn = this.#appending.then(() => this.#append(request));
+    this.#appending = turn.catch(() => {});
+    return turn;
+  }
 
-      const chainIndex = BigInt(current.length) + 1n;
-      const previousHash = (current.last_receipt_hash ?? null) as Sha256 | null;
-      const sealed = request.seal(previousHash, chainIndex);
+  async #append(request: BatchRequest): Promise<BatchResult> {
+    let checkExisting = request.checkExisting ?? false;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#commitOnce(request, checkExisting);
+      } catch (error) {
+        if (!isChainConflict(error) || attempt >= MAX_ATTEMPTS) throw error;
+        this.#conflicts++;
+        // Another replica moved a head or issued one of these subjects since
+        // we last looked: forget the heads we assumed and look again, after a
+        // short random pause so racing replicas fall out of step.
+        for (const receipt of request.receipts) this.#heads.delete(receipt.workspaceId);
+        checkExisting = true;
+        await new Promise((resolve) => setTimeout(resolve, Math.random() * 5 * attempt));
+      }
+    }
+  }
+
+  async #commitOnce(request: BatchRequest, checkExisting: boolean): Promise<BatchResult> {
+    const existing = checkExisting ? await this.#existing(request.receipts) : [];
+    const taken = new Set(
+      existing.map((row) => subjectKey(row.kind, row.subject_object, row.subject_id)),
+    );
+    const toIssue = request.receipts.filter(
+      (r) => !taken.has(subjectKey(r.kind, r.subjectObject, r.subjectId)),
+    );
+    if (toIssue.length === 0) {
+      await this.#recordEvents(this.#root, request.events);
+      return { issued: [], existing };
+    }
+
+    // Seal against the heads we know, before any lock is taken.
+    const unknown = [...new Set(toIssue.map((r) => r.workspaceId))].filter(
+      (w) => !this.#heads.has(w),
+    );
+    if (unknown.length) await this.#readHeads(unknown);
+    const start = new Map<string, ChainHead>();
+    const heads = new Map<string, ChainHead>();
+    const rows: ReceiptRow[] = [];
+    const announcements: Event[] = [];
+    for (const r of toIssue) {
+      const head = heads.get(r.workspaceId) ?? this.#heads.get(r.workspaceId) ?? EMPTY_HEAD;
+      if (!start.has(r.workspaceId)) start.set(r.workspaceId, head);
+      const chainIndex = head.length + 1n;
+      const sealed = r.seal(head.lastHash, chainIndex);
       const document = sealed.document;
       const row: ReceiptRow = {
         id: document.receipt_id,
-        workspace_id: request.workspaceId,
+        workspace_id: r.workspaceId,
         chain_index: chainIndex,
-        kind: request.kind,
-        subject_object: request.subjectObject,
-        subject_id: request.subjectId,
-        task_id: request.taskId,
-        session_id: request.sessionId,
+        kind: r.kind,
+        subject_object: r.subjectObject,
+        subject_id: r.subjectId,
+        task_id: r.taskId,
+        session_id: r.sessionId,
         receipt_hash: sealed.hash,
-        previous_receipt_hash: previousHash,
+        previous_receipt_hash: head.lastHash,
         key_id: document.signatures?.[0]?.key_id ?? "",
         final_state: document.lifecycle.final_state,
         issued_at: new Date(document.issued_at),
         document: sealed.text,
       };
-      await db.insertInto("receipts").values(row).execute();
-      await db
-        .updateTable("chain_heads")
-        .set({
-          length: chainIndex,
-          last_receipt_id: row.id,
-          last_receipt_hash: sealed.hash,
-        })
-        .where("workspace_id", "=", request.workspaceId)
-        .execute();
-      const events = request.announce?.(row) ?? [];
-      if (events.length) await appendToOutbox(trx, this.#outboxSchema, events);
-      return { receipt: row, issued: true };
+      rows.push(row);
+      announcements.push(...(r.announce?.(row) ?? []));
+      heads.set(r.workspaceId, { length: chainIndex, lastId: row.id, lastHash: sealed.hash });
+    }
+
+    try {
+      await this.#root.transaction().execute(async (trx) => {
+        const moved = await this.#writeBatch(trx, request.events, rows, start, heads);
+        if (moved !== heads.size) throw new ChainConflict();
+        if (announcements.length) await appendToOutbox(trx, this.#outboxSchema, announcements);
+      });
+    } catch (error) {
+      for (const workspace of heads.keys()) this.#heads.delete(workspace);
+      throw error;
+    }
+    for (const [workspace, head] of heads) this.#remember(workspace, head);
+    return { issued: rows, existing };
+  }
+
+  /**
+   * One statement: record the events, move each head from where it was
+   * sealed against (creating it at the first receipt), insert the receipts.
+   * Returns how many heads moved; fewer than asked means another issuer got
+   * there first (the caller rolls back).
+   */
+  async #writeBatch(
+    trx: Kysely<ReceiptsDatabase>,
+    events: readonly TaskEventInput[],
+    rows: readonly ReceiptRow[],
+    from: ReadonlyMap<string, ChainHead>,
+    to: ReadonlyMap<string, ChainHead>,
+  ): Promise<number> {
+    const table = (name: string) => sql.id(this.#schema, name);
+    const ctes = [];
+    if (events.length) ctes.push(sql`recorded as (${this.#insertEvents(events)})`);
+    const moves = [...to].map(([workspace, head]) => {
+      const expected = (from.get(workspace) as ChainHead).length;
+      return sql`(${workspace}::text, ${expected}::bigint, ${head.length}::bigint, ${head.lastId}::text, ${head.lastHash}::text)`;
     });
+    ctes.push(
+      sql`target (workspace_id, expected, length, last_receipt_id, last_receipt_hash) as (values ${sql.join(moves)})`,
+      sql`moved as (
+        update ${table("chain_heads")} h
+           set length = t.length, last_receipt_id = t.last_receipt_id, last_receipt_hash = t.last_receipt_hash
+          from target t
+         where h.workspace_id = t.workspace_id and h.length = t.expected
+        returning h.workspace_id)`,
+      sql`created as (
+        insert into ${table("chain_heads")} (workspace_id, length, last_receipt_id, last_receipt_hash)
+        select workspace_id, length, last_receipt_id, last_receipt_hash from target where expected = 0
+        on conflict (workspace_id) do nothing
+        returning workspace_id)`,
+      sql`issued as (
+        insert into ${table("receipts")} (id, workspace_id, chain_index, kind, subject_object,
+          subject_id, task_id, session_id, receipt_hash, previous_receipt_hash, key_id,
+          final_state, issued_at, document)
+        values ${sql.join(
+          rows.map(
+            (r) =>
+              sql`(${r.id}, ${r.workspace_id}, ${r.chain_index}, ${r.kind}, ${r.subject_object},
+                ${r.subject_id}, ${r.task_id}, ${r.session_id}, ${r.receipt_hash},
+                ${r.previous_receipt_hash}, ${r.key_id}, ${r.final_state}, ${r.issued_at},
+                ${r.document})`,
+          ),
+        )})`,
+    );
+    const result = await sql<{ moved: number }>`
+      with ${sql.join(ctes)}
+      select ((select count(*) from moved) + (select count(*) from created))::int as moved`.execute(
+      trx,
+    );
+    return Number(result.rows[0]?.moved ?? 0);
+  }
+
+  #insertEvents(events: readonly TaskEventInput[]) {
+    return sql`insert into ${sql.id(this.#schema, "task_events")}
+      (event_id, task_id, workspace_id, session_id, position, kind, event_hash, facts)
+      values ${sql.join(
+        events.map(
+          (e) =>
+            sql`(${e.eventId}, ${e.taskId}, ${e.workspaceId}, ${e.sessionId}, ${e.position},
+              ${e.kind}, ${e.eventHash}, ${JSON.stringify(e.facts)})`,
+        ),
+      )}
+      on conflict (event_id) do nothing`;
+  }
+
+  async #recordEvents(db: Kysely<ReceiptsDatabase>, events: readonly TaskEventInput[]) {
+    if (events.length) await this.#insertEvents(events).execute(db);
+  }
+
+  async #existing(receipts: readonly IssueRequest[]): Promise<ReceiptRow[]> {
+    const subjects = receipts.map((r) => sql`(${r.subjectObject}, ${r.subjectId}, ${r.kind})`);
+    const result = await sql<ReceiptRow>`
+      select * from ${sql.id(this.#schema, "receipts")}
+       where (subject_object, subject_id, kind) in (${sql.join(subjects)})`.execute(this.#root);
+    return result.rows;
+  }
+
+  async #readHeads(workspaces: readonly string[]): Promise<void> {
+    const rows = await this.#db
+      .selectFrom("chain_heads")
+      .select(["workspace_id", "length", "last_receipt_id", "last_receipt_hash"])
+      .where("workspace_id", "in", workspaces)
+      .execute();
+    for (const row of rows) {
+      this.#remember(row.workspace_id, {
+        length: BigInt(row.length),
+        lastId: row.last_receipt_id,
+        lastHash: (row.last_receipt_hash ?? null) as Sha256 | null,
+      });
+    }
+    for (const workspace of workspaces) {
+      if (!this.#heads.has(workspace)) this.#remember(workspace, EMPTY_HEAD);
+    }
+  }
+
+  #remember(workspace: string, head: ChainHead): void {
+    this.#heads.delete(workspace);
+    this.#heads.set(workspace, head);
+    if (this.#heads.size > MAX_CACHED_HEADS) {
+      const oldest = this.#heads.keys().next().value;
+      if (oldest !== undefined) this.#heads.delete(oldest);
+    }
   }
 
   async getReceipt(id: string) {
@@ -349,4 +575,36 @@ function page(rows: ReceiptRow[], limit: number): ReceiptPage {
   const receipts = rows.slice(0, limit);
   const last = receipts.at(-1) as ReceiptRow;
   return { receipts, nextAfter: BigInt(last.chain_index) };
+}
+
+/** A chain head as the store last saw it. */
+interface ChainHead {
+  length: bigint;
+  lastId: string | null;
+  lastHash: Sha256 | null;
+}
+
+const EMPTY_HEAD: ChainHead = { length: 0n, lastId: null, lastHash: null };
+
+/** Attempts of a batch that keeps meeting other replicas' appends before giving up. */
+const MAX_ATTEMPTS = 20;
+
+/** Workspaces whose head is remembered (least recently used are forgotten). */
+const MAX_CACHED_HEADS = 10_000;
+
+/** A head moved by another issuer since this store sealed against it. */
+class ChainConflict extends Error {
+  constructor() {
+    super("the chain head moved: another issuer appended first");
+  }
+}
+
+/** Another issuer won: a head that moved, or a unique key (position, link, subject) taken. */
+function isChainConflict(error: unknown): boolean {
+  if (error instanceof ChainConflict) return true;
+  return (error as { code?: unknown } | null)?.code === "23505";
+}
+
+function subjectKey(kind: string, subjectObject: string, subjectId: string): string {
+  return `${kind}\u0000${subjectObject}\u0000${subjectId}`;
 }

@@ -47,14 +47,7 @@ export function transition(from: TaskStatus, to: TaskStatus, taskId?: string): T
   return to;
 }
 
-/** COMPLETED, FAILED or CANCELED. */
-export function isTerminal(status: TaskStatus): boolean {
-  return (
-    status === TaskStatus.COMPLETED ||
-    status === TaskStatus.FAILED ||
-    status === TaskStatus.CANCELED
-  );
-}
+export { isTerminalStatus as isTerminal } from "@trellis/messages";
 
 /** INPUT_REQUIRED or AUTH_REQUIRED: blocked on a signal, not holding the mailbox. */
 export function isSuspended(status: TaskStatus): boolean {

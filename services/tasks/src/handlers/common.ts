@@ -3,18 +3,12 @@
  * idempotency hashing, paging, and the error boundary for in-process calls.
  */
 import { createHash } from "node:crypto";
-import {
-  clone,
-  type DescMessage,
-  type DescService,
-  type MessageShape,
-  toBinary,
-} from "@bufbuild/protobuf";
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { AgentExecutor } from "@trellis/adapters";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
 import { callerOf } from "@trellis/platform";
-import { isTrellisError, type Logger, toConnectError } from "@trellis/runtime";
+import type { Logger } from "@trellis/runtime";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import type { Idempotency, PageRequest, TaskStore, WriteContext } from "../store/task-store.js";
 import type { TaskWatchers } from "../worker/task-watchers.js";
@@ -71,37 +65,4 @@ export function pageOf(request: { pageSize: number; pageToken: string }): PageRe
   return { pageSize: request.pageSize, pageToken: request.pageToken };
 }
 
-/**
- * Domain errors leave every method as Connect errors carrying an
- * ErrorDetail. The server's interceptor does the same on the network, but
- * in embedded mode other services call these handlers in memory, without it.
- */
-export function withErrorDetails<S extends DescService>(
-  service: S,
-  impl: ServiceImpl<S>,
-): ServiceImpl<S> {
-  const wrapped: Record<string, unknown> = {};
-  const mapError = (error: unknown) => (isTrellisError(error) ? toConnectError(error) : error);
-  for (const method of service.methods) {
-    const fn = (impl as Record<string, (...args: unknown[]) => unknown>)[method.localName];
-    if (!fn) continue;
-    if (method.methodKind === "server_streaming") {
-      wrapped[method.localName] = async function* (...args: unknown[]) {
-        try {
-          yield* fn.apply(impl, args) as AsyncIterable<unknown>;
-        } catch (error) {
-          throw mapError(error);
-        }
-      };
-    } else {
-      wrapped[method.localName] = async (...args: unknown[]) => {
-        try {
-          return await fn.apply(impl, args);
-        } catch (error) {
-          throw mapError(error);
-        }
-      };
-    }
-  }
-  return wrapped as ServiceImpl<S>;
-}
+export { withErrorDetails } from "@trellis/runtime";

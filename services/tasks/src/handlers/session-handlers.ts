@@ -67,8 +67,11 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
       const session = await store.forkSession(
         {
           sessionId: request.sessionId,
-          atEventId: request.atEventId,
+          // A stream cursor is an event id ("origin": before the first event).
+          atEventId: request.atEventId || (request.atCursor === "origin" ? "" : request.atCursor),
+          atOrigin: !request.atEventId && request.atCursor === "origin",
           atMessageCount: request.atMessageCount,
+          atMessageId: request.atMessageId,
           branchId: request.branchId,
           ...(request.metadata ? { metadata: request.metadata } : {}),
           ...(idempotency ? { idempotency } : {}),

@@ -3,6 +3,7 @@ import { equals } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { Role } from "@trellis/contracts/core";
 import {
+  ReplayTaskRequestSchema,
   SubmitTaskRequestSchema,
   type Task,
   TaskSchema,
@@ -11,6 +12,7 @@ import {
 import { validateChatMessage } from "@trellis/messages";
 import { invalidRequest } from "../domain/errors.js";
 import { isSuspended, isTerminal } from "../domain/lifecycle.js";
+import { planReplay } from "../replay/replay-planner.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
 /** How often a watch re-reads its task when nothing told it about a change. */
@@ -77,6 +79,16 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       if (result.running) runner.abort(request.taskId, "canceled");
       runner.dispatch(result.claim);
       return { task: result.task };
+    },
+    async replayTask(request, context) {
+      const scope = scopeOf(context);
+      const idempotency = idempotencyOf(ReplayTaskRequestSchema, request, request.idempotencyKey);
+      // Checked and planned before anything is written: a replay that could
+      // not proceed fails here, naming what is missing.
+      const replay = await planReplay({ store, eventLog }, request, scope, idempotency);
+      const result = await store.createReplay(replay, writeContext(context), owner);
+      runner.dispatch(result.claim);
+      return { task: result.task, session: result.session, replayed: result.replayed };
     },
     async *watchTask(request, context) {
       const scope = scopeOf(context);

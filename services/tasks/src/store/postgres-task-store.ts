@@ -74,6 +74,13 @@ import {
 import { newId } from "../domain/ids.js";
 import { isSuspended, transition } from "../domain/lifecycle.js";
 import { decideSubmit, type RunState, recoveryAction } from "../domain/mailbox.js";
+import {
+  deltasOf,
+  REPLAY_KEY,
+  type ReplayPlan,
+  replayUnavailable,
+  type StoredOverride,
+} from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 import { classifySignal, signalIdFor } from "../domain/signals.js";
 import {
@@ -100,10 +107,14 @@ import type {
   DeliverResult,
   FinishResult,
   Idempotency,
+  NewReplay,
   NewSession,
   NewTask,
   Page,
   PageRequest,
+  ReplayRecord,
+  ReplayResult,
+  ReplaySource,
   ResourceFilter,
   SubmitResult,
   TaskFilter,
@@ -645,7 +656,14 @@ export class PostgresTaskStore implements TaskStore {
       agentId: string;
       metadata: Record<string, JsonValue> | undefined;
       context: WriteContext;
-      fork?: { parent: SessionRow; branchId: string; fromEventId: string };
+      fork?: {
+        parent: SessionRow;
+        branchId: string;
+        fromEventId: string;
+        /** The parent's last copied message, and how many were copied. */
+        fromMessageId?: string;
+        messageCount?: bigint;
+      };
     },
   ): Promise<LockedSession> {
     await this.#ensureWorkspace(tx, input.workspaceId);
@@ -661,6 +679,8 @@ export class PostgresTaskStore implements TaskStore {
         parent_session_id: input.fork?.parent.id ?? "",
         branch_id: input.fork?.branchId ?? "",
         forked_from_event_id: input.fork?.fromEventId ?? "",
+        forked_from_message_id: input.fork?.fromMessageId ?? "",
+        forked_message_count: input.fork?.messageCount ?? 0n,
         metadata: jsonText(input.metadata),
       })
       .onConflict((oc) => oc.column("id").doNothing())
@@ -768,6 +788,8 @@ export class PostgresTaskStore implements TaskStore {
       sessionId: string;
       atEventId: string;
       atMessageCount: bigint;
+      atMessageId?: string;
+      atOrigin?: boolean;
       branchId: string;
       metadata?: Record<string, JsonValue>;
       idempotency?: Idempotency;
@@ -786,33 +808,27 @@ export class PostgresTaskStore implements TaskStore {
       const parent = await this.#lockSession(tx, input.sessionId, context.scope);
       const count = input.atEventId
         ? await this.#transcriptLengthAt(tx, parent, input.atEventId)
-        : forkLength(parent.message_count, input.atMessageCount);
-      const fromEventId = input.atEventId || parent.last_event_id;
+        : input.atOrigin
+          ? 0n
+          : input.atMessageId
+            ? await this.#transcriptLengthThrough(tx, parent, input.atMessageId)
+            : forkLength(parent.message_count, input.atMessageCount);
+      const fromEventId = input.atEventId || (input.atOrigin ? "" : parent.last_event_id);
       const session = await this.#insertSession(tx, {
         id,
         workspaceId: parent.workspace_id,
         agentId: parent.agent_id,
         metadata: input.metadata,
         context,
-        fork: { parent, branchId: input.branchId || newId("br"), fromEventId },
+        fork: {
+          parent,
+          branchId: input.branchId || newId("br"),
+          fromEventId,
+          fromMessageId: await this.#messageIdAt(tx, parent.id, count),
+          messageCount: count,
+        },
       });
-      if (count > 0n) {
-        // The fork shares the parent's history: same messages, same ids.
-        await sql`
-          insert into ${sql.id(this.#schema, "messages")} (id, session_id, position, turn, task_id, role, body, created_at)
-          select id, ${id}, position, turn, task_id, role, body, created_at
-          from ${sql.id(this.#schema, "messages")}
-          where session_id = ${parent.id} and position < ${count}
-          order by position`.execute(tx.raw);
-        const turns = await tx.db
-          .selectFrom("messages")
-          .select((eb) => eb.fn.countAll<bigint>().as("n"))
-          .where("session_id", "=", id)
-          .where("role", "in", [Role.USER, Role.AGENT])
-          .executeTakeFirstOrThrow();
-        session.message_count = count;
-        session.turn_count = BigInt(turns.n);
-      }
+      await this.#copyHistory(tx, parent, session, count);
       this.#emit(
         tx,
         sessionEvent(
@@ -825,6 +841,62 @@ export class PostgresTaskStore implements TaskStore {
       );
       return this.#saveSession(tx, session);
     });
+  }
+
+  /** The id of the message just before position `count` ("" for none). */
+  async #messageIdAt(tx: Tx, sessionId: string, count: bigint): Promise<string> {
+    if (count <= 0n) return "";
+    const row = await tx.db
+      .selectFrom("messages")
+      .select("id")
+      .where("session_id", "=", sessionId)
+      .where("position", "=", count - 1n)
+      .executeTakeFirst();
+    return row?.id ?? "";
+  }
+
+  /**
+   * Gives a new (locked) session the first `count` messages of `parent`: the
+   * fork shares the parent's history — same messages, same ids.
+   */
+  async #copyHistory(
+    tx: Tx,
+    parent: SessionRow,
+    session: LockedSession,
+    count: bigint,
+  ): Promise<void> {
+    if (count <= 0n) return;
+    await sql`
+      insert into ${sql.id(this.#schema, "messages")} (id, session_id, position, turn, task_id, role, body, created_at)
+      select id, ${session.id}, position, turn, task_id, role, body, created_at
+      from ${sql.id(this.#schema, "messages")}
+      where session_id = ${parent.id} and position < ${count}
+      order by position`.execute(tx.raw);
+    const turns = await tx.db
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<bigint>().as("n"))
+      .where("session_id", "=", session.id)
+      .where("role", "in", [Role.USER, Role.AGENT])
+      .executeTakeFirstOrThrow();
+    session.message_count = count;
+    session.turn_count = BigInt(turns.n);
+  }
+
+  /** The transcript length up to and including message `messageId` of the session. */
+  async #transcriptLengthThrough(tx: Tx, session: SessionRow, messageId: string): Promise<bigint> {
+    const row = await tx.db
+      .selectFrom("messages")
+      .select("position")
+      .where("session_id", "=", session.id)
+      .where("id", "=", messageId)
+      .executeTakeFirst();
+    if (!row) {
+      throw invalidRequest(
+        `message ${messageId} is not in the transcript of session ${session.id}`,
+        "at_message_id",
+      );
+    }
+    return row.position + 1n;
   }
 
   /**
@@ -1432,6 +1504,8 @@ export class PostgresTaskStore implements TaskStore {
       agentActor(row.agent_id),
     );
     const messages = [...earlier, ...appended.map((m) => m.message as Message)];
+    // Before the lifecycle event: whoever issues a receipt on task.completed has it.
+    if (row.parent_task_id !== "") await this.#emitReplayEnd(tx, session, row, end, messages);
     if (end.event) this.#emit(tx, end.event);
     const outcomeId = row.outcome_id || newId("out");
     if (!row.outcome_id) {
@@ -1593,6 +1667,25 @@ export class PostgresTaskStore implements TaskStore {
     });
   }
 
+  async recordProgress(
+    claim: Claim,
+    items: readonly { kind: string; data: { [key: string]: JsonValue } }[],
+  ): Promise<void> {
+    if (items.length === 0) return;
+    const task = claim.task;
+    const scope = {
+      workspaceId: task.workspaceId,
+      sessionId: task.sessionId,
+      actor: agentActor(claim.agent.id),
+    };
+    const resource = { object: "task", id: task.id };
+    await this.#write(async (tx) => {
+      for (const item of items) {
+        this.#emit(tx, dataEvent(scope, item.kind, resource, task.id, item.data));
+      }
+    });
+  }
+
   async finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult> {
     return this.#write(async (tx): Promise<FinishResult> => {
       const session = await this.#lockSession(tx, claim.task.sessionId, undefined);
@@ -1668,21 +1761,44 @@ export class PostgresTaskStore implements TaskStore {
           agentActor(row.agent_id),
         );
         const made = appended.map((m) => m.message as Message);
-        this.#emit(tx, taskStatusEvent(scope, row.id, to, from, `waiting for signal ${signalId}`));
+        const waitEvent = taskStatusEvent(
+          scope,
+          row.id,
+          to,
+          from,
+          `waiting for signal ${signalId}`,
+        );
+        this.#emit(tx, waitEvent);
         const pending = row.suspension
           ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
           : [];
+        const output = [...decodeMessages(row.output), ...made];
+        // Kept for good (the row forgets it on resume): a from_checkpoint replay restores it.
+        const checkpointId = newId("chk");
+        await tx.db
+          .insertInto("task_checkpoints")
+          .values({
+            id: checkpointId,
+            task_id: row.id,
+            signal_id: signalId,
+            event_id: waitEvent.id,
+            checkpoint: JSON.stringify(outcome.checkpoint ?? null),
+            transcript_length: session.message_count,
+            output_count: output.length,
+          })
+          .execute();
         const suspension = create(SuspensionSchema, {
           signalId,
           metadata: outcome.metadata,
           pendingMessages: [...pending, ...made],
+          checkpointId,
         });
         const updated = await tx.db
           .updateTable("tasks")
           .set({
             status: to,
             run_state: "waiting",
-            output: encodeMessages([...decodeMessages(row.output), ...made]),
+            output: encodeMessages(output),
             suspension: toBinary(SuspensionSchema, suspension),
             signal_id: signalId,
             checkpoint: JSON.stringify(outcome.checkpoint ?? null),
@@ -1894,6 +2010,252 @@ export class PostgresTaskStore implements TaskStore {
     if (from > 0n) query = query.where("position", ">=", from);
     const rows = await query.execute();
     return rows.map((r) => fromBinary(MessageSchemaForInput, r.body));
+  }
+
+  // ------------------------------------------------------------ replays
+
+  async getReplaySource(taskId: string, scope?: string): Promise<ReplaySource> {
+    const row = await this.#taskRow(this.#db, taskId, scope);
+    const task = toTask(row);
+    const agent = await this.#loadAgent(undefined, row.agent_id);
+    if (!agent) throw notFound("agent", row.agent_id);
+    let historyIntact = false;
+    if (row.input_position !== null) {
+      const at = await this.#db
+        .selectFrom("messages")
+        .select("id")
+        .where("session_id", "=", row.session_id)
+        .where("position", "=", row.input_position)
+        .executeTakeFirst();
+      historyIntact = at !== undefined && at.id === task.input?.id;
+    }
+    const checkpoints = await this.#db
+      .selectFrom("task_checkpoints")
+      .selectAll()
+      .where("task_id", "=", taskId)
+      .orderBy("seq")
+      .execute();
+    const deliveries = await this.#db
+      .selectFrom("signal_deliveries")
+      .select(["signal_id", "payload"])
+      .where("task_id", "=", taskId)
+      .orderBy("created_at")
+      .orderBy("delivery_id")
+      .execute();
+    return {
+      task,
+      agent,
+      inputPosition: row.input_position,
+      historyIntact,
+      checkpoints: checkpoints.map((c) => ({
+        id: c.id,
+        signalId: c.signal_id,
+        eventId: c.event_id,
+        checkpoint: c.checkpoint,
+        transcriptLength: c.transcript_length,
+        outputCount: c.output_count,
+      })),
+      signals: deliveries
+        .filter((d) => !classifySignal(d.payload ?? null).cancel)
+        .map((d) => ({ signalId: d.signal_id, payload: d.payload ?? null })),
+    };
+  }
+
+  async createReplay(
+    input: NewReplay,
+    context: WriteContext,
+    owner: string,
+  ): Promise<ReplayResult> {
+    const taskId = input.taskId;
+    const sessionId = newId("ses");
+    const { plan } = input;
+    return this.#write(async (tx) => {
+      const earlier = await this.#reserveKey(
+        tx,
+        this.#keyScope(context.scope ?? "", context, "ReplayTask", plan.sourceTaskId),
+        input.idempotency,
+        taskId,
+      );
+      if (earlier) {
+        const row = await this.#taskRow(tx.db, earlier, context.scope);
+        const session = await this.#lockSession(tx, row.session_id, context.scope);
+        return { task: toTask(row), session: toSession(session), replayed: true };
+      }
+      const source = await this.#taskRow(tx.db, plan.sourceTaskId, context.scope);
+      const parent = await this.#lockSession(tx, source.session_id, context.scope);
+      if (parent.message_count < input.forkCount) {
+        throw replayUnavailable(
+          plan.sourceTaskId,
+          "transcript",
+          `session ${parent.id} no longer holds the ${input.forkCount} messages the replay starts from (it was truncated)`,
+        );
+      }
+      const agent = await this.#resolveAgent(tx, source.agent_id, source.workspace_id, "task_id");
+      const session = await this.#insertSession(tx, {
+        id: sessionId,
+        workspaceId: parent.workspace_id,
+        agentId: agent.id,
+        metadata: { [REPLAY_KEY]: { source_task_id: plan.sourceTaskId, replay_task_id: taskId } },
+        context,
+        fork: {
+          parent,
+          branchId: newId("br"),
+          fromEventId: input.forkEventId,
+          fromMessageId: await this.#messageIdAt(tx, parent.id, input.forkCount),
+          messageCount: input.forkCount,
+        },
+      });
+      await this.#copyHistory(tx, parent, session, input.forkCount);
+      this.#emit(
+        tx,
+        sessionEvent(
+          this.#scopeOf(session, context.actor),
+          "session.thread_forked",
+          SessionState.ACTIVE,
+          SessionState.UNSPECIFIED,
+          `forked from session ${parent.id} to replay task ${plan.sourceTaskId} (${input.forkCount} messages)`,
+        ),
+      );
+      const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
+      this.#emit(
+        tx,
+        taskStatusEvent(scope, taskId, TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED, "submitted"),
+      );
+      // Harn "replay.started": what is replayed, how, with which substitutions
+      // (keys and hashes only: override values may be secrets).
+      this.#emit(
+        tx,
+        dataEvent(scope, "replay.started", { object: "task", id: taskId }, taskId, {
+          source_task_id: plan.sourceTaskId,
+          replay_task_id: taskId,
+          source_session_id: plan.sourceSessionId,
+          replay_session_id: sessionId,
+          mode: plan.mode,
+          strategy: plan.strategy,
+          checkpoint_id: plan.checkpoint?.id ?? null,
+          checkpoint_event_id: plan.checkpoint?.eventId ?? null,
+          overrides: Object.entries(input.overrides).map(([key, o]) => ({
+            override_key: key,
+            kind: o.kind,
+            sha256: o.sha256,
+            visibility: o.visibility,
+          })),
+        }),
+      );
+      const queueSeq = session.next_queue_seq;
+      session.next_queue_seq += 1n;
+      const inserted = await tx.db
+        .insertInto("tasks")
+        .values({
+          id: taskId,
+          workspace_id: session.workspace_id,
+          session_id: session.id,
+          agent_id: agent.id,
+          status: TaskStatus.SUBMITTED,
+          run_state: "queued",
+          queue_seq: queueSeq,
+          input: encodeMessage(input.input),
+          input_position: input.restore?.inputPosition ?? null,
+          created_by: context.actor.id,
+          parent_task_id: plan.sourceTaskId,
+          assigned_backend: agent.backend,
+          idempotency_key: input.idempotency?.key ?? "",
+          metadata: jsonText(input.metadata),
+          ...(input.restore
+            ? {
+                checkpoint: JSON.stringify(input.restore.checkpoint ?? null),
+                resume_payload: JSON.stringify(input.restore.payload ?? null),
+              }
+            : {}),
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      tx.changed.set(inserted.id, inserted);
+      await tx.db
+        .insertInto("replays")
+        .values({
+          task_id: taskId,
+          source_task_id: plan.sourceTaskId,
+          workspace_id: session.workspace_id,
+          mode: plan.mode,
+          overrides: JSON.stringify(input.overrides),
+          checkpoint_id: plan.checkpoint?.id ?? "",
+          plan: JSON.stringify(plan),
+        })
+        .execute();
+      const claim = await this.#claimHead(tx, session, owner);
+      const saved = await this.#saveSession(tx, session);
+      return {
+        task: claim?.task ?? toTask(inserted),
+        session: saved,
+        replayed: false,
+        ...(claim ? { claim } : {}),
+      };
+    });
+  }
+
+  async getReplay(replayTaskId: string): Promise<ReplayRecord | undefined> {
+    const row = await this.#db
+      .selectFrom("replays")
+      .selectAll()
+      .where("task_id", "=", replayTaskId)
+      .executeTakeFirst();
+    if (!row) return undefined;
+    const plan = row.plan as unknown as ReplayPlan;
+    const source = await this.#db
+      .selectFrom("tasks")
+      .select("output")
+      .where("id", "=", row.source_task_id)
+      .executeTakeFirst();
+    return {
+      replayTaskId,
+      plan,
+      overrides: row.overrides as unknown as Record<string, StoredOverride>,
+      sourceOutput: decodeMessages(source?.output ?? null).slice(0, plan.messages.length),
+    };
+  }
+
+  /**
+   * Harn "replay.completed" / "replay.failed" for a replay task that ends:
+   * its status, the receipt deltas its overrides produced (before / after
+   * hashes, read from the replayed messages) and the overrides it never used.
+   */
+  async #emitReplayEnd(
+    tx: Tx,
+    session: LockedSession,
+    row: TaskRow,
+    end: { status: TaskStatus; failure?: { category: string; message: string } },
+    messages: readonly Message[],
+  ): Promise<void> {
+    const replay = await tx.db
+      .selectFrom("replays")
+      .select(["source_task_id", "mode", "overrides"])
+      .where("task_id", "=", row.id)
+      .executeTakeFirst();
+    if (!replay) return;
+    const deltas = deltasOf(messages);
+    const applied = new Set(deltas.map((d) => d.override_key));
+    const kind = end.status === TaskStatus.COMPLETED ? "replay.completed" : "replay.failed";
+    this.#emit(
+      tx,
+      dataEvent(
+        this.#scopeOf(session, agentActor(row.agent_id)),
+        kind,
+        { object: "task", id: row.id },
+        row.id,
+        {
+          source_task_id: replay.source_task_id,
+          replay_task_id: row.id,
+          mode: replay.mode,
+          status: TaskStatus[end.status] ?? String(end.status),
+          deltas: deltas as unknown as JsonValue[],
+          unused_override_keys: Object.keys(replay.overrides).filter((k) => !applied.has(k)),
+          ...(end.failure
+            ? { failure: { category: end.failure.category, message: end.failure.message } }
+            : {}),
+        },
+      ),
+    );
   }
 
   // ------------------------------------------------------------ events

@@ -82,6 +82,8 @@ export function toSession(row: SessionRow): Session {
     messageCount: row.message_count,
     turnCount: row.turn_count,
     forkedFromEventId: row.forked_from_event_id,
+    forkedFromMessageId: row.forked_from_message_id,
+    forkedMessageCount: row.forked_message_count,
     createdAt: ts(row.created_at),
     updatedAt: ts(row.updated_at),
     metadata: row.metadata,

@@ -63,6 +63,10 @@ export interface SessionTable {
   parent_session_id: Defaulted<string>;
   branch_id: Defaulted<string>;
   forked_from_event_id: Defaulted<string>;
+  /** A fork's last message copied from its parent ("" when none was). */
+  forked_from_message_id: Defaulted<string>;
+  /** How many of the parent's messages a fork started with. */
+  forked_message_count: Defaulted<bigint>;
   summary: Defaulted<string>;
   last_event_id: Defaulted<string>;
   metadata: JsonbDefault;
@@ -190,6 +194,41 @@ export interface ArtifactTable {
   created_at: CreatedAt;
 }
 
+/** A suspension's checkpoint, kept after the task resumed (from_checkpoint replays). */
+export interface TaskCheckpointTable {
+  seq: Generated<bigint>;
+  /** `chk_…`, shown as `Suspension.checkpoint_id`. */
+  id: string;
+  task_id: string;
+  /** The signal the task waited on. */
+  signal_id: string;
+  /** The task.input_required / task.auth_required event that recorded the suspension. */
+  event_id: string;
+  /** The executor's checkpoint, as the task row held it. */
+  checkpoint: NullableJsonb;
+  /** The session's transcript length when the task suspended. */
+  transcript_length: bigint;
+  /** How many messages the task's output held then. */
+  output_count: number;
+  created_at: CreatedAt;
+}
+
+/** A replay task's source, mode, overrides and frozen plan. */
+export interface ReplayTable {
+  /** The replay task. */
+  task_id: string;
+  source_task_id: string;
+  workspace_id: string;
+  /** exact | with_overrides | from_checkpoint */
+  mode: string;
+  /** Override key → {kind, value, sha256, reason, …}; may hold secrets (never in events). */
+  overrides: JsonbDefault;
+  checkpoint_id: Defaulted<string>;
+  /** See `domain/replay.ts` (ReplayPlan). */
+  plan: Jsonb;
+  created_at: CreatedAt;
+}
+
 /** The tasks service's tables. */
 export interface TasksDatabase {
   workspaces: WorkspaceTable;
@@ -201,6 +240,8 @@ export interface TasksDatabase {
   signal_deliveries: SignalDeliveryTable;
   outcomes: OutcomeTable;
   artifacts: ArtifactTable;
+  task_checkpoints: TaskCheckpointTable;
+  replays: ReplayTable;
 }
 
 export type WorkspaceRow = Selectable<WorkspaceTable>;
@@ -210,3 +251,5 @@ export type MessageRow = Selectable<MessageTable>;
 export type TaskRow = Selectable<TaskTable>;
 export type OutcomeRow = Selectable<OutcomeTable>;
 export type ArtifactRow = Selectable<ArtifactTable>;
+export type TaskCheckpointRow = Selectable<TaskCheckpointTable>;
+export type ReplayRow = Selectable<ReplayTable>;

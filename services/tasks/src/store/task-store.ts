@@ -23,6 +23,7 @@ import type {
   Task,
   Workspace,
 } from "@trellis/contracts/tasks";
+import type { ReplayPlan, StoredOverride } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 
 /** Who writes, and the workspace they are confined to (undefined: internal call). */
@@ -139,6 +140,77 @@ export interface NewTask {
   idempotency?: Idempotency;
 }
 
+/** A suspension's checkpoint, as kept for from_checkpoint replays. */
+export interface SourceCheckpoint {
+  id: string;
+  signalId: string;
+  /** The task.input_required / task.auth_required event of the suspension. */
+  eventId: string;
+  checkpoint: JsonValue;
+  /** The session's transcript length when the task suspended. */
+  transcriptLength: bigint;
+  /** How many output messages the task had made by then. */
+  outputCount: number;
+}
+
+/** What a replay reads of its source task, in one go. */
+export interface ReplaySource {
+  task: Task;
+  agent: Agent;
+  /** Where its input sits in its session's transcript (null: it never started). */
+  inputPosition: bigint | null;
+  /**
+   * Whether the source's session still holds the source's input at its
+   * position (false after a truncation cut it away: the history before it
+   * may have been replaced).
+   */
+  historyIntact: boolean;
+  /** Its suspensions' checkpoints, in order. */
+  checkpoints: SourceCheckpoint[];
+  /** The signals it was resumed with (cancels excluded), in delivery order. */
+  signals: { signalId: string; payload: JsonValue }[];
+}
+
+/** Fields of a new replay task. */
+export interface NewReplay {
+  /** The replay task's id (chosen by the caller: its markers name it). */
+  taskId: string;
+  plan: ReplayPlan;
+  overrides: Record<string, StoredOverride>;
+  /** How many of the source session's messages the replay's session starts with. */
+  forkCount: bigint;
+  /** The fork point's event, when known (from_checkpoint: the checkpoint's event). */
+  forkEventId: string;
+  /** The replay task's input. */
+  input: Message;
+  /**
+   * from_checkpoint: the input is already in the fork at `inputPosition`;
+   * the task starts resumed from `checkpoint` with the recorded `payload`.
+   */
+  restore?: { inputPosition: bigint; checkpoint: JsonValue; payload: JsonValue };
+  metadata: Record<string, JsonValue>;
+  idempotency?: Idempotency;
+}
+
+/** What creating a replay produced. */
+export interface ReplayResult {
+  task: Task;
+  session: Session;
+  /** True when an earlier request with the same idempotency key created it. */
+  replayed: boolean;
+  /** The replay task, claimed at once (its session is new): run it now. */
+  claim?: Claim;
+}
+
+/** A replay task's plan and material, for the executor that runs it. */
+export interface ReplayRecord {
+  replayTaskId: string;
+  plan: ReplayPlan;
+  overrides: Record<string, StoredOverride>;
+  /** The source task's output as recorded (its first `plan.messages.length` messages). */
+  sourceOutput: Message[];
+}
+
 /** A filter of ListTasks. */
 export interface TaskFilter {
   workspaceId?: string;
@@ -186,6 +258,10 @@ export interface TaskStore {
       sessionId: string;
       atEventId: string;
       atMessageCount: bigint;
+      /** Copy up to and including this message (when atEventId is empty). */
+      atMessageId?: string;
+      /** Copy nothing: a fork at the session's origin. */
+      atOrigin?: boolean;
       branchId: string;
       metadata?: Record<string, JsonValue>;
       idempotency?: Idempotency;
@@ -233,6 +309,14 @@ export interface TaskStore {
   /** Records how a claimed run ended and claims the session's next turn. */
   finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult>;
   /**
+   * Appends a running turn's progress events (`kind` + data payload, about
+   * the task) to the log, in order, in one transaction.
+   */
+  recordProgress(
+    claim: Claim,
+    items: readonly { kind: string; data: { [key: string]: JsonValue } }[],
+  ): Promise<void>;
+  /**
    * Extends the leases `owner` holds on `taskIds`; returns the ids it no
    * longer holds or that were canceled meanwhile (their runs must stop).
    */
@@ -245,6 +329,16 @@ export interface TaskStore {
   sessionsWithQueuedWork(limit: number): Promise<string[]>;
   /** The transcript's messages at positions `from` ≤ p < `to`, in order. */
   loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]>;
+
+  /** The source of a replay: the task, its agent, checkpoints and signals. */
+  getReplaySource(taskId: string, scope?: string): Promise<ReplaySource>;
+  /**
+   * Creates a replay task in a new session forked from the source's, with
+   * its plan, in one transaction; claims it at once.
+   */
+  createReplay(input: NewReplay, context: WriteContext, owner: string): Promise<ReplayResult>;
+  /** The plan and material of a replay task; undefined when the task is no replay. */
+  getReplay(replayTaskId: string): Promise<ReplayRecord | undefined>;
 
   /** An event of this service's outbox by id, with its session (for scoping). */
   findEvent(id: string, scope?: string): Promise<Event | undefined>;

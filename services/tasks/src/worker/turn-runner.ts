@@ -20,11 +20,14 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
 import type { SignalBus } from "@trellis/eventlog";
-import { isTrellisError, type Logger } from "@trellis/runtime";
+import { isTrellisError, type Logger, withSpan } from "@trellis/runtime";
 import type { Database, Unlisten } from "@trellis/storage";
+import type { ContextCompactor } from "../compaction/index.js";
 import { SYSTEM_ACTOR } from "../domain/events.js";
+import { REPLAY_REQUEST_KEY } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 import type { Claim, TaskStore } from "../store/task-store.js";
+import { ProgressRecorder } from "./progress.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
 /** Options of {@link TurnRunner}. */
@@ -38,10 +41,14 @@ export interface TurnRunnerOptions {
   cancelGraceMs: number;
   /** Longest a turn may run before it is aborted and failed (`timeout`). */
   turnTimeoutMs?: number;
+  /** Progress events of a running turn are written at most this often (default 50 ms). */
+  progressFlushMs?: number;
   shutdownGraceMs: number;
   logger: Logger;
   /** Signal bus to consume (group "tasks"); omitted in tests that do not need it. */
   signals?: SignalBus;
+  /** Compacts a turn's history past its token budget (see `../compaction`); none: full history. */
+  compactor?: ContextCompactor;
   /** LISTEN for cancels committed elsewhere: database and channel. */
   cancelNotifications?: { database: Database<unknown>; channel: string };
 }
@@ -268,9 +275,26 @@ export class TurnRunner {
         claim.inputPosition,
       ),
     );
+    // Past its token budget the turn gets a compacted history (the transcript is unchanged).
+    const context =
+      (await this.#o.compactor?.prepare(claim, history, (i) => store.recordProgress(claim, i))) ??
+      history;
+    const progress = new ProgressRecorder((items) => store.recordProgress(claim, items), {
+      flushMs: this.#o.progressFlushMs ?? 50,
+      logger: this.#o.logger,
+    });
     let outcome: RunOutcome;
     try {
-      outcome = await this.#execute(run, history);
+      outcome = await withSpan(
+        "trellis.turn",
+        {
+          attributes: {
+            "trellis.task_id": claim.task.id,
+            "trellis.session_id": claim.task.sessionId,
+          },
+        },
+        () => this.#execute(run, context, progress.add),
+      );
     } catch (error) {
       // Never stuck WORKING: a backend that throws fails the turn.
       outcome = {
@@ -281,6 +305,8 @@ export class TurnRunner {
         retryable: false,
       };
     }
+    // Progress reaches the log before the outcome it leads to.
+    await progress.close();
     if (run.shutdown) {
       await this.#release(claim, "the replica shut down while the turn ran");
       return undefined;
@@ -314,7 +340,11 @@ export class TurnRunner {
     }
   }
 
-  #execute(run: LocalRun, history: readonly Message[]): Promise<RunOutcome> {
+  #execute(
+    run: LocalRun,
+    history: readonly Message[],
+    onEvent: NonNullable<ExecutionRequest["onEvent"]>,
+  ): Promise<RunOutcome> {
     const { claim } = run;
     const task = claim.task;
     const request: ExecutionRequest = {
@@ -326,11 +356,15 @@ export class TurnRunner {
         backend: claim.agent.backend,
         definition: claim.agent.definition ?? {},
         tools: claim.agent.tools,
+        safeToRetry: claim.safeToRetry,
       },
       history,
       input: task.input as Message,
       signal: run.abort.signal,
+      onEvent,
       ...(claim.resume ? { resume: claim.resume } : {}),
+      // A task with a parent may be a replay: the replay executor looks it up.
+      ...(task.parentTaskId ? { metadata: { [REPLAY_REQUEST_KEY]: true } } : {}),
     };
     let timedOut = false;
     const limit = this.#o.turnTimeoutMs;

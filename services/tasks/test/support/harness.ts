@@ -6,7 +6,7 @@
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { AgentExecutor } from "@trellis/adapters";
+import type { AgentExecutor, HarnessTool } from "@trellis/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -18,7 +18,14 @@ import {
   WorkspaceService,
 } from "@trellis/contracts/tasks";
 import { connectNats } from "@trellis/eventlog";
-import { type Caller, runService, setCallerHeaders, startEmbedded } from "@trellis/platform";
+import {
+  type Caller,
+  createMeshClientInterceptor,
+  processMeshCredentials,
+  runService,
+  setCallerHeaders,
+  startEmbedded,
+} from "@trellis/platform";
 import { createTestDatabase, type TestDatabase, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { createTasksService } from "../../src/definition.js";
 
@@ -45,6 +52,8 @@ export interface TasksHarness extends TasksClients {
 /** Options of a harness start. */
 export interface StartOptions {
   executor?: AgentExecutor;
+  /** The harness tools replays of harness tasks take schemas from. */
+  replayTools?: readonly HarnessTool[];
   /** Extra environment (tasks settings). */
   env?: Record<string, string>;
   replicaId?: string;
@@ -59,7 +68,8 @@ export interface TasksTarget {
   teardown(): Promise<void>;
 }
 
-function clientsOf(transport: Transport): TasksClients {
+/** Clients of every tasks RPC service over `transport`. */
+export function clientsOf(transport: Transport): TasksClients {
   return {
     workspaces: createClient(WorkspaceService, transport),
     agents: createClient(AgentService, transport),
@@ -72,13 +82,17 @@ function clientsOf(transport: Transport): TasksClients {
   };
 }
 
+// Tests call the service directly, as another mesh service would: with the
+// service credentials (packages/platform mesh.ts) the service requires.
+const asMeshPeer = createMeshClientInterceptor(processMeshCredentials(), "test");
+
 /** Clients of a tasks service listening at `url` (gRPC over h2c). */
 export function clientsFor(url: string): TasksClients {
-  return clientsOf(createGrpcTransport({ baseUrl: url }));
+  return clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [asMeshPeer] }));
 }
 
 function harnessOf(url: string, close: () => Promise<void>): TasksHarness {
-  const transport = createGrpcTransport({ baseUrl: url });
+  const transport = createGrpcTransport({ baseUrl: url, interceptors: [asMeshPeer] });
   return {
     url,
     ...clientsOf(transport),
@@ -87,7 +101,9 @@ function harnessOf(url: string, close: () => Promise<void>): TasksHarness {
         setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
         return next(req);
       };
-      return clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [withCaller] }));
+      return clientsOf(
+        createGrpcTransport({ baseUrl: url, interceptors: [withCaller, asMeshPeer] }),
+      );
     },
     close,
   };
@@ -107,6 +123,7 @@ export function embeddedTarget(): TasksTarget {
           createTasksService({
             ...(options.executor ? { executor: options.executor } : {}),
             ...(options.replicaId ? { replicaId: options.replicaId } : {}),
+            ...(options.replayTools ? { replayTools: options.replayTools } : {}),
           }),
         ],
         port: 0,
@@ -138,6 +155,7 @@ export function distributedTarget(): TasksTarget & {
         createTasksService({
           ...(options.executor ? { executor: options.executor } : {}),
           ...(options.replicaId ? { replicaId: options.replicaId } : {}),
+          ...(options.replayTools ? { replayTools: options.replayTools } : {}),
         }),
         {
           env: {

@@ -1,6 +1,7 @@
 import type { ParserOptions, PGlite, QueryOptions, SerializerOptions } from "@electric-sql/pglite";
 import type { PGlite as KyselyPGlite } from "kysely";
 import { INT8_ARRAY_OID, INT8_OID, parseInt8, parseInt8Array } from "../../bigint.js";
+import { inlineParameters } from "./pglite-inline.js";
 
 /** Postgres type OID of `bytea`. */
 const BYTEA_OID = 17;
@@ -53,9 +54,10 @@ const withParsers = (options: QueryOptions | undefined): QueryOptions => ({
 function hasStorageTypes(pglite: PGlite): boolean {
   const parsers = (pglite as { parsers?: Record<number, unknown> }).parsers;
   const serializers = (pglite as { serializers?: Record<number, unknown> }).serializers;
+  // int8[] is not compared: PGlite replaces every array type's parser with
+  // its own, which parses elements with the element type's parser (ours).
   return (
     parsers?.[INT8_OID] === parseInt8 &&
-    parsers[INT8_ARRAY_OID] === parseInt8Array &&
     parsers[BYTEA_OID] === parseBytea &&
     serializers?.[BYTEA_OID] === serializeBytea
   );
@@ -74,9 +76,22 @@ function hasStorageTypes(pglite: PGlite): boolean {
  *   owner closes the real instance.
  */
 export function kyselyView(pglite: PGlite): KyselyPGlite {
-  const options = hasStorageTypes(pglite)
-    ? (given: QueryOptions | undefined) => given
-    : withParsers;
+  const ownTypes = hasStorageTypes(pglite);
+  const options = ownTypes ? (given: QueryOptions | undefined) => given : withParsers;
+  // Statements go through the cheaper simple protocol when their parameters
+  // can be written as literals (see pglite-inline.ts) and the instance reads
+  // results with storage's parsers (exec takes no per-call parsers).
+  type Runner = Pick<PGlite, "query" | "exec">;
+  const run = (on: Runner, query: string, params: unknown[] | undefined, given?: QueryOptions) => {
+    const inlined =
+      ownTypes && given?.rowMode !== "array" ? inlineParameters(query, params ?? []) : undefined;
+    if (inlined === undefined) return on.query(query, params, options(given));
+    return on.exec(inlined).then((results) => {
+      const last = results.at(-1);
+      if (!last) return { rows: [], fields: [], affectedRows: 0 };
+      return last;
+    });
+  };
   return {
     get closed() {
       return pglite.closed;
@@ -88,11 +103,11 @@ export function kyselyView(pglite: PGlite): KyselyPGlite {
       return pglite.waitReady;
     },
     close: async () => {},
-    query: (query, params, given) => pglite.query(query, params, options(given)),
+    query: (query, params, given) => run(pglite, query, params, given) as never,
     transaction: (callback) =>
       pglite.transaction((tx) =>
         callback({
-          query: (query, params, given) => tx.query(query, params, options(given)),
+          query: (query, params, given) => run(tx, query, params, given) as never,
           rollback: () => tx.rollback(),
         }),
       ),

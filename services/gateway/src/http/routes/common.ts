@@ -1,7 +1,7 @@
 /** Shared helpers of the REST routes: paging, workspace scoping, visibility. */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
-import { errors, TrellisError } from "@trellis/runtime";
+import { errors } from "@trellis/runtime";
 import { isAdmin } from "../../domain/scopes.js";
 import type { RestCall } from "../context.js";
 import { jsonResponse } from "../io.js";
@@ -30,23 +30,17 @@ export function queryString(call: RestCall, name: string): string | undefined {
 }
 
 /**
- * The workspace a request acts in: the one its key is bound to, or another
- * one it names when the key is an admin key.
+ * The workspace a request acts in: the one its credential is bound to, or
+ * another one it names when the credential is an admin key. Any other
+ * workspace is absent to the caller (404, Harn v1 "Authorization rules": no
+ * hint that it exists).
  */
-export function workspaceOf(
-  call: RestCall,
-  requested: string | undefined,
-  param = "workspace_id",
-): string {
+export function workspaceOf(call: RestCall, requested: string | undefined): string {
   if (requested === undefined || requested === "" || requested === call.caller.workspaceId) {
     return call.caller.workspaceId;
   }
   if (isAdmin(call.caller.scopes)) return requested;
-  throw new TrellisError({
-    reason: "permission_denied",
-    message: `this API key is bound to workspace ${JSON.stringify(call.caller.workspaceId)}`,
-    param,
-  });
+  throw errors.notFound("workspace", requested);
 }
 
 /** Hide resources of other workspaces from non-admin keys (as absent, Harn v1 "Authorization rules"). */

@@ -18,9 +18,11 @@ export function discoveryJson(options: { receipts: boolean }): JsonObject {
     capabilities: {
       rest: true,
       sse: true,
-      websocket: false,
+      // ws/upgrade.ts: /v1/sessions/{id}/ws and the SSE paths upgrade.
+      websocket: true,
       receipts: options.receipts,
-      replay: false,
+      // Replay is the tasks service's (POST /v1/tasks/{id}/replay), always deployed.
+      replay: true,
     },
   };
 }
@@ -130,6 +132,10 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
     harn_interfaces: [
       { transport: "rest", url: `${base}/v1` },
       { transport: "sse", url: `${base}/v1/sessions/{session_id}/events/stream` },
+      {
+        transport: "websocket",
+        url: `${base.replace(/^http/, "ws")}/v1/sessions/{session_id}/ws`,
+      },
     ],
     persona_ids: agents.map((a) => a.id),
     capabilities: [
@@ -140,6 +146,9 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
       "artifacts",
       "outcomes",
       "sse",
+      "websocket",
+      "webhooks",
+      "quotas",
       "idempotency",
       ...(receipts ? ["receipts"] : []),
     ],

@@ -12,7 +12,19 @@ import {
 import { ok, param, visibleSession, visibleTask } from "./common.js";
 import { agentCard, discoveryJson, receiptsAvailable } from "./discovery.js";
 import { eventTargetOf, getEvent, listEvents } from "./events.js";
+import {
+  createApiKey,
+  createOAuthClient,
+  getApiKey,
+  getOAuthClient,
+  listApiKeys,
+  listOAuthClients,
+  revokeApiKey,
+  revokeOAuthClient,
+} from "./keys.js";
+import { quotaRoutes } from "./quotas.js";
 import { receiptRoutes } from "./receipts.js";
+import { replayRoutes } from "./replay.js";
 import {
   appendSessionMessage,
   closeSession,
@@ -25,6 +37,10 @@ import {
   truncateSession,
 } from "./sessions.js";
 import { appendTaskMessage, cancelTask, getTask, listTasks, submitTask } from "./tasks.js";
+import { uiEventRoutes } from "./ui-events.js";
+import { uiHealthRoutes } from "./ui-health.js";
+import { webhookRoutes } from "./webhooks.js";
+import { webSocketRoutes } from "./websocket.js";
 import {
   createPersona,
   createWorkspace,
@@ -34,7 +50,10 @@ import {
   listWorkspaces,
 } from "./workspaces.js";
 
-/** Every REST route of the gateway. */
+/**
+ * Every REST route of the gateway. Who may call each one is its entry in
+ * `auth/scope-table.ts` (the `scope` / `public` fields here only repeat it).
+ */
 export const restRoutes: readonly RouteSpec[] = [
   {
     method: "GET",
@@ -45,13 +64,7 @@ export const restRoutes: readonly RouteSpec[] = [
   { method: "GET", path: "/v1/agent-card", public: true, handle: agentCard },
 
   { method: "GET", path: "/v1/workspaces", scope: "workspaces:read", handle: listWorkspaces },
-  {
-    method: "POST",
-    path: "/v1/workspaces",
-    scope: "workspaces:write",
-    write: true,
-    handle: createWorkspace,
-  },
+  { method: "POST", path: "/v1/workspaces", write: true, handle: createWorkspace },
   {
     method: "GET",
     path: "/v1/workspaces/{workspace_id}",
@@ -59,15 +72,15 @@ export const restRoutes: readonly RouteSpec[] = [
     handle: getWorkspace,
   },
 
-  { method: "GET", path: "/v1/personas", scope: "personas:read", handle: listPersonas },
+  { method: "GET", path: "/v1/personas", scope: "agents:read", handle: listPersonas },
   {
     method: "POST",
     path: "/v1/personas",
-    scope: "personas:write",
+    scope: "agents:write",
     write: true,
     handle: createPersona,
   },
-  { method: "GET", path: "/v1/personas/{persona_id}", scope: "personas:read", handle: getPersona },
+  { method: "GET", path: "/v1/personas/{persona_id}", scope: "agents:read", handle: getPersona },
 
   { method: "GET", path: "/v1/sessions", scope: "sessions:read", handle: listSessions },
   {
@@ -240,9 +253,33 @@ export const restRoutes: readonly RouteSpec[] = [
     handle: getArtifactContent,
   },
 
+  ...replayRoutes,
+
   // Receipts: served by the receipts service's own REST handler, behind the gateway's checks.
   ...receiptRoutes(),
 
   { method: "GET", path: "/v1/outcomes", scope: "tasks:read", handle: listOutcomes },
   { method: "GET", path: "/v1/outcomes/{outcome_id}", scope: "tasks:read", handle: getOutcome },
+
+  ...uiEventRoutes,
+
+  // Quotas and rate limits of the caller's workspace (quota/limits.ts).
+  ...quotaRoutes,
+
+  // The session's WebSocket channel (the upgrade itself is ws/upgrade.ts).
+  ...webSocketRoutes,
+
+  // Signed webhook deliveries of task / session events (webhooks/).
+  ...webhookRoutes,
+  ...uiHealthRoutes,
+
+  // Credentials of a workspace (not replayed by Idempotency-Key: see keys.ts).
+  { method: "GET", path: "/v1/api-keys", handle: listApiKeys },
+  { method: "POST", path: "/v1/api-keys", handle: createApiKey },
+  { method: "GET", path: "/v1/api-keys/{key_id}", handle: getApiKey },
+  { method: "POST", path: "/v1/api-keys/{key_id}/revoke", handle: revokeApiKey },
+  { method: "GET", path: "/v1/oauth-clients", handle: listOAuthClients },
+  { method: "POST", path: "/v1/oauth-clients", handle: createOAuthClient },
+  { method: "GET", path: "/v1/oauth-clients/{client_id}", handle: getOAuthClient },
+  { method: "POST", path: "/v1/oauth-clients/{client_id}/revoke", handle: revokeOAuthClient },
 ];

@@ -4,6 +4,7 @@
  */
 import { TrellisError } from "@trellis/runtime";
 import type { RouteSpec } from "../context.js";
+import { param, visibleTask } from "./common.js";
 
 export function receiptRoutes(): RouteSpec[] {
   const delegated = (method: "GET" | "POST", path: string): RouteSpec => ({
@@ -23,6 +24,12 @@ export function receiptRoutes(): RouteSpec[] {
     delegated("POST", "/v1/receipts/verify"),
     delegated("GET", "/v1/receipts/{receipt_id}"),
     delegated("POST", "/v1/receipts/{receipt_id}/verify"),
-    delegated("GET", "/v1/tasks/{task_id}/receipts"),
+    {
+      ...delegated("GET", "/v1/tasks/{task_id}/receipts"),
+      // A task of another workspace is absent (404), not an empty list.
+      beforeHandOn: async (call) => {
+        await visibleTask(call, param(call, "task_id"));
+      },
+    },
   ];
 }

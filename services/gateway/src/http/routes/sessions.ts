@@ -73,6 +73,8 @@ export async function forkSession(call: RestCall): Promise<RestResponse> {
       sessionId: id,
       atEventId: body.string("at_event_id") ?? "",
       atMessageCount: BigInt(body.integer("at_message_count") ?? 0),
+      atMessageId: body.string("at_message_id") ?? "",
+      atCursor: body.string("at_cursor") ?? "",
       branchId: body.string("branch_id") ?? "",
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),

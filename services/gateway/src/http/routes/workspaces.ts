@@ -1,5 +1,7 @@
 /** Workspaces and personas (Trellis agents). */
+import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
+import { callerHeaders } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import {
   agentToPersona,
@@ -27,10 +29,16 @@ export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
   const client = call.deps.clients.get(WorkspaceService);
   if (!isAdmin(call.caller.scopes)) {
-    const { workspace } = await client.getWorkspace(
-      { workspaceId: call.caller.workspaceId },
-      call.options(),
-    );
+    // Its own workspace only; a credential may name one that was never created.
+    const workspace = await client
+      .getWorkspace({ workspaceId: call.caller.workspaceId }, call.options())
+      .then(
+        (r) => r.workspace,
+        (error: unknown) => {
+          if (ConnectError.from(error).code === Code.NotFound) return undefined;
+          throw error;
+        },
+      );
     return ok(listJson(workspace ? [workspaceToHarn(workspace)] : [], { hasMore: false }));
   }
   const response = await client.listWorkspaces(page, call.options());
@@ -48,6 +56,11 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
   }
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
+  // A workspace belongs to no workspace: the tasks service creates one only on
+  // an internal call, which the gateway makes once it has checked the admin key.
+  const options = call.options();
+  const headers = new Headers(options.headers);
+  for (const name of Object.values(callerHeaders)) headers.delete(name);
   const response = await call.deps.clients.get(WorkspaceService).createWorkspace(
     {
       name: body.requiredString("name"),
@@ -56,7 +69,7 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),
     },
-    call.options(),
+    { ...options, headers },
   );
   return created(workspaceToHarn(required(response.workspace, "workspace", "")));
 }

@@ -1,7 +1,9 @@
 /** The tasks service's migrations, by name (applied in name order). */
 import type { Migration } from "kysely/migration";
 import { createTasks } from "./2026_11_22_create_tasks.js";
+import { replayAndFork } from "./2026_12_01_replay_and_fork.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
+  "2026_12_01_replay_and_fork": replayAndFork,
 };

@@ -2,13 +2,13 @@
 // @generated from file trellis/tasks/v1/services.proto (package trellis.tasks.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
+import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Event, TaskStatus } from "../../core/v1/event_pb.js";
 import { file_trellis_core_v1_event } from "../../core/v1/event_pb.js";
-import type { Message as Message$1 } from "../../core/v1/message_pb.js";
+import type { Message as Message$1, Visibility } from "../../core/v1/message_pb.js";
 import { file_trellis_core_v1_message } from "../../core/v1/message_pb.js";
 import type { Agent, Artifact, BusyPolicy, Outcome, Session, SessionMessage, Task, Workspace } from "./resources_pb.js";
 import { file_trellis_tasks_v1_resources } from "./resources_pb.js";
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file trellis/tasks/v1/services.proto.
  */
 export const file_trellis_tasks_v1_services: GenFile = /*@__PURE__*/
-  fileDesc("Ch90cmVsbGlzL3Rhc2tzL3YxL3NlcnZpY2VzLnByb3RvEhB0cmVsbGlzLnRhc2tzLnYxIo4BChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEcm9vdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhQKDHdvcmtzcGFjZV9pZBgFIAEoCSJJChdDcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZSIrChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJGChRHZXRXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZSI+ChVMaXN0V29ya3NwYWNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiYgoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRIvCgp3b3Jrc3BhY2VzGAEgAygLMhsudHJlbGxpcy50YXNrcy52MS5Xb3Jrc3BhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKEkNyZWF0ZUFnZW50UmVxdWVzdBImCgVhZ2VudBgBIAEoCzIXLnRyZWxsaXMudGFza3MudjEuQWdlbnQSFwoPaWRlbXBvdGVuY3lfa2V5GAIgASgJIj0KE0NyZWF0ZUFnZW50UmVzcG9uc2USJgoFYWdlbnQYASABKAsyFy50cmVsbGlzLnRhc2tzLnYxLkFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSI6ChBHZXRBZ2VudFJlc3BvbnNlEiYKBWFnZW50GAEgASgLMhcudHJlbGxpcy50YXNrcy52MS5BZ2VudCJQChFMaXN0QWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiVgoSTGlzdEFnZW50c1Jlc3BvbnNlEicKBmFnZW50cxgBIAMoCzIXLnRyZWxsaXMudGFza3MudjEuQWdlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIsoBChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSMgoQaW5pdGlhbF9tZXNzYWdlcxgDIAMoCzIYLnRyZWxsaXMuY29yZS52MS5NZXNzYWdlEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCSJDChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USKgoHc2Vzc2lvbhgBIAEoCzIZLnRyZWxsaXMudGFza3MudjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkAKEkdldFNlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uIlIKE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlwKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEisKCHNlc3Npb25zGAEgAygLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI5ChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIkIKFENsb3NlU2Vzc2lvblJlc3BvbnNlEioKB3Nlc3Npb24YASABKAsyGS50cmVsbGlzLnRhc2tzLnYxLlNlc3Npb24irgEKEkZvcmtTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhMKC2F0X2V2ZW50X2lkGAIgASgJEhgKEGF0X21lc3NhZ2VfY291bnQYAyABKAQSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglicmFuY2hfaWQYBiABKAkiQQoTRm9ya1Nlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uIlkKFlRydW5jYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgprZWVwX3R1cm5zGAIgASgEEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJfChdUcnVuY2F0ZVNlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uEhgKEGRyb3BwZWRfbWVzc2FnZXMYAiABKAQibgoUQXBwZW5kTWVzc2FnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhgudHJlbGxpcy5jb3JlLnYxLk1lc3NhZ2USFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIkoKFUFwcGVuZE1lc3NhZ2VSZXNwb25zZRIxCgdtZXNzYWdlGAEgASgLMiAudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uTWVzc2FnZSJhChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSDwoHdGFza19pZBgEIAEoCSJjChRMaXN0TWVzc2FnZXNSZXNwb25zZRIyCghtZXNzYWdlcxgBIAMoCzIgLnRyZWxsaXMudGFza3MudjEuU2Vzc2lvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEUdldE1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkiRwoSR2V0TWVzc2FnZVJlc3BvbnNlEjEKB21lc3NhZ2UYASABKAsyIC50cmVsbGlzLnRhc2tzLnYxLlNlc3Npb25NZXNzYWdlIp8CChFTdWJtaXRUYXNrUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEicKBWlucHV0GAMgASgLMhgudHJlbGxpcy5jb3JlLnYxLk1lc3NhZ2USMQoLYnVzeV9wb2xpY3kYBCABKA4yHC50cmVsbGlzLnRhc2tzLnYxLkJ1c3lQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEhYKDnBhcmVudF90YXNrX2lkGAYgASgJEikKCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5jcmVhdGVfc2Vzc2lvbhgIIAEoCBIUCgx3b3Jrc3BhY2VfaWQYCSABKAkiTAoSU3VibWl0VGFza1Jlc3BvbnNlEiQKBHRhc2sYASABKAsyFi50cmVsbGlzLnRhc2tzLnYxLlRhc2sSEAoIcmVwbGF5ZWQYAiABKAgiIQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSI3Cg9HZXRUYXNrUmVzcG9uc2USJAoEdGFzaxgBIAEoCzIWLnRyZWxsaXMudGFza3MudjEuVGFzayKSAQoQTGlzdFRhc2tzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRItCghzdGF0dXNlcxgDIAMoDjIbLnRyZWxsaXMuY29yZS52MS5UYXNrU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIlMKEUxpc3RUYXNrc1Jlc3BvbnNlEiUKBXRhc2tzGAEgAygLMhYudHJlbGxpcy50YXNrcy52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI0ChFDYW5jZWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI6ChJDYW5jZWxUYXNrUmVzcG9uc2USJAoEdGFzaxgBIAEoCzIWLnRyZWxsaXMudGFza3MudjEuVGFzayI6ChBXYXRjaFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSFQoNdW50aWxfc2V0dGxlZBgCIAEoCCI5ChFXYXRjaFRhc2tSZXNwb25zZRIkCgR0YXNrGAEgASgLMhYudHJlbGxpcy50YXNrcy52MS5UYXNrInUKEUxpc3RFdmVudHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDwoHdGFza19pZBgCIAEoCRIWCg5hZnRlcl9ldmVudF9pZBgDIAEoCRINCgVsaW1pdBgEIAEoBRIUCgx3b3Jrc3BhY2VfaWQYBSABKAkiTgoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLnRyZWxsaXMuY29yZS52MS5FdmVudBIQCghoYXNfbW9yZRgCIAEoCCJ6ChNTdHJlYW1FdmVudHNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDwoHdGFza19pZBgCIAEoCRIWCg5hZnRlcl9ldmVudF9pZBgDIAEoCRIUCgx3b3Jrc3BhY2VfaWQYBCABKAkSEAoIZnJvbV9ub3cYBSABKAgiIwoPR2V0RXZlbnRSZXF1ZXN0EhAKCGV2ZW50X2lkGAEgASgJIjkKEEdldEV2ZW50UmVzcG9uc2USJQoFZXZlbnQYASABKAsyFi50cmVsbGlzLmNvcmUudjEuRXZlbnQiWwoUU3RyZWFtRXZlbnRzUmVzcG9uc2USJQoFZXZlbnQYASABKAsyFi50cmVsbGlzLmNvcmUudjEuRXZlbnQSHAoUc3RhcnRfYWZ0ZXJfZXZlbnRfaWQYAiABKAkiYQoORGVsaXZlclJlcXVlc3QSEQoJc2lnbmFsX2lkGAEgASgJEicKB3BheWxvYWQYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEwoLZGVsaXZlcnlfaWQYAyABKAkiWwoPRGVsaXZlclJlc3BvbnNlEg8KB3Rhc2tfaWQYASABKAkSEQoJZHVwbGljYXRlGAIgASgIEiQKBHRhc2sYAyABKAsyFi50cmVsbGlzLnRhc2tzLnYxLlRhc2sicQoXUmVnaXN0ZXJBcnRpZmFjdFJlcXVlc3QSLAoIYXJ0aWZhY3QYASABKAsyGi50cmVsbGlzLnRhc2tzLnYxLkFydGlmYWN0Eg8KB2NvbnRlbnQYAiABKAwSFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIkgKGFJlZ2lzdGVyQXJ0aWZhY3RSZXNwb25zZRIsCghhcnRpZmFjdBgBIAEoCzIaLnRyZWxsaXMudGFza3MudjEuQXJ0aWZhY3QiKQoSR2V0QXJ0aWZhY3RSZXF1ZXN0EhMKC2FydGlmYWN0X2lkGAEgASgJIkMKE0dldEFydGlmYWN0UmVzcG9uc2USLAoIYXJ0aWZhY3QYASABKAsyGi50cmVsbGlzLnRhc2tzLnYxLkFydGlmYWN0IngKFExpc3RBcnRpZmFjdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiXwoVTGlzdEFydGlmYWN0c1Jlc3BvbnNlEi0KCWFydGlmYWN0cxgBIAMoCzIaLnRyZWxsaXMudGFza3MudjEuQXJ0aWZhY3QSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjAKGUdldEFydGlmYWN0Q29udGVudFJlcXVlc3QSEwoLYXJ0aWZhY3RfaWQYASABKAkiQAoaR2V0QXJ0aWZhY3RDb250ZW50UmVzcG9uc2USDwoHY29udGVudBgBIAEoDBIRCgltaW1lX3R5cGUYAiABKAkiJwoRR2V0T3V0Y29tZVJlcXVlc3QSEgoKb3V0Y29tZV9pZBgBIAEoCSJAChJHZXRPdXRjb21lUmVzcG9uc2USKgoHb3V0Y29tZRgBIAEoCzIZLnRyZWxsaXMudGFza3MudjEuT3V0Y29tZSJ3ChNMaXN0T3V0Y29tZXNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRISCgpzZXNzaW9uX2lkGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiXAoUTGlzdE91dGNvbWVzUmVzcG9uc2USKwoIb3V0Y29tZXMYASADKAsyGS50cmVsbGlzLnRhc2tzLnYxLk91dGNvbWUSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJMr4CChBXb3Jrc3BhY2VTZXJ2aWNlEmYKD0NyZWF0ZVdvcmtzcGFjZRIoLnRyZWxsaXMudGFza3MudjEuQ3JlYXRlV29ya3NwYWNlUmVxdWVzdBopLnRyZWxsaXMudGFza3MudjEuQ3JlYXRlV29ya3NwYWNlUmVzcG9uc2USXQoMR2V0V29ya3NwYWNlEiUudHJlbGxpcy50YXNrcy52MS5HZXRXb3Jrc3BhY2VSZXF1ZXN0GiYudHJlbGxpcy50YXNrcy52MS5HZXRXb3Jrc3BhY2VSZXNwb25zZRJjCg5MaXN0V29ya3NwYWNlcxInLnRyZWxsaXMudGFza3MudjEuTGlzdFdvcmtzcGFjZXNSZXF1ZXN0GigudHJlbGxpcy50YXNrcy52MS5MaXN0V29ya3NwYWNlc1Jlc3BvbnNlMpYCCgxBZ2VudFNlcnZpY2USWgoLQ3JlYXRlQWdlbnQSJC50cmVsbGlzLnRhc2tzLnYxLkNyZWF0ZUFnZW50UmVxdWVzdBolLnRyZWxsaXMudGFza3MudjEuQ3JlYXRlQWdlbnRSZXNwb25zZRJRCghHZXRBZ2VudBIhLnRyZWxsaXMudGFza3MudjEuR2V0QWdlbnRSZXF1ZXN0GiIudHJlbGxpcy50YXNrcy52MS5HZXRBZ2VudFJlc3BvbnNlElcKCkxpc3RBZ2VudHMSIy50cmVsbGlzLnRhc2tzLnYxLkxpc3RBZ2VudHNSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5MaXN0QWdlbnRzUmVzcG9uc2Uy5wYKDlNlc3Npb25TZXJ2aWNlEmAKDUNyZWF0ZVNlc3Npb24SJi50cmVsbGlzLnRhc2tzLnYxLkNyZWF0ZVNlc3Npb25SZXF1ZXN0GicudHJlbGxpcy50YXNrcy52MS5DcmVhdGVTZXNzaW9uUmVzcG9uc2USVwoKR2V0U2Vzc2lvbhIjLnRyZWxsaXMudGFza3MudjEuR2V0U2Vzc2lvblJlcXVlc3QaJC50cmVsbGlzLnRhc2tzLnYxLkdldFNlc3Npb25SZXNwb25zZRJdCgxMaXN0U2Vzc2lvbnMSJS50cmVsbGlzLnRhc2tzLnYxLkxpc3RTZXNzaW9uc1JlcXVlc3QaJi50cmVsbGlzLnRhc2tzLnYxLkxpc3RTZXNzaW9uc1Jlc3BvbnNlEl0KDENsb3NlU2Vzc2lvbhIlLnRyZWxsaXMudGFza3MudjEuQ2xvc2VTZXNzaW9uUmVxdWVzdBomLnRyZWxsaXMudGFza3MudjEuQ2xvc2VTZXNzaW9uUmVzcG9uc2USWgoLRm9ya1Nlc3Npb24SJC50cmVsbGlzLnRhc2tzLnYxLkZvcmtTZXNzaW9uUmVxdWVzdBolLnRyZWxsaXMudGFza3MudjEuRm9ya1Nlc3Npb25SZXNwb25zZRJmCg9UcnVuY2F0ZVNlc3Npb24SKC50cmVsbGlzLnRhc2tzLnYxLlRydW5jYXRlU2Vzc2lvblJlcXVlc3QaKS50cmVsbGlzLnRhc2tzLnYxLlRydW5jYXRlU2Vzc2lvblJlc3BvbnNlEmAKDUFwcGVuZE1lc3NhZ2USJi50cmVsbGlzLnRhc2tzLnYxLkFwcGVuZE1lc3NhZ2VSZXF1ZXN0GicudHJlbGxpcy50YXNrcy52MS5BcHBlbmRNZXNzYWdlUmVzcG9uc2USXQoMTGlzdE1lc3NhZ2VzEiUudHJlbGxpcy50YXNrcy52MS5MaXN0TWVzc2FnZXNSZXF1ZXN0GiYudHJlbGxpcy50YXNrcy52MS5MaXN0TWVzc2FnZXNSZXNwb25zZRJXCgpHZXRNZXNzYWdlEiMudHJlbGxpcy50YXNrcy52MS5HZXRNZXNzYWdlUmVxdWVzdBokLnRyZWxsaXMudGFza3MudjEuR2V0TWVzc2FnZVJlc3BvbnNlMr0DCgtUYXNrU2VydmljZRJXCgpTdWJtaXRUYXNrEiMudHJlbGxpcy50YXNrcy52MS5TdWJtaXRUYXNrUmVxdWVzdBokLnRyZWxsaXMudGFza3MudjEuU3VibWl0VGFza1Jlc3BvbnNlEk4KB0dldFRhc2sSIC50cmVsbGlzLnRhc2tzLnYxLkdldFRhc2tSZXF1ZXN0GiEudHJlbGxpcy50YXNrcy52MS5HZXRUYXNrUmVzcG9uc2USVAoJTGlzdFRhc2tzEiIudHJlbGxpcy50YXNrcy52MS5MaXN0VGFza3NSZXF1ZXN0GiMudHJlbGxpcy50YXNrcy52MS5MaXN0VGFza3NSZXNwb25zZRJXCgpDYW5jZWxUYXNrEiMudHJlbGxpcy50YXNrcy52MS5DYW5jZWxUYXNrUmVxdWVzdBokLnRyZWxsaXMudGFza3MudjEuQ2FuY2VsVGFza1Jlc3BvbnNlElYKCVdhdGNoVGFzaxIiLnRyZWxsaXMudGFza3MudjEuV2F0Y2hUYXNrUmVxdWVzdBojLnRyZWxsaXMudGFza3MudjEuV2F0Y2hUYXNrUmVzcG9uc2UwATKbAgoMRXZlbnRTZXJ2aWNlElcKCkxpc3RFdmVudHMSIy50cmVsbGlzLnRhc2tzLnYxLkxpc3RFdmVudHNSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5MaXN0RXZlbnRzUmVzcG9uc2USXwoMU3RyZWFtRXZlbnRzEiUudHJlbGxpcy50YXNrcy52MS5TdHJlYW1FdmVudHNSZXF1ZXN0GiYudHJlbGxpcy50YXNrcy52MS5TdHJlYW1FdmVudHNSZXNwb25zZTABElEKCEdldEV2ZW50EiEudHJlbGxpcy50YXNrcy52MS5HZXRFdmVudFJlcXVlc3QaIi50cmVsbGlzLnRhc2tzLnYxLkdldEV2ZW50UmVzcG9uc2UyXwoNU2lnbmFsU2VydmljZRJOCgdEZWxpdmVyEiAudHJlbGxpcy50YXNrcy52MS5EZWxpdmVyUmVxdWVzdBohLnRyZWxsaXMudGFza3MudjEuRGVsaXZlclJlc3BvbnNlMqsDCg9BcnRpZmFjdFNlcnZpY2USaQoQUmVnaXN0ZXJBcnRpZmFjdBIpLnRyZWxsaXMudGFza3MudjEuUmVnaXN0ZXJBcnRpZmFjdFJlcXVlc3QaKi50cmVsbGlzLnRhc2tzLnYxLlJlZ2lzdGVyQXJ0aWZhY3RSZXNwb25zZRJaCgtHZXRBcnRpZmFjdBIkLnRyZWxsaXMudGFza3MudjEuR2V0QXJ0aWZhY3RSZXF1ZXN0GiUudHJlbGxpcy50YXNrcy52MS5HZXRBcnRpZmFjdFJlc3BvbnNlEmAKDUxpc3RBcnRpZmFjdHMSJi50cmVsbGlzLnRhc2tzLnYxLkxpc3RBcnRpZmFjdHNSZXF1ZXN0GicudHJlbGxpcy50YXNrcy52MS5MaXN0QXJ0aWZhY3RzUmVzcG9uc2USbwoSR2V0QXJ0aWZhY3RDb250ZW50EisudHJlbGxpcy50YXNrcy52MS5HZXRBcnRpZmFjdENvbnRlbnRSZXF1ZXN0GiwudHJlbGxpcy50YXNrcy52MS5HZXRBcnRpZmFjdENvbnRlbnRSZXNwb25zZTLIAQoOT3V0Y29tZVNlcnZpY2USVwoKR2V0T3V0Y29tZRIjLnRyZWxsaXMudGFza3MudjEuR2V0T3V0Y29tZVJlcXVlc3QaJC50cmVsbGlzLnRhc2tzLnYxLkdldE91dGNvbWVSZXNwb25zZRJdCgxMaXN0T3V0Y29tZXMSJS50cmVsbGlzLnRhc2tzLnYxLkxpc3RPdXRjb21lc1JlcXVlc3QaJi50cmVsbGlzLnRhc2tzLnYxLkxpc3RPdXRjb21lc1Jlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_struct, file_trellis_core_v1_event, file_trellis_core_v1_message, file_trellis_tasks_v1_resources]);
+  fileDesc("Ch90cmVsbGlzL3Rhc2tzL3YxL3NlcnZpY2VzLnByb3RvEhB0cmVsbGlzLnRhc2tzLnYxIo4BChZDcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEcm9vdBgCIAEoCRIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAQgASgJEhQKDHdvcmtzcGFjZV9pZBgFIAEoCSJJChdDcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZSIrChNHZXRXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCSJGChRHZXRXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZSI+ChVMaXN0V29ya3NwYWNlc1JlcXVlc3QSEQoJcGFnZV9zaXplGAEgASgFEhIKCnBhZ2VfdG9rZW4YAiABKAkiYgoWTGlzdFdvcmtzcGFjZXNSZXNwb25zZRIvCgp3b3Jrc3BhY2VzGAEgAygLMhsudHJlbGxpcy50YXNrcy52MS5Xb3Jrc3BhY2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIlUKEkNyZWF0ZUFnZW50UmVxdWVzdBImCgVhZ2VudBgBIAEoCzIXLnRyZWxsaXMudGFza3MudjEuQWdlbnQSFwoPaWRlbXBvdGVuY3lfa2V5GAIgASgJIj0KE0NyZWF0ZUFnZW50UmVzcG9uc2USJgoFYWdlbnQYASABKAsyFy50cmVsbGlzLnRhc2tzLnYxLkFnZW50IiMKD0dldEFnZW50UmVxdWVzdBIQCghhZ2VudF9pZBgBIAEoCSI6ChBHZXRBZ2VudFJlc3BvbnNlEiYKBWFnZW50GAEgASgLMhcudHJlbGxpcy50YXNrcy52MS5BZ2VudCJQChFMaXN0QWdlbnRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiVgoSTGlzdEFnZW50c1Jlc3BvbnNlEicKBmFnZW50cxgBIAMoCzIXLnRyZWxsaXMudGFza3MudjEuQWdlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIsoBChRDcmVhdGVTZXNzaW9uUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSMgoQaW5pdGlhbF9tZXNzYWdlcxgDIAMoCzIYLnRyZWxsaXMuY29yZS52MS5NZXNzYWdlEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIXCg9pZGVtcG90ZW5jeV9rZXkYBSABKAkSEgoKc2Vzc2lvbl9pZBgGIAEoCSJDChVDcmVhdGVTZXNzaW9uUmVzcG9uc2USKgoHc2Vzc2lvbhgBIAEoCzIZLnRyZWxsaXMudGFza3MudjEuU2Vzc2lvbiInChFHZXRTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJIkAKEkdldFNlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uIlIKE0xpc3RTZXNzaW9uc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlwKFExpc3RTZXNzaW9uc1Jlc3BvbnNlEisKCHNlc3Npb25zGAEgAygLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI5ChNDbG9zZVNlc3Npb25SZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSDgoGcmVhc29uGAIgASgJIkIKFENsb3NlU2Vzc2lvblJlc3BvbnNlEioKB3Nlc3Npb24YASABKAsyGS50cmVsbGlzLnRhc2tzLnYxLlNlc3Npb24i2AEKEkZvcmtTZXNzaW9uUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhMKC2F0X2V2ZW50X2lkGAIgASgJEhgKEGF0X21lc3NhZ2VfY291bnQYAyABKAQSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgFIAEoCRIRCglicmFuY2hfaWQYBiABKAkSFQoNYXRfbWVzc2FnZV9pZBgHIAEoCRIRCglhdF9jdXJzb3IYCCABKAkiQQoTRm9ya1Nlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uIlkKFlRydW5jYXRlU2Vzc2lvblJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRISCgprZWVwX3R1cm5zGAIgASgEEhcKD2lkZW1wb3RlbmN5X2tleRgDIAEoCSJfChdUcnVuY2F0ZVNlc3Npb25SZXNwb25zZRIqCgdzZXNzaW9uGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uEhgKEGRyb3BwZWRfbWVzc2FnZXMYAiABKAQibgoUQXBwZW5kTWVzc2FnZVJlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIpCgdtZXNzYWdlGAIgASgLMhgudHJlbGxpcy5jb3JlLnYxLk1lc3NhZ2USFwoPaWRlbXBvdGVuY3lfa2V5GAMgASgJIkoKFUFwcGVuZE1lc3NhZ2VSZXNwb25zZRIxCgdtZXNzYWdlGAEgASgLMiAudHJlbGxpcy50YXNrcy52MS5TZXNzaW9uTWVzc2FnZSJhChNMaXN0TWVzc2FnZXNSZXF1ZXN0EhIKCnNlc3Npb25faWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkSDwoHdGFza19pZBgEIAEoCSJjChRMaXN0TWVzc2FnZXNSZXNwb25zZRIyCghtZXNzYWdlcxgBIAMoCzIgLnRyZWxsaXMudGFza3MudjEuU2Vzc2lvbk1lc3NhZ2USFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIicKEUdldE1lc3NhZ2VSZXF1ZXN0EhIKCm1lc3NhZ2VfaWQYASABKAkiRwoSR2V0TWVzc2FnZVJlc3BvbnNlEjEKB21lc3NhZ2UYASABKAsyIC50cmVsbGlzLnRhc2tzLnYxLlNlc3Npb25NZXNzYWdlIp8CChFTdWJtaXRUYXNrUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEicKBWlucHV0GAMgASgLMhgudHJlbGxpcy5jb3JlLnYxLk1lc3NhZ2USMQoLYnVzeV9wb2xpY3kYBCABKA4yHC50cmVsbGlzLnRhc2tzLnYxLkJ1c3lQb2xpY3kSFwoPaWRlbXBvdGVuY3lfa2V5GAUgASgJEhYKDnBhcmVudF90YXNrX2lkGAYgASgJEikKCG1ldGFkYXRhGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIWCg5jcmVhdGVfc2Vzc2lvbhgIIAEoCBIUCgx3b3Jrc3BhY2VfaWQYCSABKAkiTAoSU3VibWl0VGFza1Jlc3BvbnNlEiQKBHRhc2sYASABKAsyFi50cmVsbGlzLnRhc2tzLnYxLlRhc2sSEAoIcmVwbGF5ZWQYAiABKAgiIQoOR2V0VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCSI3Cg9HZXRUYXNrUmVzcG9uc2USJAoEdGFzaxgBIAEoCzIWLnRyZWxsaXMudGFza3MudjEuVGFzayKSAQoQTGlzdFRhc2tzUmVxdWVzdBISCgpzZXNzaW9uX2lkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRItCghzdGF0dXNlcxgDIAMoDjIbLnRyZWxsaXMuY29yZS52MS5UYXNrU3RhdHVzEhEKCXBhZ2Vfc2l6ZRgEIAEoBRISCgpwYWdlX3Rva2VuGAUgASgJIlMKEUxpc3RUYXNrc1Jlc3BvbnNlEiUKBXRhc2tzGAEgAygLMhYudHJlbGxpcy50YXNrcy52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI0ChFDYW5jZWxUYXNrUmVxdWVzdBIPCgd0YXNrX2lkGAEgASgJEg4KBnJlYXNvbhgCIAEoCSI6ChJDYW5jZWxUYXNrUmVzcG9uc2USJAoEdGFzaxgBIAEoCzIWLnRyZWxsaXMudGFza3MudjEuVGFzayI6ChBXYXRjaFRhc2tSZXF1ZXN0Eg8KB3Rhc2tfaWQYASABKAkSFQoNdW50aWxfc2V0dGxlZBgCIAEoCCI5ChFXYXRjaFRhc2tSZXNwb25zZRIkCgR0YXNrGAEgASgLMhYudHJlbGxpcy50YXNrcy52MS5UYXNrIs0BCg5SZXBsYXlPdmVycmlkZRIMCgRraW5kGAEgASgJEhAKCGV2ZW50X2lkGAIgASgJEg4KBnRhcmdldBgDIAEoCRIlCgV2YWx1ZRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRITCgthcnRpZmFjdF9pZBgFIAEoCRIOCgZzaGEyNTYYBiABKAkSLwoKdmlzaWJpbGl0eRgHIAEoDjIbLnRyZWxsaXMuY29yZS52MS5WaXNpYmlsaXR5Eg4KBnJlYXNvbhgIIAEoCSLzAgoRUmVwbGF5VGFza1JlcXVlc3QSDwoHdGFza19pZBgBIAEoCRIqCgRtb2RlGAIgASgOMhwudHJlbGxpcy50YXNrcy52MS5SZXBsYXlNb2RlEkUKCW92ZXJyaWRlcxgDIAMoCzIyLnRyZWxsaXMudGFza3MudjEuUmVwbGF5VGFza1JlcXVlc3QuT3ZlcnJpZGVzRW50cnkSFQoNY2hlY2twb2ludF9pZBgEIAEoCRIbChNjaGVja3BvaW50X2V2ZW50X2lkGAUgASgJEg4KBnJlYXNvbhgGIAEoCRIpCghtZXRhZGF0YRgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSFwoPaWRlbXBvdGVuY3lfa2V5GAggASgJGlIKDk92ZXJyaWRlc0VudHJ5EgsKA2tleRgBIAEoCRIvCgV2YWx1ZRgCIAEoCzIgLnRyZWxsaXMudGFza3MudjEuUmVwbGF5T3ZlcnJpZGU6AjgBIngKElJlcGxheVRhc2tSZXNwb25zZRIkCgR0YXNrGAEgASgLMhYudHJlbGxpcy50YXNrcy52MS5UYXNrEioKB3Nlc3Npb24YAiABKAsyGS50cmVsbGlzLnRhc2tzLnYxLlNlc3Npb24SEAoIcmVwbGF5ZWQYAyABKAgidQoRTGlzdEV2ZW50c1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhYKDmFmdGVyX2V2ZW50X2lkGAMgASgJEg0KBWxpbWl0GAQgASgFEhQKDHdvcmtzcGFjZV9pZBgFIAEoCSJOChJMaXN0RXZlbnRzUmVzcG9uc2USJgoGZXZlbnRzGAEgAygLMhYudHJlbGxpcy5jb3JlLnYxLkV2ZW50EhAKCGhhc19tb3JlGAIgASgIInoKE1N0cmVhbUV2ZW50c1JlcXVlc3QSEgoKc2Vzc2lvbl9pZBgBIAEoCRIPCgd0YXNrX2lkGAIgASgJEhYKDmFmdGVyX2V2ZW50X2lkGAMgASgJEhQKDHdvcmtzcGFjZV9pZBgEIAEoCRIQCghmcm9tX25vdxgFIAEoCCIjCg9HZXRFdmVudFJlcXVlc3QSEAoIZXZlbnRfaWQYASABKAkiOQoQR2V0RXZlbnRSZXNwb25zZRIlCgVldmVudBgBIAEoCzIWLnRyZWxsaXMuY29yZS52MS5FdmVudCJbChRTdHJlYW1FdmVudHNSZXNwb25zZRIlCgVldmVudBgBIAEoCzIWLnRyZWxsaXMuY29yZS52MS5FdmVudBIcChRzdGFydF9hZnRlcl9ldmVudF9pZBgCIAEoCSJhCg5EZWxpdmVyUmVxdWVzdBIRCglzaWduYWxfaWQYASABKAkSJwoHcGF5bG9hZBgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRITCgtkZWxpdmVyeV9pZBgDIAEoCSJbCg9EZWxpdmVyUmVzcG9uc2USDwoHdGFza19pZBgBIAEoCRIRCglkdXBsaWNhdGUYAiABKAgSJAoEdGFzaxgDIAEoCzIWLnRyZWxsaXMudGFza3MudjEuVGFzayJxChdSZWdpc3RlckFydGlmYWN0UmVxdWVzdBIsCghhcnRpZmFjdBgBIAEoCzIaLnRyZWxsaXMudGFza3MudjEuQXJ0aWZhY3QSDwoHY29udGVudBgCIAEoDBIXCg9pZGVtcG90ZW5jeV9rZXkYAyABKAkiSAoYUmVnaXN0ZXJBcnRpZmFjdFJlc3BvbnNlEiwKCGFydGlmYWN0GAEgASgLMhoudHJlbGxpcy50YXNrcy52MS5BcnRpZmFjdCIpChJHZXRBcnRpZmFjdFJlcXVlc3QSEwoLYXJ0aWZhY3RfaWQYASABKAkiQwoTR2V0QXJ0aWZhY3RSZXNwb25zZRIsCghhcnRpZmFjdBgBIAEoCzIaLnRyZWxsaXMudGFza3MudjEuQXJ0aWZhY3QieAoUTGlzdEFydGlmYWN0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCSJfChVMaXN0QXJ0aWZhY3RzUmVzcG9uc2USLQoJYXJ0aWZhY3RzGAEgAygLMhoudHJlbGxpcy50YXNrcy52MS5BcnRpZmFjdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiMAoZR2V0QXJ0aWZhY3RDb250ZW50UmVxdWVzdBITCgthcnRpZmFjdF9pZBgBIAEoCSJAChpHZXRBcnRpZmFjdENvbnRlbnRSZXNwb25zZRIPCgdjb250ZW50GAEgASgMEhEKCW1pbWVfdHlwZRgCIAEoCSInChFHZXRPdXRjb21lUmVxdWVzdBISCgpvdXRjb21lX2lkGAEgASgJIkAKEkdldE91dGNvbWVSZXNwb25zZRIqCgdvdXRjb21lGAEgASgLMhkudHJlbGxpcy50YXNrcy52MS5PdXRjb21lIncKE0xpc3RPdXRjb21lc1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhIKCnNlc3Npb25faWQYAiABKAkSDwoHdGFza19pZBgDIAEoCRIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCSJcChRMaXN0T3V0Y29tZXNSZXNwb25zZRIrCghvdXRjb21lcxgBIAMoCzIZLnRyZWxsaXMudGFza3MudjEuT3V0Y29tZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkqgQEKClJlcGxheU1vZGUSGwoXUkVQTEFZX01PREVfVU5TUEVDSUZJRUQQABIVChFSRVBMQVlfTU9ERV9FWEFDVBABEh4KGlJFUExBWV9NT0RFX1dJVEhfT1ZFUlJJREVTEAISHwobUkVQTEFZX01PREVfRlJPTV9DSEVDS1BPSU5UEAMyvgIKEFdvcmtzcGFjZVNlcnZpY2USZgoPQ3JlYXRlV29ya3NwYWNlEigudHJlbGxpcy50YXNrcy52MS5DcmVhdGVXb3Jrc3BhY2VSZXF1ZXN0GikudHJlbGxpcy50YXNrcy52MS5DcmVhdGVXb3Jrc3BhY2VSZXNwb25zZRJdCgxHZXRXb3Jrc3BhY2USJS50cmVsbGlzLnRhc2tzLnYxLkdldFdvcmtzcGFjZVJlcXVlc3QaJi50cmVsbGlzLnRhc2tzLnYxLkdldFdvcmtzcGFjZVJlc3BvbnNlEmMKDkxpc3RXb3Jrc3BhY2VzEicudHJlbGxpcy50YXNrcy52MS5MaXN0V29ya3NwYWNlc1JlcXVlc3QaKC50cmVsbGlzLnRhc2tzLnYxLkxpc3RXb3Jrc3BhY2VzUmVzcG9uc2UylgIKDEFnZW50U2VydmljZRJaCgtDcmVhdGVBZ2VudBIkLnRyZWxsaXMudGFza3MudjEuQ3JlYXRlQWdlbnRSZXF1ZXN0GiUudHJlbGxpcy50YXNrcy52MS5DcmVhdGVBZ2VudFJlc3BvbnNlElEKCEdldEFnZW50EiEudHJlbGxpcy50YXNrcy52MS5HZXRBZ2VudFJlcXVlc3QaIi50cmVsbGlzLnRhc2tzLnYxLkdldEFnZW50UmVzcG9uc2USVwoKTGlzdEFnZW50cxIjLnRyZWxsaXMudGFza3MudjEuTGlzdEFnZW50c1JlcXVlc3QaJC50cmVsbGlzLnRhc2tzLnYxLkxpc3RBZ2VudHNSZXNwb25zZTLnBgoOU2Vzc2lvblNlcnZpY2USYAoNQ3JlYXRlU2Vzc2lvbhImLnRyZWxsaXMudGFza3MudjEuQ3JlYXRlU2Vzc2lvblJlcXVlc3QaJy50cmVsbGlzLnRhc2tzLnYxLkNyZWF0ZVNlc3Npb25SZXNwb25zZRJXCgpHZXRTZXNzaW9uEiMudHJlbGxpcy50YXNrcy52MS5HZXRTZXNzaW9uUmVxdWVzdBokLnRyZWxsaXMudGFza3MudjEuR2V0U2Vzc2lvblJlc3BvbnNlEl0KDExpc3RTZXNzaW9ucxIlLnRyZWxsaXMudGFza3MudjEuTGlzdFNlc3Npb25zUmVxdWVzdBomLnRyZWxsaXMudGFza3MudjEuTGlzdFNlc3Npb25zUmVzcG9uc2USXQoMQ2xvc2VTZXNzaW9uEiUudHJlbGxpcy50YXNrcy52MS5DbG9zZVNlc3Npb25SZXF1ZXN0GiYudHJlbGxpcy50YXNrcy52MS5DbG9zZVNlc3Npb25SZXNwb25zZRJaCgtGb3JrU2Vzc2lvbhIkLnRyZWxsaXMudGFza3MudjEuRm9ya1Nlc3Npb25SZXF1ZXN0GiUudHJlbGxpcy50YXNrcy52MS5Gb3JrU2Vzc2lvblJlc3BvbnNlEmYKD1RydW5jYXRlU2Vzc2lvbhIoLnRyZWxsaXMudGFza3MudjEuVHJ1bmNhdGVTZXNzaW9uUmVxdWVzdBopLnRyZWxsaXMudGFza3MudjEuVHJ1bmNhdGVTZXNzaW9uUmVzcG9uc2USYAoNQXBwZW5kTWVzc2FnZRImLnRyZWxsaXMudGFza3MudjEuQXBwZW5kTWVzc2FnZVJlcXVlc3QaJy50cmVsbGlzLnRhc2tzLnYxLkFwcGVuZE1lc3NhZ2VSZXNwb25zZRJdCgxMaXN0TWVzc2FnZXMSJS50cmVsbGlzLnRhc2tzLnYxLkxpc3RNZXNzYWdlc1JlcXVlc3QaJi50cmVsbGlzLnRhc2tzLnYxLkxpc3RNZXNzYWdlc1Jlc3BvbnNlElcKCkdldE1lc3NhZ2USIy50cmVsbGlzLnRhc2tzLnYxLkdldE1lc3NhZ2VSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5HZXRNZXNzYWdlUmVzcG9uc2UylgQKC1Rhc2tTZXJ2aWNlElcKClN1Ym1pdFRhc2sSIy50cmVsbGlzLnRhc2tzLnYxLlN1Ym1pdFRhc2tSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5TdWJtaXRUYXNrUmVzcG9uc2USTgoHR2V0VGFzaxIgLnRyZWxsaXMudGFza3MudjEuR2V0VGFza1JlcXVlc3QaIS50cmVsbGlzLnRhc2tzLnYxLkdldFRhc2tSZXNwb25zZRJUCglMaXN0VGFza3MSIi50cmVsbGlzLnRhc2tzLnYxLkxpc3RUYXNrc1JlcXVlc3QaIy50cmVsbGlzLnRhc2tzLnYxLkxpc3RUYXNrc1Jlc3BvbnNlElcKCkNhbmNlbFRhc2sSIy50cmVsbGlzLnRhc2tzLnYxLkNhbmNlbFRhc2tSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5DYW5jZWxUYXNrUmVzcG9uc2USVgoJV2F0Y2hUYXNrEiIudHJlbGxpcy50YXNrcy52MS5XYXRjaFRhc2tSZXF1ZXN0GiMudHJlbGxpcy50YXNrcy52MS5XYXRjaFRhc2tSZXNwb25zZTABElcKClJlcGxheVRhc2sSIy50cmVsbGlzLnRhc2tzLnYxLlJlcGxheVRhc2tSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5SZXBsYXlUYXNrUmVzcG9uc2UymwIKDEV2ZW50U2VydmljZRJXCgpMaXN0RXZlbnRzEiMudHJlbGxpcy50YXNrcy52MS5MaXN0RXZlbnRzUmVxdWVzdBokLnRyZWxsaXMudGFza3MudjEuTGlzdEV2ZW50c1Jlc3BvbnNlEl8KDFN0cmVhbUV2ZW50cxIlLnRyZWxsaXMudGFza3MudjEuU3RyZWFtRXZlbnRzUmVxdWVzdBomLnRyZWxsaXMudGFza3MudjEuU3RyZWFtRXZlbnRzUmVzcG9uc2UwARJRCghHZXRFdmVudBIhLnRyZWxsaXMudGFza3MudjEuR2V0RXZlbnRSZXF1ZXN0GiIudHJlbGxpcy50YXNrcy52MS5HZXRFdmVudFJlc3BvbnNlMl8KDVNpZ25hbFNlcnZpY2USTgoHRGVsaXZlchIgLnRyZWxsaXMudGFza3MudjEuRGVsaXZlclJlcXVlc3QaIS50cmVsbGlzLnRhc2tzLnYxLkRlbGl2ZXJSZXNwb25zZTKrAwoPQXJ0aWZhY3RTZXJ2aWNlEmkKEFJlZ2lzdGVyQXJ0aWZhY3QSKS50cmVsbGlzLnRhc2tzLnYxLlJlZ2lzdGVyQXJ0aWZhY3RSZXF1ZXN0GioudHJlbGxpcy50YXNrcy52MS5SZWdpc3RlckFydGlmYWN0UmVzcG9uc2USWgoLR2V0QXJ0aWZhY3QSJC50cmVsbGlzLnRhc2tzLnYxLkdldEFydGlmYWN0UmVxdWVzdBolLnRyZWxsaXMudGFza3MudjEuR2V0QXJ0aWZhY3RSZXNwb25zZRJgCg1MaXN0QXJ0aWZhY3RzEiYudHJlbGxpcy50YXNrcy52MS5MaXN0QXJ0aWZhY3RzUmVxdWVzdBonLnRyZWxsaXMudGFza3MudjEuTGlzdEFydGlmYWN0c1Jlc3BvbnNlEm8KEkdldEFydGlmYWN0Q29udGVudBIrLnRyZWxsaXMudGFza3MudjEuR2V0QXJ0aWZhY3RDb250ZW50UmVxdWVzdBosLnRyZWxsaXMudGFza3MudjEuR2V0QXJ0aWZhY3RDb250ZW50UmVzcG9uc2UyyAEKDk91dGNvbWVTZXJ2aWNlElcKCkdldE91dGNvbWUSIy50cmVsbGlzLnRhc2tzLnYxLkdldE91dGNvbWVSZXF1ZXN0GiQudHJlbGxpcy50YXNrcy52MS5HZXRPdXRjb21lUmVzcG9uc2USXQoMTGlzdE91dGNvbWVzEiUudHJlbGxpcy50YXNrcy52MS5MaXN0T3V0Y29tZXNSZXF1ZXN0GiYudHJlbGxpcy50YXNrcy52MS5MaXN0T3V0Y29tZXNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_struct, file_trellis_core_v1_event, file_trellis_core_v1_message, file_trellis_tasks_v1_resources]);
 
 /**
  * @generated from message trellis.tasks.v1.CreateWorkspaceRequest
@@ -500,6 +500,22 @@ export type ForkSessionRequest = Message<"trellis.tasks.v1.ForkSessionRequest"> 
    * @generated from field: string branch_id = 6;
    */
   branchId: string;
+
+  /**
+   * Or: copy history up to and including this message of the transcript
+   * (used when at_event_id is empty).
+   *
+   * @generated from field: string at_message_id = 7;
+   */
+  atMessageId: string;
+
+  /**
+   * Or: a stream cursor (an event id from an SSE stream or chat Subscribe,
+   * or "origin" for none of the history), treated like at_event_id.
+   *
+   * @generated from field: string at_cursor = 8;
+   */
+  atCursor: string;
 };
 
 /**
@@ -978,6 +994,170 @@ export const WatchTaskResponseSchema: GenMessage<WatchTaskResponse> = /*@__PURE_
   messageDesc(file_trellis_tasks_v1_services, 39);
 
 /**
+ * ReplayOverride is replacement material for one recorded dependency.
+ *
+ * @generated from message trellis.tasks.v1.ReplayOverride
+ */
+export type ReplayOverride = Message<"trellis.tasks.v1.ReplayOverride"> & {
+  /**
+   * llm_provider_response, tool_result, mcp_tool_return, time, secret_value,
+   * host_fact, event_payload, checkpoint_value; empty: implied by the key.
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * The original event this substitutes, when the caller knows it.
+   *
+   * @generated from field: string event_id = 2;
+   */
+  eventId: string;
+
+  /**
+   * Stable dependency label (model call id, tool call id, clock label, secret name).
+   *
+   * @generated from field: string target = 3;
+   */
+  target: string;
+
+  /**
+   * The replacement, inline.
+   *
+   * @generated from field: google.protobuf.Value value = 4;
+   */
+  value?: Value | undefined;
+
+  /**
+   * Or: an artifact whose content (JSON) is the replacement.
+   *
+   * @generated from field: string artifact_id = 5;
+   */
+  artifactId: string;
+
+  /**
+   * "sha256:<64 hex>" of the replacement's RFC 8785 form, checked when given.
+   *
+   * @generated from field: string sha256 = 6;
+   */
+  sha256: string;
+
+  /**
+   * Default RECEIPT_ONLY.
+   *
+   * @generated from field: trellis.core.v1.Visibility visibility = 7;
+   */
+  visibility: Visibility;
+
+  /**
+   * @generated from field: string reason = 8;
+   */
+  reason: string;
+};
+
+/**
+ * Describes the message trellis.tasks.v1.ReplayOverride.
+ * Use `create(ReplayOverrideSchema)` to create a new message.
+ */
+export const ReplayOverrideSchema: GenMessage<ReplayOverride> = /*@__PURE__*/
+  messageDesc(file_trellis_tasks_v1_services, 40);
+
+/**
+ * @generated from message trellis.tasks.v1.ReplayTaskRequest
+ */
+export type ReplayTaskRequest = Message<"trellis.tasks.v1.ReplayTaskRequest"> & {
+  /**
+   * The source task.
+   *
+   * @generated from field: string task_id = 1;
+   */
+  taskId: string;
+
+  /**
+   * @generated from field: trellis.tasks.v1.ReplayMode mode = 2;
+   */
+  mode: ReplayMode;
+
+  /**
+   * Keyed substitutions: `llm:<call_id>`, `tool:<tool_call_id>`,
+   * `time:<label>`, `secret:<name>`.
+   *
+   * @generated from field: map<string, trellis.tasks.v1.ReplayOverride> overrides = 3;
+   */
+  overrides: { [key: string]: ReplayOverride };
+
+  /**
+   * FROM_CHECKPOINT: the checkpoint (Suspension.checkpoint_id) …
+   *
+   * @generated from field: string checkpoint_id = 4;
+   */
+  checkpointId: string;
+
+  /**
+   * … or the event that recorded it (the source's task.input_required /
+   * task.auth_required event).
+   *
+   * @generated from field: string checkpoint_event_id = 5;
+   */
+  checkpointEventId: string;
+
+  /**
+   * @generated from field: string reason = 6;
+   */
+  reason: string;
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 7;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * @generated from field: string idempotency_key = 8;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message trellis.tasks.v1.ReplayTaskRequest.
+ * Use `create(ReplayTaskRequestSchema)` to create a new message.
+ */
+export const ReplayTaskRequestSchema: GenMessage<ReplayTaskRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_tasks_v1_services, 41);
+
+/**
+ * @generated from message trellis.tasks.v1.ReplayTaskResponse
+ */
+export type ReplayTaskResponse = Message<"trellis.tasks.v1.ReplayTaskResponse"> & {
+  /**
+   * The replay task (parent_task_id = the source).
+   *
+   * @generated from field: trellis.tasks.v1.Task task = 1;
+   */
+  task?: Task | undefined;
+
+  /**
+   * The session it runs in: a fork of the source's session.
+   *
+   * @generated from field: trellis.tasks.v1.Session session = 2;
+   */
+  session?: Session | undefined;
+
+  /**
+   * True when an earlier request with the same idempotency key created it.
+   *
+   * @generated from field: bool replayed = 3;
+   */
+  replayed: boolean;
+};
+
+/**
+ * Describes the message trellis.tasks.v1.ReplayTaskResponse.
+ * Use `create(ReplayTaskResponseSchema)` to create a new message.
+ */
+export const ReplayTaskResponseSchema: GenMessage<ReplayTaskResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_tasks_v1_services, 42);
+
+/**
  * @generated from message trellis.tasks.v1.ListEventsRequest
  */
 export type ListEventsRequest = Message<"trellis.tasks.v1.ListEventsRequest"> & {
@@ -1019,7 +1199,7 @@ export type ListEventsRequest = Message<"trellis.tasks.v1.ListEventsRequest"> & 
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 40);
+  messageDesc(file_trellis_tasks_v1_services, 43);
 
 /**
  * @generated from message trellis.tasks.v1.ListEventsResponse
@@ -1041,7 +1221,7 @@ export type ListEventsResponse = Message<"trellis.tasks.v1.ListEventsResponse"> 
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 41);
+  messageDesc(file_trellis_tasks_v1_services, 44);
 
 /**
  * @generated from message trellis.tasks.v1.StreamEventsRequest
@@ -1085,7 +1265,7 @@ export type StreamEventsRequest = Message<"trellis.tasks.v1.StreamEventsRequest"
  * Use `create(StreamEventsRequestSchema)` to create a new message.
  */
 export const StreamEventsRequestSchema: GenMessage<StreamEventsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 42);
+  messageDesc(file_trellis_tasks_v1_services, 45);
 
 /**
  * @generated from message trellis.tasks.v1.GetEventRequest
@@ -1102,7 +1282,7 @@ export type GetEventRequest = Message<"trellis.tasks.v1.GetEventRequest"> & {
  * Use `create(GetEventRequestSchema)` to create a new message.
  */
 export const GetEventRequestSchema: GenMessage<GetEventRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 43);
+  messageDesc(file_trellis_tasks_v1_services, 46);
 
 /**
  * @generated from message trellis.tasks.v1.GetEventResponse
@@ -1119,7 +1299,7 @@ export type GetEventResponse = Message<"trellis.tasks.v1.GetEventResponse"> & {
  * Use `create(GetEventResponseSchema)` to create a new message.
  */
 export const GetEventResponseSchema: GenMessage<GetEventResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 44);
+  messageDesc(file_trellis_tasks_v1_services, 47);
 
 /**
  * @generated from message trellis.tasks.v1.StreamEventsResponse
@@ -1144,7 +1324,7 @@ export type StreamEventsResponse = Message<"trellis.tasks.v1.StreamEventsRespons
  * Use `create(StreamEventsResponseSchema)` to create a new message.
  */
 export const StreamEventsResponseSchema: GenMessage<StreamEventsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 45);
+  messageDesc(file_trellis_tasks_v1_services, 48);
 
 /**
  * @generated from message trellis.tasks.v1.DeliverRequest
@@ -1173,7 +1353,7 @@ export type DeliverRequest = Message<"trellis.tasks.v1.DeliverRequest"> & {
  * Use `create(DeliverRequestSchema)` to create a new message.
  */
 export const DeliverRequestSchema: GenMessage<DeliverRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 46);
+  messageDesc(file_trellis_tasks_v1_services, 49);
 
 /**
  * @generated from message trellis.tasks.v1.DeliverResponse
@@ -1206,7 +1386,7 @@ export type DeliverResponse = Message<"trellis.tasks.v1.DeliverResponse"> & {
  * Use `create(DeliverResponseSchema)` to create a new message.
  */
 export const DeliverResponseSchema: GenMessage<DeliverResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 47);
+  messageDesc(file_trellis_tasks_v1_services, 50);
 
 /**
  * @generated from message trellis.tasks.v1.RegisterArtifactRequest
@@ -1235,7 +1415,7 @@ export type RegisterArtifactRequest = Message<"trellis.tasks.v1.RegisterArtifact
  * Use `create(RegisterArtifactRequestSchema)` to create a new message.
  */
 export const RegisterArtifactRequestSchema: GenMessage<RegisterArtifactRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 48);
+  messageDesc(file_trellis_tasks_v1_services, 51);
 
 /**
  * @generated from message trellis.tasks.v1.RegisterArtifactResponse
@@ -1252,7 +1432,7 @@ export type RegisterArtifactResponse = Message<"trellis.tasks.v1.RegisterArtifac
  * Use `create(RegisterArtifactResponseSchema)` to create a new message.
  */
 export const RegisterArtifactResponseSchema: GenMessage<RegisterArtifactResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 49);
+  messageDesc(file_trellis_tasks_v1_services, 52);
 
 /**
  * @generated from message trellis.tasks.v1.GetArtifactRequest
@@ -1269,7 +1449,7 @@ export type GetArtifactRequest = Message<"trellis.tasks.v1.GetArtifactRequest"> 
  * Use `create(GetArtifactRequestSchema)` to create a new message.
  */
 export const GetArtifactRequestSchema: GenMessage<GetArtifactRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 50);
+  messageDesc(file_trellis_tasks_v1_services, 53);
 
 /**
  * @generated from message trellis.tasks.v1.GetArtifactResponse
@@ -1286,7 +1466,7 @@ export type GetArtifactResponse = Message<"trellis.tasks.v1.GetArtifactResponse"
  * Use `create(GetArtifactResponseSchema)` to create a new message.
  */
 export const GetArtifactResponseSchema: GenMessage<GetArtifactResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 51);
+  messageDesc(file_trellis_tasks_v1_services, 54);
 
 /**
  * @generated from message trellis.tasks.v1.ListArtifactsRequest
@@ -1323,7 +1503,7 @@ export type ListArtifactsRequest = Message<"trellis.tasks.v1.ListArtifactsReques
  * Use `create(ListArtifactsRequestSchema)` to create a new message.
  */
 export const ListArtifactsRequestSchema: GenMessage<ListArtifactsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 52);
+  messageDesc(file_trellis_tasks_v1_services, 55);
 
 /**
  * @generated from message trellis.tasks.v1.ListArtifactsResponse
@@ -1345,7 +1525,7 @@ export type ListArtifactsResponse = Message<"trellis.tasks.v1.ListArtifactsRespo
  * Use `create(ListArtifactsResponseSchema)` to create a new message.
  */
 export const ListArtifactsResponseSchema: GenMessage<ListArtifactsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 53);
+  messageDesc(file_trellis_tasks_v1_services, 56);
 
 /**
  * @generated from message trellis.tasks.v1.GetArtifactContentRequest
@@ -1362,7 +1542,7 @@ export type GetArtifactContentRequest = Message<"trellis.tasks.v1.GetArtifactCon
  * Use `create(GetArtifactContentRequestSchema)` to create a new message.
  */
 export const GetArtifactContentRequestSchema: GenMessage<GetArtifactContentRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 54);
+  messageDesc(file_trellis_tasks_v1_services, 57);
 
 /**
  * @generated from message trellis.tasks.v1.GetArtifactContentResponse
@@ -1384,7 +1564,7 @@ export type GetArtifactContentResponse = Message<"trellis.tasks.v1.GetArtifactCo
  * Use `create(GetArtifactContentResponseSchema)` to create a new message.
  */
 export const GetArtifactContentResponseSchema: GenMessage<GetArtifactContentResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 55);
+  messageDesc(file_trellis_tasks_v1_services, 58);
 
 /**
  * @generated from message trellis.tasks.v1.GetOutcomeRequest
@@ -1401,7 +1581,7 @@ export type GetOutcomeRequest = Message<"trellis.tasks.v1.GetOutcomeRequest"> & 
  * Use `create(GetOutcomeRequestSchema)` to create a new message.
  */
 export const GetOutcomeRequestSchema: GenMessage<GetOutcomeRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 56);
+  messageDesc(file_trellis_tasks_v1_services, 59);
 
 /**
  * @generated from message trellis.tasks.v1.GetOutcomeResponse
@@ -1418,7 +1598,7 @@ export type GetOutcomeResponse = Message<"trellis.tasks.v1.GetOutcomeResponse"> 
  * Use `create(GetOutcomeResponseSchema)` to create a new message.
  */
 export const GetOutcomeResponseSchema: GenMessage<GetOutcomeResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 57);
+  messageDesc(file_trellis_tasks_v1_services, 60);
 
 /**
  * @generated from message trellis.tasks.v1.ListOutcomesRequest
@@ -1455,7 +1635,7 @@ export type ListOutcomesRequest = Message<"trellis.tasks.v1.ListOutcomesRequest"
  * Use `create(ListOutcomesRequestSchema)` to create a new message.
  */
 export const ListOutcomesRequestSchema: GenMessage<ListOutcomesRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 58);
+  messageDesc(file_trellis_tasks_v1_services, 61);
 
 /**
  * @generated from message trellis.tasks.v1.ListOutcomesResponse
@@ -1477,7 +1657,49 @@ export type ListOutcomesResponse = Message<"trellis.tasks.v1.ListOutcomesRespons
  * Use `create(ListOutcomesResponseSchema)` to create a new message.
  */
 export const ListOutcomesResponseSchema: GenMessage<ListOutcomesResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_tasks_v1_services, 59);
+  messageDesc(file_trellis_tasks_v1_services, 62);
+
+/**
+ * ReplayMode says what a replay may use besides the recording.
+ *
+ * @generated from enum trellis.tasks.v1.ReplayMode
+ */
+export enum ReplayMode {
+  /**
+   * Same as EXACT.
+   *
+   * @generated from enum value: REPLAY_MODE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Recorded material only; anything unrecorded fails the replay.
+   *
+   * @generated from enum value: REPLAY_MODE_EXACT = 1;
+   */
+  EXACT = 1,
+
+  /**
+   * Recorded material, with the named dependencies substituted (overrides).
+   *
+   * @generated from enum value: REPLAY_MODE_WITH_OVERRIDES = 2;
+   */
+  WITH_OVERRIDES = 2,
+
+  /**
+   * Restore a recorded checkpoint (a suspension of the source), then replay
+   * what came after it.
+   *
+   * @generated from enum value: REPLAY_MODE_FROM_CHECKPOINT = 3;
+   */
+  FROM_CHECKPOINT = 3,
+}
+
+/**
+ * Describes the enum trellis.tasks.v1.ReplayMode.
+ */
+export const ReplayModeSchema: GenEnum<ReplayMode> = /*@__PURE__*/
+  enumDesc(file_trellis_tasks_v1_services, 0);
 
 /**
  * WorkspaceService manages workspaces.
@@ -1680,6 +1902,19 @@ export const TaskService: GenService<{
     methodKind: "server_streaming";
     input: typeof WatchTaskRequestSchema;
     output: typeof WatchTaskResponseSchema;
+  },
+  /**
+   * Replay a task from its recorded events: a new task (parent_task_id = the
+   * source) in a new session forked from the source's just before its input,
+   * served recorded model responses and tool results instead of calling
+   * providers or tools again.
+   *
+   * @generated from rpc trellis.tasks.v1.TaskService.ReplayTask
+   */
+  replayTask: {
+    methodKind: "unary";
+    input: typeof ReplayTaskRequestSchema;
+    output: typeof ReplayTaskResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_trellis_tasks_v1_services, 3);

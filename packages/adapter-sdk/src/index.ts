@@ -1,0 +1,88 @@
+/**
+ * @trellis/adapter-sdk: write an agent backend for Trellis (the BYOH
+ * execution seam) and run it as a worker process of the mesh.
+ *
+ * @example
+ *   import { defineAdapter, runWorkerMain } from "@trellis/adapter-sdk";
+ *   await runWorkerMain(defineAdapter({ backendId: "echo", capabilities, run }));
+ */
+export { type AdapterSpec, BACKEND_ID_PATTERN, defineAdapter } from "./define-adapter.js";
+export {
+  capabilitiesFromProto,
+  capabilitiesToProto,
+  contractInvalid,
+  eventFromProto,
+  eventToProto,
+  negotiationFromProto,
+  negotiationToProto,
+  type RequestRuntime,
+  reasonFromProto,
+  reasonToProto,
+  requestFromProto,
+  requestToProto,
+  requirementsFromProto,
+  requirementsToProto,
+  resultFromProto,
+  resultToProto,
+  routingPolicyFromProto,
+  routingPolicyToProto,
+} from "./mapping.js";
+export {
+  attachmentCount,
+  CAPABILITY_ORDER,
+  capabilitiesOf,
+  capabilityProblems,
+  effectiveRequirements,
+  MINIMAL_CAPABILITIES,
+  negotiateCapabilities,
+  negotiateWith,
+  requirementProblems,
+  type SeamProblem,
+  weakestCapabilities,
+} from "./negotiation.js";
+export {
+  adapterErrorResult,
+  ExecutionTimeout,
+  type RunExecutionOptions,
+  runExecution,
+  streamExecution,
+  timeoutResult,
+  unsupportedResult,
+} from "./run-execution.js";
+export {
+  type AgentExecutor,
+  type AllowRequirement,
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
+  type ExecutionAgent,
+  type ExecutionCapabilities,
+  type ExecutionEvent,
+  type ExecutionNegotiation,
+  type ExecutionRequest,
+  type ExecutionRequirements,
+  type ExecutionResult,
+  type ExecutionResultInfo,
+  type ExecutionToolDescriptor,
+  type ExecutionTraceSummary,
+  type ExecutionUsage,
+  type NegotiationReason,
+  type PreferRequirement,
+  type ReasonCode,
+  type RoutingPolicy,
+  type SuspensionReason,
+  type TraceDepth,
+  type WantRequirement,
+} from "./types.js";
+export {
+  ensureBackendConsumer,
+  ensureWorkStream,
+  isNoResponders,
+  isTimeout,
+  TOKEN_PATTERN,
+  toToken,
+  type WireNames,
+  type WorkStreamOptions,
+  wireNames,
+} from "./wire.js";
+export { type AdapterWorker, runWorker, type WorkerOptions } from "./worker.js";
+export { runWorkerMain, workerConfigSchema } from "./worker-main.js";

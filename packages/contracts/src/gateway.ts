@@ -1,0 +1,2 @@
+// trellis.gateway.v1: services the gateway itself serves (the UI event stream over gRPC).
+export * from "./gen/trellis/gateway/v1/ui_pb.js";

@@ -1,0 +1,62 @@
+/** The built-in tool-loop harness (backend "harness") and its model providers. */
+export {
+  ANTHROPIC_PROVIDER,
+  type AnthropicProviderOptions,
+  createAnthropicProvider,
+} from "./anthropic-provider.js";
+export {
+  ASK_USER,
+  ASK_USER_TOOL,
+  MAX_ANSWER_LENGTH,
+  MAX_QUESTION_LENGTH,
+} from "./clarification.js";
+export {
+  createHarnessAdapter,
+  HARNESS_BACKEND,
+  type HarnessAdapterOptions,
+} from "./harness-adapter.js";
+export {
+  DEFAULT_MAX_STEPS,
+  type HarnessDefinition,
+  HarnessDefinitionError,
+  parseHarnessDefinition,
+} from "./harness-definition.js";
+export {
+  createOpenAIProvider,
+  OPENAI_PROVIDER,
+  type OpenAIProviderOptions,
+} from "./openai-provider.js";
+export type {
+  FinishReason,
+  ModelDelta,
+  ModelProvider,
+  ModelProviderFactory,
+  ModelRequest,
+  ModelResponse,
+  ModelTool,
+  ModelUsage,
+  ProviderConnection,
+} from "./provider.js";
+export {
+  isProviderError,
+  ProviderError,
+  type ProviderErrorCategory,
+  type ProviderErrorOptions,
+} from "./provider-error.js";
+export { harnessProvidersFromEnv } from "./providers-from-env.js";
+export {
+  InMemoryToolRunLedger,
+  PostgresToolRunLedger,
+  type PostgresToolRunLedgerOptions,
+  type ToolRunClaim,
+  type ToolRunLedger,
+  type ToolRunOutcome,
+  toolRunLedgerMigrations,
+} from "./tool-run-ledger.js";
+export {
+  type HarnessTool,
+  type InputProblem,
+  resultText,
+  type ToolContext,
+  ToolRegistry,
+} from "./tools.js";

@@ -1,0 +1,488 @@
+/**
+ * Remote dispatch over NATS (distributed mode): the router's half of the
+ * worker protocol (proto/trellis/adapters/v1/worker.proto; the worker's half
+ * is @trellis/adapter-sdk `runWorker`).
+ *
+ * - Heartbeats of every worker feed the {@link BackendRegistry}; at start the
+ *   router asks every worker to beat at once (`discover`).
+ * - An execution is a WorkItem on its backend's JetStream work queue. The
+ *   worker that pulls it claims it from this router; the router grants one
+ *   claim per attempt, so a stale copy never runs.
+ * - A worker that stops heart-beating mid-execution: the execution is queued
+ *   again (attempt + 1) when the agent is safe to retry, else it fails with
+ *   `worker_lost`. A queued execution whose backend has no live worker for
+ *   `unavailableAfterMs` fails with `backend_unavailable` (retryable).
+ * - `maxElapsedMs` and caller cancels reach the worker as a CancelNotice;
+ *   the router itself gives up after the grace period. Nothing waits forever.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import {
+  type Msg,
+  type MsgHdrs,
+  type NatsConnection,
+  headers as natsHeaders,
+  type Subscription,
+} from "@nats-io/transport-node";
+import {
+  type ExecutionResult,
+  effectiveRequirements,
+  ensureWorkStream,
+  eventFromProto,
+  negotiationFromProto,
+  requestToProto,
+  timeoutResult,
+  toToken,
+  type WireNames,
+  wireNames,
+} from "@trellis/adapter-sdk";
+import {
+  CancelNoticeSchema,
+  ClaimRequestSchema,
+  ClaimResponseSchema,
+  WorkerRegistrationSchema,
+  WorkerReportSchema,
+  WorkItemSchema,
+} from "@trellis/contracts/adapters";
+import { type HeaderRecord, injectTraceHeaders, type Logger } from "@trellis/runtime";
+import { announcementFromProto } from "./announcement.js";
+import type { BackendRegistry, WorkerEntry } from "./registry.js";
+import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "./router.js";
+
+/** Options of {@link JetStreamDispatcher.open}. */
+export interface JetStreamDispatcherOptions {
+  connection: NatsConnection;
+  registry: BackendRegistry;
+  /** Subject prefix (TRELLIS_NATS_PREFIX, default "trellis"). */
+  prefix?: string;
+  /** This router's id (default: host, pid, random). */
+  routerId?: string;
+  /** Storage of the work-queue stream if this router creates it (default file). */
+  storage?: "file" | "memory";
+  /** How long a canceled or timed-out worker may take to report (default 2000 ms). */
+  graceMs?: number;
+  /** Placements of one execution at most, counting retries after lost workers (default 3). */
+  maxAttempts?: number;
+  /** How often dead workers and stuck queues are checked (default 200 ms). */
+  sweepMs?: number;
+  /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
+  unavailableAfterMs?: number;
+  logger?: Logger;
+}
+
+function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
+  const entries = Object.entries(record);
+  if (entries.length === 0) return undefined;
+  const h = natsHeaders();
+  for (const [key, value] of entries) if (typeof value === "string") h.set(key, value);
+  return h;
+}
+
+interface Pending {
+  plan: DispatchPlan;
+  attempt: number;
+  state: "queued" | "running" | "done";
+  workerId?: string;
+  /** Since when no live worker could take it (queued only). */
+  orphanedSince?: number;
+  deadline?: number;
+  limitMs?: number;
+  /** The deadline passed: a late "cancelled" from the worker is a timeout. */
+  timedOut?: boolean;
+  /** Trace headers (`traceparent`) of the dispatch: every attempt's work item carries them. */
+  trace: HeaderRecord;
+  resolve(outcome: DispatchOutcome): void;
+  timers: NodeJS.Timeout[];
+  onAbort(): void;
+}
+
+const empty = new Uint8Array();
+
+/** The JetStream {@link RemoteDispatcher}. */
+export class JetStreamDispatcher implements RemoteDispatcher {
+  readonly routerId: string;
+  readonly names: WireNames;
+  readonly #nc: NatsConnection;
+  readonly #js: JetStreamClient;
+  readonly #registry: BackendRegistry;
+  readonly #graceMs: number;
+  readonly #maxAttempts: number;
+  readonly #unavailableAfterMs: number;
+  readonly #logger: Logger | undefined;
+  readonly #pending = new Map<string, Pending>();
+  readonly #subscriptions: Subscription[] = [];
+  readonly #sweep: NodeJS.Timeout;
+  readonly #inbox: string;
+  readonly #unlisten: () => void;
+  readonly #storage: "file" | "memory" | undefined;
+  #stream: Promise<void> | undefined;
+  #closed = false;
+
+  private constructor(options: JetStreamDispatcherOptions, names: WireNames) {
+    this.#nc = options.connection;
+    this.#js = jetstream(options.connection);
+    this.#registry = options.registry;
+    this.names = names;
+    this.routerId =
+      options.routerId ??
+      toToken(`router-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
+    this.#inbox = names.routerInbox(this.routerId);
+    this.#graceMs = options.graceMs ?? 2000;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
+    this.#logger = options.logger;
+    this.#storage = options.storage;
+    this.#unlisten = this.#registry.onWorkerLost((worker) => this.#workerLost(worker));
+    this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
+    this.#sweep.unref();
+  }
+
+  /**
+   * Listen to heartbeats and this router's inbox. The work stream is created
+   * with the first dispatch (or by the first worker): a process that never
+   * places remote work leaves nothing behind on the server.
+   */
+  static async open(options: JetStreamDispatcherOptions): Promise<JetStreamDispatcher> {
+    const names = wireNames(options.prefix);
+    const dispatcher = new JetStreamDispatcher(options, names);
+    dispatcher.#listen();
+    // Workers answer with a heartbeat: a router that starts late learns them at once.
+    options.connection.publish(names.discover, empty);
+    await options.connection.flush();
+    return dispatcher;
+  }
+
+  #listen(): void {
+    const nc = this.#nc;
+    this.#subscriptions.push(
+      nc.subscribe(this.names.allHeartbeats, {
+        callback: (_err, msg) => this.#heartbeat(msg),
+      }),
+      nc.subscribe(`${this.#inbox}.*`, {
+        callback: (_err, msg) => {
+          const kind = msg.subject.slice(this.#inbox.length + 1);
+          try {
+            if (kind === "claim") this.#claim(msg);
+            else if (kind === "event") this.#event(msg);
+            else if (kind === "result") this.#result(msg);
+          } catch (error) {
+            this.#logger?.warn("ignoring an unreadable worker message", {
+              subject: msg.subject,
+              error: String(error),
+            });
+          }
+        },
+      }),
+    );
+  }
+
+  #heartbeat(msg: Msg): void {
+    try {
+      const announcement = announcementFromProto(fromBinary(WorkerRegistrationSchema, msg.data));
+      this.#registry.announce(announcement);
+    } catch (error) {
+      this.#logger?.warn("ignoring an invalid worker announcement", { error: String(error) });
+    }
+  }
+
+  dispatch(plan: DispatchPlan): Promise<DispatchOutcome> {
+    if (this.#closed) {
+      return Promise.resolve({
+        result: this.#failed("backend_unavailable", "the router is shutting down", true),
+      });
+    }
+    const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
+    return new Promise<DispatchOutcome>((resolve, reject) => {
+      const pending: Pending = {
+        plan,
+        attempt: 1,
+        state: "queued",
+        resolve,
+        timers: [],
+        trace: injectTraceHeaders({}),
+        onAbort: () => this.#cancel(pending, "canceled by the caller"),
+        ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+      };
+      this.#pending.set(plan.executionId, pending);
+      if (pending.deadline !== undefined) {
+        pending.timers.push(
+          setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
+        );
+      }
+      if (plan.request.signal.aborted) {
+        this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+        return;
+      }
+      plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
+      this.#enqueue(pending).catch((error: unknown) => {
+        this.#pending.delete(plan.executionId);
+        this.#clear(pending);
+        pending.state = "done";
+        reject(error);
+      });
+    });
+  }
+
+  #ensureStream(): Promise<void> {
+    this.#stream ??= jetstreamManager(this.#nc)
+      .then((jsm) =>
+        ensureWorkStream(jsm, this.names, this.#storage ? { storage: this.#storage } : {}),
+      )
+      .catch((error: unknown) => {
+        this.#stream = undefined;
+        throw error;
+      });
+    return this.#stream;
+  }
+
+  async #enqueue(pending: Pending): Promise<void> {
+    await this.#ensureStream();
+    const { plan } = pending;
+    const item = create(WorkItemSchema, {
+      executionId: plan.executionId,
+      attempt: pending.attempt,
+      request: requestToProto(plan.request),
+      replyTo: this.#inbox,
+      ...(pending.deadline !== undefined ? { deadline: timestampFromMs(pending.deadline) } : {}),
+    });
+    try {
+      await this.#js.publish(this.names.work(plan.view.backendId), toBinary(WorkItemSchema, item), {
+        msgID: `${plan.executionId}.${pending.attempt}`,
+        headers: traceHeaders(pending.trace),
+      });
+    } catch (error) {
+      // The stream may have been removed behind our back: make sure of it next time.
+      this.#stream = undefined;
+      throw error;
+    }
+  }
+
+  #claim(msg: Msg): void {
+    const claim = fromBinary(ClaimRequestSchema, msg.data);
+    const pending = this.#pending.get(claim.executionId);
+    const answer = (granted: boolean, reason = "") =>
+      msg.respond(toBinary(ClaimResponseSchema, create(ClaimResponseSchema, { granted, reason })));
+    if (pending?.state !== "queued" || pending.attempt !== claim.attempt) {
+      answer(false, "the execution is not waiting for this attempt");
+      return;
+    }
+    let negotiation: ReturnType<typeof negotiationFromProto>;
+    try {
+      negotiation = negotiationFromProto(claim.negotiation, "claim.negotiation");
+    } catch (error) {
+      answer(false, `unreadable negotiation: ${String(error)}`);
+      return;
+    }
+    if (!negotiation.supported) {
+      answer(false, "the worker cannot run it");
+      this.#finish(pending, { refused: negotiation });
+      return;
+    }
+    pending.state = "running";
+    pending.workerId = claim.workerId;
+    pending.orphanedSince = undefined;
+    const router = pending.plan.negotiation;
+    const reasons = [...router.reasons, ...negotiation.reasons].filter(
+      (r, i, all) =>
+        r.severity !== "blocking" &&
+        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
+    );
+    pending.plan.emit({
+      kind: "routed",
+      backendId: pending.plan.view.backendId,
+      workerId: claim.workerId,
+      attempt: pending.attempt,
+      degraded: router.degraded || negotiation.degraded,
+      reasons,
+    });
+    answer(true);
+  }
+
+  #event(msg: Msg): void {
+    const report = fromBinary(WorkerReportSchema, msg.data);
+    const pending = this.#current(report.executionId, report.attempt, report.workerId);
+    if (!pending) return;
+    if (report.body.case === "released") {
+      // Claimed but never started (the grant was lost): the item comes back.
+      pending.state = "queued";
+      pending.workerId = undefined;
+      return;
+    }
+    if (report.body.case !== "event") return;
+    const event = eventFromProto(report.body.value, "report.event");
+    if (event.kind === "turn_finished" || event.kind === "routed") return;
+    pending.plan.emit(event);
+  }
+
+  #result(msg: Msg): void {
+    // Always acknowledge, so the worker stops retrying even a stale result.
+    msg.respond(empty);
+    const report = fromBinary(WorkerReportSchema, msg.data);
+    const pending = this.#current(report.executionId, report.attempt, report.workerId);
+    if (!pending || report.body.case !== "event") return;
+    const event = eventFromProto(report.body.value, "report.event");
+    if (event.kind !== "turn_finished") return;
+    const result =
+      pending.timedOut && event.result.status === "cancelled"
+        ? timeoutResult(pending.limitMs ?? 0, event.result.messages)
+        : event.result;
+    this.#finish(pending, { result });
+  }
+
+  #current(executionId: string, attempt: number, workerId: string): Pending | undefined {
+    const pending = this.#pending.get(executionId);
+    if (
+      pending?.state !== "running" ||
+      pending.attempt !== attempt ||
+      pending.workerId !== workerId
+    ) {
+      return undefined;
+    }
+    return pending;
+  }
+
+  #workerLost(worker: WorkerEntry): void {
+    for (const pending of this.#pending.values()) {
+      if (pending.state !== "running" || pending.workerId !== worker.workerId) continue;
+      const { plan } = pending;
+      if (plan.request.agent.safeToRetry && pending.attempt < this.#maxAttempts) {
+        this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
+          execution_id: plan.executionId,
+          worker_id: worker.workerId,
+          attempt: pending.attempt + 1,
+        });
+        pending.attempt++;
+        pending.state = "queued";
+        pending.workerId = undefined;
+        this.#enqueue(pending).catch((error: unknown) =>
+          this.#finish(pending, {
+            result: this.#failed(
+              "backend_unavailable",
+              `re-queuing after a lost worker failed: ${String(error)}`,
+              true,
+            ),
+          }),
+        );
+        continue;
+      }
+      this.#finish(pending, {
+        result: this.#failed(
+          "worker_lost",
+          plan.request.agent.safeToRetry
+            ? `worker ${worker.workerId} of backend ${worker.backendId} was lost mid-execution, and ${this.#maxAttempts} attempts are used up`
+            : `worker ${worker.workerId} of backend ${worker.backendId} stopped responding mid-execution; the agent is not marked safe to retry, so it was not run again`,
+          false,
+        ),
+      });
+    }
+  }
+
+  /** Periodic: drop dead workers; fail queued work nobody can take. */
+  #check(): void {
+    this.#registry.sweep();
+    const now = Date.now();
+    for (const pending of this.#pending.values()) {
+      if (pending.state !== "queued") continue;
+      const backendId = pending.plan.view.backendId;
+      if (this.#registry.backend(backendId)) {
+        pending.orphanedSince = undefined;
+        continue;
+      }
+      pending.orphanedSince ??= now;
+      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
+        this.#finish(pending, {
+          result: this.#failed(
+            "backend_unavailable",
+            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
+            true,
+          ),
+        });
+      }
+    }
+  }
+
+  #timeout(pending: Pending): void {
+    if (pending.state === "done") return;
+    const limitMs = pending.limitMs ?? 0;
+    pending.timedOut = true;
+    if (pending.state === "running" && pending.workerId) {
+      // The worker stops it at the same deadline and reports the timeout;
+      // only when it does not within the grace does the router end it.
+      pending.timers.push(
+        setTimeout(() => {
+          this.#notifyCancel(pending, "maxElapsedMs exceeded");
+          this.#finish(pending, { result: timeoutResult(limitMs) });
+        }, this.#graceMs),
+      );
+      return;
+    }
+    this.#finish(pending, { result: timeoutResult(limitMs) });
+  }
+
+  #cancel(pending: Pending, reason: string): void {
+    if (pending.state === "done") return;
+    if (pending.state === "running" && pending.workerId) {
+      this.#notifyCancel(pending, reason);
+      pending.timers.push(
+        setTimeout(
+          () => this.#finish(pending, { result: { status: "cancelled", messages: [] } }),
+          this.#graceMs,
+        ),
+      );
+      return;
+    }
+    this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+  }
+
+  #notifyCancel(pending: Pending, reason: string): void {
+    if (!pending.workerId || this.#nc.isClosed()) return;
+    this.#nc.publish(
+      this.names.cancel(pending.workerId),
+      toBinary(
+        CancelNoticeSchema,
+        create(CancelNoticeSchema, { executionId: pending.plan.executionId, reason }),
+      ),
+    );
+  }
+
+  #failed(category: string, message: string, retryable: boolean): ExecutionResult {
+    return { status: "failed", messages: [], category, message, retryable };
+  }
+
+  #clear(pending: Pending): void {
+    for (const timer of pending.timers) clearTimeout(timer);
+    pending.timers = [];
+    pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
+  }
+
+  #finish(pending: Pending, outcome: DispatchOutcome): void {
+    if (pending.state === "done") return;
+    pending.state = "done";
+    this.#clear(pending);
+    this.#pending.delete(pending.plan.executionId);
+    pending.resolve(outcome);
+  }
+
+  /** Executions waiting or running now. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /** Stop: waiting executions fail (retryably); the connection is left to its owner. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#sweep);
+    this.#unlisten();
+    for (const pending of [...this.#pending.values()]) {
+      this.#notifyCancel(pending, "the router is shutting down");
+      this.#finish(pending, {
+        result: this.#failed("backend_unavailable", "the router shut down mid-execution", true),
+      });
+    }
+    for (const sub of this.#subscriptions) sub.unsubscribe();
+  }
+}

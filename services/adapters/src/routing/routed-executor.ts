@@ -1,0 +1,137 @@
+/**
+ * The routed executor a service runs: a {@link Router} over in-process
+ * backends (the scripted one by default) and, in distributed mode, the
+ * remote workers of the mesh (heartbeats and the JetStream work queue).
+ * Embedded mode needs nothing installed: no NATS, the in-process backends
+ * only — and the same routing code.
+ */
+
+import { toBinary } from "@bufbuild/protobuf";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { ExecutionAdapter, ExecutionResult } from "@trellis/adapter-sdk";
+import { WorkerRegistrationSchema } from "@trellis/contracts/adapters";
+import { connectNats } from "@trellis/eventlog";
+import { type Logger, TrellisError } from "@trellis/runtime";
+import { loadAdaptersConfig } from "../config.js";
+import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
+import { announcementToProto } from "./announcement.js";
+import { JetStreamDispatcher } from "./jetstream-dispatcher.js";
+import { BackendRegistry, type LocalBackendOptions, type WorkerAnnouncement } from "./registry.js";
+import {
+  type DispatchOutcome,
+  type DispatchPlan,
+  type RemoteDispatcher,
+  Router,
+} from "./router.js";
+
+/** Options of {@link createRoutedExecutor}. */
+export interface RoutedExecutorOptions {
+  mode: "embedded" | "distributed";
+  /** The host's environment (NATS_URL, TRELLIS_NATS_PREFIX, TRELLIS_ADAPTERS_*). */
+  env: Readonly<Record<string, string | undefined>>;
+  logger?: Logger;
+  /** In-process backends (default: the scripted one). */
+  adapters?: readonly ExecutionAdapter[];
+  /** Options of the in-process backends, by backend id. */
+  local?: Readonly<Record<string, LocalBackendOptions>>;
+  /** Use this NATS connection instead of opening one (not closed by stop). */
+  connection?: NatsConnection;
+}
+
+/** A router with its lifecycle. */
+export interface RoutedExecutor {
+  router: Router;
+  registry: BackendRegistry;
+  /** The remote dispatcher once started in distributed mode. */
+  readonly remote: JetStreamDispatcher | undefined;
+  /**
+   * Share a worker announcement with every router of the mesh (distributed
+   * mode with remote workers; undefined otherwise).
+   */
+  readonly announce: ((announcement: WorkerAnnouncement) => void) | undefined;
+  /** Connect to NATS and start listening to workers (distributed mode). */
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Forwards to the JetStream dispatcher once it exists. */
+class LateDispatcher implements RemoteDispatcher {
+  target: RemoteDispatcher | undefined;
+  dispatch(plan: DispatchPlan): Promise<DispatchOutcome> {
+    if (!this.target) {
+      const result: ExecutionResult = {
+        status: "failed",
+        messages: [],
+        category: "backend_unavailable",
+        message: "remote workers are not reachable yet (the router has not started)",
+        retryable: true,
+      };
+      return Promise.resolve({ result });
+    }
+    return this.target.dispatch(plan);
+  }
+}
+
+/** Build the executor a service routes with. */
+export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExecutor {
+  const config = loadAdaptersConfig(options.env);
+  const registry = new BackendRegistry();
+  for (const adapter of options.adapters ?? [createScriptedAdapter()]) {
+    registry.addLocal(adapter, options.local?.[adapter.backendId] ?? {});
+  }
+  const remoteWanted = options.mode === "distributed" && config.TRELLIS_ADAPTERS_REMOTE;
+  const late = new LateDispatcher();
+  const router = new Router({
+    registry,
+    graceMs: config.TRELLIS_ADAPTERS_GRACE,
+    ...(remoteWanted ? { remote: late } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  let connection: NatsConnection | undefined;
+  let dispatcher: JetStreamDispatcher | undefined;
+  return {
+    router,
+    registry,
+    get remote() {
+      return dispatcher;
+    },
+    announce: remoteWanted
+      ? (announcement) => {
+          if (!connection || !dispatcher) {
+            throw new TrellisError({
+              reason: "service_unavailable",
+              message: "the router is not connected to NATS yet; retry",
+            });
+          }
+          connection.publish(
+            dispatcher.names.heartbeats(announcement.backendId),
+            toBinary(WorkerRegistrationSchema, announcementToProto(announcement)),
+          );
+        }
+      : undefined,
+    async start() {
+      if (!remoteWanted || dispatcher) return;
+      connection =
+        options.connection ??
+        (await connectNats({ servers: config.NATS_URL, name: "trellis-router" }));
+      dispatcher = await JetStreamDispatcher.open({
+        connection,
+        registry,
+        prefix: config.TRELLIS_NATS_PREFIX,
+        storage: config.TRELLIS_ADAPTERS_WORK_STORAGE,
+        graceMs: config.TRELLIS_ADAPTERS_GRACE,
+        unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
+        maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
+        ...(options.logger ? { logger: options.logger } : {}),
+      });
+      late.target = dispatcher;
+    },
+    async stop() {
+      late.target = undefined;
+      await dispatcher?.close();
+      dispatcher = undefined;
+      if (connection && !options.connection) await connection.drain().catch(() => undefined);
+      connection = undefined;
+    },
+  };
+}

@@ -1,0 +1,292 @@
+/**
+ * The harness on the real task path: a tasks service in distributed mode
+ * (real PostgreSQL and JetStream) whose executor runs the scripted and
+ * harness backends, with the harness talking to the recorded OpenAI server.
+ * A turn runs end to end into the session transcript; an approval-gated tool
+ * pauses the task (INPUT_REQUIRED) until an approval signal, and runs once
+ * even when the signal is delivered twice; the model's clarifying question
+ * (`ask_user`) pauses it until an answer signal.
+ */
+import { fromJson, type JsonObject } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
+import {
+  AgentService,
+  SessionService,
+  SignalService,
+  type Task,
+  TaskService,
+} from "@trellis/contracts/tasks";
+import { createMeshClientInterceptor, runService } from "@trellis/platform";
+import { errorDetailOf } from "@trellis/runtime";
+import { createTasksService } from "@trellis/tasks";
+import {
+  createTestDatabase,
+  deleteTestStreams,
+  type TestDatabase,
+  testNatsUrl,
+  uniqueName,
+} from "@trellis/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createHarnessAdapter,
+  createLocalExecutor,
+  createScriptedAdapter,
+} from "../../src/index.js";
+import { createTools, recordedProviders, userText } from "./support/agents.js";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "./support/recorded-server.js";
+
+let database: TestDatabase;
+let server: RecordedServer;
+let service: Awaited<ReturnType<typeof runService>>;
+const prefix = uniqueName("harness").replaceAll("-", "_");
+const tools = createTools();
+let clients: {
+  agents: ReturnType<typeof createClient<typeof AgentService>>;
+  sessions: ReturnType<typeof createClient<typeof SessionService>>;
+  tasks: ReturnType<typeof createClient<typeof TaskService>>;
+  signals: ReturnType<typeof createClient<typeof SignalService>>;
+};
+
+beforeAll(async () => {
+  process.env.TRELLIS_LOG_LEVEL ??= "error";
+  server = await startRecordedServer();
+  database = await createTestDatabase("harness_tasks");
+  const executor = createLocalExecutor([
+    createScriptedAdapter(),
+    createHarnessAdapter({ providers: recordedProviders(server.url), tools: tools.tools }),
+  ]);
+  service = await runService(createTasksService({ executor }), {
+    env: {
+      TRELLIS_LOG_LEVEL: "error",
+      DATABASE_URL: database.url,
+      NATS_URL: testNatsUrl,
+      TRELLIS_NATS_PREFIX: prefix,
+      PORT: "0",
+      TRELLIS_SHUTDOWN_GRACE: "1s",
+    },
+    handleSignals: false,
+  });
+  // Internal services take only mesh-signed calls: sign as a peer of this deployment.
+  const transport = createGrpcTransport({
+    baseUrl: service.address.url,
+    interceptors: [createMeshClientInterceptor(service.mesh, "adapters")],
+  });
+  clients = {
+    agents: createClient(AgentService, transport),
+    sessions: createClient(SessionService, transport),
+    tasks: createClient(TaskService, transport),
+    signals: createClient(SignalService, transport),
+  };
+});
+
+afterAll(async () => {
+  await service?.close();
+  await server?.close();
+  await database?.drop();
+  await deleteTestStreams(prefix);
+});
+
+async function createAgent(name: string, definition: JsonObject): Promise<string> {
+  const { agent } = await clients.agents.createAgent({
+    agent: { name, backend: "harness", definition },
+  });
+  return agent?.id as string;
+}
+
+async function settle(taskId: string): Promise<Task> {
+  let last: Task | undefined;
+  for await (const { task } of clients.tasks.watchTask(
+    { taskId, untilSettled: true },
+    { signal: AbortSignal.timeout(20_000) },
+  )) {
+    last = task;
+  }
+  if (!last) throw new Error(`no update for ${taskId}`);
+  return last;
+}
+
+async function transcript(sessionId: string): Promise<Message[]> {
+  const { messages } = await clients.sessions.listMessages({ sessionId, pageSize: 100 });
+  return messages.map((m) => m.message as Message);
+}
+
+function summary(messages: readonly Message[]) {
+  return messages.map((m) => {
+    const text = m.parts.flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : []));
+    return [Role[m.role], text.join(""), m.toolCalls.map((c) => c.name).join(","), m.toolCallId];
+  });
+}
+
+describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
+  it("runs a tool-loop turn into the transcript, with the model's usage recorded", async () => {
+    const agentId = await createAgent("weather", {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      system: "You are a helpful assistant.",
+      tools: ["get_weather"],
+      stream: true,
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.stream.http"),
+      fixture("openai/chat-weather-final.stream.http"),
+    );
+    const sessionId = uniqueName("ses");
+    const { task } = await clients.tasks.submitTask({
+      sessionId,
+      agentId,
+      createSession: true,
+      input: userText("What's the weather in Paris?"),
+    });
+    const done = await settle(task?.id as string);
+    expect(done.status).toBe(TaskStatus.COMPLETED);
+    expect(server.pending()).toEqual({});
+
+    const messages = await transcript(sessionId);
+    expect(summary(messages)).toEqual([
+      ["USER", "What's the weather in Paris?", "", ""],
+      ["ASSISTANT", "", "get_weather", ""],
+      [
+        "TOOL",
+        '{"city":"Paris","temperature_c":18,"sky":"sunny"}',
+        "",
+        "call_Q9sT4mV2aB7cD8eF9gH0iJ1k",
+      ],
+      ["ASSISTANT", "It's 18°C and sunny in Paris.", "", ""],
+    ]);
+    expect(done.output.map((m) => Role[m.role])).toEqual(["ASSISTANT", "TOOL", "ASSISTANT"]);
+    // The replay records survive the store: usage of each model call, the tool's result.
+    expect(messages[1]?.metadata?.["llm:main:1"]).toMatchObject({
+      usage: { prompt_tokens: 82, completion_tokens: 17, total_tokens: 99 },
+    });
+    expect(messages[3]?.metadata?.["llm:main:2"]).toMatchObject({
+      usage: { prompt_tokens: 121, completion_tokens: 11, total_tokens: 132 },
+    });
+    expect(messages[2]?.metadata?.["tool:call_Q9sT4mV2aB7cD8eF9gH0iJ1k"]).toMatchObject({
+      status: "ok",
+    });
+  });
+
+  it("pauses on an approval-gated tool and runs it once when the signal is delivered twice", async () => {
+    const agentId = await createAgent("mailer", {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      tools: ["send_email"],
+      stream: false,
+    });
+    server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-tool-call.http"));
+    const sessionId = uniqueName("ses");
+    const { task } = await clients.tasks.submitTask({
+      sessionId,
+      agentId,
+      createSession: true,
+      input: userText("Email Bob about lunch"),
+    });
+    const taskId = task?.id as string;
+    const waiting = await settle(taskId);
+    expect(waiting.status).toBe(TaskStatus.INPUT_REQUIRED);
+    expect(waiting.suspension?.signalId).toBe(`${taskId}:approval:call_Em4iL5sEnD6bOb7x8Y9z0AbC`);
+    expect(waiting.suspension?.metadata).toMatchObject({
+      kind: "tool_approval",
+      tool_name: "send_email",
+      arguments: { to: "bob@example.com", subject: "Lunch", body: "Are you free at noon?" },
+    });
+    expect(tools.runs.send_email).toEqual([]);
+
+    server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-sent.http"));
+    const signalId = waiting.suspension?.signalId as string;
+    const payload = fromJson(ValueSchema, { approved: true });
+    const first = await clients.signals.deliver({ signalId, payload, deliveryId: "approve-1" });
+    const again = await clients.signals.deliver({ signalId, payload, deliveryId: "approve-1" });
+    expect(first.duplicate).toBe(false);
+    expect(again.duplicate).toBe(true);
+    const done = await settle(taskId);
+    expect(done.status).toBe(TaskStatus.COMPLETED);
+    // A second approval with a new delivery id finds nothing waiting.
+    const late = await clients.signals.deliver({ signalId, payload, deliveryId: "approve-2" }).then(
+      () => undefined,
+      (e: unknown) => ConnectError.from(e),
+    );
+    expect(late?.code).toBe(Code.NotFound);
+    expect(late && errorDetailOf(late)?.reason).toBe("resource_not_found");
+
+    expect(tools.runs.send_email).toEqual([
+      { to: "bob@example.com", subject: "Lunch", body: "Are you free at noon?" },
+    ]);
+    expect(summary(await transcript(sessionId))).toEqual([
+      ["USER", "Email Bob about lunch", "", ""],
+      ["ASSISTANT", "I'll send Bob the email.", "send_email", ""],
+      ["TOOL", "sent to bob@example.com", "", "call_Em4iL5sEnD6bOb7x8Y9z0AbC"],
+      ["ASSISTANT", "Done: the email to Bob is on its way.", "", ""],
+    ]);
+    expect(server.pending()).toEqual({});
+  });
+
+  it("pauses on the model's question (ask_user) and goes on with the answer signal", async () => {
+    const agentId = await createAgent("asker", {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      tools: ["get_weather"],
+      ask_user: true,
+      stream: false,
+    });
+    server.enqueue(OPENAI_CHAT, fixture("openai/chat-ask-user-tool-call.http"));
+    const sessionId = uniqueName("ses");
+    const { task } = await clients.tasks.submitTask({
+      sessionId,
+      agentId,
+      createSession: true,
+      input: userText("What's the weather like?"),
+    });
+    const taskId = task?.id as string;
+    const waiting = await settle(taskId);
+    expect(waiting.status).toBe(TaskStatus.INPUT_REQUIRED);
+    expect(waiting.suspension?.signalId).toBe(
+      `${taskId}:clarification:call_AsK7uS3r9Qx2Lm4Np6Rt8Vw0`,
+    );
+    expect(waiting.suspension?.metadata).toMatchObject({
+      kind: "clarification",
+      question: "Which city would you like the weather for?",
+    });
+
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-ask-user-weather-tool-call.http"),
+      fixture("openai/chat-ask-user-final.http"),
+    );
+    const signalId = waiting.suspension?.signalId as string;
+    const payload = fromJson(ValueSchema, { answer: "Lyon" });
+    const first = await clients.signals.deliver({ signalId, payload, deliveryId: "answer-1" });
+    expect(first.duplicate).toBe(false);
+    const done = await settle(taskId);
+    expect(done.status).toBe(TaskStatus.COMPLETED);
+
+    const messages = await transcript(sessionId);
+    expect(summary(messages)).toEqual([
+      ["USER", "What's the weather like?", "", ""],
+      ["ASSISTANT", "", "ask_user", ""],
+      ["TOOL", "Lyon", "", "call_AsK7uS3r9Qx2Lm4Np6Rt8Vw0"],
+      ["ASSISTANT", "", "get_weather", ""],
+      [
+        "TOOL",
+        '{"city":"Lyon","temperature_c":18,"sky":"sunny"}',
+        "",
+        "call_LyOn4wEaT5hEr6Xy7Zb8Cd9E",
+      ],
+      ["ASSISTANT", "It's 18°C and sunny in Lyon right now.", "", ""],
+    ]);
+    expect(messages[2]?.metadata?.["tool:call_AsK7uS3r9Qx2Lm4Np6Rt8Vw0"]).toMatchObject({
+      name: "ask_user",
+      clarification: { question: "Which city would you like the weather for?", answer: "Lyon" },
+    });
+    expect(server.pending()).toEqual({});
+  });
+});

@@ -1,0 +1,86 @@
+/** Adapters with chosen capabilities, for routing tests (in process and in worker processes). */
+import {
+  defineAdapter,
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
+  type ExecutionCapabilities,
+  type ExecutionRequest,
+} from "@trellis/adapter-sdk";
+import { chatToMessage, textOf } from "@trellis/messages";
+
+/** Capabilities: the minimum, with `over` applied. */
+export function capabilities(over: Partial<ExecutionCapabilities> = {}): ExecutionCapabilities {
+  return {
+    schemaVersion: EXECUTION_SCHEMA_VERSION,
+    toolUse: "none",
+    structuredToolCalls: false,
+    continuationSupport: "none",
+    approvalInterrupts: "none",
+    traceDepth: "minimal",
+    attachments: false,
+    streaming: "native",
+    maxContextStrategy: "unknown",
+    notes: [],
+    ...over,
+  };
+}
+
+/** Options of {@link probeAdapter}. */
+export interface ProbeOptions {
+  backendId: string;
+  capabilities?: Partial<ExecutionCapabilities>;
+  /** Called for every execution (count runs, record requests). */
+  onRun?(request: ExecutionRequest): void;
+}
+
+/**
+ * A backend that answers "<backend> says: <input>", streaming it first. Its
+ * input may ask for more: "sleep <ms>" waits (abortably), "suspend" suspends
+ * with checkpoint {step: 1}; a resume answers with the payload.
+ */
+export function probeAdapter(options: ProbeOptions): ExecutionAdapter {
+  return defineAdapter({
+    backendId: options.backendId,
+    capabilities: capabilities(options.capabilities),
+    async run(request) {
+      options.onRun?.(request);
+      const text = textOf(request.input);
+      if (request.resume) {
+        const answer = `${options.backendId} resumed from ${JSON.stringify(request.resume.checkpoint)} with ${JSON.stringify(request.resume.payload)}`;
+        return {
+          status: "completed",
+          messages: [chatToMessage({ role: "assistant", content: answer })],
+        };
+      }
+      if (text === "suspend") {
+        return {
+          status: "suspended",
+          messages: [],
+          signalLabel: "more",
+          metadata: {},
+          kind: "input",
+          checkpoint: { step: 1 },
+          reason: "clarification",
+        };
+      }
+      const sleep = /^sleep (\d+)$/.exec(text);
+      if (sleep) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, Number(sleep[1]));
+          request.signal.addEventListener("abort", () => {
+            clearTimeout(timer);
+            resolve();
+          });
+        });
+        if (request.signal.aborted) return { status: "cancelled", messages: [] };
+      }
+      const answer = `${options.backendId} says: ${text}`;
+      request.onEvent?.({ kind: "text_delta", text: answer });
+      request.onEvent?.({ kind: "step_finished", iteration: 1 });
+      return {
+        status: "completed",
+        messages: [chatToMessage({ role: "assistant", content: answer })],
+      };
+    },
+  });
+}

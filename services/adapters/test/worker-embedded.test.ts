@@ -1,0 +1,150 @@
+/**
+ * Embedded mode (`npm start`: every service in one process on PGlite) runs
+ * the built-in harness next to the scripted backend, its providers and
+ * tools from the environment — no executor injected, the services'
+ * definitions as shipped. Here OpenAI points at the recorded server and
+ * Anthropic has no key:
+ *
+ * - an OpenAI harness agent runs a tool-loop turn into the transcript;
+ * - an Anthropic harness agent can be created, but its turn fails with
+ *   `provider_authentication` naming the missing key, and nothing is sent;
+ * - a provider that refuses the key (recorded 401) is `provider_authentication` too.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import { AdapterRegistryService } from "@trellis/contracts/adapters";
+import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
+import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
+import { chatToMessage, textOf } from "@trellis/messages";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { createTasksService } from "@trellis/tasks";
+import { eventually, uniqueName } from "@trellis/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAdaptersService } from "../src/definition.js";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "./harness/support/recorded-server.js";
+import { workerToolsModule } from "./worker-support.js";
+
+let server: RecordedServer;
+let trellis: EmbeddedTrellis;
+
+beforeAll(async () => {
+  server = await startRecordedServer();
+  trellis = await startEmbedded({
+    services: [createTasksService(), createAdaptersService()],
+    port: 0,
+    env: {
+      TRELLIS_LOG_LEVEL: "error",
+      OPENAI_API_KEY: "sk-test-embedded",
+      OPENAI_BASE_URL: `${server.url}/v1`,
+      TRELLIS_HARNESS_TOOLS: workerToolsModule,
+    },
+    logger: createLogger({ service: "test", level: "error" }),
+  });
+});
+
+afterAll(async () => {
+  await trellis?.close();
+  await server?.close();
+});
+
+async function createAgent(name: string, definition: JsonObject): Promise<string> {
+  const { agent } = await trellis
+    .client(AgentService)
+    .createAgent({ agent: { name, backend: "harness", definition } });
+  return agent?.id as string;
+}
+
+async function turn(agentId: string, text: string): Promise<{ task: Task; sessionId: string }> {
+  const sessionId = uniqueName("ses");
+  const tasks = trellis.client(TaskService);
+  const { task } = await tasks.submitTask({
+    sessionId,
+    agentId,
+    createSession: true,
+    input: chatToMessage({ role: "user", content: text }),
+  });
+  const taskId = task?.id as string;
+  const settled = await eventually(
+    async () => {
+      const { task: now } = await tasks.getTask({ taskId });
+      return now && [TaskStatus.COMPLETED, TaskStatus.FAILED].includes(now.status)
+        ? now
+        : undefined;
+    },
+    { timeoutMs: 20_000, intervalMs: 50, what: `task ${taskId} settled` },
+  );
+  return { task: settled, sessionId };
+}
+
+describe("the harness in embedded mode", () => {
+  it("is an in-process backend beside scripted", async () => {
+    const { backends } = await trellis.client(AdapterRegistryService).listBackends({});
+    expect(
+      backends
+        .filter((b) => b.inProcess)
+        .map((b) => b.backendId)
+        .sort(),
+    ).toEqual(["harness", "scripted"]);
+  });
+
+  it("runs a tool-loop turn with the deployment's provider and tools", async () => {
+    const agentId = await createAgent("weather", {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      tools: ["get_weather"],
+      stream: false,
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const { task, sessionId } = await turn(agentId, "What's the weather in Paris?");
+    expect(task.status, task.failure?.message).toBe(TaskStatus.COMPLETED);
+    expect(server.pending()).toEqual({});
+    const { messages } = await trellis
+      .client(SessionService)
+      .listMessages({ sessionId, pageSize: 100 });
+    expect(
+      messages.map((m) => {
+        const message = m.message as Message;
+        return [Role[message.role], textOf(message), message.toolCalls.map((c) => c.name).join()];
+      }),
+    ).toEqual([
+      ["USER", "What's the weather in Paris?", ""],
+      ["ASSISTANT", "", "get_weather"],
+      ["TOOL", '{"city":"Paris","temperature_c":18,"sky":"sunny"}', ""],
+      ["ASSISTANT", "It's 18°C and sunny in Paris right now.", ""],
+    ]);
+    expect(server.requests.at(-1)?.headers.authorization).toBe("Bearer sk-test-embedded");
+  });
+
+  it("accepts an agent of a provider without a key; its turn fails with provider_authentication", async () => {
+    const agentId = await createAgent("claude", {
+      provider: "anthropic",
+      model: "claude-sonnet-4-5",
+      max_output_tokens: 256,
+    });
+    const sent = server.requests.length;
+    const { task } = await turn(agentId, "Hello?");
+    expect(task.status).toBe(TaskStatus.FAILED);
+    expect(task.failure?.category).toBe("provider_authentication");
+    expect(task.failure?.message).toContain("ANTHROPIC_API_KEY");
+    expect(server.requests.length).toBe(sent);
+  });
+
+  it("fails a turn the provider refuses the key for with provider_authentication", async () => {
+    const agentId = await createAgent("refused", { provider: "openai", model: "gpt-4o-mini" });
+    server.enqueue(OPENAI_CHAT, fixture("openai/error-401.http"));
+    const { task } = await turn(agentId, "Hello?");
+    expect(task.status).toBe(TaskStatus.FAILED);
+    expect(task.failure?.category).toBe("provider_authentication");
+    expect(task.failure?.retryable).toBe(false);
+    expect(server.pending()).toEqual({});
+  });
+});

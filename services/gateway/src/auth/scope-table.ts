@@ -1,0 +1,240 @@
+/**
+ * THE authorization table: what every REST route and every RPC on the public
+ * port requires. The REST handler and the gRPC interceptor both decide from
+ * it and from nothing else; `test/auth-scope-table.test.ts` fails when a
+ * route or an RPC method has no entry (or an entry names nothing served).
+ *
+ * A rule is
+ * - a scope (`sessions:read`, …): an authenticated caller holding it;
+ * - `admin`: a caller holding `*` (the admin key: every workspace);
+ * - `public`: no credentials (discovery, OAuth token endpoint, health,
+ *   reflection);
+ * - `internal`: never through the gateway — only other Trellis services call
+ *   it, with a service credential (see `@trellis/platform` `mesh.ts`).
+ *
+ * Workspace membership is checked after this, on the resource itself: a
+ * resource of another workspace is `404 resource_not_found`, never 403.
+ *
+ * Keys: REST `"<METHOD> <path pattern>"`; RPC `"<package.Service>/<Method>"`,
+ * or `"<package.Service>/*"` for a rule covering every method of a service.
+ */
+import { hasScope, isAdmin, type Scope } from "../domain/scopes.js";
+
+/** What a route or RPC requires. */
+export type Rule = Scope | "admin" | "public" | "internal";
+
+/** REST routes (the Harn surface, key management, OAuth). */
+export const restRules: Readonly<Record<string, Rule>> = {
+  // Discovery (Harn v1: public).
+  "GET /v1": "public",
+  "GET /v1/agent-card": "public",
+
+  "GET /v1/workspaces": "workspaces:read",
+  "POST /v1/workspaces": "admin",
+  "GET /v1/workspaces/{workspace_id}": "workspaces:read",
+
+  "GET /v1/personas": "agents:read",
+  "POST /v1/personas": "agents:write",
+  "GET /v1/personas/{persona_id}": "agents:read",
+
+  "GET /v1/sessions": "sessions:read",
+  "POST /v1/sessions": "sessions:write",
+  "GET /v1/sessions/{session_id}": "sessions:read",
+  "POST /v1/sessions/{session_id}/close": "sessions:write",
+  "POST /v1/sessions/{session_id}/fork": "sessions:write",
+  "POST /v1/sessions/{session_id}/truncate": "sessions:write",
+  "GET /v1/sessions/{session_id}/messages": "sessions:read",
+  "POST /v1/sessions/{session_id}/messages": "sessions:write",
+  "GET /v1/sessions/{session_id}/tasks": "tasks:read",
+  "POST /v1/sessions/{session_id}/tasks": "tasks:write",
+  "GET /v1/sessions/{session_id}/events": "events:read",
+  "GET /v1/sessions/{session_id}/events/stream": "events:read",
+  // The WebSocket channel; each command frame also needs its REST write's rule.
+  "GET /v1/sessions/{session_id}/ws": "events:read",
+  "GET /v1/messages/{message_id}": "sessions:read",
+
+  "GET /v1/tasks": "tasks:read",
+  "POST /v1/tasks": "tasks:write",
+  "GET /v1/tasks/{task_id}": "tasks:read",
+  "POST /v1/tasks/{task_id}/cancel": "tasks:write",
+  "POST /v1/tasks/{task_id}/messages": "tasks:write",
+  "GET /v1/tasks/{task_id}/events": "events:read",
+  "GET /v1/tasks/{task_id}/stream": "events:read",
+  "POST /v1/tasks/{task_id}/replay": "tasks:write",
+  "GET /v1/outcomes": "tasks:read",
+  "GET /v1/outcomes/{outcome_id}": "tasks:read",
+
+  "GET /v1/events": "events:read",
+  "GET /v1/events/stream": "events:read",
+  "GET /v1/events/{event_id}": "events:read",
+  // The frontend event contract (operator UI).
+  "GET /v1/ui/sessions/{session_id}/events/stream": "events:read",
+  "GET /v1/ui/event-types": "events:read",
+  "GET /v1/ui/sessions/{session_id}/health": "events:read",
+  "GET /v1/ui/sessions/{session_id}/health/stream": "events:read",
+
+  "GET /v1/artifacts": "artifacts:read",
+  "POST /v1/artifacts": "artifacts:write",
+  "GET /v1/artifacts/{artifact_id}": "artifacts:read",
+  "GET /v1/artifacts/{artifact_id}/content": "artifacts:read",
+
+  // Verification only reads.
+  "GET /v1/receipts/public-keys": "receipts:read",
+  "POST /v1/receipts/verify": "receipts:read",
+  "GET /v1/receipts/{receipt_id}": "receipts:read",
+  "POST /v1/receipts/{receipt_id}/verify": "receipts:read",
+  "GET /v1/tasks/{task_id}/receipts": "receipts:read",
+
+  // Quotas and rate limits of a workspace, with usage.
+  "GET /v1/quotas": "workspaces:read",
+  "GET /v1/quotas/{quota_id}": "workspaces:read",
+
+  // Webhooks: they send a workspace's events to a URL, so they are administration.
+  "GET /v1/webhooks": "keys:admin",
+  "POST /v1/webhooks": "keys:admin",
+  "GET /v1/webhooks/{webhook_id}": "keys:admin",
+  "DELETE /v1/webhooks/{webhook_id}": "keys:admin",
+  "GET /v1/webhooks/{webhook_id}/deliveries": "keys:admin",
+
+  // Credentials of a workspace.
+  "GET /v1/api-keys": "keys:admin",
+  "POST /v1/api-keys": "keys:admin",
+  "GET /v1/api-keys/{key_id}": "keys:admin",
+  "POST /v1/api-keys/{key_id}/revoke": "keys:admin",
+  "GET /v1/oauth-clients": "keys:admin",
+  "POST /v1/oauth-clients": "keys:admin",
+  "GET /v1/oauth-clients/{client_id}": "keys:admin",
+  "POST /v1/oauth-clients/{client_id}/revoke": "keys:admin",
+
+  // OAuth2 (RFC 6749 §4.4): the client authenticates in the request itself.
+  "POST /oauth/token": "public",
+  "GET /.well-known/jwks.json": "public",
+};
+
+/** RPC methods of every service the public port can route to. */
+export const rpcRules: Readonly<Record<string, Rule>> = {
+  // Probes and schema discovery stay open.
+  "grpc.health.v1.Health/*": "public",
+  "grpc.reflection.v1.ServerReflection/*": "public",
+  "grpc.reflection.v1alpha.ServerReflection/*": "public",
+
+  // The gateway's own: the UI event stream over gRPC (same rule as its SSE route).
+  "trellis.gateway.v1.UiEventService/StreamUiEvents": "events:read",
+
+  "trellis.tasks.v1.WorkspaceService/CreateWorkspace": "admin",
+  "trellis.tasks.v1.WorkspaceService/GetWorkspace": "workspaces:read",
+  "trellis.tasks.v1.WorkspaceService/ListWorkspaces": "workspaces:read",
+
+  "trellis.tasks.v1.AgentService/CreateAgent": "agents:write",
+  "trellis.tasks.v1.AgentService/GetAgent": "agents:read",
+  "trellis.tasks.v1.AgentService/ListAgents": "agents:read",
+
+  "trellis.tasks.v1.SessionService/CreateSession": "sessions:write",
+  "trellis.tasks.v1.SessionService/GetSession": "sessions:read",
+  "trellis.tasks.v1.SessionService/ListSessions": "sessions:read",
+  "trellis.tasks.v1.SessionService/CloseSession": "sessions:write",
+  "trellis.tasks.v1.SessionService/ForkSession": "sessions:write",
+  "trellis.tasks.v1.SessionService/TruncateSession": "sessions:write",
+  "trellis.tasks.v1.SessionService/AppendMessage": "sessions:write",
+  "trellis.tasks.v1.SessionService/ListMessages": "sessions:read",
+  "trellis.tasks.v1.SessionService/GetMessage": "sessions:read",
+
+  "trellis.tasks.v1.TaskService/SubmitTask": "tasks:write",
+  "trellis.tasks.v1.TaskService/GetTask": "tasks:read",
+  "trellis.tasks.v1.TaskService/ListTasks": "tasks:read",
+  "trellis.tasks.v1.TaskService/CancelTask": "tasks:write",
+  "trellis.tasks.v1.TaskService/WatchTask": "tasks:read",
+  // Replay makes a new task from a recorded one.
+  "trellis.tasks.v1.TaskService/ReplayTask": "tasks:write",
+
+  "trellis.tasks.v1.EventService/ListEvents": "events:read",
+  "trellis.tasks.v1.EventService/StreamEvents": "events:read",
+  "trellis.tasks.v1.EventService/GetEvent": "events:read",
+
+  "trellis.tasks.v1.SignalService/Deliver": "signals:write",
+
+  "trellis.tasks.v1.ArtifactService/RegisterArtifact": "artifacts:write",
+  "trellis.tasks.v1.ArtifactService/GetArtifact": "artifacts:read",
+  "trellis.tasks.v1.ArtifactService/ListArtifacts": "artifacts:read",
+  "trellis.tasks.v1.ArtifactService/GetArtifactContent": "artifacts:read",
+
+  "trellis.tasks.v1.OutcomeService/GetOutcome": "tasks:read",
+  "trellis.tasks.v1.OutcomeService/ListOutcomes": "tasks:read",
+
+  // A chat turn is a task; Subscribe follows the session's events.
+  "trellis.chat.v1.ChatService/Send": "tasks:write",
+  "trellis.chat.v1.ChatService/SendStreaming": "tasks:write",
+  "trellis.chat.v1.ChatService/Subscribe": "events:read",
+  "trellis.chat.v1.ChatService/GetHistory": "sessions:read",
+
+  "trellis.receipts.v1.ReceiptService/GetReceipt": "receipts:read",
+  "trellis.receipts.v1.ReceiptService/VerifyReceipt": "receipts:read",
+  "trellis.receipts.v1.ReceiptService/ListTaskReceipts": "receipts:read",
+  "trellis.receipts.v1.ReceiptService/ListReceipts": "receipts:read",
+  "trellis.receipts.v1.ReceiptService/GetPublicKeys": "receipts:read",
+
+  // Adapter workers and the tasks service talk to routing inside the mesh.
+  "trellis.adapters.v1.AdapterRegistryService/*": "internal",
+  "trellis.adapters.v1.RoutingService/*": "internal",
+};
+
+/** The rule of a REST route (by its path pattern); undefined when it has none. */
+export function restRuleOf(method: string, pathPattern: string): Rule | undefined {
+  return restRules[`${method} ${pathPattern}`];
+}
+
+/** The rule of an RPC; undefined when it has none. */
+export function rpcRuleOf(serviceTypeName: string, methodName: string): Rule | undefined {
+  return rpcRules[`${serviceTypeName}/${methodName}`] ?? rpcRules[`${serviceTypeName}/*`];
+}
+
+/** Result of {@link authorize}. */
+export type Decision =
+  | { allowed: true }
+  | {
+      allowed: false;
+      /** Human-readable; never names a credential. */
+      message: string;
+      /** The scope the caller lacks (for `insufficient_scope`), if one would do. */
+      requiredScope: Scope | "*" | undefined;
+    };
+
+/**
+ * Whether an authenticated caller holding `granted` may do what `rule` (from
+ * this table; undefined = no entry) requires. No entry denies: a route or RPC
+ * somebody forgot in the table is closed, not open.
+ */
+export function authorize(granted: readonly string[], rule: Rule | undefined): Decision {
+  switch (rule) {
+    case undefined:
+      return {
+        allowed: false,
+        message: "this operation has no authorization rule; it is not available",
+        requiredScope: undefined,
+      };
+    case "public":
+      return { allowed: true };
+    case "internal":
+      return {
+        allowed: false,
+        message: "this operation is internal to the Trellis mesh and not available to clients",
+        requiredScope: undefined,
+      };
+    case "admin":
+      return isAdmin(granted)
+        ? { allowed: true }
+        : {
+            allowed: false,
+            message: "this operation needs an admin API key",
+            requiredScope: "*",
+          };
+    default:
+      return hasScope(granted, rule)
+        ? { allowed: true }
+        : {
+            allowed: false,
+            message: `this credential lacks the scope ${rule}`,
+            requiredScope: rule,
+          };
+  }
+}

@@ -1,0 +1,189 @@
+/**
+ * Health over REST: `GET /v1/ui/sessions/{id}/health` (the snapshot now) and
+ * `GET /v1/ui/sessions/{id}/health/stream` (SSE: a `health_snapshot` frame
+ * first, then one whenever the snapshot changes — on a new event, or when the
+ * clock alone makes a turn stuck or a runtime limit crossed).
+ *
+ * Enforcement happens here, whenever a snapshot is taken: with
+ * `action: cancel_turn`, a crossed limit cancels the session's running or
+ * waiting turn through `TaskService.CancelTask` (reason `health policy: …`),
+ * at most once per turn per gateway. The gateway does not watch sessions
+ * nobody observes: a limit is enforced while the session's health is read or
+ * streamed (the operator UI keeps the stream open), and at the latest on the
+ * next read. See docs/architecture.md, "Session health".
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Event } from "@trellis/contracts/core";
+import { EventService, type Session, TaskService } from "@trellis/contracts/tasks";
+import { type HttpResponse, isTrellisError } from "@trellis/runtime";
+import { toHarnError } from "../domain/errors.js";
+import { sseComment, sseFrame } from "../domain/sse.js";
+import type { RestCall } from "../http/context.js";
+import { visibleSession } from "../http/routes/common.js";
+import { type HealthPolicy, healthPolicyOf } from "./policy.js";
+import { ENFORCEMENT_REASON_PREFIX, type HealthEvaluation, HealthTracker } from "./tracker.js";
+
+// Turns this gateway already canceled (bounded; a repeat cancel is harmless anyway).
+const enforced = new Set<string>();
+const ENFORCED_MEMORY = 10_000;
+
+/** Every event of the session so far, in log order. */
+async function history(call: RestCall, sessionId: string): Promise<Event[]> {
+  const events = call.deps.clients.get(EventService);
+  const out: Event[] = [];
+  for (let after = ""; ; ) {
+    const page = await events.listEvents(
+      { sessionId, afterEventId: after, limit: 200 },
+      call.options(),
+    );
+    out.push(...page.events);
+    const last = page.events.at(-1);
+    if (!page.hasMore || last === undefined) return out;
+    after = last.id;
+  }
+}
+
+/** Cancel the active turn when the policy says so and a limit is crossed. */
+async function enforce(
+  call: RestCall,
+  policy: HealthPolicy,
+  evaluation: HealthEvaluation,
+): Promise<void> {
+  const taskId = evaluation.activeTaskId;
+  if (policy.action !== "cancel_turn" || evaluation.breaches.length === 0 || !taskId) return;
+  if (enforced.has(taskId)) return;
+  if (enforced.size >= ENFORCED_MEMORY) enforced.clear();
+  enforced.add(taskId);
+  const crossed = evaluation.breaches
+    .map((b) => `${b.metric} ${b.value} reached the limit ${b.limit}`)
+    .join("; ");
+  try {
+    await call.deps.clients
+      .get(TaskService)
+      .cancelTask({ taskId, reason: `${ENFORCEMENT_REASON_PREFIX} ${crossed}` }, call.options());
+    call.deps.logger.info("health policy canceled a turn", { task_id: taskId, crossed });
+  } catch (error) {
+    // Already finished (or canceled by someone else): nothing left to stop.
+    if (isTrellisError(error) && error.reason === "invalid_state_transition") return;
+    call.deps.logger.warn("health policy could not cancel a turn", { task_id: taskId, error });
+  }
+}
+
+/** A session's tracker fed its whole log, and its policy (validated). */
+async function trackerOf(
+  call: RestCall,
+  session: Session,
+): Promise<{ tracker: HealthTracker; policy: HealthPolicy; lastId: string }> {
+  const policy = healthPolicyOf(session.metadata);
+  const tracker = new HealthTracker(session.id);
+  const events = await history(call, session.id);
+  for (const event of events) tracker.apply(event);
+  return { tracker, policy, lastId: events.at(-1)?.id ?? "" };
+}
+
+/** `GET /v1/ui/sessions/{id}/health`. */
+export async function sessionHealth(call: RestCall, sessionId: string): Promise<JsonObject> {
+  const session = await visibleSession(call, sessionId);
+  const { tracker, policy } = await trackerOf(call, session);
+  const evaluation = tracker.snapshot(Date.now(), policy);
+  await enforce(call, policy, evaluation);
+  return { object: "session_health", ...evaluation.snapshot };
+}
+
+function write(res: HttpResponse, chunk: string): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  if ((res as { write(chunk: string): boolean }).write(chunk)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** `GET /v1/ui/sessions/{id}/health/stream`. */
+export async function streamSessionHealth(call: RestCall, sessionId: string): Promise<void> {
+  const { res, deps } = call;
+  const session = await visibleSession(call, sessionId);
+  // A bad policy or an unreadable log is a plain error response, before the stream opens.
+  const { tracker, policy, lastId } = await trackerOf(call, session);
+
+  const abort = new AbortController();
+  const onClose = () => abort.abort();
+  res.on("close", onClose);
+  deps.closing.addEventListener("abort", onClose);
+  res.statusCode = 200;
+  res.setHeader("content-type", "text/event-stream; charset=utf-8");
+  res.setHeader("cache-control", "no-cache, no-transform");
+  res.setHeader("x-accel-buffering", "no");
+  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
+
+  let lastKey = "";
+  let sequence = 0;
+  // Snapshots go out one at a time, in order, from events and the clock alike.
+  let queue = Promise.resolve();
+  const publish = () => {
+    queue = queue.then(async () => {
+      if (abort.signal.aborted) return;
+      const evaluation = tracker.snapshot(Date.now(), policy);
+      await enforce(call, policy, evaluation);
+      if (evaluation.key === lastKey) return;
+      lastKey = evaluation.key;
+      sequence += 1;
+      await write(
+        res,
+        sseFrame({
+          id: String(sequence),
+          event: "health_snapshot",
+          data: JSON.stringify({ type: "health_snapshot", payload: evaluation.snapshot }),
+        }),
+      );
+    });
+    return queue;
+  };
+  // The clock can change the snapshot on its own (stuck, runtime): re-judge often enough.
+  const tickMs = Math.max(200, Math.min(1000, (policy.stuckAfterSeconds * 1000) / 4));
+  const ticker = setInterval(() => void publish(), tickMs);
+  ticker.unref();
+  const heartbeat = setInterval(() => {
+    void write(res, sseComment("ping"));
+  }, deps.config.TRELLIS_SSE_HEARTBEAT);
+  heartbeat.unref();
+
+  try {
+    await write(res, sseComment("stream open"));
+    await publish();
+    const stream = deps.clients
+      .get(EventService)
+      .streamEvents(
+        { sessionId: session.id, afterEventId: lastId },
+        { ...call.options({ streaming: true }), signal: abort.signal },
+      );
+    let seen = lastId;
+    for await (const { event } of stream) {
+      if (event === undefined || event.id === seen) continue;
+      seen = event.id;
+      tracker.apply(event);
+      await publish();
+    }
+  } catch (error) {
+    if (!abort.signal.aborted) {
+      const envelope = toHarnError(error, call.requestId);
+      if (envelope.status >= 500) {
+        deps.logger.warn("health stream failed", { session_id: session.id, error });
+      }
+      await write(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
+    }
+  } finally {
+    clearInterval(ticker);
+    clearInterval(heartbeat);
+    res.off("close", onClose);
+    deps.closing.removeEventListener("abort", onClose);
+    abort.abort();
+    await queue.catch(() => undefined);
+    if (!res.writableEnded && !res.destroyed) res.end();
+  }
+}

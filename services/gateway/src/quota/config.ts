@@ -1,0 +1,81 @@
+/**
+ * Rate limits and hard quotas, from the environment. Defaults are generous:
+ * they stop a runaway client, not normal use.
+ *
+ * - `TRELLIS_RATE_LIMIT_ACTOR`     writes per actor (API key / client), default `6000/1m`
+ * - `TRELLIS_RATE_LIMIT_WORKSPACE` writes per workspace, default `30000/1m`
+ * - `TRELLIS_RATE_LIMIT_AGENT`     task submissions per agent (persona), default `3000/1m`
+ * - `TRELLIS_QUOTA_TASKS_PER_DAY`  tasks a workspace may start per UTC day (hard), default `100000`
+ *
+ * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
+ */
+import { TrellisError } from "@trellis/runtime";
+
+/** One limit: at most `limit` units per window of `periodMs`. */
+export interface RateLimit {
+  limit: number;
+  periodMs: number;
+}
+
+export interface LimitsConfig {
+  actor?: RateLimit;
+  workspace?: RateLimit;
+  agent?: RateLimit;
+  /** Hard quota: tasks per workspace per UTC day. */
+  tasksPerDay?: number;
+}
+
+export const dayMs = 24 * 3_600_000;
+
+const units: Record<string, number> = { ms: 1, s: 1_000, m: 60_000, h: 3_600_000, d: dayMs };
+
+/** Parse `<count>/<window>`; undefined for `off`. */
+export function parseRate(name: string, raw: string): RateLimit | undefined {
+  const text = raw.trim().toLowerCase();
+  if (text === "off") return undefined;
+  const match = /^(\d+)\s*\/\s*(\d*)\s*(ms|s|m|h|d)$/.exec(text);
+  const limit = match ? Number(match[1]) : Number.NaN;
+  const periodMs = match
+    ? Number(match[2] === "" ? 1 : match[2]) * (units[match[3] ?? ""] ?? 0)
+    : 0;
+  if (!Number.isSafeInteger(limit) || limit < 1 || periodMs < 1_000 || periodMs > 31 * dayMs) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `${name} must be <count>/<window> with a count ≥ 1 and a window from 1s to 31d (e.g. 600/1m), or off; got ${JSON.stringify(raw)}`,
+      param: name,
+    });
+  }
+  return { limit, periodMs };
+}
+
+function parseCount(name: string, raw: string): number | undefined {
+  const text = raw.trim().toLowerCase();
+  if (text === "off") return undefined;
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `${name} must be a positive integer or off; got ${JSON.stringify(raw)}`,
+      param: name,
+    });
+  }
+  return value;
+}
+
+/** Read the limits from the host's environment. */
+export function loadLimitsConfig(env: Readonly<Record<string, string | undefined>>): LimitsConfig {
+  const rate = (name: string, fallback: string) => parseRate(name, env[name] ?? fallback);
+  const actor = rate("TRELLIS_RATE_LIMIT_ACTOR", "6000/1m");
+  const workspace = rate("TRELLIS_RATE_LIMIT_WORKSPACE", "30000/1m");
+  const agent = rate("TRELLIS_RATE_LIMIT_AGENT", "3000/1m");
+  const tasksPerDay = parseCount(
+    "TRELLIS_QUOTA_TASKS_PER_DAY",
+    env.TRELLIS_QUOTA_TASKS_PER_DAY ?? "100000",
+  );
+  return {
+    ...(actor ? { actor } : {}),
+    ...(workspace ? { workspace } : {}),
+    ...(agent ? { agent } : {}),
+    ...(tasksPerDay !== undefined ? { tasksPerDay } : {}),
+  };
+}

@@ -1,0 +1,236 @@
+/**
+ * Rate limits (429 `rate_limited` + `Retry-After`) and hard quotas (422
+ * `policy_violation`), checked before a write runs, on counters every gateway
+ * replica shares (`store.ts`).
+ *
+ * - Every write (REST POST/DELETE, WebSocket command frame) counts against the
+ *   actor's and the workspace's rate.
+ * - A task submission also counts against its agent's rate and, as a hard
+ *   quota checked before the task exists, the workspace's tasks per UTC day.
+ *   A submission that then fails gives its quota unit back.
+ */
+
+import type { Caller } from "@trellis/platform";
+import { type HarnErrorResponse, harnError } from "../domain/errors.js";
+import { JsonReader } from "../domain/json-input.js";
+import type { RestCall, RouteSpec } from "../http/context.js";
+import { errorResponse, type RestResponse } from "../http/io.js";
+import { visibleSession } from "../http/routes/common.js";
+import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
+import type { CounterResult, QuotaCounters } from "./store.js";
+
+/** Routes that start a task (and so use the agent rate and the daily task quota). */
+const taskRoutes = new Set(["POST /v1/sessions/{session_id}/tasks", "POST /v1/tasks"]);
+
+/** What a guarded operation is. */
+export type GuardedOperation =
+  | { kind: "write" }
+  | { kind: "task"; sessionId: string | undefined; agentId: string | undefined };
+
+/** One quota as the `GET /v1/quotas` resource reports it. */
+export interface QuotaReport {
+  id: string;
+  scope: "workspace" | "persona";
+  limit: number;
+  periodMs: number;
+  used: number;
+  resetAt: Date;
+  hard: boolean;
+}
+
+export class RequestLimits {
+  private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
+
+  constructor(
+    private readonly counters: QuotaCounters,
+    readonly config: LimitsConfig,
+  ) {}
+
+  /** The route with its handler behind the limits (reads are returned as they are). */
+  wrap(route: RouteSpec): RouteSpec {
+    if (route.method === "GET") return route;
+    let guarded = this.wrapped.get(route);
+    if (guarded === undefined) {
+      const isTask = taskRoutes.has(`${route.method} ${route.path}`);
+      guarded = {
+        ...route,
+        handle: (call) =>
+          this.guard(call, isTask ? taskOperation(call, route.path) : { kind: "write" }, () =>
+            route.handle(call),
+          ),
+      };
+      this.wrapped.set(route, guarded);
+    }
+    return guarded;
+  }
+
+  /**
+   * Run `work` unless a limit refuses it (then the refusal is the response).
+   * Anonymous callers (public routes) are not counted here.
+   */
+  async guard(
+    call: RestCall,
+    operation: GuardedOperation,
+    work: () => Promise<RestResponse | undefined>,
+  ): Promise<RestResponse | undefined> {
+    const admission = await this.admit(
+      call.caller,
+      call.requestId,
+      operation,
+      async (sessionId) =>
+        // The session's agent (a 404 here is the same one the route would give).
+        (await visibleSession(call, sessionId)).agentId,
+    );
+    if (!admission.ok) return errorResponse(admission.refusal);
+    let started = false;
+    try {
+      const response = await work();
+      started = response !== undefined && response.status < 300;
+      return response;
+    } finally {
+      await admission.settle(started);
+    }
+  }
+
+  /**
+   * Check and count one operation of `caller` (any transport). When admitted,
+   * `settle(started)` must follow the work: a task that did not start gives
+   * its quota unit back.
+   */
+  async admit(
+    caller: Caller,
+    requestId: string,
+    operation: GuardedOperation,
+    agentOfSession: (sessionId: string) => Promise<string>,
+  ): Promise<
+    | { ok: true; settle(started: boolean): Promise<void> }
+    | { ok: false; refusal: HarnErrorResponse }
+  > {
+    const admitted = { ok: true as const, settle: async () => {} };
+    const { actorId, workspaceId } = caller;
+    if (actorId === "" && workspaceId === "") return admitted;
+    const { actor, workspace, agent, tasksPerDay } = this.config;
+    const rates: [string, RateLimit | undefined, "actor" | "workspace" | "agent"][] = [
+      [`rate:actor:${workspaceId}:${actorId}`, actor, "actor"],
+      [`rate:workspace:${workspaceId}`, workspace, "workspace"],
+    ];
+    for (const [bucket, rate, scope] of rates) {
+      if (rate === undefined) continue;
+      const refusal = await this.rate(requestId, bucket, rate, scope);
+      if (refusal) return { ok: false, refusal };
+    }
+    if (operation.kind !== "task") return admitted;
+
+    let agentId = operation.agentId;
+    if (agent && !agentId && operation.sessionId) {
+      agentId = await agentOfSession(operation.sessionId);
+    }
+    if (agent && agentId) {
+      const bucket = `rate:agent:${workspaceId}:${agentId}`;
+      const refusal = await this.rate(requestId, bucket, agent, "agent");
+      if (refusal) return { ok: false, refusal };
+    }
+    if (tasksPerDay === undefined) return admitted;
+    const bucket = tasksPerDayBucket(workspaceId);
+    const taken = await this.counters.take(bucket, dayMs, tasksPerDay);
+    if (!taken.allowed) {
+      return {
+        ok: false,
+        refusal: harnError(
+          "policy_violation",
+          `workspace ${workspaceId} reached its quota of ${tasksPerDay} tasks per day; it resets at ${taken.resetAt.toISOString()}`,
+          {
+            requestId,
+            details: {
+              reason: "quota_exceeded",
+              quota_id: `quota_tasks_per_day_${workspaceId}`,
+              limit: tasksPerDay,
+              used: taken.used,
+              reset_at: taken.resetAt.toISOString(),
+            },
+          },
+        ),
+      };
+    }
+    return {
+      ok: true,
+      settle: async (started: boolean) => {
+        // No task exists: the unit goes back (best effort).
+        if (!started) await this.counters.refund(bucket, taken.windowStart).catch(() => undefined);
+      },
+    };
+  }
+
+  /** The quotas and limits that apply to a workspace, with its current usage. */
+  async report(workspaceId: string): Promise<QuotaReport[]> {
+    const out: QuotaReport[] = [];
+    const { tasksPerDay, workspace } = this.config;
+    if (tasksPerDay !== undefined) {
+      const usage = await this.counters.usage(tasksPerDayBucket(workspaceId), dayMs);
+      out.push({
+        id: `quota_tasks_per_day_${workspaceId}`,
+        scope: "workspace",
+        limit: tasksPerDay,
+        periodMs: dayMs,
+        ...usage,
+        hard: true,
+      });
+    }
+    if (workspace) {
+      const usage = await this.counters.usage(`rate:workspace:${workspaceId}`, workspace.periodMs);
+      out.push({
+        id: `quota_write_rate_${workspaceId}`,
+        scope: "workspace",
+        limit: workspace.limit,
+        periodMs: workspace.periodMs,
+        ...usage,
+        hard: false,
+      });
+    }
+    return out;
+  }
+
+  private async rate(
+    requestId: string,
+    bucket: string,
+    rate: RateLimit,
+    scope: "actor" | "workspace" | "agent",
+  ): Promise<HarnErrorResponse | undefined> {
+    const taken: CounterResult = await this.counters.take(bucket, rate.periodMs, rate.limit);
+    if (taken.allowed) return undefined;
+    const retryAfter = Math.max(1, Math.ceil((taken.resetAt.getTime() - Date.now()) / 1000));
+    return harnError(
+      "rate_limited",
+      `too many requests for this ${scope}: at most ${rate.limit} per ${rate.periodMs / 1000}s; retry after ${retryAfter}s`,
+      {
+        requestId,
+        details: {
+          scope,
+          limit: rate.limit,
+          window_seconds: rate.periodMs / 1000,
+          reset_at: taken.resetAt.toISOString(),
+          retry_after_seconds: retryAfter,
+        },
+        headers: { "retry-after": String(retryAfter) },
+      },
+    );
+  }
+}
+
+function tasksPerDayBucket(workspaceId: string): string {
+  return `quota:tasks_per_day:${workspaceId}`;
+}
+
+/** The session and agent a task submission names (read leniently: the route validates). */
+function taskOperation(call: RestCall, path: string): GuardedOperation {
+  let agentId: string | undefined;
+  let sessionId = call.params.session_id;
+  try {
+    const body = JsonReader.body(call.body);
+    agentId = body.string("persona_id");
+    if (path === "/v1/tasks") sessionId = body.string("session_id");
+  } catch {
+    // A malformed body: the route refuses it with the precise error.
+  }
+  return { kind: "task", sessionId, agentId };
+}

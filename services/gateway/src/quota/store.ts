@@ -1,0 +1,138 @@
+/**
+ * Fixed-window counters in the database, shared by every gateway replica.
+ *
+ * One statement decides each request: an upsert that starts a new window
+ * (when the row's window is over) or adds to the current one only while the
+ * sum stays within the limit. PostgreSQL locks the row for the upsert, so two
+ * replicas racing for the last unit cannot both get it. Windows are cut from
+ * the database's clock, so replicas with skewed clocks still agree on them.
+ */
+import type { Database } from "@trellis/storage";
+import { type Kysely, sql } from "kysely";
+
+/** What one attempt to use a counter found. */
+export interface CounterResult {
+  /** Whether the units were granted (and counted). */
+  allowed: boolean;
+  /** Units used in the current window (after this one, when allowed). */
+  used: number;
+  /** When the current window ends. */
+  resetAt: Date;
+  /** When the window the units were counted in started (for {@link QuotaCounters.refund}). */
+  windowStart: Date;
+}
+
+/** The port. */
+export interface QuotaCounters {
+  /** Take `cost` units of `bucket` (window `periodMs`) unless that would pass `limit`. */
+  take(bucket: string, periodMs: number, limit: number, cost?: number): Promise<CounterResult>;
+  /** Give units back to the window they were taken from (work that never started). */
+  refund(bucket: string, windowStart: Date, cost?: number): Promise<void>;
+  /** Units used in the current window of `bucket` (0 when none). */
+  usage(bucket: string, periodMs: number): Promise<{ used: number; resetAt: Date }>;
+  /** Delete rows whose window ended; returns how many. */
+  prune(): Promise<number>;
+}
+
+interface Row {
+  count: number | string;
+  window_start: Date | string;
+  expires_at: Date | string;
+}
+
+const asDate = (v: Date | string) => (v instanceof Date ? v : new Date(v));
+
+/** {@link QuotaCounters} on PostgreSQL or PGlite (table `<schema>.quota_counters`). */
+export class PostgresQuotaCounters implements QuotaCounters {
+  private readonly db: Kysely<unknown>;
+  private readonly table;
+
+  constructor(
+    database: Database<unknown>,
+    private readonly schema: string,
+  ) {
+    this.db = database.kysely as unknown as Kysely<unknown>;
+    this.table = sql.id(this.schema, "quota_counters");
+  }
+
+  /** The window of `periodMs` that contains the database's now. */
+  private window(periodMs: number) {
+    const period = sql.lit(Math.trunc(periodMs));
+    return sql`to_timestamp((floor(extract(epoch from clock_timestamp()) * 1000 / ${period}) * ${period} / 1000.0)::double precision)`;
+  }
+
+  async take(bucket: string, periodMs: number, limit: number, cost = 1): Promise<CounterResult> {
+    const start = this.window(periodMs);
+    const seconds = sql.lit(Math.trunc(periodMs) / 1000);
+    const result = await sql<Row>`
+      with w as (select ${start} as start)
+      insert into ${this.table} as c (bucket, window_start, count, expires_at)
+      select ${bucket}, w.start, ${cost}::bigint, w.start + make_interval(secs => ${seconds}) from w
+      where ${cost}::bigint <= ${limit}::bigint
+      on conflict (bucket) do update set
+        count = case when c.window_start = excluded.window_start
+                     then c.count + excluded.count else excluded.count end,
+        window_start = excluded.window_start,
+        expires_at = excluded.expires_at
+      where c.window_start <> excluded.window_start
+         or c.count + excluded.count <= ${limit}::bigint
+      returning count, window_start, expires_at`.execute(this.db);
+    const row = result.rows[0];
+    if (row !== undefined) {
+      return {
+        allowed: true,
+        used: Number(row.count),
+        resetAt: asDate(row.expires_at),
+        windowStart: asDate(row.window_start),
+      };
+    }
+    const current = await sql<Row>`
+      select count, window_start, expires_at from ${this.table} where bucket = ${bucket}`.execute(
+      this.db,
+    );
+    const found = current.rows[0];
+    if (found === undefined) {
+      // Only a cost above the limit gets here without a row.
+      const now = Date.now();
+      return {
+        allowed: false,
+        used: 0,
+        resetAt: new Date(now + periodMs),
+        windowStart: new Date(now),
+      };
+    }
+    return {
+      allowed: false,
+      used: Number(found.count),
+      resetAt: asDate(found.expires_at),
+      windowStart: asDate(found.window_start),
+    };
+  }
+
+  async refund(bucket: string, windowStart: Date, cost = 1): Promise<void> {
+    await sql`
+      update ${this.table} set count = greatest(count - ${cost}::bigint, 0)
+      where bucket = ${bucket} and window_start = ${windowStart}`.execute(this.db);
+  }
+
+  async usage(bucket: string, periodMs: number): Promise<{ used: number; resetAt: Date }> {
+    const start = this.window(periodMs);
+    const seconds = sql.lit(Math.trunc(periodMs) / 1000);
+    const result = await sql<{ count: number | string | null; reset_at: Date | string }>`
+      with w as (select ${start} as start)
+      select (select count from ${this.table} c where c.bucket = ${bucket} and c.window_start = w.start) as count,
+             w.start + make_interval(secs => ${seconds}) as reset_at
+      from w`.execute(this.db);
+    const row = result.rows[0];
+    return {
+      used: row?.count == null ? 0 : Number(row.count),
+      resetAt: row ? asDate(row.reset_at) : new Date(),
+    };
+  }
+
+  async prune(): Promise<number> {
+    const result =
+      await sql`delete from ${this.table} where expires_at < clock_timestamp()`.execute(this.db);
+    return Number(result.numAffectedRows ?? 0n);
+  }
+}

@@ -1,0 +1,269 @@
+/**
+ * The UI event stream of a session over SSE
+ * (`GET /v1/ui/sessions/{session_id}/events/stream`).
+ *
+ * Each frame is one envelope of the frontend contract: `id` is its cursor
+ * (`<event id>:<index>`, see `./projection/cursor.ts`), `event` its type and
+ * `data` the envelope `{type, payload}` on one line. The first frame is the
+ * `session` bootstrap envelope, which has no id (it is not in the log).
+ *
+ * The projection needs the session's whole history to be exact (a tool
+ * result's elapsed time needs its call), so every connection projects the log
+ * from the session's first event and sends what lies after the cursor: the
+ * cursor is `Last-Event-ID` (what an EventSource sends on reconnect) or else
+ * `?cursor=`. Then it follows the log live from the last event it read
+ * (`StreamEvents` with `after_event_id`), so nothing is lost or sent twice.
+ *
+ * Query: `tier` (`default` | `debug`, default `default`), `cursor`, and
+ * `until` (an event id of the session: send the history up to and including
+ * that event's envelopes, then end — how a client renders the history a
+ * branch inherited from its parent). A cursor or `until` that names no event
+ * of the session is refused with 400 before the stream starts; a failure
+ * after it started ends it with a `stream_error` frame carrying the error
+ * envelope (not `error`, which is the contract's own envelope type).
+ */
+import type { Client } from "@connectrpc/connect";
+import type { Event } from "@trellis/contracts/core";
+import { EventService, type Session } from "@trellis/contracts/tasks";
+import { errors, type HttpResponse, TrellisError } from "@trellis/runtime";
+import { toHarnError } from "../domain/errors.js";
+import { sseComment, sseFrame } from "../domain/sse.js";
+import type { RestCall } from "../http/context.js";
+import { queryString, visibleSession } from "../http/routes/common.js";
+import { type FeedItem, fanoutOf } from "./fanout.js";
+import { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame } from "./frames.js";
+import {
+  envelopeForTier,
+  formatCursor,
+  parseCursor,
+  UI_TIERS,
+  type UiCursor,
+  type UiTier,
+} from "./projection/index.js";
+
+export { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame };
+
+// Live events a connection may have waiting before it is cut off (it resumes with its cursor).
+const MAX_BUFFERED_EVENTS = 10_000;
+
+function aborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
+}
+
+function tierOf(call: RestCall): UiTier {
+  const raw = queryString(call, "tier") ?? "default";
+  if (!(UI_TIERS as readonly string[]).includes(raw)) {
+    throw errors.invalid(`tier must be default or debug, got ${JSON.stringify(raw)}`, "tier");
+  }
+  return raw as UiTier;
+}
+
+function cursorOf(call: RestCall): { text: string; cursor?: UiCursor } {
+  const header = call.req.headers["last-event-id"];
+  const text =
+    (Array.isArray(header) ? header[0] : header)?.trim() || queryString(call, "cursor") || "";
+  if (text === "") return { text };
+  const cursor = parseCursor(text);
+  if (!cursor) {
+    throw errors.invalid(
+      "the cursor must be an id of this stream (`<event id>:<index>`) or an event id",
+      "cursor",
+    );
+  }
+  return { text, cursor };
+}
+
+function write(res: HttpResponse, chunk: string): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  const flushed = (res as { write(chunk: string): boolean }).write(chunk);
+  if (flushed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.on("drain", done);
+    res.on("close", done);
+  });
+}
+
+/** Serve the UI event stream of session `sessionId`. */
+export async function streamUiEvents(call: RestCall, sessionId: string): Promise<void> {
+  const { deps } = call;
+  const tier = tierOf(call);
+  const { text: cursorText, cursor } = cursorOf(call);
+  const until = queryString(call, "until");
+  const session = await visibleSession(call, sessionId);
+  const events = deps.clients.get(EventService);
+
+  // Live events come from the session's shared feed (./fanout.ts): joined
+  // before the history is read, so every event is in one or the other.
+  const live: FeedItem[] = [];
+  let failure: { error: unknown } | undefined;
+  let wake: (() => void) | undefined;
+  const listener = {
+    item(item: FeedItem) {
+      live.push(item);
+      // A client this far behind reconnects with its cursor instead.
+      if (live.length > MAX_BUFFERED_EVENTS) {
+        failure ??= {
+          error: new TrellisError({
+            reason: "service_unavailable",
+            message: "the client reads the stream too slowly; reconnect with Last-Event-ID",
+          }),
+        };
+      }
+      wake?.();
+    },
+    fail(error: unknown) {
+      failure ??= { error };
+      wake?.();
+    },
+  };
+  // A finite replay (`until`) never goes live: no feed.
+  const leave =
+    until === undefined
+      ? await fanoutOf(deps.clients).subscribe(
+          deps.clients,
+          session,
+          () => call.options({ streaming: true }),
+          listener,
+        )
+      : () => undefined;
+  try {
+    await serveStream(call, session, events, tier, cursorText, cursor, until, {
+      live,
+      failure: () => failure,
+      next: () =>
+        new Promise<void>((resolve) => {
+          wake = resolve;
+        }),
+    });
+  } finally {
+    leave();
+  }
+}
+
+interface LiveQueue {
+  live: FeedItem[];
+  failure(): { error: unknown } | undefined;
+  /** Resolves when the feed delivers something (or fails). */
+  next(): Promise<void>;
+}
+
+async function serveStream(
+  call: RestCall,
+  session: Session,
+  events: Client<typeof EventService>,
+  tier: UiTier,
+  cursorText: string,
+  cursor: UiCursor | undefined,
+  until: string | undefined,
+  queue: LiveQueue,
+): Promise<void> {
+  const { res, deps } = call;
+  // The history, read before anything is written so a bad cursor is a plain 400.
+  const history: Event[] = [];
+  for (let after = ""; ; ) {
+    const page = await events.listEvents(
+      { sessionId: session.id, afterEventId: after, limit: 200 },
+      call.options(),
+    );
+    history.push(...page.events);
+    const last = page.events.at(-1);
+    if (!page.hasMore || last === undefined) break;
+    after = last.id;
+  }
+  const ids = new Set(history.map((e) => e.id));
+  if (cursor && !ids.has(cursor.eventId)) {
+    throw errors.invalid(
+      `cursor ${JSON.stringify(cursorText)} is not a position in the UI stream of session ${session.id}`,
+      "cursor",
+    );
+  }
+  if (until !== undefined && !ids.has(until)) {
+    throw errors.invalid(
+      `event ${JSON.stringify(until)} is not an event of session ${session.id}`,
+      "until",
+    );
+  }
+
+  const abort = new AbortController();
+  const onClose = () => abort.abort();
+  res.on("close", onClose);
+  deps.closing.addEventListener("abort", onClose);
+  res.statusCode = 200;
+  res.setHeader("content-type", "text/event-stream; charset=utf-8");
+  res.setHeader("cache-control", "no-cache, no-transform");
+  res.setHeader("x-accel-buffering", "no");
+  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
+  await write(res, sseComment("stream open"));
+  const heartbeat = setInterval(() => {
+    void write(res, sseComment("ping"));
+  }, deps.config.TRELLIS_SSE_HEARTBEAT);
+  heartbeat.unref();
+
+  const projector = projectorFor(session);
+  // Every event goes through the projector (its state needs the whole log);
+  // nothing is sent until the cursor's envelope has gone by.
+  let sending = cursor === undefined;
+  const sendEvent = async (event: Event) => {
+    const envelopes = projector.project(event);
+    let skipThrough = -1;
+    if (!sending) {
+      if (cursor?.eventId !== event.id) return;
+      sending = true;
+      skipThrough = cursor.index ?? Number.POSITIVE_INFINITY;
+    }
+    for (const [index, envelope] of envelopes.entries()) {
+      const visible = index > skipThrough ? envelopeForTier(envelope, tier) : undefined;
+      if (visible) await write(res, sseOfFrame({ id: formatCursor(event.id, index), ...visible }));
+    }
+  };
+
+  try {
+    await write(res, sseOfFrame(bootstrapFrame(session, tier, cursorText)));
+    for (const event of history) {
+      if (abort.signal.aborted) return;
+      await sendEvent(event);
+      if (event.id === until) return;
+    }
+    // Then what the feed delivered meanwhile and delivers from now on.
+    const closed = aborted(abort.signal);
+    while (!abort.signal.aborted) {
+      const item = queue.live.shift();
+      if (item) {
+        if (ids.has(item.eventId)) continue;
+        ids.add(item.eventId);
+        if (item.sse[tier] !== "") await write(res, item.sse[tier]);
+        continue;
+      }
+      const failed = queue.failure();
+      if (failed) throw failed.error;
+      await Promise.race([queue.next(), closed]);
+    }
+  } catch (error) {
+    if (!abort.signal.aborted) {
+      const envelope = toHarnError(error, call.requestId);
+      if (envelope.status >= 500) {
+        deps.logger.warn("UI event stream failed", {
+          request_id: call.requestId,
+          session_id: session.id,
+          error,
+        });
+      }
+      // Not `error`: that is the contract's own envelope type.
+      await write(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
+    }
+  } finally {
+    clearInterval(heartbeat);
+    res.off("close", onClose);
+    deps.closing.removeEventListener("abort", onClose);
+    abort.abort();
+    if (!res.writableEnded && !res.destroyed) res.end();
+  }
+}

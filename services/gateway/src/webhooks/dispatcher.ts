@@ -1,0 +1,265 @@
+/**
+ * Webhook delivery: a durable consumer of the event log queues a delivery per
+ * matching subscription (in the database, id derived from subscription and
+ * event, so an event the log hands out twice is queued once); a delivery loop
+ * sends what is due, signed, and retries failures with exponential backoff
+ * and jitter until `TRELLIS_WEBHOOK_MAX_ATTEMPTS`.
+ *
+ * Several gateway replicas share the work: the log's durable consumer gives
+ * each event to one of them, and a delivery is claimed with a lease before it
+ * is sent. Delivery is at least once (a replica that dies mid-attempt leaves
+ * a lease that expires, then another sends it again with the same
+ * `webhook-id`), which receivers deduplicate on.
+ */
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
+import { isIP } from "node:net";
+import type { Event } from "@trellis/contracts/core";
+import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
+import type { Logger } from "@trellis/runtime";
+import { eventToHarn } from "../domain/harn-json.js";
+import { guardedLookup, resolveAllowed } from "./address-guard.js";
+import { retryDelayMs, type WebhookConfig } from "./config.js";
+import { signWebhook } from "./signing.js";
+import type { DeliveryRow, SubscriptionRow, WebhookStore } from "./store.js";
+
+/** Durable consumer name on the event log. */
+export const WEBHOOK_CONSUMER = "gateway-webhooks";
+
+// A subscription made on another replica is seen within this long.
+const subscriptionCacheMs = 1_000;
+
+/** Whether an event kind matches a subscription's `event_types`. */
+export function matchesEventType(patterns: readonly string[], kind: string): boolean {
+  return patterns.some(
+    (p) => p === "*" || p === kind || (p.endsWith(".*") && kind.startsWith(p.slice(0, -1))),
+  );
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    }
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+function timestampMs(event: Event): number {
+  const t = event.createdAt;
+  return t ? Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6) : Date.now();
+}
+
+export class WebhookDispatcher {
+  private readonly abort = new AbortController();
+  private cache: { at: number; subscriptions: SubscriptionRow[] } | undefined;
+  private wake: (() => void) | undefined;
+  private running: Promise<unknown>[] = [];
+
+  constructor(
+    private readonly options: {
+      store: WebhookStore;
+      eventLog: EventLog;
+      logger: Logger;
+      config: WebhookConfig;
+    },
+  ) {}
+
+  start(): void {
+    this.running = [this.consumeLoop(), this.deliveryLoop()];
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    this.wake?.();
+    await Promise.allSettled(this.running);
+  }
+
+  /** Forget cached subscriptions (one was made or deleted here). */
+  invalidate(): void {
+    this.cache = undefined;
+  }
+
+  private async subscriptions(): Promise<SubscriptionRow[]> {
+    const now = Date.now();
+    if (this.cache === undefined || now - this.cache.at > subscriptionCacheMs) {
+      this.cache = { at: now, subscriptions: await this.options.store.active() };
+    }
+    return this.cache.subscriptions;
+  }
+
+  /** Queue the deliveries of one event. */
+  async handleEvent(event: Event): Promise<number> {
+    const subscriptions = (await this.subscriptions()).filter(
+      (s) =>
+        s.workspace_id === event.workspaceId &&
+        matchesEventType(s.event_types.split(" "), event.kind) &&
+        // Only what happened after the subscription was made.
+        timestampMs(event) >= s.created_at.getTime(),
+    );
+    if (subscriptions.length === 0) return 0;
+    const data = eventToHarn(event);
+    const body = JSON.stringify({
+      type: event.kind,
+      timestamp: new Date(timestampMs(event)).toISOString(),
+      data,
+    });
+    const queued = await this.options.store.enqueue(
+      subscriptions.map((s) => ({
+        subscriptionId: s.id,
+        workspaceId: s.workspace_id,
+        eventId: event.id,
+        eventType: event.kind,
+        body,
+      })),
+    );
+    if (queued > 0) this.wake?.();
+    return queued;
+  }
+
+  private async consumeLoop(): Promise<void> {
+    const { eventLog, logger } = this.options;
+    const signal = this.abort.signal;
+    let backoff = 500;
+    while (!signal.aborted) {
+      try {
+        for await (const item of eventLog.consume({
+          name: WEBHOOK_CONSUMER,
+          filter: { workspaceId: "*" },
+          ackWaitMs: 30_000,
+          signal,
+        }) as AsyncIterable<ConsumedEvent>) {
+          try {
+            await this.handleEvent(item.event);
+            await item.ack();
+            backoff = 500;
+          } catch (error) {
+            if (signal.aborted) return;
+            logger.warn("webhooks: queueing an event failed; it will be redelivered", {
+              event_id: item.event.id,
+              error: error instanceof Error ? error.message : String(error),
+            });
+            await item.nak(2_000).catch(() => undefined);
+          }
+        }
+      } catch (error) {
+        if (signal.aborted) return;
+        logger.warn("webhooks: the event consumer stopped; reopening", {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      await sleep(backoff, signal);
+      backoff = Math.min(backoff * 2, 10_000);
+    }
+  }
+
+  private async deliveryLoop(): Promise<void> {
+    const { store, config, logger } = this.options;
+    const signal = this.abort.signal;
+    const leaseMs = config.TRELLIS_WEBHOOK_TIMEOUT + 5_000;
+    while (!signal.aborted) {
+      let claimed: Awaited<ReturnType<WebhookStore["claimDue"]>> = [];
+      try {
+        claimed = await store.claimDue(config.TRELLIS_WEBHOOK_CONCURRENCY, leaseMs);
+        await Promise.all(
+          claimed.map(({ delivery, subscription }) => this.attempt(delivery, subscription)),
+        );
+      } catch (error) {
+        if (signal.aborted) return;
+        logger.warn("webhooks: delivering failed", {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      if (claimed.length > 0) continue;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, config.TRELLIS_WEBHOOK_POLL);
+        this.wake = done;
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      this.wake = undefined;
+    }
+  }
+
+  /** One attempt of one delivery, and its bookkeeping. */
+  private async attempt(delivery: DeliveryRow, subscription: SubscriptionRow): Promise<void> {
+    const { store, config, logger } = this.options;
+    const attempts = delivery.attempts + 1;
+    let status: number | null = null;
+    let error = "";
+    try {
+      status = await this.post(subscription, delivery);
+      if (status >= 200 && status < 300) {
+        await store.finish(delivery.id, { state: "delivered", status, attempts });
+        return;
+      }
+      error = `the receiver answered ${status}`;
+    } catch (e) {
+      error = e instanceof Error ? e.message : String(e);
+    }
+    if (attempts >= config.TRELLIS_WEBHOOK_MAX_ATTEMPTS) {
+      logger.warn("webhooks: giving up on a delivery", {
+        delivery_id: delivery.id,
+        subscription_id: subscription.id,
+        attempts,
+        error,
+      });
+      await store.finish(delivery.id, { state: "failed", status, error, attempts });
+      return;
+    }
+    const nextAttemptAt = new Date(Date.now() + retryDelayMs(config, attempts));
+    await store.finish(delivery.id, { state: "pending", status, error, attempts, nextAttemptAt });
+  }
+
+  /** POST a delivery; resolves to the response status. */
+  private async post(subscription: SubscriptionRow, delivery: DeliveryRow): Promise<number> {
+    const { config } = this.options;
+    const allowPrivate = config.TRELLIS_WEBHOOKS_ALLOW_PRIVATE;
+    const url = new URL(subscription.url);
+    const host = url.hostname.replace(/^\[|\]$/g, "");
+    // An IP literal is connected to without a lookup: check it here.
+    if (isIP(host) !== 0) await resolveAllowed(host, allowPrivate);
+    const timestamp = Math.floor(Date.now() / 1000);
+    const headers = {
+      "content-type": "application/json",
+      "user-agent": "Trellis-Webhooks/1",
+      "webhook-id": delivery.id,
+      "webhook-timestamp": String(timestamp),
+      "webhook-signature": signWebhook(subscription.secret, delivery.id, timestamp, delivery.body),
+      "content-length": String(Buffer.byteLength(delivery.body)),
+    };
+    const send = url.protocol === "https:" ? httpsRequest : httpRequest;
+    return new Promise<number>((resolve, reject) => {
+      const req = send(url, {
+        method: "POST",
+        headers,
+        lookup: guardedLookup(allowPrivate) as never,
+        timeout: config.TRELLIS_WEBHOOK_TIMEOUT,
+        signal: this.abort.signal,
+      });
+      req.on("response", (res) => {
+        // Read (and drop) the answer so the connection can be reused.
+        res.resume();
+        res.on("end", () => resolve(res.statusCode ?? 0));
+        res.on("error", reject);
+      });
+      req.on("timeout", () => req.destroy(new Error("the receiver did not answer in time")));
+      req.on("error", (e: NodeJS.ErrnoException) =>
+        reject(
+          new Error(
+            e.code === "EWEBHOOKBLOCKED"
+              ? e.message
+              : `could not reach the receiver (${e.code ?? e.message})`,
+          ),
+        ),
+      );
+      req.end(delivery.body);
+    });
+  }
+}

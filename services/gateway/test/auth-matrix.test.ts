@@ -1,0 +1,698 @@
+// The authorization matrix: every REST route × {no credentials, a credential
+// of another workspace, a credential missing the route's scope, a revoked
+// key, an expired token, the right credential} → the expected status. Another
+// workspace's sessions, tasks, events, receipts, artifacts (and everything
+// else named by id or asked for by workspace) are 404 resource_not_found,
+// never 403, and a 200 for another workspace shows none of its data.
+// The rule of each route comes from the one table (auth/scope-table.ts).
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { receiptsService } from "@trellis/receipts";
+import { createLogger } from "@trellis/runtime";
+import { tasksService } from "@trellis/tasks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Rule, restRuleOf } from "../src/auth/scope-table.js";
+import { gatewayService } from "../src/definition.js";
+import { scopeNames } from "../src/domain/scopes.js";
+import { restRoutes } from "../src/http/routes/index.js";
+import { PostgresKeyStore } from "../src/store/key-store.js";
+import { harnClient, type Json, poll, VERSION } from "./support/harn-client.js";
+import { TestIdentityProvider } from "./support/oauth.js";
+
+const ADMIN_KEY = "trellis-matrix-admin-key-0123456789";
+const OTHER = "w_other_matrix";
+
+type Column = "none" | "wrongWorkspace" | "missingScope" | "revokedKey" | "expiredToken" | "right";
+const columns: readonly Column[] = [
+  "none",
+  "wrongWorkspace",
+  "missingScope",
+  "revokedKey",
+  "expiredToken",
+  "right",
+];
+
+/** A concrete request for a route. */
+interface Req {
+  path: string;
+  body?: unknown;
+  stream?: boolean;
+}
+
+/** One row of the matrix. */
+interface Row {
+  /** The request (built afresh for every column: writes get their own resources). */
+  req(): Promise<Req>;
+  /** Status with the right credential (a function when it depends on the fixtures). */
+  right: number | (() => number);
+  /** Status with a credential of another workspace holding every named scope (default 404). */
+  wrongWorkspace?: number;
+  /** The answer repeats what the request sent (so ids in it are no leak). */
+  echoes?: boolean;
+}
+
+const webhookBody = { url: "https://203.0.114.1/hook", event_types: ["session.closed"] };
+
+describe("authorization matrix (every REST route)", () => {
+  let trellis: EmbeddedTrellis;
+  let idp: TestIdentityProvider;
+  let base: string;
+  let admin: ReturnType<typeof harnClient>;
+  let keys: PostgresKeyStore;
+  const scopeKeys = new Map<string, string>();
+  let fx: {
+    sessionId: string;
+    taskId: string;
+    eventId: string;
+    messageId: string;
+    artifactId: string;
+    outcomeId: string;
+    receiptId: string;
+    receiptDocument: Json;
+    personaId: string;
+    waiterId: string;
+    keyId: string;
+    clientId: string;
+    quotaId: string | undefined;
+    webhookId: string;
+  };
+  const credentials = {} as Record<Exclude<Column, "right" | "none">, string>;
+
+  async function keyWith(workspaceId: string, scopes: string[]): Promise<string> {
+    const created = await keys.create({ name: "matrix", actorId: "matrix", workspaceId, scopes });
+    return created.key;
+  }
+
+  async function newSession(personaId?: string): Promise<string> {
+    const response = await admin.post("/v1/sessions", {
+      workspace_id: "default",
+      ...(personaId ? { persona_id: personaId } : {}),
+    });
+    if (response.status !== 201) throw new Error(`session: ${response.status} ${response.text}`);
+    return response.json.id;
+  }
+
+  async function waitTask(taskId: string, status: string): Promise<Json> {
+    return poll(
+      async () => {
+        const task = await admin.get(`/v1/tasks/${taskId}`);
+        return task.json.status === status ? task.json : undefined;
+      },
+      { timeoutMs: 20_000, what: `task ${taskId} ${status}` },
+    );
+  }
+
+  /** A task suspended for input (for cancel and task messages). */
+  async function waitingTask(): Promise<string> {
+    const sessionId = await newSession(fx.waiterId);
+    const task = await admin.post(`/v1/sessions/${sessionId}/tasks`, { input: "ask me" });
+    await waitTask(task.json.id, "INPUT_REQUIRED");
+    return task.json.id;
+  }
+
+  const userMessage = { role: "user", parts: [{ type: "text", text: "hello" }] };
+
+  const rows: Record<string, Row> = {
+    "GET /v1": { req: async () => ({ path: "/v1" }), right: 200, wrongWorkspace: 200 },
+    "GET /v1/agent-card": {
+      req: async () => ({ path: "/v1/agent-card" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
+
+    "GET /v1/workspaces": {
+      req: async () => ({ path: "/v1/workspaces" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
+    "POST /v1/workspaces": {
+      req: async () => ({
+        path: "/v1/workspaces",
+        body: { name: "made by matrix", id: `w_${Math.random().toString(36).slice(2, 10)}` },
+      }),
+      right: 201,
+      wrongWorkspace: 403,
+    },
+    "GET /v1/workspaces/{workspace_id}": {
+      req: async () => ({ path: "/v1/workspaces/default" }),
+      right: 200,
+    },
+
+    "GET /v1/personas": {
+      req: async () => ({ path: "/v1/personas?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/personas": {
+      req: async () => ({
+        path: "/v1/personas",
+        body: {
+          workspace_id: "default",
+          name: "p",
+          entry_workflow: "scripted",
+          definition: replyGraph,
+        },
+      }),
+      right: 201,
+    },
+    "GET /v1/personas/{persona_id}": {
+      req: async () => ({ path: `/v1/personas/${fx.personaId}` }),
+      right: 200,
+    },
+
+    "GET /v1/sessions": {
+      req: async () => ({ path: "/v1/sessions?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/sessions": {
+      req: async () => ({ path: "/v1/sessions", body: { workspace_id: "default" } }),
+      right: 201,
+    },
+    "GET /v1/sessions/{session_id}": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}` }),
+      right: 200,
+    },
+    "POST /v1/sessions/{session_id}/close": {
+      req: async () => ({ path: `/v1/sessions/${await newSession()}/close`, body: {} }),
+      right: 200,
+    },
+    "POST /v1/sessions/{session_id}/fork": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/fork`, body: {} }),
+      right: 201,
+    },
+    "POST /v1/sessions/{session_id}/truncate": {
+      req: async () => ({
+        path: `/v1/sessions/${await newSession()}/truncate`,
+        body: { keep_turns: 0 },
+      }),
+      right: 200,
+    },
+    "GET /v1/sessions/{session_id}/messages": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/messages` }),
+      right: 200,
+    },
+    "POST /v1/sessions/{session_id}/messages": {
+      req: async () => ({
+        path: `/v1/sessions/${await newSession()}/messages`,
+        body: { message: userMessage },
+      }),
+      right: 201,
+    },
+    "GET /v1/sessions/{session_id}/tasks": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/tasks` }),
+      right: 200,
+    },
+    "POST /v1/sessions/{session_id}/tasks": {
+      req: async () => ({
+        path: `/v1/sessions/${await newSession()}/tasks`,
+        body: { input: "hello" },
+      }),
+      right: 202,
+    },
+    "GET /v1/sessions/{session_id}/events": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/events` }),
+      right: 200,
+    },
+    "GET /v1/sessions/{session_id}/events/stream": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/events/stream`, stream: true }),
+      right: 200,
+    },
+    "GET /v1/messages/{message_id}": {
+      req: async () => ({ path: `/v1/messages/${fx.messageId}` }),
+      right: 200,
+    },
+
+    "GET /v1/tasks": { req: async () => ({ path: "/v1/tasks?workspace_id=default" }), right: 200 },
+    "POST /v1/tasks": {
+      req: async () => ({
+        path: "/v1/tasks",
+        body: { session_id: await newSession(), input: "hi" },
+      }),
+      right: 202,
+    },
+    "GET /v1/tasks/{task_id}": {
+      req: async () => ({ path: `/v1/tasks/${fx.taskId}` }),
+      right: 200,
+    },
+    "POST /v1/tasks/{task_id}/cancel": {
+      req: async () => ({ path: `/v1/tasks/${await waitingTask()}/cancel`, body: {} }),
+      right: 200,
+    },
+    "POST /v1/tasks/{task_id}/messages": {
+      req: async () => ({
+        path: `/v1/tasks/${await waitingTask()}/messages`,
+        body: { kind: "input", message: userMessage },
+      }),
+      right: 201,
+    },
+    "POST /v1/tasks/{task_id}/replay": {
+      req: async () => ({ path: `/v1/tasks/${fx.taskId}/replay`, body: { mode: "exact" } }),
+      right: 202,
+    },
+    "GET /v1/tasks/{task_id}/events": {
+      req: async () => ({ path: `/v1/tasks/${fx.taskId}/events` }),
+      right: 200,
+    },
+    "GET /v1/tasks/{task_id}/stream": {
+      req: async () => ({ path: `/v1/tasks/${fx.taskId}/stream`, stream: true }),
+      right: 200,
+    },
+    "GET /v1/outcomes": {
+      req: async () => ({ path: "/v1/outcomes?workspace_id=default" }),
+      right: 200,
+    },
+    "GET /v1/outcomes/{outcome_id}": {
+      req: async () => ({ path: `/v1/outcomes/${fx.outcomeId}` }),
+      right: 200,
+    },
+
+    "GET /v1/events": {
+      req: async () => ({ path: "/v1/events?workspace_id=default" }),
+      right: 200,
+    },
+    "GET /v1/events/stream": {
+      req: async () => ({ path: "/v1/events/stream?workspace_id=default", stream: true }),
+      right: 200,
+    },
+    "GET /v1/events/{event_id}": {
+      req: async () => ({ path: `/v1/events/${fx.eventId}` }),
+      right: 200,
+    },
+
+    "GET /v1/artifacts": {
+      req: async () => ({ path: "/v1/artifacts?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/artifacts": {
+      req: async () => ({
+        path: "/v1/artifacts",
+        body: { workspace_id: "default", kind: "file", name: "a.txt", content: "hello" },
+      }),
+      right: 201,
+    },
+    "GET /v1/artifacts/{artifact_id}": {
+      req: async () => ({ path: `/v1/artifacts/${fx.artifactId}` }),
+      right: 200,
+    },
+    "GET /v1/artifacts/{artifact_id}/content": {
+      req: async () => ({ path: `/v1/artifacts/${fx.artifactId}/content` }),
+      right: 200,
+    },
+
+    "GET /v1/receipts/public-keys": {
+      req: async () => ({ path: "/v1/receipts/public-keys" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
+    "POST /v1/receipts/verify": {
+      // Verifies the document it is given; another workspace's stored receipt lends nothing.
+      req: async () => ({ path: "/v1/receipts/verify", body: fx.receiptDocument }),
+      right: 200,
+      wrongWorkspace: 200,
+      echoes: true,
+    },
+    "GET /v1/receipts/{receipt_id}": {
+      req: async () => ({ path: `/v1/receipts/${fx.receiptId}` }),
+      right: 200,
+    },
+    "POST /v1/receipts/{receipt_id}/verify": {
+      req: async () => ({ path: `/v1/receipts/${fx.receiptId}/verify`, body: {} }),
+      right: 200,
+    },
+    "GET /v1/tasks/{task_id}/receipts": {
+      req: async () => ({ path: `/v1/tasks/${fx.taskId}/receipts` }),
+      right: 200,
+    },
+
+    "GET /v1/api-keys": {
+      req: async () => ({ path: "/v1/api-keys?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/api-keys": {
+      req: async () => ({
+        path: "/v1/api-keys",
+        body: { workspace_id: "default", name: "made", scopes: ["keys:admin"] },
+      }),
+      right: 201,
+    },
+    "GET /v1/api-keys/{key_id}": {
+      req: async () => ({ path: `/v1/api-keys/${fx.keyId}` }),
+      right: 200,
+    },
+    "POST /v1/api-keys/{key_id}/revoke": {
+      req: async () => {
+        const fresh = await admin.post("/v1/api-keys", { name: "doomed", scopes: ["keys:admin"] });
+        return { path: `/v1/api-keys/${fresh.json.id}/revoke` };
+      },
+      right: 200,
+    },
+    "GET /v1/oauth-clients": {
+      req: async () => ({ path: "/v1/oauth-clients?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/oauth-clients": {
+      req: async () => ({
+        path: "/v1/oauth-clients",
+        body: { workspace_id: "default", name: "made", scopes: ["keys:admin"] },
+      }),
+      right: 201,
+    },
+    "GET /v1/oauth-clients/{client_id}": {
+      req: async () => ({ path: `/v1/oauth-clients/${fx.clientId}` }),
+      right: 200,
+    },
+    "POST /v1/oauth-clients/{client_id}/revoke": {
+      req: async () => {
+        const fresh = await admin.post("/v1/oauth-clients", {
+          name: "doomed",
+          scopes: ["keys:admin"],
+        });
+        return { path: `/v1/oauth-clients/${fresh.json.id}/revoke` };
+      },
+      right: 200,
+    },
+
+    "GET /v1/ui/sessions/{session_id}/events/stream": {
+      req: async () => ({ path: `/v1/ui/sessions/${fx.sessionId}/events/stream`, stream: true }),
+      right: 200,
+    },
+    "GET /v1/sessions/{session_id}/ws": {
+      // Without an upgrade it only says how to use it (400), once the session is visible.
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/ws` }),
+      right: 400,
+    },
+    "GET /v1/quotas": {
+      req: async () => ({ path: "/v1/quotas?workspace_id=default" }),
+      right: 200,
+    },
+    "GET /v1/quotas/{quota_id}": {
+      // Another workspace's quota ids are not asked for by id here: the
+      // workspace is the caller's own, so an unknown id is a plain 404.
+      req: async () => ({ path: `/v1/quotas/${fx.quotaId ?? "quota_none"}` }),
+      right: () => (fx.quotaId ? 200 : 404),
+    },
+    "GET /v1/ui/sessions/{session_id}/health": {
+      req: async () => ({ path: `/v1/ui/sessions/${fx.sessionId}/health` }),
+      right: 200,
+    },
+    "GET /v1/ui/sessions/{session_id}/health/stream": {
+      req: async () => ({ path: `/v1/ui/sessions/${fx.sessionId}/health/stream`, stream: true }),
+      right: 200,
+    },
+    // Webhooks (a public IP literal: no DNS, and not a private target).
+    "GET /v1/webhooks": {
+      req: async () => ({ path: "/v1/webhooks?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/webhooks": {
+      req: async () => ({
+        path: "/v1/webhooks",
+        body: { ...webhookBody, workspace_id: "default" },
+      }),
+      right: 201,
+    },
+    "GET /v1/webhooks/{webhook_id}": {
+      req: async () => ({ path: `/v1/webhooks/${fx.webhookId}` }),
+      right: 200,
+    },
+    "DELETE /v1/webhooks/{webhook_id}": {
+      req: async () => {
+        const fresh = await admin.post("/v1/webhooks", webhookBody);
+        return { path: `/v1/webhooks/${fresh.json.id}` };
+      },
+      right: 200,
+    },
+    "GET /v1/webhooks/{webhook_id}/deliveries": {
+      req: async () => ({ path: `/v1/webhooks/${fx.webhookId}/deliveries` }),
+      right: 200,
+    },
+    "GET /v1/ui/event-types": {
+      req: async () => ({ path: "/v1/ui/event-types" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
+  };
+
+  beforeAll(async () => {
+    idp = await TestIdentityProvider.start();
+    trellis = await startEmbedded({
+      services: [gatewayService, tasksService, receiptsService],
+      port: 0,
+      logger: createLogger({ service: "test", level: "error" }),
+      env: {
+        TRELLIS_API_KEY: ADMIN_KEY,
+        TRELLIS_LOG_LEVEL: "error",
+        TRELLIS_SSE_HEARTBEAT: "1s",
+        TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
+        TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
+      },
+    });
+    base = trellis.address.url;
+    admin = harnClient(base, ADMIN_KEY);
+    const gateway = trellis.contexts.get("gateway")!;
+    keys = new PostgresKeyStore(gateway.db, gateway.schema);
+
+    const persona = await admin.post("/v1/personas", {
+      name: "replier",
+      entry_workflow: "scripted",
+      definition: replyGraph,
+    });
+    const waiter = await admin.post("/v1/personas", {
+      name: "waiter",
+      entry_workflow: "scripted",
+      definition: waitGraph,
+    });
+    const sessionId = await newSession();
+    const task = await admin.post(`/v1/sessions/${sessionId}/tasks`, { input: "hello" });
+    await waitTask(task.json.id, "COMPLETED");
+    const receipts = await poll(
+      async () => {
+        const r = await admin.get(`/v1/tasks/${task.json.id}/receipts`);
+        return r.status === 200 && r.json.data.length > 0 ? r.json.data : undefined;
+      },
+      { timeoutMs: 20_000, what: "a receipt" },
+    );
+    const receiptDocument = await fetch(`${base}/v1/receipts/${receipts[0].id}`, {
+      headers: {
+        authorization: `Bearer ${ADMIN_KEY}`,
+        "harn-agents-protocol-version": VERSION,
+        accept: "application/vnd.harn.receipt+json",
+      },
+    }).then((r) => r.json());
+    const events = await admin.get(`/v1/tasks/${task.json.id}/events`);
+    const messages = await admin.get(`/v1/sessions/${sessionId}/messages`);
+    const artifact = await admin.post("/v1/artifacts", {
+      workspace_id: "default",
+      kind: "file",
+      name: "fixture.txt",
+      content: "fixture",
+    });
+    const outcomes = await admin.get(`/v1/outcomes?task_id=${task.json.id}`);
+    const key = await admin.post("/v1/api-keys", { name: "fixture", scopes: ["sessions:read"] });
+    const client = await admin.post("/v1/oauth-clients", {
+      name: "fixture",
+      scopes: ["sessions:read"],
+    });
+    fx = {
+      sessionId,
+      taskId: task.json.id,
+      eventId: events.json.data[0].id,
+      messageId: messages.json.data[0].id,
+      artifactId: artifact.json.id,
+      outcomeId: outcomes.json.data[0].id,
+      receiptId: receipts[0].id,
+      receiptDocument,
+      personaId: persona.json.id,
+      waiterId: waiter.json.id,
+      keyId: key.json.id,
+      clientId: client.json.id,
+      quotaId: (await admin.get("/v1/quotas")).json?.data?.[0]?.id,
+      webhookId: (await admin.post("/v1/webhooks", webhookBody)).json.id,
+    };
+    for (const [name, value] of Object.entries(fx))
+      if (name !== "quotaId") expect(value).toBeTruthy();
+
+    credentials.wrongWorkspace = await keyWith(OTHER, [...scopeNames]);
+    const revoked = await keys.create({
+      name: "revoked",
+      actorId: "revoked",
+      workspaceId: "default",
+      scopes: ["*"],
+    });
+    await keys.revoke(revoked.record.id);
+    credentials.revokedKey = revoked.key;
+    credentials.expiredToken = await idp.token(
+      { sub: "svc", aud: "trellis", workspace: "default", scope: scopeNames.join(" ") },
+      { expiresInSec: -600 },
+    );
+  }, 120_000);
+
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 500 });
+    await idp?.close();
+  });
+
+  /** The credential of a column for a route with `rule`. */
+  async function credentialFor(column: Column, rule: Rule | undefined): Promise<string | null> {
+    switch (column) {
+      case "none":
+        return null;
+      case "right": {
+        if (rule === "admin" || rule === "public" || rule === undefined) return ADMIN_KEY;
+        let key = scopeKeys.get(rule);
+        if (key === undefined) {
+          key = await keyWith("default", [rule]);
+          scopeKeys.set(rule, key);
+        }
+        return key;
+      }
+      case "missingScope": {
+        const cacheKey = `without ${rule}`;
+        let key = scopeKeys.get(cacheKey);
+        if (key === undefined) {
+          key = await keyWith(
+            "default",
+            scopeNames.filter((s) => s !== rule),
+          );
+          scopeKeys.set(cacheKey, key);
+        }
+        return key;
+      }
+      default:
+        return credentials[column];
+    }
+  }
+
+  function expected(column: Column, rule: Rule | undefined, row: Row): number {
+    if (rule === "public") return typeof row.right === "function" ? row.right() : row.right;
+    switch (column) {
+      case "none":
+      case "revokedKey":
+      case "expiredToken":
+        return 401;
+      case "missingScope":
+        return 403;
+      case "wrongWorkspace":
+        return row.wrongWorkspace ?? 404;
+      case "right":
+        return typeof row.right === "function" ? row.right() : row.right;
+    }
+  }
+
+  async function send(method: string, req: Req, key: string | null) {
+    const headers: Record<string, string> = { "harn-agents-protocol-version": VERSION };
+    if (key !== null) headers.authorization = `Bearer ${key}`;
+    if (req.body !== undefined) headers["content-type"] = "application/json";
+    const abort = new AbortController();
+    const response = await fetch(`${base}${req.path}`, {
+      method,
+      headers,
+      signal: abort.signal,
+      ...(req.body === undefined ? {} : { body: JSON.stringify(req.body) }),
+    });
+    // A stream that opened is enough: its status is what the matrix is about.
+    if (req.stream && response.status === 200) {
+      abort.abort();
+      return { status: response.status, text: "", type: response.headers.get("content-type") };
+    }
+    return {
+      status: response.status,
+      text: await response.text(),
+      type: response.headers.get("content-type"),
+    };
+  }
+
+  it("has a row for every route", () => {
+    const routes = restRoutes.map((r) => `${r.method} ${r.path}`).sort();
+    expect(Object.keys(rows).sort()).toEqual(routes);
+  });
+
+  it("gives every route × credential its expected status, with the error envelope", async () => {
+    const outcomes: string[] = [];
+    const failures: string[] = [];
+    for (const route of restRoutes) {
+      const name = `${route.method} ${route.path}`;
+      const row = rows[name];
+      if (row === undefined) continue; // reported by the test above
+      const rule = restRuleOf(route.method, route.path);
+      for (const column of columns) {
+        const req = await row.req();
+        const key = await credentialFor(column, rule);
+        const response = await send(route.method, req, key);
+        const want = expected(column, rule, row);
+        outcomes.push(`${name} ${column} ${response.status}`);
+        if (response.status !== want) {
+          failures.push(
+            `${name} [${column}] → ${response.status}, expected ${want}: ${response.text.slice(0, 200)}`,
+          );
+          continue;
+        }
+        if (want >= 400) {
+          const body = JSON.parse(response.text);
+          const code = {
+            400: "invalid_request",
+            401: "unauthenticated",
+            403: "permission_denied",
+            404: "resource_not_found",
+          }[want];
+          if (body?.error?.code !== code)
+            failures.push(`${name} [${column}] code ${body?.error?.code}`);
+          // Nothing about the credential or the hidden resource leaks.
+          if (key !== null && response.text.includes(key))
+            failures.push(`${name} [${column}] echoes the credential`);
+        }
+        if (column === "wrongWorkspace" && want < 400 && rule !== "public" && !row.echoes) {
+          for (const id of [fx.sessionId, fx.taskId, fx.eventId, fx.artifactId, fx.receiptId]) {
+            if (response.text.includes(id)) failures.push(`${name} [${column}] shows ${id}`);
+          }
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+    expect(outcomes.length).toBe(restRoutes.length * columns.length);
+  }, 300_000);
+
+  it("answers cross-workspace reads of sessions, tasks, events, receipts and artifacts with 404, never 403", async () => {
+    const outsider = harnClient(base, credentials.wrongWorkspace);
+    for (const path of [
+      `/v1/sessions/${fx.sessionId}`,
+      `/v1/tasks/${fx.taskId}`,
+      `/v1/events/${fx.eventId}`,
+      `/v1/sessions/${fx.sessionId}/events`,
+      `/v1/tasks/${fx.taskId}/events`,
+      `/v1/receipts/${fx.receiptId}`,
+      `/v1/tasks/${fx.taskId}/receipts`,
+      `/v1/artifacts/${fx.artifactId}`,
+      `/v1/artifacts/${fx.artifactId}/content`,
+      "/v1/sessions?workspace_id=default",
+      "/v1/artifacts?workspace_id=default",
+    ]) {
+      const response = await outsider.get(path);
+      expect({ path, status: response.status }).toEqual({ path, status: 404 });
+      expect(response.json.error.code).toBe("resource_not_found");
+    }
+    // The same ids that never existed look exactly alike.
+    const real = await outsider.get(`/v1/sessions/${fx.sessionId}`);
+    const fake = await outsider.get("/v1/sessions/ses_never_existed");
+    expect(real.status).toBe(fake.status);
+    expect(real.json.error.type).toBe(fake.json.error.type);
+  });
+});
+
+/** A scripted agent that replies once. */
+const replyGraph = {
+  entry: "reply",
+  nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
+  edges: [{ from: "reply", to: "END" }],
+};
+
+/** A scripted agent that waits for input, then replies. */
+const waitGraph = {
+  entry: "ask",
+  nodes: {
+    ask: { suspend: { signal_id: "more", kind: "input" } },
+    done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
+  },
+  edges: [
+    { from: "ask", to: "done" },
+    { from: "done", to: "END" },
+  ],
+};

@@ -1,0 +1,221 @@
+// The consumer's batches on a real database (PGlite): a batch issues exactly
+// what handling its events one at a time issues (byte for byte), repeats
+// inside a batch and redeliveries issue nothing twice, and two issuers with
+// their own remembered chain heads keep one gap-free chain.
+import type { PGlite } from "@electric-sql/pglite";
+import type { Event } from "@trellis/contracts/core";
+import { createLogger } from "@trellis/runtime";
+import {
+  createDatabase,
+  type Database,
+  migrate,
+  openPGlite,
+  outboxMigrations,
+} from "@trellis/storage";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AgentDirectory } from "../src/agents.js";
+import type { KeyRing } from "../src/keys.js";
+import { type Delivery, ReceiptProcessor } from "../src/processor.js";
+import { receiptsMigrations } from "../src/store/migrations/index.js";
+import { PostgresReceiptStore } from "../src/store/receipt-store.js";
+import { issuer, newKey } from "./receipt-helpers.js";
+import { receiptSchemaValidator, taskEvents } from "./support.js";
+
+const key = newKey("key_batch");
+const keys: KeyRing = {
+  current: key,
+  publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
+  ensure: async () => {},
+  list: () => [],
+};
+const directory: AgentDirectory = {
+  agentOfTask: async (_taskId, agentId) => ({
+    known: true,
+    profile: { agentId: agentId ?? "agent_echo", tier: "act_with_approval", backend: "scripted" },
+  }),
+  workspace: async () => ({}),
+};
+const logger = createLogger({ service: "test", level: "error" });
+
+/** Events of several tasks, in one log order, with positions 1…n and sequences per task. */
+function logOf(tasks: { taskId: string; workspaceId: string; withTool?: boolean }[]): Delivery[] {
+  const perTask = tasks.map((t) =>
+    taskEvents({ ...t, sequenced: true, withModel: true, final: "COMPLETED" }),
+  );
+  // Interleave the tasks' events, as concurrent tasks appear in the log.
+  const log: Event[] = [];
+  for (let i = 0; perTask.some((events) => i < events.length); i++) {
+    for (const events of perTask) if (events[i]) log.push(events[i] as Event);
+  }
+  return log.map((event, i) => ({ event, position: BigInt(i + 1), deliveryCount: 1 }));
+}
+
+interface Harness {
+  db: Database<unknown>;
+  store: PostgresReceiptStore;
+  /** Another store on the same tables, as another replica would have. */
+  newStore(): PostgresReceiptStore;
+  processor(options?: { exclusive?: boolean; store?: PostgresReceiptStore }): ReceiptProcessor;
+  rows(
+    workspace: string,
+  ): Promise<{ chain_index: bigint; receipt_hash: string; document: string }[]>;
+}
+
+/** The receipts tables in their own schema of a shared database. */
+async function harness(db: Database<unknown>, schema: string): Promise<Harness> {
+  await migrate(db, { schema, migrations: { ...outboxMigrations(schema), ...receiptsMigrations } });
+  const newStore = () => new PostgresReceiptStore({ database: db, schema, outboxSchema: schema });
+  const store = newStore();
+  return {
+    db,
+    store,
+    newStore,
+    processor(options = {}) {
+      // Deterministic clock and ids, so runs can be compared byte for byte.
+      let n = 0;
+      return new ReceiptProcessor({
+        store: options.store ?? store,
+        keys,
+        directory,
+        config: { issuer, gapWaitMs: 3_000 },
+        logger,
+        now: () => new Date("2026-11-22T12:00:00Z"),
+        newReceiptId: () => `rcpt_${String(++n).padStart(4, "0")}`,
+        ...(options.exclusive ? { exclusive: true } : {}),
+      });
+    },
+    async rows(workspace) {
+      return (await db.kysely
+        .withSchema(schema)
+        .selectFrom("receipts" as never)
+        .select(["chain_index", "receipt_hash", "document"] as never)
+        .where("workspace_id" as never, "=", workspace as never)
+        .orderBy("chain_index" as never)
+        .execute()) as { chain_index: bigint; receipt_hash: string; document: string }[];
+    },
+  };
+}
+
+function expectGapFree(rows: { chain_index: bigint; receipt_hash: string; document: string }[]) {
+  rows.forEach((row, k) => {
+    expect(Number(row.chain_index)).toBe(k + 1);
+    const doc = JSON.parse(row.document);
+    expect(doc.chain.previous_receipt_hash).toBe(k === 0 ? null : rows[k - 1]?.receipt_hash);
+    expect(receiptSchemaValidator()(doc)).toEqual([]);
+  });
+}
+
+describe("receipts in batches", () => {
+  let pglite: PGlite;
+  let db: Database<unknown>;
+  let one: Harness;
+  let batched: Harness;
+  let exclusive: Harness;
+
+  beforeAll(async () => {
+    pglite = await openPGlite({});
+    db = await createDatabase({ kind: "pglite", pglite });
+    one = await harness(db, "receipts_one");
+    batched = await harness(db, "receipts_batched");
+    exclusive = await harness(db, "receipts_exclusive");
+  });
+
+  afterAll(async () => {
+    await db?.close();
+    await pglite?.close();
+  });
+
+  it("issues byte for byte what one event at a time issues", async () => {
+    const tasks = Array.from({ length: 12 }, (_, i) => ({
+      taskId: `task_b${i}`,
+      workspaceId: i % 3 === 0 ? "ws_b2" : "ws_b1",
+      withTool: i % 2 === 0,
+    }));
+    const log = logOf(tasks);
+
+    const single = one.processor();
+    for (const delivery of log) {
+      expect(await single.handle(delivery, 1)).toEqual({ ack: true });
+    }
+    // Batches of uneven sizes, cutting tasks anywhere.
+    for (const [harnessed, processor] of [
+      [batched, batched.processor()],
+      [exclusive, exclusive.processor({ exclusive: true })],
+    ] as const) {
+      for (let at = 0, size = 1; at < log.length; at += size, size = (size * 3) % 17) {
+        const outcomes = await processor.handleBatch(log.slice(at, at + size));
+        expect(outcomes.every((o) => o.ack)).toBe(true);
+      }
+      for (const workspace of ["ws_b1", "ws_b2"]) {
+        const expected = await one.rows(workspace);
+        // A task receipt per task and an approval receipt per tool task.
+        expect(expected.length).toBe(
+          tasks.filter((t) => t.workspaceId === workspace).length +
+            tasks.filter((t) => t.workspaceId === workspace && t.withTool).length,
+        );
+        expectGapFree(expected);
+        expect(await harnessed.rows(workspace)).toEqual(expected);
+      }
+    }
+  });
+
+  it("issues nothing twice: repeats in a batch, redeliveries, a restarted consumer", async () => {
+    const h = batched;
+    const log = logOf([{ taskId: "task_again", workspaceId: "ws_again", withTool: true }]);
+    const processor = h.processor();
+    // The whole task twice in one batch.
+    const outcomes = await processor.handleBatch([...log, ...log]);
+    expect(outcomes).toHaveLength(log.length * 2);
+    expect(outcomes.every((o) => o.ack)).toBe(true);
+    expect(await h.rows("ws_again")).toHaveLength(2);
+    // Redelivered (the store looks first) …
+    await processor.handleBatch(log.map((d) => ({ ...d, deliveryCount: 2 })));
+    // … and delivered as new to a fresh consumer with its own store: the
+    // subject's unique key turns the attempt into a retry that finds them.
+    const fresh = h.newStore();
+    const restarted = h.processor({ store: fresh, exclusive: true });
+    expect((await restarted.handleBatch(log)).every((o) => o.ack)).toBe(true);
+    const rows = await h.rows("ws_again");
+    expect(rows).toHaveLength(2);
+    expectGapFree(rows);
+  });
+
+  it("keeps one chain when issuers with their own remembered heads take turns and race", async () => {
+    const h = exclusive;
+    // Two stores on one database, as two replicas would be: each remembers
+    // the chain head as of its own last append.
+    const stores = [h.newStore(), h.newStore()];
+    const processors = stores.map((store) => h.processor({ store }));
+    const tasks = Array.from({ length: 40 }, (_, i) => ({
+      taskId: `task_race${i}`,
+      workspaceId: "ws_race",
+    }));
+    const log = logOf(tasks);
+    // Every task's end comes after all tasks' other events (interleaved log).
+    const ends = log.slice(-tasks.length);
+    expect(ends.every((d) => d.event.kind === "task.completed")).toBe(true);
+    const before = log.slice(0, -tasks.length);
+    const split = (deliveries: Delivery[], size: number) =>
+      Array.from({ length: Math.ceil(deliveries.length / size) }, (_, i) =>
+        deliveries.slice(i * size, (i + 1) * size),
+      );
+    // Take turns: each store's remembered head is stale on its next turn.
+    const ordered = [...before, ...ends.slice(0, 16)];
+    for (const [i, batch] of split(ordered, 9).entries()) {
+      const outcomes = await (processors[i % 2] as ReceiptProcessor).handleBatch(batch);
+      expect(outcomes.every((o) => o.ack)).toBe(true);
+    }
+    // Race: both at once on the remaining ends.
+    const outcomes = await Promise.all(
+      split(ends.slice(16), 4).map((batch, i) =>
+        (processors[i % 2] as ReceiptProcessor).handleBatch(batch),
+      ),
+    );
+    expect(outcomes.flat().every((o) => o.ack)).toBe(true);
+    // The stale heads were noticed and the appends redone, not forked.
+    expect(stores.reduce((n, store) => n + store.conflicts, 0)).toBeGreaterThan(0);
+    const rows = await h.rows("ws_race");
+    expect(rows).toHaveLength(tasks.length);
+    expectGapFree(rows);
+  });
+});

@@ -1,0 +1,470 @@
+/**
+ * The replay executor: an {@link AgentExecutor} decorator that runs replay
+ * tasks from their source's recording instead of calling providers or tools
+ * again (Harn replay contract, "Modes").
+ *
+ * A task reaches it marked by the turn runner (`metadata.trellis_replay`,
+ * set for tasks with a parent); the executor loads the replay's plan and
+ * runs it by its strategy (`domain/replay.ts`):
+ *
+ * - `rerun` (scripted): the deterministic backend runs again, through the
+ *   wrapped executor;
+ * - `model` (the built-in harness): its tool loop runs again in this process,
+ *   with a model provider that answers from the `llm:<call_id>` records (or
+ *   the `llm:` overrides) and tools that answer from the `tool:<id>` records
+ *   (or the `tool:` overrides) — the real provider and tools are never
+ *   called;
+ * - `recorded` (any other backend): the recorded output is served as it was.
+ *
+ * A suspension the source was resumed from is resumed at once with the
+ * payload the source got (its recorded signal), so the replay's transcript
+ * matches the source's. Anything the recording lacks ends the replay FAILED
+ * (`replay_dependency_unavailable`), naming the first missing record — never
+ * a hang, never a live call. Every message it produces carries the replay
+ * marker in `metadata.replay`; one produced by an override also the override's
+ * before / after hashes (the receipt delta).
+ *
+ * Tasks that are no replay pass straight through.
+ */
+import { clone, equals, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import {
+  type AgentExecutor,
+  createHarnessAdapter,
+  type ExecutionAdapter,
+  type ExecutionRequest,
+  type ExecutionResult,
+  type HarnessTool,
+  type ModelProvider,
+  type ModelRequest,
+  type ModelResponse,
+  routingFromDefinition,
+  unwrapCheckpoint,
+} from "@trellis/adapters";
+import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+import {
+  markerFor,
+  type PlannedMessage,
+  REPLAY_KEY,
+  REPLAY_REQUEST_KEY,
+  REPLAY_UNAVAILABLE,
+  type ReplayMarker,
+  type StoredOverride,
+  sha256Of,
+} from "../domain/replay.js";
+import type { ReplayRecord } from "../store/task-store.js";
+import { overrideResponse, recordedResponse } from "./recorded-model.js";
+
+/** Options of {@link createReplayExecutor}. */
+export interface ReplayExecutorOptions {
+  /** A task's replay plan and material; undefined when the task is no replay. */
+  load(taskId: string): Promise<ReplayRecord | undefined>;
+  /**
+   * The harness's tools, for their schemas and approval flags (their `run`
+   * is never called by a replay). Tools not listed replay with a schema that
+   * accepts any object.
+   */
+  harnessTools?: readonly HarnessTool[];
+}
+
+/** Wraps `inner` so that replay tasks run from their recording. */
+export function createReplayExecutor(
+  inner: AgentExecutor,
+  options: ReplayExecutorOptions,
+): AgentExecutor {
+  return {
+    backends: () => inner.backends(),
+    validateDefinition: (backend, definition) => inner.validateDefinition(backend, definition),
+    async execute(request) {
+      if (request.metadata?.[REPLAY_REQUEST_KEY] !== true) return inner.execute(request);
+      const { [REPLAY_REQUEST_KEY]: _flag, ...metadata } = request.metadata;
+      const clean: ExecutionRequest = { ...request };
+      if (Object.keys(metadata).length > 0) clean.metadata = metadata;
+      else delete clean.metadata;
+      const record = await options.load(request.taskId);
+      if (!record) return inner.execute(clean);
+      return new ReplayRun(record, clean, inner, options.harnessTools ?? []).run();
+    },
+  };
+}
+
+/** A dependency the recording lacks (or a replay that left the recorded path). */
+class ReplayStop extends Error {
+  constructor(
+    readonly key: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** An override applied while producing the message recorded under `key`. */
+interface Applied {
+  key: string;
+  override: StoredOverride;
+  material: string;
+  before: string | null;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** The message without what a replay changes by design (ids, times, metadata). */
+function content(message: Message): Message {
+  const copy = clone(MessageSchema, message);
+  copy.id = "";
+  copy.createdAt = undefined;
+  copy.metadata = undefined;
+  return copy;
+}
+
+/** One execution of a replay task. */
+class ReplayRun {
+  readonly #plan: ReplayRecord["plan"];
+  /** Source output by position, and the planned entry of each. */
+  readonly #source: { message: Message; planned: PlannedMessage }[];
+  /** Record key → index into #source. */
+  readonly #byKey = new Map<string, number>();
+  /** Source messages already matched by a replayed one. */
+  readonly #matched = new Set<number>();
+  /** Next source index a keyless message is matched from. */
+  #cursor: number;
+  /** Signals not yet used for an automatic resume, in order. */
+  readonly #signals: { label: string; payload: JsonValue }[];
+  readonly #applied = new Map<string, Applied>();
+  #stop: ReplayStop | undefined;
+  /** Aborts the harness when the recording runs out (and when the task is canceled). */
+  readonly #abort = new AbortController();
+  #harness: ExecutionAdapter | undefined;
+
+  constructor(
+    readonly record: ReplayRecord,
+    readonly request: ExecutionRequest,
+    readonly inner: AgentExecutor,
+    readonly harnessTools: readonly HarnessTool[],
+  ) {
+    this.#plan = record.plan;
+    this.#source = record.sourceOutput.map((message, i) => ({
+      message,
+      planned: record.plan.messages[i] ?? {
+        messageId: message.id,
+        eventId: "",
+        sequence: 0,
+        keys: [],
+      },
+    }));
+    this.#source.forEach((entry, i) => {
+      for (const key of Object.keys(entry.message.metadata ?? {})) {
+        if (!this.#byKey.has(key)) this.#byKey.set(key, i);
+      }
+    });
+    this.#cursor = record.plan.checkpoint?.outputCount ?? 0;
+    this.#signals = record.plan.signals.map((s) => ({ ...s }));
+  }
+
+  async run(): Promise<ExecutionResult> {
+    const made: Message[] = [];
+    let request = this.request;
+    let result = await this.#once(request);
+    // Suspensions the source was resumed from resume at once, with its payload.
+    while (result.status === "suspended" && !this.#stop) {
+      const label = result.signalLabel;
+      const index = this.#signals.findIndex((s) => s.label === label);
+      if (index < 0) break;
+      const [signal] = this.#signals.splice(index, 1);
+      made.push(...result.messages);
+      request = {
+        ...this.request,
+        resume: { checkpoint: result.checkpoint, payload: signal?.payload ?? null },
+      };
+      result = await this.#once(request);
+    }
+    const messages = [...made, ...result.messages];
+    for (const message of messages) this.#mark(message);
+    if (this.#stop) {
+      return {
+        status: "failed",
+        messages,
+        category: REPLAY_UNAVAILABLE,
+        message: `replay of task ${this.#plan.sourceTaskId} cannot proceed: ${this.#stop.message} (${this.#stop.key}); nothing was fetched again`,
+        retryable: false,
+      };
+    }
+    return { ...result, messages };
+  }
+
+  #once(request: ExecutionRequest): Promise<ExecutionResult> {
+    switch (this.#plan.strategy) {
+      case "rerun":
+        return this.inner.execute(request);
+      case "model":
+        return this.#runHarness(request);
+      case "recorded":
+        return Promise.resolve(this.#serveRecorded(request));
+    }
+  }
+
+  // ---------------------------------------------------------------- markers
+
+  /** Adds the replay marker (and any override's delta) to a produced message. */
+  #mark(message: Message): void {
+    const keys = Object.keys(message.metadata ?? {});
+    let index: number | undefined;
+    for (const key of keys) {
+      const at = this.#byKey.get(key);
+      if (at !== undefined && !this.#matched.has(at)) {
+        index = at;
+        break;
+      }
+    }
+    if (index === undefined) index = this.#matchByContent(message);
+    if (index !== undefined) {
+      this.#matched.add(index);
+      this.#cursor = Math.max(this.#cursor, index + 1);
+    }
+    const marker: ReplayMarker = markerFor(
+      this.#plan,
+      this.request.taskId,
+      index === undefined ? undefined : this.#source[index]?.planned,
+    );
+    const applied = keys.map((k) => this.#applied.get(k)).find((a) => a !== undefined);
+    if (applied) {
+      marker.override_key = applied.key;
+      marker.receipt_delta_id = `${this.request.taskId}:${applied.key}`;
+      marker.override = {
+        kind: applied.override.kind,
+        material: applied.material,
+        before_sha256: applied.before,
+        after_sha256: applied.override.sha256,
+        visibility: applied.override.visibility,
+        reason: applied.override.reason,
+      };
+    }
+    message.metadata = {
+      ...(message.metadata ?? {}),
+      [REPLAY_KEY]: marker as unknown as JsonValue,
+    };
+  }
+
+  /** The next unmatched source message (from the cursor) with the same content. */
+  #matchByContent(message: Message): number | undefined {
+    const wanted = content(message);
+    for (let i = this.#cursor; i < this.#source.length; i++) {
+      const entry = this.#source[i];
+      if (!entry || this.#matched.has(i)) continue;
+      if (equals(MessageSchema, content(entry.message), wanted)) return i;
+    }
+    return undefined;
+  }
+
+  // ---------------------------------------------------------------- recorded
+
+  /**
+   * Serves the recorded output from where the replay stands to the end, with
+   * the source's ending (or its suspension, when it never went on).
+   */
+  #serveRecorded(request: ExecutionRequest): ExecutionResult {
+    const state = request.resume ? unwrapCheckpoint(request.resume.checkpoint).state : undefined;
+    const start =
+      isObject(state) && typeof state.replay_recorded_offset === "number"
+        ? state.replay_recorded_offset
+        : (this.#plan.checkpoint?.outputCount ?? 0);
+    const source = this.#plan.source;
+    if (start >= this.#source.length && request.resume && source.suspension) {
+      this.#stop = new ReplayStop(
+        `signal:${source.suspension.label}`,
+        `the source never continued after waiting for ${source.suspension.label}`,
+      );
+      return {
+        status: "failed",
+        messages: [],
+        category: REPLAY_UNAVAILABLE,
+        message: "",
+        retryable: false,
+      };
+    }
+    const messages = this.#source.slice(start).map((entry) => {
+      const copy = clone(MessageSchema, entry.message);
+      copy.id = "";
+      copy.createdAt = undefined;
+      return copy;
+    });
+    switch (source.status) {
+      case "COMPLETED":
+        return { status: "completed", messages };
+      case "FAILED":
+        return {
+          status: "failed",
+          messages,
+          category: source.failure?.category ?? "internal_error",
+          message: source.failure?.message ?? "the source task failed",
+          retryable: source.failure?.retryable ?? false,
+        };
+      case "CANCELED":
+        return { status: "cancelled", messages };
+      default:
+        if (source.suspension) {
+          return {
+            status: "suspended",
+            messages,
+            signalLabel: source.suspension.label,
+            kind: source.suspension.kind,
+            metadata: source.suspension.metadata,
+            checkpoint: { replay_recorded_offset: this.#source.length },
+          };
+        }
+        this.#stop = new ReplayStop("event:task", `the source ended as ${source.status}`);
+        return {
+          status: "failed",
+          messages,
+          category: REPLAY_UNAVAILABLE,
+          message: "",
+          retryable: false,
+        };
+    }
+  }
+
+  // ---------------------------------------------------------------- harness
+
+  #fail(key: string, message: string): ReplayStop {
+    this.#stop ??= new ReplayStop(key, message);
+    this.#abort.abort(this.#stop);
+    return this.#stop;
+  }
+
+  async #runHarness(request: ExecutionRequest): Promise<ExecutionResult> {
+    const { definition } = routingFromDefinition(request.agent.definition);
+    const providerName = typeof definition.provider === "string" ? definition.provider : "";
+    const system = typeof definition.system === "string" && definition.system !== "";
+    this.#harness ??= createHarnessAdapter({
+      providers: { [providerName]: (model) => this.#provider(providerName, model, system) },
+      tools: this.#tools(definition, request.agent.tools),
+    });
+    if (request.signal.aborted) this.#abort.abort(request.signal.reason);
+    else
+      request.signal.addEventListener("abort", () => this.#abort.abort(request.signal.reason), {
+        once: true,
+      });
+    // Messages made before a stop are kept; what the harness adds after it is not.
+    let kept = 0;
+    const result = await this.#harness.execute({
+      ...request,
+      agent: { ...request.agent, definition },
+      signal: this.#abort.signal,
+      onEvent: (event) => {
+        if (event.kind === "message" && !this.#stop) kept += 1;
+        request.onEvent?.(event);
+      },
+      ...(request.resume
+        ? {
+            resume: {
+              checkpoint: unwrapCheckpoint(request.resume.checkpoint).state,
+              payload: request.resume.payload,
+            },
+          }
+        : {}),
+    });
+    if (this.#stop)
+      return { ...result, messages: result.messages.slice(0, kept) } as ExecutionResult;
+    return result;
+  }
+
+  /** A model provider answering from the recording (or the overrides). */
+  #provider(name: string, model: string, system: boolean): ModelProvider {
+    return {
+      provider: name,
+      model,
+      complete: async (call: ModelRequest): Promise<ModelResponse> => {
+        const n = this.#callNumber(call.messages, system);
+        const key = `llm:main:${n}`;
+        const at = this.#byKey.get(key);
+        const recorded = at === undefined ? undefined : this.#source[at]?.message;
+        const record = recorded?.metadata?.[key];
+        const override = this.record.overrides[key];
+        if (override) {
+          this.#applied.set(key, {
+            key,
+            override,
+            material: `metadata.${key}.response`,
+            before:
+              isObject(record) && record.response !== undefined ? sha256Of(record.response) : null,
+          });
+          return overrideResponse(override.value, key, model);
+        }
+        if (!recorded || !isObject(record)) {
+          throw this.#fail(key, `no recorded model response for call main:${n}`);
+        }
+        return recordedResponse(record, recorded);
+      },
+    };
+  }
+
+  /**
+   * The number of the model call being made: one more than the assistant
+   * messages already in this turn (the harness sends the system prompt, the
+   * history without system messages, the input, then the turn so far —
+   * across suspensions, as its call ids count).
+   */
+  #callNumber(messages: readonly Message[], system: boolean): number {
+    const history = this.request.history.filter((m) => m.role !== Role.SYSTEM).length;
+    const start = (system ? 1 : 0) + history + 1;
+    return 1 + messages.slice(start).filter((m) => m.role === Role.ASSISTANT).length;
+  }
+
+  /** The agent's tools, answering from the `tool:` records (or the overrides). */
+  #tools(definition: JsonObject, agentTools: readonly string[]): HarnessTool[] {
+    const names = Array.isArray(definition.tools)
+      ? definition.tools.filter((n): n is string => typeof n === "string")
+      : [...agentTools];
+    return names.map((name) => {
+      const real = this.harnessTools.find((t) => t.name === name);
+      const approved = [...this.#byKey.keys()].some((key) => {
+        const at = this.#byKey.get(key);
+        const record = at === undefined ? undefined : this.#source[at]?.message.metadata?.[key];
+        return (
+          key.startsWith("tool:") &&
+          isObject(record) &&
+          record.name === name &&
+          "approval" in record
+        );
+      });
+      return {
+        name,
+        description: real?.description ?? "",
+        inputSchema: real?.inputSchema ?? { type: "object" },
+        requiresApproval: real?.requiresApproval ?? approved,
+        run: (_input, context) => this.#toolResult(name, context.toolCallId),
+      };
+    });
+  }
+
+  #toolResult(name: string, toolCallId: string): JsonValue {
+    const key = `tool:${toolCallId}`;
+    const at = this.#byKey.get(key);
+    const record = at === undefined ? undefined : this.#source[at]?.message.metadata?.[key];
+    const override = this.record.overrides[key];
+    if (override) {
+      this.#applied.set(key, {
+        key,
+        override,
+        material: `metadata.${key}.output`,
+        before: isObject(record) && record.output !== undefined ? sha256Of(record.output) : null,
+      });
+      return override.value;
+    }
+    if (!isObject(record)) {
+      throw this.#fail(key, `no recorded result for tool call ${toolCallId} (${name})`);
+    }
+    const output = typeof record.output === "string" ? record.output : "";
+    if (record.status === "ok") return output;
+    if (record.status === "error") {
+      // The harness words a tool's error as "Error: <name> failed: <message>".
+      const prefix = `Error: ${name} failed: `;
+      throw new Error(output.startsWith(prefix) ? output.slice(prefix.length) : output);
+    }
+    throw this.#fail(
+      key,
+      `tool call ${toolCallId} (${name}) was ${String(record.status)} in the source run, but the replay ran it`,
+    );
+  }
+}

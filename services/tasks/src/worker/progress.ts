@@ -1,0 +1,147 @@
+/**
+ * A running turn's progress (the backend's execution events) recorded in the
+ * event log, as the UIs and receipts read it: `agent.text_delta`,
+ * `agent.thinking_delta`, `agent.tool_use`, `tool.completed` / `tool.failed`,
+ * `agent.model_call` (usage of a step) and `agent.routed` (where the router
+ * placed the run — on a remote worker, on a retry, or degraded, with the
+ * negotiation's warnings).
+ *
+ * Events go through the outbox like every other task event, so the log stays
+ * one durable, replayable history. To keep that affordable for token streams,
+ * events are written in batches: at most every `flushMs` while the turn runs
+ * (consecutive deltas of one kind merged into one event), and once more
+ * before the turn's outcome is recorded, so progress always precedes it.
+ *
+ * What the transcript or the task status already records is not repeated:
+ * `message`, `tool_call_delta` and `turn_finished` events are skipped, and a
+ * turn that reports nothing else (the scripted agent) costs no write at all.
+ */
+import type { JsonValue } from "@bufbuild/protobuf";
+import type { ExecutionEvent } from "@trellis/adapters";
+import type { Logger } from "@trellis/runtime";
+
+/** One recorded progress item: an event kind and its `data` payload. */
+export interface ProgressItem {
+  kind: string;
+  data: { [key: string]: JsonValue };
+}
+
+/** Maps an execution event to what the log records, or undefined when it records nothing. */
+export function progressItem(event: ExecutionEvent): ProgressItem | undefined {
+  switch (event.kind) {
+    case "text_delta":
+      return { kind: "agent.text_delta", data: { text: event.text } };
+    case "thinking_delta":
+      return { kind: "agent.thinking_delta", data: { text: event.text } };
+    case "tool_started":
+      return {
+        kind: "agent.tool_use",
+        data: {
+          tool_call_id: event.toolCallId,
+          name: event.name,
+          ...(event.input === undefined ? {} : { input: event.input }),
+        },
+      };
+    case "tool_finished":
+      return {
+        kind: event.status === "ok" ? "tool.completed" : "tool.failed",
+        data: { tool_call_id: event.toolCallId, name: event.name, status: event.status },
+      };
+    case "step_finished": {
+      const usage = event.usage;
+      return {
+        kind: "agent.model_call",
+        data: {
+          step: event.iteration,
+          ...(usage?.inputTokens === undefined ? {} : { input_tokens: usage.inputTokens }),
+          ...(usage?.outputTokens === undefined ? {} : { output_tokens: usage.outputTokens }),
+          ...(usage?.costUnits === undefined ? {} : { cost_units: usage.costUnits }),
+          ...(usage?.latencyMs === undefined ? {} : { latency_ms: usage.latencyMs }),
+        },
+      };
+    }
+    case "routed":
+      // An in-process, first-attempt placement without warnings says nothing
+      // the task does not: recorded only when remote, retried or degraded.
+      if (!event.degraded && event.workerId === "" && event.attempt <= 1) return undefined;
+      return {
+        kind: "agent.routed",
+        data: {
+          backend_id: event.backendId,
+          worker_id: event.workerId,
+          attempt: event.attempt,
+          degraded: event.degraded,
+          reasons: event.reasons.map((reason) => ({
+            code: reason.code,
+            message: reason.message,
+            severity: reason.severity,
+          })),
+        },
+      };
+    default:
+      return undefined;
+  }
+}
+
+/** Where a recorder writes its batches (the task store, for one claimed run). */
+export type ProgressSink = (items: readonly ProgressItem[]) => Promise<void>;
+
+/** Buffers one turn's progress and writes it in batches. */
+export class ProgressRecorder {
+  readonly #sink: ProgressSink;
+  readonly #flushMs: number;
+  readonly #logger: Logger;
+  #buffer: ProgressItem[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> = Promise.resolve();
+
+  constructor(sink: ProgressSink, options: { flushMs: number; logger: Logger }) {
+    this.#sink = sink;
+    this.#flushMs = options.flushMs;
+    this.#logger = options.logger;
+  }
+
+  /** The executor's `onEvent`. */
+  readonly add = (event: ExecutionEvent): void => {
+    const item = progressItem(event);
+    if (!item) return;
+    const last = this.#buffer.at(-1);
+    const mergeable = item.kind === "agent.text_delta" || item.kind === "agent.thinking_delta";
+    if (mergeable && last?.kind === item.kind) {
+      last.data = { text: `${String(last.data.text)}${String(item.data.text)}` };
+    } else {
+      this.#buffer.push(item);
+    }
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      void this.#flush();
+    }, this.#flushMs);
+  };
+
+  /** Writes what is buffered and waits for every write; call before recording the outcome. */
+  async close(): Promise<void> {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    await this.#flush();
+  }
+
+  #flush(): Promise<void> {
+    const items = this.#buffer;
+    this.#buffer = [];
+    // Batches are written one after another, so the log keeps their order.
+    this.#writing = this.#writing.then(async () => {
+      if (items.length === 0) return;
+      try {
+        await this.#sink(items);
+      } catch (error) {
+        // Progress is commentary on the turn; the transcript and outcome are
+        // the record. A failed write is reported, never fatal to the turn.
+        this.#logger.warn("recording turn progress failed; these events are dropped", {
+          events: items.length,
+          error: String(error),
+        });
+      }
+    });
+    return this.#writing;
+  }
+}

@@ -1,0 +1,32 @@
+// Replay and fork in embedded mode (PGlite, the in-process event log).
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { setCallerHeaders, startEmbedded } from "@trellis/platform";
+import { createTasksService } from "../src/definition.js";
+import { describeReplay } from "./replay.contract.js";
+import { clientsOf } from "./support/harness.js";
+
+describeReplay("embedded", async ({ executor, replayTools }) => {
+  const trellis = await startEmbedded({
+    services: [createTasksService({ executor, replayTools })],
+    port: 0,
+    env: { ...process.env, TRELLIS_LOG_LEVEL: "error" },
+  });
+  const url = trellis.address.url;
+  return {
+    clients: clientsOf(createGrpcTransport({ baseUrl: url })),
+    as(caller) {
+      return clientsOf(
+        createGrpcTransport({
+          baseUrl: url,
+          interceptors: [
+            (next) => (req) => {
+              setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
+              return next(req);
+            },
+          ],
+        }),
+      );
+    },
+    close: () => trellis.close({ graceMs: 1000 }),
+  };
+});

@@ -1,0 +1,97 @@
+/**
+ * `trellis migrate`: bring every service's PostgreSQL schema up to date, then
+ * exit. The Kubernetes migration Job runs it before the services roll
+ * (deploy/k8s/base/migrate-job.yaml).
+ *
+ * It applies what a distributed service applies at start (`runService` in
+ * @trellis/platform): the outbox tables and the service's own migrations, in
+ * the schema named after the service, under the same advisory lock. So a
+ * service started afterwards finds nothing left to do, and running both at
+ * once is safe.
+ */
+import type { ServiceDefinition } from "@trellis/platform";
+import { env, loadConfig } from "@trellis/runtime";
+import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
+import { allServices } from "../services.js";
+
+/** Environment `trellis migrate` reads. */
+export const migrateConfigSchema = {
+  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
+  /** How long to keep retrying an unreachable PostgreSQL before giving up. */
+  TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
+};
+
+/** The migrations a service's schema gets, as `runService` composes them. */
+export function serviceMigrations(definition: ServiceDefinition) {
+  return { ...outboxMigrations(definition.name), ...(definition.migrations ?? {}) };
+}
+
+async function connect(url: string, timeoutMs: number): Promise<Database<unknown>> {
+  const deadline = Date.now() + timeoutMs;
+  let delay = 200;
+  for (;;) {
+    try {
+      const db: Database<unknown> = await createDatabase({
+        kind: "postgres",
+        url,
+        poolSize: 2,
+        applicationName: "trellis-migrate",
+      });
+      try {
+        await db.ping();
+        return db;
+      } catch (error) {
+        await db.close().catch(() => undefined);
+        throw error;
+      }
+    } catch (error) {
+      if (Date.now() + delay > deadline) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(
+          `PostgreSQL was not reachable within ${Math.round(timeoutMs / 1000)} s: ${reason}`,
+        );
+      }
+      process.stderr.write(`trellis migrate: waiting for PostgreSQL (retry in ${delay} ms)\n`);
+      await new Promise((r) => setTimeout(r, delay));
+      delay = Math.min(delay * 2, 2000);
+    }
+  }
+}
+
+/**
+ * Migrate the named services (default: all) and print what was applied.
+ * Exit code 0 when every schema is current, 2 for an unknown service name;
+ * a failed migration throws (the CLI prints it and exits 1).
+ */
+export async function runMigrate(
+  source: NodeJS.ProcessEnv,
+  only: readonly string[] = [],
+): Promise<number> {
+  const unknown = only.filter((name) => !allServices.some((s) => s.name === name));
+  if (unknown.length > 0) {
+    const known = allServices.map((s) => s.name).join(", ");
+    process.stderr.write(
+      `trellis migrate: unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})\n`,
+    );
+    return 2;
+  }
+  const config = loadConfig(migrateConfigSchema, source);
+  const services = only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;
+  const db = await connect(config.DATABASE_URL, config.TRELLIS_STARTUP_TIMEOUT);
+  try {
+    for (const definition of services) {
+      const { applied } = await migrate(db, {
+        schema: definition.name,
+        migrations: serviceMigrations(definition),
+      });
+      process.stdout.write(
+        applied.length > 0
+          ? `${definition.name}: applied ${applied.length} (${applied.join(", ")})\n`
+          : `${definition.name}: up to date\n`,
+      );
+    }
+  } finally {
+    await db.close();
+  }
+  return 0;
+}

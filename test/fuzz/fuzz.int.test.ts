@@ -1,0 +1,461 @@
+// The hostile-input fuzz run (issue 7): Trellis in distributed mode — every
+// service its own process on the real Postgres and NATS — gets generated
+// malformed requests against REST and RPC (Connect JSON and binary, gRPC,
+// gRPC-Web, Connect streaming, raw HTTP/1). Passing means: no 5xx, every
+// refusal carries the Harn error envelope (REST) or a Connect error with a
+// trellis.core.v1.ErrorDetail (RPC), no request hangs, and no process died
+// or restarted.
+//
+//   TRELLIS_FUZZ_COUNT   requests (default 10 000; a nightly run can ask for more)
+//   TRELLIS_FUZZ_SEED    seed (default 20261122); case i of a seed is always the same request
+//   TRELLIS_FUZZ_ONLY    comma-separated case numbers to replay alone
+//   TRELLIS_FUZZ_CONCURRENCY  requests in flight (default 12)
+//   TRELLIS_FUZZ_TRACE   print every case's outcome (with TRELLIS_FUZZ_ONLY, to bisect)
+// The report (every failure with its request, counts per outcome) is written
+// to <mesh log dir>/fuzz-report.json and its path printed.
+import { once } from "node:events";
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import * as http from "node:http";
+import * as net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DescService } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
+import { AgentService } from "@trellis/contracts/tasks";
+import {
+  createTestDatabase,
+  deleteTestStreams,
+  type TestDatabase,
+  testNatsUrl,
+  uniqueName,
+} from "@trellis/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Http2Wire,
+  type RawResponse,
+  rpcOutcome,
+  sendHttp1,
+} from "../../packages/runtime/test/wire.js";
+import { publicServices } from "../../services/gateway/src/grpc/public-services.js";
+import { restRoutes } from "../../services/gateway/src/http/routes/index.js";
+import { checkHealth, type Mesh, startMesh } from "../../src/mesh.js";
+import { allServices } from "../../src/services.js";
+import { type FuzzCase, type FuzzSetup, generateCase, type Pool, type RpcTarget } from "./cases.js";
+
+const count = Number(process.env.TRELLIS_FUZZ_COUNT ?? 10_000);
+const seed = Number(process.env.TRELLIS_FUZZ_SEED ?? 20_261_122);
+const only = (process.env.TRELLIS_FUZZ_ONLY ?? "")
+  .split(",")
+  .filter((s) => s.trim() !== "")
+  .map(Number);
+const concurrency = Number(process.env.TRELLIS_FUZZ_CONCURRENCY ?? 12);
+const apiKey = "trellis-fuzz-admin-key-0123456789";
+const protocolVersion = "agents-protocol-2026-04-25";
+// Small, so that oversize cases are cheap to send; every process shares it.
+const maxBodyBytes = 256 * 1024;
+
+// Connect codes that say "the server failed" (HTTP 5xx in the Connect protocol).
+const serverFaults = new Set([Code.Unknown, Code.Internal, Code.DataLoss, Code.Unavailable]);
+
+interface Verdict {
+  ok: boolean;
+  /** Outcome bucket for the counts (`rpc:InvalidArgument`, `rest:400`, …). */
+  bucket: string;
+  why?: string;
+}
+
+/** Whether `body` is a Harn error envelope (`{"error": {code, message, type, param, request_id}}`). */
+function harnEnvelope(body: Buffer): boolean {
+  try {
+    const error = (JSON.parse(body.toString("utf8")) as { error?: Record<string, unknown> }).error;
+    return (
+      error !== undefined &&
+      typeof error.code === "string" &&
+      typeof error.message === "string" &&
+      typeof error.type === "string" &&
+      "request_id" in error &&
+      "param" in error
+    );
+  } catch {
+    return false;
+  }
+}
+
+function judge(fuzzCase: FuzzCase, res: RawResponse): Verdict {
+  if (fuzzCase.surface === "rest") return judgeRest(fuzzCase, res);
+  // A path that is no RPC may meet a plain-HTTP handler (an internal service
+  // refuses it without service credentials): the Harn envelope is its answer.
+  if (fuzzCase.unknownPath && res.status >= 400 && res.status < 500 && harnEnvelope(res.body)) {
+    return { ok: true, bucket: `rpc-path:${res.status}` };
+  }
+  const outcome = rpcOutcome(res);
+  if (outcome.kind === "unreadable") {
+    return { ok: false, bucket: "rpc:unreadable", why: outcome.why };
+  }
+  if (outcome.kind === "ok") return { ok: true, bucket: "rpc:ok" };
+  const bucket = `rpc:${Code[outcome.code]}`;
+  if (outcome.detail === undefined || outcome.detail.reason === "") {
+    return { ok: false, bucket, why: `error without ErrorDetail: ${outcome.message}` };
+  }
+  if (serverFaults.has(outcome.code)) {
+    return { ok: false, bucket, why: `server fault ${Code[outcome.code]}: ${outcome.message}` };
+  }
+  if (outcome.code === Code.Unimplemented && !fuzzCase.unknownPath) {
+    return { ok: false, bucket, why: `Unimplemented for a served method: ${outcome.message}` };
+  }
+  if (outcome.code === Code.DeadlineExceeded && !fuzzCase.deadlineSet) {
+    return { ok: false, bucket, why: "DeadlineExceeded without a client deadline" };
+  }
+  // Over Connect a status is HTTP; DeadlineExceeded (504) is the client's own deadline.
+  if (res.status >= 500 && outcome.code !== Code.DeadlineExceeded) {
+    return { ok: false, bucket, why: `HTTP ${res.status}` };
+  }
+  return { ok: true, bucket };
+}
+
+function judgeRest(fuzzCase: FuzzCase, res: RawResponse): Verdict {
+  const bucket = `rest:${res.status}`;
+  if (res.status >= 500)
+    return {
+      ok: false,
+      bucket,
+      why: `HTTP ${res.status}: ${res.body.toString("utf8").slice(0, 300)}`,
+    };
+  if (res.status < 400) return { ok: true, bucket };
+  const path = fuzzCase.request.path.split("?")[0] ?? "";
+  const rest = path === "/v1" || path.startsWith("/v1/");
+  let json: unknown;
+  try {
+    json = JSON.parse(res.body.toString("utf8"));
+  } catch {
+    return {
+      ok: false,
+      bucket,
+      why: `error body is not JSON: ${res.body.toString("utf8").slice(0, 200)}`,
+    };
+  }
+  const outcome = rpcOutcome(res);
+  if (
+    rest &&
+    res.headers.connection === "close" &&
+    outcome.kind === "error" &&
+    outcome.message === "malformed HTTP request"
+  ) {
+    // Node's HTTP parser refused the request (an unknown method, say): it never
+    // reached REST routing, and the runtime answered with its typed JSON error.
+    return outcome.detail !== undefined
+      ? { ok: true, bucket: "rest:parser-refused" }
+      : { ok: false, bucket, why: "untyped parser refusal" };
+  }
+  if (rest) {
+    return harnEnvelope(res.body)
+      ? { ok: true, bucket }
+      : { ok: false, bucket, why: `no error envelope: ${JSON.stringify(json).slice(0, 200)}` };
+  }
+  // Outside /v1 nothing is REST: the runtime answers with a Connect error.
+  return outcome.kind === "error" && outcome.detail !== undefined
+    ? { ok: true, bucket }
+    : { ok: false, bucket, why: `untyped answer outside /v1: ${JSON.stringify(outcome)}` };
+}
+
+async function sendRaw(baseUrl: string, text: string): Promise<string> {
+  const url = new URL(baseUrl);
+  const socket = net.connect(Number(url.port), url.hostname);
+  await once(socket, "connect");
+  socket.setTimeout(10_000, () => socket.destroy(new Error("no answer within 10000 ms")));
+  socket.end(text);
+  const chunks: Buffer[] = [];
+  for await (const chunk of socket) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString("latin1");
+}
+
+describe("fuzz: malformed requests against a distributed mesh", () => {
+  let db: TestDatabase;
+  let mesh: Mesh;
+  let logDir: string;
+  const prefix = uniqueName("fuzz");
+
+  beforeAll(async () => {
+    db = await createTestDatabase("trellis_fuzz");
+    logDir = mkdtempSync(join(tmpdir(), "trellis-fuzz-"));
+    mesh = await startMesh({
+      databaseUrl: db.url,
+      natsUrl: testNatsUrl,
+      natsPrefix: prefix,
+      logDir,
+      env: {
+        TRELLIS_API_KEY: apiKey,
+        TRELLIS_MAX_BODY_BYTES: String(maxBodyBytes),
+        TRELLIS_LOG_LEVEL: "warn",
+        TRELLIS_SHUTDOWN_GRACE: "1s",
+      },
+      readyTimeoutMs: 60_000,
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await mesh?.stop();
+    await db?.drop();
+    await deleteTestStreams(prefix);
+  });
+
+  /** Real resources for the generator to aim at. */
+  async function seedPool(gateway: string): Promise<Pool> {
+    const rest = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${gateway}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          "harn-agents-protocol-version": protocolVersion,
+          ...(body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const json = (await res.json()) as Record<string, unknown>;
+      if (res.status >= 300)
+        throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
+      return json;
+    };
+    const definition = {
+      entry: "reply",
+      nodes: { reply: { update: { messages: [{ role: "assistant", content: "ok" }] } } },
+      edges: [{ from: "reply", to: "END" }],
+    };
+    const agentRes = await fetch(`${gateway}/${AgentService.typeName}/CreateAgent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+      body: JSON.stringify({ agent: { name: "fuzz-target", backend: "scripted", definition } }),
+    });
+    const created = (await agentRes.json()) as { agent?: { id?: string } };
+    const agentId = created.agent?.id;
+    if (agentRes.status !== 200 || agentId === undefined) {
+      throw new Error(`CreateAgent: ${agentRes.status} ${JSON.stringify(created)}`);
+    }
+    const session = await rest("POST", "/v1/sessions", {
+      workspace_id: "default",
+      persona_id: agentId,
+    });
+    const sessionId = String(session.id);
+    const input = { role: "user", parts: [{ type: "text", text: "hello" }] };
+    const task = await rest("POST", `/v1/sessions/${sessionId}/tasks`, { input });
+    const artifact = await rest("POST", "/v1/artifacts", {
+      kind: "log",
+      mime_type: "text/plain",
+      name: "seed.log",
+      content: "seed",
+      session_id: sessionId,
+    });
+    // Wait for the turn so that messages and events exist.
+    let messageId = "msg_none";
+    let eventId = "evt_none";
+    for (let i = 0; i < 50 && (messageId === "msg_none" || eventId === "evt_none"); i++) {
+      const messages = (await rest("GET", `/v1/sessions/${sessionId}/messages`)) as {
+        data?: { id: string }[];
+      };
+      const events = (await rest("GET", `/v1/sessions/${sessionId}/events`)) as {
+        data?: { id: string }[];
+      };
+      messageId = messages.data?.[0]?.id ?? messageId;
+      eventId = events.data?.[0]?.id ?? eventId;
+      if (messageId === "msg_none" || eventId === "evt_none")
+        await new Promise((r) => setTimeout(r, 100));
+    }
+    return {
+      workspaceId: "default",
+      agentId,
+      sessionId,
+      taskId: String(task.id),
+      artifactId: String(artifact.id),
+      messageId,
+      eventId,
+    };
+  }
+
+  it(`answers ${only.length > 0 ? only.length : count} generated malformed requests without a 5xx, untyped error, hang or crash`, async () => {
+    const gateway = mesh.urls.gateway as string;
+    const pool = await seedPool(gateway);
+
+    const rpcTargets: RpcTarget[] = [];
+    const owner = new Map<string, string>();
+    for (const service of allServices) {
+      for (const provided of service.provides)
+        owner.set(provided.typeName, mesh.urls[service.name] as string);
+    }
+    const seen = new Set<DescService>();
+    for (const service of [...publicServices, ...allServices.flatMap((s) => s.provides)]) {
+      if (seen.has(service)) continue;
+      seen.add(service);
+      const viaGateway = publicServices.includes(service);
+      for (const method of service.methods) {
+        if (method.methodKind === "client_streaming" || method.methodKind === "bidi_streaming")
+          continue;
+        rpcTargets.push({ method, viaGateway, directUrl: owner.get(service.typeName) });
+      }
+    }
+    const setup: FuzzSetup = {
+      gatewayUrl: gateway,
+      apiKey,
+      protocolVersion,
+      pool,
+      restRoutes: restRoutes.map((r) => ({ method: r.method, path: r.path })),
+      rpcTargets,
+      maxBodyBytes,
+    };
+
+    const pidsBefore = mesh.pids();
+    expect(Object.keys(pidsBefore).sort()).toEqual(allServices.map((s) => s.name).sort());
+
+    // Keep-alive, with idle connections dropped by the client (2 s) before the
+    // server's own idle timeout (5 s) can race a request on them; sendHttp1
+    // resends the one request a reused connection may still lose that way.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency, timeout: 2000 });
+    const h2 = new Map<string, Http2Wire>();
+    const wireFor = (url: string) => {
+      let wire = h2.get(url);
+      if (!wire) {
+        wire = new Http2Wire(url);
+        h2.set(url, wire);
+      }
+      return wire;
+    };
+
+    const indices = only.length > 0 ? only : Array.from({ length: count }, (_, i) => i);
+    const buckets = new Map<string, number>();
+    const mutationCounts = new Map<string, number>();
+    const failures: {
+      at: string;
+      case: number;
+      target: string;
+      protocol: string;
+      mutations: string[];
+      why: string;
+      request: string;
+    }[] = [];
+    const started = Date.now();
+    let next = 0;
+
+    async function runOne(index: number): Promise<void> {
+      const fuzzCase = generateCase(seed, index, setup);
+      for (const m of fuzzCase.mutations)
+        mutationCounts.set(
+          m.split("-")[0] ?? m,
+          (mutationCounts.get(m.split("-")[0] ?? m) ?? 0) + 1,
+        );
+      let verdict: Verdict;
+      try {
+        if (fuzzCase.transport === "socket") {
+          const answer = await sendRaw(fuzzCase.baseUrl, fuzzCase.raw ?? "");
+          const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer)?.[1] ?? 0);
+          const typed =
+            /"code":"[a-z_]+"/.test(answer) && /trellis\.core\.v1\.ErrorDetail/.test(answer);
+          verdict =
+            status >= 400 && status < 500 && typed
+              ? { ok: true, bucket: `raw:${status}` }
+              : { ok: false, bucket: `raw:${status}`, why: `raw answer: ${answer.slice(0, 200)}` };
+        } else {
+          const res =
+            fuzzCase.transport === "h2"
+              ? await wireFor(fuzzCase.baseUrl).send(fuzzCase.request)
+              : await sendHttp1(fuzzCase.baseUrl, fuzzCase.request, agent);
+          verdict = judge(fuzzCase, res);
+        }
+      } catch (error) {
+        verdict = { ok: false, bucket: "no-answer", why: String(error) };
+      }
+      buckets.set(verdict.bucket, (buckets.get(verdict.bucket) ?? 0) + 1);
+      if (process.env.TRELLIS_FUZZ_TRACE)
+        console.log(
+          `case ${index} ${verdict.bucket} ${fuzzCase.target} ${fuzzCase.mutations.join(" ")}`,
+        );
+      if (!verdict.ok) {
+        const body = fuzzCase.request.body;
+        failures.push({
+          at: new Date().toISOString(),
+          case: index,
+          target: fuzzCase.target,
+          protocol: fuzzCase.protocol,
+          mutations: fuzzCase.mutations,
+          why: verdict.why ?? "",
+          request: `${fuzzCase.request.method ?? "POST"} ${fuzzCase.request.path.slice(0, 300)} ${JSON.stringify(fuzzCase.request.headers ?? {}).slice(0, 300)} body[${body?.length ?? 0}]=${Buffer.from(
+            body ?? [],
+          )
+            .toString("base64")
+            .slice(0, 300)}`,
+        });
+      }
+    }
+
+    await Promise.all(
+      Array.from({ length: Math.min(concurrency, indices.length) }, async () => {
+        while (next < indices.length) {
+          const index = indices[next++] as number;
+          await runOne(index);
+        }
+      }),
+    );
+    agent.destroy();
+    for (const wire of h2.values()) wire.close();
+    const elapsedMs = Date.now() - started;
+
+    // No process died or was restarted, and every one still serves.
+    const pidsAfter = mesh.pids();
+    const health: Record<string, string> = {};
+    for (const [name, url] of Object.entries(mesh.urls)) {
+      health[name] = await checkHealth(url).catch(
+        (error: unknown) => `unreachable: ${String(error)}`,
+      );
+    }
+    const stillWorks = await fetch(`${gateway}/v1/sessions/${pool.sessionId}`, {
+      headers: {
+        authorization: `Bearer ${apiKey}`,
+        "harn-agents-protocol-version": protocolVersion,
+      },
+    });
+
+    // What the processes logged as their own failures (each is a 5xx somewhere).
+    const serverErrors: string[] = [];
+    for (const file of readdirSync(logDir).filter((f) => f.endsWith(".log"))) {
+      for (const line of readFileSync(join(logDir, file), "utf8").split("\n")) {
+        if (/"level":"(error|fatal)"|Uncaught|FATAL|ERR_/.test(line))
+          serverErrors.push(`${file}: ${line.slice(0, 400)}`);
+      }
+    }
+
+    const report = {
+      seed,
+      count: indices.length,
+      elapsed_ms: elapsedMs,
+      outcomes: Object.fromEntries([...buckets.entries()].sort()),
+      mutations: Object.fromEntries([...mutationCounts.entries()].sort()),
+      failures,
+      server_errors: serverErrors,
+      pids: { before: pidsBefore, after: pidsAfter },
+      health,
+    };
+    const reportFile = join(logDir, "fuzz-report.json");
+    writeFileSync(reportFile, JSON.stringify(report, null, 2));
+    console.log(
+      `fuzz: ${indices.length} requests in ${elapsedMs} ms, ${failures.length} failures, ${serverErrors.length} server error log lines; report ${reportFile}\n` +
+        JSON.stringify(report.outcomes),
+    );
+
+    expect(pidsAfter).toEqual(pidsBefore);
+    expect(Object.values(health).every((s) => s === "SERVING")).toBe(true);
+    expect(stillWorks.status).toBe(200);
+    expect(failures.slice(0, 20)).toEqual([]);
+    expect(serverErrors.slice(0, 20)).toEqual([]);
+    // A full run reached the handlers, not only the parsers.
+    if (only.length === 0 && count >= 1000) {
+      for (const bucket of [
+        "rpc:InvalidArgument",
+        "rpc:ok",
+        "rpc:NotFound",
+        "rest:400",
+        "rest:404",
+        "rest:413",
+      ]) {
+        expect(buckets.get(bucket) ?? 0, bucket).toBeGreaterThan(0);
+      }
+    }
+  }, 600_000);
+});
