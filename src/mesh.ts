@@ -34,6 +34,12 @@ export interface MeshOptions {
   env?: Record<string, string>;
   /** How long to wait for every service to be SERVING (default 30 s). */
   readyTimeoutMs?: number;
+  /**
+   * Built-in adapter workers to run beside the services (`trellis serve
+   * adapter-worker`, the harness backend; default 0). Named `adapter-worker`,
+   * `adapter-worker-2`, … in `urls`, `kill` and `restart`.
+   */
+  adapterWorkers?: number;
 }
 
 /** A running mesh. */
@@ -95,11 +101,14 @@ async function waitServing(
 
 /** Start the services as separate processes; resolves when all are SERVING. */
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
-  const names = options.services ?? allServices.map((s) => s.name);
+  const workerNames = Array.from({ length: options.adapterWorkers ?? 0 }, (_, i) =>
+    i === 0 ? "adapter-worker" : `adapter-worker-${i + 1}`,
+  );
+  const names = [...(options.services ?? allServices.map((s) => s.name)), ...workerNames];
   const logDir = options.logDir ?? join(root, ".trellis", "mesh-logs");
   mkdirSync(logDir, { recursive: true });
   const ports: Record<string, number> = {};
-  for (const name of allServices.map((s) => s.name))
+  for (const name of [...allServices.map((s) => s.name), ...workerNames])
     ports[name] = options.ports?.[name] ?? (await freePort());
   const urls: Record<string, string> = {};
   const baseEnv: Record<string, string> = {
@@ -116,22 +125,21 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   }
   for (const [name, port] of Object.entries(ports)) {
     urls[name] = `http://127.0.0.1:${port}`;
-    baseEnv[urlVariable(name)] = urls[name];
+    if (!workerNames.includes(name)) baseEnv[urlVariable(name)] = urls[name];
   }
   const procs = new Map<string, ChildProcess>();
   const timeout = options.readyTimeoutMs ?? 30_000;
 
   const launch = (name: string): ChildProcess => {
     const log = createWriteStream(join(logDir, `${name}.log`), { flags: "a" });
-    const proc = spawn(
-      process.execPath,
-      ["--import", "tsx", join(root, "services", name, "src", "main.ts")],
-      {
-        cwd: root,
-        env: { ...baseEnv, PORT: String(ports[name]) },
-        stdio: ["ignore", "pipe", "pipe"],
-      },
-    );
+    const entry = workerNames.includes(name)
+      ? [join(root, "src", "cli", "main.ts"), "serve", "adapter-worker"]
+      : [join(root, "services", name, "src", "main.ts")];
+    const proc = spawn(process.execPath, ["--import", "tsx", ...entry], {
+      cwd: root,
+      env: { ...baseEnv, PORT: String(ports[name]) },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
     procs.set(name, proc);

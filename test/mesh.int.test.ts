@@ -1,8 +1,13 @@
 // Distributed mode on one machine: every service as its own process against the
 // real Postgres and NATS, as `trellis mesh` runs it.
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { AdapterRegistryService } from "@trellis/contracts/adapters";
+import { createMeshClientInterceptor, MeshCredentials } from "@trellis/platform";
 import {
   createTestDatabase,
   deleteTestStreams,
+  eventually,
   type TestDatabase,
   testNatsUrl,
   uniqueName,
@@ -17,7 +22,12 @@ describe("distributed mesh", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase("trellis_mesh");
-    mesh = await startMesh({ databaseUrl: db.url, natsUrl: testNatsUrl, natsPrefix: prefix });
+    mesh = await startMesh({
+      databaseUrl: db.url,
+      natsUrl: testNatsUrl,
+      natsPrefix: prefix,
+      adapterWorkers: 1,
+    });
   }, 90_000);
 
   afterAll(async () => {
@@ -26,8 +36,9 @@ describe("distributed mesh", () => {
     await deleteTestStreams(prefix);
   });
 
-  it("runs every service as its own SERVING process", async () => {
+  it("runs every service and the adapter worker as its own SERVING process", async () => {
     expect(Object.keys(mesh.urls).sort()).toEqual([
+      "adapter-worker",
       "adapters",
       "chat",
       "gateway",
@@ -36,6 +47,26 @@ describe("distributed mesh", () => {
     ]);
     for (const url of Object.values(mesh.urls)) expect(await checkHealth(url)).toBe("SERVING");
   });
+
+  it("registers the worker's harness backend with the adapters service", async () => {
+    const signer = createMeshClientInterceptor(
+      new MeshCredentials(mesh.meshSecret as string),
+      "mesh-test",
+    );
+    const registry = createClient(
+      AdapterRegistryService,
+      createGrpcTransport({ baseUrl: mesh.urls.adapters as string, interceptors: [signer] }),
+    );
+    const remote = await eventually(
+      async () => {
+        const { backends } = await registry.listBackends({});
+        const found = backends.filter((b) => !b.inProcess && b.backendId === "harness");
+        return found.length > 0 ? found : undefined;
+      },
+      { what: "the mesh's adapter worker to register the harness backend" },
+    );
+    expect(remote).toHaveLength(1);
+  }, 30_000);
 
   it("brings a killed service back", async () => {
     await mesh.kill("tasks");

@@ -9,6 +9,8 @@ export const meshConfigSchema = {
   NATS_URL: env.string().default("nats://127.0.0.1:4222"),
   TRELLIS_NATS_PREFIX: env.string().default("trellis"),
   TRELLIS_PORT: env.port().default(8080),
+  /** Built-in adapter workers (the harness backend over OpenAI / Anthropic) to run beside the services. */
+  TRELLIS_MESH_ADAPTER_WORKERS: env.int({ min: 0, max: 16 }).default(1),
 };
 
 /** `trellis mesh`: every service as its own process until Ctrl-C. */
@@ -20,6 +22,7 @@ export async function runMesh(source: NodeJS.ProcessEnv): Promise<number> {
     natsUrl: config.NATS_URL,
     natsPrefix: config.TRELLIS_NATS_PREFIX,
     ports: { gateway: config.TRELLIS_PORT },
+    adapterWorkers: config.TRELLIS_MESH_ADAPTER_WORKERS,
   });
   const rows = Object.entries(mesh.urls).map(([name, url]) => `  ${name.padEnd(9)} ${url}`);
   process.stdout.write(

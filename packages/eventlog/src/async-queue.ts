@@ -92,3 +92,25 @@ export function onAbort(signal: AbortSignal | undefined): {
     },
   };
 }
+
+/**
+ * Resolves when `changed` settles or `signal` aborts, and leaves nothing
+ * behind on either. (Racing a long-lived abort promise instead keeps one
+ * reaction on it per wait, ~300 bytes each, for as long as the subscription
+ * lives: a slow leak in every long-lived subscriber.)
+ */
+export function changedOrAborted(
+  changed: Promise<void>,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  if (!signal) return changed;
+  if (signal.aborted) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    signal.addEventListener("abort", done, { once: true });
+    changed.then(done, done);
+  });
+}

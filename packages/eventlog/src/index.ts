@@ -7,6 +7,7 @@ export {
   decodeToken,
   encodeToken,
 } from "./address.js";
+export { changedOrAborted } from "./async-queue.js";
 export {
   createEventLog,
   createSignalBus,

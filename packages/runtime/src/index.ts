@@ -78,6 +78,7 @@ export { createService, httpRequestId } from "./server.js";
 export { withErrorDetails } from "./service-errors.js";
 export type { ShutdownSignalsOptions } from "./signals.js";
 export { onShutdownSignals } from "./signals.js";
+export { sleep } from "./sleep.js";
 export type {
   HeaderRecord,
   Telemetry,

@@ -177,6 +177,8 @@ export function typedRpcError(error: ConnectError, ctx: ProtocolErrorContext): C
         request_id: ctx.requestId,
         code: Code[error.code],
         error: message,
+        // What Connect wrapped (a non-ConnectError thrown while reading or writing).
+        ...(error.cause !== undefined ? { cause: error.cause } : {}),
       });
       return typed(error.code, "internal_error", `internal error (request id ${ctx.requestId})`);
     }

@@ -16,23 +16,7 @@ export function withTimeout<T>(
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/**
- * Resolves after `ms`, or as soon as one of `signals` aborts (never rejects:
- * callers re-check their own state after waking up).
- */
-export function sleep(ms: number, ...signals: (AbortSignal | undefined)[]): Promise<void> {
-  return new Promise((resolve) => {
-    const live = signals.filter((s): s is AbortSignal => s !== undefined);
-    if (live.some((s) => s.aborted)) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      for (const s of live) s.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    for (const s of live) s.addEventListener("abort", done, { once: true });
-  });
-}
+export { sleep } from "@trellis/runtime";
 
 /** The error a signal aborted with, as an Error. */
 export function abortReason(signal: AbortSignal): Error {

@@ -34,7 +34,13 @@ export type {
   PruneOutboxOptions,
   ReadOutboxOptions,
 } from "./outbox/outbox.js";
-export { appendToOutbox, outboxTables, pruneOutbox, readOutbox } from "./outbox/outbox.js";
+export {
+  appendToOutbox,
+  outboxTables,
+  pruneOutbox,
+  readOutbox,
+  sequenceOutboxEvents,
+} from "./outbox/outbox.js";
 export type { OutboxRelay, OutboxRelayOptions } from "./outbox/outbox-relay.js";
 export { createOutboxRelay } from "./outbox/outbox-relay.js";
 export type {

@@ -34,6 +34,7 @@ import {
   outboxTables,
   pruneOutbox,
   readOutbox,
+  sequenceOutboxEvents,
 } from "./outbox/outbox.js";
 import { createOutboxRelay, type OutboxRelay } from "./outbox/outbox-relay.js";
 import { outboxMigrations } from "./outbox/outbox-schema.js";
@@ -334,6 +335,60 @@ export function describeStorageContract(
           expect(s.publishedAt).toBeNull();
         });
         expect(await inTransaction(database, (trx) => appendToOutbox(trx, schema, []))).toEqual([]);
+      });
+
+      it("sequenceOutboxEvents: the caller inserts the rows in its own statement", async () => {
+        const schema = await outboxSchema();
+        await inTransaction(database, (trx) =>
+          appendToOutbox(trx, schema, [event("ws_1", "task_s")]),
+        );
+        const sequenced = await inTransaction(database, async (trx) => {
+          const { events, rows } = await sequenceOutboxEvents(trx, schema, [
+            event("ws_1", "task_s"),
+            event("ws_1", "task_t"),
+          ]);
+          expect(rows.map((r) => [r.resource_id, r.sequence])).toEqual([
+            ["task_s", 2n],
+            ["task_t", 1n],
+          ]);
+          // One statement of the caller's: here a data-modifying CTE.
+          await trx
+            .with("new_outbox", (q) =>
+              outboxTables(q as Kysely<unknown>, schema)
+                .insertInto("outbox")
+                .values(rows)
+                .returning("position"),
+            )
+            .selectFrom("new_outbox")
+            .selectAll()
+            .execute();
+          return events;
+        });
+        // A rolled-back sequencing uses up nothing.
+        await expect(
+          inTransaction(database, async (trx) => {
+            await sequenceOutboxEvents(trx, schema, [event("ws_1", "task_s")]);
+            throw new Error("rolled back");
+          }),
+        ).rejects.toThrow("rolled back");
+        const [after] = await inTransaction(database, (trx) =>
+          appendToOutbox(trx, schema, [event("ws_1", "task_s")]),
+        );
+        expect(after?.sequence).toBe(3n);
+        const stored = await readAll(database, schema);
+        expect(stored.map((s) => s.event.id).slice(1, 3)).toEqual(sequenced.map((e) => e.id));
+        expect(stored.map((s) => [s.event.resource?.id, s.event.sequence])).toEqual([
+          ["task_s", 1n],
+          ["task_s", 2n],
+          ["task_t", 1n],
+          ["task_s", 3n],
+        ]);
+        expectChained(stored.filter((s) => s.event.resource?.id === "task_s").map((s) => s.event));
+        await expect(
+          database.kysely
+            .connection()
+            .execute((c) => sequenceOutboxEvents(c as unknown as Transaction<unknown>, schema, [])),
+        ).rejects.toMatchObject({ reason: "invalid_request" });
       });
 
       it("stays gap-free per resource under concurrent transactions (20 tx × 10 events)", async () => {

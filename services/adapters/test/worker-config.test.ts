@@ -109,6 +109,8 @@ describe("loadHarnessTools", () => {
           workspaceId: "w",
           toolCallId: "c",
           signal: new AbortController().signal,
+          now: () => "2026-11-22T12:00:00.000Z",
+          secret: () => undefined,
         },
       ),
     ).toBe("noon");

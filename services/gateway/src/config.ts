@@ -16,6 +16,12 @@ export const gatewayConfigSchema = {
   TRELLIS_DEFAULT_WORKSPACE: env.string().default("default"),
   /** Interval of SSE heartbeat comments (`: ping`). */
   TRELLIS_SSE_HEARTBEAT: env.duration({ minMs: 10, maxMs: 300_000 }).default(15_000),
+  /**
+   * Interval of the health watchdog's sweeps: every session with an active turn
+   * is judged against its health policy this often, observed or not
+   * (`0`: no background enforcement; reads and health streams still enforce).
+   */
+  TRELLIS_HEALTH_SWEEP: env.duration({ minMs: 0, maxMs: 600_000 }).default(5_000),
   /** How long idempotency records are kept (the spec's minimum is 24 h). */
   TRELLIS_IDEMPOTENCY_TTL: env.duration({ minMs: 24 * 3_600_000 }).default(24 * 3_600_000),
   /** How long a retry waits for an in-flight request with the same key before 409 `conflict`. */

@@ -14,6 +14,7 @@ import { DEFAULT_PORTS } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
+import { ApiKeyCache } from "./auth/key-cache.js";
 import { createOAuthHandler } from "./auth/oauth-endpoint.js";
 import { loadSigningKeys } from "./auth/signing-keys.js";
 import { AccessTokens, type ExternalIssuerSettings } from "./auth/tokens.js";
@@ -22,8 +23,12 @@ import { createAuthInterceptor } from "./grpc/auth-interceptor.js";
 import { registerForwarders } from "./grpc/forwarders.js";
 import { publicServices } from "./grpc/public-services.js";
 import { registerUiEventService } from "./grpc/ui-events.js";
+import { HealthWatchdog } from "./health/watchdog.js";
 import type { GatewayDeps } from "./http/context.js";
 import { createRestHandler } from "./http/rest-handler.js";
+import { withAgentPolicies } from "./policy/authenticate.js";
+import { createAgentPolicyInterceptor } from "./policy/grpc.js";
+import { AgentPolicyStore, agentPolicyMigrations } from "./policy/store.js";
 import { loadLimitsConfig } from "./quota/config.js";
 import { createLimitsInterceptor } from "./quota/interceptor.js";
 import { RequestLimits } from "./quota/limits.js";
@@ -73,7 +78,12 @@ export const gatewayService: ServiceDefinition = {
   // The one public door: it authenticates callers itself (API keys, OAuth2).
   public: true,
   provides: [],
-  migrations: { ...gatewayMigrations, ...quotaMigrations, ...webhookMigrations },
+  migrations: {
+    ...gatewayMigrations,
+    ...quotaMigrations,
+    ...webhookMigrations,
+    ...agentPolicyMigrations,
+  },
   defaultPort: DEFAULT_PORTS.gateway ?? 0,
   async create(ctx) {
     const config = loadGatewayConfig(ctx.env);
@@ -120,7 +130,12 @@ export const gatewayService: ServiceDefinition = {
         "no TRELLIS_OAUTH_SIGNING_KEY: this gateway issues no OAuth2 access tokens (API keys and external tokens still work)",
       );
     }
-    const authenticator = createAuthenticator({ keys, tokens });
+    const keyCache = await ApiKeyCache.listen(ctx.db);
+    const agentPolicies = new AgentPolicyStore(ctx.db, ctx.schema);
+    const authenticator = withAgentPolicies(
+      createAuthenticator({ keys, keyCache, tokens }),
+      agentPolicies,
+    );
     const oauth = createOAuthHandler({ clients: oauthClients, tokens, logger: ctx.logger });
     const webhookConfig = loadWebhookConfig(ctx.env);
     const webhookStore = new WebhookStore(
@@ -153,8 +168,18 @@ export const gatewayService: ServiceDefinition = {
       mesh: ctx.mesh,
       limits,
       webhooks,
+      agentPolicies,
     };
     const rest = createRestHandler(deps);
+    const watchdog =
+      config.TRELLIS_HEALTH_SWEEP > 0
+        ? new HealthWatchdog({
+            clients: ctx.clients,
+            logger: ctx.logger,
+            db: ctx.db,
+            intervalMs: config.TRELLIS_HEALTH_SWEEP,
+          })
+        : undefined;
     const webSockets = createWebSocketEndpoint(deps);
     const http: NonNullable<ServiceModule["http"]> = async (req, res) =>
       (await oauth(req, res)) || rest(req, res);
@@ -181,6 +206,7 @@ export const gatewayService: ServiceDefinition = {
       // Auth first: the limits read the caller it sets.
       interceptors: [
         createAuthInterceptor({ authenticator }),
+        createAgentPolicyInterceptor(ctx.clients),
         createLimitsInterceptor(limits, ctx.clients),
       ],
       routes: (router) => {
@@ -198,11 +224,14 @@ export const gatewayService: ServiceDefinition = {
         pruner = setInterval(prune, pruneIntervalMs);
         pruner.unref();
         webhooks.dispatcher.start();
+        watchdog?.start();
       },
       async stop() {
         if (pruner) clearInterval(pruner);
         webSockets.close();
+        await watchdog?.stop();
         await webhooks.dispatcher.stop();
+        await keyCache.close();
       },
     };
   },

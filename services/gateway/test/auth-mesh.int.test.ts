@@ -4,7 +4,8 @@
 //   another mesh service (spoofed caller headers, forged or replayed
 //   credentials included); health and reflection stay open;
 // - a key revoked through one gateway replica stops working on the other at
-//   once (no per-process cache);
+//   once, although both cache keys they have seen (the revocation's NOTIFY
+//   empties every replica's cache);
 // - OAuth2 tokens signed with the configured key work on every replica; a
 //   gateway without a key issues none.
 import { generateKeyPairSync, randomBytes } from "node:crypto";

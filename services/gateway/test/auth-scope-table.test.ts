@@ -135,4 +135,15 @@ describe("the authorization table", () => {
     });
     expect(authorize(["tasks:*"], "tasks:write").allowed).toBe(true);
   });
+
+  it("keeps keys:admin a superset of the webhook scopes, and nothing else", () => {
+    expect(authorize(["keys:admin"], "webhooks:read").allowed).toBe(true);
+    expect(authorize(["keys:admin"], "webhooks:write").allowed).toBe(true);
+    expect(authorize(["keys:*"], "webhooks:write").allowed).toBe(true);
+    expect(authorize(["webhooks:read"], "webhooks:write").allowed).toBe(false);
+    expect(authorize(["webhooks:*"], "webhooks:write").allowed).toBe(true);
+    expect(authorize(["webhooks:*"], "keys:admin").allowed).toBe(false);
+    expect(restRuleOf("POST", "/v1/webhooks")).toBe("webhooks:write");
+    expect(restRuleOf("GET", "/v1/webhooks/{webhook_id}/deliveries")).toBe("webhooks:read");
+  });
 });

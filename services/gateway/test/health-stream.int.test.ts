@@ -4,7 +4,8 @@ import { harnClient, type Json, poll, type SseReader } from "./support/harn-clie
 import { gatewayModes, type Running } from "./support/modes.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
-const modes = gatewayModes({ name: "health" });
+// The watchdog sweeps often here, so background enforcement is quick to see.
+const modes = gatewayModes({ name: "health", env: { TRELLIS_HEALTH_SWEEP: "200ms" } });
 
 const healthPath = (id: string) => `/v1/ui/sessions/${encodeURIComponent(id)}/health`;
 
@@ -112,6 +113,28 @@ describe.each(modes)("session health, $mode", ({ start }) => {
     expect(health.json.policy.breaches).toEqual([
       expect.objectContaining({ metric: "runtime_minutes", limit: 0.01 }),
     ]);
+  }, 30_000);
+
+  it("enforces the policy in the background when nobody reads the session's health", async () => {
+    const session = await api.post("/v1/sessions", {
+      persona_id: slowAgent,
+      metadata: { health_policy: { max_runtime_minutes: 0.01 } },
+    });
+    const id = session.json.id as string;
+    const task = await api.post(`/v1/sessions/${id}/tasks`, { input: "hello" });
+    expect(task.status).toBe(202);
+    // No health read or stream: only the gateway's watchdog can stop it before its 2.5 s reply.
+    const canceled = await poll(
+      async () => {
+        const t = await api.get(`/v1/tasks/${task.json.id}`);
+        return ["CANCELED", "COMPLETED", "FAILED"].includes(t.json.status) ? t.json : undefined;
+      },
+      { what: "the task to end" },
+    );
+    expect(canceled.status).toBe("CANCELED");
+    const events = await api.get(`/v1/sessions/${id}/events?limit=200`);
+    const cancel = (events.json.data as Json[]).find((e) => e.event === "task.canceled");
+    expect(cancel?.payload.reason).toMatch(/^health policy: runtime_minutes .* reached the limit/);
   }, 30_000);
 
   it("refuses a malformed policy and an unknown session with typed errors", async () => {

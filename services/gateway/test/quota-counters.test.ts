@@ -56,6 +56,44 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     expect((await counters.usage("b:untouched", 3_600_000)).used).toBe(0);
   });
 
+  it("takes several counters in one statement, stopping at the first refusal", async () => {
+    const hour = 3_600_000;
+    const takes = [
+      { bucket: "m:actor", periodMs: hour, limit: 5 },
+      { bucket: "m:workspace", periodMs: hour, limit: 2 },
+      { bucket: "m:day", periodMs: 86_400_000, limit: 100, cost: 3 },
+    ];
+    const first = await counters.takeAll(takes);
+    expect(first.map((r) => [r.allowed, r.used])).toEqual([
+      [true, 1],
+      [true, 1],
+      [true, 3],
+    ]);
+    expect(first[2]?.resetAt.getTime()).toBeGreaterThan(first[0]?.resetAt.getTime() ?? 0);
+    // Concurrent multi-counter takes share the rows like single takes do.
+    const concurrent = await Promise.all(Array.from({ length: 4 }, () => counters.takeAll(takes)));
+    const whole = concurrent.filter((r) => r.length === 3 && r.every((c) => c.allowed));
+    expect(whole).toHaveLength(1);
+    // The refused counter is the last result; those after it were not counted.
+    for (const r of concurrent.filter((r) => r !== whole[0])) {
+      expect(r.map((c) => c.allowed)).toEqual([true, false]);
+      expect(r[1]?.used).toBe(2);
+    }
+    expect((await counters.usage("m:actor", hour)).used).toBe(5);
+    expect((await counters.usage("m:workspace", hour)).used).toBe(2);
+    expect((await counters.usage("m:day", 86_400_000)).used).toBe(6);
+    // The first counter refused: nothing else is taken.
+    const refused = await counters.takeAll(takes);
+    expect(refused.map((r) => [r.allowed, r.used])).toEqual([[false, 5]]);
+    expect((await counters.usage("m:workspace", hour)).used).toBe(2);
+    // A cost above the limit is refused without a row; buckets must differ.
+    expect(
+      await counters.takeAll([{ bucket: "m:huge", periodMs: hour, limit: 1, cost: 2 }]),
+    ).toEqual([expect.objectContaining({ allowed: false, used: 0 })]);
+    await expect(counters.takeAll([takes[0]!, takes[0]!])).rejects.toThrow(/distinct/);
+    expect(await counters.takeAll([])).toEqual([]);
+  });
+
   it("gives refunded units back to their window", async () => {
     const first = await counters.take("b:refund", 3_600_000, 1);
     expect(first.allowed).toBe(true);

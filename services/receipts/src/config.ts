@@ -11,6 +11,7 @@
  * | `TRELLIS_RECEIPT_ISSUER_NAME` | `issuer.name` | `Trellis` |
  * | `TRELLIS_RECEIPT_SCHEMA_FILE` | path of `receipt-2026-04-25.schema.json`; verification then also validates against it | unset (not checked) |
  * | `TRELLIS_RECEIPT_GAP_WAIT` | how long a terminal event waits for missing earlier events of its task before the receipt is issued without them | `30s` |
+ * | `TRELLIS_RECEIPT_MODEL_PRICES` | model prices for `cost`: JSON `{"<provider>/<model>[*]": {"input_usd_per_mtok": n, "output_usd_per_mtok": n}}` (see `domain/pricing.ts`); a call it does not price costs 0 with `pricing: unknown` | none |
  * | `TRELLIS_RECEIPT_ACK_WAIT` | the consumer's ack wait: an event handed out but not acknowledged (the service stopped or crashed) comes back after this long | `30s` |
  *
  * Every public key ever used is also kept in the `signing_keys` table, so
@@ -19,6 +20,7 @@
  */
 import { readFileSync } from "node:fs";
 import { env, loadConfig, TrellisError } from "@trellis/runtime";
+import { type PriceTable, PriceTableError, parsePriceTable } from "./domain/pricing.js";
 import { createSchemaValidator, type SchemaValidator } from "./domain/schema.js";
 
 /** Environment variables the receipts service reads. */
@@ -31,6 +33,7 @@ export const receiptsConfigSchema = {
   TRELLIS_RECEIPT_SCHEMA_FILE: env.string().optional(),
   TRELLIS_RECEIPT_GAP_WAIT: env.duration().default(30_000),
   TRELLIS_RECEIPT_ACK_WAIT: env.duration({ minMs: 1_000 }).default(30_000),
+  TRELLIS_RECEIPT_MODEL_PRICES: env.string().optional(),
 };
 
 /** The receipts service's validated settings. */
@@ -45,6 +48,8 @@ export interface ReceiptsConfig {
   validateSchema?: SchemaValidator;
   gapWaitMs: number;
   ackWaitMs: number;
+  /** Model prices for receipts' cost (undefined: every model call is priced `unknown`). */
+  prices?: PriceTable;
 }
 
 function invalid(variable: string, message: string, cause?: unknown): TrellisError {
@@ -116,8 +121,18 @@ export function loadReceiptsConfig(
       throw invalid("TRELLIS_RECEIPT_SCHEMA_FILE", "cannot be read as a JSON Schema", error);
     }
   }
+  let prices: PriceTable | undefined;
+  if (raw.TRELLIS_RECEIPT_MODEL_PRICES) {
+    try {
+      prices = parsePriceTable(raw.TRELLIS_RECEIPT_MODEL_PRICES);
+    } catch (error) {
+      if (!(error instanceof PriceTableError)) throw error;
+      throw invalid("TRELLIS_RECEIPT_MODEL_PRICES", error.message);
+    }
+  }
   return {
     ...(signingKeyPem ? { signingKeyPem } : {}),
+    ...(prices ? { prices } : {}),
     ...(raw.TRELLIS_RECEIPT_KEY_ID ? { keyId: raw.TRELLIS_RECEIPT_KEY_ID } : {}),
     oldPublicKeys: parseOldKeys(raw.TRELLIS_RECEIPT_OLD_PUBLIC_KEYS),
     issuer: {

@@ -19,7 +19,7 @@
  * fails is handed back with a delay while the consumer moves on.
  */
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
-import type { Logger } from "@trellis/runtime";
+import { type Logger, sleep } from "@trellis/runtime";
 import type { ReceiptProcessor } from "./processor.js";
 
 /** Name of the durable consumer. */
@@ -35,20 +35,6 @@ export interface ReceiptConsumer {
 
 const IN_PLACE_RETRIES = [100, 400, 1_600];
 const REDELIVER_AFTER_FAILURE_MS = 5_000;
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
-}
 
 /** Start consuming; resolves once the loop runs. */
 export function startReceiptConsumer(options: {

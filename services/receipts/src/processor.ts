@@ -70,7 +70,7 @@ export interface ReceiptProcessorOptions {
   store: ReceiptStore;
   keys: KeyRing;
   directory: AgentDirectory;
-  config: Pick<ReceiptsConfig, "issuer" | "gapWaitMs">;
+  config: Pick<ReceiptsConfig, "issuer" | "gapWaitMs" | "prices">;
   logger: Logger;
   /** Called after a receipt was committed (nudges the outbox relay). */
   onIssued?(receipt: ReceiptRow): void;
@@ -161,6 +161,8 @@ export class ReceiptProcessor {
       ? await this.#history(issuers, recorded)
       : new Map();
     const requests: IssueRequest[] = [];
+    /** Replay task receipt requests → their source task's id. */
+    const replaySources = new Map<IssueRequest, string>();
     const subjects = new Set<string>();
     const settled = new Set<string>();
     for (const issuer of issuers) {
@@ -187,11 +189,13 @@ export class ReceiptProcessor {
       if (subjects.has(subject)) continue;
       subjects.add(subject);
       requests.push(request);
+      const source = replaySourceOf(issuer, records);
+      if (source && request.kind === "task") replaySources.set(request, source);
     }
 
     const result = await this.#o.store.commitBatch({
       events: recorded.map(toInput),
-      receipts: requests,
+      receipts: sourcesFirst(requests, replaySources),
       checkExisting: issuers.some((i) => i.delivery.deliveryCount > 1),
     });
     if (this.#tasks) {
@@ -308,8 +312,11 @@ export class ReceiptProcessor {
     }
     const root = complete ? merkleRoot(summary.streamHashes) : undefined;
     const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };
-    const replaySource = summary.replay
-      ? await this.#sourceReceipt(summary.replay.sourceTaskId)
+    const sourceTaskId = summary.replay?.sourceTaskId;
+    // Issued in an earlier batch: from the store; issued in this one (sealed
+    // before this receipt, see sourcesFirst): from the batch, at sealing.
+    const storedSource = sourceTaskId
+      ? await this.#o.store.receiptFor("task", "task", sourceTaskId)
       : undefined;
     return {
       workspaceId,
@@ -318,8 +325,11 @@ export class ReceiptProcessor {
       subjectId: taskId,
       taskId,
       sessionId: event.sessionId,
-      seal: (previousHash) => {
+      seal: (previousHash, _chainIndex, issued) => {
         const now = this.#now();
+        const sourceRow =
+          storedSource ?? (sourceTaskId ? issued("task", "task", sourceTaskId) : undefined);
+        const replaySource = sourceRow ? sourceReceiptOf(sourceRow) : undefined;
         const unsigned = buildTaskReceipt({
           receiptId: this.#newId(),
           issuedAt: now,
@@ -335,6 +345,7 @@ export class ReceiptProcessor {
           ...(root ? { merkleRoot: root } : {}),
           agentKnown: agent.known,
           ...(replaySource ? { replaySource } : {}),
+          ...(this.#o.config.prices ? { prices: this.#o.config.prices } : {}),
         });
         return sealReceipt(unsigned, {
           previousHash,
@@ -344,29 +355,6 @@ export class ReceiptProcessor {
         });
       },
       announce: (row) => [issuedEvent(row)],
-    };
-  }
-
-  /**
-   * The receipt of a replay's source task (its id, hash and Merkle root),
-   * when it was issued; a replay's receipt references it.
-   */
-  async #sourceReceipt(
-    sourceTaskId: string,
-  ): Promise<{ receiptId: string; receiptHash: Sha256; merkleRoot?: Sha256 } | undefined> {
-    const row = await this.#o.store.receiptFor("task", "task", sourceTaskId);
-    if (!row) return undefined;
-    let merkle: unknown;
-    try {
-      merkle = (JSON.parse(row.document) as { chain?: { merkle_root?: unknown } }).chain
-        ?.merkle_root;
-    } catch {
-      merkle = undefined;
-    }
-    return {
-      receiptId: row.id,
-      receiptHash: row.receipt_hash as Sha256,
-      ...(isSha256(merkle) ? { merkleRoot: merkle } : {}),
     };
   }
 
@@ -430,6 +418,66 @@ export class ReceiptProcessor {
       announce: (row) => [issuedEvent(row)],
     };
   }
+}
+
+/**
+ * The receipt of a replay's source task as a replay's receipt references it:
+ * its id, hash and Merkle root.
+ */
+function sourceReceiptOf(row: ReceiptRow): {
+  receiptId: string;
+  receiptHash: Sha256;
+  merkleRoot?: Sha256;
+} {
+  let merkle: unknown;
+  try {
+    merkle = (JSON.parse(row.document) as { chain?: { merkle_root?: unknown } }).chain?.merkle_root;
+  } catch {
+    merkle = undefined;
+  }
+  return {
+    receiptId: row.id,
+    receiptHash: row.receipt_hash as Sha256,
+    ...(isSha256(merkle) ? { merkleRoot: merkle } : {}),
+  };
+}
+
+/** The source task of the replay whose terminal event `issuer` is, if it is one. */
+function replaySourceOf(issuer: Recorded, records: readonly StoredTaskEvent[]): string | undefined {
+  for (const record of records) {
+    if (record.facts.replay?.sourceTaskId) return record.facts.replay.sourceTaskId;
+  }
+  return issuer.record.facts.replay?.sourceTaskId;
+}
+
+/**
+ * The batch's receipt requests in chain order: log order, except that a
+ * replay's source task receipt issued in the same batch is sealed before the
+ * replay's (even when the source ended after the replay), so the replay's
+ * receipt can reference its hash.
+ */
+function sourcesFirst(
+  requests: readonly IssueRequest[],
+  replaySources: ReadonlyMap<IssueRequest, string>,
+): IssueRequest[] {
+  if (replaySources.size === 0) return [...requests];
+  const taskRequests = new Map<string, IssueRequest>();
+  for (const request of requests) {
+    if (request.kind === "task") taskRequests.set(request.subjectId, request);
+  }
+  const ordered: IssueRequest[] = [];
+  const placed = new Set<IssueRequest>();
+  const place = (request: IssueRequest, visiting: Set<IssueRequest>) => {
+    if (placed.has(request) || visiting.has(request)) return;
+    visiting.add(request);
+    const sourceId = replaySources.get(request);
+    const source = sourceId ? taskRequests.get(sourceId) : undefined;
+    if (source) place(source, visiting);
+    placed.add(request);
+    ordered.push(request);
+  };
+  for (const request of requests) place(request, new Set());
+  return ordered;
 }
 
 /** A task event of the batch being handled. */

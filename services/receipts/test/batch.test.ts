@@ -2,8 +2,10 @@
 // what handling its events one at a time issues (byte for byte), repeats
 // inside a batch and redeliveries issue nothing twice, and two issuers with
 // their own remembered chain heads keep one gap-free chain.
+
+import { create } from "@bufbuild/protobuf";
 import type { PGlite } from "@electric-sql/pglite";
-import type { Event } from "@trellis/contracts/core";
+import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
@@ -48,6 +50,38 @@ function logOf(tasks: { taskId: string; workspaceId: string; withTool?: boolean 
     for (const events of perTask) if (events[i]) log.push(events[i] as Event);
   }
   return log.map((event, i) => ({ event, position: BigInt(i + 1), deliveryCount: 1 }));
+}
+
+/** A replay task's events: a plain task with `replay.started` (source `sourceTaskId`) after its submission. */
+function replayTaskEvents(taskId: string, sourceTaskId: string, workspaceId: string): Event[] {
+  const base = taskEvents({ taskId, workspaceId, sequenced: true });
+  const submitted = base[0] as Event;
+  const started = create(EventSchema, {
+    kind: "replay.started",
+    resource: { object: "task", id: taskId },
+    workspaceId,
+    sessionId: submitted.sessionId,
+    taskId,
+    ...(submitted.createdAt ? { createdAt: submitted.createdAt } : {}),
+    actor: { id: "agent_echo", kind: ActorKind.AGENT },
+    payload: {
+      kind: {
+        case: "data",
+        value: {
+          source_task_id: sourceTaskId,
+          replay_task_id: taskId,
+          mode: "exact",
+          strategy: "rerun",
+          checkpoint_id: null,
+          checkpoint_event_id: null,
+          overrides: [],
+        },
+      },
+    },
+  });
+  return [base[0] as Event, started, ...base.slice(1)].map((event, i) =>
+    create(EventSchema, { ...event, id: `evt_${taskId}_${i + 1}`, sequence: BigInt(i + 1) }),
+  );
 }
 
 interface Harness {
@@ -217,5 +251,90 @@ describe("receipts in batches", () => {
     const rows = await h.rows("ws_race");
     expect(rows).toHaveLength(tasks.length);
     expectGapFree(rows);
+  });
+
+  it("references a replay's source receipt issued in the same batch, whichever task ends first", async () => {
+    // Own schemas: receipt ids restart with each processor.
+    for (const [h, exclusiveMode] of [
+      [await harness(db, "receipts_replays_s"), false],
+      [await harness(db, "receipts_replays_x"), true],
+    ] as const) {
+      const workspaceId = `ws_same_batch_${exclusiveMode ? "x" : "s"}`;
+      const source = taskEvents({
+        taskId: `task_src_${workspaceId}`,
+        workspaceId,
+        sequenced: true,
+      });
+      const sourceEnd = source.at(-1) as Event;
+      const replayOf = (id: string) => replayTaskEvents(id, sourceEnd.taskId, workspaceId);
+      const first = replayOf(`task_rep1_${workspaceId}`);
+      const second = replayOf(`task_rep2_${workspaceId}`);
+      // One batch: the source's events, then a replay, then another replay
+      // that ends before the source does (its end is moved ahead of the source's).
+      const log = [...source.slice(0, -1), ...first, ...second, sourceEnd];
+      const deliveries = log.map((event, i) => ({
+        event,
+        position: BigInt(1_000 + i),
+        deliveryCount: 1,
+      }));
+      const processor = h.processor(exclusiveMode ? { exclusive: true } : {});
+      const outcomes = await processor.handleBatch(deliveries);
+      expect(outcomes.every((o) => o.ack)).toBe(true);
+      const rows = await h.rows(workspaceId);
+      expect(rows).toHaveLength(3);
+      expectGapFree(rows);
+      const docs = rows.map((r) => JSON.parse(r.document));
+      // The source is sealed first, so both replays can reference it.
+      expect(docs[0].subject.id).toBe(sourceEnd.taskId);
+      const sourceDoc = docs[0];
+      for (const doc of docs.slice(1)) {
+        expect(doc.replay_input.materials[0]).toMatchObject({
+          kind: "event_log",
+          id: sourceEnd.taskId,
+          sha256: sourceDoc.chain.merkle_root,
+          metadata: {
+            role: "replay_source",
+            source_receipt_id: sourceDoc.receipt_id,
+            source_receipt_hash: sourceDoc.chain.receipt_hash,
+          },
+        });
+      }
+      expect(
+        docs
+          .slice(1)
+          .map((d) => d.subject.id)
+          .sort(),
+      ).toEqual([first[0]?.taskId, second[0]?.taskId].sort());
+    }
+  });
+
+  it("references the source receipt after a conflict made the batch look up existing receipts", async () => {
+    const h = await harness(db, "receipts_replays_conflict");
+    const workspaceId = "ws_conflict_src";
+    const source = taskEvents({ taskId: "task_src_conflict", workspaceId, sequenced: true });
+    const replay = replayTaskEvents("task_rep_conflict", "task_src_conflict", workspaceId);
+    const deliveries = [...source, ...replay].map((event, i) => ({
+      event,
+      position: BigInt(5_000 + i),
+      deliveryCount: 1,
+    }));
+    // Another replica issues the source's receipt after this one looked for
+    // it (its lookup misses) and before this one commits: the batch meets the
+    // subject's unique key, retries, and finds the source's receipt existing.
+    const other = h.processor({ store: h.newStore() });
+    expect((await other.handleBatch(deliveries.slice(0, source.length))).every((o) => o.ack)).toBe(
+      true,
+    );
+    const stale = Object.assign(h.newStore(), { receiptFor: async () => undefined });
+    const processor = h.processor({ store: stale });
+    expect((await processor.handleBatch(deliveries)).every((o) => o.ack)).toBe(true);
+    const rows = await h.rows(workspaceId);
+    expect(rows).toHaveLength(2);
+    expectGapFree(rows);
+    const [sourceDoc, replayDoc] = rows.map((r) => JSON.parse(r.document));
+    expect(replayDoc.replay_input.materials[0].metadata).toMatchObject({
+      source_receipt_id: sourceDoc.receipt_id,
+      source_receipt_hash: sourceDoc.chain.receipt_hash,
+    });
   });
 });

@@ -6,6 +6,12 @@
 // reproduce the transcript and their receipts' replay projections (the
 // canonical form without signatures and run identity; README "Replays") are
 // byte-identical; the override replay's receipt differs by its delta.
+// Also: the harness's model route, tokens and priced cost and its tool
+// results' output hashes reach the receipts; a from_checkpoint replay of an
+// approval-gated task references the checkpoint; time: / secret: overrides
+// of a deterministic tool's clock and secret reads are applied and become
+// deltas. The provider server is closed before any replay: replays never
+// call a provider.
 
 import { createHash } from "node:crypto";
 import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
@@ -22,6 +28,8 @@ import {
   createHarnessAdapter,
   createLocalExecutor,
   createScriptedAdapter,
+  type HarnessTool,
+  textSha256,
 } from "../../adapters/src/index.js";
 import { createTools, recordedProviders } from "../../adapters/test/harness/support/agents.js";
 import {
@@ -82,14 +90,43 @@ const OVERRIDE = {
   ],
 };
 
+const SECRET = "wx-secret-value-0123456789abcdef";
+const CLOCK = new Date("2026-11-22T09:30:00.000Z");
+/** USD per million tokens of the OpenAI model the fixtures name (TRELLIS_RECEIPT_MODEL_PRICES). */
+const PRICE = { input_usd_per_mtok: 0.15, output_usd_per_mtok: 0.6 };
+
 describe("receipts of replay tasks (embedded, built-in harness with a tool call)", () => {
   let trellis: EmbeddedTrellis;
   let c: TasksClients;
   let server: RecordedServer;
-  const tools = createTools();
+  const email = createTools();
+  const weatherRuns: { city: string; checkedAt: string; authorized: boolean }[] = [];
+  /** A weather tool that reads the clock and an API key through the harness (deterministic). */
+  const weather: HarnessTool = {
+    name: "get_weather",
+    description: "The current weather of a city.",
+    deterministic: true,
+    inputSchema: {
+      type: "object",
+      properties: { city: { type: "string", minLength: 1 } },
+      required: ["city"],
+      additionalProperties: false,
+    },
+    run(input, context) {
+      const checkedAt = context.now("checked_at");
+      const authorized = context.secret("WEATHER_API_KEY") === SECRET;
+      weatherRuns.push({ city: input.city as string, checkedAt, authorized });
+      return { city: input.city as string, temperature_c: 18, sky: "sunny", checkedAt, authorized };
+    },
+  };
+  const tools = [weather, ...email.tools.filter((t) => t.name !== "get_weather")];
   const validate = receiptSchemaValidator();
   let source: Task;
   let sourceSession: string;
+  /** An approval-gated harness task (send_email), approved once. */
+  let approved: Task;
+  let approvedSession: string;
+  let checkpointId: string;
 
   async function settle(taskId: string): Promise<Task> {
     return (await watchUntil(c, taskId, undefined, { timeoutMs: 30_000 })).task;
@@ -112,15 +149,22 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     );
   }
 
-  async function replay(mode: ReplayMode, overrides = {}) {
+  async function replay(
+    mode: ReplayMode,
+    overrides = {},
+    extra: { taskId?: string; checkpointId?: string; reason?: string } = {},
+  ) {
     const { task, session } = await c.tasks.replayTask({
-      taskId: source.id,
+      taskId: extra.taskId ?? source.id,
       mode,
-      ...(mode === ReplayMode.WITH_OVERRIDES ? { reason: "what if it rained", overrides } : {}),
+      ...(mode === ReplayMode.WITH_OVERRIDES
+        ? { reason: extra.reason ?? "what if it rained", overrides }
+        : {}),
+      ...(extra.checkpointId ? { checkpointId: extra.checkpointId } : {}),
     });
     const done = await settle(task?.id as string);
     expect(done.status, done.failure?.message).toBe(TaskStatus.COMPLETED);
-    expect(done.parentTaskId).toBe(source.id);
+    expect(done.parentTaskId).toBe(extra.taskId ?? source.id);
     return { task: done, sessionId: session?.id as string, receipt: await receiptOf(done.id) };
   }
 
@@ -128,15 +172,23 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     server = await startRecordedServer();
     const executor = createLocalExecutor([
       createScriptedAdapter(),
-      createHarnessAdapter({ providers: recordedProviders(server.url), tools: tools.tools }),
+      createHarnessAdapter({
+        providers: recordedProviders(server.url),
+        tools,
+        environment: {
+          now: () => CLOCK,
+          secret: (name) => (name === "WEATHER_API_KEY" ? SECRET : undefined),
+        },
+      }),
     ]);
     trellis = await startEmbedded({
-      services: [createTasksService({ executor, replayTools: tools.tools }), receiptsService],
+      services: [createTasksService({ executor, replayTools: tools }), receiptsService],
       port: 0,
       env: {
         ...process.env,
         TRELLIS_LOG_LEVEL: "error",
         TRELLIS_RECEIPT_SCHEMA_FILE: receiptSchemaPath,
+        TRELLIS_RECEIPT_MODEL_PRICES: JSON.stringify({ "openai/gpt-4o-mini*": PRICE }),
       },
     });
     c = clientsOf(createGrpcTransport({ baseUrl: trellis.address.url }));
@@ -160,7 +212,47 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     source = await settle(task?.id as string);
     sourceSession = task?.sessionId as string;
     expect(source.status, source.failure?.message).toBe(TaskStatus.COMPLETED);
-    expect(tools.runs.get_weather).toHaveLength(1);
+    expect(weatherRuns).toEqual([
+      { city: "Paris", checkedAt: CLOCK.toISOString(), authorized: true },
+    ]);
+
+    // An approval-gated call: suspended, approved, sent, answered.
+    const mailer = await createAgent(c, "mailer", "harness", {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      system: "You are a helpful assistant.",
+      tools: ["send_email"],
+      stream: false,
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-email-tool-call.http"),
+      fixture("openai/chat-email-sent.http"),
+    );
+    const submitted = await c.tasks.submitTask({
+      createSession: true,
+      agentId: mailer,
+      input: text("Email Bob about lunch."),
+    });
+    const waiting = (
+      await watchUntil(
+        c,
+        submitted.task?.id as string,
+        (t) => t.status === TaskStatus.INPUT_REQUIRED || t.status === TaskStatus.FAILED,
+        { timeoutMs: 30_000 },
+      )
+    ).task;
+    expect(waiting.status, waiting.failure?.message).toBe(TaskStatus.INPUT_REQUIRED);
+    checkpointId = waiting.suspension?.checkpointId as string;
+    expect(checkpointId).toMatch(/^chk_/);
+    await c.signals.deliver({
+      signalId: waiting.suspension?.signalId as string,
+      payload: fromJson(ValueSchema, { approved: true }),
+    });
+    approved = await settle(waiting.id);
+    approvedSession = submitted.task?.sessionId as string;
+    expect(approved.status, approved.failure?.message).toBe(TaskStatus.COMPLETED);
+    expect(email.runs.send_email).toHaveLength(1);
     // From here on no provider answers: replays must not need one.
     await server.close();
   }, 60_000);
@@ -179,7 +271,7 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     const original = (await messagesOf(sourceSession)).map(comparable);
     expect((await messagesOf(first.sessionId)).map(comparable)).toEqual(original);
     expect((await messagesOf(second.sessionId)).map(comparable)).toEqual(original);
-    expect(tools.runs.get_weather).toHaveLength(1);
+    expect(weatherRuns).toHaveLength(1);
 
     const docs = [first, second].map((r) => JSON.parse(r.receipt.documentJson));
     for (const doc of docs) {
@@ -253,18 +345,237 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
       },
     });
     // Against the exact replays' projection, it differs in the delta, the
-    // override it declares, and the mode that says why — nothing else.
+    // override it declares, the mode that says why, and the tokens: the
+    // substituted answer reports no usage (the recorded one said 121 + 11).
     const paths = diffPaths(
       replayProjectionValue(first.receipt.documentJson),
       replayProjectionValue(overridden.receipt.documentJson),
     );
     expect(paths.sort()).toEqual(
       [
+        "autonomy_budget.consumed.input_tokens",
+        "autonomy_budget.consumed.output_tokens",
+        "cost.provider_breakdown.0.input_tokens",
+        "cost.provider_breakdown.0.output_tokens",
         "deltas.0",
         "metadata.trellis.replay_mode",
         "replay_input.materials.0.metadata.mode",
         "replay_input.materials.2",
       ].sort(),
     );
+    expect(doc.cost.provider_breakdown[0]).toMatchObject({ input_tokens: 82, output_tokens: 17 });
+  }, 120_000);
+
+  it("puts the harness's model, tokens, priced cost and tool output hashes in the receipts; replays cost nothing", async () => {
+    const sourceDoc = JSON.parse((await receiptOf(source.id)).documentJson);
+    expect(validate(sourceDoc)).toEqual([]);
+    expect(sourceDoc.model_route.chosen_model).toEqual({
+      provider: "openai",
+      model: "gpt-4o-mini-2024-07-18",
+    });
+    // Two model calls: 82 + 121 prompt tokens, 17 + 11 completion tokens, at the configured price.
+    const usd = (203 * PRICE.input_usd_per_mtok + 28 * PRICE.output_usd_per_mtok) / 1e6;
+    expect(sourceDoc.cost.currency).toBe("USD");
+    expect(sourceDoc.cost.total).toBeCloseTo(usd, 12);
+    expect(sourceDoc.cost.provider_breakdown).toEqual([
+      {
+        provider: "openai",
+        model: "gpt-4o-mini-2024-07-18",
+        amount: expect.closeTo(usd, 12),
+        input_tokens: 203,
+        output_tokens: 28,
+        metadata: {
+          pricing: "price_table",
+          pricing_note: expect.any(String),
+          price_keys: ["openai/gpt-4o-mini*"],
+        },
+      },
+    ]);
+    expect(sourceDoc.autonomy_budget.consumed).toMatchObject({
+      input_tokens: 203,
+      output_tokens: 28,
+    });
+    // The tool call's output hash is the hash of the result the model got.
+    const toolMessage = (await messagesOf(sourceSession)).find((m) => m.toolCallId !== "");
+    const output =
+      toolMessage?.parts[0]?.kind.case === "text" ? toolMessage.parts[0].kind.value.text : "";
+    expect(JSON.parse(output)).toMatchObject({ checkedAt: CLOCK.toISOString(), authorized: true });
+    expect(sourceDoc.side_effects.tool_calls).toEqual([
+      {
+        tool: "get_weather",
+        call_id: toolMessage?.toolCallId,
+        status: "succeeded",
+        input_hash: sha256({ city: "Paris" }),
+        output_hash: textSha256(output),
+      },
+    ]);
+    // The secret was read, but only its hash was recorded; the receipt holds neither.
+    expect(sourceDoc.side_effects.tool_calls[0].output_hash).toBe(sha256(output));
+    expect(JSON.stringify(sourceDoc)).not.toContain(SECRET);
+
+    // A replay names the same model and tokens; it called no provider, so it cost nothing.
+    const exact = await replay(ReplayMode.EXACT);
+    const doc = JSON.parse(exact.receipt.documentJson);
+    expect(validate(doc)).toEqual([]);
+    expect(doc.model_route.chosen_model).toEqual(sourceDoc.model_route.chosen_model);
+    expect(doc.cost).toEqual({
+      currency: "USD",
+      total: 0,
+      provider_breakdown: [
+        {
+          provider: "openai",
+          model: "gpt-4o-mini-2024-07-18",
+          amount: 0,
+          input_tokens: 203,
+          output_tokens: 28,
+          metadata: { pricing: "replayed", pricing_note: expect.any(String) },
+        },
+      ],
+    });
+    expect(doc.side_effects.tool_calls[0].output_hash).toBe(textSha256(output));
+  }, 120_000);
+
+  it("replays an approval-gated task from its checkpoint; the receipt references the checkpoint", async () => {
+    const sourceReceipt = await receiptOf(approved.id);
+    const sourceDoc = JSON.parse(sourceReceipt.documentJson);
+    expect(sourceDoc.approvals).toEqual([expect.objectContaining({ decision: "approved" })]);
+    const { events } = await c.events.listEvents({ taskId: approved.id, limit: 1000 });
+    const boundary = events.find((e) => e.kind === "task.input_required");
+    expect(boundary).toBeDefined();
+
+    const resumed = await replay(
+      ReplayMode.FROM_CHECKPOINT,
+      {},
+      {
+        taskId: approved.id,
+        checkpointId,
+      },
+    );
+    // The approved call was not sent again: its recorded result was used.
+    expect(email.runs.send_email).toHaveLength(1);
+    const original = await messagesOf(approvedSession);
+    const replayed = await messagesOf(resumed.sessionId);
+    expect(replayed.map(comparable)).toEqual(original.map(comparable));
+
+    const doc = JSON.parse(resumed.receipt.documentJson);
+    expect(validate(doc)).toEqual([]);
+    expect(computeReceiptHash(doc)).toBe(doc.chain.receipt_hash);
+    expect(doc.replay_input.determinism).toBe("byte_deterministic");
+    expect(doc.replay_input.materials[0]).toMatchObject({
+      kind: "event_log",
+      id: approved.id,
+      sha256: sourceDoc.chain.merkle_root,
+      metadata: {
+        role: "replay_source",
+        source_task_id: approved.id,
+        source_receipt_id: sourceReceipt.id,
+        source_receipt_hash: sourceReceipt.receiptHash,
+        mode: "from_checkpoint",
+        checkpoint_id: checkpointId,
+        checkpoint_event_id: boundary?.id,
+        replay_cursor: expect.stringMatching(new RegExp(`^${approved.id}:\\d+$`)),
+        unused_override_keys: [],
+      },
+    });
+    expect(doc.metadata.trellis).toMatchObject({
+      replay_of: approved.id,
+      replay_mode: "from_checkpoint",
+    });
+    expect(doc.deltas).toEqual([]);
+    // Only what followed the checkpoint was produced by the replay: the sent email and the answer.
+    const emailMessage = original.find((m) => m.toolCallId !== "");
+    const emailText =
+      emailMessage?.parts[0]?.kind.case === "text" ? emailMessage.parts[0].kind.value.text : "";
+    expect(doc.side_effects.tool_calls).toEqual([
+      expect.objectContaining({
+        tool: "send_email",
+        status: "succeeded",
+        output_hash: textSha256(emailText),
+      }),
+    ]);
+    expect(doc.model_route.chosen_model).toEqual({
+      provider: "openai",
+      model: "gpt-4o-mini-2024-07-18",
+    });
+  }, 120_000);
+
+  it("applies time: and secret: overrides to a deterministic tool's reads, one delta each, no secret value anywhere", async () => {
+    const later = "2027-01-01T00:00:00Z";
+    const rotated = "rotated-key-never-in-receipts";
+    const before = weatherRuns.length;
+    const overridden = await replay(
+      ReplayMode.WITH_OVERRIDES,
+      {
+        "time:checked_at": { value: fromJson(ValueSchema, later) },
+        "secret:WEATHER_API_KEY": { value: fromJson(ValueSchema, rotated) },
+      },
+      { reason: "clock moved, key rotated" },
+    );
+    // The tool ran again (it is deterministic), with the overrides; no provider was called.
+    expect(weatherRuns.slice(before)).toEqual([
+      { city: "Paris", checkedAt: new Date(later).toISOString(), authorized: false },
+    ]);
+    const replayed = await messagesOf(overridden.sessionId);
+    const tool = replayed.find((m) => m.toolCallId !== "");
+    const metadata = (tool?.metadata ?? {}) as JsonObject;
+    expect(metadata["time:checked_at"]).toMatchObject({ value: new Date(later).toISOString() });
+    expect(metadata["secret:WEATHER_API_KEY"]).toMatchObject({ sha256: sha256(rotated) });
+
+    const doc = JSON.parse(overridden.receipt.documentJson);
+    expect(validate(doc)).toEqual([]);
+    expect(doc.replay_input.determinism).toBe("byte_deterministic");
+    expect(doc.replay_input.materials[0].metadata.unused_override_keys).toEqual([]);
+    const deltas = [...doc.deltas].sort((a, b) => a.override_key.localeCompare(b.override_key));
+    expect(deltas).toEqual([
+      {
+        delta_id: `${overridden.task.id}:secret:WEATHER_API_KEY`,
+        operation: "replace",
+        path: "metadata.secret:WEATHER_API_KEY.sha256",
+        override_key: "secret:WEATHER_API_KEY",
+        event_id: expect.any(String),
+        before_sha256: textSha256(SECRET),
+        after_sha256: sha256(rotated),
+        reason: "clock moved, key rotated",
+      },
+      {
+        delta_id: `${overridden.task.id}:time:checked_at`,
+        operation: "replace",
+        path: "metadata.time:checked_at.value",
+        override_key: "time:checked_at",
+        event_id: expect.any(String),
+        before_sha256: sha256(CLOCK.toISOString()),
+        after_sha256: sha256(later),
+        reason: "clock moved, key rotated",
+      },
+    ]);
+    // The overrides are referenced by hash; the values are nowhere in the receipt.
+    const text = overridden.receipt.documentJson;
+    expect(text).not.toContain(rotated);
+    expect(text).not.toContain(SECRET);
+    const sourceDoc = JSON.parse((await receiptOf(source.id)).documentJson);
+    expect(doc.side_effects.tool_calls[0].output_hash).not.toBe(
+      sourceDoc.side_effects.tool_calls[0].output_hash,
+    );
+  }, 120_000);
+
+  it("fails a re-run that needs a secret only the hash of was recorded, naming it (receipt: unavailable)", async () => {
+    const before = weatherRuns.length;
+    const { task } = await c.tasks.replayTask({
+      taskId: source.id,
+      mode: ReplayMode.WITH_OVERRIDES,
+      reason: "clock only",
+      overrides: { "time:checked_at": { value: fromJson(ValueSchema, "2027-06-01T00:00:00Z") } },
+    });
+    const done = await settle(task?.id as string);
+    expect(done.status).toBe(TaskStatus.FAILED);
+    expect(done.failure?.category).toBe("replay_dependency_unavailable");
+    expect(done.failure?.message).toContain("secret:WEATHER_API_KEY");
+    // The tool started again (it read the overridden clock) but got no secret.
+    expect(weatherRuns).toHaveLength(before);
+    const doc = JSON.parse((await receiptOf(done.id)).documentJson);
+    expect(validate(doc)).toEqual([]);
+    expect(doc.replay_input.determinism).toBe("unavailable");
+    // (The receipt's redactor takes "secret:<name>" for a credential pair and masks it.)
+    expect(doc.replay_input.unavailable_reason).toContain("secret WEATHER_API_KEY");
   }, 120_000);
 });

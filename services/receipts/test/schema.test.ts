@@ -88,6 +88,10 @@ describe("receipt JSON Schema", () => {
           amount: 0.0123,
           input_tokens: 1200,
           output_tokens: 300,
+          metadata: {
+            pricing: "reported",
+            pricing_note: "cost reported by the execution adapter",
+          },
         },
       ],
     });

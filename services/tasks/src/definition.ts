@@ -150,6 +150,7 @@ async function createTasksModule(
     signals: context.signals,
     logger: context.logger,
     owner,
+    cancelGraceMs: config.TRELLIS_TASKS_CANCEL_GRACE,
     watchThroughLog: context.mode === "distributed",
   };
   return {

@@ -157,4 +157,56 @@ describe("ProgressRecorder", () => {
       progressItem({ kind: "tool_call_delta", toolCallId: "c", argsDelta: "{" }),
     ).toBeUndefined();
   });
+
+  it("names the model of a step from the harness's llm: record of the message before it", async () => {
+    const items: { kind: string; data: unknown }[] = [];
+    const recorder = new ProgressRecorder(
+      async (batch) => {
+        items.push(...batch);
+      },
+      { flushMs: 5, logger },
+    );
+    const answer = create(MessageSchema, {
+      role: Role.ASSISTANT,
+      parts: [{ kind: { case: "text", value: { text: "It is sunny." } } }],
+      metadata: {
+        "llm:main:2": {
+          kind: "llm_provider_response",
+          call_id: "main:2",
+          provider: "openai",
+          model: "gpt-4o-mini-2024-07-18",
+          usage: { prompt_tokens: 120, completion_tokens: 9, total_tokens: 129, cached_tokens: 64 },
+          response: {},
+        },
+      },
+    });
+    recorder.add({ kind: "message", message: answer });
+    recorder.add({
+      kind: "step_finished",
+      iteration: 2,
+      usage: { inputTokens: 120, outputTokens: 9 },
+    });
+    // A later step of a backend that keeps no record is not given the earlier model.
+    recorder.add({
+      kind: "step_finished",
+      iteration: 3,
+      usage: { inputTokens: 1, outputTokens: 1 },
+    });
+    await recorder.close();
+    expect(items).toEqual([
+      {
+        kind: "agent.model_call",
+        data: {
+          step: 2,
+          call_id: "main:2",
+          provider: "openai",
+          model: "gpt-4o-mini-2024-07-18",
+          cached_tokens: 64,
+          input_tokens: 120,
+          output_tokens: 9,
+        },
+      },
+      { kind: "agent.model_call", data: { step: 3, input_tokens: 1, output_tokens: 1 } },
+    ]);
+  });
 });

@@ -364,6 +364,22 @@ export function describeReplay(name: string, startHost: StartHost): void {
           "invalid_request",
         );
         expect(errorDetailOf(badKey)?.param).toBe("overrides.clock-now");
+        // A clock reading is an RFC 3339 date-time; a secret is a string.
+        for (const [key, value] of [
+          ["time:now", "yesterday"],
+          ["time:now", "2026-13-45T99:00:00Z"],
+          ["secret:api_key", { token: "x" }],
+        ] as const) {
+          const bad = await expectReason(
+            c.tasks.replayTask({
+              taskId: source.id,
+              mode: ReplayMode.WITH_OVERRIDES,
+              overrides: { [key]: { value: fromJson(ValueSchema, value) } },
+            }),
+            "invalid_request",
+          );
+          expect(errorDetailOf(bad)?.param).toBe(`overrides.${key}.value`);
+        }
         await expectReason(c.tasks.replayTask({ taskId: "task_missing" }), "resource_not_found");
       });
 

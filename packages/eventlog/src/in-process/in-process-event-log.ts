@@ -8,7 +8,7 @@ import {
   validateEvents,
   validateFilter,
 } from "../address.js";
-import { onAbort } from "../async-queue.js";
+import { changedOrAborted, onAbort } from "../async-queue.js";
 import { cursorExpired, invalidRequest, sequenceConflict } from "../errors.js";
 import type {
   AppendResult,
@@ -217,26 +217,21 @@ export class InProcessEventLog implements EventLog {
     assertOpen(this.#journal, "event log");
     validateFilter(query.filter);
     let index = this.#journal.indexAfter(this.#resolve(query.after, query.filter));
-    const abort = onAbort(query.signal);
-    try {
-      for (;;) {
-        if (this.#journal.closed || query.signal?.aborted) return;
-        // Take the wake-up before draining: an append in between cannot be missed.
-        const changed = this.#journal.changed.next;
-        const entries = this.#journal.entries;
-        // One index over an append-only array: history flows into live with no
-        // gap and no duplicate at the seam.
-        while (index < entries.length) {
-          const entry = entries[index++]!;
-          if (eventMatches(entry.value, query.filter)) {
-            yield { event: entry.value, position: entry.position };
-            if (query.signal?.aborted) return;
-          }
+    for (;;) {
+      if (this.#journal.closed || query.signal?.aborted) return;
+      // Take the wake-up before draining: an append in between cannot be missed.
+      const changed = this.#journal.changed.next;
+      const entries = this.#journal.entries;
+      // One index over an append-only array: history flows into live with no
+      // gap and no duplicate at the seam.
+      while (index < entries.length) {
+        const entry = entries[index++]!;
+        if (eventMatches(entry.value, query.filter)) {
+          yield { event: entry.value, position: entry.position };
+          if (query.signal?.aborted) return;
         }
-        await Promise.race([changed, abort.promise]);
       }
-    } finally {
-      abort.dispose();
+      await changedOrAborted(changed, query.signal);
     }
   }
 

@@ -50,12 +50,35 @@ export async function appendToOutbox<DB>(
   schema: string,
   events: readonly Event[],
 ): Promise<Event[]> {
+  const { events: completed, rows } = await sequenceOutboxEvents(trx, schema, events);
   const db = outboxTables(trx, schema);
+  // Rows go in call order, so within a resource positions follow sequences.
+  for (const chunk of chunks(rows, CHUNK)) {
+    await db.insertInto("outbox").values(chunk).execute();
+  }
+  return completed;
+}
+
+/**
+ * The first half of {@link appendToOutbox}, for callers that write the
+ * outbox rows in a statement of their own (a data-modifying CTE of the
+ * transaction's last statement saves one round trip): assigns the events'
+ * sequences — locking their resources until the transaction ends, as
+ * `appendToOutbox` does — and returns the completed events and the rows to
+ * insert into `<schema>.outbox`, in order. The caller must insert every row,
+ * in order, in the same transaction; otherwise the sequences it took are
+ * lost when the transaction commits (roll back instead).
+ */
+export async function sequenceOutboxEvents<DB>(
+  trx: Transaction<DB>,
+  schema: string,
+  events: readonly Event[],
+): Promise<{ events: Event[]; rows: NewOutboxRow[] }> {
+  assertSchemaName(schema);
   if (!trx.isTransaction) {
     throw invalid("appendToOutbox must run inside the caller's transaction", "trx");
   }
-  if (events.length === 0) return [];
-
+  if (events.length === 0) return { events: [], rows: [] };
   const completed = events.map((event, index) => complete(event, index));
   const seen = new Set<string>();
   for (const event of completed) {
@@ -126,11 +149,7 @@ export async function appendToOutbox<DB>(
       created_at: timestampDate(event.createdAt ?? timestampNow()),
     };
   });
-  // Rows go in call order, so within a resource positions follow sequences.
-  for (const chunk of chunks(rows, CHUNK)) {
-    await db.insertInto("outbox").values(chunk).execute();
-  }
-  return completed;
+  return { events: completed, rows };
 }
 
 // Rows per statement: 1000 × 9 columns stays well under the parameter limit.

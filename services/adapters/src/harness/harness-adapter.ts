@@ -26,7 +26,10 @@
  * the model call's record in its metadata under `llm:<call_id>` (call ids are
  * `main:1`, `main:2`, … per task, counted across suspensions), with the
  * provider's verbatim response; every tool message carries the tool's record
- * under `tool:<tool_call_id>`. Both travel with the messages into the
+ * under `tool:<tool_call_id>` (with `output_sha256`, the hash of the result
+ * the model got), and the call's clock and secret reads through its context
+ * under `time:<label>` / `secret:<name>` (a secret only hashed; see
+ * {@link HarnessEnvironment}). All travel with the messages into the
  * transcript and the `message` execution events.
  */
 import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
@@ -39,7 +42,7 @@ import {
 } from "@trellis/adapter-sdk";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
-import { TrellisError, withSpan } from "@trellis/runtime";
+import { sleep, TrellisError, withSpan } from "@trellis/runtime";
 import type {
   ExecutionAdapter,
   ExecutionEvent,
@@ -53,6 +56,7 @@ import {
   clarificationMetadata,
   questionOf,
 } from "./clarification.js";
+import { CallReads, type HarnessEnvironment, textSha256 } from "./environment.js";
 import {
   type HarnessDefinition,
   HarnessDefinitionError,
@@ -109,6 +113,8 @@ export interface HarnessAdapterOptions {
    * before giving up with `tool_outcome_unknown` (default 30 000 ms).
    */
   inFlightWaitMs?: number;
+  /** The clock and secrets tools read (default: the wall clock, no secrets). */
+  environment?: HarnessEnvironment;
 }
 
 /** A tool call waiting to be handled. */
@@ -242,26 +248,26 @@ function withoutMetadata(message: Message): Message {
   return copy;
 }
 
-function toolMessage(job: ToolCallJob, content: string, record: JsonObject): Message {
+/**
+ * A tool message with its record (`tool:<id>`, plus `output_sha256`: the hash
+ * of the content the model got) and the clock / secret reads of the call.
+ */
+function toolMessage(
+  job: ToolCallJob,
+  content: string,
+  record: JsonObject,
+  reads: JsonObject = {},
+): Message {
   const message = chatToMessage({ role: "tool", tool_call_id: job.id, content });
-  message.metadata = { [`tool:${job.id}`]: record };
+  message.metadata = {
+    [`tool:${job.id}`]: { ...record, output_sha256: textSha256(content) },
+    ...reads,
+  };
   return message;
 }
 
 function argumentsOf(call: Message["toolCalls"][number]): JsonValue {
   return call.arguments ? toJson(ValueSchema, call.arguments as Value) : null;
-}
-
-function delay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** Raised inside a turn to end it with a result (failure, suspension, cancel). */
@@ -285,6 +291,7 @@ class HarnessTurn {
     private readonly ledger: ToolRunLedger,
     private readonly inFlightWaitMs: number,
     private readonly state: TurnState,
+    private readonly environment: HarnessEnvironment,
   ) {}
 
   #emit(event: ExecutionEvent) {
@@ -500,6 +507,11 @@ class HarnessTurn {
     const claimed = await this.#claim(key);
     let outcome: ToolRunOutcome;
     let replayed = false;
+    /** The call's clock and secret reads, recorded on its tool message. */
+    const reads = new CallReads(this.environment, {
+      taskId: this.request.taskId,
+      toolCallId: job.id,
+    });
     if (claimed.state === "done") {
       // This call already ran (the same checkpoint resumed again): its result, not a second run.
       outcome = claimed.outcome;
@@ -518,6 +530,8 @@ class HarnessTurn {
           workspaceId: this.request.workspaceId,
           toolCallId: job.id,
           signal: this.request.signal,
+          now: (label) => reads.now(label),
+          secret: (name) => reads.secret(name),
         });
         outcome = { status: "ok", output: resultText(value) };
       } catch (error) {
@@ -542,15 +556,20 @@ class HarnessTurn {
       status: outcome.status === "ok" ? "ok" : "error",
     });
     this.#add(
-      toolMessage(job, outcome.output, {
-        kind: "tool_result",
-        tool_call_id: job.id,
-        name: job.name,
-        status: outcome.status,
-        output: outcome.output,
-        ...(approval ? { approval } : {}),
-        ...(replayed ? { recorded: true } : {}),
-      }),
+      toolMessage(
+        job,
+        outcome.output,
+        {
+          kind: "tool_result",
+          tool_call_id: job.id,
+          name: job.name,
+          status: outcome.status,
+          output: outcome.output,
+          ...(approval ? { approval } : {}),
+          ...(replayed ? { recorded: true } : {}),
+        },
+        reads.records,
+      ),
     );
   }
 
@@ -577,7 +596,7 @@ class HarnessTurn {
           `tool call ${key} was started by another run that never recorded its result; not running it twice`,
         );
       }
-      await delay(50, this.request.signal);
+      await sleep(50, this.request.signal);
       this.#checkAborted();
     }
   }
@@ -828,6 +847,7 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
         ledger,
         inFlightWaitMs,
         state,
+        options.environment ?? {},
       );
       return turn.run(resume);
     },

@@ -10,6 +10,7 @@ export {
   MAX_ANSWER_LENGTH,
   MAX_QUESTION_LENGTH,
 } from "./clarification.js";
+export { type EnvironmentCall, type HarnessEnvironment, textSha256 } from "./environment.js";
 export {
   createHarnessAdapter,
   HARNESS_BACKEND,

@@ -15,6 +15,19 @@ export interface ToolContext {
   toolCallId: string;
   /** Aborted when the turn is canceled or times out. */
   signal: AbortSignal;
+  /**
+   * Reads the clock, as an RFC 3339 UTC string, for a named reading
+   * (`[A-Za-z0-9_.:-]{1,128}`; the same label in one call reads once). The
+   * reading is recorded as `time:<label>` on the call's tool message, so a
+   * replay gets it again (or the replay's `time:<label>` override).
+   */
+  now(label: string): string;
+  /**
+   * A deployment secret's value (undefined when it has none). Only its hash
+   * is recorded, as `secret:<name>` on the call's tool message; a replay can
+   * give it again only through a `secret:<name>` override.
+   */
+  secret(name: string): string | undefined;
 }
 
 /** A tool the harness can run. */
@@ -29,6 +42,13 @@ export interface HarnessTool {
    * pending call, and runs it (once) only on an approval signal.
    */
   requiresApproval?: boolean;
+  /**
+   * The result depends only on the input and what the tool reads through
+   * `context.now` / `context.secret`, and running it has no side effect: a
+   * replay given a `time:` or `secret:` override for a reading of the call
+   * runs it again with the override instead of serving the recorded result.
+   */
+  deterministic?: boolean;
   /** Runs the tool; a string is the result as is, anything else is sent as JSON. */
   run(input: JsonObject, context: ToolContext): Promise<JsonValue> | JsonValue;
 }

@@ -14,6 +14,7 @@ import {
   type ExecutionAdapter,
   type ExecutionResult,
   HARNESS_BACKEND,
+  textSha256,
 } from "../../src/index.js";
 import { createTools, recordedProviders, turnRequest } from "./support/agents.js";
 import {
@@ -139,6 +140,7 @@ describe("harness tool loop over OpenAI (recorded)", () => {
       name: "get_weather",
       status: "ok",
       output: '{"city":"Paris","temperature_c":18,"sky":"sunny"}',
+      output_sha256: textSha256('{"city":"Paris","temperature_c":18,"sky":"sunny"}'),
     });
 
     // The second call carried the whole loop: system, user, assistant tool call, tool result.

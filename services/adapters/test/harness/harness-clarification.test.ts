@@ -14,6 +14,7 @@ import {
   type ExecutionAdapter,
   type ExecutionResult,
   type HarnessTool,
+  textSha256,
 } from "../../src/index.js";
 import { createTools, recordedProviders, turnRequest } from "./support/agents.js";
 import {
@@ -194,6 +195,7 @@ describe("ask_user over OpenAI (recorded)", () => {
       status: "ok",
       output: "Lyon",
       clarification: { question: QUESTION, answer: "Lyon" },
+      output_sha256: textSha256("Lyon"),
     });
     expect(runs.get_weather).toEqual([{ city: "Lyon" }]);
     // Call ids go on across the suspension.
@@ -304,6 +306,7 @@ describe("ask_user over OpenAI (recorded)", () => {
         { path: "/query", message: "must NOT have additional properties" },
         { path: "", message: "must have required property 'question'" },
       ],
+      output_sha256: textSha256(shape(result.messages)[1]?.text ?? ""),
     });
     expect(events.filter((e) => e.kind === "tool_finished")).toEqual([
       {

@@ -29,7 +29,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import type { SubscribeRequest, SubscribeResponseSchema } from "@trellis/contracts/chat";
 import type { Event, Message } from "@trellis/contracts/core";
-import { errors } from "@trellis/runtime";
+import { errors, sleep } from "@trellis/runtime";
 import type { ChatConfig } from "../config.js";
 import { isSuspended, outcomeFromTask } from "../domain/outcome.js";
 import { settledStatusOf } from "../domain/progress.js";
@@ -90,18 +90,6 @@ async function pendingIdsOf(
   const { task } = await port.tasks.getTask({ taskId }, options);
   if (!task?.suspension) return undefined;
   return new Set(task.suspension.pendingMessages.map((m) => m.id).filter((id) => id !== ""));
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 const isNotFound = (error: unknown) => ConnectError.from(error).code === Code.NotFound;

@@ -5,17 +5,22 @@
  * {@link AccessTokens}). Either way the result is the {@link Caller} the
  * credential is bound to: actor, workspace, scopes.
  *
- * Nothing is cached: every request looks its key (or its token's client) up
- * in the database, so a revoked key or client stops working at once, on every
- * gateway replica. The lookup is one indexed read.
+ * API keys are looked up through an {@link ApiKeyCache} when one is given:
+ * a key seen recently costs no database read, and a revocation (announced by
+ * `NOTIFY`) empties the cache of every gateway replica, so a revoked key still
+ * fails at its next request everywhere. Without a cache, and for a token's
+ * client, every request reads the database (one indexed read).
  */
 import type { Caller } from "@trellis/platform";
 import type { KeyStore } from "../store/key-store.js";
+import type { ApiKeyCache } from "./key-cache.js";
 import { type AccessTokens, looksLikeJwt } from "./tokens.js";
 
 /** Options of {@link createAuthenticator}. */
 export interface AuthenticatorOptions {
   keys: KeyStore;
+  /** Cache of key lookups (revocation-correct across replicas); none = read every time. */
+  keyCache?: ApiKeyCache;
   /** Access tokens; without them a JWT is refused like an unknown key. */
   tokens?: AccessTokens;
 }
@@ -97,7 +102,10 @@ export function createAuthenticator(options: AuthenticatorOptions): Authenticato
           },
         };
       }
-      const record = await options.keys.authenticate(token);
+      const record =
+        options.keyCache === undefined
+          ? await options.keys.authenticate(token)
+          : await options.keyCache.lookup(token, (key) => options.keys.authenticate(key));
       if (record === undefined) return { ok: false, failure: "invalid" };
       return {
         ok: true,

@@ -89,12 +89,13 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "GET /v1/quotas": "workspaces:read",
   "GET /v1/quotas/{quota_id}": "workspaces:read",
 
-  // Webhooks: they send a workspace's events to a URL, so they are administration.
-  "GET /v1/webhooks": "keys:admin",
-  "POST /v1/webhooks": "keys:admin",
-  "GET /v1/webhooks/{webhook_id}": "keys:admin",
-  "DELETE /v1/webhooks/{webhook_id}": "keys:admin",
-  "GET /v1/webhooks/{webhook_id}/deliveries": "keys:admin",
+  // Webhooks send a workspace's events to a URL. `keys:admin` (what they
+  // needed before they had scopes of their own) still grants both.
+  "GET /v1/webhooks": "webhooks:read",
+  "POST /v1/webhooks": "webhooks:write",
+  "GET /v1/webhooks/{webhook_id}": "webhooks:read",
+  "DELETE /v1/webhooks/{webhook_id}": "webhooks:write",
+  "GET /v1/webhooks/{webhook_id}/deliveries": "webhooks:read",
 
   // Credentials of a workspace.
   "GET /v1/api-keys": "keys:admin",

@@ -23,6 +23,8 @@ export const scopeNames = [
   "artifacts:read",
   "artifacts:write",
   "receipts:read",
+  "webhooks:read",
+  "webhooks:write",
   "keys:admin",
 ] as const;
 
@@ -43,10 +45,32 @@ export function isGrantableScope(value: string): boolean {
   return value.endsWith(":*") && areas.has(value.slice(0, -2));
 }
 
+/**
+ * Named scopes that also grant others: webhooks were administration
+ * (`keys:admin`) before they had scopes of their own, and keys:admin still
+ * covers them.
+ */
+const impliedBy: Readonly<Partial<Record<Scope, readonly Scope[]>>> = {
+  "webhooks:read": ["keys:admin"],
+  "webhooks:write": ["keys:admin"],
+};
+
+/** Whether holding the named scope `holder` grants `required` (itself or a superset). */
+export function implies(holder: string, required: Scope): boolean {
+  return holder === required || (impliedBy[required]?.some((s) => s === holder) ?? false);
+}
+
 /** Whether `granted` allows `required`. */
 export function hasScope(granted: readonly string[], required: Scope): boolean {
   const area = required.slice(0, required.indexOf(":"));
-  return granted.some((s) => s === "*" || s === required || s === `${area}:*`);
+  const supersets = impliedBy[required] ?? [];
+  return granted.some(
+    (s) =>
+      s === "*" ||
+      s === required ||
+      s === `${area}:*` ||
+      supersets.some((sup) => s === sup || s === `${sup.slice(0, sup.indexOf(":"))}:*`),
+  );
 }
 
 /** Whether every grant in `wanted` is covered by `granted` (no escalation). */

@@ -4,18 +4,20 @@
  * first, then one whenever the snapshot changes — on a new event, or when the
  * clock alone makes a turn stuck or a runtime limit crossed).
  *
- * Enforcement happens here, whenever a snapshot is taken: with
- * `action: cancel_turn`, a crossed limit cancels the session's running or
- * waiting turn through `TaskService.CancelTask` (reason `health policy: …`),
- * at most once per turn per gateway. The gateway does not watch sessions
- * nobody observes: a limit is enforced while the session's health is read or
- * streamed (the operator UI keeps the stream open), and at the latest on the
- * next read. See docs/architecture.md, "Session health".
+ * Enforcement happens whenever a snapshot is taken: with `action:
+ * cancel_turn`, a crossed limit cancels the session's running or waiting turn
+ * through `TaskService.CancelTask` (reason `health policy: …`), at most once
+ * per turn per gateway. Snapshots are taken on every read and stream frame
+ * here, and in the background by the watchdog (./watchdog.ts) for every
+ * session with an active turn, observed or not. See docs/architecture.md,
+ * "Session health".
  */
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session, TaskService } from "@trellis/contracts/tasks";
-import { type HttpResponse, isTrellisError } from "@trellis/runtime";
+import type { ServiceClients } from "@trellis/platform";
+import { type HttpResponse, isTrellisError, type Logger } from "@trellis/runtime";
 import { toHarnError } from "../domain/errors.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
 import type { RestCall } from "../http/context.js";
@@ -27,14 +29,30 @@ import { ENFORCEMENT_REASON_PREFIX, type HealthEvaluation, HealthTracker } from 
 const enforced = new Set<string>();
 const ENFORCED_MEMORY = 10_000;
 
-/** Every event of the session so far, in log order. */
-async function history(call: RestCall, sessionId: string): Promise<Event[]> {
-  const events = call.deps.clients.get(EventService);
+/** What reading a session's log and enforcing its policy need: a request's, or the watchdog's. */
+export interface HealthContext {
+  clients: ServiceClients;
+  logger: Logger;
+  /** Options of the calls to the tasks service (the caller's identity, or none for the system). */
+  options(): CallOptions;
+}
+
+function contextOf(call: RestCall): HealthContext {
+  return { clients: call.deps.clients, logger: call.deps.logger, options: () => call.options() };
+}
+
+/** The session's events after `afterId` ("" for all), in log order. */
+export async function eventsAfter(
+  ctx: HealthContext,
+  sessionId: string,
+  afterId: string,
+): Promise<Event[]> {
+  const events = ctx.clients.get(EventService);
   const out: Event[] = [];
-  for (let after = ""; ; ) {
+  for (let after = afterId; ; ) {
     const page = await events.listEvents(
       { sessionId, afterEventId: after, limit: 200 },
-      call.options(),
+      ctx.options(),
     );
     out.push(...page.events);
     const last = page.events.at(-1);
@@ -43,29 +61,36 @@ async function history(call: RestCall, sessionId: string): Promise<Event[]> {
   }
 }
 
-/** Cancel the active turn when the policy says so and a limit is crossed. */
-async function enforce(
-  call: RestCall,
+/**
+ * Cancel the active turn when the policy says so and a limit is crossed.
+ * True when this call canceled it.
+ */
+export async function enforce(
+  ctx: HealthContext,
   policy: HealthPolicy,
   evaluation: HealthEvaluation,
-): Promise<void> {
+): Promise<boolean> {
   const taskId = evaluation.activeTaskId;
-  if (policy.action !== "cancel_turn" || evaluation.breaches.length === 0 || !taskId) return;
-  if (enforced.has(taskId)) return;
+  if (policy.action !== "cancel_turn" || evaluation.breaches.length === 0 || !taskId) return false;
+  if (enforced.has(taskId)) return false;
   if (enforced.size >= ENFORCED_MEMORY) enforced.clear();
   enforced.add(taskId);
   const crossed = evaluation.breaches
     .map((b) => `${b.metric} ${b.value} reached the limit ${b.limit}`)
     .join("; ");
   try {
-    await call.deps.clients
+    await ctx.clients
       .get(TaskService)
-      .cancelTask({ taskId, reason: `${ENFORCEMENT_REASON_PREFIX} ${crossed}` }, call.options());
-    call.deps.logger.info("health policy canceled a turn", { task_id: taskId, crossed });
+      .cancelTask({ taskId, reason: `${ENFORCEMENT_REASON_PREFIX} ${crossed}` }, ctx.options());
+    ctx.logger.info("health policy canceled a turn", { task_id: taskId, crossed });
+    return true;
   } catch (error) {
     // Already finished (or canceled by someone else): nothing left to stop.
-    if (isTrellisError(error) && error.reason === "invalid_state_transition") return;
-    call.deps.logger.warn("health policy could not cancel a turn", { task_id: taskId, error });
+    if (isTrellisError(error) && error.reason === "invalid_state_transition") return false;
+    // Let a later snapshot try again: the cancel did not happen.
+    enforced.delete(taskId);
+    ctx.logger.warn("health policy could not cancel a turn", { task_id: taskId, error });
+    return false;
   }
 }
 
@@ -76,7 +101,7 @@ async function trackerOf(
 ): Promise<{ tracker: HealthTracker; policy: HealthPolicy; lastId: string }> {
   const policy = healthPolicyOf(session.metadata);
   const tracker = new HealthTracker(session.id);
-  const events = await history(call, session.id);
+  const events = await eventsAfter(contextOf(call), session.id, "");
   for (const event of events) tracker.apply(event);
   return { tracker, policy, lastId: events.at(-1)?.id ?? "" };
 }
@@ -86,7 +111,7 @@ export async function sessionHealth(call: RestCall, sessionId: string): Promise<
   const session = await visibleSession(call, sessionId);
   const { tracker, policy } = await trackerOf(call, session);
   const evaluation = tracker.snapshot(Date.now(), policy);
-  await enforce(call, policy, evaluation);
+  await enforce(contextOf(call), policy, evaluation);
   return { object: "session_health", ...evaluation.snapshot };
 }
 
@@ -110,6 +135,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   const session = await visibleSession(call, sessionId);
   // A bad policy or an unreadable log is a plain error response, before the stream opens.
   const { tracker, policy, lastId } = await trackerOf(call, session);
+  const context = contextOf(call);
 
   const abort = new AbortController();
   const onClose = () => abort.abort();
@@ -129,7 +155,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
     queue = queue.then(async () => {
       if (abort.signal.aborted) return;
       const evaluation = tracker.snapshot(Date.now(), policy);
-      await enforce(call, policy, evaluation);
+      await enforce(context, policy, evaluation);
       if (evaluation.key === lastKey) return;
       lastKey = evaluation.key;
       sequence += 1;

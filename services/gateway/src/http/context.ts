@@ -8,6 +8,7 @@ import type { HttpRequest, HttpResponse, Logger } from "@trellis/runtime";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { GatewayConfig } from "../config.js";
 import type { Scope } from "../domain/scopes.js";
+import type { AgentPolicyStore } from "../policy/store.js";
 import type { RequestLimits } from "../quota/limits.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
 import type { KeyStore } from "../store/key-store.js";
@@ -39,6 +40,8 @@ export interface GatewayDeps {
   mesh: MeshCredentials;
   /** Rate limits and hard quotas on writes (`quota/limits.ts`); none when absent. */
   limits?: RequestLimits;
+  /** Agent policies of credentials (`policy/`); creating a restricted credential needs it. */
+  agentPolicies?: AgentPolicyStore;
   /** Webhook subscriptions and delivery (`webhooks/`); the routes answer 503 when absent. */
   webhooks?: { store: WebhookStore; dispatcher: WebhookDispatcher; config: WebhookConfig };
 }

@@ -30,6 +30,7 @@ import {
   jsonDepthFor,
   requestIdHeader,
   requestLimitsFromEnv,
+  sleep,
   TrellisError,
 } from "@trellis/runtime";
 import { authChallenge, authFailureMessage } from "../auth/authenticator.js";
@@ -94,19 +95,6 @@ export function isReplayable(status: number): boolean {
 function header(req: HttpRequest, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** Build the gateway's plain-HTTP handler. */

@@ -4,10 +4,21 @@
  *
  * Resume (Harn v1 "Server-sent events"): the cursor is `Last-Event-ID` (what
  * EventSource sends on reconnect) or else the `after_event_id` query
- * parameter; EventService.StreamEvents replays history after it and continues
- * live with no gap and no duplicate. A cursor the log cannot resume from ends
- * the stream with an explicit `event: error` frame carrying the error
- * envelope — never a silent jump.
+ * parameter; the history after it is sent from range reads, then live events
+ * from the session's shared feed (`../feed/`), with no gap and no duplicate.
+ * A cursor the log cannot resume from ends the stream with an explicit
+ * `event: error` frame carrying the error envelope — never a silent jump.
+ *
+ * Session and task streams share one upstream subscription per session and
+ * one rendering per event (`../feed/event-feeds.ts`); a workspace stream
+ * (`/v1/events/stream` without `session_id` / `task_id`) has its own.
+ *
+ * A client that reads too slowly (more than `defaultMaxQueued` live events
+ * waiting, `../feed/follow.ts`) gets an `error` event (`service_unavailable`,
+ * `details.metadata.reason = "slow_consumer"`) and the stream ends; it
+ * resumes with `Last-Event-ID`. A credential that stops authenticating (a
+ * revoked API key, an expired token) is noticed at a heartbeat and ends the
+ * stream with an `error` event (`unauthenticated`).
  *
  * A task stream ends after the task's terminal event (`task.completed`,
  * `task.failed`, `task.canceled`); for a task that is already terminal the
@@ -15,12 +26,18 @@
  * streams stay open until the client leaves or the server shuts down.
  * Heartbeat comments (`: ping`) go out every `TRELLIS_SSE_HEARTBEAT`.
  */
+
+import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Task } from "@trellis/contracts/tasks";
-import type { HttpResponse } from "@trellis/runtime";
-import { toHarnError } from "../domain/errors.js";
+import { type HttpResponse, isTrellisError } from "@trellis/runtime";
+import { type AuthFailure, authFailureMessage } from "../auth/authenticator.js";
+import { harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn, isTerminalStatus } from "../domain/harn-json.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
+import { credentialChecksOf } from "../feed/credential-checks.js";
+import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
+import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { RestCall } from "./context.js";
 
 const terminalTaskEvents = new Set(["task.completed", "task.failed", "task.canceled"]);
@@ -67,10 +84,19 @@ export interface StreamEventsOptions {
   task?: Task;
 }
 
+/** What a stream covers; a task stream also names its session (its feed). */
+export interface StreamTarget {
+  sessionId?: string;
+  taskId?: string;
+  workspaceId?: string;
+  /** The session of `taskId`, when known (task streams then share the session's feed). */
+  taskSessionId?: string;
+}
+
 /** Serve an SSE stream of the events of one session or task. */
 export async function streamEvents(
   call: RestCall,
-  target: { sessionId?: string; taskId?: string; workspaceId?: string },
+  target: StreamTarget,
   options: StreamEventsOptions = {},
 ): Promise<void> {
   const { res, deps } = call;
@@ -89,49 +115,78 @@ export async function streamEvents(
   // The first write sends the headers.
   await write(res, sseComment("stream open"));
 
+  // Each heartbeat also checks the credential again: a revoked key or an
+  // expired token ends the stream with an `error` event (unauthenticated).
+  const authorization = headerOf(call, "authorization");
+  const checks = credentialChecksOf(deps.authenticator, deps.config.TRELLIS_SSE_HEARTBEAT);
+  let refused: AuthFailure | undefined;
   const heartbeat = setInterval(() => {
     void write(res, sseComment("ping"));
+    void checks.refusal(authorization).then((failure) => {
+      if (failure === undefined || abort.signal.aborted) return;
+      refused ??= failure;
+      abort.abort();
+    });
   }, deps.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
-  let cursor = resumeCursor(call);
+  const cursor = resumeCursor(call);
   const taskId = options.task?.id;
-  const events = deps.clients.get(EventService);
+  const sessionId = target.sessionId ?? options.task?.sessionId ?? target.taskSessionId;
   const callOptions = { ...call.options({ streaming: true }), signal: abort.signal };
+  let stalled: NodeJS.Timeout | undefined;
   try {
     if (options.task !== undefined && isTerminalStatus(options.task.status)) {
-      // Nothing new will happen: send what is left of the history, then end.
-      for (;;) {
-        const page = await events.listEvents(
-          { taskId: options.task.id, afterEventId: cursor, limit: 200 },
-          callOptions,
-        );
-        for (const event of page.events) {
-          await write(res, frameOf(event));
-          cursor = event.id;
-        }
-        if (!page.hasMore || page.events.length === 0 || abort.signal.aborted) break;
+      await replayRest(call, options.task.id, cursor, callOptions, abort.signal);
+    } else if (sessionId !== undefined) {
+      // A session or task stream: the session's shared feed.
+      await followSession({
+        feeds: eventFeedsOf(deps.clients),
+        clients: deps.clients,
+        sessionId,
+        ...(target.taskId ? { taskId: target.taskId } : {}),
+        cursor,
+        callOptions: (streaming) => ({
+          ...call.options({ streaming }),
+          signal: abort.signal,
+        }),
+        signal: abort.signal,
+        onOverflow: () => {
+          stalled ??= setTimeout(() => res.destroy(), stalledGraceMs);
+          stalled.unref();
+        },
+        sink: {
+          replay: async (event) => {
+            await write(res, frameOf(event));
+            return taskId !== undefined && isTerminalTaskEvent(event, taskId);
+          },
+          replayed: () => undefined,
+          live: async (item) => {
+            await write(res, item.rendered(sseOfItem));
+            return taskId !== undefined && isTerminalTaskEvent(item.event, taskId);
+          },
+        },
+      });
+    } else {
+      // A workspace's stream: its own upstream subscription.
+      const stream = deps.clients.get(EventService).streamEvents(
+        {
+          sessionId: "",
+          taskId: target.taskId ?? "",
+          workspaceId: target.workspaceId ?? "",
+          afterEventId: cursor,
+        },
+        callOptions,
+      );
+      for await (const { event } of stream) {
+        if (event === undefined) continue;
+        await write(res, frameOf(event));
       }
-      return;
-    }
-    const stream = events.streamEvents(
-      {
-        sessionId: target.sessionId ?? "",
-        taskId: target.taskId ?? "",
-        workspaceId: target.workspaceId ?? "",
-        afterEventId: cursor,
-      },
-      callOptions,
-    );
-    for await (const { event } of stream) {
-      if (event === undefined) continue;
-      await write(res, frameOf(event));
-      if (taskId !== undefined && isTerminalTaskEvent(event, taskId)) break;
     }
   } catch (error) {
     if (!abort.signal.aborted) {
       const envelope = toHarnError(error, call.requestId);
-      if (envelope.status >= 500) {
+      if (envelope.status >= 500 && !isSlowConsumer(error)) {
         deps.logger.warn("event stream failed", {
           request_id: call.requestId,
           error,
@@ -142,11 +197,52 @@ export async function streamEvents(
     }
   } finally {
     clearInterval(heartbeat);
+    clearTimeout(stalled);
     res.off("close", onClose);
     deps.closing.removeEventListener("abort", onShutdown);
     abort.abort();
+    if (refused !== undefined) {
+      const envelope = harnError("unauthenticated", authFailureMessage(refused), {
+        requestId: call.requestId,
+      });
+      await write(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
+    }
     if (!res.writableEnded && !res.destroyed) res.end();
   }
+}
+
+/** The rest of a terminal task's history, from range reads. */
+async function replayRest(
+  call: RestCall,
+  taskId: string,
+  after: string,
+  callOptions: CallOptions,
+  signal: AbortSignal,
+): Promise<void> {
+  const events = call.deps.clients.get(EventService);
+  let cursor = after;
+  for (;;) {
+    const page = await events.listEvents({ taskId, afterEventId: cursor, limit: 200 }, callOptions);
+    for (const event of page.events) {
+      await write(call.res, frameOf(event));
+      cursor = event.id;
+    }
+    if (!page.hasMore || page.events.length === 0 || signal.aborted) return;
+  }
+}
+
+function headerOf(call: RestCall, name: string): string | undefined {
+  const value = call.req.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function isSlowConsumer(error: unknown): boolean {
+  return isTrellisError(error) && error.metadata.reason === "slow_consumer";
+}
+
+/** A feed item's SSE frame (rendered once per event, shared by every stream). */
+function sseOfItem(item: FeedItem): string {
+  return sseFrame({ id: item.event.id, event: item.event.kind, data: JSON.stringify(item.harn) });
 }
 
 /** One event as an SSE frame. */

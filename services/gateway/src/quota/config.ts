@@ -5,6 +5,7 @@
  * - `TRELLIS_RATE_LIMIT_ACTOR`     writes per actor (API key / client), default `6000/1m`
  * - `TRELLIS_RATE_LIMIT_WORKSPACE` writes per workspace, default `30000/1m`
  * - `TRELLIS_RATE_LIMIT_AGENT`     task submissions per agent (persona), default `3000/1m`
+ * - `TRELLIS_RATE_LIMIT_READS`     reads per actor (REST GET, read RPCs, stream opens), default `30000/1m`
  * - `TRELLIS_QUOTA_TASKS_PER_DAY`  tasks a workspace may start per UTC day (hard), default `100000`
  *
  * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
@@ -21,6 +22,8 @@ export interface LimitsConfig {
   actor?: RateLimit;
   workspace?: RateLimit;
   agent?: RateLimit;
+  /** Reads per actor (writes have their own rates). */
+  reads?: RateLimit;
   /** Hard quota: tasks per workspace per UTC day. */
   tasksPerDay?: number;
 }
@@ -68,6 +71,7 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
   const actor = rate("TRELLIS_RATE_LIMIT_ACTOR", "6000/1m");
   const workspace = rate("TRELLIS_RATE_LIMIT_WORKSPACE", "30000/1m");
   const agent = rate("TRELLIS_RATE_LIMIT_AGENT", "3000/1m");
+  const reads = rate("TRELLIS_RATE_LIMIT_READS", "30000/1m");
   const tasksPerDay = parseCount(
     "TRELLIS_QUOTA_TASKS_PER_DAY",
     env.TRELLIS_QUOTA_TASKS_PER_DAY ?? "100000",
@@ -76,6 +80,7 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
     ...(actor ? { actor } : {}),
     ...(workspace ? { workspace } : {}),
     ...(agent ? { agent } : {}),
+    ...(reads ? { reads } : {}),
     ...(tasksPerDay !== undefined ? { tasksPerDay } : {}),
   };
 }

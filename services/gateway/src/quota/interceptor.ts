@@ -36,16 +36,19 @@ export function createLimitsInterceptor(
     const rule = rpcRuleOf(req.service.typeName, req.method.name);
     const isWrite = rule === "admin" || (typeof rule === "string" && rule.endsWith(":write"));
     const caller = req.contextValues.get(callerKey);
-    if (!isWrite || caller === undefined) return next(req);
+    if (caller === undefined) return next(req);
+    if (!isWrite && limits.config.reads === undefined) return next(req);
     const name = `${req.service.typeName}/${req.method.name}`;
     const message = req.stream ? undefined : req.message;
-    const operation: GuardedOperation = taskMethods.has(name)
-      ? {
-          kind: "task",
-          sessionId: field(message, "sessionId"),
-          agentId: field(message, "agentId"),
-        }
-      : { kind: "write" };
+    const operation: GuardedOperation = !isWrite
+      ? { kind: "read" }
+      : taskMethods.has(name)
+        ? {
+            kind: "task",
+            sessionId: field(message, "sessionId"),
+            agentId: field(message, "agentId"),
+          }
+        : { kind: "write" };
     const requestId = req.header.get(requestIdHeader) ?? "";
     const admission = await limits.admit(caller, requestId, operation, async (sessionId) => {
       const headers = new Headers();

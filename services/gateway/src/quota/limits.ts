@@ -5,6 +5,8 @@
  *
  * - Every write (REST POST/DELETE, WebSocket command frame) counts against the
  *   actor's and the workspace's rate.
+ * - Every read (REST GET, a read RPC; a stream when it opens) counts against
+ *   the actor's read rate, a bucket of its own so reads never use up writes.
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
  *   A submission that then fails gives its quota unit back.
@@ -17,13 +19,14 @@ import type { RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, type RestResponse } from "../http/io.js";
 import { visibleSession } from "../http/routes/common.js";
 import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
-import type { CounterResult, QuotaCounters } from "./store.js";
+import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 
 /** Routes that start a task (and so use the agent rate and the daily task quota). */
 const taskRoutes = new Set(["POST /v1/sessions/{session_id}/tasks", "POST /v1/tasks"]);
 
 /** What a guarded operation is. */
 export type GuardedOperation =
+  | { kind: "read" }
   | { kind: "write" }
   | { kind: "task"; sessionId: string | undefined; agentId: string | undefined };
 
@@ -46,18 +49,18 @@ export class RequestLimits {
     readonly config: LimitsConfig,
   ) {}
 
-  /** The route with its handler behind the limits (reads are returned as they are). */
+  /** The route with its handler behind the limits (reads as they are when reads are not limited). */
   wrap(route: RouteSpec): RouteSpec {
-    if (route.method === "GET") return route;
+    const isRead = route.method === "GET";
+    if (isRead && this.config.reads === undefined) return route;
     let guarded = this.wrapped.get(route);
     if (guarded === undefined) {
       const isTask = taskRoutes.has(`${route.method} ${route.path}`);
+      const operation = (call: RestCall): GuardedOperation =>
+        isRead ? { kind: "read" } : isTask ? taskOperation(call, route.path) : { kind: "write" };
       guarded = {
         ...route,
-        handle: (call) =>
-          this.guard(call, isTask ? taskOperation(call, route.path) : { kind: "write" }, () =>
-            route.handle(call),
-          ),
+        handle: (call) => this.guard(call, operation(call), () => route.handle(call)),
       };
       this.wrapped.set(route, guarded);
     }
@@ -109,56 +112,73 @@ export class RequestLimits {
     const admitted = { ok: true as const, settle: async () => {} };
     const { actorId, workspaceId } = caller;
     if (actorId === "" && workspaceId === "") return admitted;
-    const { actor, workspace, agent, tasksPerDay } = this.config;
-    const rates: [string, RateLimit | undefined, "actor" | "workspace" | "agent"][] = [
-      [`rate:actor:${workspaceId}:${actorId}`, actor, "actor"],
-      [`rate:workspace:${workspaceId}`, workspace, "workspace"],
-    ];
-    for (const [bucket, rate, scope] of rates) {
-      if (rate === undefined) continue;
-      const refusal = await this.rate(requestId, bucket, rate, scope);
-      if (refusal) return { ok: false, refusal };
+    const { actor, workspace, agent, reads, tasksPerDay } = this.config;
+    // The counters, in the order they are taken (taking stops at the first refusal).
+    const counters: Counter[] = [];
+    const rate = (bucket: string, limit: RateLimit | undefined, scope: RateScope) => {
+      if (limit !== undefined) counters.push({ bucket, ...limit, kind: scope });
+    };
+    if (operation.kind === "read") {
+      rate(`rate:read:${workspaceId}:${actorId}`, reads, "reads");
+      const refusal = await this.take(requestId, counters, workspaceId);
+      return refusal ? { ok: false, refusal } : admitted;
     }
-    if (operation.kind !== "task") return admitted;
-
-    let agentId = operation.agentId;
-    if (agent && !agentId && operation.sessionId) {
-      agentId = await agentOfSession(operation.sessionId);
+    rate(`rate:actor:${workspaceId}:${actorId}`, actor, "actor");
+    rate(`rate:workspace:${workspaceId}`, workspace, "workspace");
+    if (operation.kind === "task") {
+      let agentId = operation.agentId;
+      if (agent && !agentId && operation.sessionId) {
+        // The session's agent is looked up only once the caller's rates admit it.
+        const refusal = await this.take(requestId, counters.splice(0), workspaceId);
+        if (refusal) return { ok: false, refusal };
+        agentId = await agentOfSession(operation.sessionId);
+      }
+      if (agent && agentId) rate(`rate:agent:${workspaceId}:${agentId}`, agent, "agent");
+      if (tasksPerDay !== undefined) {
+        counters.push({
+          bucket: tasksPerDayBucket(workspaceId),
+          periodMs: dayMs,
+          limit: tasksPerDay,
+          kind: "tasks_per_day",
+        });
+      }
     }
-    if (agent && agentId) {
-      const bucket = `rate:agent:${workspaceId}:${agentId}`;
-      const refusal = await this.rate(requestId, bucket, agent, "agent");
-      if (refusal) return { ok: false, refusal };
-    }
-    if (tasksPerDay === undefined) return admitted;
-    const bucket = tasksPerDayBucket(workspaceId);
-    const taken = await this.counters.take(bucket, dayMs, tasksPerDay);
-    if (!taken.allowed) {
-      return {
-        ok: false,
-        refusal: harnError(
-          "policy_violation",
-          `workspace ${workspaceId} reached its quota of ${tasksPerDay} tasks per day; it resets at ${taken.resetAt.toISOString()}`,
-          {
-            requestId,
-            details: {
-              reason: "quota_exceeded",
-              quota_id: `quota_tasks_per_day_${workspaceId}`,
-              limit: tasksPerDay,
-              used: taken.used,
-              reset_at: taken.resetAt.toISOString(),
-            },
-          },
-        ),
-      };
-    }
+    const refusal = await this.take(requestId, counters, workspaceId);
+    if (refusal) return { ok: false, refusal };
+    const quota = counters.find((c) => c.kind === "tasks_per_day");
+    if (quota?.windowStart === undefined) return admitted;
+    const windowStart = quota.windowStart;
     return {
       ok: true,
       settle: async (started: boolean) => {
         // No task exists: the unit goes back (best effort).
-        if (!started) await this.counters.refund(bucket, taken.windowStart).catch(() => undefined);
+        if (!started) await this.counters.refund(quota.bucket, windowStart).catch(() => undefined);
       },
     };
+  }
+
+  /**
+   * Take `counters` in one statement; the refusal of the first one refused,
+   * if any. Granted counters get their `windowStart`.
+   */
+  private async take(
+    requestId: string,
+    counters: Counter[],
+    workspaceId: string,
+  ): Promise<HarnErrorResponse | undefined> {
+    if (counters.length === 0) return undefined;
+    const results = await this.counters.takeAll(counters);
+    for (const [i, taken] of results.entries()) {
+      const counter = counters[i] as Counter;
+      if (taken.allowed) {
+        counter.windowStart = taken.windowStart;
+        continue;
+      }
+      return counter.kind === "tasks_per_day"
+        ? quotaRefusal(requestId, workspaceId, counter.limit, taken)
+        : rateRefusal(requestId, counter, counter.kind, taken);
+    }
+    return undefined;
   }
 
   /** The quotas and limits that apply to a workspace, with its current usage. */
@@ -189,32 +209,70 @@ export class RequestLimits {
     }
     return out;
   }
+}
 
-  private async rate(
-    requestId: string,
-    bucket: string,
-    rate: RateLimit,
-    scope: "actor" | "workspace" | "agent",
-  ): Promise<HarnErrorResponse | undefined> {
-    const taken: CounterResult = await this.counters.take(bucket, rate.periodMs, rate.limit);
-    if (taken.allowed) return undefined;
-    const retryAfter = Math.max(1, Math.ceil((taken.resetAt.getTime() - Date.now()) / 1000));
-    return harnError(
-      "rate_limited",
-      `too many requests for this ${scope}: at most ${rate.limit} per ${rate.periodMs / 1000}s; retry after ${retryAfter}s`,
-      {
-        requestId,
-        details: {
-          scope,
-          limit: rate.limit,
-          window_seconds: rate.periodMs / 1000,
-          reset_at: taken.resetAt.toISOString(),
-          retry_after_seconds: retryAfter,
-        },
-        headers: { "retry-after": String(retryAfter) },
+type RateScope = "actor" | "workspace" | "agent" | "reads";
+
+const rateSubject: Record<RateScope, string> = {
+  actor: "this actor",
+  workspace: "this workspace",
+  agent: "this agent",
+  reads: "reads of this actor",
+};
+
+/** A counter of one admission. */
+interface Counter extends CounterTake {
+  kind: RateScope | "tasks_per_day";
+  /** Set once granted: the window its unit was counted in. */
+  windowStart?: Date;
+}
+
+/** 429 for a refused rate. */
+function rateRefusal(
+  requestId: string,
+  rate: RateLimit,
+  scope: RateScope,
+  taken: CounterResult,
+): HarnErrorResponse {
+  const retryAfter = Math.max(1, Math.ceil((taken.resetAt.getTime() - Date.now()) / 1000));
+  return harnError(
+    "rate_limited",
+    `too many requests for ${rateSubject[scope]}: at most ${rate.limit} per ${rate.periodMs / 1000}s; retry after ${retryAfter}s`,
+    {
+      requestId,
+      details: {
+        scope,
+        limit: rate.limit,
+        window_seconds: rate.periodMs / 1000,
+        reset_at: taken.resetAt.toISOString(),
+        retry_after_seconds: retryAfter,
       },
-    );
-  }
+      headers: { "retry-after": String(retryAfter) },
+    },
+  );
+}
+
+/** 422 for the daily task quota. */
+function quotaRefusal(
+  requestId: string,
+  workspaceId: string,
+  tasksPerDay: number,
+  taken: CounterResult,
+): HarnErrorResponse {
+  return harnError(
+    "policy_violation",
+    `workspace ${workspaceId} reached its quota of ${tasksPerDay} tasks per day; it resets at ${taken.resetAt.toISOString()}`,
+    {
+      requestId,
+      details: {
+        reason: "quota_exceeded",
+        quota_id: `quota_tasks_per_day_${workspaceId}`,
+        limit: tasksPerDay,
+        used: taken.used,
+        reset_at: taken.resetAt.toISOString(),
+      },
+    },
+  );
 }
 
 function tasksPerDayBucket(workspaceId: string): string {

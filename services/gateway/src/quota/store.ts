@@ -1,9 +1,12 @@
 /**
  * Fixed-window counters in the database, shared by every gateway replica.
  *
- * One statement decides each request: an upsert that starts a new window
- * (when the row's window is over) or adds to the current one only while the
- * sum stays within the limit. PostgreSQL locks the row for the upsert, so two
+ * One statement decides each request, whatever the number of its counters
+ * ({@link QuotaCounters.takeAll}): per counter, an upsert that starts a new
+ * window (when the row's window is over) or adds to the current one only
+ * while the sum stays within the limit; each counter's upsert runs only when
+ * the one before it granted, and the same statement reads the refused
+ * counter's current state. PostgreSQL locks the row for the upsert, so two
  * replicas racing for the last unit cannot both get it. Windows are cut from
  * the database's clock, so replicas with skewed clocks still agree on them.
  */
@@ -22,10 +25,26 @@ export interface CounterResult {
   windowStart: Date;
 }
 
+/** One counter of a {@link QuotaCounters.takeAll}. */
+export interface CounterTake {
+  bucket: string;
+  periodMs: number;
+  limit: number;
+  /** Units (default 1). */
+  cost?: number;
+}
+
 /** The port. */
 export interface QuotaCounters {
   /** Take `cost` units of `bucket` (window `periodMs`) unless that would pass `limit`. */
   take(bucket: string, periodMs: number, limit: number, cost?: number): Promise<CounterResult>;
+  /**
+   * Take several counters in order, in one statement, as consecutive
+   * {@link take}s that stop at the first refusal would: the results of the
+   * granted counters, then the refused one's (the ones after it are neither
+   * counted nor returned). Buckets must differ.
+   */
+  takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]>;
   /** Give units back to the window they were taken from (work that never started). */
   refund(bucket: string, windowStart: Date, cost?: number): Promise<void>;
   /** Units used in the current window of `bucket` (0 when none). */
@@ -62,30 +81,64 @@ export class PostgresQuotaCounters implements QuotaCounters {
   }
 
   async take(bucket: string, periodMs: number, limit: number, cost = 1): Promise<CounterResult> {
-    const start = this.window(periodMs);
-    const seconds = sql.lit(Math.trunc(periodMs) / 1000);
-    const result = await sql<Row>`
-      with w as (select ${start} as start)
-      insert into ${this.table} as c (bucket, window_start, count, expires_at)
-      select ${bucket}, w.start, ${cost}::bigint, w.start + make_interval(secs => ${seconds}) from w
-      where ${cost}::bigint <= ${limit}::bigint
-      on conflict (bucket) do update set
-        count = case when c.window_start = excluded.window_start
-                     then c.count + excluded.count else excluded.count end,
-        window_start = excluded.window_start,
-        expires_at = excluded.expires_at
-      where c.window_start <> excluded.window_start
-         or c.count + excluded.count <= ${limit}::bigint
-      returning count, window_start, expires_at`.execute(this.db);
-    const row = result.rows[0];
-    if (row !== undefined) {
-      return {
+    const [result] = await this.takeAll([{ bucket, periodMs, limit, cost }]);
+    if (result === undefined) throw new Error("quota counters: a take returned no result");
+    return result;
+  }
+
+  async takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]> {
+    if (takes.length === 0) return [];
+    if (new Set(takes.map((t) => t.bucket)).size !== takes.length) {
+      throw new Error("quota counters: takeAll needs distinct buckets");
+    }
+    // t<i>: the upsert of counter i, run only when t<i-1> granted (returned its row).
+    const upserts = takes.map((t, i) => {
+      const cost = t.cost ?? 1;
+      const start = this.window(t.periodMs);
+      const seconds = sql.lit(Math.trunc(t.periodMs) / 1000);
+      const previous = i === 0 ? sql`true` : sql`exists (select 1 from ${sql.ref(`t${i - 1}`)})`;
+      return sql`${sql.ref(`t${i}`)} as (
+        insert into ${this.table} as c (bucket, window_start, count, expires_at)
+        select ${t.bucket}, w.start, ${cost}::bigint, w.start + make_interval(secs => ${seconds})
+        from (select ${start} as start) w
+        where ${cost}::bigint <= ${t.limit}::bigint and ${previous}
+        on conflict (bucket) do update set
+          count = case when c.window_start = excluded.window_start
+                       then c.count + excluded.count else excluded.count end,
+          window_start = excluded.window_start,
+          expires_at = excluded.expires_at
+        where c.window_start <> excluded.window_start
+           or c.count + excluded.count <= ${t.limit}::bigint
+        returning count, window_start, expires_at)`;
+    });
+    const granted = takes.map(
+      (_, i) =>
+        sql`select ${sql.lit(i)} as i, count, window_start, expires_at from ${sql.ref(`t${i}`)}`,
+    );
+    const result = await sql<Row & { i: number }>`
+      with ${sql.join(upserts)}
+      ${sql.join(granted, sql` union all `)}`.execute(this.db);
+    const rows = new Map(result.rows.map((row) => [Number(row.i), row]));
+    const out: CounterResult[] = [];
+    for (const [i, t] of takes.entries()) {
+      const row = rows.get(i);
+      if (row === undefined) {
+        // Refused (rare): its current state, read after the refusal like a take would.
+        out.push(await this.refused(t));
+        break;
+      }
+      out.push({
         allowed: true,
         used: Number(row.count),
         resetAt: asDate(row.expires_at),
         windowStart: asDate(row.window_start),
-      };
+      });
     }
+    return out;
+  }
+
+  /** The result of a refused take: the counter's current state. */
+  private async refused({ bucket, periodMs }: CounterTake): Promise<CounterResult> {
     const current = await sql<Row>`
       select count, window_start, expires_at from ${this.table} where bucket = ${bucket}`.execute(
       this.db,

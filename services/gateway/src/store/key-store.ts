@@ -10,7 +10,7 @@
 import { randomBytes, timingSafeEqual } from "node:crypto";
 import { errors } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
-import type { Kysely } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { sha256Hex } from "../domain/canonical-json.js";
 import type { ApiKeyRow, GatewayDatabase } from "./schema.js";
 
@@ -68,6 +68,13 @@ export interface KeyStore {
   revoke(id: string): Promise<boolean>;
 }
 
+/**
+ * The channel {@link KeyStore.revoke} notifies (in the revoking transaction;
+ * payload: the key id) so that every gateway replica drops its cached keys
+ * (see `ApiKeyCache`).
+ */
+export const apiKeyRevokedChannel = "trellis_api_key_revoked";
+
 /** A new random key: `trellis_sk_` + 43 base64url characters (256 bits). */
 export function generateApiKey(): string {
   return apiKeyPrefix + randomBytes(32).toString("base64url");
@@ -104,9 +111,11 @@ function toRecord(row: ApiKeyRow): ApiKeyRecord {
 /** {@link KeyStore} on PostgreSQL or PGlite (table `<schema>.api_keys`). */
 export class PostgresKeyStore implements KeyStore {
   private readonly db: Kysely<GatewayDatabase>;
+  private readonly table;
 
   constructor(database: Database<unknown>, schema: string) {
     this.db = (database.kysely as unknown as Kysely<GatewayDatabase>).withSchema(schema);
+    this.table = sql.id(schema, "api_keys");
   }
 
   async create(input: NewApiKey): Promise<CreatedApiKey> {
@@ -171,12 +180,15 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   async revoke(id: string): Promise<boolean> {
-    const result = await this.db
-      .updateTable("api_keys")
-      .set({ revoked_at: new Date() })
-      .where("id", "=", id)
-      .where("revoked_at", "is", null)
-      .executeTakeFirst();
-    return result.numUpdatedRows > 0n;
+    // One statement: the update and, when it revoked something, the notice
+    // to every replica's key cache (delivered when the statement commits).
+    const result = await sql<{ revoked: bigint }>`
+      with revoked as (
+        update ${this.table} set revoked_at = ${new Date()}
+        where id = ${id} and revoked_at is null
+        returning id)
+      select count(*) as revoked, max(pg_notify(${apiKeyRevokedChannel}, revoked.id)::text) as notified
+      from revoked`.execute(this.db);
+    return (result.rows[0]?.revoked ?? 0n) > 0n;
   }
 }

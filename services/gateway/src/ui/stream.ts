@@ -25,6 +25,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session } from "@trellis/contracts/tasks";
+import { changedOrAborted } from "@trellis/eventlog";
 import { errors, type HttpResponse, TrellisError } from "@trellis/runtime";
 import { toHarnError } from "../domain/errors.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
@@ -45,13 +46,6 @@ export { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame };
 
 // Live events a connection may have waiting before it is cut off (it resumes with its cursor).
 const MAX_BUFFERED_EVENTS = 10_000;
-
-function aborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) resolve();
-    else signal.addEventListener("abort", () => resolve(), { once: true });
-  });
-}
 
 function tierOf(call: RestCall): UiTier {
   const raw = queryString(call, "tier") ?? "default";
@@ -232,19 +226,22 @@ async function serveStream(
       await sendEvent(event);
       if (event.id === until) return;
     }
-    // Then what the feed delivered meanwhile and delivers from now on.
-    const closed = aborted(abort.signal);
+    // Then what the feed delivered meanwhile and delivers from now on. The
+    // feed is in log order and the history a prefix of the log, so the live
+    // items already sent as history come first: once one is new, all are,
+    // and the history's ids can go (memory stays flat on a long stream).
+    let overlap: Set<string> | undefined = ids;
     while (!abort.signal.aborted) {
       const item = queue.live.shift();
       if (item) {
-        if (ids.has(item.eventId)) continue;
-        ids.add(item.eventId);
+        if (overlap?.has(item.eventId)) continue;
+        overlap = undefined;
         if (item.sse[tier] !== "") await write(res, item.sse[tier]);
         continue;
       }
       const failed = queue.failure();
       if (failed) throw failed.error;
-      await Promise.race([queue.next(), closed]);
+      await changedOrAborted(queue.next(), abort.signal);
     }
   } catch (error) {
     if (!abort.signal.aborted) {

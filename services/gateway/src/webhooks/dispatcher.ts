@@ -16,7 +16,7 @@ import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { Event } from "@trellis/contracts/core";
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
-import type { Logger } from "@trellis/runtime";
+import { type Logger, sleep } from "@trellis/runtime";
 import { eventToHarn } from "../domain/harn-json.js";
 import { guardedLookup, resolveAllowed } from "./address-guard.js";
 import { retryDelayMs, type WebhookConfig } from "./config.js";
@@ -34,19 +34,6 @@ export function matchesEventType(patterns: readonly string[], kind: string): boo
   return patterns.some(
     (p) => p === "*" || p === kind || (p.endsWith(".*") && kind.startsWith(p.slice(0, -1))),
   );
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(done, ms);
-    function done() {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    }
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 function timestampMs(event: Event): number {

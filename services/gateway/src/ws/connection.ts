@@ -7,35 +7,55 @@
  * upgrade request) is an event id. History after it is read in pages and sent
  * with `replayed: true`; a `replay_complete` frame follows; then the live
  * stream continues after the last event sent, so nothing is missed or sent
- * twice. Without a cursor the whole history is replayed first.
+ * twice. Without a cursor the whole history is replayed first. Live events
+ * come from the session's shared feed (`../feed/`): one upstream
+ * subscription and one rendering per event for all sockets of a session.
  *
  * Heartbeats: every `TRELLIS_SSE_HEARTBEAT` the server sends a WebSocket ping
- * and a `heartbeat` frame (with the current cursor); a client that has not
- * answered the previous ping is disconnected.
+ * and a `heartbeat` frame (with the current cursor); a client from which
+ * nothing (no pong, no frame) has arrived for `livenessTimeoutMs(heartbeat)`
+ * — three heartbeats, at least 30 s, so a busy client is not cut off — is
+ * disconnected.
+ *
+ * Slow clients: live events wait in a bounded queue (`defaultMaxQueued`,
+ * `../feed/follow.ts`) while the socket is more than `highWaterMark` bytes
+ * behind; past it the client gets an `error` frame (`service_unavailable`,
+ * `details.metadata.reason = "slow_consumer"`) and close code 1013, and
+ * reconnects with `?cursor=` its last event id.
  *
  * Commands run one at a time in arrival order. A bad frame gets an `error`
  * frame with the Harn error envelope and the connection stays open. The
- * credential is checked again before every command, so a revoked key or an
- * expired token stops working on an open socket too (close code 4401).
+ * credential is checked again before every command and at every heartbeat
+ * (shared, cached checks: `../feed/credential-checks.ts`), so a revoked key
+ * or an expired token stops an open socket too: an `error` frame
+ * (`unauthenticated`) and close code 4401.
  */
 import { randomUUID } from "node:crypto";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
-import { EventService } from "@trellis/contracts/tasks";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
-import { inputRejectedByDatabase, requestIdHeader, TrellisError } from "@trellis/runtime";
+import {
+  inputRejectedByDatabase,
+  isTrellisError,
+  requestIdHeader,
+  TrellisError,
+} from "@trellis/runtime";
 import type { WebSocket } from "ws";
 import { authFailureMessage } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn } from "../domain/harn-json.js";
+import { credentialChecksOf } from "../feed/credential-checks.js";
+import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
+import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
 import { isReplayable } from "../http/rest-handler.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
+import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";
 import { frameIdOf, parseClientFrame, type WsCommand } from "./frames.js";
 
@@ -75,16 +95,20 @@ export function serveWebSocket(options: WsConnectionOptions): void {
   const abort = new AbortController();
   let caller = options.caller;
   let cursor = options.cursor;
-  let alive = true;
+  let lastHeard = Date.now();
+  const liveness = livenessTimeoutMs(deps.config.TRELLIS_SSE_HEARTBEAT);
   let queue: Promise<void> = Promise.resolve();
-  const projector = new UiProjector({ sessionId: target.sessionId });
+  const checks = credentialChecksOf(deps.authenticator, deps.config.TRELLIS_SSE_HEARTBEAT);
 
   const onShutdown = () => ws.close(1001, "server shutting down");
   deps.closing.addEventListener("abort", onShutdown, { once: true });
 
   function send(frame: JsonObject): Promise<void> {
+    return sendText(JSON.stringify(frame));
+  }
+
+  function sendText(text: string): Promise<void> {
     if (ws.readyState !== ws.OPEN) return Promise.resolve();
-    const text = JSON.stringify(frame);
     if (ws.bufferedAmount < highWaterMark) {
       ws.send(text);
       return Promise.resolve();
@@ -104,21 +128,33 @@ export function serveWebSocket(options: WsConnectionOptions): void {
   }
 
   const heartbeat = setInterval(() => {
-    if (!alive) {
+    if (Date.now() - lastHeard > liveness) {
       ws.terminate();
       return;
     }
-    alive = false;
     ws.ping();
     void send({ type: "heartbeat", at: new Date().toISOString(), cursor: cursor || null });
+    // A revoked key or an expired token also ends the event stream (close 4401).
+    void checks.refusal(options.authorization).then((failure) => {
+      if (failure === undefined || ws.readyState !== ws.OPEN) return;
+      // The error frame is queued before the close frame; closing ends the stream.
+      void sendError(
+        null,
+        harnError("unauthenticated", authFailureMessage(failure), { requestId: randomUUID() }),
+      );
+      ws.close(4401, "credential no longer valid");
+    });
   }, deps.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
   ws.on("pong", () => {
-    alive = true;
+    lastHeard = Date.now();
   });
 
+  // Set when the client fell too far behind (see ../feed/follow.ts).
+  let stalled: NodeJS.Timeout | undefined;
   ws.on("close", () => {
     clearInterval(heartbeat);
+    clearTimeout(stalled);
     deps.closing.removeEventListener("abort", onShutdown);
     abort.abort();
   });
@@ -130,7 +166,7 @@ export function serveWebSocket(options: WsConnectionOptions): void {
   let framesInWindow = 0;
 
   ws.on("message", (data, isBinary) => {
-    alive = true;
+    lastHeard = Date.now();
     const requestId = randomUUID();
     const now = Date.now();
     if (now - windowStart >= 1_000) {
@@ -366,38 +402,16 @@ export function serveWebSocket(options: WsConnectionOptions): void {
     };
   }
 
-  /** Frames for requests the event raises (input, authorization, tool approval). */
-  async function sendEvent(event: Event, replayed: boolean): Promise<void> {
+  /** A history event and the request frames it raises (marked replayed). */
+  async function sendReplayed(event: Event, projector: UiProjector): Promise<void> {
     cursor = event.id;
-    await send({ type: "event", replayed, cursor: event.id, event: eventToHarn(event) });
-    for (const envelope of projector.project(event)) {
-      if (envelope.type !== "approval_required") continue;
-      const p = envelope.payload;
-      const type =
-        p.kind === "auth"
-          ? "authorization_request"
-          : p.tool_call_id
-            ? "approval_request"
-            : "input_request";
-      await send({
-        type,
-        replayed,
-        cursor: event.id,
-        request_id: p.request_id ?? null,
-        task_id: p.task_id ?? null,
-        reason: p.reason ?? "",
-        tool_call_id: p.tool_call_id ?? null,
-        tool_name: p.tool_name ?? null,
-      });
+    for (const frame of eventFrames(event, eventToHarn(event), projector.project(event), true)) {
+      await send(frame);
     }
   }
 
-  /** Replay history after the cursor, then follow the log live. */
+  /** Replay history after the cursor, then follow the session's shared feed. */
   async function pump(): Promise<void> {
-    const events = deps.clients.get(EventService);
-    const scope = target.taskId
-      ? { taskId: target.taskId, sessionId: "", workspaceId: "" }
-      : { sessionId: target.sessionId, taskId: "", workspaceId: "" };
     await send({
       type: "ready",
       session_id: target.sessionId,
@@ -405,28 +419,36 @@ export function serveWebSocket(options: WsConnectionOptions): void {
       resume_cursor: cursor || null,
       heartbeat_ms: deps.config.TRELLIS_SSE_HEARTBEAT,
     });
-    let replayed = 0;
-    for (;;) {
-      const page = await events.listEvents(
-        { ...scope, afterEventId: cursor, limit: 200 },
-        callOptions(caller, randomUUID(), false),
-      );
-      for (const event of page.events) {
-        if (abort.signal.aborted) return;
-        await sendEvent(event, true);
-        replayed++;
-      }
-      if (!page.hasMore || page.events.length === 0) break;
-    }
-    await send({ type: "replay_complete", cursor: cursor || null, replayed });
-    const stream = events.streamEvents(
-      { ...scope, afterEventId: cursor },
-      callOptions(caller, randomUUID(), true),
-    );
-    for await (const { event } of stream) {
-      if (event === undefined) continue;
-      await sendEvent(event, false);
-    }
+    // Only the replay needs a projector of its own (live frames come projected by the feed).
+    let projector: UiProjector | undefined = new UiProjector({ sessionId: target.sessionId });
+    await followSession({
+      feeds: eventFeedsOf(deps.clients),
+      clients: deps.clients,
+      sessionId: target.sessionId,
+      ...(target.taskId ? { taskId: target.taskId } : {}),
+      cursor,
+      callOptions: (streaming) => callOptions(caller, randomUUID(), streaming),
+      signal: abort.signal,
+      onOverflow: () => {
+        stalled ??= setTimeout(() => ws.terminate(), stalledGraceMs);
+        stalled.unref();
+      },
+      sink: {
+        replay: async (event) => {
+          if (projector) await sendReplayed(event, projector);
+          return false;
+        },
+        replayed: async (count) => {
+          projector = undefined;
+          await send({ type: "replay_complete", cursor: cursor || null, replayed: count });
+        },
+        live: async (item) => {
+          cursor = item.event.id;
+          for (const text of item.rendered(liveFramesOf)) await sendText(text);
+          return false;
+        },
+      },
+    });
   }
 
   pump().then(
@@ -436,14 +458,58 @@ export function serveWebSocket(options: WsConnectionOptions): void {
     async (error: unknown) => {
       if (abort.signal.aborted) return;
       const envelope = toHarnError(error, randomUUID());
-      if (envelope.status >= 500) {
+      const slow = isTrellisError(error) && error.metadata.reason === "slow_consumer";
+      if (envelope.status >= 500 && !slow) {
         deps.logger.warn("websocket event stream failed", { error, ...target });
       }
       await sendError(null, envelope);
-      // A cursor the log cannot resume from, or a broken upstream: say so and end.
-      ws.close(envelope.status >= 500 ? 1011 : 1008, envelope.body.error.code);
+      // Too slow: come back with the cursor. A cursor the log cannot resume
+      // from, or a broken upstream: say so and end.
+      if (slow) ws.close(1013, "slow consumer; reconnect with the cursor");
+      else ws.close(envelope.status >= 500 ? 1011 : 1008, envelope.body.error.code);
     },
   );
+}
+
+/** The frames of one event: the event, then the requests it raises (input, authorization, tool approval). */
+function eventFrames(
+  event: Event,
+  harn: JsonObject,
+  envelopes: readonly ProjectedEnvelope[],
+  replayed: boolean,
+): JsonObject[] {
+  const frames: JsonObject[] = [{ type: "event", replayed, cursor: event.id, event: harn }];
+  for (const envelope of envelopes) {
+    if (envelope.type !== "approval_required") continue;
+    const p = envelope.payload;
+    const type =
+      p.kind === "auth"
+        ? "authorization_request"
+        : p.tool_call_id
+          ? "approval_request"
+          : "input_request";
+    frames.push({
+      type,
+      replayed,
+      cursor: event.id,
+      request_id: p.request_id ?? null,
+      task_id: p.task_id ?? null,
+      reason: p.reason ?? "",
+      tool_call_id: p.tool_call_id ?? null,
+      tool_name: p.tool_name ?? null,
+    });
+  }
+  return frames;
+}
+
+/** A live feed item's frames as text (rendered once per event, shared by every socket). */
+function liveFramesOf(item: FeedItem): string[] {
+  return eventFrames(item.event, item.harn, item.envelopes, false).map((f) => JSON.stringify(f));
+}
+
+/** How long a socket may stay silent (no pong, no frame) before it is dropped. */
+export function livenessTimeoutMs(heartbeatMs: number): number {
+  return Math.max(3 * heartbeatMs, 30_000);
 }
 
 function invalid(message: string, param?: string): TrellisError {

@@ -12,7 +12,10 @@
  * - `model_route`: the last `agent.model_call` of the task; without one, the
  *   agent's backend (`{provider: "trellis", model: <backend>}`); without
  *   that, `none/none`.
- * - `cost`: USD, summed per provider and model from `agent.model_call`;
+ * - `cost`: USD, summed per provider and model from `agent.model_call`:
+ *   the adapter's `cost_usd`, else the tokens at the configured price
+ *   (`pricing.ts`), else 0; each breakdown entry's `metadata.pricing` says
+ *   which (`reported`, `price_table`, `replayed`, `unknown`, or `mixed`);
  *   zeros when nothing was reported.
  * - `replay_input`: the task's event stream as one `event_log` material whose
  *   hash is the Merkle root of its events; `byte_deterministic` for
@@ -33,8 +36,9 @@
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { CanonicalMembers, sha256Of } from "./canonical.js";
-import type { ApprovalFact, TaskStatusName, TaskSummary } from "./facts.js";
+import type { ApprovalFact, ModelCallFact, TaskStatusName, TaskSummary } from "./facts.js";
 import type { ReceiptPolicyName } from "./policy.js";
+import { costAt, type PriceTable, type PricingSource, priceOf } from "./pricing.js";
 import {
   type BudgetAmount,
   type FinalState,
@@ -94,6 +98,8 @@ export interface TaskReceiptInput {
   agentKnown?: boolean;
   /** For a replay task: the source task's receipt, when it was issued already. */
   replaySource?: { receiptId: string; receiptHash: Sha256; merkleRoot?: Sha256 };
+  /** Model prices for model calls whose adapter reported no cost. */
+  prices?: PriceTable;
 }
 
 const DEFAULT_TIER: TrustTier = "suggest";
@@ -161,26 +167,70 @@ function modelRoute(summary: TaskSummary, agent: AgentProfile): UnsignedReceipt[
   };
 }
 
-function costOf(summary: TaskSummary): UnsignedReceipt["cost"] {
-  const byModel = new Map<string, ProviderCost>();
+/** What one model call cost, and where that figure came from (see `pricing.ts`). */
+function callCost(
+  call: ModelCallFact,
+  replay: boolean,
+  prices: PriceTable | undefined,
+): { usd: number; source: PricingSource; priceKey?: string } {
+  if (call.costReported !== false) return { usd: call.costUsd, source: "reported" };
+  if (replay) return { usd: 0, source: "replayed" };
+  const priced = priceOf(prices, call.chosen.provider, call.chosen.model);
+  if (!priced) return { usd: 0, source: "unknown" };
+  return {
+    usd: costAt(priced.price, call.inputTokens, call.outputTokens),
+    source: "price_table",
+    priceKey: priced.key,
+  };
+}
+
+const PRICING_NOTES: Record<PricingSource, string> = {
+  reported: "cost reported by the execution adapter",
+  replayed: "a replay calls no provider; the tokens are the recorded ones",
+  price_table: "tokens priced by TRELLIS_RECEIPT_MODEL_PRICES",
+  unknown: "no price is configured for this model; its cost is not counted",
+};
+
+function costOf(summary: TaskSummary, prices: PriceTable | undefined): UnsignedReceipt["cost"] {
+  const byModel = new Map<
+    string,
+    { entry: ProviderCost; sources: Set<PricingSource>; keys: Set<string> }
+  >();
   for (const call of summary.modelCalls) {
     const key = `${call.chosen.provider}\u0000${call.chosen.model}`;
-    let entry = byModel.get(key);
-    if (!entry) {
-      entry = {
-        provider: call.chosen.provider,
-        model: call.chosen.model,
-        amount: 0,
-        input_tokens: 0,
-        output_tokens: 0,
+    let item = byModel.get(key);
+    if (!item) {
+      item = {
+        entry: {
+          provider: call.chosen.provider,
+          model: call.chosen.model,
+          amount: 0,
+          input_tokens: 0,
+          output_tokens: 0,
+        },
+        sources: new Set(),
+        keys: new Set(),
       };
-      byModel.set(key, entry);
+      byModel.set(key, item);
     }
-    entry.amount = roundUsd(entry.amount + call.costUsd);
+    const cost = callCost(call, summary.replay !== undefined, prices);
+    const { entry } = item;
+    entry.amount = roundUsd(entry.amount + cost.usd);
     entry.input_tokens = (entry.input_tokens ?? 0) + call.inputTokens;
     entry.output_tokens = (entry.output_tokens ?? 0) + call.outputTokens;
+    item.sources.add(cost.source);
+    if (cost.priceKey) item.keys.add(cost.priceKey);
   }
-  const breakdown = [...byModel.values()];
+  const breakdown = [...byModel.values()].map(({ entry, sources, keys }) => {
+    const list = [...sources].sort();
+    const only = list.length === 1 ? (list[0] as PricingSource) : undefined;
+    entry.metadata = {
+      pricing: only ?? "mixed",
+      ...(only ? { pricing_note: PRICING_NOTES[only] } : { pricing_sources: list }),
+      ...(keys.size > 0 ? { price_keys: [...keys].sort() } : {}),
+    };
+    return entry;
+  });
   return {
     currency: "USD",
     total: roundUsd(breakdown.reduce((sum, p) => sum + p.amount, 0)),
@@ -251,7 +301,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
   const status = summary.status ?? "FAILED";
   const completedAt = summary.completedAt ?? input.issuedAt.toISOString();
   const startedAt = summary.startedAt ?? summary.createdAt ?? completedAt;
-  const cost = costOf(summary);
+  const cost = costOf(summary, input.prices);
   const persona = personaRef(agent);
   const limit = agent.budgetLimit;
   return {

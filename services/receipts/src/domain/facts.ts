@@ -13,11 +13,11 @@
  * | kind | payload | fact |
  * |---|---|---|
  * | `task.*` | TaskStatusChanged | lifecycle status and time, failure |
- * | `user.message`, `agent.message`, `agent.tool_result`, `session.message_appended` | MessageAppended | message counts, tool calls and results, artifact refs |
+ * | `user.message`, `agent.message`, `agent.tool_result`, `session.message_appended` | MessageAppended | message counts, tool calls and results (status and output hash from the harness's `tool:<id>` record), artifact refs |
  * | `user.tool_confirmation` | SignalDelivered `{approved, tool_call_id?, action?, reason?}` | approval |
  * | `agent.tool_use`, `tool.requested` | data `{tool_call_id, name, input}` | tool call |
  * | `tool.completed`, `tool.failed` | data `{tool_call_id, name, status, output}` | tool result |
- * | `agent.model_call` | data `{provider, model, version, reason, alternatives[], input_tokens, output_tokens, cost_usd}` | model route, cost |
+ * | `agent.model_call` | data `{provider, model, version, reason, alternatives[], call_id, input_tokens, output_tokens, cost_usd}` | model route, cost (priced by the receipt when `cost_usd` is absent) |
  * | `agent.network_egress` | data `{destination, purpose, bytes_sent}` | network egress |
  * | `agent.file_write` | data `{path, operation, before_sha256, after_sha256}` | file write |
  * | `agent.handoff` | data `{target_agent, task_id, status, receipt_id}` | A2A handoff |
@@ -107,9 +107,17 @@ export interface ModelCallFact {
   chosen: ModelRef;
   alternatives: ModelRef[];
   reason?: string;
+  /** The adapter's id of the call (`main:1`, …), when it gave one. */
+  callId?: string;
   inputTokens: number;
   outputTokens: number;
   costUsd: number;
+  /**
+   * Whether the adapter reported the cost (`cost_usd`); false: the receipt
+   * prices the tokens (`domain/pricing.ts`). Facts stored before this field
+   * existed count as reported.
+   */
+  costReported?: boolean;
 }
 
 /** An approval decision (`user.tool_confirmation`). */
@@ -268,6 +276,31 @@ function clean(text: string, field: string, redactions: RedactionDescriptor[]): 
   return result.text;
 }
 
+/**
+ * What the built-in harness recorded about a tool call in its tool message's
+ * metadata (`tool:<id>` → `{kind: "tool_result", name, status, output,
+ * output_sha256}`): the result's status and the output's hash, never the
+ * output.
+ */
+function toolRecordOf(
+  message: Message,
+  callId: string,
+): Pick<ToolResultFact, "status" | "outputHash" | "tool"> | undefined {
+  const record = message.metadata?.[`tool:${callId}`];
+  if (!isObject(record) || record.kind !== "tool_result") return undefined;
+  const stated = str(record, "status");
+  // A call the harness refused (bad input) never ran: it failed; a denied one was canceled.
+  const status = stated === "rejected" ? "failed" : toolStatusFromText(stated, "succeeded");
+  const declared = record.output_sha256;
+  const outputHash = isSha256(declared)
+    ? declared
+    : record.output !== undefined
+      ? hashJson(record.output)
+      : undefined;
+  const tool = str(record, "name");
+  return { status, ...(outputHash ? { outputHash } : {}), ...(tool ? { tool } : {}) };
+}
+
 function messageFacts(message: Message, facts: EventFacts, redactions: RedactionDescriptor[]) {
   // Receipts are summaries: only what the message did is kept, never its text.
   const visible = redactMessage(message, { allowReceiptOnly: true }, "/message");
@@ -304,10 +337,16 @@ function messageFacts(message: Message, facts: EventFacts, redactions: Redaction
       artifacts.push(kind.value.artifactId);
     }
   }
-  // A TOOL message answers one call even without a tool_result part.
+  // A TOOL message answers one call even without a tool_result part; the
+  // harness's record of it (`tool:<id>`) says how it went and hashes its output.
   if (message.role === Role.TOOL && message.toolCallId) {
-    if (!results.some((r) => r.callId === message.toolCallId)) {
-      results.push({ callId: message.toolCallId, status: "succeeded" });
+    const record = toolRecordOf(message, message.toolCallId);
+    const existing = results.find((r) => r.callId === message.toolCallId);
+    if (existing && record) {
+      existing.status = record.status;
+      if (record.outputHash) existing.outputHash ??= record.outputHash;
+    } else if (!existing) {
+      results.push({ callId: message.toolCallId, status: "succeeded", ...record });
     }
   }
   const replay = replayFactOfMarker(message.metadata?.replay, (t, f) => clean(t, f, redactions));
@@ -410,13 +449,19 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       // The top-level reason is the route's, not the chosen model's.
       const { reason: _reason, ...chosenModel } = chosen;
       const reason = str(data, "route_policy_reason", "reason");
+      const callId = str(data, "call_id");
+      const reported = [data.cost_usd, data.cost].some(
+        (v) => typeof v === "number" && Number.isFinite(v) && v >= 0,
+      );
       facts.modelCall = {
         chosen: chosenModel,
         alternatives,
         ...(reason ? { reason: clean(reason, "/model_route/reason", r) } : {}),
+        ...(callId ? { callId } : {}),
         inputTokens: int(data, "input_tokens"),
         outputTokens: int(data, "output_tokens"),
         costUsd: num(data, "cost_usd", "cost"),
+        costReported: reported,
       };
       return;
     }

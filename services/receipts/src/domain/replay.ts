@@ -62,8 +62,10 @@ export interface ReplayFact {
   };
   /** From a replayed message: its position in the source's stream. */
   cursor?: string;
-  /** From a replayed message an override produced. */
+  /** From a replayed message an override produced (one per applied override). */
   delta?: ReplayDeltaFact;
+  /** Further overrides applied to the same message (`more_overrides` of its marker). */
+  moreDeltas?: ReplayDeltaFact[];
 }
 
 /** The replay a task is, folded from its events' {@link ReplayFact}s. */
@@ -216,6 +218,23 @@ export function replayFactOfMarker(
       clean,
     );
     if (delta) fact.delta = delta;
+    const more: ReplayDeltaFact[] = [];
+    for (const entry of Array.isArray(marker.more_overrides) ? marker.more_overrides : []) {
+      if (!isObject(entry) || !isObject(entry.override)) continue;
+      const moreKey = text(entry, "override_key");
+      const extra = deltaFact(
+        {
+          ...entry.override,
+          override_key: moreKey,
+          receipt_delta_id: text(entry, "receipt_delta_id"),
+          original_event_id: marker.original_event_id ?? null,
+        },
+        `${text(marker, "replay_task_id")}:${moreKey}`,
+        clean,
+      );
+      if (extra) more.push(extra);
+    }
+    if (more.length > 0) fact.moreDeltas = more;
   }
   return fact;
 }
@@ -256,7 +275,7 @@ export function foldReplay(facts: readonly (ReplayFact | undefined)[]): ReplaySu
     if (fact.cursor !== undefined || fact.delta) {
       summary.replayedMessages += 1;
       if (fact.cursor) summary.cursor = fact.cursor;
-      if (fact.delta) fromMessages.push(fact.delta);
+      if (fact.delta) fromMessages.push(fact.delta, ...(fact.moreDeltas ?? []));
     }
   }
   if (summary) summary.deltas = endDeltas ?? fromMessages;

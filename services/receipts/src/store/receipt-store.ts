@@ -42,11 +42,28 @@ export interface IssueRequest {
   subjectId: string;
   taskId: string;
   sessionId: string;
-  /** Builds and seals the receipt given its predecessor's hash. */
-  seal(previousHash: Sha256 | null, chainIndex: bigint): SealedReceipt;
+  /**
+   * Builds and seals the receipt given its predecessor's hash. `issued`
+   * finds a receipt of another subject that exists already or was sealed
+   * earlier in the same batch attempt (e.g. a replay's source task receipt
+   * issued together with the replay's).
+   */
+  seal(previousHash: Sha256 | null, chainIndex: bigint, issued: IssuedLookup): SealedReceipt;
   /** Events announcing the receipt, appended to the outbox in the same transaction. */
   announce?(receipt: ReceiptRow): Event[];
 }
+
+/**
+ * A receipt by subject and kind among those that existed when a batch
+ * attempt began (for its requested subjects) or were sealed before the one
+ * asking in the same attempt; undefined otherwise (the caller may still find
+ * it in the store).
+ */
+export type IssuedLookup = (
+  kind: string,
+  subjectObject: string,
+  subjectId: string,
+) => ReceiptRow | undefined;
 
 /** Events to record and receipts to issue, in one transaction (see {@link ReceiptStore.commitBatch}). */
 export interface BatchRequest {
@@ -309,11 +326,17 @@ export class PostgresReceiptStore implements ReceiptStore {
     const heads = new Map<string, ChainHead>();
     const rows: ReceiptRow[] = [];
     const announcements: Event[] = [];
+    // What this attempt knows is issued: existing receipts, then each one sealed.
+    const known = new Map(
+      existing.map((row) => [subjectKey(row.kind, row.subject_object, row.subject_id), row]),
+    );
+    const issued: IssuedLookup = (kind, subjectObject, subjectId) =>
+      known.get(subjectKey(kind, subjectObject, subjectId));
     for (const r of toIssue) {
       const head = heads.get(r.workspaceId) ?? this.#heads.get(r.workspaceId) ?? EMPTY_HEAD;
       if (!start.has(r.workspaceId)) start.set(r.workspaceId, head);
       const chainIndex = head.length + 1n;
-      const sealed = r.seal(head.lastHash, chainIndex);
+      const sealed = r.seal(head.lastHash, chainIndex, issued);
       const document = sealed.document;
       const row: ReceiptRow = {
         id: document.receipt_id,
@@ -332,6 +355,7 @@ export class PostgresReceiptStore implements ReceiptStore {
         document: sealed.text,
       };
       rows.push(row);
+      known.set(subjectKey(row.kind, row.subject_object, row.subject_id), row);
       announcements.push(...(r.announce?.(row) ?? []));
       heads.set(r.workspaceId, { length: chainIndex, lastId: row.id, lastHash: sealed.hash });
     }

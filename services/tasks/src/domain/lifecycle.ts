@@ -13,6 +13,7 @@
  * Pure: no I/O.
  */
 import { TaskStatus } from "@trellis/contracts/core";
+import { isTerminalStatus } from "@trellis/messages";
 import { invalidTransition } from "./errors.js";
 
 const ALLOWED: Readonly<Record<TaskStatus, readonly TaskStatus[]>> = {
@@ -48,6 +49,27 @@ export function transition(from: TaskStatus, to: TaskStatus, taskId?: string): T
 }
 
 export { isTerminalStatus as isTerminal } from "@trellis/messages";
+
+/**
+ * Cancel of a running task is two steps: the request (`canceled_at` set,
+ * `user.cancel_requested`; the status stays) and, once the runner is done
+ * with the backend, the record (CANCELED, `task.canceled`). True between them.
+ */
+export function cancelRequested(task: { status: number; canceled_at: Date | null }): boolean {
+  return task.canceled_at !== null && !isTerminalStatus(task.status as TaskStatus);
+}
+
+/**
+ * The reason `task.canceled` gives when a requested cancel is recorded: why
+ * it was requested, then whether the backend confirmed it stopped (returned
+ * after the abort) or was given up on (the cancel grace ran out, or the
+ * worker was lost — `detail`).
+ */
+export function cancelEndReason(requested: string, confirmed: boolean, detail?: string): string {
+  const why = requested || "canceled";
+  if (confirmed) return `${why} (the backend confirmed it stopped)`;
+  return `${why} (the backend did not confirm it stopped: ${detail ?? "the cancel grace period ran out"})`;
+}
 
 /** INPUT_REQUIRED or AUTH_REQUIRED: blocked on a signal, not holding the mailbox. */
 export function isSuspended(status: TaskStatus): boolean {

@@ -261,15 +261,20 @@ export interface ReplayMarker {
   override_key: string | null;
   /** Set with override_key: the receipt delta of the substitution. */
   receipt_delta_id?: string;
-  override?: {
-    kind: string;
-    /** The material path the override replaced, e.g. `metadata.llm:main:1.response`. */
-    material: string;
-    before_sha256: string | null;
-    after_sha256: string;
-    visibility: OverrideVisibility;
-    reason: string;
-  };
+  override?: MarkerOverride;
+  /** Further overrides applied to the same message (a tool call reading an overridden clock and secret). */
+  more_overrides?: { override_key: string; receipt_delta_id: string; override: MarkerOverride }[];
+}
+
+/** An override applied to a replayed message, as its marker records it. */
+export interface MarkerOverride {
+  kind: string;
+  /** The material path the override replaced, e.g. `metadata.llm:main:1.response`. */
+  material: string;
+  before_sha256: string | null;
+  after_sha256: string;
+  visibility: OverrideVisibility;
+  reason: string;
 }
 
 /** The marker of a message that re-creates `original` (or has none). */
@@ -307,16 +312,26 @@ export function deltasOf(messages: readonly Message[]): ReplayDelta[] {
   for (const message of messages) {
     const marker = message.metadata?.[REPLAY_KEY] as ReplayMarker | undefined;
     if (!marker?.override_key || !marker.override) continue;
-    deltas.push({
-      delta_id: marker.receipt_delta_id ?? `${marker.replay_task_id}:${marker.override_key}`,
-      override_key: marker.override_key,
-      kind: marker.override.kind,
-      original_event_id: marker.original_event_id,
-      material: marker.override.material,
-      before_sha256: marker.override.before_sha256,
-      after_sha256: marker.override.after_sha256,
-      reason: marker.override.reason,
-    });
+    const applied = [
+      {
+        override_key: marker.override_key,
+        receipt_delta_id: marker.receipt_delta_id,
+        override: marker.override,
+      },
+      ...(marker.more_overrides ?? []),
+    ];
+    for (const a of applied) {
+      deltas.push({
+        delta_id: a.receipt_delta_id ?? `${marker.replay_task_id}:${a.override_key}`,
+        override_key: a.override_key,
+        kind: a.override.kind,
+        original_event_id: marker.original_event_id,
+        material: a.override.material,
+        before_sha256: a.override.before_sha256,
+        after_sha256: a.override.after_sha256,
+        reason: a.override.reason,
+      });
+    }
   }
   return deltas;
 }

@@ -9,4 +9,10 @@ import type { ExecutionResult } from "@trellis/adapters";
  * The end of one run (a turn, or the continuation of a suspended one): the
  * executor's result type, so the seam and the mailbox cannot drift apart.
  */
-export type RunOutcome = ExecutionResult;
+export type RunOutcome = ExecutionResult & {
+  /**
+   * Set by the runner when the run was aborted (a cancel): true when the
+   * backend returned (it stopped), false when the cancel grace ran out first.
+   */
+  cancelConfirmed?: boolean;
+};

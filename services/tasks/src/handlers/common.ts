@@ -25,6 +25,8 @@ export interface HandlerDeps {
   logger: Logger;
   /** This replica's id: the lease owner of the turns it claims. */
   owner: string;
+  /** How long a canceled backend gets to stop (CancelTask waits for it, and a margin). */
+  cancelGraceMs: number;
   /**
    * Also wake WatchTask streams from the event log (distributed mode, where
    * another replica may run the task); in-process notifications cover the rest.

@@ -9,6 +9,7 @@ import {
 } from "@trellis/contracts/tasks";
 import { validateChatMessage } from "@trellis/messages";
 import { invalidRequest } from "../domain/errors.js";
+import { cancelChildren, openTaskIds } from "./cancel.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
 const ANY_ROLE = [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.AGENT];
@@ -54,12 +55,12 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
       return { sessions: page.items, nextPageToken: page.nextPageToken };
     },
     async closeSession(request, context) {
-      const { session, abort } = await store.closeSession(
-        request.sessionId,
-        request.reason,
-        writeContext(context),
-      );
+      const write = writeContext(context);
+      // Closing cancels the session's open tasks, and with them the tasks they delegated to.
+      const open = await openTaskIds(deps, request.sessionId, write.scope);
+      const { session, abort } = await store.closeSession(request.sessionId, request.reason, write);
       for (const id of abort) runner.abort(id, "the session was closed");
+      await cancelChildren(deps, open, write, context.signal);
       return { session };
     },
     async forkSession(request, context) {

@@ -2,8 +2,10 @@
 import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
+import { TaskStatus } from "@trellis/contracts/core";
 import type { SignalService } from "@trellis/contracts/tasks";
 import { invalidRequest } from "../domain/errors.js";
+import { cancelChildren } from "./cancel.js";
 import { type HandlerDeps, writeContext } from "./common.js";
 
 export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof SignalService> {
@@ -21,6 +23,10 @@ export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof Sign
       );
       if (result.abort) runner.abort(result.abort, "canceled by signal");
       runner.dispatch(result.claim);
+      // A canceled task's delegated tasks are canceled with it.
+      if (!result.duplicate && result.task?.status === TaskStatus.CANCELED) {
+        await cancelChildren(deps, [result.taskId], writeContext(context), context.signal);
+      }
       if (!result.duplicate) {
         // Also on the bus, so every consumer sees it; the tasks group finds it already applied.
         signals

@@ -13,6 +13,7 @@ import { validateChatMessage } from "@trellis/messages";
 import { invalidRequest } from "../domain/errors.js";
 import { isSuspended, isTerminal } from "../domain/lifecycle.js";
 import { planReplay } from "../replay/replay-planner.js";
+import { cancelTaskTree, ensureParentOpen } from "./cancel.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
 /** How often a watch re-reads its task when nothing told it about a change. */
@@ -34,6 +35,7 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       });
       if (problem) throw invalidRequest(problem.message, problem.path);
       const idempotency = idempotencyOf(SubmitTaskRequestSchema, request, request.idempotencyKey);
+      await ensureParentOpen(deps, request.parentTaskId, scopeOf(context));
       const result = await store.submitTask(
         {
           sessionId: request.sessionId,
@@ -70,15 +72,16 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       return { tasks: page.items, nextPageToken: page.nextPageToken };
     },
     async cancelTask(request, context) {
-      const result = await store.cancelTask(
+      // Answers once the worker confirmed the stop (see ./cancel.ts), with
+      // the tasks it delegated to canceled too.
+      const task = await cancelTaskTree(
+        deps,
         request.taskId,
         request.reason,
         writeContext(context),
-        owner,
+        context.signal,
       );
-      if (result.running) runner.abort(request.taskId, "canceled");
-      runner.dispatch(result.claim);
-      return { task: result.task };
+      return { task };
     },
     async replayTask(request, context) {
       const scope = scopeOf(context);

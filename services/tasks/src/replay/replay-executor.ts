@@ -12,8 +12,11 @@
  * - `model` (the built-in harness): its tool loop runs again in this process,
  *   with a model provider that answers from the `llm:<call_id>` records (or
  *   the `llm:` overrides) and tools that answer from the `tool:<id>` records
- *   (or the `tool:` overrides) — the real provider and tools are never
- *   called;
+ *   (or the `tool:` overrides) — the real provider is never called, and a
+ *   real tool only when it is `deterministic` and a `time:<label>` /
+ *   `secret:<name>` override replaces a read its source call made: it then
+ *   runs again with the override (other clock reads from the recording; a
+ *   secret only from an override, since only its hash was recorded);
  * - `recorded` (any other backend): the recorded output is served as it was.
  *
  * A suspension the source was resumed from is resumed at once with the
@@ -132,6 +135,8 @@ class ReplayRun {
   /** Signals not yet used for an automatic resume, in order. */
   readonly #signals: { label: string; payload: JsonValue }[];
   readonly #applied = new Map<string, Applied>();
+  /** Tool calls answered with their recorded result (their recorded reads go with it). */
+  readonly #served = new Set<string>();
   #stop: ReplayStop | undefined;
   /** Aborts the harness when the recording runs out (and when the task is canceled). */
   readonly #abort = new AbortController();
@@ -221,25 +226,42 @@ class ReplayRun {
     if (index !== undefined) {
       this.#matched.add(index);
       this.#cursor = Math.max(this.#cursor, index + 1);
+      // A result served from the recording carries the clock and secret
+      // reads recorded with it (the tool did not run to read them again).
+      const source = this.#source[index]?.message;
+      if (message.role === Role.TOOL && this.#served.has(message.toolCallId) && source) {
+        const reads = Object.entries(source.metadata ?? {}).filter(
+          ([key]) => /^(time|secret):/.test(key) && !keys.includes(key),
+        );
+        if (reads.length > 0) {
+          message.metadata = { ...(message.metadata ?? {}), ...Object.fromEntries(reads) };
+        }
+      }
     }
     const marker: ReplayMarker = markerFor(
       this.#plan,
       this.request.taskId,
       index === undefined ? undefined : this.#source[index]?.planned,
     );
-    const applied = keys.map((k) => this.#applied.get(k)).find((a) => a !== undefined);
-    if (applied) {
-      marker.override_key = applied.key;
-      marker.receipt_delta_id = `${this.request.taskId}:${applied.key}`;
-      marker.override = {
-        kind: applied.override.kind,
-        material: applied.material,
-        before_sha256: applied.before,
-        after_sha256: applied.override.sha256,
-        visibility: applied.override.visibility,
-        reason: applied.override.reason,
-      };
-    }
+    const applied = keys.flatMap((k) => {
+      const a = this.#applied.get(k);
+      return a ? [a] : [];
+    });
+    const [first, ...more] = applied.map((a) => ({
+      override_key: a.key,
+      receipt_delta_id: `${this.request.taskId}:${a.key}`,
+      override: {
+        kind: a.override.kind,
+        material: a.material,
+        before_sha256: a.before,
+        after_sha256: a.override.sha256,
+        visibility: a.override.visibility,
+        reason: a.override.reason,
+      },
+    }));
+    if (first) Object.assign(marker, first);
+    // A tool call that read both an overridden clock and secret: one delta each.
+    if (more.length > 0) marker.more_overrides = more;
     message.metadata = {
       ...(message.metadata ?? {}),
       [REPLAY_KEY]: marker as unknown as JsonValue,
@@ -339,6 +361,10 @@ class ReplayRun {
     this.#harness ??= createHarnessAdapter({
       providers: { [providerName]: (model) => this.#provider(providerName, model, system) },
       tools: this.#tools(definition, request.agent.tools),
+      environment: {
+        now: (label, call) => this.#time(label, call.toolCallId),
+        secret: (name, call) => this.#secret(name, call.toolCallId),
+      },
     });
     if (request.signal.aborted) this.#abort.abort(request.signal.reason);
     else
@@ -433,9 +459,83 @@ class ReplayRun {
         description: real?.description ?? "",
         inputSchema: real?.inputSchema ?? { type: "object" },
         requiresApproval: real?.requiresApproval ?? approved,
-        run: (_input, context) => this.#toolResult(name, context.toolCallId),
+        run: (input, context) => {
+          // A tool: override replaces the whole result; otherwise a
+          // deterministic tool whose reads are overridden runs again.
+          const replaced = this.record.overrides[`tool:${context.toolCallId}`] !== undefined;
+          if (!replaced && real?.deterministic && this.#readsOverridden(context.toolCallId)) {
+            return real.run(input, context);
+          }
+          this.#served.add(context.toolCallId);
+          return this.#toolResult(name, context.toolCallId);
+        },
       };
     });
+  }
+
+  /** The record `key` of the source's tool message for `toolCallId`, if any. */
+  #readRecord(toolCallId: string, key: string): JsonObject | undefined {
+    const at = this.#byKey.get(`tool:${toolCallId}`);
+    const record = at === undefined ? undefined : this.#source[at]?.message.metadata?.[key];
+    return isObject(record) ? record : undefined;
+  }
+
+  /**
+   * Whether an override replaces a clock or secret read the source's call
+   * `toolCallId` made: a deterministic tool then runs again (with it)
+   * instead of serving its recorded result.
+   */
+  #readsOverridden(toolCallId: string): boolean {
+    const at = this.#byKey.get(`tool:${toolCallId}`);
+    const metadata = at === undefined ? undefined : this.#source[at]?.message.metadata;
+    return Object.keys(metadata ?? {}).some(
+      (key) => /^(time|secret):/.test(key) && this.record.overrides[key] !== undefined,
+    );
+  }
+
+  /** A clock read of a re-run tool: the override, else the source's reading for that call. */
+  #time(label: string, toolCallId: string): Date {
+    const key = `time:${label}`;
+    const recorded = this.#readRecord(toolCallId, key);
+    const override = this.record.overrides[key];
+    if (override) {
+      this.#applied.set(key, {
+        key,
+        override,
+        material: `metadata.${key}.value`,
+        before: recorded?.value !== undefined ? sha256Of(recorded.value) : null,
+      });
+      return new Date(override.value as string);
+    }
+    if (typeof recorded?.value !== "string") {
+      throw this.#fail(key, `no recorded clock reading ${label} for tool call ${toolCallId}`);
+    }
+    return new Date(recorded.value);
+  }
+
+  /**
+   * A secret read of a re-run tool: only an override can give it (the source
+   * recorded its hash, never its value).
+   */
+  #secret(name: string, toolCallId: string): string | undefined {
+    const key = `secret:${name}`;
+    const recorded = this.#readRecord(toolCallId, key);
+    const override = this.record.overrides[key];
+    if (override) {
+      const before = recorded?.sha256;
+      this.#applied.set(key, {
+        key,
+        override,
+        material: `metadata.${key}.sha256`,
+        before: typeof before === "string" ? before : null,
+      });
+      return override.value as string;
+    }
+    if (recorded?.set === false) return undefined;
+    throw this.#fail(
+      key,
+      `secret ${name} read by tool call ${toolCallId} was recorded as a hash only; replay it with a secret:${name} override`,
+    );
   }
 
   #toolResult(name: string, toolCallId: string): JsonValue {

@@ -357,6 +357,9 @@ async function sourceEvents(
   }
 }
 
+/** An RFC 3339 date-time (what a `time:` override's value must be). */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
 /** Validates the overrides and resolves their material (inline or from an artifact). */
 async function readOverrides(
   deps: ReplayPlannerDeps,
@@ -394,6 +397,18 @@ async function readOverrides(
     const kind = overrideKind(key, family, override.kind);
     const value = await overrideValue(deps, key, override, scope, sourceTaskId);
     if (family === "llm") overrideResponse(value, key, "");
+    if (
+      family === "time" &&
+      (typeof value !== "string" || !RFC3339.test(value) || Number.isNaN(Date.parse(value)))
+    ) {
+      throw invalidRequest(
+        `override ${key}: a clock reading is an RFC 3339 date-time string (e.g. "2026-11-22T09:30:00Z")`,
+        `overrides.${key}.value`,
+      );
+    }
+    if (family === "secret" && typeof value !== "string") {
+      throw invalidRequest(`override ${key}: a secret is a string`, `overrides.${key}.value`);
+    }
     const sha256 = sha256Of(value);
     checkDeclaredHash(key, override.sha256, sha256);
     out[key] = {

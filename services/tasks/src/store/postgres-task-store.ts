@@ -44,8 +44,22 @@ import {
   type Workspace,
 } from "@trellis/contracts/tasks";
 import { validateToolCallReference } from "@trellis/messages";
-import { appendToOutbox, type Database, outboxTables } from "@trellis/storage";
-import { type Insertable, type Kysely, type QueryCreator, sql, type Transaction } from "kysely";
+import {
+  appendToOutbox,
+  type Database,
+  type OutboxDatabase,
+  outboxTables,
+  sequenceOutboxEvents,
+} from "@trellis/storage";
+import {
+  type Insertable,
+  type InsertObject,
+  type Kysely,
+  type QueryCreator,
+  sql,
+  type Transaction,
+  type UpdateObject,
+} from "kysely";
 import {
   DEFAULT_AGENT_ID,
   DEFAULT_WORKSPACE_ID,
@@ -72,7 +86,7 @@ import {
   userActor,
 } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
-import { isSuspended, transition } from "../domain/lifecycle.js";
+import { cancelEndReason, cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
 import { decideSubmit, type RunState, recoveryAction } from "../domain/mailbox.js";
 import {
   deltasOf,
@@ -170,6 +184,24 @@ interface Tx {
 
 /** A session row locked by the current transaction; saved at its end. */
 type LockedSession = SessionRow;
+
+/** A task row change written with the session (see `#saveSessionWithTask`). */
+type TaskWrite =
+  | { kind: "insert"; values: InsertObject<TasksDatabase, "tasks"> }
+  | { kind: "update"; id: string; set: UpdateObject<TasksDatabase, "tasks"> };
+
+/** How a task ends (see `#finalize`). */
+interface TaskEnd {
+  status: TaskStatus;
+  extra: Message[];
+  note: string;
+  failure?: { category: string; message: string; retryable: boolean };
+  /** The lifecycle event, emitted after the output's message events. */
+  event?: Event;
+}
+
+/** Most events whose outbox rows join the session's statement (more: appended apart). */
+const MAX_FOLDED_EVENTS = 200;
 
 const MESSAGE_EVENT_KINDS = [
   "user.message",
@@ -349,35 +381,92 @@ export class PostgresTaskStore implements TaskStore {
    * outcomes the transaction produced: one statement (data-modifying CTEs).
    */
   async #saveSession(tx: Tx, session: LockedSession): Promise<Session> {
-    session.last_event_id = tx.lastEventOfSession.get(session.id) ?? session.last_event_id;
-    let db = tx.db as unknown as QueryCreator<TasksDatabase>;
-    const messages = tx.pendingMessages.splice(0);
-    const outcomes = tx.pendingOutcomes.splice(0);
-    if (messages.length > 0) {
-      db = db.with("new_messages", (q) =>
-        q.insertInto("messages").values(messages).returning("position"),
-      ) as unknown as QueryCreator<TasksDatabase>;
-    }
-    if (outcomes.length > 0) {
-      db = db.with("new_outcomes", (q) =>
-        q.insertInto("outcomes").values(outcomes).returning("id"),
-      ) as unknown as QueryCreator<TasksDatabase>;
-    }
-    const row = await db
+    const row = await this.#withSessionSave(
+      tx,
+      session,
+      tx.db as unknown as QueryCreator<TasksDatabase>,
+    )
       .updateTable("sessions")
-      .set({
-        state: session.state,
-        transcript_epoch: session.transcript_epoch,
-        message_count: session.message_count,
-        turn_count: session.turn_count,
-        next_queue_seq: session.next_queue_seq,
-        last_event_id: session.last_event_id,
-        updated_at: sql<Date>`now()`,
-      })
+      .set(this.#sessionChanges(session))
       .where("id", "=", session.id)
       .returningAll()
       .executeTakeFirstOrThrow();
     return toSession(row);
+  }
+
+  /**
+   * The last statement of a write that changes one task: like
+   * {@link #saveSession}, plus the task row's insert or update and the
+   * transaction's outbox rows, in one statement (after the one that takes the
+   * outbox sequences). Returns the task row; nothing may be written after it
+   * but further events (appended at commit as usual).
+   */
+  async #saveSessionWithTask(tx: Tx, session: LockedSession, write: TaskWrite): Promise<TaskRow> {
+    let db = tx.db as unknown as QueryCreator<TasksDatabase>;
+    if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
+      const { rows } = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
+      // Schema-qualified: the statement's own tables are in the service's schema.
+      const outbox = `${this.#outboxSchema}.outbox` as "outbox";
+      db = db.with("new_outbox", (q) =>
+        (q as unknown as QueryCreator<OutboxDatabase>)
+          .insertInto(outbox)
+          .values(rows)
+          .returning("position"),
+      ) as unknown as QueryCreator<TasksDatabase>;
+    }
+    db = this.#withSessionSave(tx, session, db).with("saved_session", (q) =>
+      q
+        .updateTable("sessions")
+        .set(this.#sessionChanges(session))
+        .where("id", "=", session.id)
+        .returning("id"),
+    ) as unknown as QueryCreator<TasksDatabase>;
+    const row =
+      write.kind === "insert"
+        ? await db.insertInto("tasks").values(write.values).returningAll().executeTakeFirstOrThrow()
+        : await db
+            .updateTable("tasks")
+            .set(write.set)
+            .where("id", "=", write.id)
+            .returningAll()
+            .executeTakeFirstOrThrow();
+    tx.changed.set(row.id, row);
+    return row;
+  }
+
+  /** `db` with the pending transcript rows and outcomes as data-modifying CTEs. */
+  #withSessionSave(
+    tx: Tx,
+    session: LockedSession,
+    db: QueryCreator<TasksDatabase>,
+  ): QueryCreator<TasksDatabase> {
+    session.last_event_id = tx.lastEventOfSession.get(session.id) ?? session.last_event_id;
+    const messages = tx.pendingMessages.splice(0);
+    const outcomes = tx.pendingOutcomes.splice(0);
+    let out = db;
+    if (messages.length > 0) {
+      out = out.with("new_messages", (q) =>
+        q.insertInto("messages").values(messages).returning("position"),
+      ) as unknown as QueryCreator<TasksDatabase>;
+    }
+    if (outcomes.length > 0) {
+      out = out.with("new_outcomes", (q) =>
+        q.insertInto("outcomes").values(outcomes).returning("id"),
+      ) as unknown as QueryCreator<TasksDatabase>;
+    }
+    return out;
+  }
+
+  #sessionChanges(session: LockedSession) {
+    return {
+      state: session.state,
+      transcript_epoch: session.transcript_epoch,
+      message_count: session.message_count,
+      turn_count: session.turn_count,
+      next_queue_seq: session.next_queue_seq,
+      last_event_id: session.last_event_id,
+      updated_at: sql<Date>`now()`,
+    };
   }
 
   /**
@@ -1191,7 +1280,7 @@ export class PostgresTaskStore implements TaskStore {
             ? {
                 running: {
                   id: view.running.id,
-                  canceled: view.running.status === TaskStatus.CANCELED,
+                  canceled: cancelRequested(view.running),
                 },
               }
             : {}),
@@ -1220,9 +1309,9 @@ export class PostgresTaskStore implements TaskStore {
         inputPosition = session.message_count;
         await this.#appendMessages(tx, session, [input0], taskId, context.actor);
       }
-      const row = await tx.db
-        .insertInto("tasks")
-        .values({
+      const row = await this.#saveSessionWithTask(tx, session, {
+        kind: "insert",
+        values: {
           id: taskId,
           workspace_id: session.workspace_id,
           session_id: session.id,
@@ -1245,11 +1334,8 @@ export class PostgresTaskStore implements TaskStore {
                 lease_expires_at: this.#leaseUntil(),
               }
             : {}),
-        })
-        .returningAll()
-        .executeTakeFirstOrThrow();
-      tx.changed.set(row.id, row);
-      await this.#saveSession(tx, session);
+        },
+      });
       const task = toTask(row);
       return {
         task,
@@ -1387,6 +1473,17 @@ export class PostgresTaskStore implements TaskStore {
     return paged(await query.execute(), limit, (r) => r.seq, toTask);
   }
 
+  async listOpenChildTasks(parentTaskId: string, scope?: string): Promise<string[]> {
+    let query = this.#db
+      .selectFrom("tasks")
+      .select("id")
+      .where("parent_task_id", "=", parentTaskId)
+      .where("status", "not in", [TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED])
+      .orderBy("seq");
+    if (scope) query = query.where("workspace_id", "=", scope);
+    return (await query.execute()).map((r) => r.id);
+  }
+
   async cancelTask(
     id: string,
     reason: string,
@@ -1397,7 +1494,7 @@ export class PostgresTaskStore implements TaskStore {
     return this.#write(async (tx) => {
       const session = await this.#lockSession(tx, found.session_id, undefined);
       const row = await this.#taskRow(tx.db, id, context.scope);
-      if (row.status === TaskStatus.CANCELED) {
+      if (row.status === TaskStatus.CANCELED || cancelRequested(row)) {
         // Cancel is idempotent: the first one won, nothing replaces it.
         return { task: toTask(row), running: row.run_state === "running" };
       }
@@ -1439,13 +1536,16 @@ export class PostgresTaskStore implements TaskStore {
     );
     const canceled = taskStatusEvent(scope, row.id, TaskStatus.CANCELED, from, reason);
     if (row.run_state === "running") {
-      this.#emit(tx, canceled);
+      // Requested, not yet recorded: `canceled_at` marks the request, and the
+      // task becomes CANCELED (task.canceled) when its runner confirms the
+      // backend stopped or its cancel grace ran out (finishRun), or when
+      // recovery finds the worker gone.
       tx.notifyCancel = true;
       const updated = await tx.db
         .updateTable("tasks")
         .set({
-          status: TaskStatus.CANCELED,
           canceled_at: sql<Date>`now()`,
+          cancel_reason: reason,
           updated_at: sql<Date>`now()`,
         })
         .where("id", "=", row.id)
@@ -1470,19 +1570,32 @@ export class PostgresTaskStore implements TaskStore {
    * Outcome. `status` is the terminal status it ends in (already recorded or
    * recorded now).
    */
-  async #finalize(
+  async #finalize(tx: Tx, session: LockedSession, row: TaskRow, end: TaskEnd): Promise<TaskRow> {
+    return this.#updateTask(tx, await this.#finalChange(tx, session, row, end));
+  }
+
+  /** Writes a task change now (see {@link #saveSessionWithTask} to write it with the session). */
+  async #updateTask(tx: Tx, change: Extract<TaskWrite, { kind: "update" }>): Promise<TaskRow> {
+    const updated = await tx.db
+      .updateTable("tasks")
+      .set(change.set)
+      .where("id", "=", change.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    tx.changed.set(updated.id, updated);
+    return updated;
+  }
+
+  /**
+   * Ends a task (#finalize without the row's update, which is returned):
+   * appends its output, emits its events, and queues its outcome.
+   */
+  async #finalChange(
     tx: Tx,
     session: LockedSession,
     row: TaskRow,
-    end: {
-      status: TaskStatus;
-      extra: Message[];
-      note: string;
-      failure?: { category: string; message: string; retryable: boolean };
-      /** The lifecycle event, emitted after the output's message events. */
-      event?: Event;
-    },
-  ): Promise<TaskRow> {
+    end: TaskEnd,
+  ): Promise<Extract<TaskWrite, { kind: "update" }>> {
     const pending = row.suspension
       ? fromBinary(SuspensionSchema, row.suspension).pendingMessages
       : [];
@@ -1538,9 +1651,10 @@ export class PostgresTaskStore implements TaskStore {
           }),
         )
       : row.failure;
-    const updated = await tx.db
-      .updateTable("tasks")
-      .set({
+    return {
+      kind: "update",
+      id: row.id,
+      set: {
         status: end.status,
         run_state: "done",
         output: encodeMessages(messages),
@@ -1558,12 +1672,8 @@ export class PostgresTaskStore implements TaskStore {
             ? {}
             : { canceled_at: sql<Date>`now()` }
           : { completed_at: sql<Date>`now()` }),
-      })
-      .where("id", "=", row.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    tx.changed.set(row.id, updated);
-    return updated;
+      },
+    };
   }
 
   async deliverSignal(
@@ -1703,17 +1813,31 @@ export class PostgresTaskStore implements TaskStore {
       const head = rows.find((r) => r.run_state === "queued" && r.id !== claim.task.id);
       // Fencing: only the replica that still holds the claim may commit.
       if (row?.run_state !== "running" || row.lease_owner !== owner) return { applied: false };
-      let updated: TaskRow;
-      if (row.status === TaskStatus.CANCELED) {
-        updated = await this.#finalize(tx, session, row, {
-          status: TaskStatus.CANCELED,
-          extra: outcome.messages,
-          note: "the turn was canceled",
-        });
-      } else {
-        updated = await this.#recordOutcome(tx, session, row, outcome);
+      const change =
+        row.status === TaskStatus.CANCELED || cancelRequested(row)
+          ? // A requested cancel is recorded now that the runner is done with the backend.
+            await this.#finalChange(tx, session, row, {
+              status: TaskStatus.CANCELED,
+              extra: outcome.messages,
+              note: "the turn was canceled",
+              ...this.#canceledEvent(
+                session,
+                row,
+                cancelEndReason(row.cancel_reason, outcome.cancelConfirmed ?? true),
+              ),
+            })
+          : await this.#outcomeChange(tx, session, row, outcome);
+      if (head === undefined || session.state === SessionState.CLOSED) {
+        // Nothing to claim next: the task's row is written with the session.
+        const updated = await this.#saveSessionWithTask(tx, session, change);
+        return {
+          applied: true,
+          task: toTask(updated),
+          transcriptLength: session.message_count,
+        };
       }
-      const next = await this.#claimHead(tx, session, owner, head ? { head } : {});
+      const updated = await this.#updateTask(tx, change);
+      const next = await this.#claimHead(tx, session, owner, { head });
       const saved = await this.#saveSession(tx, session);
       return {
         applied: true,
@@ -1724,19 +1848,22 @@ export class PostgresTaskStore implements TaskStore {
     });
   }
 
-  /** Records how a WORKING task's run ended (the executor's result). */
-  async #recordOutcome(
+  /**
+   * How a WORKING task's run ended (the executor's result): everything but
+   * the task row's update, which is returned.
+   */
+  async #outcomeChange(
     tx: Tx,
     session: LockedSession,
     row: TaskRow,
     outcome: RunOutcome,
-  ): Promise<TaskRow> {
+  ): Promise<Extract<TaskWrite, { kind: "update" }>> {
     const from = row.status as TaskStatus;
     const scope = this.#scopeOf(session, agentActor(row.agent_id));
     switch (outcome.status) {
       case "completed": {
         transition(from, TaskStatus.COMPLETED, row.id);
-        return this.#finalize(tx, session, row, {
+        return this.#finalChange(tx, session, row, {
           status: TaskStatus.COMPLETED,
           extra: outcome.messages,
           note: "the turn ended without its result",
@@ -1793,9 +1920,10 @@ export class PostgresTaskStore implements TaskStore {
           pendingMessages: [...pending, ...made],
           checkpointId,
         });
-        const updated = await tx.db
-          .updateTable("tasks")
-          .set({
+        return {
+          kind: "update",
+          id: row.id,
+          set: {
             status: to,
             run_state: "waiting",
             output: encodeMessages(output),
@@ -1806,12 +1934,8 @@ export class PostgresTaskStore implements TaskStore {
             lease_owner: null,
             lease_expires_at: null,
             updated_at: sql<Date>`now()`,
-          })
-          .where("id", "=", row.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        tx.changed.set(row.id, updated);
-        return updated;
+          },
+        };
       }
       case "failed": {
         transition(from, TaskStatus.FAILED, row.id);
@@ -1820,7 +1944,7 @@ export class PostgresTaskStore implements TaskStore {
           message: outcome.message,
           retryable: outcome.retryable,
         };
-        return this.#finalize(tx, session, row, {
+        return this.#finalChange(tx, session, row, {
           status: TaskStatus.FAILED,
           extra: outcome.messages,
           note: "the turn failed",
@@ -1837,7 +1961,7 @@ export class PostgresTaskStore implements TaskStore {
       }
       case "cancelled": {
         transition(from, TaskStatus.CANCELED, row.id);
-        return this.#finalize(tx, session, row, {
+        return this.#finalChange(tx, session, row, {
           status: TaskStatus.CANCELED,
           extra: outcome.messages,
           note: "the turn was canceled",
@@ -1853,6 +1977,16 @@ export class PostgresTaskStore implements TaskStore {
     }
   }
 
+  /** task.canceled for a requested cancel being recorded (none when CANCELED already is). */
+  #canceledEvent(session: LockedSession, row: TaskRow, reason: string): { event?: Event } {
+    const from = row.status as TaskStatus;
+    if (from === TaskStatus.CANCELED) return {};
+    transition(from, TaskStatus.CANCELED, row.id);
+    return {
+      event: taskStatusEvent(this.#scopeOf(session), row.id, TaskStatus.CANCELED, from, reason),
+    };
+  }
+
   async renewLeases(owner: string, taskIds: readonly string[], leaseMs: number): Promise<string[]> {
     if (taskIds.length === 0) return [];
     const rows = await this.#db
@@ -1861,12 +1995,12 @@ export class PostgresTaskStore implements TaskStore {
       .where("id", "in", [...taskIds])
       .where("lease_owner", "=", owner)
       .where("run_state", "=", "running")
-      .returning(["id", "status"])
+      .returning(["id", "status", "canceled_at"])
       .execute();
-    const held = new Map(rows.map((r) => [r.id, r.status]));
+    const held = new Map(rows.map((r) => [r.id, r]));
     return taskIds.filter((id) => {
-      const status = held.get(id);
-      return status === undefined || status === TaskStatus.CANCELED;
+      const row = held.get(id);
+      return row === undefined || row.status === TaskStatus.CANCELED || row.canceled_at !== null;
     });
   }
 
@@ -1888,7 +2022,10 @@ export class PostgresTaskStore implements TaskStore {
   async #recover(tx: Tx, session: LockedSession, row: TaskRow, reason: string): Promise<void> {
     const agent = await this.#loadAgent(tx, row.agent_id);
     const safe = agent !== undefined && this.#safeToRetry(agent);
-    const action = recoveryAction({ canceled: row.status === TaskStatus.CANCELED }, safe);
+    const action = recoveryAction(
+      { canceled: row.status === TaskStatus.CANCELED || cancelRequested(row) },
+      safe,
+    );
     const scope = this.#scopeOf(session);
     switch (action) {
       case "finalize_canceled":
@@ -1896,6 +2033,7 @@ export class PostgresTaskStore implements TaskStore {
           status: TaskStatus.CANCELED,
           extra: [],
           note: "the turn was canceled",
+          ...this.#canceledEvent(session, row, cancelEndReason(row.cancel_reason, false, reason)),
         });
         return;
       case "requeue":

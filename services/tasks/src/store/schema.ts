@@ -127,6 +127,8 @@ export interface TaskTable {
   started_at: Date | null;
   completed_at: Date | null;
   canceled_at: Date | null;
+  /** Why its cancel was requested, while a running task's cancel awaits its runner ("" otherwise). */
+  cancel_reason: Defaulted<string>;
   /** trellis.tasks.v1.TaskFailure, binary. */
   failure: Uint8Array | null;
   /** trellis.tasks.v1.Suspension, binary (while suspended, and the pending messages after resume). */

@@ -291,6 +291,13 @@ export interface TaskStore {
   submitTask(input: NewTask, context: WriteContext, owner: string): Promise<SubmitResult>;
   getTask(id: string, scope?: string): Promise<Task>;
   listTasks(filter: TaskFilter, page: PageRequest, scope?: string): Promise<Page<Task>>;
+  /** Ids of the tasks `parentTaskId` delegated to (`parent_task_id`) that are not terminal. */
+  listOpenChildTasks(parentTaskId: string, scope?: string): Promise<string[]>;
+  /**
+   * Cancels a task. One that is not running is CANCELED at once; a running
+   * one only has its cancel requested (`canceled_at`; `running: true`) and is
+   * CANCELED when its run ends (finishRun, or recovery).
+   */
   cancelTask(
     id: string,
     reason: string,

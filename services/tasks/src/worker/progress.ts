@@ -15,9 +15,18 @@
  * What the transcript or the task status already records is not repeated:
  * `message`, `tool_call_delta` and `turn_finished` events are skipped, and a
  * turn that reports nothing else (the scripted agent) costs no write at all.
+ *
+ * `agent.model_call` names the model: a step's usage (`step_finished`) is
+ * joined with the model call record the built-in harness keeps in the
+ * assistant message it reported just before (`llm:<call_id>` in its
+ * metadata: provider, model, usage), so the event reads `{step, call_id,
+ * provider, model, input_tokens, output_tokens, cached_tokens?}` — what
+ * receipts take their model route and cost from. Other backends' steps keep
+ * the usage they report.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { ExecutionEvent } from "@trellis/adapters";
+import type { Message } from "@trellis/contracts/core";
 import type { Logger } from "@trellis/runtime";
 
 /** One recorded progress item: an event kind and its `data` payload. */
@@ -26,8 +35,56 @@ export interface ProgressItem {
   data: { [key: string]: JsonValue };
 }
 
-/** Maps an execution event to what the log records, or undefined when it records nothing. */
-export function progressItem(event: ExecutionEvent): ProgressItem | undefined {
+/** A model call as an assistant message's `llm:<call_id>` record describes it. */
+export interface ModelCallRecord {
+  callId: string;
+  provider: string;
+  model: string;
+  inputTokens?: number;
+  outputTokens?: number;
+  cachedTokens?: number;
+}
+
+function isRecord(value: unknown): value is { [key: string]: JsonValue } {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function count(value: JsonValue | undefined): number | undefined {
+  return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined;
+}
+
+/** The model call record (`llm:<call_id>`, kind `llm_provider_response`) of a message, if any. */
+export function modelCallRecordOf(message: Message): ModelCallRecord | undefined {
+  for (const [key, record] of Object.entries(message.metadata ?? {})) {
+    if (!key.startsWith("llm:") || !isRecord(record)) continue;
+    if (record.kind !== "llm_provider_response") continue;
+    const { provider, model } = record;
+    if (typeof provider !== "string" || provider === "" || typeof model !== "string") continue;
+    const usage = isRecord(record.usage) ? record.usage : {};
+    const input = count(usage.prompt_tokens);
+    const output = count(usage.completion_tokens);
+    const cached = count(usage.cached_tokens);
+    return {
+      callId: typeof record.call_id === "string" ? record.call_id : key.slice("llm:".length),
+      provider,
+      model: model || "unknown",
+      ...(input === undefined ? {} : { inputTokens: input }),
+      ...(output === undefined ? {} : { outputTokens: output }),
+      ...(cached === undefined ? {} : { cachedTokens: cached }),
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Maps an execution event to what the log records, or undefined when it
+ * records nothing. `model` is the model call record of the message reported
+ * just before a `step_finished` (see the module comment).
+ */
+export function progressItem(
+  event: ExecutionEvent,
+  model?: ModelCallRecord,
+): ProgressItem | undefined {
   switch (event.kind) {
     case "text_delta":
       return { kind: "agent.text_delta", data: { text: event.text } };
@@ -49,12 +106,22 @@ export function progressItem(event: ExecutionEvent): ProgressItem | undefined {
       };
     case "step_finished": {
       const usage = event.usage;
+      const input = usage?.inputTokens ?? model?.inputTokens;
+      const output = usage?.outputTokens ?? model?.outputTokens;
       return {
         kind: "agent.model_call",
         data: {
           step: event.iteration,
-          ...(usage?.inputTokens === undefined ? {} : { input_tokens: usage.inputTokens }),
-          ...(usage?.outputTokens === undefined ? {} : { output_tokens: usage.outputTokens }),
+          ...(model
+            ? {
+                call_id: model.callId,
+                provider: model.provider,
+                model: model.model,
+                ...(model.cachedTokens === undefined ? {} : { cached_tokens: model.cachedTokens }),
+              }
+            : {}),
+          ...(input === undefined ? {} : { input_tokens: input }),
+          ...(output === undefined ? {} : { output_tokens: output }),
           ...(usage?.costUnits === undefined ? {} : { cost_units: usage.costUnits }),
           ...(usage?.latencyMs === undefined ? {} : { latency_ms: usage.latencyMs }),
         },
@@ -92,6 +159,8 @@ export class ProgressRecorder {
   readonly #flushMs: number;
   readonly #logger: Logger;
   #buffer: ProgressItem[] = [];
+  /** The model call record of the last message, until the step it belongs to is reported. */
+  #model: ModelCallRecord | undefined;
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
 
@@ -103,7 +172,13 @@ export class ProgressRecorder {
 
   /** The executor's `onEvent`. */
   readonly add = (event: ExecutionEvent): void => {
-    const item = progressItem(event);
+    if (event.kind === "message") {
+      const record = modelCallRecordOf(event.message);
+      if (record) this.#model = record;
+      return;
+    }
+    const item = progressItem(event, event.kind === "step_finished" ? this.#model : undefined);
+    if (event.kind === "step_finished") this.#model = undefined;
     if (!item) return;
     const last = this.#buffer.at(-1);
     const mergeable = item.kind === "agent.text_delta" || item.kind === "agent.thinking_delta";

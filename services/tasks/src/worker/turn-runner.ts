@@ -19,8 +19,9 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
+import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
 import type { SignalBus } from "@trellis/eventlog";
-import { isTrellisError, type Logger, withSpan } from "@trellis/runtime";
+import { isTrellisError, type Logger, sleep, withSpan } from "@trellis/runtime";
 import type { Database, Unlisten } from "@trellis/storage";
 import type { ContextCompactor } from "../compaction/index.js";
 import { SYSTEM_ACTOR } from "../domain/events.js";
@@ -60,17 +61,26 @@ interface LocalRun {
   shutdown: boolean;
 }
 
-function delay(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal?.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener("abort", done, { once: true });
-  });
+/**
+ * The persona's autonomy policy, in the form backends already honour (Harn
+ * "Persona": autonomy_tier, enforced on every task that names the persona):
+ * an `act_with_approval` agent has every tool it may call marked
+ * `requiresApproval`, so the harness suspends each call for approval
+ * (AUTH/INPUT_REQUIRED, `tool.approval_required`) before it runs — as it does
+ * for a tool the registry marks, or the definition's `require_approval`
+ * lists. Approval is only ever added here, never waived.
+ */
+export function approvalPolicy(
+  agent: Pick<Agent, "autonomyTier" | "tools" | "definition">,
+): Pick<ExecutionRequest, "toolDescriptors"> {
+  if (agent.autonomyTier !== AutonomyTier.ACT_WITH_APPROVAL) return {};
+  // The tools the agent may call: its definition's `tools` (harness), else its own list.
+  const listed = agent.definition?.tools;
+  const names =
+    Array.isArray(listed) && listed.every((t) => typeof t === "string")
+      ? (listed as string[])
+      : agent.tools;
+  return { toolDescriptors: [...new Set(names)].map((name) => ({ name, requiresApproval: true })) };
 }
 
 /** Runs claimed turns through the executor and records their outcome. */
@@ -181,7 +191,7 @@ export class TurnRunner {
 
   async #sweepLoop(): Promise<void> {
     while (!this.#stop.signal.aborted) {
-      await delay(this.#o.sweepMs, this.#stop.signal);
+      await sleep(this.#o.sweepMs, this.#stop.signal);
       if (this.#stop.signal.aborted) return;
       await this.#sweep();
     }
@@ -214,7 +224,7 @@ export class TurnRunner {
       } catch (error) {
         if (this.#stop.signal.aborted) return;
         this.#o.logger.warn("signal subscription failed; resubscribing", { error: String(error) });
-        await delay(1000, this.#stop.signal);
+        await sleep(1000, this.#stop.signal);
       }
     }
   }
@@ -303,6 +313,8 @@ export class TurnRunner {
         category: "internal_error",
         message: `the agent backend failed: ${error instanceof Error ? error.message : String(error)}`,
         retryable: false,
+        // A backend that threw after the abort has stopped too.
+        ...(run.abort.signal.aborted ? { cancelConfirmed: true } : {}),
       };
     }
     // Progress reaches the log before the outcome it leads to.
@@ -335,7 +347,7 @@ export class TurnRunner {
       } catch (error) {
         if (attempt >= 3 || this.#stop.signal.aborted) throw error;
         this.#o.logger.warn("storage call failed; retrying", { attempt, error: String(error) });
-        await delay(50 * 4 ** (attempt - 1));
+        await sleep(50 * 4 ** (attempt - 1));
       }
     }
   }
@@ -362,6 +374,7 @@ export class TurnRunner {
       input: task.input as Message,
       signal: run.abort.signal,
       onEvent,
+      ...approvalPolicy(claim.agent),
       ...(claim.resume ? { resume: claim.resume } : {}),
       // A task with a parent may be a replay: the replay executor looks it up.
       ...(task.parentTaskId ? { metadata: { [REPLAY_REQUEST_KEY]: true } } : {}),
@@ -393,11 +406,16 @@ export class TurnRunner {
         clearTimeout(deadline);
         run.abort.signal.removeEventListener("abort", onAbort);
       };
-      // A canceled backend gets a grace period to return its partial output.
+      // A canceled backend gets a grace period to stop and return its partial
+      // output; its cancel is recorded as confirmed only if it does.
       const onAbort = () => {
         timer = setTimeout(() => {
           settle();
-          resolve(asTimeout({ status: "cancelled", messages: [] }));
+          this.#o.logger.warn("a canceled backend did not stop within the cancel grace", {
+            task_id: task.id,
+            grace_ms: this.#o.cancelGraceMs,
+          });
+          resolve(asTimeout({ status: "cancelled", messages: [], cancelConfirmed: false }));
         }, this.#o.cancelGraceMs);
       };
       if (run.abort.signal.aborted) onAbort();
@@ -405,7 +423,9 @@ export class TurnRunner {
       this.#o.executor.execute(request).then(
         (result) => {
           settle();
-          resolve(asTimeout(result));
+          resolve(
+            asTimeout(run.abort.signal.aborted ? { ...result, cancelConfirmed: true } : result),
+          );
         },
         (error: unknown) => {
           settle();
@@ -432,14 +452,14 @@ export class TurnRunner {
     this.#stop.abort(new Error("stopping"));
     clearInterval(this.#heartbeat);
     await this.#unlisten?.().catch(() => {});
-    await Promise.race([Promise.allSettled([...this.#drives]), delay(this.#o.shutdownGraceMs)]);
+    await Promise.race([Promise.allSettled([...this.#drives]), sleep(this.#o.shutdownGraceMs)]);
     for (const run of this.#runs.values()) {
       run.shutdown = true;
       run.abort.abort(new Error("the replica is shutting down"));
     }
     await Promise.race([
       Promise.allSettled([...this.#drives]),
-      delay(this.#o.cancelGraceMs + 1000),
+      sleep(this.#o.cancelGraceMs + 1000),
     ]);
     await Promise.allSettled(this.#loops);
     await this.#renewing;

@@ -2,6 +2,8 @@ import { TaskStatus } from "@trellis/contracts/core";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import {
+  cancelEndReason,
+  cancelRequested,
   canTransition,
   isSuspended,
   isTerminal,
@@ -80,5 +82,24 @@ describe("task lifecycle", () => {
       "task.failed",
       "task.canceled",
     ]);
+  });
+});
+
+describe("two-step cancel of a running task", () => {
+  it("is requested while canceled_at is set on a task that is not terminal", () => {
+    const at = new Date();
+    expect(cancelRequested({ status: TaskStatus.WORKING, canceled_at: at })).toBe(true);
+    expect(cancelRequested({ status: TaskStatus.WORKING, canceled_at: null })).toBe(false);
+    expect(cancelRequested({ status: TaskStatus.CANCELED, canceled_at: at })).toBe(false);
+  });
+
+  it("says why it was requested and whether the backend confirmed the stop", () => {
+    expect(cancelEndReason("enough", true)).toBe("enough (the backend confirmed it stopped)");
+    expect(cancelEndReason("", false)).toBe(
+      "canceled (the backend did not confirm it stopped: the cancel grace period ran out)",
+    );
+    expect(cancelEndReason("stop", false, "worker lost")).toBe(
+      "stop (the backend did not confirm it stopped: worker lost)",
+    );
   });
 });

@@ -2,7 +2,8 @@
  * The executor the tests run turns on: the real scripted backend (the
  * deterministic agent), plus two test backends that make timing and failure
  * controllable — "gate" (a turn that waits until the test opens it, or
- * until it is aborted) and "broken" (a backend that throws) — all behind a
+ * until it is aborted unless its definition says `ignore_abort`) and
+ * "broken" (a backend that throws) — all behind a
  * probe that records how many turns of one session run at once.
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
@@ -64,7 +65,7 @@ function createGateAdapter(
   return {
     backendId: "gate",
     async execute(request: ExecutionRequest): Promise<ExecutionResult> {
-      const definition = request.agent.definition as { tool_call?: string };
+      const definition = request.agent.definition as { tool_call?: string; ignore_abort?: boolean };
       // A turn that has asked for a tool and waits for it.
       const partial = definition.tool_call
         ? [
@@ -78,7 +79,11 @@ function createGateAdapter(
       const aborted = new Promise<void>((resolve) =>
         request.signal.addEventListener("abort", () => resolve(), { once: true }),
       );
-      await Promise.race([slot(gates, request.taskId).promise, aborted]);
+      // `ignore_abort`: a backend that does not stop when aborted (only its gate ends it).
+      await Promise.race([
+        slot(gates, request.taskId).promise,
+        ...(definition.ignore_abort ? [] : [aborted]),
+      ]);
       if (request.signal.aborted) return { status: "cancelled", messages: partial };
       return { status: "completed", messages: [text(Role.ASSISTANT, "gate opened")] };
     },

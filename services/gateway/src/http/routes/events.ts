@@ -21,6 +21,8 @@ export interface EventTarget {
   sessionId?: string;
   taskId?: string;
   workspaceId?: string;
+  /** The session of `taskId` (streams follow the session's shared feed). */
+  taskSessionId?: string;
 }
 
 export async function listEvents(call: RestCall, target: EventTarget): Promise<RestResponse> {
@@ -57,8 +59,8 @@ export async function eventTargetOf(call: RestCall): Promise<EventTarget> {
     return { sessionId };
   }
   if (taskId !== undefined) {
-    await visibleTask(call, taskId);
-    return { taskId };
+    const task = await visibleTask(call, taskId);
+    return { taskId, taskSessionId: task.sessionId };
   }
   return { workspaceId: workspaceOf(call, queryString(call, "workspace_id")) };
 }

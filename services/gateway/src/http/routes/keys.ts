@@ -2,8 +2,9 @@
  * Credentials of a workspace, managed over REST (scope `keys:admin`):
  *
  *   GET  /v1/api-keys[?workspace_id=&include_revoked=true]   list (no secrets)
- *   POST /v1/api-keys {name, scopes[], actor_id?, workspace_id?}
- *                                         create; the key is in the answer, once
+ *   POST /v1/api-keys {name, scopes[], actor_id?, workspace_id?, agent_ids?}
+ *                                         create; the key is in the answer, once;
+ *                                         `agent_ids` restricts it to those agents
  *   GET  /v1/api-keys/{key_id}
  *   POST /v1/api-keys/{key_id}/revoke     stops working at once, on every replica
  *
@@ -21,6 +22,7 @@ import { errors, TrellisError } from "@trellis/runtime";
 import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { coversGrants, isAdmin, isGrantableScope, isScope } from "../../domain/scopes.js";
+import { grantableAgentPolicy, parseAgentIds } from "../../policy/agent-policy.js";
 import type { ApiKeyRecord } from "../../store/key-store.js";
 import type { OAuthClientRecord } from "../../store/oauth-client-store.js";
 import type { RestCall } from "../context.js";
@@ -49,6 +51,37 @@ function scopesFrom(body: JsonReader, valid: (s: string) => boolean, what: strin
     throw errors.invalid(`${JSON.stringify(bad.slice(0, 64))} is not ${what}`, "scopes");
   }
   return [...new Set(scopes)];
+}
+
+/**
+ * `agent_ids` of a new credential (its agent policy, `policy/agent-policy.ts`):
+ * absent = every agent, unless the creator is restricted itself.
+ */
+function agentIdsFrom(call: RestCall, body: JsonReader): readonly string[] | undefined {
+  return grantableAgentPolicy(call.caller, parseAgentIds(body.strings("agent_ids")));
+}
+
+/** Persist the agent policy of a credential just made; fails closed (revokes it) if that fails. */
+async function restrict(
+  call: RestCall,
+  credential: string,
+  agentIds: readonly string[] | undefined,
+  revoke: () => Promise<unknown>,
+): Promise<void> {
+  if (agentIds === undefined) return;
+  const store = call.deps.agentPolicies;
+  try {
+    if (store === undefined) throw errors.unavailable("agent policies");
+    await store.set(credential, agentIds);
+  } catch (error) {
+    await revoke();
+    throw error;
+  }
+}
+
+async function agentIdsOf(call: RestCall, credential: string): Promise<string[] | null> {
+  const policy = await call.deps.agentPolicies?.get(credential);
+  return policy ? [...policy.agentIds] : null;
 }
 
 function noEscalation(call: RestCall, scopes: readonly string[]): void {
@@ -129,6 +162,7 @@ export async function createApiKey(call: RestCall): Promise<RestResponse> {
   const name = label(body, "name");
   const scopes = scopesFrom(body, isGrantableScope, "a known scope, <area>:* or *");
   noEscalation(call, scopes);
+  const agentIds = agentIdsFrom(call, body);
   const workspaceId = workspaceOf(call, body.string("workspace_id"));
   const created = await call.deps.keys.create({
     name,
@@ -136,13 +170,20 @@ export async function createApiKey(call: RestCall): Promise<RestResponse> {
     workspaceId,
     scopes,
   });
+  await restrict(call, `api_key:${created.record.id}`, agentIds, () =>
+    call.deps.keys.revoke(created.record.id),
+  );
   call.deps.logger.info("api key created", {
     request_id: call.requestId,
     key_id: created.record.id,
     workspace_id: workspaceId,
     by: call.caller.actorId,
   });
-  return jsonResponse(201, apiKeyJson(created.record, created.key), noStore);
+  return jsonResponse(
+    201,
+    { ...apiKeyJson(created.record, created.key), agent_ids: agentIds ? [...agentIds] : null },
+    noStore,
+  );
 }
 
 async function visibleKey(call: RestCall): Promise<ApiKeyRecord> {
@@ -155,7 +196,8 @@ async function visibleKey(call: RestCall): Promise<ApiKeyRecord> {
 }
 
 export async function getApiKey(call: RestCall): Promise<RestResponse> {
-  return ok(apiKeyJson(await visibleKey(call)));
+  const record = await visibleKey(call);
+  return ok({ ...apiKeyJson(record), agent_ids: await agentIdsOf(call, `api_key:${record.id}`) });
 }
 
 export async function revokeApiKey(call: RestCall): Promise<RestResponse> {
@@ -192,6 +234,7 @@ export async function createOAuthClient(call: RestCall): Promise<RestResponse> {
   const name = label(body, "name");
   const scopes = scopesFrom(body, isScope, "a known scope (OAuth clients take named scopes only)");
   noEscalation(call, scopes);
+  const agentIds = agentIdsFrom(call, body);
   const workspaceId = workspaceOf(call, body.string("workspace_id"));
   const created = await call.deps.oauthClients.create({
     name,
@@ -199,13 +242,23 @@ export async function createOAuthClient(call: RestCall): Promise<RestResponse> {
     scopes,
     createdBy: call.caller.actorId,
   });
+  await restrict(call, `oauth_client:${created.record.id}`, agentIds, () =>
+    call.deps.oauthClients.revoke(created.record.id),
+  );
   call.deps.logger.info("oauth client registered", {
     request_id: call.requestId,
     client_id: created.record.id,
     workspace_id: workspaceId,
     by: call.caller.actorId,
   });
-  return jsonResponse(201, oauthClientJson(created.record, created.clientSecret), noStore);
+  return jsonResponse(
+    201,
+    {
+      ...oauthClientJson(created.record, created.clientSecret),
+      agent_ids: agentIds ? [...agentIds] : null,
+    },
+    noStore,
+  );
 }
 
 async function visibleClient(call: RestCall): Promise<OAuthClientRecord> {
@@ -218,7 +271,11 @@ async function visibleClient(call: RestCall): Promise<OAuthClientRecord> {
 }
 
 export async function getOAuthClient(call: RestCall): Promise<RestResponse> {
-  return ok(oauthClientJson(await visibleClient(call)));
+  const record = await visibleClient(call);
+  return ok({
+    ...oauthClientJson(record),
+    agent_ids: await agentIdsOf(call, `oauth_client:${record.id}`),
+  });
 }
 
 export async function revokeOAuthClient(call: RestCall): Promise<RestResponse> {

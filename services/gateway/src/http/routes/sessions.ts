@@ -8,6 +8,7 @@ import {
   sessionToHarn,
 } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
+import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -35,10 +36,12 @@ export async function createSession(call: RestCall): Promise<RestResponse> {
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
   const initial = body.objects("initial_messages") ?? [];
+  const agentId = body.string("persona_id") ?? "";
+  await ensureRunAllowed(call.caller, agentId, async () => "", "persona_id");
   const response = await call.deps.clients.get(SessionService).createSession(
     {
       workspaceId: workspaceOf(call, body.string("workspace_id")),
-      agentId: body.string("persona_id") ?? "",
+      agentId,
       initialMessages: initial.map(messageFromHarn),
       idempotencyKey: call.idempotencyKey,
       sessionId: body.string("id") ?? "",

@@ -15,6 +15,7 @@ import {
   toValue,
 } from "../../domain/harn-json.js";
 import { isJsonObject, JsonReader } from "../../domain/json-input.js";
+import { ensureAgentAllowed, ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -51,7 +52,9 @@ export async function submitTask(
   const metadata = body.object("metadata");
   const agentId = body.string("persona_id") ?? "";
   const parentTaskId = body.string("parent_task_id") ?? "";
-  await visibleSession(call, sessionId);
+  const session = await visibleSession(call, sessionId);
+  // The agent the turn runs: the one named, else the session's.
+  await ensureRunAllowed(call.caller, agentId, async () => session.agentId, "persona_id");
   const { task } = await call.deps.clients.get(TaskService).submitTask(
     {
       sessionId,
@@ -161,6 +164,8 @@ export async function appendTaskMessage(call: RestCall): Promise<RestResponse> {
   if (reader === undefined) throw errors.invalid("missing required field: message", "message");
   const message = messageFromHarn(reader);
   const task = await visibleTask(call, id);
+  // Resuming or interrupting makes the task's agent run again.
+  ensureAgentAllowed(call.caller, task.agentId, "task_id");
 
   if (kind === "interrupt") {
     const { task: next } = await call.deps.clients.get(TaskService).submitTask(

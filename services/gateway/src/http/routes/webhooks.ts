@@ -154,20 +154,20 @@ async function listDeliveries(call: RestCall): Promise<RestResponse> {
 }
 
 export const webhookRoutes: readonly RouteSpec[] = [
-  { method: "GET", path: "/v1/webhooks", scope: "keys:admin", handle: listWebhooks },
+  { method: "GET", path: "/v1/webhooks", scope: "webhooks:read", handle: listWebhooks },
   // Not replayed by Idempotency-Key: the answer holds the signing secret (like API keys).
-  { method: "POST", path: "/v1/webhooks", scope: "keys:admin", handle: createWebhook },
-  { method: "GET", path: "/v1/webhooks/{webhook_id}", scope: "keys:admin", handle: getWebhook },
+  { method: "POST", path: "/v1/webhooks", scope: "webhooks:write", handle: createWebhook },
+  { method: "GET", path: "/v1/webhooks/{webhook_id}", scope: "webhooks:read", handle: getWebhook },
   {
     method: "DELETE",
     path: "/v1/webhooks/{webhook_id}",
-    scope: "keys:admin",
+    scope: "webhooks:write",
     handle: deleteWebhook,
   },
   {
     method: "GET",
     path: "/v1/webhooks/{webhook_id}/deliveries",
-    scope: "keys:admin",
+    scope: "webhooks:read",
     handle: listDeliveries,
   },
 ];

@@ -12,6 +12,7 @@ import {
 } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { isAdmin } from "../../domain/scopes.js";
+import { ensureAgentAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -122,6 +123,7 @@ export async function createPersona(call: RestCall): Promise<RestResponse> {
 
 export async function getPersona(call: RestCall): Promise<RestResponse> {
   const id = param(call, "persona_id");
+  ensureAgentAllowed(call.caller, id, "persona_id");
   const { agent } = await call.deps.clients
     .get(AgentService)
     .getAgent({ agentId: id }, call.options());

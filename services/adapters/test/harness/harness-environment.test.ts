@@ -1,0 +1,179 @@
+/**
+ * What the harness records for receipts and replays besides model calls:
+ * each tool message's output hash, and the clock and secret reads a tool
+ * makes through its context (`time:<label>` with the reading, `secret:<name>`
+ * with a hash only — the secret's value appears nowhere in the messages or
+ * the events).
+ */
+import { createHash } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Message } from "@trellis/contracts/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  createHarnessAdapter,
+  type EnvironmentCall,
+  type HarnessTool,
+  textSha256,
+} from "../../src/index.js";
+import { recordedProviders, turnRequest } from "./support/agents.js";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "./support/recorded-server.js";
+
+const SECRET = "wx-key-0123456789abcdef-do-not-leak";
+const AT = new Date("2026-11-22T09:30:00.000Z");
+
+let server: RecordedServer;
+beforeAll(async () => {
+  server = await startRecordedServer();
+});
+afterAll(async () => {
+  await server.close();
+});
+
+function metadataOf(message: Message | undefined): JsonObject {
+  return (message?.metadata ?? {}) as JsonObject;
+}
+
+describe("harness environment reads and output hashes", () => {
+  it("records time:<label> readings and secret:<name> hashes of a tool call, never the secret", async () => {
+    const reads: { label?: string; name?: string; call: EnvironmentCall }[] = [];
+    const weather: HarnessTool = {
+      name: "get_weather",
+      description: "The current weather of a city.",
+      deterministic: true,
+      inputSchema: { type: "object", properties: { city: { type: "string" } } },
+      run(input, context) {
+        const checkedAt = context.now("checked_at");
+        // The same label in one call is one reading.
+        expect(context.now("checked_at")).toBe(checkedAt);
+        const key = context.secret("WEATHER_API_KEY");
+        const missing = context.secret("NOT_CONFIGURED");
+        return {
+          city: input.city as string,
+          checked_at: checkedAt,
+          authorized: key === SECRET,
+          other_secret: missing ?? null,
+        };
+      },
+    };
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: [weather],
+      environment: {
+        now: (label, call) => {
+          reads.push({ label, call });
+          return AT;
+        },
+        secret: (name, call) => {
+          reads.push({ name, call });
+          return name === "WEATHER_API_KEY" ? SECRET : undefined;
+        },
+      },
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const { request, events } = turnRequest(
+      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+      "What's the weather in Paris?",
+      { taskId: "task_env_1" },
+    );
+    const result = await adapter.execute(request);
+    expect(result.status).toBe("completed");
+    const tool = result.messages[1];
+    const callId = tool?.toolCallId as string;
+    const content = tool?.parts[0]?.kind.case === "text" ? tool.parts[0].kind.value.text : "";
+    expect(JSON.parse(content)).toEqual({
+      city: "Paris",
+      checked_at: AT.toISOString(),
+      authorized: true,
+      other_secret: null,
+    });
+    // One clock read (the second was the same reading), two secret reads, all for this call.
+    expect(reads).toEqual([
+      { label: "checked_at", call: { taskId: "task_env_1", toolCallId: callId } },
+      { name: "WEATHER_API_KEY", call: { taskId: "task_env_1", toolCallId: callId } },
+      { name: "NOT_CONFIGURED", call: { taskId: "task_env_1", toolCallId: callId } },
+    ]);
+    const metadata = metadataOf(tool);
+    expect(metadata[`tool:${callId}`]).toMatchObject({
+      kind: "tool_result",
+      status: "ok",
+      output: content,
+      output_sha256: textSha256(content),
+    });
+    // The hash is the RFC 8785 form of the output text, as the replay and receipts hash it.
+    expect(textSha256(content)).toBe(
+      `sha256:${createHash("sha256").update(JSON.stringify(content)).digest("hex")}`,
+    );
+    expect(metadata["time:checked_at"]).toEqual({
+      kind: "time",
+      label: "checked_at",
+      value: AT.toISOString(),
+      tool_call_id: callId,
+    });
+    expect(metadata["secret:WEATHER_API_KEY"]).toEqual({
+      kind: "secret_value",
+      name: "WEATHER_API_KEY",
+      set: true,
+      sha256: textSha256(SECRET),
+      tool_call_id: callId,
+    });
+    expect(metadata["secret:NOT_CONFIGURED"]).toEqual({
+      kind: "secret_value",
+      name: "NOT_CONFIGURED",
+      set: false,
+      sha256: null,
+      tool_call_id: callId,
+    });
+    // The value never leaves the tool: not in the messages, not in the events.
+    expect(
+      JSON.stringify(result.messages, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+    ).not.toContain(SECRET);
+    expect(
+      JSON.stringify(events, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
+    ).not.toContain(SECRET);
+  });
+
+  it("reads the wall clock and no secrets without an environment; bad labels fail the call, not the turn", async () => {
+    const seen: unknown[] = [];
+    const clock: HarnessTool = {
+      name: "get_weather",
+      description: "The current weather of a city.",
+      inputSchema: { type: "object" },
+      run(_input, context) {
+        seen.push(context.now("wall"), context.secret("ANY"));
+        context.now("has space");
+        return "unreachable";
+      },
+    };
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: [clock],
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const before = Date.now();
+    const { request } = turnRequest(
+      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+      "What's the weather in Paris?",
+    );
+    const result = await adapter.execute(request);
+    expect(result.status).toBe("completed");
+    expect(Date.parse(seen[0] as string)).toBeGreaterThanOrEqual(before - 1000);
+    expect(seen[1]).toBeUndefined();
+    const tool = result.messages[1];
+    const record = metadataOf(tool)[`tool:${tool?.toolCallId}`] as JsonObject;
+    expect(record.status).toBe("error");
+    expect(String(record.output)).toContain("must match");
+  });
+});

@@ -1,0 +1,281 @@
+/**
+ * One live feed per session, shared by every Harn event stream of that
+ * session on this gateway (SSE `…/events/stream`, `/v1/tasks/{id}/stream`
+ * and the WebSocket profile): the session's log is followed once
+ * (`EventService.StreamEvents`), each event is projected once (for the
+ * WebSocket's request frames) and rendered once per wire format (see
+ * {@link FeedItem.rendered}); a connection only writes what it is handed.
+ * Before it, each of N connections ran its own upstream stream and JSON
+ * rendering (docs/benchmarks.md, "Open streams").
+ *
+ * Order: a feed hands every event of its session after its start point to
+ * its subscribers in log order. A subscriber learns at subscription time the
+ * feed's *anchor* — the id of the last event delivered before it joined (or
+ * the start point) — and is then handed every later event. That is what
+ * `./follow.ts` uses to join history and live exactly.
+ *
+ * Upstream failures: when the upstream stream breaks with a transient error
+ * (the tasks service restarted, a network blip) the feed follows again from
+ * the last event it delivered, with a growing pause, so subscribers see no
+ * gap and no duplicate. A permanent error (the session is gone, the cursor
+ * is refused), or transient ones lasting longer than {@link retryWindowMs},
+ * fail every subscriber; they end their streams with the error, and clients
+ * resume with their cursor.
+ *
+ * The feed follows the log with the credentials of the connection that
+ * opened it (every subscriber was authorized for the session before it
+ * subscribed) and stops when its last subscriber leaves.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
+import type { Event } from "@trellis/contracts/core";
+import { EventService } from "@trellis/contracts/tasks";
+import type { ServiceClients } from "@trellis/platform";
+import { eventToHarn } from "../domain/harn-json.js";
+import type { ProjectedEnvelope } from "../ui/projection/index.js";
+import { UiProjector } from "../ui/projection/projector.js";
+
+/** How long a feed keeps retrying a broken upstream before failing its subscribers. */
+export const retryWindowMs = 30_000;
+const firstRetryDelayMs = 100;
+const maxRetryDelayMs = 2_000;
+
+/** Connect codes after which following again may work. */
+const transientCodes = new Set<Code>([
+  Code.Unavailable,
+  Code.Unknown,
+  Code.Internal,
+  Code.DeadlineExceeded,
+  Code.Aborted,
+  Code.ResourceExhausted,
+  Code.Canceled,
+]);
+
+/** Whether following the log again may succeed after `error`. */
+export function isTransientUpstreamError(error: unknown): boolean {
+  if (error instanceof ConnectError) return transientCodes.has(error.code);
+  // Anything else (a reset socket, a decode failure mid-stream) is worth one more try.
+  return true;
+}
+
+/** One event of a feed, with its renderings cached (computed once, shared by all sockets). */
+export class FeedItem {
+  readonly event: Event;
+  /** The UI projection of the event (by the feed's projector, which saw the whole log). */
+  readonly envelopes: readonly ProjectedEnvelope[];
+  readonly #cache = new Map<(item: FeedItem) => unknown, unknown>();
+  #harn: JsonObject | undefined;
+
+  constructor(event: Event, envelopes: readonly ProjectedEnvelope[]) {
+    this.event = event;
+    this.envelopes = envelopes;
+  }
+
+  /** The event's Harn JSON (computed once). */
+  get harn(): JsonObject {
+    this.#harn ??= eventToHarn(this.event);
+    return this.#harn;
+  }
+
+  /**
+   * `render(this)`, computed on the first call and cached. `render` must be
+   * one module-level function per wire format (its identity is the key).
+   */
+  rendered<T>(render: (item: FeedItem) => T): T {
+    if (this.#cache.has(render)) return this.#cache.get(render) as T;
+    const value = render(this);
+    this.#cache.set(render, value);
+    return value;
+  }
+}
+
+/** A subscriber of a feed. Both methods are called synchronously by the feed. */
+export interface FeedSubscriber {
+  deliver(item: FeedItem): void;
+  /** The feed failed for good; it is gone, the subscriber should end. */
+  fail(error: unknown): void;
+}
+
+/** What {@link EventFeeds.subscribe} returns. */
+export interface FeedSubscription {
+  /**
+   * The id of the last event the feed delivered before this subscription
+   * (or the log position it started after); every event of the session after
+   * it is delivered, in log order. `""`: from the start of the log.
+   */
+  readonly anchor: string;
+  /** Stop receiving; the feed stops with its last subscriber. */
+  leave(): void;
+}
+
+class SessionEventFeed {
+  readonly subscribers = new Set<FeedSubscriber>();
+  readonly abort = new AbortController();
+  readonly ready: Promise<void>;
+  /** Subscriptions waiting for `ready` (the feed must not stop under them). */
+  joining = 0;
+  /** The last event id delivered (or the start point). */
+  lastId = "";
+
+  constructor(
+    clients: ServiceClients,
+    readonly sessionId: string,
+    options: () => CallOptions,
+    onEnd: () => void,
+  ) {
+    let markReady!: () => void;
+    let failReady!: (error: unknown) => void;
+    this.ready = new Promise<void>((resolve, reject) => {
+      markReady = resolve;
+      failReady = reject;
+    });
+    // A subscriber that awaits `ready` handles the failure itself.
+    this.ready.catch(() => undefined);
+    const signal = this.abort.signal;
+    const events = clients.get(EventService);
+    const projector = new UiProjector({ sessionId });
+    const run = async () => {
+      // The projector needs the whole log to be exact (a gated tool call's id).
+      for (;;) {
+        const page = await events.listEvents(
+          { sessionId, afterEventId: this.lastId, limit: 200 },
+          { ...options(), signal },
+        );
+        for (const event of page.events) projector.project(event);
+        const last = page.events.at(-1);
+        if (last) this.lastId = last.id;
+        if (!page.hasMore || last === undefined) break;
+      }
+      markReady();
+      let failingSince: number | undefined;
+      for (let delay = firstRetryDelayMs; ; delay = Math.min(delay * 2, maxRetryDelayMs)) {
+        try {
+          const stream = events.streamEvents(
+            { sessionId, afterEventId: this.lastId },
+            { ...options(), signal },
+          );
+          for await (const { event } of stream) {
+            if (event === undefined || event.id === this.lastId) continue;
+            this.lastId = event.id;
+            failingSince = undefined;
+            delay = firstRetryDelayMs;
+            const item = new FeedItem(event, projector.project(event));
+            for (const subscriber of this.subscribers) subscriber.deliver(item);
+          }
+          if (signal.aborted) return;
+          // The upstream ended the stream (it is shutting down): follow again.
+        } catch (error) {
+          if (signal.aborted) return;
+          if (!isTransientUpstreamError(error)) throw error;
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince > retryWindowMs) throw error;
+        }
+        failingSince ??= Date.now();
+        await pause(delay, signal);
+        if (signal.aborted) return;
+      }
+    };
+    run().then(
+      () => {
+        this.#end(new Error("the session's event feed stopped"), failReady);
+        onEnd();
+      },
+      (error: unknown) => {
+        this.#end(error, failReady);
+        onEnd();
+      },
+    );
+  }
+
+  #end(error: unknown, failReady: (error: unknown) => void): void {
+    failReady(error);
+    if (this.abort.signal.aborted) return;
+    this.abort.abort();
+    for (const subscriber of this.subscribers) subscriber.fail(error);
+  }
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener("abort", done, { once: true });
+  });
+}
+
+/** The Harn event feeds of one gateway, by session. */
+export class EventFeeds {
+  readonly #feeds = new Map<string, SessionEventFeed>();
+
+  /** Sessions followed now (for tests and metrics). */
+  get feeds(): number {
+    return this.#feeds.size;
+  }
+
+  /** Subscribers of the feed of `sessionId` (0 when none runs). */
+  subscribers(sessionId: string): number {
+    return this.#feeds.get(sessionId)?.subscribers.size ?? 0;
+  }
+
+  /**
+   * Subscribe to `sessionId`'s feed, opening it with `options` when none
+   * runs. Resolves once the feed follows the log, or rejects when it could
+   * not start. The caller must have checked that the session is visible.
+   */
+  async subscribe(
+    clients: ServiceClients,
+    sessionId: string,
+    options: () => CallOptions,
+    subscriber: FeedSubscriber,
+  ): Promise<FeedSubscription> {
+    let feed = this.#feeds.get(sessionId);
+    if (!feed || feed.abort.signal.aborted) {
+      const created: SessionEventFeed = new SessionEventFeed(clients, sessionId, options, () => {
+        if (this.#feeds.get(sessionId) === created) this.#feeds.delete(sessionId);
+      });
+      feed = created;
+      this.#feeds.set(sessionId, feed);
+    }
+    const joined = feed;
+    const stopIfUnused = () => {
+      if (joined.subscribers.size > 0 || joined.joining > 0) return;
+      joined.abort.abort();
+      if (this.#feeds.get(sessionId) === joined) this.#feeds.delete(sessionId);
+    };
+    joined.joining++;
+    try {
+      await joined.ready;
+    } finally {
+      joined.joining--;
+    }
+    if (joined.abort.signal.aborted) {
+      stopIfUnused();
+      throw new Error("the session's event feed stopped");
+    }
+    // Added and anchored in one synchronous step: every event after `anchor`
+    // reaches this subscriber, none before it does.
+    joined.subscribers.add(subscriber);
+    return {
+      anchor: joined.lastId,
+      leave: () => {
+        if (joined.subscribers.delete(subscriber)) stopIfUnused();
+      },
+    };
+  }
+}
+
+const feedsByClients = new WeakMap<ServiceClients, EventFeeds>();
+
+/** The event feeds of the gateway whose service clients are `clients`. */
+export function eventFeedsOf(clients: ServiceClients): EventFeeds {
+  let feeds = feedsByClients.get(clients);
+  if (!feeds) {
+    feeds = new EventFeeds();
+    feedsByClients.set(clients, feeds);
+  }
+  return feeds;
+}

@@ -1,0 +1,100 @@
+// Read rate limits (TRELLIS_RATE_LIMIT_READS): reads of an actor — REST GETs
+// and read RPCs alike — are counted in a bucket of their own; past the limit
+// they are 429 rate_limited with Retry-After, while the actor's writes and
+// other actors' reads go on.
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { SessionService } from "@trellis/contracts/tasks";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger, errorDetailOf } from "@trellis/runtime";
+import { tasksService } from "@trellis/tasks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gatewayService } from "../src/definition.js";
+import { loadLimitsConfig } from "../src/quota/config.js";
+import { harnClient } from "./support/harn-client.js";
+
+const ADMIN_KEY = "trellis-read-limit-admin-key-0123456789";
+const READS = 5;
+
+describe("read rate limits", () => {
+  let trellis: EmbeddedTrellis;
+  let admin: ReturnType<typeof harnClient>;
+
+  beforeAll(async () => {
+    trellis = await startEmbedded({
+      services: [gatewayService, tasksService],
+      port: 0,
+      logger: createLogger({ service: "test", level: "error" }),
+      env: {
+        TRELLIS_API_KEY: ADMIN_KEY,
+        TRELLIS_LOG_LEVEL: "error",
+        TRELLIS_RATE_LIMIT_READS: `${READS}/1h`,
+      },
+    });
+    admin = harnClient(trellis.address.url, ADMIN_KEY);
+  }, 60_000);
+
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 500 });
+  });
+
+  async function newKey(): Promise<string> {
+    const made = await admin.post("/v1/api-keys", {
+      name: `reader-${Math.random().toString(36).slice(2, 8)}`,
+      scopes: ["sessions:read", "sessions:write"],
+    });
+    expect(made.status).toBe(201);
+    return made.json.key;
+  }
+
+  it("defaults to a generous limit, and can be turned off", () => {
+    expect(loadLimitsConfig({}).reads).toEqual({ limit: 30_000, periodMs: 60_000 });
+    expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "off" }).reads).toBeUndefined();
+    expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "lots" })).toThrow(
+      /TRELLIS_RATE_LIMIT_READS/,
+    );
+  });
+
+  it("answers REST reads past the limit with 429 and Retry-After; writes still pass", async () => {
+    const reader = harnClient(trellis.address.url, await newKey());
+    const statuses: number[] = [];
+    for (let i = 0; i < READS; i++) statuses.push((await reader.get("/v1/sessions")).status);
+    expect(statuses).toEqual(Array(READS).fill(200));
+    const refused = await reader.get("/v1/sessions");
+    expect(refused.status).toBe(429);
+    expect(refused.json.error.code).toBe("rate_limited");
+    expect(refused.json.error.details).toMatchObject({ scope: "reads", limit: READS });
+    const retryAfter = Number(refused.headers.get("retry-after"));
+    expect(retryAfter).toBeGreaterThan(0);
+    expect(retryAfter).toBeLessThanOrEqual(3600);
+    // Writes have their own rates; another actor's reads are not affected.
+    expect((await reader.post("/v1/sessions", {})).status).toBe(201);
+    expect((await harnClient(trellis.address.url, await newKey()).get("/v1/sessions")).status).toBe(
+      200,
+    );
+  });
+
+  it("counts read RPCs in the same bucket (ResourceExhausted)", async () => {
+    const key = await newKey();
+    const sessions = createClient(
+      SessionService,
+      createGrpcTransport({
+        baseUrl: trellis.address.url,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${key}`);
+            return next(req);
+          },
+        ],
+      }),
+    );
+    for (let i = 0; i < READS - 1; i++) await sessions.listSessions({ workspaceId: "default" });
+    // The REST read and the RPCs share the actor's read budget.
+    expect((await harnClient(trellis.address.url, key).get("/v1/sessions")).status).toBe(200);
+    const failure = ConnectError.from(
+      await sessions.listSessions({ workspaceId: "default" }).catch((e: unknown) => e),
+    );
+    expect(failure.code).toBe(Code.ResourceExhausted);
+    expect(errorDetailOf(failure)?.reason).toBe("rate_limited");
+  });
+});
