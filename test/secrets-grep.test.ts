@@ -7,10 +7,14 @@
 // it), over REST, SSE and gRPC, including refused attempts — then every log
 // line (debug level), every event in the event log, every receipt, and the
 // gateway's stored records are searched for each secret. None may appear.
-import { randomBytes } from "node:crypto";
+// A real vault secret too: stored through the vault API and read by a harness
+// tool (`context.secret("vlt_weather/WEATHER_API_KEY")`) in a recorded turn;
+// it must not appear in the vault's own stored rows either (sealed at rest).
+import { createHash, randomBytes } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { adaptersService } from "@trellis/adapters";
 import { chatService } from "@trellis/chat";
 import { ChatService } from "@trellis/contracts/chat";
 import { EventSchema } from "@trellis/contracts/core";
@@ -24,6 +28,12 @@ import { readOutbox } from "@trellis/storage";
 import { tasksService } from "@trellis/tasks";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "../services/adapters/test/harness/support/recorded-server.js";
 import { harnClient, poll } from "../services/gateway/test/support/harn-client.js";
 import { requestToken, TestIdentityProvider } from "../services/gateway/test/support/oauth.js";
 
@@ -31,20 +41,27 @@ const ADMIN_KEY = `trellis_sk_${randomBytes(32).toString("base64url")}`;
 // Shaped like a provider key and like a key=value credential, as a vault
 // would inject it into a tool or a prompt.
 const VAULT_SECRET = `sk-vault-${randomBytes(24).toString("hex")}`;
+// Stored in a vault and read by a harness tool (services/adapters/test/vault-tools.ts).
+const STORED_VAULT_SECRET = `wx-vault-${randomBytes(24).toString("hex")}`;
+const vaultToolsModule = new URL("../services/adapters/test/vault-tools.ts", import.meta.url)
+  .pathname;
 
 describe("secrets never reach logs, events or receipts", () => {
   let trellis: EmbeddedTrellis;
   let idp: TestIdentityProvider;
+  let provider: RecordedServer;
   const logLines: string[] = [];
   const secrets = new Map<string, string>([
     ["admin API key", ADMIN_KEY],
     ["vault secret", VAULT_SECRET],
+    ["stored vault secret", STORED_VAULT_SECRET],
   ]);
 
   beforeAll(async () => {
     idp = await TestIdentityProvider.start();
+    provider = await startRecordedServer();
     trellis = await startEmbedded({
-      services: [gatewayService, tasksService, chatService, receiptsService],
+      services: [gatewayService, tasksService, chatService, receiptsService, adaptersService],
       port: 0,
       logger: createLogger({
         service: "trellis",
@@ -56,6 +73,9 @@ describe("secrets never reach logs, events or receipts", () => {
         TRELLIS_LOG_LEVEL: "debug",
         TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
         TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
+        OPENAI_API_KEY: "sk-test-secrets-grep",
+        OPENAI_BASE_URL: `${provider.url}/v1`,
+        TRELLIS_HARNESS_TOOLS: vaultToolsModule,
       },
     });
   }, 60_000);
@@ -63,6 +83,7 @@ describe("secrets never reach logs, events or receipts", () => {
   afterAll(async () => {
     await trellis?.close({ graceMs: 500 });
     await idp?.close();
+    await provider?.close();
   });
 
   it("runs a representative flow with every kind of credential", async () => {
@@ -192,6 +213,54 @@ describe("secrets never reach logs, events or receipts", () => {
     await admin.post(`/v1/api-keys/${created.json.id}/revoke`);
     expect((await api.get("/v1/sessions")).status).toBe(401);
 
+    // A vault secret, read by a harness tool of an agent the vault allows.
+    const weather = await admin.post("/v1/personas", {
+      name: "weather",
+      entry_workflow: "harness",
+      definition: {
+        provider: "openai",
+        model: "gpt-4o-mini",
+        tools: ["get_weather"],
+        stream: false,
+      },
+    });
+    expect(weather.status).toBe(201);
+    const vault = await admin.post("/v1/vaults", {
+      id: "vlt_weather",
+      workspace_id: "default",
+      provider: "trellis",
+      capabilities: ["read", "write"],
+      allowed_agent_ids: [weather.json.id],
+    });
+    expect(vault.status).toBe(201);
+    const stored = await admin.request("PUT", "/v1/vaults/vlt_weather/secrets/WEATHER_API_KEY", {
+      body: { value: STORED_VAULT_SECRET },
+    });
+    expect(stored.status).toBe(200);
+    provider.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const weatherSession = await admin.post("/v1/sessions", { persona_id: weather.json.id });
+    const weatherTask = await admin.post(`/v1/sessions/${weatherSession.json.id}/tasks`, {
+      input: "What's the weather in Paris?",
+    });
+    expect(weatherTask.status).toBe(202);
+    await poll(
+      async () => {
+        const t = await admin.get(`/v1/tasks/${weatherTask.json.id}`);
+        if (t.json.status === "FAILED") throw new Error(`weather task failed: ${t.text}`);
+        return t.json.status === "COMPLETED" ? true : undefined;
+      },
+      { timeoutMs: 30_000, what: "the weather task" },
+    );
+    // The tool got the value (its hash proves it) and the transcript has only the hash.
+    const transcript = await admin.get(`/v1/sessions/${weatherSession.json.id}/messages`);
+    expect(transcript.text).toContain(
+      createHash("sha256").update(STORED_VAULT_SECRET).digest("hex"),
+    );
+
     // Receipts are issued for the finished tasks.
     await poll(
       async () => {
@@ -203,7 +272,7 @@ describe("secrets never reach logs, events or receipts", () => {
   }, 120_000);
 
   it("finds none of them in any log line, event, receipt or gateway record", async () => {
-    expect(secrets.size).toBeGreaterThanOrEqual(9);
+    expect(secrets.size).toBeGreaterThanOrEqual(10);
     const db = trellis.contexts.get("gateway")!.db;
 
     const events: string[] = [];
@@ -232,6 +301,10 @@ describe("secrets never reach logs, events or receipts", () => {
         ),
       ),
     );
+    const vaultRows = [
+      JSON.stringify((await sql`select * from adapters.vault_secrets`.execute(db.kysely)).rows),
+    ];
+    expect(vaultRows[0]).toContain("WEATHER_API_KEY");
 
     // The search is real: the flow produced all of them.
     expect(logLines.length).toBeGreaterThan(10);
@@ -248,6 +321,7 @@ describe("secrets never reach logs, events or receipts", () => {
         ["stored event", rawEvents],
         ["receipt", receipts],
         ["gateway record", gatewayRecords],
+        ["vault record", vaultRows],
       ];
       for (const [where, texts] of places) {
         const hits = texts.filter((t) => t.includes(secret)).length;

@@ -525,6 +525,80 @@ function HealthCard({ sessionId }: { sessionId: string }) {
   );
 }
 
+/** A branch candidate of the session (`resume_points` of `GET /v1/ui/sessions/{id}`). */
+interface ResumePoint {
+  kind: string;
+  checkpoint_type?: string;
+  event_id: string;
+  resume_cursor: string;
+  task_id: string | null;
+  summary: string;
+}
+
+/**
+ * Where the session can be branched from (checkpoints, approvals, completed
+ * turns), from session detail; re-read when `version` (the turns, approvals
+ * and markers seen) changes, not on every envelope.
+ */
+function ResumePoints({
+  sessionId,
+  version,
+  onBranch,
+}: {
+  sessionId: string;
+  version: string;
+  onBranch(cursor: string): void;
+}) {
+  const [points, setPoints] = useState<ResumePoint[] | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    api<{ resume_points: ResumePoint[] }>(
+      "GET",
+      `/v1/ui/sessions/${encodeURIComponent(sessionId)}?envelopes=0`,
+    ).then(
+      (detail) => {
+        if (!current) return;
+        setError(null);
+        setPoints(detail.resume_points);
+      },
+      (e) => current && setError(errorText(e)),
+    );
+    return () => {
+      current = false;
+    };
+  }, [sessionId, version]);
+  if (!error && (points === null || points.length === 0)) return null;
+  return (
+    <section class="panel resume-points" data-testid="resume-points">
+      <h3>Resume points</h3>
+      {error && <p class="error">{error}</p>}
+      <ol>
+        {(points ?? []).map((p) => (
+          <li
+            key={p.event_id}
+            data-testid="resume-point"
+            data-kind={p.kind}
+            data-cursor={p.resume_cursor}
+          >
+            <span class="muted">{(p.checkpoint_type ?? p.kind).replace(/_/g, " ")}</span>{" "}
+            {p.summary}{" "}
+            <button
+              type="button"
+              class="link"
+              data-testid="resume-branch"
+              title={`branch a new session at ${p.resume_cursor}`}
+              onClick={() => onBranch(p.resume_cursor)}
+            >
+              branch
+            </button>
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
 function DebugLog({ view }: { view: SessionView }) {
   return (
     <section class="panel debug" data-testid="debug-log">
@@ -611,18 +685,22 @@ function SessionPane({
       resumeCursor: typeof resumed === "string" ? resumed : null,
     };
   }, [view, sessionId]);
-  const branch = async (eventId: string) => {
+  const branchAt = async (at: { at_event_id: string } | { at_cursor: string }) => {
     setError(null);
     try {
-      const fork = await api("POST", `/v1/sessions/${encodeURIComponent(sessionId)}/fork`, {
-        at_event_id: eventId,
-      });
+      const fork = await api("POST", `/v1/sessions/${encodeURIComponent(sessionId)}/fork`, at);
       onBranched();
       go(String(fork.id));
     } catch (e) {
       setError(errorText(e));
     }
   };
+  const branch = (eventId: string) => branchAt({ at_event_id: eventId });
+  const resumeVersion = [
+    view.turns.map((t) => t.status).join(","),
+    view.approvals.map((a) => a.decision).join(","),
+    view.markers.length,
+  ].join("|");
   const status = view.status;
   const running = Object.entries(view.streaming);
   const lastTurn = view.turns.at(-1);
@@ -707,6 +785,11 @@ function SessionPane({
         </div>
         <div class="side-column">
           <HealthCard sessionId={sessionId} />
+          <ResumePoints
+            sessionId={sessionId}
+            version={resumeVersion}
+            onBranch={(cursor) => void branchAt({ at_cursor: cursor })}
+          />
           <ToolTimeline tools={view.tools} turns={view.turns} debug={tier === "debug"} />
           <Receipts view={view} />
           {view.artifacts.length > 0 && (

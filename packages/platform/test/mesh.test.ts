@@ -31,6 +31,38 @@ describe("mesh credentials", () => {
     expect(mesh.verify(token, target, caller)).toEqual({ ok: false, failure: "expired" });
   });
 
+  it("reuse a signed token for half its life; a checked token binds the same way on every call", () => {
+    let now = 5_000_000;
+    const mesh = new MeshCredentials(secret, { now: () => now });
+    const first = mesh.sign("gateway", target, caller);
+    now += 29_000;
+    expect(mesh.sign("gateway", target, caller)).toBe(first);
+    // Another method, caller or peer gets a token of its own.
+    expect(mesh.sign("gateway", "/trellis.tasks.v1.TaskService/CancelTask", caller)).not.toBe(
+      first,
+    );
+    expect(mesh.sign("gateway", target, { ...caller, actorId: "bob" })).not.toBe(first);
+    expect(mesh.sign("chat", target, caller)).not.toBe(first);
+    now += 1_001;
+    const second = mesh.sign("gateway", target, caller);
+    expect(second).not.toBe(first);
+    // A reused token still has at least half its lifetime: valid 29 s later.
+    now += 29_000;
+    expect(mesh.verify(second, target, caller).ok).toBe(true);
+    // Verified once (cached), still refused for another target or caller, and once expired.
+    expect(mesh.verify(second, target, caller).ok).toBe(true);
+    expect(mesh.verify(second, "/trellis.tasks.v1.TaskService/CancelTask", caller)).toEqual({
+      ok: false,
+      failure: "bad_signature",
+    });
+    expect(mesh.verify(second, target, { ...caller, scopes: ["*"] }).ok).toBe(false);
+    const [v, peer, expires, mac] = second.split(".");
+    const later = (Number.parseInt(expires as string, 36) + 1000).toString(36);
+    expect(mesh.verify(`${v}.${peer}.${later}.${mac}`, target, caller).ok).toBe(false);
+    now += 31_000;
+    expect(mesh.verify(second, target, caller)).toEqual({ ok: false, failure: "expired" });
+  });
+
   it("refuse other secrets, tampering, peers and shapes", () => {
     const mesh = new MeshCredentials(secret);
     const other = new MeshCredentials(`${secret}-other`);

@@ -62,6 +62,8 @@ export {
   requestIdKey,
   requestIdOf,
 } from "./request-id.js";
+export type { SecretBoxOptions } from "./secret-box.js";
+export { SecretBox } from "./secret-box.js";
 export type {
   CloseOptions,
   Closer,

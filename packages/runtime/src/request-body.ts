@@ -14,6 +14,7 @@
  * long gone.
  */
 import * as http2 from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { HttpRequest } from "./server.js";
 
 const discarding = new WeakSet<HttpRequest>();
@@ -56,15 +57,44 @@ function answered(stream: http2.ServerHttp2Stream): boolean {
  * the request and with it any chance to drain (see the module comment).
  */
 export async function* requestBody(req: HttpRequest, budget: number): AsyncGenerator<Uint8Array> {
+  const chunks = req.iterator({ destroyOnReturn: false });
   let done = false;
   try {
-    for await (const chunk of req.iterator({ destroyOnReturn: false })) {
+    for (;;) {
+      let next: IteratorResult<unknown>;
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        throw callerWentAway(error);
+      }
+      if (next.done) break;
+      const chunk = next.value;
       yield typeof chunk === "string" ? Buffer.from(chunk) : (chunk as Buffer);
     }
     done = true;
   } finally {
-    if (!done) discardRequestBody(req, budget);
+    if (!done) {
+      await chunks.return?.().catch(() => undefined);
+      discardRequestBody(req, budget);
+    }
   }
+}
+
+/**
+ * A failed read of the request body: the caller reset its stream or closed
+ * its connection before sending all of it (a deadline passed, it gave up).
+ * Connect would answer any non-ConnectError as Internal and the service log
+ * it as its own fault; it is a cancel.
+ */
+function callerWentAway(error: unknown): ConnectError {
+  if (error instanceof ConnectError) return error;
+  return new ConnectError(
+    "the caller went away before sending the whole request",
+    Code.Canceled,
+    undefined,
+    undefined,
+    error,
+  );
 }
 
 /**

@@ -381,6 +381,35 @@ describe("hostile input over every protocol", () => {
     expect(huge).toContain('"reason":"payload_too_large"');
   });
 
+  it("takes a client that resets its stream mid-request as a cancel, not a server error", async () => {
+    const session = http2.connect(url);
+    try {
+      const resets = Array.from({ length: 5 }, () => {
+        const stream = session.request({
+          ":method": "POST",
+          ":path": deliver,
+          "content-type": "application/grpc",
+          te: "trailers",
+        });
+        stream.on("data", () => undefined);
+        stream.on("error", () => undefined);
+        // Half an envelope, then the client gives up (as a caller whose deadline passed).
+        stream.write(envelope(new Uint8Array(64)).subarray(0, 20));
+        const closed = once(stream, "close");
+        setTimeout(() => stream.close(http2.constants.NGHTTP2_CANCEL), 50);
+        return closed;
+      });
+      await Promise.all(resets);
+      // The server noticed (its read failed) without logging its own fault.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(lines.filter((l) => l.level === "error")).toEqual([]);
+      const res = await send("grpc", check, new Uint8Array());
+      expect(rpcOutcome(res)).toMatchObject({ kind: "ok" });
+    } finally {
+      session.close();
+    }
+  });
+
   it("logs nothing at error level for any of it: none was the server's fault", () => {
     expect(lines.filter((l) => l.level === "error")).toEqual([]);
   });

@@ -57,7 +57,9 @@ function flatten(
  * With keep-alive, a request sent on a reused connection the server was
  * closing as idle at that moment fails with ECONNRESET / "socket hang up"
  * before the server saw it; it is sent again once, as Node's documentation
- * advises (`request.reusedSocket`). Any other failure is the answer.
+ * advises (`request.reusedSocket`), on a new connection of its own (the
+ * pool's other idle connections may be closing at the same moment: the
+ * server times idle ones out together). Any other failure is the answer.
  */
 export async function sendHttp1(
   baseUrl: string,
@@ -68,7 +70,7 @@ export async function sendHttp1(
     return await sendHttp1Once(baseUrl, request, agent);
   } catch (error) {
     if (!(error instanceof StaleSocketError)) throw error;
-    return sendHttp1Once(baseUrl, request, agent);
+    return sendHttp1Once(baseUrl, request, false);
   }
 }
 
@@ -77,7 +79,7 @@ class StaleSocketError extends Error {}
 function sendHttp1Once(
   baseUrl: string,
   request: RawRequest,
-  agent?: http.Agent,
+  agent?: http.Agent | false,
 ): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
     const url = new URL(baseUrl);
@@ -88,7 +90,7 @@ function sendHttp1Once(
         method: request.method ?? "POST",
         path: request.path,
         headers: request.headers ?? {},
-        ...(agent ? { agent } : {}),
+        ...(agent !== undefined ? { agent } : {}),
         timeout: request.timeoutMs ?? 10_000,
       },
       (res) => {

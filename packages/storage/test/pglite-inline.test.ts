@@ -42,6 +42,16 @@ describe("inlineParameters", () => {
     expect(inlineParameters("select $2", ["only one"])).toBeUndefined();
   });
 
+  it("reuses a statement's scan for new values, and still declines missing ones", () => {
+    const text = "select $1 /* $2 */, '$1', $2 where x = $1";
+    expect(inlineParameters(text, ["a", 1])).toBe("select 'a' /* $2 */, '$1', '1' where x = 'a'");
+    expect(inlineParameters(text, ["it's", 2n])).toBe(
+      "select 'it''s' /* $2 */, '$1', '2' where x = 'it''s'",
+    );
+    expect(inlineParameters(text, ["only one"])).toBeUndefined();
+    expect(inlineParameters("select 1", ["unused"])).toBe("select 1");
+  });
+
   it("refuses a NUL character instead of cutting the statement short", () => {
     expect(() => inlineParameters("select $1", ["a\0b"])).toThrow(/0x00/);
   });

@@ -4,8 +4,12 @@
  * (negotiate and run executions) over the same router the tasks service
  * uses. Embedded: in-process backends only. Distributed: plus every remote
  * worker of the mesh, reached through the JetStream work queue.
+ *
+ * It also keeps the vaults (`VaultService`, tables in its schema): secrets
+ * sealed with the vault key, read only by in-process harness tools under
+ * each vault's access policy.
  */
-import { AdapterRegistryService, RoutingService } from "@trellis/contracts/adapters";
+import { AdapterRegistryService, RoutingService, VaultService } from "@trellis/contracts/adapters";
 import type { ServiceDefinition } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import type { ExecutionAdapter } from "./executor.js";
@@ -14,6 +18,10 @@ import { createRegistryHandlers } from "./handlers/registry-handlers.js";
 import { createRoutingHandlers } from "./handlers/routing-handlers.js";
 import { createInProcessBackends } from "./local-executor.js";
 import { createRoutedExecutor } from "./routing/routed-executor.js";
+import { createVaultHandlers } from "./vaults/handlers.js";
+import { adaptersMigrations } from "./vaults/schema.js";
+import { VaultStore } from "./vaults/store.js";
+import { loadVaultBox } from "./vaults/vault-key.js";
 
 /** Options of {@link createAdaptersService}. */
 export interface AdaptersServiceOptions {
@@ -29,13 +37,35 @@ export interface AdaptersServiceOptions {
 export function createAdaptersService(options: AdaptersServiceOptions = {}): ServiceDefinition {
   return {
     name: "adapters",
-    provides: [AdapterRegistryService, RoutingService],
+    provides: [AdapterRegistryService, RoutingService, VaultService],
+    migrations: adaptersMigrations,
     defaultPort: DEFAULT_PORTS.adapters ?? 0,
     async create(context) {
+      const vaultBox = await loadVaultBox({
+        mode: context.mode,
+        env: context.env,
+        dataDir: context.dataDir,
+        db: context.db,
+      });
+      if (!vaultBox.canSeal) {
+        context.logger.warn(
+          "no TRELLIS_VAULT_KEY: vault secrets cannot be stored or read; vault metadata still works",
+        );
+      }
+      const vaults = withErrorDetails(
+        VaultService,
+        createVaultHandlers(new VaultStore(context.db, context.schema, vaultBox)),
+      );
       const adapters =
         options.adapters ??
-        (await createInProcessBackends({ mode: context.mode, env: context.env, db: context.db }))
-          .adapters;
+        (
+          await createInProcessBackends({
+            mode: context.mode,
+            env: context.env,
+            db: context.db,
+            dataDir: context.dataDir,
+          })
+        ).adapters;
       const routed = createRoutedExecutor({
         mode: context.mode,
         env: context.env,
@@ -52,7 +82,10 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
       const routing = withErrorDetails(RoutingService, createRoutingHandlers(routed.router));
       return {
         routes(router) {
-          router.service(AdapterRegistryService, registry).service(RoutingService, routing);
+          router
+            .service(AdapterRegistryService, registry)
+            .service(RoutingService, routing)
+            .service(VaultService, vaults);
         },
         start: () => routed.start(),
         stop: () => routed.stop(),

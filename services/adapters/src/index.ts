@@ -83,6 +83,24 @@ export {
   SCRIPTED_BACKEND,
   SCRIPTED_CAPABILITIES,
 } from "./scripted/scripted-adapter.js";
+export { createVaultHandlers, MAX_SECRET_BYTES, SECRET_NAME } from "./vaults/handlers.js";
+export { adaptersMigrations } from "./vaults/schema.js";
+export {
+  type NewVault,
+  type SecretInfo,
+  VAULT_CAPABILITIES,
+  VAULT_PROVIDER,
+  type VaultAccess,
+  type VaultRecord,
+  VaultStore,
+} from "./vaults/store.js";
+export { vaultSecretLoader } from "./vaults/vault-environment.js";
+export {
+  loadVaultBox,
+  VAULT_KEY_FILE,
+  VAULT_KEY_NAME,
+  type VaultKeyOptions,
+} from "./vaults/vault-key.js";
 export {
   type AdapterWorkerOptions,
   type RunningAdapterWorker,

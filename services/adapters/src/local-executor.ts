@@ -11,6 +11,7 @@
  */
 import type { Database } from "@trellis/storage";
 import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
+import type { HarnessEnvironment } from "./harness/environment.js";
 import { createHarnessAdapter } from "./harness/harness-adapter.js";
 import { harnessProvidersFromEnv } from "./harness/providers-from-env.js";
 import { PostgresToolRunLedger, type ToolRunLedger } from "./harness/tool-run-ledger.js";
@@ -18,6 +19,9 @@ import type { HarnessTool } from "./harness/tools.js";
 import { BackendRegistry } from "./routing/registry.js";
 import { Router } from "./routing/router.js";
 import { createScriptedAdapter } from "./scripted/scripted-adapter.js";
+import { VaultStore } from "./vaults/store.js";
+import { vaultSecretLoader } from "./vaults/vault-environment.js";
+import { loadVaultBox } from "./vaults/vault-key.js";
 import { loadHarnessTools } from "./worker/harness-tools.js";
 
 /** Create an executor that runs `adapters` in this process, through routing. */
@@ -42,6 +46,8 @@ export interface BuiltinAdaptersOptions {
   tools?: readonly HarnessTool[];
   /** The harness's tool-run ledger (default: in memory, exact within this process). */
   ledger?: ToolRunLedger;
+  /** Where the harness's tools read the clock and secrets (default: wall clock, no secrets). */
+  environment?: HarnessEnvironment;
 }
 
 /** The backends Trellis ships that need no program of the operator's: scripted and the harness. */
@@ -52,6 +58,7 @@ export function createBuiltinAdapters(options: BuiltinAdaptersOptions): Executio
       providers: harnessProvidersFromEnv({ ...options.env }),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.ledger ? { ledger: options.ledger } : {}),
+      ...(options.environment ? { environment: options.environment } : {}),
     }),
   ];
 }
@@ -63,9 +70,13 @@ export interface InProcessBackendsOptions {
   env: Readonly<Record<string, string | undefined>>;
   /**
    * Embedded mode: the database of the harness's tool-run ledger (schema
-   * `harness`, migrated here), so an approved call runs once across restarts.
+   * `harness`, migrated here), so an approved call runs once across restarts;
+   * also where the harness's tools read vault secrets (the adapters service's
+   * `adapters` schema, migrated by that service).
    */
   db?: Database<unknown>;
+  /** Embedded mode's data directory (the generated vault key lives there). */
+  dataDir?: string | undefined;
 }
 
 /** What a service runs in its own process. */
@@ -91,11 +102,29 @@ export async function createInProcessBackends(
     return { adapters: [createScriptedAdapter()], harnessTools };
   }
   const ledger = options.db ? await PostgresToolRunLedger.open(options.db) : undefined;
+  // Tools read vault secrets (`<vault_id>/<name>`) under the vaults' access policy.
+  const environment: HarnessEnvironment | undefined = options.db
+    ? {
+        vaultSecrets: vaultSecretLoader(
+          new VaultStore(
+            options.db,
+            "adapters",
+            await loadVaultBox({
+              mode: options.mode,
+              env: options.env,
+              dataDir: options.dataDir,
+              db: options.db,
+            }),
+          ),
+        ),
+      }
+    : undefined;
   return {
     adapters: createBuiltinAdapters({
       env: options.env,
       tools: harnessTools,
       ...(ledger ? { ledger } : {}),
+      ...(environment ? { environment } : {}),
     }),
     harnessTools,
   };

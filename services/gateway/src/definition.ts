@@ -39,10 +39,9 @@ import { PostgresKeyStore } from "./store/key-store.js";
 import { PostgresOAuthClientStore } from "./store/oauth-client-store.js";
 import { gatewayMigrations } from "./store/schema.js";
 import { withUiAssets } from "./ui/assets.js";
-import { loadWebhookConfig } from "./webhooks/config.js";
+import { loadWebhookConfig, webhookSecretBox } from "./webhooks/config.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { webhookMigrations } from "./webhooks/schema.js";
-import { SecretBox } from "./webhooks/secret-box.js";
 import { WebhookStore } from "./webhooks/store.js";
 import { createWebSocketEndpoint } from "./ws/upgrade.js";
 
@@ -90,7 +89,9 @@ export const gatewayService: ServiceDefinition = {
     const keys = new PostgresKeyStore(ctx.db, ctx.schema);
     const idempotency = new PostgresIdempotencyStore(ctx.db, ctx.schema);
     const quotaCounters = new PostgresQuotaCounters(ctx.db, ctx.schema);
-    const limits = new RequestLimits(quotaCounters, loadLimitsConfig(ctx.env));
+    const limits = new RequestLimits(quotaCounters, loadLimitsConfig(ctx.env), (error) =>
+      ctx.logger.warn("writing read counters failed; retrying", { error: String(error) }),
+    );
     const bootstrap = await bootstrapAdminKey({
       db: ctx.db,
       keys,
@@ -141,7 +142,7 @@ export const gatewayService: ServiceDefinition = {
     const webhookStore = new WebhookStore(
       ctx.db,
       ctx.schema,
-      new SecretBox(webhookConfig.TRELLIS_WEBHOOK_SECRET_KEY),
+      webhookSecretBox(webhookConfig.TRELLIS_WEBHOOK_SECRET_KEY),
     );
     const webhooks = {
       store: webhookStore,
@@ -232,6 +233,7 @@ export const gatewayService: ServiceDefinition = {
         await watchdog?.stop();
         await webhooks.dispatcher.stop();
         await keyCache.close();
+        await limits.close();
       },
     };
   },

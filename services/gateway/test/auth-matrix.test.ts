@@ -7,6 +7,7 @@
 // The rule of each route comes from the one table (auth/scope-table.ts).
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { adaptersService } from "@trellis/adapters";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
@@ -78,6 +79,7 @@ describe("authorization matrix (every REST route)", () => {
     clientId: string;
     quotaId: string | undefined;
     webhookId: string;
+    vaultId: string;
   };
   const credentials = {} as Record<Exclude<Column, "right" | "none">, string>;
 
@@ -401,6 +403,10 @@ describe("authorization matrix (every REST route)", () => {
       req: async () => ({ path: `/v1/ui/sessions/${fx.sessionId}/health/stream`, stream: true }),
       right: 200,
     },
+    "GET /v1/ui/sessions/{session_id}": {
+      req: async () => ({ path: `/v1/ui/sessions/${fx.sessionId}` }),
+      right: 200,
+    },
     // Webhooks (a public IP literal: no DNS, and not a private target).
     "GET /v1/webhooks": {
       req: async () => ({ path: "/v1/webhooks?workspace_id=default" }),
@@ -428,6 +434,44 @@ describe("authorization matrix (every REST route)", () => {
       req: async () => ({ path: `/v1/webhooks/${fx.webhookId}/deliveries` }),
       right: 200,
     },
+    // Vaults (the adapters service): another workspace's vault is absent.
+    "GET /v1/vaults": {
+      req: async () => ({ path: "/v1/vaults?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/vaults": {
+      req: async () => ({
+        path: "/v1/vaults",
+        body: { workspace_id: "default", provider: "trellis", capabilities: ["read", "write"] },
+      }),
+      right: 201,
+    },
+    "GET /v1/vaults/{vault_id}": {
+      req: async () => ({ path: `/v1/vaults/${fx.vaultId}` }),
+      right: 200,
+    },
+    "GET /v1/vaults/{vault_id}/secrets": {
+      req: async () => ({ path: `/v1/vaults/${fx.vaultId}/secrets` }),
+      right: 200,
+    },
+    "PUT /v1/vaults/{vault_id}/secrets/{name}": {
+      req: async () => ({
+        path: `/v1/vaults/${fx.vaultId}/secrets/MATRIX_TOKEN`,
+        body: { value: "matrix-secret-value" },
+      }),
+      right: 200,
+    },
+    "DELETE /v1/vaults/{vault_id}/secrets/{name}": {
+      req: async () => {
+        const name = `DEL_${Math.random().toString(36).slice(2, 10)}`;
+        const put = await admin.request("PUT", `/v1/vaults/${fx.vaultId}/secrets/${name}`, {
+          body: { value: "to delete" },
+        });
+        if (put.status !== 200) throw new Error(`secret: ${put.status} ${put.text}`);
+        return { path: `/v1/vaults/${fx.vaultId}/secrets/${name}` };
+      },
+      right: 200,
+    },
     "GET /v1/ui/event-types": {
       req: async () => ({ path: "/v1/ui/event-types" }),
       right: 200,
@@ -438,7 +482,7 @@ describe("authorization matrix (every REST route)", () => {
   beforeAll(async () => {
     idp = await TestIdentityProvider.start();
     trellis = await startEmbedded({
-      services: [gatewayService, tasksService, receiptsService],
+      services: [gatewayService, tasksService, receiptsService, adaptersService],
       port: 0,
       logger: createLogger({ service: "test", level: "error" }),
       env: {
@@ -510,6 +554,13 @@ describe("authorization matrix (every REST route)", () => {
       clientId: client.json.id,
       quotaId: (await admin.get("/v1/quotas")).json?.data?.[0]?.id,
       webhookId: (await admin.post("/v1/webhooks", webhookBody)).json.id,
+      vaultId: (
+        await admin.post("/v1/vaults", {
+          workspace_id: "default",
+          provider: "trellis",
+          capabilities: ["read", "write"],
+        })
+      ).json.id,
     };
     for (const [name, value] of Object.entries(fx))
       if (name !== "quotaId") expect(value).toBeTruthy();

@@ -4,6 +4,7 @@
 import { createDatabase, type Database, migrate } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WriteBehindReadCounters } from "../src/quota/read-counters.js";
 import { quotaMigrations } from "../src/quota/schema.js";
 import { PostgresQuotaCounters } from "../src/quota/store.js";
 
@@ -114,5 +115,94 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     expect(next.allowed).toBe(true);
     expect(next.windowStart.getTime()).toBeGreaterThan(refused.windowStart.getTime());
     expect(await counters.prune()).toBeGreaterThanOrEqual(0);
+  });
+
+  it("adds granted units to their window, never to a newer one", async () => {
+    const hour = 3_600_000;
+    const taken = await counters.take("b:add", hour, 100);
+    const added = await counters.addAll([
+      { bucket: "b:add", windowStart: taken.windowStart, resetAt: taken.resetAt, cost: 4 },
+      {
+        bucket: "b:add-new",
+        windowStart: taken.windowStart,
+        resetAt: taken.resetAt,
+        cost: 2,
+      },
+    ]);
+    expect(added).toEqual(
+      new Map([
+        ["b:add", 5],
+        ["b:add-new", 2],
+      ]),
+    );
+    // An add for an older window than the row's is dropped (and not reported).
+    const older = new Date(taken.windowStart.getTime() - hour);
+    const stale = await counters.addAll([
+      { bucket: "b:add", windowStart: older, resetAt: taken.windowStart, cost: 7 },
+    ]);
+    expect(stale.size).toBe(0);
+    expect((await counters.usage("b:add", hour)).used).toBe(5);
+  });
+
+  it("counts reads write-behind: exact on one replica, bounded across two", async () => {
+    const hour = 3_600_000;
+    const errors: unknown[] = [];
+    // A long interval: the test flushes by hand.
+    const a = new WriteBehindReadCounters(counters, 60_000, (e) => errors.push(e));
+    const b = new WriteBehindReadCounters(counters, 60_000, (e) => errors.push(e));
+    const granted = async (c: WriteBehindReadCounters, n: number) => {
+      let allowed = 0;
+      for (let i = 0; i < n; i++) if ((await c.take("b:reads", hour, 10)).allowed) allowed++;
+      return allowed;
+    };
+    // One replica: the first read is written at once, the next ones are held.
+    expect(await granted(a, 4)).toBe(4);
+    expect((await counters.usage("b:reads", hour)).used).toBe(1);
+    await a.flush();
+    expect((await counters.usage("b:reads", hour)).used).toBe(4);
+    // Up to the limit, then refused by the table itself.
+    expect(await granted(a, 6)).toBe(6);
+    const refused = await a.take("b:reads", hour, 10);
+    expect(refused.allowed).toBe(false);
+    expect(refused.used).toBe(10);
+    expect((await counters.usage("b:reads", hour)).used).toBe(10);
+    // The other replica sees the shared count at its first read.
+    expect((await b.take("b:reads", hour, 10)).allowed).toBe(false);
+
+    // Two replicas granting at once may pass the limit by what the other one
+    // granted since its last flush; after a flush both see the shared count.
+    const bucket = "b:reads-two";
+    const take = (c: WriteBehindReadCounters) => c.take(bucket, hour, 10);
+    expect((await take(a)).allowed).toBe(true);
+    expect((await take(b)).allowed).toBe(true);
+    let total = 2;
+    for (let i = 0; i < 12; i++) {
+      if ((await take(a)).allowed) total++;
+      if ((await take(b)).allowed) total++;
+    }
+    expect(total).toBeGreaterThanOrEqual(10);
+    expect(total).toBeLessThanOrEqual(20);
+    await a.flush();
+    await b.flush();
+    expect((await counters.usage(bucket, hour)).used).toBe(total);
+    expect((await take(a)).allowed).toBe(false);
+    expect((await take(b)).allowed).toBe(false);
+    await a.close();
+    await b.close();
+    expect(errors).toEqual([]);
+  });
+
+  it("writes held reads within the flush interval without being asked", async () => {
+    const hour = 3_600_000;
+    const reads = new WriteBehindReadCounters(counters, 20, (e) => {
+      throw e;
+    });
+    for (let i = 0; i < 3; i++) expect((await reads.take("b:timer", hour, 100)).allowed).toBe(true);
+    const deadline = Date.now() + 20_000;
+    while ((await counters.usage("b:timer", hour)).used < 3 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect((await counters.usage("b:timer", hour)).used).toBe(3);
+    await reads.close();
   });
 });

@@ -49,6 +49,13 @@ describe("read rate limits", () => {
 
   it("defaults to a generous limit, and can be turned off", () => {
     expect(loadLimitsConfig({}).reads).toEqual({ limit: 30_000, periodMs: 60_000 });
+    // Read counts are written behind every 100 ms unless told otherwise (0: every read at once).
+    expect(loadLimitsConfig({}).readsFlushMs).toBe(100);
+    expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS_FLUSH: "0" }).readsFlushMs).toBe(0);
+    expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS_FLUSH: "2s" }).readsFlushMs).toBe(2_000);
+    expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS_FLUSH: "1m" })).toThrow(
+      /TRELLIS_RATE_LIMIT_READS_FLUSH/,
+    );
     expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "off" }).reads).toBeUndefined();
     expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "lots" })).toThrow(
       /TRELLIS_RATE_LIMIT_READS/,

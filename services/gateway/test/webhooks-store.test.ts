@@ -5,8 +5,8 @@
 import { createDatabase, type Database, migrate } from "@trellis/storage";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { webhookSecretBox } from "../src/webhooks/config.js";
 import { webhookMigrations } from "../src/webhooks/schema.js";
-import { SecretBox } from "../src/webhooks/secret-box.js";
 import { deliveryIdOf, WebhookStore } from "../src/webhooks/store.js";
 
 let db: Database<unknown>;
@@ -106,7 +106,7 @@ describe("webhook delivery queue (PGlite)", () => {
   });
 
   it("keeps signing secrets encrypted at rest when TRELLIS_WEBHOOK_SECRET_KEY is set", async () => {
-    const sealed = new WebhookStore(db, "gateway", new SecretBox("operator key material"));
+    const sealed = new WebhookStore(db, "gateway", webhookSecretBox("operator key material"));
     const sub = await sealed.create({
       workspaceId: "w2",
       url: "https://hooks.example/sealed",

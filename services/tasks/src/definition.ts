@@ -28,7 +28,11 @@ import {
 } from "@trellis/contracts/tasks";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
-import { ContextCompactor, loadCompactionConfig } from "./compaction/index.js";
+import {
+  ContextCompactor,
+  loadCompactionConfig,
+  PostgresContextSummaryStore,
+} from "./compaction/index.js";
 import { loadTasksConfig } from "./config.js";
 import { createAgentHandlers } from "./handlers/agent-handlers.js";
 import { createArtifactHandlers, createOutcomeHandlers } from "./handlers/artifact-handlers.js";
@@ -107,7 +111,12 @@ async function createTasksModule(
   // is safe to re-run after a lost worker is looked up once per agent.
   const backends = options.executor
     ? undefined
-    : await createInProcessBackends({ mode: context.mode, env: context.env, db: context.db });
+    : await createInProcessBackends({
+        mode: context.mode,
+        env: context.env,
+        db: context.db,
+        dataDir: context.dataDir,
+      });
   const routed = backends
     ? createRoutedExecutor({
         mode: context.mode,
@@ -139,7 +148,12 @@ async function createTasksModule(
     logger: context.logger,
     signals: context.signals,
     cancelNotifications: { database: context.db, channel: cancelChannel(context.schema) },
-    compactor: new ContextCompactor(loadCompactionConfig(context.env), context.logger),
+    // Summaries by the agent's model go through the same executor (a replay never calls it).
+    compactor: new ContextCompactor(loadCompactionConfig(context.env), context.logger, {
+      executor,
+      summaries: new PostgresContextSummaryStore(context.db, context.schema),
+      isReplay: async (taskId) => (await store.getReplay(taskId)) !== undefined,
+    }),
   });
   const deps: HandlerDeps = {
     store,

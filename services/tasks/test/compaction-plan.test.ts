@@ -37,6 +37,7 @@ const settings = (budgetTokens: number, keepRecentTurns = 2): CompactionSettings
   budgetTokens,
   warnPercent: 80,
   keepRecentTurns,
+  strategy: "deterministic",
 });
 
 describe("context compaction plan", () => {
@@ -139,12 +140,37 @@ describe("context compaction plan", () => {
       budgetTokens: 4000,
       warnPercent: 80,
       keepRecentTurns: 2,
+      strategy: "deterministic",
     });
     expect(
       settingsFor(config, {
         context: { budget_tokens: 900, keep_recent_turns: 1, warn_percent: -3 },
       }),
-    ).toEqual({ budgetTokens: 900, warnPercent: 80, keepRecentTurns: 1 });
+    ).toEqual({
+      budgetTokens: 900,
+      warnPercent: 80,
+      keepRecentTurns: 1,
+      strategy: "deterministic",
+    });
+  });
+
+  it("chooses the summary strategy per agent: model for harness agents unless told otherwise", () => {
+    const auto = loadCompactionConfig({});
+    expect(settingsFor(auto, {}, "harness").strategy).toBe("model");
+    expect(settingsFor(auto, {}, "scripted").strategy).toBe("deterministic");
+    expect(settingsFor(auto, { context: { strategy: "deterministic" } }, "harness").strategy).toBe(
+      "deterministic",
+    );
+    expect(settingsFor(auto, { context: { strategy: "model" } }, "recorder").strategy).toBe(
+      "model",
+    );
+    // An unknown value falls back to the service's choice.
+    expect(settingsFor(auto, { context: { strategy: "magic" } }, "harness").strategy).toBe("model");
+    const forced = loadCompactionConfig({ TRELLIS_CONTEXT_STRATEGY: "deterministic" });
+    expect(settingsFor(forced, {}, "harness").strategy).toBe("deterministic");
+    expect(() => loadCompactionConfig({ TRELLIS_CONTEXT_STRATEGY: "llm" })).toThrow(
+      /TRELLIS_CONTEXT_STRATEGY/,
+    );
     expect(() => loadCompactionConfig({ TRELLIS_CONTEXT_BUDGET_TOKENS: "lots" })).toThrow(
       /TRELLIS_CONTEXT_BUDGET_TOKENS/,
     );

@@ -10,6 +10,7 @@ import {
   type ExecutionAdapter,
 } from "@trellis/adapters";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
+import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, text, textOf, watchUntil } from "./support/fixtures.js";
 import {
@@ -93,7 +94,16 @@ describe.each(targets.map((t) => ({ name: t.name, target: t })))(
       );
 
       // The log says what happened, in the turn that was compacted, before its reply.
-      const { events } = await h.events.listEvents({ sessionId, limit: 1000 });
+      // In distributed mode events reach the log through the relay: wait for the reply's.
+      const events = await eventually(
+        async () => {
+          const { events } = await h.events.listEvents({ sessionId, limit: 1000 });
+          return events.some((e) => e.taskId === taskIds[3] && e.kind === "agent.message")
+            ? events
+            : undefined;
+        },
+        { timeoutMs: 30_000, what: "the fourth turn's reply in the log" },
+      );
       const context = events.filter((e) => e.kind.startsWith("context."));
       const compacted = context.find((e) => e.kind === "context.compacted")!;
       expect(compacted.taskId).toBe(taskIds[3]);

@@ -740,6 +740,34 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
           (await h.tasks.listTasks({ sessionId, statuses: [TaskStatus.FAILED] })).tasks,
         ).toHaveLength(0);
       });
+
+      it("lists the tasks a task delegated to (parent_task_id), in any session", async () => {
+        const sessionId = await newSession();
+        const { task: parent } = await h.tasks.submitTask({ sessionId, input: text("plan") });
+        await watchUntil(h, parent?.id as string);
+        const other = await newSession();
+        const children: string[] = [];
+        for (const session of [sessionId, other]) {
+          const { task } = await h.tasks.submitTask({
+            sessionId: session,
+            input: text("delegated"),
+            parentTaskId: parent?.id as string,
+          });
+          children.push(task?.id as string);
+          await watchUntil(h, task?.id as string);
+        }
+        const { tasks } = await h.tasks.listTasks({ parentTaskId: parent?.id as string });
+        expect(tasks.map((t) => [t.id, t.sessionId])).toEqual([
+          [children[0], sessionId],
+          [children[1], other],
+        ]);
+        const inSession = await h.tasks.listTasks({
+          parentTaskId: parent?.id as string,
+          sessionId,
+        });
+        expect(inSession.tasks.map((t) => t.id)).toEqual([children[0]]);
+        expect((await h.tasks.listTasks({ parentTaskId: "task_none" })).tasks).toEqual([]);
+      });
     });
 
     describe("events", () => {

@@ -8,6 +8,14 @@
  * — its hash, never its value. A replay gives the same readings again, or its
  * `time:` / `secret:` overrides (the tasks service's replay executor supplies
  * its own {@link HarnessEnvironment}).
+ *
+ * Vault secrets: a name `<vault_id>/<secret name>` is read from the vaults
+ * of the task's workspace (and tenant-global ones) whose access policy lists
+ * the task's agent — {@link HarnessEnvironment.vaultSecrets}, loaded before
+ * the call runs. A missing or denied one is a {@link SecretAccessError}
+ * (the tool call fails with a message naming the secret, never a value).
+ * Without a vault source (remote adapter workers, replays) such a name reads
+ * as unset, like any other secret the environment does not have.
  */
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
@@ -18,16 +26,85 @@ export interface EnvironmentCall {
   toolCallId: string;
 }
 
+/** Whose tool call reads vault secrets (the vault access policy's subject). */
+export interface SecretScope extends EnvironmentCall {
+  workspaceId: string;
+  agentId: string;
+}
+
+/** Vault secrets one tool call may read, loaded before it runs. */
+export interface SecretSource {
+  /**
+   * The value of `<vault_id>/<name>`.
+   *
+   * @throws SecretAccessError when there is no such secret or the vault's
+   *   policy does not allow the agent.
+   */
+  read(name: string): string;
+}
+
+/** Why a tool could not read a vault secret; names the secret, never a value. */
+export class SecretAccessError extends Error {
+  constructor(
+    readonly code: "secret_not_found" | "secret_denied",
+    readonly secretName: string,
+    detail: string,
+  ) {
+    super(`secret ${JSON.stringify(secretName)} is not available (${code}): ${detail}`);
+    this.name = "SecretAccessError";
+  }
+}
+
 /** Where tools read the time and secrets (see the module comment). */
 export interface HarnessEnvironment {
   /** The time of a labelled reading (default: the wall clock). */
   now?(label: string, call: EnvironmentCall): Date;
   /** A secret's value, undefined when there is none (default: no secrets). */
   secret?(name: string, call: EnvironmentCall): string | undefined;
+  /**
+   * The vault secrets (`<vault_id>/<name>`) the call may read under the vault
+   * access policy (default: none; such names then go to {@link secret}).
+   */
+  vaultSecrets?(scope: SecretScope): Promise<SecretSource>;
 }
 
-/** Labels of clock readings and names of secrets. */
-const READ_NAME = /^[A-Za-z0-9_.:-]{1,128}$/;
+/** Why the vault secrets of a tool call could not be loaded (the turn fails, retryably). */
+export class VaultUnavailableError extends Error {
+  constructor(cause: unknown) {
+    super(
+      `the vault secrets of a tool call cannot be loaded: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
+    this.name = "VaultUnavailableError";
+  }
+}
+
+/**
+ * The vault secrets a tool call of `agentId` in `workspaceId` may read, when
+ * the environment has vaults (undefined otherwise).
+ *
+ * @throws VaultUnavailableError when they cannot be loaded.
+ */
+export async function loadVaultSecrets(
+  environment: HarnessEnvironment,
+  scope: SecretScope,
+): Promise<SecretSource | undefined> {
+  const load = environment.vaultSecrets;
+  if (!load) return undefined;
+  try {
+    return await load.call(environment, scope);
+  } catch (error) {
+    throw new VaultUnavailableError(error);
+  }
+}
+
+/** Labels of clock readings and names of secrets (`<vault_id>/<name>` for a vault's). */
+const READ_NAME = /^[A-Za-z0-9_.:-]{1,128}(\/[A-Za-z0-9_.-]{1,128})?$/;
+
+/** Whether a secret name is a vault's (`<vault_id>/<name>`). */
+export function isVaultSecretName(name: string): boolean {
+  return name.includes("/");
+}
 
 /**
  * `sha256:<hex>` of a text's RFC 8785 form (for a string that is its JSON
@@ -46,6 +123,8 @@ export class CallReads {
   constructor(
     private readonly environment: HarnessEnvironment,
     private readonly call: EnvironmentCall,
+    /** The call's vault secrets, when the environment has a vault source. */
+    private readonly vault?: SecretSource,
   ) {}
 
   /** `ToolContext.now`: one reading per label and call. */
@@ -68,7 +147,26 @@ export class CallReads {
     if (!READ_NAME.test(name)) {
       throw new Error(`secret name ${JSON.stringify(name)} must match ${READ_NAME}`);
     }
-    const value = this.environment.secret?.(name, this.call);
+    let value: string | undefined;
+    if (this.vault && isVaultSecretName(name)) {
+      try {
+        value = this.vault.read(name);
+      } catch (error) {
+        if (error instanceof SecretAccessError) {
+          this.records[`secret:${name}`] = {
+            kind: "secret_value",
+            name,
+            set: false,
+            sha256: null,
+            denied: error.code,
+            tool_call_id: this.call.toolCallId,
+          };
+        }
+        throw error;
+      }
+    } else {
+      value = this.environment.secret?.(name, this.call);
+    }
     this.records[`secret:${name}`] = {
       kind: "secret_value",
       name,

@@ -56,7 +56,7 @@ import {
   clarificationMetadata,
   questionOf,
 } from "./clarification.js";
-import { CallReads, type HarnessEnvironment, textSha256 } from "./environment.js";
+import { CallReads, type HarnessEnvironment, loadVaultSecrets, textSha256 } from "./environment.js";
 import {
   type HarnessDefinition,
   HarnessDefinitionError,
@@ -73,6 +73,13 @@ import { type HarnessTool, resultText, ToolRegistry } from "./tools.js";
 
 /** Backend id of the built-in harness. */
 export const HARNESS_BACKEND = "harness";
+
+/**
+ * `name` of the system message that stands for summarised older turns in a
+ * compacted history (the tasks service's context compaction): the one
+ * system-role history message the harness hands the model.
+ */
+export const CONTEXT_SUMMARY_NAME = "context_summary";
 
 /**
  * What the harness honestly does (BYOH §1.4): it runs the tool loop itself,
@@ -504,14 +511,20 @@ class HarnessTurn {
   /** Runs a tool call at most once per task (the ledger), recording its result. */
   async #runTool(job: ToolCallJob, tool: HarnessTool, approval?: JsonObject) {
     const key = `${this.request.taskId}:${job.id}`;
+    const call = { taskId: this.request.taskId, toolCallId: job.id };
+    const { workspaceId, agent } = this.request;
+    const vault = await loadVaultSecrets(this.environment, {
+      ...call,
+      workspaceId,
+      agentId: agent.id,
+    }).catch((error: unknown) => {
+      throw this.#fail("vault_unavailable", String((error as Error).message), true);
+    });
     const claimed = await this.#claim(key);
     let outcome: ToolRunOutcome;
     let replayed = false;
     /** The call's clock and secret reads, recorded on its tool message. */
-    const reads = new CallReads(this.environment, {
-      taskId: this.request.taskId,
-      toolCallId: job.id,
-    });
+    const reads = new CallReads(this.environment, call, vault);
     if (claimed.state === "done") {
       // This call already ran (the same checkpoint resumed again): its result, not a second run.
       outcome = claimed.outcome;
@@ -723,8 +736,11 @@ class HarnessTurn {
       ? [chatToMessage({ role: "system", content: this.definition.system })]
       : [];
     // System-role messages of the transcript are replies to people (chat error
-    // replies), not instructions: the agent's own prompt is the only system text.
-    const history = this.request.history.filter((m) => m.role !== Role.SYSTEM);
+    // replies), not instructions: the agent's own prompt is the only system text
+    // — except a compaction checkpoint the caller put in place of older turns.
+    const history = this.request.history.filter(
+      (m) => m.role !== Role.SYSTEM || m.name === CONTEXT_SUMMARY_NAME,
+    );
     return [...system, ...history, this.request.input, ...this.state.turn];
   }
 

@@ -33,6 +33,10 @@
  * - `max_output_tokens` — per model call; required for Anthropic.
  * - `stream` — stream model answers (default true): text and thinking deltas
  *   are reported as they arrive.
+ * - `context` — the tasks service's context compaction settings for this agent
+ *   (`budget_tokens`, `warn_percent`, `keep_recent_turns`, `strategy`:
+ *   "model" | "deterministic"; see `services/tasks/src/compaction/config.ts`).
+ *   Not read by the harness; it must be an object.
  * - `budgets.max_steps` — model calls per turn, across suspensions (default 10);
  *   `budgets.max_total_tokens` — tokens (prompt + completion) per turn. Running
  *   out fails the turn with `budget_exceeded`.
@@ -77,6 +81,7 @@ const KEYS = new Set([
   "temperature",
   "stream",
   "budgets",
+  "context",
 ]);
 const BUDGET_KEYS = new Set(["max_steps", "max_total_tokens"]);
 
@@ -126,6 +131,9 @@ export function parseHarnessDefinition(
     }
   }
   const { provider, model, system, temperature, stream, budgets } = document;
+  if (document.context !== undefined && !isObject(document.context)) {
+    throw new HarnessDefinitionError("must be an object", "context");
+  }
   if (typeof provider !== "string" || !knownProviders.includes(provider)) {
     throw new HarnessDefinitionError(`must be one of ${knownProviders.join(", ")}`, "provider");
   }

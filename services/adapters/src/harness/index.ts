@@ -10,8 +10,17 @@ export {
   MAX_ANSWER_LENGTH,
   MAX_QUESTION_LENGTH,
 } from "./clarification.js";
-export { type EnvironmentCall, type HarnessEnvironment, textSha256 } from "./environment.js";
 export {
+  type EnvironmentCall,
+  type HarnessEnvironment,
+  isVaultSecretName,
+  SecretAccessError,
+  type SecretScope,
+  type SecretSource,
+  textSha256,
+} from "./environment.js";
+export {
+  CONTEXT_SUMMARY_NAME,
   createHarnessAdapter,
   HARNESS_BACKEND,
   type HarnessAdapterOptions,

@@ -72,6 +72,7 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "GET /v1/ui/event-types": "events:read",
   "GET /v1/ui/sessions/{session_id}/health": "events:read",
   "GET /v1/ui/sessions/{session_id}/health/stream": "events:read",
+  "GET /v1/ui/sessions/{session_id}": "events:read",
 
   "GET /v1/artifacts": "artifacts:read",
   "POST /v1/artifacts": "artifacts:write",
@@ -96,6 +97,15 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "GET /v1/webhooks/{webhook_id}": "webhooks:read",
   "DELETE /v1/webhooks/{webhook_id}": "webhooks:write",
   "GET /v1/webhooks/{webhook_id}/deliveries": "webhooks:read",
+
+  // Vaults of secrets: metadata and secret names only; values are write-only.
+  // Tenant-global vaults need an admin key (the adapters service decides).
+  "GET /v1/vaults": "vaults:read",
+  "POST /v1/vaults": "vaults:write",
+  "GET /v1/vaults/{vault_id}": "vaults:read",
+  "GET /v1/vaults/{vault_id}/secrets": "vaults:read",
+  "PUT /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
+  "DELETE /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
 
   // Credentials of a workspace.
   "GET /v1/api-keys": "keys:admin",
@@ -173,6 +183,13 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   "trellis.receipts.v1.ReceiptService/ListTaskReceipts": "receipts:read",
   "trellis.receipts.v1.ReceiptService/ListReceipts": "receipts:read",
   "trellis.receipts.v1.ReceiptService/GetPublicKeys": "receipts:read",
+
+  "trellis.adapters.v1.VaultService/CreateVault": "vaults:write",
+  "trellis.adapters.v1.VaultService/GetVault": "vaults:read",
+  "trellis.adapters.v1.VaultService/ListVaults": "vaults:read",
+  "trellis.adapters.v1.VaultService/PutSecret": "vaults:write",
+  "trellis.adapters.v1.VaultService/DeleteSecret": "vaults:write",
+  "trellis.adapters.v1.VaultService/ListSecrets": "vaults:read",
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",

@@ -509,7 +509,8 @@ export function agentToPersona(agent: Agent): JsonObject {
 // ---------------------------------------------------------------------------
 // Events
 
-function eventPayloadJson(event: Event): JsonObject {
+/** The typed payload of an event as JSON (what `eventToHarn` puts under `payload`). */
+export function eventPayloadJson(event: Event): JsonObject {
   const kind = event.payload?.kind;
   switch (kind?.case) {
     case "data":

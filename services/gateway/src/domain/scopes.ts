@@ -25,6 +25,8 @@ export const scopeNames = [
   "receipts:read",
   "webhooks:read",
   "webhooks:write",
+  "vaults:read",
+  "vaults:write",
   "keys:admin",
 ] as const;
 

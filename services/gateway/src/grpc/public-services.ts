@@ -3,6 +3,7 @@
  * distributed mode). Add a service here when its area becomes public.
  */
 import type { DescService } from "@bufbuild/protobuf";
+import { VaultService } from "@trellis/contracts/adapters";
 import { ChatService } from "@trellis/contracts/chat";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import {
@@ -28,4 +29,5 @@ export const publicServices: readonly DescService[] = [
   OutcomeService,
   ChatService,
   ReceiptService,
+  VaultService,
 ];

@@ -61,6 +61,11 @@ export async function eventsAfter(
   }
 }
 
+/** A session's whole log, in log order, read with the caller's identity. */
+export function sessionLog(call: RestCall, sessionId: string): Promise<Event[]> {
+  return eventsAfter(contextOf(call), sessionId, "");
+}
+
 /**
  * Cancel the active turn when the policy says so and a limit is crossed.
  * True when this call canceled it.
@@ -94,25 +99,46 @@ export async function enforce(
   }
 }
 
+/** A session's tracker fed `events` (its log, in order), and its policy (validated). */
+function trackerFrom(
+  session: Session,
+  events: readonly Event[],
+): { tracker: HealthTracker; policy: HealthPolicy } {
+  const policy = healthPolicyOf(session.metadata);
+  const tracker = new HealthTracker(session.id);
+  for (const event of events) tracker.apply(event);
+  return { tracker, policy };
+}
+
 /** A session's tracker fed its whole log, and its policy (validated). */
 async function trackerOf(
   call: RestCall,
   session: Session,
 ): Promise<{ tracker: HealthTracker; policy: HealthPolicy; lastId: string }> {
-  const policy = healthPolicyOf(session.metadata);
-  const tracker = new HealthTracker(session.id);
-  const events = await eventsAfter(contextOf(call), session.id, "");
-  for (const event of events) tracker.apply(event);
-  return { tracker, policy, lastId: events.at(-1)?.id ?? "" };
+  const events = await sessionLog(call, session.id);
+  return { ...trackerFrom(session, events), lastId: events.at(-1)?.id ?? "" };
+}
+
+/**
+ * The health snapshot of a session whose whole log the caller already read
+ * (session detail): taken, and enforced, once, like any snapshot read.
+ */
+export async function healthOfLog(
+  call: RestCall,
+  session: Session,
+  events: readonly Event[],
+): Promise<JsonObject> {
+  const { tracker, policy } = trackerFrom(session, events);
+  const evaluation = tracker.snapshot(Date.now(), policy);
+  await enforce(contextOf(call), policy, evaluation);
+  return { object: "session_health", ...evaluation.snapshot };
 }
 
 /** `GET /v1/ui/sessions/{id}/health`. */
 export async function sessionHealth(call: RestCall, sessionId: string): Promise<JsonObject> {
   const session = await visibleSession(call, sessionId);
-  const { tracker, policy } = await trackerOf(call, session);
-  const evaluation = tracker.snapshot(Date.now(), policy);
-  await enforce(contextOf(call), policy, evaluation);
-  return { object: "session_health", ...evaluation.snapshot };
+  const events = await sessionLog(call, session.id);
+  return healthOfLog(call, session, events);
 }
 
 function write(res: HttpResponse, chunk: string): Promise<void> {

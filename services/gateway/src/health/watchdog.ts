@@ -97,9 +97,12 @@ export class HealthWatchdog {
       try {
         lease = await this.#o.db.acquireLock(WATCHDOG_LOCK, { signal: stop });
         const held = AbortSignal.any([stop, lease.lost]);
-        while (!held.aborted) {
-          await this.sweep();
+        // First wait one interval: the services start side by side, so the
+        // tasks service may not answer yet, and nothing is overdue at start.
+        for (;;) {
           await sleep(this.#o.intervalMs, held);
+          if (held.aborted) break;
+          await this.sweep();
         }
       } catch (error) {
         if (stop.aborted) break;

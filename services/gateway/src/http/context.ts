@@ -70,7 +70,7 @@ export interface RestCall {
 
 /** A REST route. */
 export interface RouteSpec {
-  method: "GET" | "POST" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "DELETE";
   /** Path pattern, e.g. `/v1/sessions/{session_id}`. */
   path: string;
   /**

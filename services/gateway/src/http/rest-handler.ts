@@ -328,7 +328,7 @@ export function createRestHandler(
     }
 
     let body: JsonValue | undefined;
-    if (req.method === "POST") {
+    if (req.method === "POST" || req.method === "PUT") {
       body = await readJsonBody(req, jsonLimits);
     }
 

@@ -7,6 +7,9 @@
  * - `TRELLIS_RATE_LIMIT_AGENT`     task submissions per agent (persona), default `3000/1m`
  * - `TRELLIS_RATE_LIMIT_READS`     reads per actor (REST GET, read RPCs, stream opens), default `30000/1m`
  * - `TRELLIS_QUOTA_TASKS_PER_DAY`  tasks a workspace may start per UTC day (hard), default `100000`
+ * - `TRELLIS_RATE_LIMIT_READS_FLUSH` how often a replica writes the read counts it holds
+ *   (`read-counters.ts`), default `100ms`; `0` counts every read with its own statement
+ *   (exact across replicas)
  *
  * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
  */
@@ -24,6 +27,8 @@ export interface LimitsConfig {
   agent?: RateLimit;
   /** Reads per actor (writes have their own rates). */
   reads?: RateLimit;
+  /** Write-behind interval of the read counters (0: write every read at once). */
+  readsFlushMs?: number;
   /** Hard quota: tasks per workspace per UTC day. */
   tasksPerDay?: number;
 }
@@ -65,6 +70,20 @@ function parseCount(name: string, raw: string): number | undefined {
   return value;
 }
 
+/** A flush interval: `0`, or `<n>ms` / `<n>s` up to 10 s. */
+function parseFlush(name: string, raw: string): number {
+  const match = /^(\d+)\s*(ms|s)?$/.exec(raw.trim().toLowerCase());
+  const value = match ? Number(match[1]) * (match[2] === "s" ? 1_000 : 1) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value > 10_000 || (value > 0 && !match?.[2])) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `${name} must be 0 (off) or an interval up to 10s (e.g. 100ms); got ${JSON.stringify(raw)}`,
+      param: name,
+    });
+  }
+  return value;
+}
+
 /** Read the limits from the host's environment. */
 export function loadLimitsConfig(env: Readonly<Record<string, string | undefined>>): LimitsConfig {
   const rate = (name: string, fallback: string) => parseRate(name, env[name] ?? fallback);
@@ -72,6 +91,10 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
   const workspace = rate("TRELLIS_RATE_LIMIT_WORKSPACE", "30000/1m");
   const agent = rate("TRELLIS_RATE_LIMIT_AGENT", "3000/1m");
   const reads = rate("TRELLIS_RATE_LIMIT_READS", "30000/1m");
+  const readsFlushMs = parseFlush(
+    "TRELLIS_RATE_LIMIT_READS_FLUSH",
+    env.TRELLIS_RATE_LIMIT_READS_FLUSH ?? "100ms",
+  );
   const tasksPerDay = parseCount(
     "TRELLIS_QUOTA_TASKS_PER_DAY",
     env.TRELLIS_QUOTA_TASKS_PER_DAY ?? "100000",
@@ -80,7 +103,7 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
     ...(actor ? { actor } : {}),
     ...(workspace ? { workspace } : {}),
     ...(agent ? { agent } : {}),
-    ...(reads ? { reads } : {}),
+    ...(reads ? { reads, readsFlushMs } : {}),
     ...(tasksPerDay !== undefined ? { tasksPerDay } : {}),
   };
 }

@@ -6,7 +6,9 @@
  * - Every write (REST POST/DELETE, WebSocket command frame) counts against the
  *   actor's and the workspace's rate.
  * - Every read (REST GET, a read RPC; a stream when it opens) counts against
- *   the actor's read rate, a bucket of its own so reads never use up writes.
+ *   the actor's read rate, a bucket of its own so reads never use up writes;
+ *   read counts are written behind, in batches (`read-counters.ts`, which
+ *   states the bounded overshoot across replicas).
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
  *   A submission that then fails gives its quota unit back.
@@ -19,6 +21,7 @@ import type { RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, type RestResponse } from "../http/io.js";
 import { visibleSession } from "../http/routes/common.js";
 import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
+import { WriteBehindReadCounters } from "./read-counters.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 
 /** Routes that start a task (and so use the agent rate and the daily task quota). */
@@ -43,11 +46,21 @@ export interface QuotaReport {
 
 export class RequestLimits {
   private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
+  private readonly reads: WriteBehindReadCounters;
 
   constructor(
     private readonly counters: QuotaCounters,
     readonly config: LimitsConfig,
-  ) {}
+    onFlushError: (error: unknown) => void = (error) =>
+      console.warn(`[gateway] writing read counters failed: ${String(error)}`),
+  ) {
+    this.reads = new WriteBehindReadCounters(counters, config.readsFlushMs ?? 0, onFlushError);
+  }
+
+  /** Write the read counts still held in memory (at shutdown). */
+  async close(): Promise<void> {
+    await this.reads.close();
+  }
 
   /** The route with its handler behind the limits (reads as they are when reads are not limited). */
   wrap(route: RouteSpec): RouteSpec {
@@ -119,9 +132,16 @@ export class RequestLimits {
       if (limit !== undefined) counters.push({ bucket, ...limit, kind: scope });
     };
     if (operation.kind === "read") {
-      rate(`rate:read:${workspaceId}:${actorId}`, reads, "reads");
-      const refusal = await this.take(requestId, counters, workspaceId);
-      return refusal ? { ok: false, refusal } : admitted;
+      if (reads === undefined) return admitted;
+      // Reads are counted write-behind (read-counters.ts): usually no statement.
+      const taken = await this.reads.take(
+        `rate:read:${workspaceId}:${actorId}`,
+        reads.periodMs,
+        reads.limit,
+      );
+      return taken.allowed
+        ? admitted
+        : { ok: false, refusal: rateRefusal(requestId, reads, "reads", taken) };
     }
     rate(`rate:actor:${workspaceId}:${actorId}`, actor, "actor");
     rate(`rate:workspace:${workspaceId}`, workspace, "workspace");

@@ -34,6 +34,15 @@ export interface CounterTake {
   cost?: number;
 }
 
+/** Units of one bucket granted in the window starting at `windowStart` (see {@link QuotaCounters.addAll}). */
+export interface CounterAdd {
+  bucket: string;
+  windowStart: Date;
+  /** When that window ends. */
+  resetAt: Date;
+  cost: number;
+}
+
 /** The port. */
 export interface QuotaCounters {
   /** Take `cost` units of `bucket` (window `periodMs`) unless that would pass `limit`. */
@@ -45,6 +54,13 @@ export interface QuotaCounters {
    * counted nor returned). Buckets must differ.
    */
   takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]>;
+  /**
+   * Add units already granted (write-behind, see `read-counters.ts`) to the
+   * windows they were granted in, whatever the limit, in one statement.
+   * Returns each bucket's count after the add; a bucket whose row already
+   * holds a newer window is left alone and missing from the result.
+   */
+  addAll(adds: readonly CounterAdd[]): Promise<Map<string, number>>;
   /** Give units back to the window they were taken from (work that never started). */
   refund(bucket: string, windowStart: Date, cost?: number): Promise<void>;
   /** Units used in the current window of `bucket` (0 when none). */
@@ -160,6 +176,28 @@ export class PostgresQuotaCounters implements QuotaCounters {
       resetAt: asDate(found.expires_at),
       windowStart: asDate(found.window_start),
     };
+  }
+
+  async addAll(adds: readonly CounterAdd[]): Promise<Map<string, number>> {
+    if (adds.length === 0) return new Map();
+    if (new Set(adds.map((a) => a.bucket)).size !== adds.length) {
+      throw new Error("quota counters: addAll needs distinct buckets");
+    }
+    const values = adds.map(
+      (a) =>
+        sql`(${a.bucket}, ${a.windowStart}::timestamptz, ${a.cost}::bigint, ${a.resetAt}::timestamptz)`,
+    );
+    const result = await sql<{ bucket: string; count: number | string }>`
+      insert into ${this.table} as c (bucket, window_start, count, expires_at)
+      values ${sql.join(values)}
+      on conflict (bucket) do update set
+        count = case when c.window_start = excluded.window_start
+                     then c.count + excluded.count else excluded.count end,
+        window_start = excluded.window_start,
+        expires_at = excluded.expires_at
+      where c.window_start <= excluded.window_start
+      returning bucket, count`.execute(this.db);
+    return new Map(result.rows.map((row) => [row.bucket, Number(row.count)]));
   }
 
   async refund(bucket: string, windowStart: Date, cost = 1): Promise<void> {

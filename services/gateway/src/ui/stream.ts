@@ -99,8 +99,12 @@ export async function streamUiEvents(call: RestCall, sessionId: string): Promise
   const live: FeedItem[] = [];
   let failure: { error: unknown } | undefined;
   let wake: (() => void) | undefined;
+  // Set while the connection is idle and live: the feed writes to it at once
+  // (no wake-up and await per connection and event); false means "queue it".
+  let direct: ((item: FeedItem) => boolean) | undefined;
   const listener = {
     item(item: FeedItem) {
+      if (live.length === 0 && direct?.(item)) return;
       live.push(item);
       // A client this far behind reconnects with its cursor instead.
       if (live.length > MAX_BUFFERED_EVENTS) {
@@ -136,6 +140,9 @@ export async function streamUiEvents(call: RestCall, sessionId: string): Promise
         new Promise<void>((resolve) => {
           wake = resolve;
         }),
+      direct: (write) => {
+        direct = write;
+      },
     });
   } finally {
     leave();
@@ -147,6 +154,11 @@ interface LiveQueue {
   failure(): { error: unknown } | undefined;
   /** Resolves when the feed delivers something (or fails). */
   next(): Promise<void>;
+  /**
+   * While set, the feed hands items to `write` instead of queueing them
+   * (when nothing is queued); `write` returns false to have one queued.
+   */
+  direct(write: ((item: FeedItem) => boolean) | undefined): void;
 }
 
 async function serveStream(
@@ -231,17 +243,40 @@ async function serveStream(
     // items already sent as history come first: once one is new, all are,
     // and the history's ids can go (memory stays flat on a long stream).
     let overlap: Set<string> | undefined = ids;
-    while (!abort.signal.aborted) {
-      const item = queue.live.shift();
-      if (item) {
-        if (overlap?.has(item.eventId)) continue;
-        overlap = undefined;
-        if (item.sse[tier] !== "") await write(res, item.sse[tier]);
-        continue;
+    // With nothing queued and the socket not backed up, an item is written
+    // synchronously by the feed itself; otherwise it is queued for this loop.
+    let backedUp = false;
+    const drained = () => {
+      backedUp = false;
+    };
+    res.on("drain", drained);
+    const writeNow = (item: FeedItem): boolean => {
+      if (res.destroyed || res.writableEnded) return true;
+      if (backedUp) return false;
+      if (overlap?.has(item.eventId)) return true;
+      overlap = undefined;
+      const text = item.sse[tier];
+      if (text !== "" && !(res as { write(chunk: string): boolean }).write(text)) backedUp = true;
+      return true;
+    };
+    try {
+      while (!abort.signal.aborted) {
+        const item = queue.live.shift();
+        if (item) {
+          if (overlap?.has(item.eventId)) continue;
+          overlap = undefined;
+          if (item.sse[tier] !== "") await write(res, item.sse[tier]);
+          continue;
+        }
+        const failed = queue.failure();
+        if (failed) throw failed.error;
+        queue.direct(writeNow);
+        await changedOrAborted(queue.next(), abort.signal);
+        queue.direct(undefined);
       }
-      const failed = queue.failure();
-      if (failed) throw failed.error;
-      await changedOrAborted(queue.next(), abort.signal);
+    } finally {
+      queue.direct(undefined);
+      res.off("drain", drained);
     }
   } catch (error) {
     if (!abort.signal.aborted) {

@@ -12,9 +12,9 @@
  *   (new ones are sent at once on the replica that queued them).
  * - `TRELLIS_WEBHOOK_CONCURRENCY` (default 8): attempts in flight per replica.
  * - `TRELLIS_WEBHOOK_SECRET_KEY` (optional): encrypts signing secrets at rest
- *   (`secret-box.ts`); every replica needs the same value.
+ *   (`SecretBox` of `@trellis/runtime`); every replica needs the same value.
  */
-import { type ConfigOf, env, loadConfig } from "@trellis/runtime";
+import { type ConfigOf, env, loadConfig, SecretBox } from "@trellis/runtime";
 
 export const webhookConfigSchema = {
   TRELLIS_WEBHOOKS_ALLOW_PRIVATE: env.bool().default(false),
@@ -44,4 +44,9 @@ export function retryDelayMs(
   const exponential = config.TRELLIS_WEBHOOK_RETRY_BASE * 2 ** Math.min(attempt - 1, 30);
   const capped = Math.min(config.TRELLIS_WEBHOOK_RETRY_MAX, exponential);
   return Math.round(capped * (0.5 + random / 2));
+}
+
+/** The box webhook signing secrets are sealed with (`TRELLIS_WEBHOOK_SECRET_KEY`; none: stored as given). */
+export function webhookSecretBox(material: string | undefined): SecretBox {
+  return new SecretBox(material, { keyName: "TRELLIS_WEBHOOK_SECRET_KEY" });
 }

@@ -9,7 +9,7 @@ import type { Migration } from "kysely/migration";
  * One subscription: events of `workspace_id` whose kind matches one of
  * `event_types` (space-separated: `task.completed`, `task.*`, `*`) are POSTed
  * to `url`, signed with `secret`. The secret must be usable for signing: it is
- * sealed with `TRELLIS_WEBHOOK_SECRET_KEY` when that is set (`secret-box.ts`),
+ * sealed with `TRELLIS_WEBHOOK_SECRET_KEY` when that is set (`SecretBox` of `@trellis/runtime`),
  * else kept as given.
  */
 export interface WebhookSubscriptionTable {

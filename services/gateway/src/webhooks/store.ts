@@ -1,10 +1,11 @@
 /** Webhook subscriptions and the delivery queue on PostgreSQL or PGlite. */
 import { randomBytes } from "node:crypto";
+import type { SecretBox } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Kysely, Selectable } from "kysely";
 import { sha256Hex } from "../domain/canonical-json.js";
+import { webhookSecretBox } from "./config.js";
 import type { WebhookDatabase, WebhookDeliveryTable, WebhookSubscriptionTable } from "./schema.js";
-import { SecretBox } from "./secret-box.js";
 
 export type SubscriptionRow = Selectable<WebhookSubscriptionTable>;
 export type DeliveryRow = Selectable<WebhookDeliveryTable>;
@@ -29,7 +30,7 @@ export class WebhookStore {
   constructor(
     database: Database<unknown>,
     schema: string,
-    private readonly box: SecretBox = new SecretBox(undefined),
+    private readonly box: SecretBox = webhookSecretBox(undefined),
   ) {
     this.db = (database.kysely as unknown as Kysely<WebhookDatabase>).withSchema(schema);
   }

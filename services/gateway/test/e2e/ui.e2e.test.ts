@@ -324,6 +324,39 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
     await shot("receipt-verified");
   });
 
+  it("lists resume points and branches a new session from the approval request", async () => {
+    const parent = await openNewSession(gated);
+    await send("Lyon");
+    await page.waitForSelector('[data-testid="approval"]');
+    await page.click('[data-testid="approve"]');
+    await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+    // Session detail's resume points: the request, its resolution, the completed turn.
+    await countIs('[data-testid="resume-point"]', 3);
+    const kinds = await page.$$eval('[data-testid="resume-point"]', (els) =>
+      els.map((e) => e.getAttribute("data-kind")),
+    );
+    expect(kinds).toEqual(["approval_request", "approval_resolution", "turn_completed"]);
+    await shot("resume-points");
+    await page.click(
+      '[data-testid="resume-point"][data-kind="approval_request"] [data-testid="resume-branch"]',
+    );
+    await expect
+      .poll(() => new URL(page.url()).hash)
+      .toMatch(new RegExp(`^#/sessions/(?!${parent}$)`));
+    await page.waitForSelector('[data-testid="marker"][data-kind="resume_seed"]');
+    await shot("branched-from-resume-point");
+    // The branch holds the history up to the approval request, not the approved call's result.
+    const branchId = decodeURIComponent(
+      (await page.evaluate<string>("window.location.hash")).slice(11),
+    );
+    const messages = await api.get(`/v1/sessions/${branchId}/messages`);
+    const texts = messages.json.data.map((m: { parts: { text?: string }[] }) =>
+      m.parts.map((p) => p.text ?? "").join(""),
+    );
+    expect(texts.at(-1)).toBe("It is sunny. May I write the forecast to a file?");
+    expect(texts).not.toContain("Done: the forecast is in forecast.txt.");
+  });
+
   it("denies a gated tool: the row ends denied", async () => {
     await openNewSession(gated);
     await send("Oslo");

@@ -5,11 +5,13 @@
  * turns]`. The transcript in storage is never touched: compaction only
  * changes what one turn is handed.
  *
- * Strategy `first_line` (deterministic, used for every backend today): each
- * summarised turn becomes the first line of its user message and of its
- * first assistant reply, plus the names of the tools it called. Summarising
- * with the agent's own model (for harness agents) is a follow-up; it would
- * plug in as another strategy behind {@link summarize}.
+ * Strategy `first_line` (deterministic): each summarised turn becomes the
+ * first line of its user message and of its first assistant reply, plus the
+ * names of the tools it called. The plan is always made with it; where the
+ * agent's strategy is `model`, the compactor (`./index.ts`) then swaps the
+ * checkpoint's summary for the model's (stored once per checkpoint) with
+ * {@link withSummary}. Where the checkpoint lies never depends on the
+ * strategy: it is planned with the deterministic summary's size.
  *
  * The plan is a pure function of the transcript and the settings. Where the
  * checkpoint lies is found by replaying the rule over the transcript's turns
@@ -24,6 +26,7 @@
  * log too.
  */
 import { create, type JsonValue } from "@bufbuild/protobuf";
+import { CONTEXT_SUMMARY_NAME } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import type { CompactionSettings } from "./config.js";
 import { estimateTokens } from "./tokens.js";
@@ -40,10 +43,24 @@ export interface ContextItem {
   data: { [key: string]: JsonValue };
 }
 
+/** The compaction checkpoint a turn's history is cut at. */
+export interface PlannedCheckpoint {
+  /** History index the summary ends at (exclusive): `history.slice(preamble, through)` is summarised. */
+  through: number;
+  /** Where the summary message sits in the plan's `history`. */
+  index: number;
+  /** The summarised turns (each a run of messages starting at a user message). */
+  turns: Message[][];
+  /** Estimated tokens of the (deterministic) summary the plan was made with. */
+  summaryTokens: number;
+}
+
 /** What one turn is given, and what it records. */
 export interface ContextPlan {
   history: Message[];
   items: ContextItem[];
+  /** Set when older turns are summarised. */
+  checkpoint?: PlannedCheckpoint;
 }
 
 function firstLine(message: Message): string {
@@ -65,6 +82,15 @@ function toolNames(message: Message): string[] {
 
 const isAgentRole = (role: Role) => role === Role.ASSISTANT || role === Role.AGENT;
 
+/** A summary message (the compaction checkpoint) with `text`. */
+export function summaryMessage(text: string): Message {
+  return create(MessageSchema, {
+    role: Role.SYSTEM,
+    name: CONTEXT_SUMMARY_NAME,
+    parts: [{ kind: { case: "text", value: { text } } }],
+  });
+}
+
 /** The summary message of `turns` (each a run of messages starting at a user message). */
 export function summarize(turns: readonly (readonly Message[])[], fromTurn: number): Message {
   const lines = [
@@ -80,11 +106,7 @@ export function summarize(turns: readonly (readonly Message[])[], fromTurn: numb
     if (reply) lines.push(`   assistant: ${firstLine(reply)}`);
     if (tools.length > 0) lines.push(`   tools: ${tools.join(", ")}`);
   });
-  return create(MessageSchema, {
-    role: Role.SYSTEM,
-    name: "context_summary",
-    parts: [{ kind: { case: "text", value: { text: lines.join("\n") } } }],
-  });
+  return summaryMessage(lines.join("\n"));
 }
 
 interface Checkpoint {
@@ -211,10 +233,60 @@ export function planContext(
       },
     });
   }
-  return { history: given, items };
+  return {
+    history: given,
+    items,
+    ...(checkpoint.summary
+      ? {
+          checkpoint: {
+            through: checkpoint.through,
+            index: preamble,
+            turns: turnsOf(preamble, checkpoint.through),
+            summaryTokens: checkpoint.summaryTokens,
+          },
+        }
+      : {}),
+  };
 }
 
-function firstText(message: Message): string {
+/**
+ * `plan` with its checkpoint's summary replaced by `summary`, written by
+ * `strategy`; its `context.compacted` item (if any) says so, carries the new
+ * summary and token figures, and `details` (e.g. why a model summary fell
+ * back). A plan without a checkpoint is returned as it is.
+ */
+export function withSummary(
+  plan: ContextPlan,
+  summary: Message,
+  strategy: string,
+  details: { [key: string]: JsonValue } = {},
+): ContextPlan {
+  const checkpoint = plan.checkpoint;
+  if (!checkpoint) return plan;
+  const history = [...plan.history];
+  history[checkpoint.index] = summary;
+  const delta = estimateTokens(summary) - checkpoint.summaryTokens;
+  const items = plan.items.map((item): ContextItem => {
+    if (item.kind !== "context.compacted") return item;
+    const before = Number(item.data.tokens_before ?? 0);
+    const after = Number(item.data.tokens_after ?? 0) + delta;
+    return {
+      kind: item.kind,
+      data: {
+        ...item.data,
+        ...details,
+        strategy,
+        summary: firstText(summary),
+        tokens_after: after,
+        tokens_saved: Math.max(0, before - after),
+      },
+    };
+  });
+  return { history, items, checkpoint };
+}
+
+/** The text of a summary message (its first part). */
+export function firstText(message: Message): string {
   const part = message.parts[0];
   return part?.kind.case === "text" ? part.kind.value.text : "";
 }

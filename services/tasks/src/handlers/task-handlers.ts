@@ -64,6 +64,7 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
         {
           sessionId: request.sessionId,
           workspaceId: request.workspaceId,
+          parentTaskId: request.parentTaskId,
           statuses: request.statuses,
         },
         pageOf(request),

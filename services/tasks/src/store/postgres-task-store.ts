@@ -1469,6 +1469,7 @@ export class PostgresTaskStore implements TaskStore {
     if (after !== undefined) query = query.where("seq", ">", after);
     if (workspace) query = query.where("workspace_id", "=", workspace);
     if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
+    if (filter.parentTaskId) query = query.where("parent_task_id", "=", filter.parentTaskId);
     if (filter.statuses.length > 0) query = query.where("status", "in", filter.statuses);
     return paged(await query.execute(), limit, (r) => r.seq, toTask);
   }

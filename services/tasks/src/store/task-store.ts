@@ -215,6 +215,8 @@ export interface ReplayRecord {
 export interface TaskFilter {
   workspaceId?: string;
   sessionId?: string;
+  /** Only the tasks delegated by this task (`parent_task_id`). */
+  parentTaskId?: string;
   statuses: TaskStatus[];
 }
 

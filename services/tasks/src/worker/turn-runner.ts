@@ -287,8 +287,12 @@ export class TurnRunner {
     );
     // Past its token budget the turn gets a compacted history (the transcript is unchanged).
     const context =
-      (await this.#o.compactor?.prepare(claim, history, (i) => store.recordProgress(claim, i))) ??
-      history;
+      (await this.#o.compactor?.prepare(
+        claim,
+        history,
+        (i) => store.recordProgress(claim, i),
+        run.abort.signal,
+      )) ?? history;
     const progress = new ProgressRecorder((items) => store.recordProgress(claim, items), {
       flushMs: this.#o.progressFlushMs ?? 50,
       logger: this.#o.logger,

@@ -63,6 +63,33 @@ function quote(text: string): string {
 }
 
 /**
+ * Where a statement's placeholders are: the text between them and, for each,
+ * the index of its parameter. Scanning SQL character by character is the
+ * costly part of inlining, and a service issues the same few statement
+ * texts over and over (kysely compiles a query shape to the same SQL), so
+ * scans are kept per statement text.
+ */
+interface Template {
+  /** `parts.length === indexes.length + 1`. */
+  parts: string[];
+  indexes: number[];
+}
+
+const templates = new Map<string, Template>();
+/** Statement texts whose scan is kept (the map is emptied when full). */
+const TEMPLATE_LIMIT = 2000;
+
+function templateOf(sql: string): Template {
+  let template = templates.get(sql);
+  if (template === undefined) {
+    template = scan(sql);
+    if (templates.size >= TEMPLATE_LIMIT) templates.clear();
+    templates.set(sql, template);
+  }
+  return template;
+}
+
+/**
  * `sql` with `$1`, `$2`, … replaced by the literals of `params`, or undefined
  * when a parameter cannot be inlined (the caller then binds them). Placeholders
  * inside quoted strings, quoted identifiers, comments and dollar-quoted bodies
@@ -76,7 +103,20 @@ export function inlineParameters(sql: string, params: readonly unknown[]): strin
     if (text === undefined) return undefined;
     literals.push(text);
   }
-  let out = "";
+  const { parts, indexes } = templateOf(sql);
+  let out = parts[0] as string;
+  for (let i = 0; i < indexes.length; i++) {
+    const text = literals[indexes[i] as number];
+    if (text === undefined) return undefined;
+    out += text + (parts[i + 1] as string);
+  }
+  return out;
+}
+
+/** The placeholders of `sql` (see {@link inlineParameters} for what is skipped). */
+function scan(sql: string): Template {
+  const parts: string[] = [];
+  const indexes: number[] = [];
   let from = 0;
   let at = 0;
   const n = sql.length;
@@ -104,10 +144,8 @@ export function inlineParameters(sql: string, params: readonly unknown[]): strin
     } else if (c === "$" && !identChar(sql[at - 1])) {
       const digits = /^\$(\d+)/.exec(sql.slice(at, at + 12));
       if (digits) {
-        const index = Number(digits[1]) - 1;
-        const text = literals[index];
-        if (text === undefined) return undefined;
-        out += `${sql.slice(from, at)}${text}`;
+        parts.push(sql.slice(from, at));
+        indexes.push(Number(digits[1]) - 1);
         at += digits[0].length;
         from = at;
         continue;
@@ -119,5 +157,6 @@ export function inlineParameters(sql: string, params: readonly unknown[]): strin
       } else at++;
     } else at++;
   }
-  return out + sql.slice(from);
+  parts.push(sql.slice(from));
+  return { parts, indexes };
 }

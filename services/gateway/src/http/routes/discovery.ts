@@ -75,7 +75,9 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
   const started = call.deps.startedAt.toISOString();
   const description =
     "Trellis hosts AI agents behind sessions, tasks, an append-only event log and artifacts " +
-    "(Harn Agents Protocol, Core conformance level: REST + SSE, API-key auth).";
+    "(Harn Agents Protocol: the Core level — REST + SSE, API keys — plus, of the Extended " +
+    "level, OAuth2 client credentials, WebSocket sessions, personas, workspaces, quotas, " +
+    "vaults and artifact registration; no connectors, skills or memory resources).";
   const skills = agents.map((agent) => ({
     id: agent.id,
     object: "skill",

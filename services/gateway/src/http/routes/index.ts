@@ -39,6 +39,8 @@ import {
 import { appendTaskMessage, cancelTask, getTask, listTasks, submitTask } from "./tasks.js";
 import { uiEventRoutes } from "./ui-events.js";
 import { uiHealthRoutes } from "./ui-health.js";
+import { uiSessionRoutes } from "./ui-session.js";
+import { vaultRoutes } from "./vaults.js";
 import { webhookRoutes } from "./webhooks.js";
 import { webSocketRoutes } from "./websocket.js";
 import {
@@ -271,7 +273,9 @@ export const restRoutes: readonly RouteSpec[] = [
 
   // Signed webhook deliveries of task / session events (webhooks/).
   ...webhookRoutes,
+  ...vaultRoutes,
   ...uiHealthRoutes,
+  ...uiSessionRoutes,
 
   // Credentials of a workspace (not replayed by Idempotency-Key: see keys.ts).
   { method: "GET", path: "/v1/api-keys", handle: listApiKeys },

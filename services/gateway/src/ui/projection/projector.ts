@@ -548,6 +548,11 @@ export class UiProjector {
             tokens_before: num(data, "tokens_before"),
             tokens_after: num(data, "tokens_after"),
             budget_tokens: num(data, "budget_tokens"),
+            // Model summaries: the strategy asked for, whether the stored
+            // summary was reused, and why the model's was not used (if so).
+            requested_strategy: str(data, "requested_strategy") || null,
+            summary_reused: typeof data.summary_reused === "boolean" ? data.summary_reused : null,
+            fallback_reason: str(data, "fallback_reason") || null,
           },
         );
         return;

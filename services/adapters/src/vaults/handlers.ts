@@ -1,0 +1,195 @@
+/**
+ * `trellis.adapters.v1.VaultService`. Who sees what: an internal call (no
+ * caller) and an admin credential (`*`) every vault; any other caller only
+ * its workspace's — another workspace's vault, and a tenant-global one, is
+ * `resource_not_found`. Tenant-global vaults are created and written with an
+ * admin credential only. No response carries a secret value.
+ */
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import {
+  SecretInfoSchema,
+  type Vault as VaultMessage,
+  VaultSchema,
+  type VaultService,
+} from "@trellis/contracts/adapters";
+import { type Caller, callerOf } from "@trellis/platform";
+import { errors, TrellisError } from "@trellis/runtime";
+import {
+  type SecretInfo,
+  VAULT_CAPABILITIES,
+  VAULT_PROVIDER,
+  type VaultRecord,
+  type VaultStore,
+} from "./store.js";
+
+/** Names of secrets: `[A-Za-z0-9_.-]`, at most 128 characters. */
+export const SECRET_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+/** Largest secret value, in UTF-8 bytes. */
+export const MAX_SECRET_BYTES = 64 * 1024;
+const MAX_PAGE = 100;
+
+function isAdmin(caller: Caller | undefined): boolean {
+  return caller === undefined || caller.scopes.includes("*");
+}
+
+function vaultToProto(vault: VaultRecord): VaultMessage {
+  return create(VaultSchema, {
+    id: vault.id,
+    workspaceId: vault.workspaceId ?? "",
+    provider: vault.provider,
+    capabilities: vault.capabilities,
+    allowedAgentIds: vault.allowedAgentIds,
+    createdAt: timestampFromDate(vault.createdAt),
+    updatedAt: timestampFromDate(vault.updatedAt),
+    metadata: vault.metadata,
+  });
+}
+
+function secretToProto(secret: SecretInfo) {
+  return create(SecretInfoSchema, {
+    name: secret.name,
+    sizeBytes: secret.sizeBytes,
+    createdAt: timestampFromDate(secret.createdAt),
+    updatedAt: timestampFromDate(secret.updatedAt),
+  });
+}
+
+function checkSecretName(name: string): void {
+  if (!SECRET_NAME.test(name)) {
+    throw errors.invalid("a secret name is 1–128 characters of [A-Za-z0-9_.-]", "name");
+  }
+}
+
+/** The handlers over `store`. */
+export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof VaultService> {
+  /** The vault, when the caller may see it (else `resource_not_found`). */
+  async function visible(id: string, context: HandlerContext): Promise<VaultRecord> {
+    const caller = callerOf(context);
+    const vault = id ? await store.get(id) : undefined;
+    if (!vault || (!isAdmin(caller) && vault.workspaceId !== caller?.workspaceId)) {
+      throw errors.notFound("vault", id);
+    }
+    return vault;
+  }
+
+  function writable(vault: VaultRecord): void {
+    if (!vault.capabilities.includes("write")) {
+      throw new TrellisError({
+        reason: "policy_violation",
+        message: `vault ${vault.id} does not allow writing secrets (capabilities: ${vault.capabilities.join(", ") || "none"})`,
+        domain: "adapters",
+      });
+    }
+  }
+
+  return {
+    async createVault(request, context) {
+      const caller = callerOf(context);
+      let workspaceId: string | null;
+      if (request.tenantGlobal) {
+        if (!isAdmin(caller)) {
+          throw new TrellisError({
+            reason: "permission_denied",
+            message: "tenant-global vaults need an admin credential",
+            domain: "adapters",
+          });
+        }
+        workspaceId = null;
+      } else {
+        workspaceId = request.workspaceId || caller?.workspaceId || "";
+        if (!workspaceId) throw errors.invalid("workspace_id is required", "workspace_id");
+        if (!isAdmin(caller) && workspaceId !== caller?.workspaceId) {
+          throw errors.notFound("workspace", workspaceId);
+        }
+      }
+      const provider = request.provider || VAULT_PROVIDER;
+      if (provider !== VAULT_PROVIDER) {
+        throw errors.invalid(
+          `unsupported vault provider ${JSON.stringify(provider)}; supported: ${VAULT_PROVIDER}`,
+          "provider",
+        );
+      }
+      const capabilities =
+        request.capabilities.length > 0
+          ? [...new Set(request.capabilities)]
+          : [...VAULT_CAPABILITIES];
+      for (const capability of capabilities) {
+        if (!(VAULT_CAPABILITIES as readonly string[]).includes(capability)) {
+          throw errors.invalid(
+            `unknown vault capability ${JSON.stringify(capability)}; known: ${VAULT_CAPABILITIES.join(", ")}`,
+            "capabilities",
+          );
+        }
+      }
+      if (request.allowedAgentIds.some((id) => id === "" || id.length > 128)) {
+        throw errors.invalid("allowed_agent_ids must be agent ids", "allowed_agent_ids");
+      }
+      const vault = await store.create({
+        ...(request.vaultId ? { id: request.vaultId } : {}),
+        workspaceId,
+        provider,
+        capabilities,
+        allowedAgentIds: [...new Set(request.allowedAgentIds)],
+        metadata: request.metadata ?? {},
+        createdBy: caller?.actorId ?? "system",
+      });
+      return { vault: vaultToProto(vault) };
+    },
+
+    async getVault(request, context) {
+      return { vault: vaultToProto(await visible(request.vaultId, context)) };
+    },
+
+    async listVaults(request, context) {
+      const caller = callerOf(context);
+      let workspaceId: string | undefined;
+      if (isAdmin(caller)) {
+        workspaceId = request.workspaceId || undefined;
+      } else {
+        if (request.workspaceId && request.workspaceId !== caller?.workspaceId) {
+          throw errors.notFound("workspace", request.workspaceId);
+        }
+        workspaceId = caller?.workspaceId;
+      }
+      const limit = Math.min(Math.max(request.pageSize || 50, 1), MAX_PAGE);
+      const vaults = await store.list({ workspaceId, after: request.pageToken, limit: limit + 1 });
+      const page = vaults.slice(0, limit);
+      return {
+        vaults: page.map(vaultToProto),
+        nextPageToken: vaults.length > limit ? (page.at(-1)?.id ?? "") : "",
+      };
+    },
+
+    async putSecret(request, context) {
+      const vault = await visible(request.vaultId, context);
+      writable(vault);
+      checkSecretName(request.name);
+      if (Buffer.byteLength(request.value, "utf8") > MAX_SECRET_BYTES) {
+        throw new TrellisError({
+          reason: "payload_too_large",
+          message: `a secret value is at most ${MAX_SECRET_BYTES} bytes`,
+          param: "value",
+        });
+      }
+      const secret = await store.putSecret(vault.id, request.name, request.value);
+      return { secret: secretToProto(secret) };
+    },
+
+    async deleteSecret(request, context) {
+      const vault = await visible(request.vaultId, context);
+      writable(vault);
+      checkSecretName(request.name);
+      if (!(await store.deleteSecret(vault.id, request.name))) {
+        throw errors.notFound("secret", `${vault.id}/${request.name}`);
+      }
+      return {};
+    },
+
+    async listSecrets(request, context) {
+      const vault = await visible(request.vaultId, context);
+      return { secrets: (await store.listSecrets(vault.id)).map(secretToProto) };
+    },
+  };
+}

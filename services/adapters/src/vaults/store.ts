@@ -1,0 +1,297 @@
+/**
+ * Vaults and their secrets on PostgreSQL or PGlite. Secret values are sealed
+ * before they are written and only opened for {@link VaultStore.accessFor}
+ * (the harness's policy-checked reads); no other method returns one.
+ */
+import { randomBytes } from "node:crypto";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { type SecretBox, TrellisError } from "@trellis/runtime";
+import type { Database } from "@trellis/storage";
+import type { Kysely, Selectable } from "kysely";
+import type { VaultDatabase, VaultTable } from "./schema.js";
+
+/** A vault's metadata (never a secret value). */
+export interface VaultRecord {
+  id: string;
+  /** Null: tenant-global. */
+  workspaceId: string | null;
+  provider: string;
+  capabilities: string[];
+  allowedAgentIds: string[];
+  metadata: JsonObject;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** A stored secret without its value. */
+export interface SecretInfo {
+  name: string;
+  sizeBytes: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What {@link VaultStore.create} writes. */
+export interface NewVault {
+  /** Caller-chosen id; default a new `vlt_…`. */
+  id?: string;
+  workspaceId: string | null;
+  provider: string;
+  capabilities: readonly string[];
+  allowedAgentIds: readonly string[];
+  metadata: JsonObject;
+  createdBy: string;
+}
+
+/** One vault as an agent's tool call sees it (see {@link VaultStore.accessFor}). */
+export type VaultAccess =
+  | { allowed: true; secrets: ReadonlyMap<string, string> }
+  | { allowed: false; reason: string };
+
+/** The one vault provider: secrets sealed in this service's database. */
+export const VAULT_PROVIDER = "trellis";
+/** Secret operations a vault may allow. */
+export const VAULT_CAPABILITIES = ["read", "write"] as const;
+
+const ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+function parseList(text: string): string[] {
+  const value: unknown = JSON.parse(text);
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : [];
+}
+
+function toRecord(row: Selectable<VaultTable>): VaultRecord {
+  return {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    provider: row.provider,
+    capabilities: parseList(row.capabilities),
+    allowedAgentIds: parseList(row.allowed_agent_ids),
+    metadata: JSON.parse(row.metadata) as JsonObject,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+function isUniqueViolation(error: unknown): boolean {
+  return (error as { code?: unknown } | null)?.code === "23505";
+}
+
+export class VaultStore {
+  readonly #db: Kysely<VaultDatabase>;
+
+  constructor(
+    database: Database<unknown>,
+    schema: string,
+    private readonly box: SecretBox,
+  ) {
+    this.#db = (database.kysely as unknown as Kysely<VaultDatabase>).withSchema(schema);
+  }
+
+  /** Whether secrets can be written (a vault key is configured). */
+  get canWriteSecrets(): boolean {
+    return this.box.canSeal;
+  }
+
+  /** @throws TrellisError `conflict` when the id is taken; `invalid_request` for a bad id. */
+  async create(input: NewVault): Promise<VaultRecord> {
+    const id = input.id || `vlt_${randomBytes(12).toString("hex")}`;
+    if (!ID.test(id)) {
+      throw new TrellisError({
+        reason: "invalid_request",
+        message: "a vault id is 1–64 characters of [A-Za-z0-9_-]",
+        param: "vault_id",
+      });
+    }
+    const now = new Date();
+    try {
+      const row = await this.#db
+        .insertInto("vaults")
+        .values({
+          id,
+          workspace_id: input.workspaceId,
+          provider: input.provider,
+          capabilities: JSON.stringify(input.capabilities),
+          allowed_agent_ids: JSON.stringify(input.allowedAgentIds),
+          metadata: JSON.stringify(input.metadata),
+          created_by: input.createdBy,
+          created_at: now,
+          updated_at: now,
+        })
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      return toRecord(row);
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error;
+      throw new TrellisError({
+        reason: "conflict",
+        message: `vault ${JSON.stringify(id)} already exists`,
+        param: "vault_id",
+        domain: "adapters",
+      });
+    }
+  }
+
+  async get(id: string): Promise<VaultRecord | undefined> {
+    const row = await this.#db
+      .selectFrom("vaults")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /**
+   * Vaults by id, after `after`; `workspaceId` undefined: every vault, null:
+   * tenant-global ones, a string: that workspace's.
+   */
+  async list(options: {
+    workspaceId: string | null | undefined;
+    after: string;
+    limit: number;
+  }): Promise<VaultRecord[]> {
+    let query = this.#db.selectFrom("vaults").selectAll().orderBy("id").limit(options.limit);
+    if (options.after) query = query.where("id", ">", options.after);
+    if (options.workspaceId === null) query = query.where("workspace_id", "is", null);
+    else if (options.workspaceId !== undefined)
+      query = query.where("workspace_id", "=", options.workspaceId);
+    return (await query.execute()).map(toRecord);
+  }
+
+  /**
+   * Sets a secret (sealed), returning its description.
+   *
+   * @throws TrellisError `config_invalid` when no vault key is configured.
+   */
+  async putSecret(vaultId: string, name: string, value: string): Promise<SecretInfo> {
+    if (!this.box.canSeal) {
+      throw new TrellisError({
+        reason: "config_invalid",
+        message:
+          "vault secrets cannot be stored: no vault key is configured (set TRELLIS_VAULT_KEY or TRELLIS_VAULT_KEY_FILE to 32 bytes of base64)",
+        metadata: { setting: "TRELLIS_VAULT_KEY" },
+        domain: "adapters",
+      });
+    }
+    const now = new Date();
+    const row = await this.#db
+      .insertInto("vault_secrets")
+      .values({
+        vault_id: vaultId,
+        name,
+        sealed_value: this.box.seal(value),
+        size_bytes: Buffer.byteLength(value, "utf8"),
+        created_at: now,
+        updated_at: now,
+      })
+      .onConflict((oc) =>
+        oc.columns(["vault_id", "name"]).doUpdateSet((eb) => ({
+          sealed_value: eb.ref("excluded.sealed_value"),
+          size_bytes: eb.ref("excluded.size_bytes"),
+          updated_at: eb.ref("excluded.updated_at"),
+        })),
+      )
+      .returning(["name", "size_bytes", "created_at", "updated_at"])
+      .executeTakeFirstOrThrow();
+    return toInfo(row);
+  }
+
+  /** Whether the secret existed. */
+  async deleteSecret(vaultId: string, name: string): Promise<boolean> {
+    const result = await this.#db
+      .deleteFrom("vault_secrets")
+      .where("vault_id", "=", vaultId)
+      .where("name", "=", name)
+      .executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
+  async listSecrets(vaultId: string): Promise<SecretInfo[]> {
+    const rows = await this.#db
+      .selectFrom("vault_secrets")
+      .select(["name", "size_bytes", "created_at", "updated_at"])
+      .where("vault_id", "=", vaultId)
+      .orderBy("name")
+      .execute();
+    return rows.map(toInfo);
+  }
+
+  /**
+   * The vaults a tool call of `agentId` in `workspaceId` can name (that
+   * workspace's and the tenant-global ones), each with its decision under the
+   * vault access policy; only an allowed vault's secrets are opened. None
+   * when the vault tables do not exist (an embedded deployment without the
+   * adapters service).
+   */
+  async accessFor(workspaceId: string, agentId: string): Promise<Map<string, VaultAccess>> {
+    const access = new Map<string, VaultAccess>();
+    let vaults: Selectable<VaultTable>[];
+    try {
+      vaults = await this.#db
+        .selectFrom("vaults")
+        .selectAll()
+        .where((eb) =>
+          eb.or([eb("workspace_id", "=", workspaceId), eb("workspace_id", "is", null)]),
+        )
+        .execute();
+    } catch (error) {
+      // No vault tables: the adapters service is not part of this deployment — no vaults.
+      if ((error as { code?: unknown } | null)?.code === "42P01") return access;
+      throw error;
+    }
+    const allowed: string[] = [];
+    for (const row of vaults.map(toRecord)) {
+      if (!row.capabilities.includes("read")) {
+        access.set(row.id, { allowed: false, reason: `vault ${row.id} does not allow reads` });
+      } else if (!row.allowedAgentIds.includes(agentId)) {
+        access.set(row.id, {
+          allowed: false,
+          reason: `vault ${row.id} does not allow agent ${agentId}`,
+        });
+      } else {
+        allowed.push(row.id);
+      }
+    }
+    if (allowed.length === 0) return access;
+    const secrets = await this.#db
+      .selectFrom("vault_secrets")
+      .select(["vault_id", "name", "sealed_value"])
+      .where("vault_id", "in", allowed)
+      .execute();
+    const byVault = new Map<string, Map<string, string>>(allowed.map((id) => [id, new Map()]));
+    const unreadable = new Set<string>();
+    for (const secret of secrets) {
+      try {
+        byVault.get(secret.vault_id)?.set(secret.name, this.box.open(secret.sealed_value));
+      } catch {
+        unreadable.add(secret.vault_id);
+      }
+    }
+    for (const [id, values] of byVault) {
+      access.set(
+        id,
+        unreadable.has(id)
+          ? {
+              allowed: false,
+              reason: `vault ${id}'s secrets cannot be opened with this service's vault key`,
+            }
+          : { allowed: true, secrets: values },
+      );
+    }
+    return access;
+  }
+}
+
+function toInfo(row: {
+  name: string;
+  size_bytes: number;
+  created_at: Date;
+  updated_at: Date;
+}): SecretInfo {
+  return {
+    name: row.name,
+    sizeBytes: Number(row.size_bytes),
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}

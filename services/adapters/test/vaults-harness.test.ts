@@ -1,0 +1,175 @@
+/**
+ * The vault access policy, embedded (every service in one process on
+ * PGlite, definitions as shipped): a harness tool reads
+ * `<vault_id>/<name>` through `context.secret` — an agent the vault lists
+ * gets the value (the tool proves it with a hash), another agent gets a
+ * `secret_denied` tool error, a deleted secret is `secret_not_found`; the
+ * value is never in the transcript, and it is sealed in the database.
+ */
+import { createHash } from "node:crypto";
+import { type JsonObject, toJsonString } from "@bufbuild/protobuf";
+import { VaultService } from "@trellis/contracts/adapters";
+import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
+import {
+  AgentService,
+  ListMessagesResponseSchema,
+  SessionService,
+  TaskService,
+} from "@trellis/contracts/tasks";
+import { chatToMessage, textOf } from "@trellis/messages";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { createTasksService } from "@trellis/tasks";
+import { eventually, uniqueName } from "@trellis/testkit";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAdaptersService } from "../src/definition.js";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "./harness/support/recorded-server.js";
+import { WEATHER_SECRET } from "./vault-tools.js";
+
+const SECRET_VALUE = `wx-key-${createHash("sha256").update(String(Math.random())).digest("hex")}`;
+const toolsModule = new URL("./vault-tools.ts", import.meta.url).pathname;
+
+let server: RecordedServer;
+let trellis: EmbeddedTrellis;
+
+beforeAll(async () => {
+  server = await startRecordedServer();
+  trellis = await startEmbedded({
+    services: [createTasksService(), createAdaptersService()],
+    port: 0,
+    env: {
+      TRELLIS_LOG_LEVEL: "error",
+      OPENAI_API_KEY: "sk-test-vaults",
+      OPENAI_BASE_URL: `${server.url}/v1`,
+      TRELLIS_HARNESS_TOOLS: toolsModule,
+    },
+    logger: createLogger({ service: "test", level: "error" }),
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await trellis?.close();
+  await server?.close();
+});
+
+const definition: JsonObject = {
+  provider: "openai",
+  model: "gpt-4o-mini",
+  tools: ["get_weather"],
+  stream: false,
+};
+
+async function createAgent(name: string): Promise<string> {
+  const { agent } = await trellis
+    .client(AgentService)
+    .createAgent({ agent: { name, backend: "harness", definition } });
+  return agent?.id as string;
+}
+
+/** Runs the recorded weather turn; the tool message it made. */
+async function weatherTurn(agentId: string): Promise<Message> {
+  server.enqueue(
+    OPENAI_CHAT,
+    fixture("openai/chat-weather-tool-call.http"),
+    fixture("openai/chat-weather-final.http"),
+  );
+  const sessionId = uniqueName("ses");
+  const tasks = trellis.client(TaskService);
+  const { task } = await tasks.submitTask({
+    sessionId,
+    agentId,
+    createSession: true,
+    input: chatToMessage({ role: "user", content: "What's the weather in Paris?" }),
+  });
+  const taskId = task?.id as string;
+  const settled = await eventually(
+    async () => {
+      const { task: now } = await tasks.getTask({ taskId });
+      return now && [TaskStatus.COMPLETED, TaskStatus.FAILED].includes(now.status)
+        ? now
+        : undefined;
+    },
+    { timeoutMs: 30_000, intervalMs: 50, what: `task ${taskId} settled` },
+  );
+  expect(settled.status, settled.failure?.message).toBe(TaskStatus.COMPLETED);
+  const listed = await trellis.client(SessionService).listMessages({ sessionId, pageSize: 100 });
+  const { messages } = listed;
+  const tool = messages.map((m) => m.message as Message).find((m) => m.role === Role.TOOL);
+  if (!tool) throw new Error("the turn made no tool message");
+  expect(toJsonString(ListMessagesResponseSchema, listed)).not.toContain(SECRET_VALUE);
+  return tool;
+}
+
+describe("vault secrets in harness tools", () => {
+  let allowed: string;
+  let other: string;
+
+  beforeAll(async () => {
+    allowed = await createAgent("weather-allowed");
+    other = await createAgent("weather-other");
+    const vaults = trellis.client(VaultService);
+    await vaults.createVault({
+      vaultId: "vlt_weather",
+      workspaceId: "default",
+      provider: "trellis",
+      allowedAgentIds: [allowed],
+    });
+    await vaults.putSecret({
+      vaultId: "vlt_weather",
+      name: "WEATHER_API_KEY",
+      value: SECRET_VALUE,
+    });
+  });
+
+  it("gives the value to a tool of an agent the vault allows (only its hash is recorded)", async () => {
+    const tool = await weatherTurn(allowed);
+    const output = JSON.parse(textOf(tool)) as JsonObject;
+    expect(output.key_sha256).toBe(createHash("sha256").update(SECRET_VALUE).digest("hex"));
+    const record = tool.metadata?.[`secret:${WEATHER_SECRET}`] as JsonObject;
+    expect(record).toMatchObject({ kind: "secret_value", name: WEATHER_SECRET, set: true });
+    expect(String(record.sha256)).toMatch(/^sha256:[0-9a-f]{64}$/);
+  });
+
+  it("refuses it to another agent's tool with a typed error naming the secret", async () => {
+    const tool = await weatherTurn(other);
+    const text = textOf(tool);
+    expect(text).toContain("secret_denied");
+    expect(text).toContain(WEATHER_SECRET);
+    expect(text).toContain(`does not allow agent ${other}`);
+    expect(text).not.toContain(SECRET_VALUE);
+    expect(tool.metadata?.[`secret:${WEATHER_SECRET}`]).toMatchObject({
+      set: false,
+      denied: "secret_denied",
+    });
+  });
+
+  it("keeps the value sealed at rest", async () => {
+    const db = trellis.contexts.get("adapters")!.db;
+    const rows = (
+      await sql<{ sealed_value: string }>`select sealed_value from adapters.vault_secrets`.execute(
+        db.kysely,
+      )
+    ).rows;
+    expect(rows.length).toBeGreaterThan(0);
+    for (const row of rows) {
+      expect(row.sealed_value.startsWith("enc:v1:")).toBe(true);
+      expect(row.sealed_value).not.toContain(SECRET_VALUE);
+      expect(Buffer.from(row.sealed_value, "latin1").toString("latin1")).not.toContain("wx-key-");
+    }
+  });
+
+  it("reports a deleted secret as secret_not_found", async () => {
+    await trellis
+      .client(VaultService)
+      .deleteSecret({ vaultId: "vlt_weather", name: "WEATHER_API_KEY" });
+    const text = textOf(await weatherTurn(allowed));
+    expect(text).toContain("secret_not_found");
+    expect(text).toContain("vault vlt_weather has no secret WEATHER_API_KEY");
+  });
+});

@@ -1,0 +1,133 @@
+/**
+ * Vaults (`/v1/vaults`, Harn v1 "Vault"): metadata and the names of their
+ * secrets, forwarded to the adapters service's `VaultService`, which keeps
+ * them. Secret values are write-only (`PUT …/secrets/{name}`): no answer
+ * carries one. `workspace_id: null` on create makes a tenant-global vault
+ * (admin key only). Another workspace's vault is 404.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import { type SecretInfo, type Vault, VaultService } from "@trellis/contracts/adapters";
+import { listJson, timestampJson } from "../../domain/harn-json.js";
+import { JsonReader } from "../../domain/json-input.js";
+import type { RestCall, RouteSpec } from "../context.js";
+import { jsonResponse, type RestResponse } from "../io.js";
+import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
+
+const noStore = { "cache-control": "no-store" };
+
+function vaultJson(vault: Vault): JsonObject {
+  return {
+    id: vault.id,
+    object: "vault",
+    created_at: timestampJson(vault.createdAt),
+    updated_at: timestampJson(vault.updatedAt),
+    metadata: vault.metadata ?? {},
+    workspace_id: vault.workspaceId === "" ? null : vault.workspaceId,
+    provider: vault.provider,
+    capabilities: [...vault.capabilities],
+    allowed_agent_ids: [...vault.allowedAgentIds],
+  };
+}
+
+function secretJson(vaultId: string, secret: SecretInfo): JsonObject {
+  return {
+    object: "vault_secret",
+    vault_id: vaultId,
+    name: secret.name,
+    size_bytes: secret.sizeBytes,
+    created_at: timestampJson(secret.createdAt),
+    updated_at: timestampJson(secret.updatedAt),
+  };
+}
+
+function vaults(call: RestCall) {
+  return call.deps.clients.get(VaultService);
+}
+
+async function listVaults(call: RestCall): Promise<RestResponse> {
+  const response = await vaults(call).listVaults(
+    { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
+    call.options(),
+  );
+  return ok(listJson(response.vaults.map(vaultJson), { nextCursor: response.nextPageToken }));
+}
+
+async function createVault(call: RestCall): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  // An explicit null: a tenant-global vault (the adapters service requires an admin key).
+  const tenantGlobal = body.value.workspace_id === null;
+  const metadata = body.object("metadata");
+  const response = await vaults(call).createVault(
+    {
+      vaultId: body.string("id") ?? "",
+      workspaceId: tenantGlobal ? "" : workspaceOf(call, body.string("workspace_id")),
+      tenantGlobal,
+      provider: body.requiredString("provider"),
+      capabilities: body.strings("capabilities") ?? [],
+      allowedAgentIds: body.strings("allowed_agent_ids") ?? [],
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return created(vaultJson(required(response.vault, "vault", "")));
+}
+
+async function getVault(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "vault_id");
+  const { vault } = await vaults(call).getVault({ vaultId: id }, call.options());
+  return ok(vaultJson(required(vault, "vault", id)));
+}
+
+async function listSecrets(call: RestCall): Promise<RestResponse> {
+  const vaultId = param(call, "vault_id");
+  const response = await vaults(call).listSecrets({ vaultId }, call.options());
+  return ok(
+    listJson(
+      response.secrets.map((s) => secretJson(vaultId, s)),
+      { hasMore: false },
+    ),
+  );
+}
+
+async function putSecret(call: RestCall): Promise<RestResponse> {
+  const vaultId = param(call, "vault_id");
+  const name = param(call, "name");
+  const body = JsonReader.body(call.body);
+  const response = await vaults(call).putSecret(
+    { vaultId, name, value: body.requiredString("value") },
+    call.options(),
+  );
+  return jsonResponse(200, secretJson(vaultId, required(response.secret, "secret", name)), noStore);
+}
+
+async function deleteSecret(call: RestCall): Promise<RestResponse> {
+  const vaultId = param(call, "vault_id");
+  const name = param(call, "name");
+  await vaults(call).deleteSecret({ vaultId, name }, call.options());
+  return ok({ object: "vault_secret", vault_id: vaultId, name, deleted: true });
+}
+
+export const vaultRoutes: readonly RouteSpec[] = [
+  { method: "GET", path: "/v1/vaults", scope: "vaults:read", handle: listVaults },
+  { method: "POST", path: "/v1/vaults", scope: "vaults:write", write: true, handle: createVault },
+  { method: "GET", path: "/v1/vaults/{vault_id}", scope: "vaults:read", handle: getVault },
+  {
+    method: "GET",
+    path: "/v1/vaults/{vault_id}/secrets",
+    scope: "vaults:read",
+    handle: listSecrets,
+  },
+  // Not replayed by Idempotency-Key: the request carries the secret value.
+  {
+    method: "PUT",
+    path: "/v1/vaults/{vault_id}/secrets/{name}",
+    scope: "vaults:write",
+    handle: putSecret,
+  },
+  {
+    method: "DELETE",
+    path: "/v1/vaults/{vault_id}/secrets/{name}",
+    scope: "vaults:write",
+    handle: deleteSecret,
+  },
+];

@@ -1,0 +1,164 @@
+/**
+ * Read rate counters with write-behind: reads are the most frequent
+ * requests, so counting each one with its own statement would add a write
+ * to every read. Instead each gateway replica keeps, per bucket, the count
+ * the shared table last reported plus the reads it granted since, and
+ * writes those in one statement every `flushMs` (all buckets at once).
+ *
+ * - The first read of a bucket (and the first after its window ended) is
+ *   counted in the shared table at once, which also tells the replica the
+ *   window (cut from the database's clock) and what other replicas used.
+ * - A read is granted locally while `known + pending + 1 <= limit`; past
+ *   that the replica flushes the bucket and asks the table (exact: refused
+ *   when the shared count is at the limit).
+ * - A flush adds the pending reads to the window they were granted in and
+ *   learns the shared count, other replicas' reads included. Reads pending
+ *   for a window that has ended are dropped (they no longer count).
+ *
+ * The bound this buys its statement with: with one replica the limit is
+ * exact (a crash loses at most the last `flushMs` of counts). With several,
+ * a replica does not see the others' reads until its next flush, so a
+ * window can admit up to limit + (reads the other replicas granted locally
+ * in one flush interval) — bounded by the actor's read rate × `flushMs` per
+ * replica. `flushMs = 0` turns write-behind off (one statement per read,
+ * exact across replicas).
+ */
+import type { CounterResult, QuotaCounters } from "./store.js";
+
+interface BucketState {
+  /** The shared count when last synced (this replica's flushed reads included). */
+  known: number;
+  /** Reads granted here and not yet written. */
+  pending: number;
+  /** Pending reads being written by the flush in progress. */
+  flushing: number;
+  windowStart: Date;
+  resetAt: Date;
+  periodMs: number;
+}
+
+export class WriteBehindReadCounters {
+  private readonly buckets = new Map<string, BucketState>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> | undefined;
+
+  constructor(
+    private readonly counters: QuotaCounters,
+    private readonly flushMs: number,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  /** Count one read of `bucket`; refused when the limit is used up. */
+  async take(bucket: string, periodMs: number, limit: number): Promise<CounterResult> {
+    if (this.flushMs <= 0) return this.counters.take(bucket, periodMs, limit);
+    const state = this.buckets.get(bucket);
+    if (
+      state !== undefined &&
+      state.periodMs === periodMs &&
+      Date.now() < state.resetAt.getTime() &&
+      state.known + state.pending + state.flushing < limit
+    ) {
+      state.pending += 1;
+      this.schedule();
+      return {
+        allowed: true,
+        used: state.known + state.pending + state.flushing,
+        resetAt: state.resetAt,
+        windowStart: state.windowStart,
+      };
+    }
+    // The table decides: what this replica still holds goes there first.
+    if (state !== undefined && state.pending + state.flushing > 0) await this.flush();
+    const taken = await this.counters.take(bucket, periodMs, limit);
+    const current = this.buckets.get(bucket);
+    if (current !== undefined && current.windowStart.getTime() === taken.windowStart.getTime()) {
+      // Reads granted meanwhile stay pending; the count is the table's.
+      current.known = Math.max(current.known, taken.used - current.flushing);
+      current.periodMs = periodMs;
+    } else if (current === undefined || current.pending + current.flushing === 0) {
+      this.buckets.set(bucket, {
+        known: taken.used,
+        pending: 0,
+        flushing: 0,
+        windowStart: taken.windowStart,
+        resetAt: taken.resetAt,
+        periodMs,
+      });
+    }
+    return taken;
+  }
+
+  /** Write every pending read now (also run every `flushMs` while reads are pending). */
+  async flush(): Promise<void> {
+    while (this.flushing) await this.flushing;
+    const batch: { bucket: string; state: BucketState; cost: number }[] = [];
+    const now = Date.now();
+    for (const [bucket, state] of this.buckets) {
+      if (now >= state.resetAt.getTime()) {
+        // The window is over: its pending reads no longer count anywhere.
+        this.buckets.delete(bucket);
+        continue;
+      }
+      if (state.pending === 0) continue;
+      state.flushing = state.pending;
+      state.pending = 0;
+      batch.push({ bucket, state, cost: state.flushing });
+    }
+    if (batch.length === 0) return;
+    const run = (async () => {
+      try {
+        const counts = await this.counters.addAll(
+          batch.map(({ bucket, state, cost }) => ({
+            bucket,
+            windowStart: state.windowStart,
+            resetAt: state.resetAt,
+            cost,
+          })),
+        );
+        for (const { bucket, state } of batch) {
+          const count = counts.get(bucket);
+          state.flushing = 0;
+          // undefined: the table has a newer window (another replica's clock
+          // passed ours); the next read asks the table.
+          if (count === undefined) this.buckets.delete(bucket);
+          else state.known = count;
+        }
+      } catch (error) {
+        // Not written: the reads stay pending for the next flush.
+        for (const { state, cost } of batch) {
+          state.flushing = 0;
+          state.pending += cost;
+        }
+        throw error;
+      }
+    })();
+    this.flushing = run.finally(() => {
+      this.flushing = undefined;
+    });
+    await this.flushing;
+  }
+
+  /** Stop the timer and write what is pending. */
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+
+  private schedule(): void {
+    if (this.timer !== undefined) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush().then(
+        () => {
+          if ([...this.buckets.values()].some((s) => s.pending > 0)) this.schedule();
+        },
+        (error: unknown) => {
+          this.onError(error);
+          this.schedule();
+        },
+      );
+    }, this.flushMs);
+    this.timer.unref();
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * Vaults through the gateway (embedded: gateway, tasks, adapters): REST and
+ * gRPC create / read / list, write-only secrets (no answer carries a value),
+ * the vaults:read / vaults:write scopes, another workspace's vault as 404,
+ * tenant-global vaults for admin keys only.
+ */
+import { randomBytes } from "node:crypto";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { adaptersService } from "@trellis/adapters";
+import { VaultService } from "@trellis/contracts/adapters";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { tasksService } from "@trellis/tasks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gatewayService } from "../src/definition.js";
+import { PostgresKeyStore } from "../src/store/key-store.js";
+import { harnClient } from "./support/harn-client.js";
+
+const ADMIN_KEY = `trellis-vaults-admin-${randomBytes(16).toString("hex")}`;
+const SECRET = `vault-value-${randomBytes(16).toString("hex")}`;
+
+let trellis: EmbeddedTrellis;
+let keys: PostgresKeyStore;
+let base: string;
+
+async function keyWith(workspaceId: string, scopes: string[]): Promise<string> {
+  return (await keys.create({ name: "vaults", actorId: "vaults", workspaceId, scopes })).key;
+}
+
+beforeAll(async () => {
+  trellis = await startEmbedded({
+    services: [gatewayService, tasksService, adaptersService],
+    port: 0,
+    logger: createLogger({ service: "test", level: "error" }),
+    env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
+  });
+  base = trellis.address.url;
+  const gateway = trellis.contexts.get("gateway")!;
+  keys = new PostgresKeyStore(gateway.db, gateway.schema);
+}, 60_000);
+
+afterAll(async () => {
+  await trellis?.close({ graceMs: 500 });
+});
+
+describe("vaults over REST", () => {
+  it("creates, reads and lists vaults and secrets without ever answering a value", async () => {
+    const writer = harnClient(base, await keyWith("default", ["vaults:read", "vaults:write"]));
+    const created = await writer.post("/v1/vaults", {
+      provider: "trellis",
+      capabilities: ["read", "write"],
+      allowed_agent_ids: ["agent_a"],
+      metadata: { team: "ops" },
+    });
+    expect(created.status, created.text).toBe(201);
+    expect(created.json).toMatchObject({
+      object: "vault",
+      workspace_id: "default",
+      provider: "trellis",
+      capabilities: ["read", "write"],
+      allowed_agent_ids: ["agent_a"],
+      metadata: { team: "ops" },
+    });
+    const id = created.json.id as string;
+
+    const put = await writer.request("PUT", `/v1/vaults/${id}/secrets/API_TOKEN`, {
+      body: { value: SECRET },
+    });
+    expect(put.status, put.text).toBe(200);
+    expect(put.json).toMatchObject({
+      object: "vault_secret",
+      name: "API_TOKEN",
+      size_bytes: SECRET.length,
+    });
+    expect(put.headers.get("cache-control")).toBe("no-store");
+
+    const reads = [
+      put,
+      await writer.get(`/v1/vaults/${id}`),
+      await writer.get("/v1/vaults"),
+      await writer.get(`/v1/vaults/${id}/secrets`),
+    ];
+    for (const read of reads) {
+      expect(read.status).toBeLessThan(300);
+      expect(read.text).not.toContain(SECRET);
+    }
+    expect(reads[2]?.json.data.map((v: { id: string }) => v.id)).toContain(id);
+    expect(reads[3]?.json.data).toEqual([
+      expect.objectContaining({ name: "API_TOKEN", vault_id: id, size_bytes: SECRET.length }),
+    ]);
+
+    // Replacing keeps one secret; deleting it twice is a 404 the second time.
+    expect(
+      (await writer.request("PUT", `/v1/vaults/${id}/secrets/API_TOKEN`, { body: { value: "v2" } }))
+        .json.size_bytes,
+    ).toBe(2);
+    expect((await writer.get(`/v1/vaults/${id}/secrets`)).json.data).toHaveLength(1);
+    expect((await writer.request("DELETE", `/v1/vaults/${id}/secrets/API_TOKEN`)).status).toBe(200);
+    const again = await writer.request("DELETE", `/v1/vaults/${id}/secrets/API_TOKEN`);
+    expect(again.status).toBe(404);
+    expect(again.json.error.code).toBe("resource_not_found");
+  });
+
+  it("validates what it stores", async () => {
+    const admin = harnClient(base, ADMIN_KEY);
+    const bad = [
+      await admin.post("/v1/vaults", { capabilities: [] }),
+      await admin.post("/v1/vaults", { provider: "hashicorp", capabilities: [] }),
+      await admin.post("/v1/vaults", { provider: "trellis", capabilities: ["launch"] }),
+    ];
+    expect(bad.map((r) => [r.status, r.json.error.code])).toEqual([
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+      [400, "invalid_request"],
+    ]);
+    const vault = await admin.post("/v1/vaults", { provider: "trellis", capabilities: ["read"] });
+    const readOnly = await admin.request("PUT", `/v1/vaults/${vault.json.id}/secrets/X`, {
+      body: { value: "v" },
+    });
+    expect([readOnly.status, readOnly.json.error.code]).toEqual([422, "policy_violation"]);
+    const badName = await admin.post("/v1/vaults", { provider: "trellis", capabilities: [] });
+    const named = await admin.request("PUT", `/v1/vaults/${badName.json.id}/secrets/a%20b`, {
+      body: { value: "v" },
+    });
+    expect(named.status).toBe(400);
+  });
+
+  it("hides another workspace's vaults and keeps tenant-global ones to admin keys", async () => {
+    const admin = harnClient(base, ADMIN_KEY);
+    const mine = await admin.post("/v1/vaults", {
+      workspace_id: "default",
+      provider: "trellis",
+      capabilities: ["read", "write"],
+    });
+    const outsider = harnClient(
+      base,
+      await keyWith("w_vault_other", ["vaults:read", "vaults:write"]),
+    );
+    for (const response of [
+      await outsider.get(`/v1/vaults/${mine.json.id}`),
+      await outsider.get(`/v1/vaults/${mine.json.id}/secrets`),
+      await outsider.request("PUT", `/v1/vaults/${mine.json.id}/secrets/X`, {
+        body: { value: "v" },
+      }),
+      await outsider.get("/v1/vaults?workspace_id=default"),
+    ]) {
+      expect([response.status, response.json.error.code]).toEqual([404, "resource_not_found"]);
+    }
+    expect((await outsider.get("/v1/vaults")).json.data).toEqual([]);
+
+    const global = await admin.post("/v1/vaults", {
+      workspace_id: null,
+      provider: "trellis",
+      capabilities: ["read"],
+    });
+    expect([global.status, global.json.workspace_id]).toEqual([201, null]);
+    const member = harnClient(base, await keyWith("default", ["vaults:read", "vaults:write"]));
+    expect((await member.get(`/v1/vaults/${global.json.id}`)).status).toBe(404);
+    const refused = await member.post("/v1/vaults", {
+      workspace_id: null,
+      provider: "trellis",
+      capabilities: ["read"],
+    });
+    expect([refused.status, refused.json.error.code]).toEqual([403, "permission_denied"]);
+  });
+});
+
+describe("vaults over gRPC (through the same scope table)", () => {
+  it("creates a vault, writes a secret and reads only metadata back", async () => {
+    const key = await keyWith("default", ["vaults:read", "vaults:write"]);
+    const client = createClient(VaultService, createGrpcTransport({ baseUrl: base }));
+    const auth = { headers: { authorization: `Bearer ${key}` } };
+    const { vault } = await client.createVault(
+      { provider: "trellis", allowedAgentIds: ["agent_g"] },
+      auth,
+    );
+    expect(vault).toMatchObject({
+      workspaceId: "default",
+      capabilities: ["read", "write"],
+      allowedAgentIds: ["agent_g"],
+    });
+    const vaultId = vault?.id as string;
+    const { secret } = await client.putSecret({ vaultId, name: "TOKEN", value: SECRET }, auth);
+    expect(secret).toMatchObject({ name: "TOKEN", sizeBytes: SECRET.length });
+    const answers = [
+      await client.getVault({ vaultId }, auth),
+      await client.listVaults({}, auth),
+      await client.listSecrets({ vaultId }, auth),
+    ];
+    for (const answer of answers)
+      expect(
+        JSON.stringify(answer, (_k, v: unknown) => (typeof v === "bigint" ? String(v) : v)),
+      ).not.toContain(SECRET);
+    expect(answers[2]).toMatchObject({ secrets: [{ name: "TOKEN" }] });
+    await client.deleteSecret({ vaultId, name: "TOKEN" }, auth);
+    expect((await client.listSecrets({ vaultId }, auth)).secrets).toEqual([]);
+
+    // Another workspace: NotFound; a credential without the scope: PermissionDenied.
+    const outsider = {
+      headers: {
+        authorization: `Bearer ${await keyWith("w_vault_other", ["vaults:read", "vaults:write"])}`,
+      },
+    };
+    const hidden = await client.getVault({ vaultId }, outsider).catch((e: unknown) => e);
+    expect(ConnectError.from(hidden).code).toBe(Code.NotFound);
+    const reader = {
+      headers: { authorization: `Bearer ${await keyWith("default", ["vaults:read"])}` },
+    };
+    expect((await client.getVault({ vaultId }, reader)).vault?.id).toBe(vaultId);
+    const denied = await client
+      .putSecret({ vaultId, name: "TOKEN", value: "x" }, reader)
+      .catch((e: unknown) => e);
+    expect(ConnectError.from(denied).code).toBe(Code.PermissionDenied);
+    const anonymous = await client.listVaults({}).catch((e: unknown) => e);
+    expect(ConnectError.from(anonymous).code).toBe(Code.Unauthenticated);
+  });
+});
