@@ -28,6 +28,7 @@ import {
   httpRequestId,
   inputRejectedByDatabase,
   jsonDepthFor,
+  type LogFields,
   requestIdHeader,
   requestLimitsFromEnv,
   sleep,
@@ -36,7 +37,7 @@ import {
 import { authChallenge, authFailureMessage } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
-import { harnError, toHarnError } from "../domain/errors.js";
+import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
   checkProtocolVersion,
   currentProtocolVersion,
@@ -205,19 +206,29 @@ export function createRestHandler(
       response = await dispatch(req, res, url, requestId, match);
     } catch (error) {
       const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
-      if (envelope.status >= 500) {
-        deps.logger.error("rest request failed", {
-          request_id: requestId,
-          method: req.method,
-          path: url.pathname,
-          error,
-        });
-      }
+      logFailure(envelope, {
+        request_id: requestId,
+        method: req.method,
+        path: url.pathname,
+        error,
+      });
       response = errorResponse(envelope);
     }
     if (response === handOn) return false;
     if (response !== undefined) send(res, response);
     return true;
+  }
+
+  /**
+   * Log a request that failed on the server's side: a dependency that did not
+   * answer (503, retryable) is a warning, anything else an error.
+   */
+  function logFailure(envelope: HarnErrorResponse, fields: LogFields): void {
+    if (envelope.status === 503) {
+      deps.logger.warn("rest request failed: a dependency is unavailable", fields);
+    } else if (envelope.status >= 500) {
+      deps.logger.error("rest request failed", fields);
+    }
   }
 
   async function dispatch(
@@ -449,13 +460,7 @@ export function createRestHandler(
               (await route.handle(call)) ?? errorResponse(toHarnError(undefined, call.requestId));
           } catch (error) {
             const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, call.requestId);
-            if (envelope.status >= 500) {
-              deps.logger.error("rest request failed", {
-                request_id: call.requestId,
-                path: target,
-                error,
-              });
-            }
+            logFailure(envelope, { request_id: call.requestId, path: target, error });
             response = errorResponse(envelope);
           }
           try {

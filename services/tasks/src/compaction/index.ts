@@ -109,7 +109,9 @@ export class ContextCompactor {
     if (plan.checkpoint && settings.strategy === "model") {
       plan = await this.#modelSummary(claim, plan, plan.checkpoint, signal);
     }
-    if (plan.items.length > 0) {
+    // A resumed turn (after a signal) has the same history as when it first
+    // ran, whose run recorded the compaction already: record it once.
+    if (plan.items.length > 0 && claim.resume === undefined) {
       try {
         await record(plan.items);
       } catch (error) {
