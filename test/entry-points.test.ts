@@ -1,8 +1,7 @@
 // Bad input at Trellis's own entry points gets a clear error, never a crash or
 // a stack trace: the `trellis` CLI, and garbage bodies on the Connect routes.
-// (Known gap, issue 7: a malformed *binary* protobuf body is answered with
-// Connect-ES's own `internal` / 500, raised in its protocol layer before any
-// interceptor runs.)
+// (Malformed binary bodies and the other protocol-level refusals are covered
+// in packages/runtime/test/protocol-hardening.test.ts and test/fuzz.)
 import { spawnSync } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -78,6 +77,15 @@ describe("trellis CLI with bad input", () => {
     expect(code).toBe(1);
     expect(err).toMatch(/^trellis: .*TRELLIS_PORT/);
     expect(err).not.toMatch(/\n\s+at /);
+  });
+
+  it("names the bad variable when the mesh's worker count is nonsense", () => {
+    for (const value of ["many", "-1", "99"]) {
+      const { code, err } = trellis(["mesh"], { TRELLIS_MESH_ADAPTER_WORKERS: value });
+      expect(code).toBe(1);
+      expect(err).toContain("TRELLIS_MESH_ADAPTER_WORKERS");
+      expect(err).not.toMatch(/\n\s+at /);
+    }
   });
 
   it("says the server is unreachable rather than failing obscurely", () => {

@@ -12,6 +12,7 @@
  * client, every request reads the database (one indexed read).
  */
 import type { Caller } from "@trellis/platform";
+import { type HarnErrorResponse, harnError } from "../domain/errors.js";
 import type { KeyStore } from "../store/key-store.js";
 import type { ApiKeyCache } from "./key-cache.js";
 import { type AccessTokens, looksLikeJwt } from "./tokens.js";
@@ -79,6 +80,22 @@ export function authChallenge(failure: AuthFailure): string {
   if (failure === "missing") return 'Bearer realm="trellis"';
   const description = failure === "expired" ? "the token has expired" : "invalid credential";
   return `Bearer realm="trellis", error="invalid_token", error_description="${description}"`;
+}
+
+/**
+ * The error answer of a refused credential: 503 with `Retry-After` when it
+ * cannot be checked now, else 401 with its `WWW-Authenticate` challenge.
+ */
+export function authRefusal(failure: AuthFailure, requestId: string): HarnErrorResponse {
+  return failure === "unavailable"
+    ? harnError("service_unavailable", authFailureMessage(failure), {
+        requestId,
+        headers: { "retry-after": "5" },
+      })
+    : harnError("unauthenticated", authFailureMessage(failure), {
+        requestId,
+        headers: { "www-authenticate": authChallenge(failure) },
+      });
 }
 
 /** Create an {@link Authenticator} over a key store and access tokens. */

@@ -17,11 +17,12 @@ import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session, TaskService } from "@trellis/contracts/tasks";
 import type { ServiceClients } from "@trellis/platform";
-import { type HttpResponse, isTrellisError, type Logger } from "@trellis/runtime";
+import { isTrellisError, type Logger } from "@trellis/runtime";
 import { toHarnError } from "../domain/errors.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
 import type { RestCall } from "../http/context.js";
 import { visibleSession } from "../http/routes/common.js";
+import { startSse, writeSse } from "../http/sse-stream.js";
 import { type HealthPolicy, healthPolicyOf } from "./policy.js";
 import { ENFORCEMENT_REASON_PREFIX, type HealthEvaluation, HealthTracker } from "./tracker.js";
 
@@ -141,20 +142,6 @@ export async function sessionHealth(call: RestCall, sessionId: string): Promise<
   return healthOfLog(call, session, events);
 }
 
-function write(res: HttpResponse, chunk: string): Promise<void> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve();
-  if ((res as { write(chunk: string): boolean }).write(chunk)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
-}
-
 /** `GET /v1/ui/sessions/{id}/health/stream`. */
 export async function streamSessionHealth(call: RestCall, sessionId: string): Promise<void> {
   const { res, deps } = call;
@@ -167,11 +154,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   const onClose = () => abort.abort();
   res.on("close", onClose);
   deps.closing.addEventListener("abort", onClose);
-  res.statusCode = 200;
-  res.setHeader("content-type", "text/event-stream; charset=utf-8");
-  res.setHeader("cache-control", "no-cache, no-transform");
-  res.setHeader("x-accel-buffering", "no");
-  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
+  startSse(call);
 
   let lastKey = "";
   let sequence = 0;
@@ -185,7 +168,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
       if (evaluation.key === lastKey) return;
       lastKey = evaluation.key;
       sequence += 1;
-      await write(
+      await writeSse(
         res,
         sseFrame({
           id: String(sequence),
@@ -201,12 +184,12 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   const ticker = setInterval(() => void publish(), tickMs);
   ticker.unref();
   const heartbeat = setInterval(() => {
-    void write(res, sseComment("ping"));
+    void writeSse(res, sseComment("ping"));
   }, deps.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
   try {
-    await write(res, sseComment("stream open"));
+    await writeSse(res, sseComment("stream open"));
     await publish();
     const stream = deps.clients
       .get(EventService)
@@ -227,7 +210,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
       if (envelope.status >= 500) {
         deps.logger.warn("health stream failed", { session_id: session.id, error });
       }
-      await write(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
+      await writeSse(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
     }
   } finally {
     clearInterval(ticker);

@@ -34,7 +34,7 @@ import {
   sleep,
   TrellisError,
 } from "@trellis/runtime";
-import { authChallenge, authFailureMessage } from "../auth/authenticator.js";
+import { authRefusal } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
@@ -275,17 +275,7 @@ export function createRestHandler(
       }
       const auth = await deps.authenticator.authenticate(header(req, "authorization"));
       if (!auth.ok) {
-        return errorResponse(
-          auth.failure === "unavailable"
-            ? harnError("service_unavailable", authFailureMessage(auth.failure), {
-                requestId,
-                headers: { "retry-after": "5" },
-              })
-            : harnError("unauthenticated", authFailureMessage(auth.failure), {
-                requestId,
-                headers: { "www-authenticate": authChallenge(auth.failure) },
-              }),
-        );
+        return errorResponse(authRefusal(auth.failure, requestId));
       }
       caller = auth.caller;
       const decision = authorize(caller.scopes, rule);

@@ -63,7 +63,11 @@ export function resumeCursor(call: RestCall): string {
   return call.query.get("after_event_id")?.trim() ?? "";
 }
 
-function write(res: HttpResponse, chunk: string): Promise<void> {
+/**
+ * Write one chunk of an SSE response; resolves at once, or once the socket
+ * drained (or closed) when it was backed up. Never rejects.
+ */
+export function writeSse(res: HttpResponse, chunk: string): Promise<void> {
   if (res.destroyed || res.writableEnded) return Promise.resolve();
   const flushed = (res as { write(chunk: string): boolean }).write(chunk);
   if (flushed) return Promise.resolve();
@@ -76,6 +80,17 @@ function write(res: HttpResponse, chunk: string): Promise<void> {
     res.on("drain", done);
     res.on("close", done);
   });
+}
+
+/** Answer 200 with the headers of an SSE stream (nothing written yet). */
+export function startSse(call: RestCall): void {
+  const { res } = call;
+  res.statusCode = 200;
+  res.setHeader("content-type", "text/event-stream; charset=utf-8");
+  res.setHeader("cache-control", "no-cache, no-transform");
+  // Tell buffering proxies (nginx) to pass frames through at once.
+  res.setHeader("x-accel-buffering", "no");
+  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
 }
 
 /** Options of {@link streamEvents}. */
@@ -106,14 +121,9 @@ export async function streamEvents(
   const onShutdown = () => abort.abort();
   deps.closing.addEventListener("abort", onShutdown);
 
-  res.statusCode = 200;
-  res.setHeader("content-type", "text/event-stream; charset=utf-8");
-  res.setHeader("cache-control", "no-cache, no-transform");
-  // Tell buffering proxies (nginx) to pass frames through at once.
-  res.setHeader("x-accel-buffering", "no");
-  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
+  startSse(call);
   // The first write sends the headers.
-  await write(res, sseComment("stream open"));
+  await writeSse(res, sseComment("stream open"));
 
   // Each heartbeat also checks the credential again: a revoked key or an
   // expired token ends the stream with an `error` event (unauthenticated).
@@ -121,7 +131,7 @@ export async function streamEvents(
   const checks = credentialChecksOf(deps.authenticator, deps.config.TRELLIS_SSE_HEARTBEAT);
   let refused: AuthFailure | undefined;
   const heartbeat = setInterval(() => {
-    void write(res, sseComment("ping"));
+    void writeSse(res, sseComment("ping"));
     void checks.refusal(authorization).then((failure) => {
       if (failure === undefined || abort.signal.aborted) return;
       refused ??= failure;
@@ -157,12 +167,12 @@ export async function streamEvents(
         },
         sink: {
           replay: async (event) => {
-            await write(res, frameOf(event));
+            await writeSse(res, frameOf(event));
             return taskId !== undefined && isTerminalTaskEvent(event, taskId);
           },
           replayed: () => undefined,
           live: async (item) => {
-            await write(res, item.rendered(sseOfItem));
+            await writeSse(res, item.rendered(sseOfItem));
             return taskId !== undefined && isTerminalTaskEvent(item.event, taskId);
           },
         },
@@ -180,7 +190,7 @@ export async function streamEvents(
       );
       for await (const { event } of stream) {
         if (event === undefined) continue;
-        await write(res, frameOf(event));
+        await writeSse(res, frameOf(event));
       }
     }
   } catch (error) {
@@ -193,7 +203,7 @@ export async function streamEvents(
           ...target,
         });
       }
-      await write(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
+      await writeSse(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
     }
   } finally {
     clearInterval(heartbeat);
@@ -205,7 +215,7 @@ export async function streamEvents(
       const envelope = harnError("unauthenticated", authFailureMessage(refused), {
         requestId: call.requestId,
       });
-      await write(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
+      await writeSse(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
     }
     if (!res.writableEnded && !res.destroyed) res.end();
   }
@@ -224,7 +234,7 @@ async function replayRest(
   for (;;) {
     const page = await events.listEvents({ taskId, afterEventId: cursor, limit: 200 }, callOptions);
     for (const event of page.events) {
-      await write(call.res, frameOf(event));
+      await writeSse(call.res, frameOf(event));
       cursor = event.id;
     }
     if (!page.hasMore || page.events.length === 0 || signal.aborted) return;

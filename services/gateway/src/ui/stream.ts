@@ -26,11 +26,12 @@ import type { Client } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session } from "@trellis/contracts/tasks";
 import { changedOrAborted } from "@trellis/eventlog";
-import { errors, type HttpResponse, TrellisError } from "@trellis/runtime";
+import { errors, TrellisError } from "@trellis/runtime";
 import { toHarnError } from "../domain/errors.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
 import type { RestCall } from "../http/context.js";
 import { queryString, visibleSession } from "../http/routes/common.js";
+import { startSse, writeSse } from "../http/sse-stream.js";
 import { type FeedItem, fanoutOf } from "./fanout.js";
 import { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame } from "./frames.js";
 import {
@@ -68,21 +69,6 @@ function cursorOf(call: RestCall): { text: string; cursor?: UiCursor } {
     );
   }
   return { text, cursor };
-}
-
-function write(res: HttpResponse, chunk: string): Promise<void> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve();
-  const flushed = (res as { write(chunk: string): boolean }).write(chunk);
-  if (flushed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off("drain", done);
-      res.off("close", done);
-      resolve();
-    };
-    res.on("drain", done);
-    res.on("close", done);
-  });
 }
 
 /** Serve the UI event stream of session `sessionId`. */
@@ -202,14 +188,10 @@ async function serveStream(
   const onClose = () => abort.abort();
   res.on("close", onClose);
   deps.closing.addEventListener("abort", onClose);
-  res.statusCode = 200;
-  res.setHeader("content-type", "text/event-stream; charset=utf-8");
-  res.setHeader("cache-control", "no-cache, no-transform");
-  res.setHeader("x-accel-buffering", "no");
-  if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
-  await write(res, sseComment("stream open"));
+  startSse(call);
+  await writeSse(res, sseComment("stream open"));
   const heartbeat = setInterval(() => {
-    void write(res, sseComment("ping"));
+    void writeSse(res, sseComment("ping"));
   }, deps.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
@@ -227,12 +209,13 @@ async function serveStream(
     }
     for (const [index, envelope] of envelopes.entries()) {
       const visible = index > skipThrough ? envelopeForTier(envelope, tier) : undefined;
-      if (visible) await write(res, sseOfFrame({ id: formatCursor(event.id, index), ...visible }));
+      if (visible)
+        await writeSse(res, sseOfFrame({ id: formatCursor(event.id, index), ...visible }));
     }
   };
 
   try {
-    await write(res, sseOfFrame(bootstrapFrame(session, tier, cursorText)));
+    await writeSse(res, sseOfFrame(bootstrapFrame(session, tier, cursorText)));
     for (const event of history) {
       if (abort.signal.aborted) return;
       await sendEvent(event);
@@ -265,7 +248,7 @@ async function serveStream(
         if (item) {
           if (overlap?.has(item.eventId)) continue;
           overlap = undefined;
-          if (item.sse[tier] !== "") await write(res, item.sse[tier]);
+          if (item.sse[tier] !== "") await writeSse(res, item.sse[tier]);
           continue;
         }
         const failed = queue.failure();
@@ -289,7 +272,7 @@ async function serveStream(
         });
       }
       // Not `error`: that is the contract's own envelope type.
-      await write(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
+      await writeSse(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
     }
   } finally {
     clearInterval(heartbeat);

@@ -19,7 +19,7 @@ import type { Duplex } from "node:stream";
 import { setCallerHeaders } from "@trellis/platform";
 import { requestIdHeader, type UpgradeHandler } from "@trellis/runtime";
 import { WebSocketServer } from "ws";
-import { authChallenge, authFailureMessage } from "../auth/authenticator.js";
+import { authRefusal } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
@@ -165,19 +165,7 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
     const authorization = header(req, "authorization") ?? subprotocolBearer(req);
     const auth = await deps.authenticator.authenticate(authorization);
     if (!auth.ok) {
-      return refuse(
-        socket,
-        auth.failure === "unavailable"
-          ? harnError("service_unavailable", authFailureMessage(auth.failure), {
-              requestId,
-              headers: { "retry-after": "5" },
-            })
-          : harnError("unauthenticated", authFailureMessage(auth.failure), {
-              requestId,
-              headers: { "www-authenticate": authChallenge(auth.failure) },
-            }),
-        requestId,
-      );
+      return refuse(socket, authRefusal(auth.failure, requestId), requestId);
     }
     const caller = auth.caller;
     const decision = authorize(caller.scopes, restRuleOf("GET", match.route.path));
