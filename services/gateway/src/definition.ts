@@ -89,8 +89,10 @@ export const gatewayService: ServiceDefinition = {
     const keys = new PostgresKeyStore(ctx.db, ctx.schema);
     const idempotency = new PostgresIdempotencyStore(ctx.db, ctx.schema);
     const quotaCounters = new PostgresQuotaCounters(ctx.db, ctx.schema);
-    const limits = new RequestLimits(quotaCounters, loadLimitsConfig(ctx.env), (error) =>
-      ctx.logger.warn("writing read counters failed; retrying", { error: String(error) }),
+    // On PGlite the database lives in this process: this gateway is the only replica.
+    const limitsConfig = loadLimitsConfig(ctx.env, { onlyReplica: ctx.db.kind === "pglite" });
+    const limits = new RequestLimits(quotaCounters, limitsConfig, (error) =>
+      ctx.logger.warn("writing rate counters failed; retrying", { error: String(error) }),
     );
     const bootstrap = await bootstrapAdminKey({
       db: ctx.db,

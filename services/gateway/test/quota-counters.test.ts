@@ -4,9 +4,9 @@
 import { createDatabase, type Database, migrate } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WriteBehindReadCounters } from "../src/quota/read-counters.js";
 import { quotaMigrations } from "../src/quota/schema.js";
 import { PostgresQuotaCounters } from "../src/quota/store.js";
+import { WriteBehindCounters } from "../src/quota/write-behind-counters.js";
 
 const backends = [
   {
@@ -148,9 +148,9 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     const hour = 3_600_000;
     const errors: unknown[] = [];
     // A long interval: the test flushes by hand.
-    const a = new WriteBehindReadCounters(counters, 60_000, (e) => errors.push(e));
-    const b = new WriteBehindReadCounters(counters, 60_000, (e) => errors.push(e));
-    const granted = async (c: WriteBehindReadCounters, n: number) => {
+    const a = new WriteBehindCounters(counters, 60_000, (e) => errors.push(e));
+    const b = new WriteBehindCounters(counters, 60_000, (e) => errors.push(e));
+    const granted = async (c: WriteBehindCounters, n: number) => {
       let allowed = 0;
       for (let i = 0; i < n; i++) if ((await c.take("b:reads", hour, 10)).allowed) allowed++;
       return allowed;
@@ -172,7 +172,7 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     // Two replicas granting at once may pass the limit by what the other one
     // granted since its last flush; after a flush both see the shared count.
     const bucket = "b:reads-two";
-    const take = (c: WriteBehindReadCounters) => c.take(bucket, hour, 10);
+    const take = (c: WriteBehindCounters) => c.take(bucket, hour, 10);
     expect((await take(a)).allowed).toBe(true);
     expect((await take(b)).allowed).toBe(true);
     let total = 2;
@@ -192,9 +192,52 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     expect(errors).toEqual([]);
   });
 
+  it("takes a request's counters write-behind, in order, exact on one replica", async () => {
+    const hour = 3_600_000;
+    const writes = new WriteBehindCounters(counters, 60_000, (e) => {
+      throw e;
+    });
+    const takes = [
+      { bucket: "w:actor", periodMs: hour, limit: 100 },
+      { bucket: "w:quota", periodMs: hour, limit: 3 },
+    ];
+    const used = async (bucket: string) => (await counters.usage(bucket, hour)).used;
+    // First request: the table (learning the windows); then held in memory.
+    const first = await writes.takeAll(takes);
+    expect(first.map((r) => [r.allowed, r.used])).toEqual([
+      [true, 1],
+      [true, 1],
+    ]);
+    const second = await writes.takeAll(takes);
+    expect(second.map((r) => [r.allowed, r.used])).toEqual([
+      [true, 2],
+      [true, 2],
+    ]);
+    expect(await used("w:quota")).toBe(1);
+    // The report sees the held units (it writes them first).
+    expect((await writes.usage("w:quota", hour)).used).toBe(2);
+    expect(await used("w:actor")).toBe(2);
+    // A refund of a unit still held never reaches the table.
+    await writes.takeAll(takes);
+    await writes.refund("w:quota", first[1]?.windowStart as Date);
+    await writes.flush();
+    expect(await used("w:quota")).toBe(2);
+    // At the limit the table decides, stopping at the refused counter: the
+    // actor's unit before it is counted, exactly as one statement would.
+    expect((await writes.takeAll(takes)).map((r) => r.allowed)).toEqual([true, true]);
+    const refused = await writes.takeAll(takes);
+    expect(refused.map((r) => [r.allowed, r.used])).toEqual([
+      [true, 5],
+      [false, 3],
+    ]);
+    await writes.close();
+    expect(await used("w:actor")).toBe(5);
+    expect(await used("w:quota")).toBe(3);
+  });
+
   it("writes held reads within the flush interval without being asked", async () => {
     const hour = 3_600_000;
-    const reads = new WriteBehindReadCounters(counters, 20, (e) => {
+    const reads = new WriteBehindCounters(counters, 20, (e) => {
       throw e;
     });
     for (let i = 0; i < 3; i++) expect((await reads.take("b:timer", hour, 100)).allowed).toBe(true);

@@ -56,6 +56,16 @@ describe("read rate limits", () => {
     expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS_FLUSH: "1m" })).toThrow(
       /TRELLIS_RATE_LIMIT_READS_FLUSH/,
     );
+    // Write counts: behind only where the gateway is the only replica (embedded).
+    expect(loadLimitsConfig({}).writesFlushMs).toBe(0);
+    expect(loadLimitsConfig({}, { onlyReplica: true }).writesFlushMs).toBe(100);
+    expect(
+      loadLimitsConfig({ TRELLIS_RATE_LIMIT_WRITES_FLUSH: "0" }, { onlyReplica: true })
+        .writesFlushMs,
+    ).toBe(0);
+    expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_WRITES_FLUSH: "soon" })).toThrow(
+      /TRELLIS_RATE_LIMIT_WRITES_FLUSH/,
+    );
     expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "off" }).reads).toBeUndefined();
     expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "lots" })).toThrow(
       /TRELLIS_RATE_LIMIT_READS/,

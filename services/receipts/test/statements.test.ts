@@ -32,8 +32,14 @@ import { taskEvents } from "./support.js";
 /**
  * Counts the statements sent through a PGlite instance: each `query` or
  * `exec` call (storage sends one statement per call, by either protocol), and
- * BEGIN and COMMIT for each transaction.
+ * BEGIN and COMMIT for each transaction. Not counted: storage preparing a
+ * statement text for reuse (`PREPARE`, once per text and instance).
  */
+const preparing = (text: string) =>
+  /^(prepare |deallocate |savepoint trellis_prepare|rollback to savepoint trellis_prepare)/.test(
+    text,
+  );
+
 function countStatements(pglite: PGlite): { count(): number; raw: PGlite["query"] } {
   let n = 0;
   const query = pglite.query.bind(pglite);
@@ -44,7 +50,7 @@ function countStatements(pglite: PGlite): { count(): number; raw: PGlite["query"
     return query(...args);
   }) as PGlite["query"];
   pglite.exec = ((...args: Parameters<PGlite["exec"]>) => {
-    n++;
+    if (!preparing(args[0])) n++;
     return exec(...args);
   }) as PGlite["exec"];
   pglite.transaction = ((callback: Parameters<PGlite["transaction"]>[0]) => {
@@ -61,7 +67,7 @@ function countStatements(pglite: PGlite): { count(): number; raw: PGlite["query"
             }
             if (property === "exec") {
               return (...args: Parameters<typeof tx.exec>) => {
-                n++;
+                if (!preparing(args[0])) n++;
                 return target.exec(...args);
               };
             }

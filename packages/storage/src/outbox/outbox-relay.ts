@@ -11,6 +11,12 @@ import { outboxChannel } from "./outbox-schema.js";
 /** How often a cursor-following relay marks what it handed over (see markThenPublish). */
 const MARK_INTERVAL_MS = 1000;
 
+/**
+ * The reason a wait for work ends early. One shared value: `abort()` without
+ * a reason builds a DOMException (with its stack) per wake-up, several per turn.
+ */
+const WOKEN = new Error("outbox relay woken");
+
 /** Options of {@link createOutboxRelay}. */
 export interface OutboxRelayOptions<DB = unknown> {
   database: Database<DB>;
@@ -131,7 +137,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       return;
     }
     const woken = new AbortController();
-    wake = () => woken.abort();
+    wake = () => woken.abort(WOKEN);
     await sleep(ms, woken.signal, lost, stopping.signal);
     wake = undefined;
     kicked = false;

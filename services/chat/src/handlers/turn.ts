@@ -63,6 +63,9 @@ export async function loadHistory(
   return messages;
 }
 
+/** Why a turn's watch is ended once its task settled (one value: no DOMException per turn). */
+const SETTLED = new Error("the task settled");
+
 /** The settled task: WatchTask until it completes, fails or suspends. */
 async function settle(port: TasksPort, taskId: string, options: CallOptions): Promise<Task> {
   let last: Task | undefined;
@@ -79,7 +82,7 @@ async function settle(port: TasksPort, taskId: string, options: CallOptions): Pr
       if (last && isSettled(last.status)) return last;
     }
   } finally {
-    done.abort();
+    done.abort(SETTLED);
   }
   if (last && isSettled(last.status)) return last;
   throw new ConnectError(`the watch of task ${taskId} ended before it settled`, Code.Unavailable);

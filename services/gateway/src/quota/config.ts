@@ -8,8 +8,11 @@
  * - `TRELLIS_RATE_LIMIT_READS`     reads per actor (REST GET, read RPCs, stream opens), default `30000/1m`
  * - `TRELLIS_QUOTA_TASKS_PER_DAY`  tasks a workspace may start per UTC day (hard), default `100000`
  * - `TRELLIS_RATE_LIMIT_READS_FLUSH` how often a replica writes the read counts it holds
- *   (`read-counters.ts`), default `100ms`; `0` counts every read with its own statement
+ *   (`write-behind-counters.ts`), default `100ms`; `0` counts every read with its own statement
  *   (exact across replicas)
+ * - `TRELLIS_RATE_LIMIT_WRITES_FLUSH` the same for write rates and the daily task quota;
+ *   default `100ms` where the gateway is the only replica by construction (embedded, on
+ *   PGlite) and `0` on PostgreSQL, where replicas share the counters exactly
  *
  * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
  */
@@ -29,6 +32,8 @@ export interface LimitsConfig {
   reads?: RateLimit;
   /** Write-behind interval of the read counters (0: write every read at once). */
   readsFlushMs?: number;
+  /** Write-behind interval of the write counters and the daily quota (0: at once). */
+  writesFlushMs?: number;
   /** Hard quota: tasks per workspace per UTC day. */
   tasksPerDay?: number;
 }
@@ -84,8 +89,15 @@ function parseFlush(name: string, raw: string): number {
   return value;
 }
 
-/** Read the limits from the host's environment. */
-export function loadLimitsConfig(env: Readonly<Record<string, string | undefined>>): LimitsConfig {
+/**
+ * Read the limits from the host's environment. `onlyReplica`: the gateway
+ * is the only one counting (embedded), so write counts may be written behind
+ * by default too.
+ */
+export function loadLimitsConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  options: { onlyReplica?: boolean } = {},
+): LimitsConfig {
   const rate = (name: string, fallback: string) => parseRate(name, env[name] ?? fallback);
   const actor = rate("TRELLIS_RATE_LIMIT_ACTOR", "6000/1m");
   const workspace = rate("TRELLIS_RATE_LIMIT_WORKSPACE", "30000/1m");
@@ -94,6 +106,10 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
   const readsFlushMs = parseFlush(
     "TRELLIS_RATE_LIMIT_READS_FLUSH",
     env.TRELLIS_RATE_LIMIT_READS_FLUSH ?? "100ms",
+  );
+  const writesFlushMs = parseFlush(
+    "TRELLIS_RATE_LIMIT_WRITES_FLUSH",
+    env.TRELLIS_RATE_LIMIT_WRITES_FLUSH ?? (options.onlyReplica ? "100ms" : "0"),
   );
   const tasksPerDay = parseCount(
     "TRELLIS_QUOTA_TASKS_PER_DAY",
@@ -104,6 +120,7 @@ export function loadLimitsConfig(env: Readonly<Record<string, string | undefined
     ...(workspace ? { workspace } : {}),
     ...(agent ? { agent } : {}),
     ...(reads ? { reads, readsFlushMs } : {}),
+    writesFlushMs,
     ...(tasksPerDay !== undefined ? { tasksPerDay } : {}),
   };
 }

@@ -7,8 +7,9 @@
  *   actor's and the workspace's rate.
  * - Every read (REST GET, a read RPC; a stream when it opens) counts against
  *   the actor's read rate, a bucket of its own so reads never use up writes;
- *   read counts are written behind, in batches (`read-counters.ts`, which
- *   states the bounded overshoot across replicas).
+ *   read counts are written behind, in batches (`write-behind-counters.ts`, which
+ *   states the bounded overshoot across replicas); write counts too where
+ *   the gateway is the only replica (embedded, `writesFlushMs`).
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
  *   A submission that then fails gives its quota unit back.
@@ -21,8 +22,8 @@ import type { RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, type RestResponse } from "../http/io.js";
 import { visibleSession } from "../http/routes/common.js";
 import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
-import { WriteBehindReadCounters } from "./read-counters.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
+import { WriteBehindCounters } from "./write-behind-counters.js";
 
 /** Routes that start a task (and so use the agent rate and the daily task quota). */
 const taskRoutes = new Set(["POST /v1/sessions/{session_id}/tasks", "POST /v1/tasks"]);
@@ -46,20 +47,22 @@ export interface QuotaReport {
 
 export class RequestLimits {
   private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
-  private readonly reads: WriteBehindReadCounters;
+  private readonly reads: WriteBehindCounters;
+  private readonly writes: WriteBehindCounters;
 
   constructor(
-    private readonly counters: QuotaCounters,
+    counters: QuotaCounters,
     readonly config: LimitsConfig,
     onFlushError: (error: unknown) => void = (error) =>
       console.warn(`[gateway] writing read counters failed: ${String(error)}`),
   ) {
-    this.reads = new WriteBehindReadCounters(counters, config.readsFlushMs ?? 0, onFlushError);
+    this.reads = new WriteBehindCounters(counters, config.readsFlushMs ?? 0, onFlushError);
+    this.writes = new WriteBehindCounters(counters, config.writesFlushMs ?? 0, onFlushError);
   }
 
-  /** Write the read counts still held in memory (at shutdown). */
+  /** Write the counts still held in memory (at shutdown). */
   async close(): Promise<void> {
-    await this.reads.close();
+    await Promise.all([this.reads.close(), this.writes.close()]);
   }
 
   /** The route with its handler behind the limits (reads as they are when reads are not limited). */
@@ -133,7 +136,7 @@ export class RequestLimits {
     };
     if (operation.kind === "read") {
       if (reads === undefined) return admitted;
-      // Reads are counted write-behind (read-counters.ts): usually no statement.
+      // Reads are counted write-behind (write-behind-counters.ts): usually no statement.
       const taken = await this.reads.take(
         `rate:read:${workspaceId}:${actorId}`,
         reads.periodMs,
@@ -172,14 +175,15 @@ export class RequestLimits {
       ok: true,
       settle: async (started: boolean) => {
         // No task exists: the unit goes back (best effort).
-        if (!started) await this.counters.refund(quota.bucket, windowStart).catch(() => undefined);
+        if (!started) await this.writes.refund(quota.bucket, windowStart).catch(() => undefined);
       },
     };
   }
 
   /**
-   * Take `counters` in one statement; the refusal of the first one refused,
-   * if any. Granted counters get their `windowStart`.
+   * Take `counters` (in one statement, or none when written behind); the
+   * refusal of the first one refused, if any. Granted counters get their
+   * `windowStart`.
    */
   private async take(
     requestId: string,
@@ -187,7 +191,7 @@ export class RequestLimits {
     workspaceId: string,
   ): Promise<HarnErrorResponse | undefined> {
     if (counters.length === 0) return undefined;
-    const results = await this.counters.takeAll(counters);
+    const results = await this.writes.takeAll(counters);
     for (const [i, taken] of results.entries()) {
       const counter = counters[i] as Counter;
       if (taken.allowed) {
@@ -206,7 +210,7 @@ export class RequestLimits {
     const out: QuotaReport[] = [];
     const { tasksPerDay, workspace } = this.config;
     if (tasksPerDay !== undefined) {
-      const usage = await this.counters.usage(tasksPerDayBucket(workspaceId), dayMs);
+      const usage = await this.writes.usage(tasksPerDayBucket(workspaceId), dayMs);
       out.push({
         id: `quota_tasks_per_day_${workspaceId}`,
         scope: "workspace",
@@ -217,7 +221,7 @@ export class RequestLimits {
       });
     }
     if (workspace) {
-      const usage = await this.counters.usage(`rate:workspace:${workspaceId}`, workspace.periodMs);
+      const usage = await this.writes.usage(`rate:workspace:${workspaceId}`, workspace.periodMs);
       out.push({
         id: `quota_write_rate_${workspaceId}`,
         scope: "workspace",

@@ -55,7 +55,7 @@ export interface QuotaCounters {
    */
   takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]>;
   /**
-   * Add units already granted (write-behind, see `read-counters.ts`) to the
+   * Add units already granted (write-behind, see `write-behind-counters.ts`) to the
    * windows they were granted in, whatever the limit, in one statement.
    * Returns each bucket's count after the add; a bucket whose row already
    * holds a newer window is left alone and missing from the result.

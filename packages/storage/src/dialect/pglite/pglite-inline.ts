@@ -97,12 +97,8 @@ function templateOf(sql: string): Template {
  */
 export function inlineParameters(sql: string, params: readonly unknown[]): string | undefined {
   if (params.length === 0) return sql;
-  const literals: string[] = [];
-  for (const param of params) {
-    const text = literal(param);
-    if (text === undefined) return undefined;
-    literals.push(text);
-  }
+  const literals = parameterLiterals(params);
+  if (literals === undefined) return undefined;
   const { parts, indexes } = templateOf(sql);
   let out = parts[0] as string;
   for (let i = 0; i < indexes.length; i++) {
@@ -111,6 +107,27 @@ export function inlineParameters(sql: string, params: readonly unknown[]): strin
     out += text + (parts[i + 1] as string);
   }
   return out;
+}
+
+/**
+ * The literal of each parameter, in order, or undefined when one cannot be
+ * inlined (see {@link inlineParameters} for which values can).
+ */
+export function parameterLiterals(params: readonly unknown[]): string[] | undefined {
+  const literals: string[] = [];
+  for (const param of params) {
+    const text = literal(param);
+    if (text === undefined) return undefined;
+    literals.push(text);
+  }
+  return literals;
+}
+
+/** How many parameters `sql` refers to: its highest placeholder number (0: none). */
+export function placeholderCount(sql: string): number {
+  let highest = 0;
+  for (const index of templateOf(sql).indexes) if (index + 1 > highest) highest = index + 1;
+  return highest;
 }
 
 /** The placeholders of `sql` (see {@link inlineParameters} for what is skipped). */

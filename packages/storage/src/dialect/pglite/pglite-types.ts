@@ -1,7 +1,7 @@
 import type { ParserOptions, PGlite, QueryOptions, SerializerOptions } from "@electric-sql/pglite";
 import type { PGlite as KyselyPGlite } from "kysely";
 import { INT8_ARRAY_OID, INT8_OID, parseInt8, parseInt8Array } from "../../bigint.js";
-import { inlineParameters } from "./pglite-inline.js";
+import { runSimple } from "./pglite-prepared.js";
 
 /** Postgres type OID of `bytea`. */
 const BYTEA_OID = 17;
@@ -81,16 +81,20 @@ export function kyselyView(pglite: PGlite): KyselyPGlite {
   // Statements go through the cheaper simple protocol when their parameters
   // can be written as literals (see pglite-inline.ts) and the instance reads
   // results with storage's parsers (exec takes no per-call parsers).
+  // Repeated statements run prepared (see pglite-prepared.ts).
   type Runner = Pick<PGlite, "query" | "exec">;
-  const run = (on: Runner, query: string, params: unknown[] | undefined, given?: QueryOptions) => {
-    const inlined =
-      ownTypes && given?.rowMode !== "array" ? inlineParameters(query, params ?? []) : undefined;
-    if (inlined === undefined) return on.query(query, params, options(given));
-    return on.exec(inlined).then((results) => {
-      const last = results.at(-1);
-      if (!last) return { rows: [], fields: [], affectedRows: 0 };
-      return last;
-    });
+  const run = async (
+    on: Runner,
+    inTransaction: boolean,
+    query: string,
+    params: unknown[] | undefined,
+    given?: QueryOptions,
+  ) => {
+    const simple =
+      ownTypes && given?.rowMode !== "array"
+        ? await runSimple(pglite, on, inTransaction, query, params ?? [])
+        : undefined;
+    return simple ?? on.query(query, params, options(given));
   };
   return {
     get closed() {
@@ -103,11 +107,11 @@ export function kyselyView(pglite: PGlite): KyselyPGlite {
       return pglite.waitReady;
     },
     close: async () => {},
-    query: (query, params, given) => run(pglite, query, params, given) as never,
+    query: (query, params, given) => run(pglite, false, query, params, given) as never,
     transaction: (callback) =>
       pglite.transaction((tx) =>
         callback({
-          query: (query, params, given) => run(tx, query, params, given) as never,
+          query: (query, params, given) => run(tx, true, query, params, given) as never,
           rollback: () => tx.rollback(),
         }),
       ),

@@ -1,29 +1,33 @@
 /**
- * Read rate counters with write-behind: reads are the most frequent
- * requests, so counting each one with its own statement would add a write
- * to every read. Instead each gateway replica keeps, per bucket, the count
- * the shared table last reported plus the reads it granted since, and
- * writes those in one statement every `flushMs` (all buckets at once).
+ * Rate counters with write-behind: counting each request with its own
+ * statement would add a write to every read (the most frequent requests)
+ * and to every write request. Instead each gateway replica keeps, per
+ * bucket, the count the shared table last reported plus the units it granted
+ * since, and writes those in one statement every `flushMs` (all buckets at
+ * once).
  *
- * - The first read of a bucket (and the first after its window ended) is
+ * - The first use of a bucket (and the first after its window ended) is
  *   counted in the shared table at once, which also tells the replica the
  *   window (cut from the database's clock) and what other replicas used.
- * - A read is granted locally while `known + pending + 1 <= limit`; past
- *   that the replica flushes the bucket and asks the table (exact: refused
- *   when the shared count is at the limit).
- * - A flush adds the pending reads to the window they were granted in and
- *   learns the shared count, other replicas' reads included. Reads pending
+ * - A unit is granted locally while `known + pending + 1 <= limit`; past
+ *   that the replica flushes and asks the table (exact: refused when the
+ *   shared count is at the limit). {@link WriteBehindCounters.takeAll}
+ *   grants a request's counters locally only when every one of them fits,
+ *   else the table decides them all, in order, as before.
+ * - A flush adds the pending units to the window they were granted in and
+ *   learns the shared count, other replicas' units included. Units pending
  *   for a window that has ended are dropped (they no longer count).
  *
  * The bound this buys its statement with: with one replica the limit is
  * exact (a crash loses at most the last `flushMs` of counts). With several,
- * a replica does not see the others' reads until its next flush, so a
- * window can admit up to limit + (reads the other replicas granted locally
- * in one flush interval) — bounded by the actor's read rate × `flushMs` per
- * replica. `flushMs = 0` turns write-behind off (one statement per read,
- * exact across replicas).
+ * a replica does not see the others' units until its next flush, so a
+ * window can admit up to limit + (units the other replicas granted locally
+ * in one flush interval) — bounded by the rate × `flushMs` per replica.
+ * `flushMs = 0` turns write-behind off (one statement per request, exact
+ * across replicas). The gateway uses it for reads always, and for writes
+ * where it is the only replica by construction (embedded, on PGlite).
  */
-import type { CounterResult, QuotaCounters } from "./store.js";
+import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 
 interface BucketState {
   /** The shared count when last synced (this replica's flushed reads included). */
@@ -37,7 +41,7 @@ interface BucketState {
   periodMs: number;
 }
 
-export class WriteBehindReadCounters {
+export class WriteBehindCounters {
   private readonly buckets = new Map<string, BucketState>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> | undefined;
@@ -70,6 +74,78 @@ export class WriteBehindReadCounters {
     // The table decides: what this replica still holds goes there first.
     if (state !== undefined && state.pending + state.flushing > 0) await this.flush();
     const taken = await this.counters.take(bucket, periodMs, limit);
+    this.learn(bucket, periodMs, taken);
+    return taken;
+  }
+
+  /**
+   * Take several counters in order, as {@link QuotaCounters.takeAll} does
+   * (stopping at the first refusal): locally when every one of them fits,
+   * else in the table after writing what this replica holds.
+   */
+  async takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]> {
+    if (this.flushMs <= 0 || takes.length === 0) return this.counters.takeAll(takes);
+    const now = Date.now();
+    const local: BucketState[] = [];
+    for (const take of takes) {
+      const state = this.buckets.get(take.bucket);
+      if (
+        state === undefined ||
+        state.periodMs !== take.periodMs ||
+        now >= state.resetAt.getTime() ||
+        state.known + state.pending + state.flushing + (take.cost ?? 1) > take.limit
+      )
+        break;
+      local.push(state);
+    }
+    if (local.length === takes.length) {
+      this.schedule();
+      return takes.map((take, i) => {
+        const state = local[i] as BucketState;
+        state.pending += take.cost ?? 1;
+        return {
+          allowed: true,
+          used: state.known + state.pending + state.flushing,
+          resetAt: state.resetAt,
+          windowStart: state.windowStart,
+        };
+      });
+    }
+    if (takes.some((take) => this.held(take.bucket))) await this.flush();
+    const results = await this.counters.takeAll(takes);
+    for (const [i, taken] of results.entries()) {
+      const take = takes[i] as CounterTake;
+      if (taken.allowed) this.learn(take.bucket, take.periodMs, taken);
+    }
+    return results;
+  }
+
+  /** Give `cost` units back to the window starting at `windowStart`. */
+  async refund(bucket: string, windowStart: Date, cost = 1): Promise<void> {
+    const state = this.buckets.get(bucket);
+    if (state !== undefined && state.windowStart.getTime() === windowStart.getTime()) {
+      const fromPending = Math.min(state.pending, cost);
+      state.pending -= fromPending;
+      cost -= fromPending;
+      if (cost === 0) return;
+      state.known = Math.max(0, state.known - cost);
+    }
+    await this.counters.refund(bucket, windowStart, cost);
+  }
+
+  /** Units used in the current window of `bucket`, this replica's unwritten ones included. */
+  async usage(bucket: string, periodMs: number): Promise<{ used: number; resetAt: Date }> {
+    if (this.held(bucket)) await this.flush();
+    return this.counters.usage(bucket, periodMs);
+  }
+
+  private held(bucket: string): boolean {
+    const state = this.buckets.get(bucket);
+    return state !== undefined && state.pending + state.flushing > 0;
+  }
+
+  /** What the table said about `bucket` after a take it granted. */
+  private learn(bucket: string, periodMs: number, taken: CounterResult): void {
     const current = this.buckets.get(bucket);
     if (current !== undefined && current.windowStart.getTime() === taken.windowStart.getTime()) {
       // Reads granted meanwhile stay pending; the count is the table's.
@@ -85,7 +161,6 @@ export class WriteBehindReadCounters {
         periodMs,
       });
     }
-    return taken;
   }
 
   /** Write every pending read now (also run every `flushMs` while reads are pending). */
