@@ -73,26 +73,6 @@ export class AsyncQueue<T> implements AsyncIterable<T> {
   }
 }
 
-/** A promise that resolves when `signal` aborts (never, without a signal), plus its cleanup. */
-export function onAbort(signal: AbortSignal | undefined): {
-  promise: Promise<void>;
-  dispose(): void;
-} {
-  if (!signal) return { promise: new Promise<void>(() => {}), dispose() {} };
-  let listener: (() => void) | undefined;
-  const promise = new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    listener = () => resolve();
-    signal.addEventListener("abort", listener, { once: true });
-  });
-  return {
-    promise,
-    dispose() {
-      if (listener) signal.removeEventListener("abort", listener);
-    },
-  };
-}
-
 /**
  * Resolves when `changed` settles or `signal` aborts, and leaves nothing
  * behind on either. (Racing a long-lived abort promise instead keeps one

@@ -8,7 +8,7 @@ import {
   validateEvents,
   validateFilter,
 } from "../address.js";
-import { changedOrAborted, onAbort } from "../async-queue.js";
+import { changedOrAborted } from "../async-queue.js";
 import { cursorExpired, invalidRequest, sequenceConflict } from "../errors.js";
 import type {
   AppendResult,
@@ -240,11 +240,10 @@ export class InProcessEventLog implements EventLog {
     validateFilter(options.filter);
     if (!options.name) throw invalidRequest("a durable consumer needs a name", "name");
     const cursor = await this.#cursor(options);
-    const abort = onAbort(options.signal);
     const held = new Set<bigint>();
     try {
       for (;;) {
-        const delivery = await cursor.take(abort.promise, () => options.signal?.aborted === true);
+        const delivery = await cursor.take(options.signal);
         if (!delivery) return;
         const { entry, deliveryCount } = delivery;
         held.add(entry.position);
@@ -263,7 +262,6 @@ export class InProcessEventLog implements EventLog {
         };
       }
     } finally {
-      abort.dispose();
       // Closing hands unacked events back at once (see EventLog docs).
       for (const position of held) cursor.nak(position);
     }

@@ -1,6 +1,5 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { validateSignalPrefix } from "../address.js";
-import { onAbort } from "../async-queue.js";
 import { invalidRequest } from "../errors.js";
 import type { ReceivedSignal, Signal, SignalBus, SignalSubscribeOptions } from "../event-log.js";
 import { assertOpen, DurableCursor, Journal } from "./journal.js";
@@ -61,11 +60,10 @@ export class InProcessSignalBus implements SignalBus {
     validateSignalPrefix(options.prefix);
     if (!options.group) throw invalidRequest("a signal subscription needs a group", "group");
     const cursor = this.#group(options);
-    const abort = onAbort(options.signal);
     const held = new Set<bigint>();
     try {
       for (;;) {
-        const delivery = await cursor.take(abort.promise, () => options.signal?.aborted === true);
+        const delivery = await cursor.take(options.signal);
         if (!delivery) return;
         const { entry } = delivery;
         held.add(entry.position);
@@ -78,7 +76,6 @@ export class InProcessSignalBus implements SignalBus {
         };
       }
     } finally {
-      abort.dispose();
       for (const position of held) cursor.nak(position);
     }
   }

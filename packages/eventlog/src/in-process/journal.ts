@@ -35,6 +35,7 @@ export class MemoryConsumerPositionStore implements ConsumerPositionStore {
 export class Notifier {
   #promise: Promise<void>;
   #resolve!: () => void;
+  readonly #followers = new Set<Notifier>();
   constructor() {
     this.#promise = this.#fresh();
   }
@@ -46,6 +47,19 @@ export class Notifier {
     const resolve = this.#resolve;
     this.#promise = this.#fresh();
     resolve();
+    for (const follower of this.#followers) follower.notify();
+  }
+  /**
+   * Notify `follower` too at every {@link notify} of this one, until
+   * {@link unfollow}. A waiter that must wake on either of two notifiers
+   * waits on the follower alone: racing two promises, one of which may stay
+   * pending for long, leaves a reaction on it per wait (a leak).
+   */
+  follow(follower: Notifier): void {
+    this.#followers.add(follower);
+  }
+  unfollow(follower: Notifier): void {
+    this.#followers.delete(follower);
   }
   #fresh(): Promise<void> {
     return new Promise<void>((resolve) => {
@@ -125,24 +139,32 @@ export class DurableCursor<T> {
   ) {
     this.#floor = floor;
     this.#scan = journal.indexAfter(floor);
+    // One wake-up for everything a waiting take() cares about: appends,
+    // redeliveries and (below) its caller's abort.
+    journal.changed.follow(this.#wake);
   }
 
-  /** The next delivery, waiting for one; undefined once aborted or closed. */
-  async take(aborted: Promise<void>, isAborted: () => boolean): Promise<Delivery<T> | undefined> {
-    for (;;) {
-      if (this.journal.closed || isAborted()) return undefined;
-      // Take the wake-ups before looking, so a change in between is not missed.
-      const changed = this.journal.changed.next;
-      const woken = this.#wake.next;
-      const redelivery = this.#redeliver.shift();
-      if (redelivery) return this.#deliver(redelivery);
-      const entries = this.journal.entries;
-      while (this.#scan < entries.length) {
-        const entry = entries[this.#scan++] as JournalEntry<T>;
-        if (entry.position <= this.#floor || this.#acked.has(entry.position)) continue;
-        if (this.matches(entry.value)) return this.#deliver(entry);
+  /** The next delivery, waiting for one; undefined once `signal` aborts or the journal closes. */
+  async take(signal?: AbortSignal): Promise<Delivery<T> | undefined> {
+    const onAbort = () => this.#wake.notify();
+    signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      for (;;) {
+        if (this.journal.closed || signal?.aborted) return undefined;
+        // Take the wake-up before looking, so a change in between is not missed.
+        const woken = this.#wake.next;
+        const redelivery = this.#redeliver.shift();
+        if (redelivery) return this.#deliver(redelivery);
+        const entries = this.journal.entries;
+        while (this.#scan < entries.length) {
+          const entry = entries[this.#scan++] as JournalEntry<T>;
+          if (entry.position <= this.#floor || this.#acked.has(entry.position)) continue;
+          if (this.matches(entry.value)) return this.#deliver(entry);
+        }
+        await woken;
       }
-      await Promise.race([changed, woken, aborted]);
+    } finally {
+      signal?.removeEventListener("abort", onAbort);
     }
   }
 
@@ -178,6 +200,7 @@ export class DurableCursor<T> {
     for (const timer of this.#delayed) clearTimeout(timer);
     this.#inflight.clear();
     this.#delayed.clear();
+    this.journal.changed.unfollow(this.#wake);
     this.#wake.notify();
   }
 
