@@ -8,7 +8,7 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
-import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
+import { AgentService, SessionService, SignalService, TaskService } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger, errorDetailOf } from "@trellis/runtime";
@@ -722,7 +722,14 @@ describe("authorization matrix (every REST route)", () => {
   });
 
   it("restricts a credential to its agents (agent policy) on REST, WebSocket and gRPC", async () => {
-    const scopes = ["agents:read", "sessions:write", "sessions:read", "tasks:write", "events:read"];
+    const scopes = [
+      "agents:read",
+      "sessions:write",
+      "sessions:read",
+      "tasks:write",
+      "events:read",
+      "signals:write",
+    ];
     const made = await admin.post("/v1/api-keys", {
       name: "one agent",
       scopes,
@@ -768,6 +775,13 @@ describe("authorization matrix (every REST route)", () => {
         message: userMessage,
       }),
     );
+
+    // Listing agents shows only the credential's own; a replay runs the
+    // source task's agent again.
+    const listed = await restricted.get("/v1/personas");
+    expect(listed.status).toBe(200);
+    expect(listed.json.data.map((p: { id: string }) => p.id)).toEqual([fx.personaId]);
+    deniedWith(await restricted.post(`/v1/tasks/${waiting}/replay`, { mode: "exact" }));
 
     // A restricted creator cannot mint a wider credential.
     const keyAdmin = await admin.post("/v1/api-keys", {
@@ -815,17 +829,39 @@ describe("authorization matrix (every REST route)", () => {
     const sessions = createClient(SessionService, transport);
     const tasks = createClient(TaskService, transport);
     expect((await agents.getAgent({ agentId: fx.personaId })).agent?.id).toBe(fx.personaId);
+    expect((await agents.listAgents({})).agents.map((a) => a.id)).toEqual([fx.personaId]);
+    const adminTasks = createClient(
+      TaskService,
+      createGrpcTransport({
+        baseUrl: base,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
+            return next(req);
+          },
+        ],
+      }),
+    );
+    const suspended = async () => (await adminTasks.getTask({ taskId: waiting })).task;
+    const signalId = (await suspended())?.suspension?.signalId ?? "";
+    expect(signalId).not.toBe("");
     const refusals = await Promise.all([
       agents.getAgent({ agentId: fx.waiterId }).catch((e: unknown) => e),
       sessions.createSession({ agentId: fx.waiterId }).catch((e: unknown) => e),
       tasks
         .submitTask({ sessionId: foreign, input: { role: 1, parts: [] } })
         .catch((e: unknown) => e),
+      tasks.replayTask({ taskId: waiting }).catch((e: unknown) => e),
+      createClient(SignalService, transport)
+        .deliver({ signalId, payload: { kind: { case: "stringValue", value: "go" } } })
+        .catch((e: unknown) => e),
     ]);
     for (const refusal of refusals) {
       expect(ConnectError.from(refusal).code).toBe(Code.PermissionDenied);
       expect(errorDetailOf(ConnectError.from(refusal))?.reason).toBe("permission_denied");
     }
+    // The refused signal resumed nothing.
+    expect((await suspended())?.suspension?.signalId).toBe(signalId);
     const allowed = await sessions.createSession({ agentId: fx.personaId });
     expect(allowed.session?.agentId).toBe(fx.personaId);
   });

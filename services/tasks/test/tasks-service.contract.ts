@@ -165,6 +165,13 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
           TaskStatus.COMPLETED,
         );
 
+        // ListTasks finds the one task waiting for the signal, and nothing after it resumed.
+        const waitingFor = async () =>
+          (
+            await h.tasks.listTasks({ waitingSignalId: waiting.suspension?.signalId as string })
+          ).tasks.map((t) => t.id);
+        expect(await waitingFor()).toEqual([task?.id]);
+
         const first = await h.signals.deliver({
           signalId: waiting.suspension?.signalId as string,
           payload: {
@@ -183,6 +190,7 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect(again.duplicate).toBe(true);
         const { task: done } = await watchUntil(h, task?.id as string);
         expect(done.status).toBe(TaskStatus.COMPLETED);
+        expect(await waitingFor()).toEqual([]);
         expect(done.output.map(textOf)).toEqual(["Hello Ada", 'approved: {"approved":true}']);
         expect(done.suspension).toBeUndefined();
         const kinds = (await eventKinds({ taskId: task?.id as string }, 9)).map((e) => e.kind);

@@ -5,13 +5,22 @@
  * WebSocket command frames check the same in their routes.
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { SessionService } from "@trellis/contracts/tasks";
+import { SessionService, TaskService } from "@trellis/contracts/tasks";
 import { type Caller, callerKey, type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import { agentPolicyOf, ensureAgentAllowed, ensureRunAllowed } from "./agent-policy.js";
 
 /** How each agent-naming method is checked: the agent it names or runs. */
-type Check = (caller: Caller, message: unknown, sessionAgent: SessionAgent) => Promise<void>;
-type SessionAgent = (sessionId: string) => Promise<string>;
+type Check = (caller: Caller, message: unknown, lookup: AgentLookup) => Promise<void>;
+
+/** The agents of things a request points at, read with the caller's own rights. */
+interface AgentLookup {
+  /** The session's agent ("" when it has none or is not there). */
+  session(sessionId: string): Promise<string>;
+  /** The task's agent ("" when it is not there). */
+  task(taskId: string): Promise<string>;
+  /** The agents of the tasks waiting for the signal (none: nothing to resume). */
+  waitingFor(signalId: string): Promise<string[]>;
+}
 
 function field(message: unknown, name: string): string {
   const value = (message as Record<string, unknown> | undefined)?.[name];
@@ -19,19 +28,33 @@ function field(message: unknown, name: string): string {
 }
 
 /** A turn of a session: the named agent, else the session's (a new session: none). */
-const turn: Check = (caller, message, sessionAgent) =>
+const turn: Check = (caller, message, lookup) =>
   ensureRunAllowed(
     caller,
     field(message, "agentId"),
-    () => sessionAgent(field(message, "sessionId")),
+    () => lookup.session(field(message, "sessionId")),
     "agent_id",
   );
 
 /** Chat: a session that exists runs its bound agent whatever the request names. */
-const chatTurn: Check = async (caller, message, sessionAgent) => {
-  const bound = await sessionAgent(field(message, "sessionId"));
+const chatTurn: Check = async (caller, message, lookup) => {
+  const bound = await lookup.session(field(message, "sessionId"));
   if (bound !== "") return ensureAgentAllowed(caller, bound, "agent_id");
   return ensureRunAllowed(caller, field(message, "agentId"), async () => "", "agent_id");
+};
+
+/** A replay runs the source task's agent again. */
+const replay: Check = async (caller, message, lookup) => {
+  const agentId = await lookup.task(field(message, "taskId"));
+  // Not there: the replay itself answers not found.
+  if (agentId !== "") ensureAgentAllowed(caller, agentId, "task_id");
+};
+
+/** A signal resumes the turn waiting for it, which runs that task's agent. */
+const deliver: Check = async (caller, message, lookup) => {
+  for (const agentId of await lookup.waitingFor(field(message, "signalId"))) {
+    ensureAgentAllowed(caller, agentId, "signal_id");
+  }
 };
 
 const checks: Readonly<Record<string, Check>> = {
@@ -40,9 +63,14 @@ const checks: Readonly<Record<string, Check>> = {
   "trellis.tasks.v1.SessionService/CreateSession": (caller, message) =>
     ensureRunAllowed(caller, field(message, "agentId"), async () => "", "agent_id"),
   "trellis.tasks.v1.TaskService/SubmitTask": turn,
+  "trellis.tasks.v1.TaskService/ReplayTask": replay,
+  "trellis.tasks.v1.SignalService/Deliver": deliver,
   "trellis.chat.v1.ChatService/Send": chatTurn,
   "trellis.chat.v1.ChatService/SendStreaming": chatTurn,
 };
+
+/** Methods whose answer lists agents: a restricted caller sees only its own. */
+const LIST_AGENTS = "trellis.tasks.v1.AgentService/ListAgents";
 
 /** The methods this interceptor checks (documentation and tests). */
 export const agentCheckedMethods: readonly string[] = Object.keys(checks);
@@ -50,36 +78,72 @@ export const agentCheckedMethods: readonly string[] = Object.keys(checks);
 export function createAgentPolicyInterceptor(clients: ServiceClients): Interceptor {
   return (next) => async (req) => {
     const caller = req.contextValues.get(callerKey);
-    if (agentPolicyOf(caller) === undefined) return next(req);
-    const check = checks[`${req.service.typeName}/${req.method.name}`];
-    if (check === undefined || caller === undefined) return next(req);
-    const sessionAgent: SessionAgent = async (sessionId) => {
-      if (sessionId === "") return "";
-      const headers = new Headers();
-      setCallerHeaders(headers, caller);
-      try {
-        const { session } = await clients
-          .get(SessionService)
-          .getSession({ sessionId }, { headers });
-        return session?.agentId ?? "";
-      } catch (error) {
-        // Not there (yet, or not visible): the request names the agent, or is refused downstream.
-        if (ConnectError.from(error).code === Code.NotFound) return "";
-        throw error;
+    const policy = agentPolicyOf(caller);
+    if (policy === undefined || caller === undefined) return next(req);
+    const method = `${req.service.typeName}/${req.method.name}`;
+    if (method === LIST_AGENTS && !req.stream) {
+      const response = await next(req);
+      if (!response.stream) {
+        const message = response.message as { agents?: { id: string }[] };
+        message.agents = message.agents?.filter((agent) => policy.agentIds.includes(agent.id));
       }
-    };
+      return response;
+    }
+    const check = checks[method];
+    if (check === undefined) return next(req);
+    const lookup = agentLookup(clients, caller);
     if (!req.stream) {
-      await check(caller, req.message, sessionAgent);
+      await check(caller, req.message, lookup);
       return next(req);
     }
     // A server-streaming call's one request message: checked as it is read.
     const source = req.message;
     const checked = (async function* () {
       for await (const message of source) {
-        await check(caller, message, sessionAgent);
+        await check(caller, message, lookup);
         yield message;
       }
     })();
     return next({ ...req, message: checked });
+  };
+}
+
+function agentLookup(clients: ServiceClients, caller: Caller): AgentLookup {
+  const options = () => {
+    const headers = new Headers();
+    setCallerHeaders(headers, caller);
+    return { headers };
+  };
+  // Not there (yet, or not visible): the request is refused downstream, or names its agent.
+  const orEmpty = <T>(error: unknown, empty: T): T => {
+    if (ConnectError.from(error).code === Code.NotFound) return empty;
+    throw error;
+  };
+  return {
+    async session(sessionId) {
+      if (sessionId === "") return "";
+      try {
+        const { session } = await clients.get(SessionService).getSession({ sessionId }, options());
+        return session?.agentId ?? "";
+      } catch (error) {
+        return orEmpty(error, "");
+      }
+    },
+    async task(taskId) {
+      if (taskId === "") return "";
+      try {
+        const { task } = await clients.get(TaskService).getTask({ taskId }, options());
+        return task?.agentId ?? "";
+      } catch (error) {
+        return orEmpty(error, "");
+      }
+    },
+    async waitingFor(signalId) {
+      if (signalId === "") return [];
+      const { tasks } = await clients
+        .get(TaskService)
+        .listTasks({ waitingSignalId: signalId, pageSize: 10 }, options());
+      return tasks.map((task) => task.agentId);
+    },
   };
 }

@@ -65,6 +65,7 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
           sessionId: request.sessionId,
           workspaceId: request.workspaceId,
           parentTaskId: request.parentTaskId,
+          waitingSignalId: request.waitingSignalId,
           statuses: request.statuses,
         },
         pageOf(request),

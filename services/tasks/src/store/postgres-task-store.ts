@@ -1470,6 +1470,11 @@ export class PostgresTaskStore implements TaskStore {
     if (workspace) query = query.where("workspace_id", "=", workspace);
     if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
     if (filter.parentTaskId) query = query.where("parent_task_id", "=", filter.parentTaskId);
+    if (filter.waitingSignalId) {
+      query = query
+        .where("signal_id", "=", filter.waitingSignalId)
+        .where("run_state", "=", "waiting");
+    }
     if (filter.statuses.length > 0) query = query.where("status", "in", filter.statuses);
     return paged(await query.execute(), limit, (r) => r.seq, toTask);
   }

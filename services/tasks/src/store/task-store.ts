@@ -217,6 +217,8 @@ export interface TaskFilter {
   sessionId?: string;
   /** Only the tasks delegated by this task (`parent_task_id`). */
   parentTaskId?: string;
+  /** Only the task waiting for this signal. */
+  waitingSignalId?: string;
   statuses: TaskStatus[];
 }
 

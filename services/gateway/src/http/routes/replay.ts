@@ -26,6 +26,7 @@ import {
 import { errors } from "@trellis/runtime";
 import { taskToHarn, toValue } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
+import { ensureAgentAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { accepted, param, required, visibleTask } from "./common.js";
@@ -81,7 +82,9 @@ export async function replayTask(call: RestCall): Promise<RestResponse> {
     );
   }
   // A source of another workspace is absent (404), before anything else is said about it.
-  await visibleTask(call, id);
+  const source = await visibleTask(call, id);
+  // A replay runs the source's agent again.
+  ensureAgentAllowed(call.caller, source.agentId, "task_id");
   const { task } = await call.deps.clients.get(TaskService).replayTask(
     {
       taskId: id,

@@ -12,7 +12,7 @@ import {
 } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { isAdmin } from "../../domain/scopes.js";
-import { ensureAgentAllowed } from "../../policy/agent-policy.js";
+import { agentPolicyOf, ensureAgentAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -91,7 +91,12 @@ export async function listPersonas(call: RestCall): Promise<RestResponse> {
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
       call.options(),
     );
-  return ok(listJson(response.agents.map(agentToPersona), { nextCursor: response.nextPageToken }));
+  // A credential restricted to some agents sees only those.
+  const policy = agentPolicyOf(call.caller);
+  const agents = policy
+    ? response.agents.filter((agent) => policy.agentIds.includes(agent.id))
+    : response.agents;
+  return ok(listJson(agents.map(agentToPersona), { nextCursor: response.nextPageToken }));
 }
 
 export async function createPersona(call: RestCall): Promise<RestResponse> {

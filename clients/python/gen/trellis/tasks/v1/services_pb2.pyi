@@ -393,20 +393,22 @@ class ListSessionsResponse(_message.Message):
     def __init__(self, sessions: _Optional[_Iterable[_Union[_resources_pb2.Session, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class ListTasksRequest(_message.Message):
-    __slots__ = ["page_size", "page_token", "parent_task_id", "session_id", "statuses", "workspace_id"]
+    __slots__ = ["page_size", "page_token", "parent_task_id", "session_id", "statuses", "waiting_signal_id", "workspace_id"]
     PAGE_SIZE_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     PARENT_TASK_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STATUSES_FIELD_NUMBER: _ClassVar[int]
+    WAITING_SIGNAL_ID_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     page_size: int
     page_token: str
     parent_task_id: str
     session_id: str
     statuses: _containers.RepeatedScalarFieldContainer[_event_pb2.TaskStatus]
+    waiting_signal_id: str
     workspace_id: str
-    def __init__(self, session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_event_pb2.TaskStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., parent_task_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., statuses: _Optional[_Iterable[_Union[_event_pb2.TaskStatus, str]]] = ..., page_size: _Optional[int] = ..., page_token: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., waiting_signal_id: _Optional[str] = ...) -> None: ...
 
 class ListTasksResponse(_message.Message):
     __slots__ = ["next_page_token", "tasks"]
