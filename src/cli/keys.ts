@@ -8,6 +8,7 @@
  * never again.
  *
  *   trellis keys create --name ci --scopes "sessions:read tasks:write" [--workspace W] [--actor A]
+ *                       [--agent-ids "agent_a agent_b"]
  *   trellis keys list [--workspace W] [--all]
  *   trellis keys revoke <key id>
  *
@@ -20,11 +21,14 @@ import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { parseArgs } from "node:util";
 import {
+  AgentPolicyStore,
   type ApiKeyRecord,
   adminKeyFile,
+  agentPolicyMigrations,
   gatewayMigrations,
   isGrantableScope,
   PostgresKeyStore,
+  parseAgentIds,
 } from "@trellis/gateway";
 import { createDatabase, migrate } from "@trellis/storage";
 
@@ -44,8 +48,10 @@ const processIo: KeysIo = {
 const usage = `Usage: trellis keys <create|list|revoke> [options]
 
   create --name NAME --scopes "SCOPE ..." [--workspace ID] [--actor ID]
+         [--agent-ids "AGENT ..."]
          Scopes: a named scope (sessions:read, tasks:write, keys:admin, ...),
-         <area>:* or * (admin only). The key is printed once.
+         <area>:* or * (admin only). --agent-ids restricts the key to those
+         agents (default: every agent of the workspace). The key is printed once.
   list   [--workspace ID] [--all]   (--all: revoked keys too)
   revoke KEY_ID
 
@@ -66,6 +72,8 @@ interface KeyView {
   scopes: string[];
   created_at: string;
   revoked_at: string | null;
+  /** The agents the key may use; null: every agent (only shown where known). */
+  agent_ids?: string[] | null;
   key?: string;
 }
 
@@ -93,6 +101,7 @@ interface KeyBackend {
     scopes: string[];
     workspace?: string;
     actor?: string;
+    agentIds?: string[];
   }): Promise<KeyView>;
   list(input: { workspace?: string; all: boolean }): Promise<KeyView[]>;
   revoke(id: string): Promise<KeyView>;
@@ -146,6 +155,7 @@ function httpBackend(baseUrl: string, apiKey: string): KeyBackend {
         scopes: input.scopes,
         ...(input.workspace ? { workspace_id: input.workspace } : {}),
         ...(input.actor ? { actor_id: input.actor } : {}),
+        ...(input.agentIds ? { agent_ids: input.agentIds } : {}),
       })) as KeyView;
     },
     async list(input) {
@@ -172,13 +182,17 @@ async function databaseBackend(url: string): Promise<KeyBackend> {
       applicationName: "trellis-keys",
     });
     // The gateway's own migrations (idempotent), so this works before its first start too.
-    await migrate(db, { schema: "gateway", migrations: gatewayMigrations });
+    await migrate(db, {
+      schema: "gateway",
+      migrations: { ...gatewayMigrations, ...agentPolicyMigrations },
+    });
   } catch (error) {
     throw new UsageError(
       `cannot use the database (${error instanceof Error ? error.message : String(error)})`,
     );
   }
   const keys = new PostgresKeyStore(db, "gateway");
+  const policies = new AgentPolicyStore(db, "gateway");
   return {
     async create(input) {
       const created = await keys.create({
@@ -187,7 +201,19 @@ async function databaseBackend(url: string): Promise<KeyBackend> {
         workspaceId: input.workspace ?? "default",
         scopes: input.scopes,
       });
-      return viewOf(created.record, created.key);
+      if (input.agentIds !== undefined) {
+        try {
+          await policies.set(`api_key:${created.record.id}`, input.agentIds);
+        } catch (error) {
+          // Fail closed: a key meant to be restricted must not stay usable without it.
+          await keys.revoke(created.record.id).catch(() => undefined);
+          throw error;
+        }
+      }
+      return {
+        ...viewOf(created.record, created.key),
+        agent_ids: input.agentIds ? [...input.agentIds] : null,
+      };
     },
     async list(input) {
       const records = await keys.list({
@@ -249,6 +275,7 @@ export async function runKeys(
             scopes: { type: "string" },
             workspace: { type: "string" },
             actor: { type: "string" },
+            "agent-ids": { type: "string" },
             all: { type: "boolean" },
             url: { type: "string" },
             "api-key": { type: "string" },
@@ -270,12 +297,20 @@ export async function runKeys(
     }
     // Check the request before connecting anywhere.
     let scopes: string[] = [];
+    let agentIds: string[] | undefined;
     if (subcommand === "create") {
       if (!values.name) throw new UsageError("create needs --name");
       scopes = (values.scopes ?? "").split(/[\s,]+/).filter((s) => s !== "");
       if (scopes.length === 0) throw new UsageError("create needs --scopes");
       const bad = scopes.find((s) => !isGrantableScope(s));
       if (bad !== undefined) throw new UsageError(`unknown scope ${JSON.stringify(bad)}`);
+      if (values["agent-ids"] !== undefined) {
+        try {
+          agentIds = parseAgentIds(values["agent-ids"].split(/[\s,]+/).filter((a) => a !== ""));
+        } catch (error) {
+          throw new UsageError(`--agent-ids: ${error instanceof Error ? error.message : error}`);
+        }
+      }
     }
     if (subcommand === "revoke" && rest.length !== 1) {
       throw new UsageError("revoke needs exactly one key id");
@@ -305,6 +340,7 @@ export async function runKeys(
           scopes,
           ...(values.workspace ? { workspace: values.workspace } : {}),
           ...(values.actor ? { actor: values.actor } : {}),
+          ...(agentIds ? { agentIds } : {}),
         });
         if (values.json) {
           io.out(`${JSON.stringify(created, null, 2)}\n`);
@@ -312,6 +348,9 @@ export async function runKeys(
           io.out(
             [
               `API key ${created.id} created for workspace ${created.workspace_id} (${created.scopes.join(" ")}).`,
+              ...(created.agent_ids
+                ? [`Restricted to agents: ${created.agent_ids.join(" ")}.`]
+                : []),
               "Shown once; keep it safe:",
               `  ${created.key ?? "(not returned)"}`,
               "",

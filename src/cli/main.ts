@@ -45,6 +45,7 @@ Commands:
   keys create|list|revoke
             Manage API keys (stored hashed; a new key is printed once):
             keys create --name NAME --scopes "sessions:read tasks:write" [--workspace ID]
+              [--agent-ids "AGENT ..."]
             keys list [--workspace ID] [--all];  keys revoke KEY_ID
             Through a gateway (--url, --api-key; default the admin key) or
             directly in its database (--database-url). trellis keys help: details

@@ -7,6 +7,8 @@ export { type GatewayConfig, gatewayConfigSchema, loadGatewayConfig } from "./co
 export { gatewayService } from "./definition.js";
 export { currentProtocolVersion, supportedProtocolVersions } from "./domain/protocol.js";
 export { isGrantableScope, isScope, type Scope, scopeNames } from "./domain/scopes.js";
+export { parseAgentIds } from "./policy/agent-policy.js";
+export { AgentPolicyStore, agentPolicyMigrations } from "./policy/store.js";
 export {
   type ApiKeyRecord,
   type CreatedApiKey,

@@ -9,6 +9,7 @@ import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runKeys } from "../../../src/cli/keys.js";
 import { gatewayService } from "../src/definition.js";
+import { AgentPolicyStore } from "../src/policy/store.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
 import { harnClient } from "./support/harn-client.js";
 
@@ -201,6 +202,20 @@ describe("API keys over REST", () => {
 
     const human = await cli(["create", "--name", "human", "--scopes", "sessions:read"], env);
     expect(human.out).toMatch(/Shown once; keep it safe:\n {2}trellis_sk_/);
+
+    // Restricted to agents: the gateway refuses the others.
+    const bot = await cli(
+      ["create", "--name", "bot", "--scopes", "agents:read", "--agent-ids", "agent_a agent_b"],
+      env,
+    );
+    expect(bot.code).toBe(0);
+    expect(bot.out).toContain("Restricted to agents: agent_a agent_b.");
+    const botKey = /trellis_sk_\S+/.exec(bot.out)?.[0] as string;
+    const refused = await harnClient(base, botKey).get("/v1/personas/agent_c");
+    expect({ status: refused.status, code: refused.json.error.code }).toEqual({
+      status: 403,
+      code: "permission_denied",
+    });
   });
 
   it("trellis keys: says what is wrong, with exit codes", async () => {
@@ -227,6 +242,14 @@ describe("API keys over REST", () => {
     });
     expect(nowhere.code).toBe(2);
     expect(nowhere.err).toContain("cannot reach Trellis");
+    for (const agents of ["", "agent a/b"]) {
+      const bad = await cli(
+        ["create", "--name", "x", "--scopes", "tasks:read", "--agent-ids", agents],
+        env,
+      );
+      expect(bad.code).toBe(2);
+      expect(bad.err).toContain("--agent-ids");
+    }
     const noKey = await cli(["list"], { TRELLIS_URL: base, TRELLIS_DATA_DIR: "/nonexistent" });
     expect(noKey.code).toBe(2);
     expect(noKey.err).toContain("no API key");
@@ -285,6 +308,27 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
       expect(revoked.code).toBe(0);
       expect(await store.authenticate(key.key)).toBeUndefined();
       expect((await cli(["revoke", "--database-url", db.url, "key_missing"])).code).toBe(1);
+
+      // --agent-ids in the database: the policy the gateway reads.
+      const bot = await cli([
+        "create",
+        "--database-url",
+        db.url,
+        "--name",
+        "bot",
+        "--scopes",
+        "agents:read",
+        "--agent-ids",
+        "agent_a,agent_b",
+        "--json",
+      ]);
+      expect(bot.code).toBe(0);
+      const botKey = JSON.parse(bot.out);
+      expect(botKey.agent_ids).toEqual(["agent_a", "agent_b"]);
+      const policies = new AgentPolicyStore(database, "gateway");
+      expect(await policies.get(`api_key:${botKey.id}`)).toEqual({
+        agentIds: ["agent_a", "agent_b"],
+      });
     } finally {
       await database.close();
     }
