@@ -12,7 +12,7 @@
  * Vault secrets: a name `<vault_id>/<secret name>` is read from the vaults
  * of the task's workspace (and tenant-global ones) whose access policy lists
  * the task's agent — {@link HarnessEnvironment.vaultSecrets}, loaded before
- * the call runs. A missing or denied one is a {@link SecretAccessError}
+ * the turn's first tool call runs and kept for the turn. A missing or denied one is a {@link SecretAccessError}
  * (the tool call fails with a message naming the secret, never a value).
  * Without a vault source (remote adapter workers, replays) such a name reads
  * as unset, like any other secret the environment does not have.

@@ -56,7 +56,13 @@ import {
   clarificationMetadata,
   questionOf,
 } from "./clarification.js";
-import { CallReads, type HarnessEnvironment, loadVaultSecrets, textSha256 } from "./environment.js";
+import {
+  CallReads,
+  type HarnessEnvironment,
+  loadVaultSecrets,
+  type SecretSource,
+  textSha256,
+} from "./environment.js";
 import {
   type HarnessDefinition,
   HarnessDefinitionError,
@@ -313,6 +319,8 @@ class HarnessTurn {
 
   /** Tokens this run's model calls used (the result's usage). */
   readonly #usage = { inputTokens: 0, outputTokens: 0 };
+  /** The turn's vault secrets, once a tool call needed them. */
+  #vault: Promise<SecretSource | undefined> | undefined;
 
   #fail(category: string, message: string, retryable = false): TurnEnd {
     return new TurnEnd({
@@ -513,11 +521,16 @@ class HarnessTurn {
     const key = `${this.request.taskId}:${job.id}`;
     const call = { taskId: this.request.taskId, toolCallId: job.id };
     const { workspaceId, agent } = this.request;
-    const vault = await loadVaultSecrets(this.environment, {
+    // Loaded at the turn's first tool call and kept for the rest of the turn
+    // (the access policy depends only on the workspace and the agent); a
+    // failed load is tried again at the next call.
+    this.#vault ??= loadVaultSecrets(this.environment, {
       ...call,
       workspaceId,
       agentId: agent.id,
-    }).catch((error: unknown) => {
+    });
+    const vault = await this.#vault.catch((error: unknown) => {
+      this.#vault = undefined;
       throw this.#fail("vault_unavailable", String((error as Error).message), true);
     });
     const claimed = await this.#claim(key);

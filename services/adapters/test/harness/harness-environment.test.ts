@@ -141,6 +141,42 @@ describe("harness environment reads and output hashes", () => {
     ).not.toContain(SECRET);
   });
 
+  it("loads the vault secrets once per turn, at its first tool call", async () => {
+    const loads: string[] = [];
+    const weather: HarnessTool = {
+      name: "get_weather",
+      description: "The current weather of a city.",
+      inputSchema: { type: "object", properties: { city: { type: "string" } } },
+      run: (_input, context) => ({ authorized: context.secret("vlt_w/KEY") === SECRET }),
+    };
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: [weather],
+      environment: {
+        vaultSecrets: async (scope) => {
+          loads.push(`${scope.workspaceId}/${scope.agentId}`);
+          return { read: () => SECRET };
+        },
+      },
+    });
+    // The model asks for the tool twice before it answers.
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const { request } = turnRequest(
+      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+      "What's the weather in Paris?",
+      { taskId: "task_env_vault" },
+    );
+    const result = await adapter.execute(request);
+    expect(result.status).toBe("completed");
+    expect(result.messages.filter((m) => m.toolCallId !== "")).toHaveLength(2);
+    expect(loads).toHaveLength(1);
+  });
+
   it("reads the wall clock and no secrets without an environment; bad labels fail the call, not the turn", async () => {
     const seen: unknown[] = [];
     const clock: HarnessTool = {

@@ -35,6 +35,9 @@ const ACTIVE_STATUSES = [TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED, TaskStat
 /** Sessions judged per sweep at most (the rest wait for the next one). */
 const MAX_SESSIONS_PER_SWEEP = 5_000;
 
+/** Sessions judged at the same time within a sweep. */
+const JUDGES = 8;
+
 /** Options of {@link HealthWatchdog}. */
 export interface HealthWatchdogOptions {
   clients: ServiceClients;
@@ -125,23 +128,29 @@ export class HealthWatchdog {
     for (const sessionId of [...this.#sessions.keys()]) {
       if (!active.has(sessionId)) this.#sessions.delete(sessionId);
     }
-    for (const sessionId of active) {
-      if (this.#stop.signal.aborted) break;
-      try {
-        const watched = await this.#watch(sessionId);
-        if (!watched) continue;
-        report.sessions += 1;
-        await this.#judge(sessionId, watched, report);
-      } catch (error) {
-        if (this.#stop.signal.aborted) break;
-        // One session's trouble does not stop the others; it is retried next sweep.
-        this.#sessions.delete(sessionId);
-        this.#o.logger.warn("health watchdog: judging a session failed", {
-          session_id: sessionId,
-          error: error instanceof Error ? error.message : String(error),
-        });
+    // Sessions are judged a few at a time: a cancel waits for the worker to
+    // confirm (up to the cancel grace), which must not hold up the others.
+    const queue = [...active];
+    const judgeNext = async (): Promise<void> => {
+      for (let sessionId = queue.shift(); sessionId !== undefined; sessionId = queue.shift()) {
+        if (this.#stop.signal.aborted) return;
+        try {
+          const watched = await this.#watch(sessionId);
+          if (!watched) continue;
+          report.sessions += 1;
+          await this.#judge(sessionId, watched, report);
+        } catch (error) {
+          if (this.#stop.signal.aborted) return;
+          // One session's trouble does not stop the others; it is retried next sweep.
+          this.#sessions.delete(sessionId);
+          this.#o.logger.warn("health watchdog: judging a session failed", {
+            session_id: sessionId,
+            error: error instanceof Error ? error.message : String(error),
+          });
+        }
       }
-    }
+    };
+    await Promise.all(Array.from({ length: Math.min(JUDGES, queue.length) }, judgeNext));
     return report;
   }
 
