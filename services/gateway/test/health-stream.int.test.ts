@@ -57,6 +57,29 @@ describe.each(modes)("session health, $mode", ({ start }) => {
     });
   });
 
+  it("keeps answering from the whole log when it is read again after new turns", async () => {
+    const fast = await createScriptedAgent(api, "fast", echoAgent(0));
+    const session = await api.post("/v1/sessions", { persona_id: fast });
+    const id = session.json.id as string;
+    const first = await api.get(healthPath(id));
+    expect(first.json.metrics.runtime_ms).toBe(0);
+    for (const input of ["one", "two"]) {
+      const task = await api.post(`/v1/sessions/${id}/tasks`, { input });
+      await poll(async () => {
+        const t = await api.get(`/v1/tasks/${task.json.id}`);
+        return t.json.status === "COMPLETED" ? t.json : undefined;
+      });
+      // Each read sees every event so far (it reads on from where the last one stopped).
+      const events = await api.get(`/v1/sessions/${id}/events?limit=200`);
+      const lastId = (events.json.data as Json[]).at(-1)?.id;
+      const again = await poll(async () => {
+        const health = await api.get(healthPath(id));
+        return health.json.last_event_id === lastId ? health.json : undefined;
+      });
+      expect(again).toMatchObject({ status: "healthy", metrics: { running_task_id: null } });
+    }
+  });
+
   it("streams a slow turn as stuck, then healthy again when it completes", async () => {
     const session = await api.post("/v1/sessions", {
       persona_id: slowAgent,

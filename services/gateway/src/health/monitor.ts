@@ -51,8 +51,9 @@ export async function eventsAfter(
   const events = ctx.clients.get(EventService);
   const out: Event[] = [];
   for (let after = afterId; ; ) {
+    // The largest page ListEvents serves: a long log is read in few requests.
     const page = await events.listEvents(
-      { sessionId, afterEventId: after, limit: 200 },
+      { sessionId, afterEventId: after, limit: 1000 },
       ctx.options(),
     );
     out.push(...page.events);
@@ -135,11 +136,51 @@ export async function healthOfLog(
   return { object: "session_health", ...evaluation.snapshot };
 }
 
+/**
+ * Trackers of sessions whose health was read, per gateway (its deps), so a
+ * repeated read (a UI polling) reads only the events since the last one
+ * instead of the whole log again. Bounded; the least recently read goes.
+ */
+const readTrackers = new WeakMap<object, Map<string, CachedTracker>>();
+const READ_TRACKERS = 1_000;
+
+interface CachedTracker {
+  tracker: HealthTracker;
+  lastId: string;
+  /** Reads of one session take turns: each applies only what the one before it had not. */
+  turn: Promise<unknown>;
+}
+
 /** `GET /v1/ui/sessions/{id}/health`. */
 export async function sessionHealth(call: RestCall, sessionId: string): Promise<JsonObject> {
   const session = await visibleSession(call, sessionId);
-  const events = await sessionLog(call, session.id);
-  return healthOfLog(call, session, events);
+  let cache = readTrackers.get(call.deps);
+  if (cache === undefined) {
+    cache = new Map();
+    readTrackers.set(call.deps, cache);
+  }
+  let cached = cache.get(session.id);
+  if (cached === undefined) {
+    cached = { tracker: new HealthTracker(session.id), lastId: "", turn: Promise.resolve() };
+    if (cache.size >= READ_TRACKERS) cache.delete(cache.keys().next().value as string);
+  } else {
+    cache.delete(session.id);
+  }
+  cache.set(session.id, cached);
+  const entry = cached;
+  const read = entry.turn.then(async () => {
+    // The policy is checked first: a malformed one is the answer, whatever the log holds.
+    const policy = healthPolicyOf(session.metadata);
+    for (const event of await eventsAfter(contextOf(call), session.id, entry.lastId)) {
+      entry.tracker.apply(event);
+      entry.lastId = event.id;
+    }
+    const evaluation = entry.tracker.snapshot(Date.now(), policy);
+    await enforce(contextOf(call), policy, evaluation);
+    return { object: "session_health", ...evaluation.snapshot } as JsonObject;
+  });
+  entry.turn = read.catch(() => undefined);
+  return read;
 }
 
 /** `GET /v1/ui/sessions/{id}/health/stream`. */
