@@ -114,30 +114,30 @@ function agentLookup(clients: ServiceClients, caller: Caller): AgentLookup {
     setCallerHeaders(headers, caller);
     return { headers };
   };
-  // Not there (yet, or not visible): the request is refused downstream, or names its agent.
-  const orEmpty = <T>(error: unknown, empty: T): T => {
-    if (ConnectError.from(error).code === Code.NotFound) return empty;
-    throw error;
+  // The agent of the resource `read` finds; "" when `id` is empty or the
+  // resource is not there (yet, or not visible): the request is then refused
+  // downstream, or names its agent.
+  const agentOf = async (id: string, read: () => Promise<{ agentId: string } | undefined>) => {
+    if (id === "") return "";
+    try {
+      return (await read())?.agentId ?? "";
+    } catch (error) {
+      if (ConnectError.from(error).code === Code.NotFound) return "";
+      throw error;
+    }
   };
   return {
-    async session(sessionId) {
-      if (sessionId === "") return "";
-      try {
-        const { session } = await clients.get(SessionService).getSession({ sessionId }, options());
-        return session?.agentId ?? "";
-      } catch (error) {
-        return orEmpty(error, "");
-      }
-    },
-    async task(taskId) {
-      if (taskId === "") return "";
-      try {
-        const { task } = await clients.get(TaskService).getTask({ taskId }, options());
-        return task?.agentId ?? "";
-      } catch (error) {
-        return orEmpty(error, "");
-      }
-    },
+    session: (sessionId) =>
+      agentOf(
+        sessionId,
+        async () =>
+          (await clients.get(SessionService).getSession({ sessionId }, options())).session,
+      ),
+    task: (taskId) =>
+      agentOf(
+        taskId,
+        async () => (await clients.get(TaskService).getTask({ taskId }, options())).task,
+      ),
     async waitingFor(signalId) {
       if (signalId === "") return [];
       const { tasks } = await clients
