@@ -56,13 +56,7 @@ import {
   clarificationMetadata,
   questionOf,
 } from "./clarification.js";
-import {
-  CallReads,
-  type HarnessEnvironment,
-  loadVaultSecrets,
-  type SecretSource,
-  textSha256,
-} from "./environment.js";
+import { CallReads, type HarnessEnvironment, loadVaultSecrets, textSha256 } from "./environment.js";
 import {
   type HarnessDefinition,
   HarnessDefinitionError,
@@ -320,7 +314,7 @@ class HarnessTurn {
   /** Tokens this run's model calls used (the result's usage). */
   readonly #usage = { inputTokens: 0, outputTokens: 0 };
   /** The turn's vault secrets, once a tool call needed them. */
-  #vault: Promise<SecretSource | undefined> | undefined;
+  #vault: ReturnType<typeof loadVaultSecrets> | undefined;
 
   #fail(category: string, message: string, retryable = false): TurnEnd {
     return new TurnEnd({
