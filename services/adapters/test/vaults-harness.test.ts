@@ -149,6 +149,26 @@ describe("vault secrets in harness tools", () => {
     });
   });
 
+  it("applies an updated access policy from the next turn", async () => {
+    const vaults = trellis.client(VaultService);
+    await vaults.updateVault({
+      vaultId: "vlt_weather",
+      allowedAgentIds: [other],
+      updateMask: { paths: ["allowed_agent_ids"] },
+    });
+    try {
+      expect(textOf(await weatherTurn(allowed))).toContain("secret_denied");
+      const granted = JSON.parse(textOf(await weatherTurn(other))) as JsonObject;
+      expect(granted.key_sha256).toBe(createHash("sha256").update(SECRET_VALUE).digest("hex"));
+    } finally {
+      await vaults.updateVault({
+        vaultId: "vlt_weather",
+        allowedAgentIds: [allowed],
+        updateMask: { paths: ["allowed_agent_ids"] },
+      });
+    }
+  });
+
   it("keeps the value sealed at rest", async () => {
     const db = trellis.contexts.get("adapters")!.db;
     const rows = (

@@ -454,6 +454,25 @@ describe("authorization matrix (every REST route)", () => {
       req: async () => ({ path: `/v1/vaults/${fx.vaultId}/secrets` }),
       right: 200,
     },
+    "POST /v1/vaults/{vault_id}": {
+      req: async () => ({
+        path: `/v1/vaults/${fx.vaultId}`,
+        body: { metadata: { touched: "matrix" } },
+      }),
+      right: 200,
+    },
+    "DELETE /v1/vaults/{vault_id}": {
+      req: async () => {
+        const made = await admin.post("/v1/vaults", {
+          workspace_id: "default",
+          provider: "trellis",
+          capabilities: ["read"],
+        });
+        if (made.status !== 201) throw new Error(`vault: ${made.status} ${made.text}`);
+        return { path: `/v1/vaults/${made.json.id}` };
+      },
+      right: 200,
+    },
     "PUT /v1/vaults/{vault_id}/secrets/{name}": {
       req: async () => ({
         path: `/v1/vaults/${fx.vaultId}/secrets/MATRIX_TOKEN`,

@@ -126,6 +126,62 @@ describe("vaults over REST", () => {
     expect(named.status).toBe(400);
   });
 
+  it("updates a vault's policy, capabilities and metadata, and deletes it with its secrets", async () => {
+    const admin = harnClient(base, ADMIN_KEY);
+    const vault = await admin.post("/v1/vaults", {
+      provider: "trellis",
+      capabilities: ["read", "write"],
+      allowed_agent_ids: ["agent_a"],
+    });
+    const id = vault.json.id as string;
+    expect(
+      (await admin.request("PUT", `/v1/vaults/${id}/secrets/TOKEN`, { body: { value: "v" } }))
+        .status,
+    ).toBe(200);
+    const updated = await admin.post(`/v1/vaults/${id}`, {
+      allowed_agent_ids: ["agent_b", "agent_c", "agent_b"],
+      capabilities: ["read"],
+    });
+    expect(updated.status).toBe(200);
+    expect(updated.json).toMatchObject({
+      id,
+      allowed_agent_ids: ["agent_b", "agent_c"],
+      capabilities: ["read"],
+      metadata: {},
+    });
+    // Only the fields given change.
+    const relabeled = await admin.post(`/v1/vaults/${id}`, { metadata: { team: "ops" } });
+    expect(relabeled.json).toMatchObject({
+      allowed_agent_ids: ["agent_b", "agent_c"],
+      capabilities: ["read"],
+      metadata: { team: "ops" },
+    });
+    expect((await admin.get(`/v1/vaults/${id}`)).json.metadata).toEqual({ team: "ops" });
+    // Read-only now: no more writes.
+    const write = await admin.request("PUT", `/v1/vaults/${id}/secrets/OTHER`, {
+      body: { value: "v" },
+    });
+    expect(write.status).toBe(422);
+
+    const refusals = [
+      await admin.post(`/v1/vaults/${id}`, {}),
+      await admin.post(`/v1/vaults/${id}`, { provider: "other" }),
+      await admin.post(`/v1/vaults/${id}`, { capabilities: ["launch"] }),
+      await admin.post(`/v1/vaults/${id}`, { allowed_agent_ids: [""] }),
+      await admin.post(`/v1/vaults/${id}`, { allowed_agent_ids: "agent_a" }),
+    ];
+    expect(refusals.map((r) => [r.status, r.json.error.code])).toEqual(
+      Array(refusals.length).fill([400, "invalid_request"]),
+    );
+    expect((await admin.post("/v1/vaults/vlt_missing", { metadata: {} })).status).toBe(404);
+
+    const deleted = await admin.request("DELETE", `/v1/vaults/${id}`);
+    expect([deleted.status, deleted.json]).toEqual([200, { object: "vault", id, deleted: true }]);
+    expect((await admin.get(`/v1/vaults/${id}`)).status).toBe(404);
+    expect((await admin.get(`/v1/vaults/${id}/secrets`)).status).toBe(404);
+    expect((await admin.request("DELETE", `/v1/vaults/${id}`)).status).toBe(404);
+  });
+
   it("hides another workspace's vaults and keeps tenant-global ones to admin keys", async () => {
     const admin = harnClient(base, ADMIN_KEY);
     const mine = await admin.post("/v1/vaults", {
@@ -144,6 +200,8 @@ describe("vaults over REST", () => {
         body: { value: "v" },
       }),
       await outsider.get("/v1/vaults?workspace_id=default"),
+      await outsider.post(`/v1/vaults/${mine.json.id}`, { metadata: {} }),
+      await outsider.request("DELETE", `/v1/vaults/${mine.json.id}`),
     ]) {
       expect([response.status, response.json.error.code]).toEqual([404, "resource_not_found"]);
     }
@@ -195,6 +253,21 @@ describe("vaults over gRPC (through the same scope table)", () => {
     expect(answers[2]).toMatchObject({ secrets: [{ name: "TOKEN" }] });
     await client.deleteSecret({ vaultId, name: "TOKEN" }, auth);
     expect((await client.listSecrets({ vaultId }, auth)).secrets).toEqual([]);
+    // UpdateVault sets only the fields its mask names; an unknown one is refused.
+    const { vault: updated } = await client.updateVault(
+      { vaultId, allowedAgentIds: ["agent_h"], updateMask: { paths: ["allowed_agent_ids"] } },
+      auth,
+    );
+    expect(updated).toMatchObject({
+      allowedAgentIds: ["agent_h"],
+      capabilities: ["read", "write"],
+    });
+    for (const updateMask of [{ paths: [] }, { paths: ["provider"] }]) {
+      const refused = await client
+        .updateVault({ vaultId, updateMask }, auth)
+        .catch((e: unknown) => e);
+      expect(ConnectError.from(refused).code).toBe(Code.InvalidArgument);
+    }
 
     // Another workspace: NotFound; a credential without the scope: PermissionDenied.
     const outsider = {
@@ -214,5 +287,10 @@ describe("vaults over gRPC (through the same scope table)", () => {
     expect(ConnectError.from(denied).code).toBe(Code.PermissionDenied);
     const anonymous = await client.listVaults({}).catch((e: unknown) => e);
     expect(ConnectError.from(anonymous).code).toBe(Code.Unauthenticated);
+    const readerDelete = await client.deleteVault({ vaultId }, reader).catch((e: unknown) => e);
+    expect(ConnectError.from(readerDelete).code).toBe(Code.PermissionDenied);
+    await client.deleteVault({ vaultId }, auth);
+    const gone = await client.getVault({ vaultId }, auth).catch((e: unknown) => e);
+    expect(ConnectError.from(gone).code).toBe(Code.NotFound);
   });
 });

@@ -56,6 +56,31 @@ function secretToProto(secret: SecretInfo) {
   });
 }
 
+/** Capabilities as given (deduplicated), each a known one. */
+function capabilitiesOf(given: readonly string[]): string[] {
+  const capabilities = [...new Set(given)];
+  for (const capability of capabilities) {
+    if (!(VAULT_CAPABILITIES as readonly string[]).includes(capability)) {
+      throw errors.invalid(
+        `unknown vault capability ${JSON.stringify(capability)}; known: ${VAULT_CAPABILITIES.join(", ")}`,
+        "capabilities",
+      );
+    }
+  }
+  return capabilities;
+}
+
+/** An access policy's agent ids (deduplicated). */
+function agentIdsOf(given: readonly string[]): string[] {
+  if (given.some((id) => id === "" || id.length > 128)) {
+    throw errors.invalid("allowed_agent_ids must be agent ids", "allowed_agent_ids");
+  }
+  return [...new Set(given)];
+}
+
+/** The fields UpdateVault may set (its update_mask paths). */
+const UPDATABLE = ["capabilities", "allowed_agent_ids", "metadata"] as const;
+
 function checkSecretName(name: string): void {
   if (!SECRET_NAME.test(name)) {
     throw errors.invalid("a secret name is 1–128 characters of [A-Za-z0-9_.-]", "name");
@@ -113,25 +138,14 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
       }
       const capabilities =
         request.capabilities.length > 0
-          ? [...new Set(request.capabilities)]
+          ? capabilitiesOf(request.capabilities)
           : [...VAULT_CAPABILITIES];
-      for (const capability of capabilities) {
-        if (!(VAULT_CAPABILITIES as readonly string[]).includes(capability)) {
-          throw errors.invalid(
-            `unknown vault capability ${JSON.stringify(capability)}; known: ${VAULT_CAPABILITIES.join(", ")}`,
-            "capabilities",
-          );
-        }
-      }
-      if (request.allowedAgentIds.some((id) => id === "" || id.length > 128)) {
-        throw errors.invalid("allowed_agent_ids must be agent ids", "allowed_agent_ids");
-      }
       const vault = await store.create({
         ...(request.vaultId ? { id: request.vaultId } : {}),
         workspaceId,
         provider,
         capabilities,
-        allowedAgentIds: [...new Set(request.allowedAgentIds)],
+        allowedAgentIds: agentIdsOf(request.allowedAgentIds),
         metadata: request.metadata ?? {},
         createdBy: caller?.actorId ?? "system",
       });
@@ -160,6 +174,41 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
         vaults: page.map(vaultToProto),
         nextPageToken: vaults.length > limit ? (page.at(-1)?.id ?? "") : "",
       };
+    },
+
+    async updateVault(request, context) {
+      const paths = request.updateMask?.paths ?? [];
+      if (paths.length === 0) {
+        throw errors.invalid(
+          `update_mask must name the fields to set (${UPDATABLE.join(", ")})`,
+          "update_mask",
+        );
+      }
+      const unknown = paths.find((path) => !(UPDATABLE as readonly string[]).includes(path));
+      if (unknown !== undefined) {
+        throw errors.invalid(
+          `${JSON.stringify(unknown)} cannot be updated; fields: ${UPDATABLE.join(", ")}`,
+          "update_mask",
+        );
+      }
+      const vault = await visible(request.vaultId, context);
+      const updated = await store.update(vault.id, {
+        ...(paths.includes("capabilities")
+          ? { capabilities: capabilitiesOf(request.capabilities) }
+          : {}),
+        ...(paths.includes("allowed_agent_ids")
+          ? { allowedAgentIds: agentIdsOf(request.allowedAgentIds) }
+          : {}),
+        ...(paths.includes("metadata") ? { metadata: request.metadata ?? {} } : {}),
+      });
+      if (!updated) throw errors.notFound("vault", vault.id);
+      return { vault: vaultToProto(updated) };
+    },
+
+    async deleteVault(request, context) {
+      const vault = await visible(request.vaultId, context);
+      if (!(await store.delete(vault.id))) throw errors.notFound("vault", vault.id);
+      return {};
     },
 
     async putSecret(request, context) {

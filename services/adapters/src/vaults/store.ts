@@ -141,6 +141,34 @@ export class VaultStore {
     return row ? toRecord(row) : undefined;
   }
 
+  /** Sets the given fields; undefined when there is no such vault. */
+  async update(
+    id: string,
+    changes: { capabilities?: string[]; allowedAgentIds?: string[]; metadata?: JsonObject },
+  ): Promise<VaultRecord | undefined> {
+    const row = await this.#db
+      .updateTable("vaults")
+      .set({
+        ...(changes.capabilities ? { capabilities: JSON.stringify(changes.capabilities) } : {}),
+        ...(changes.allowedAgentIds
+          ? { allowed_agent_ids: JSON.stringify(changes.allowedAgentIds) }
+          : {}),
+        ...(changes.metadata ? { metadata: JSON.stringify(changes.metadata) } : {}),
+        updated_at: new Date(),
+      })
+      .where("id", "=", id)
+      .returningAll()
+      .executeTakeFirst();
+    return row ? toRecord(row) : undefined;
+  }
+
+  /** Deletes the vault and its secrets; whether it existed. */
+  async delete(id: string): Promise<boolean> {
+    // Secrets go with it (foreign key on delete cascade).
+    const result = await this.#db.deleteFrom("vaults").where("id", "=", id).executeTakeFirst();
+    return result.numDeletedRows > 0n;
+  }
+
   /**
    * Vaults by id, after `after`; `workspaceId` undefined: every vault, null:
    * tenant-global ones, a string: that workspace's.

@@ -3,10 +3,13 @@
  * secrets, forwarded to the adapters service's `VaultService`, which keeps
  * them. Secret values are write-only (`PUT …/secrets/{name}`): no answer
  * carries one. `workspace_id: null` on create makes a tenant-global vault
- * (admin key only). Another workspace's vault is 404.
+ * (admin key only). Another workspace's vault is 404. `POST /v1/vaults/{id}`
+ * sets the fields its body has (`capabilities`, `allowed_agent_ids`,
+ * `metadata`); `DELETE` removes the vault with its secrets.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type SecretInfo, type Vault, VaultService } from "@trellis/contracts/adapters";
+import { errors } from "@trellis/runtime";
 import { listJson, timestampJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
@@ -78,6 +81,45 @@ async function getVault(call: RestCall): Promise<RestResponse> {
   return ok(vaultJson(required(vault, "vault", id)));
 }
 
+/** The fields an update may set, by their JSON (and proto) names. */
+const updatable = ["capabilities", "allowed_agent_ids", "metadata"] as const;
+
+async function updateVault(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "vault_id");
+  const body = JsonReader.body(call.body);
+  const unknown = Object.keys(body.value).find(
+    (key) => !(updatable as readonly string[]).includes(key),
+  );
+  if (unknown !== undefined) {
+    throw errors.invalid(
+      `${JSON.stringify(unknown)} cannot be updated; fields: ${updatable.join(", ")}`,
+      unknown,
+    );
+  }
+  const paths = updatable.filter((key) => body.value[key] !== undefined);
+  if (paths.length === 0) {
+    throw errors.invalid(`give at least one field to update: ${updatable.join(", ")}`);
+  }
+  const metadata = body.object("metadata");
+  const { vault } = await vaults(call).updateVault(
+    {
+      vaultId: id,
+      capabilities: body.strings("capabilities") ?? [],
+      allowedAgentIds: body.strings("allowed_agent_ids") ?? [],
+      ...(metadata ? { metadata } : {}),
+      updateMask: { paths },
+    },
+    call.options(),
+  );
+  return ok(vaultJson(required(vault, "vault", id)));
+}
+
+async function deleteVault(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "vault_id");
+  await vaults(call).deleteVault({ vaultId: id }, call.options());
+  return ok({ object: "vault", id, deleted: true });
+}
+
 async function listSecrets(call: RestCall): Promise<RestResponse> {
   const vaultId = param(call, "vault_id");
   const response = await vaults(call).listSecrets({ vaultId }, call.options());
@@ -111,6 +153,14 @@ export const vaultRoutes: readonly RouteSpec[] = [
   { method: "GET", path: "/v1/vaults", scope: "vaults:read", handle: listVaults },
   { method: "POST", path: "/v1/vaults", scope: "vaults:write", write: true, handle: createVault },
   { method: "GET", path: "/v1/vaults/{vault_id}", scope: "vaults:read", handle: getVault },
+  {
+    method: "POST",
+    path: "/v1/vaults/{vault_id}",
+    scope: "vaults:write",
+    write: true,
+    handle: updateVault,
+  },
+  { method: "DELETE", path: "/v1/vaults/{vault_id}", scope: "vaults:write", handle: deleteVault },
   {
     method: "GET",
     path: "/v1/vaults/{vault_id}/secrets",

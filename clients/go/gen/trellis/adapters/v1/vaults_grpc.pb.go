@@ -20,6 +20,11 @@ type VaultServiceClient interface {
 	CreateVault(ctx context.Context, in *CreateVaultRequest, opts ...grpc.CallOption) (*CreateVaultResponse, error)
 	GetVault(ctx context.Context, in *GetVaultRequest, opts ...grpc.CallOption) (*GetVaultResponse, error)
 	ListVaults(ctx context.Context, in *ListVaultsRequest, opts ...grpc.CallOption) (*ListVaultsResponse, error)
+	// Change a vault's capabilities, access policy or metadata (the fields
+	// named in update_mask). Takes effect from the next turn that reads it.
+	UpdateVault(ctx context.Context, in *UpdateVaultRequest, opts ...grpc.CallOption) (*UpdateVaultResponse, error)
+	// Delete a vault and every secret in it.
+	DeleteVault(ctx context.Context, in *DeleteVaultRequest, opts ...grpc.CallOption) (*DeleteVaultResponse, error)
 	// Set a secret (create or replace). The value is never returned.
 	PutSecret(ctx context.Context, in *PutSecretRequest, opts ...grpc.CallOption) (*PutSecretResponse, error)
 	DeleteSecret(ctx context.Context, in *DeleteSecretRequest, opts ...grpc.CallOption) (*DeleteSecretResponse, error)
@@ -62,6 +67,24 @@ func (c *vaultServiceClient) ListVaults(ctx context.Context, in *ListVaultsReque
 	return out, nil
 }
 
+func (c *vaultServiceClient) UpdateVault(ctx context.Context, in *UpdateVaultRequest, opts ...grpc.CallOption) (*UpdateVaultResponse, error) {
+	out := new(UpdateVaultResponse)
+	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.VaultService/UpdateVault", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *vaultServiceClient) DeleteVault(ctx context.Context, in *DeleteVaultRequest, opts ...grpc.CallOption) (*DeleteVaultResponse, error) {
+	out := new(DeleteVaultResponse)
+	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.VaultService/DeleteVault", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *vaultServiceClient) PutSecret(ctx context.Context, in *PutSecretRequest, opts ...grpc.CallOption) (*PutSecretResponse, error) {
 	out := new(PutSecretResponse)
 	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.VaultService/PutSecret", in, out, opts...)
@@ -96,6 +119,11 @@ type VaultServiceServer interface {
 	CreateVault(context.Context, *CreateVaultRequest) (*CreateVaultResponse, error)
 	GetVault(context.Context, *GetVaultRequest) (*GetVaultResponse, error)
 	ListVaults(context.Context, *ListVaultsRequest) (*ListVaultsResponse, error)
+	// Change a vault's capabilities, access policy or metadata (the fields
+	// named in update_mask). Takes effect from the next turn that reads it.
+	UpdateVault(context.Context, *UpdateVaultRequest) (*UpdateVaultResponse, error)
+	// Delete a vault and every secret in it.
+	DeleteVault(context.Context, *DeleteVaultRequest) (*DeleteVaultResponse, error)
 	// Set a secret (create or replace). The value is never returned.
 	PutSecret(context.Context, *PutSecretRequest) (*PutSecretResponse, error)
 	DeleteSecret(context.Context, *DeleteSecretRequest) (*DeleteSecretResponse, error)
@@ -116,6 +144,12 @@ func (UnimplementedVaultServiceServer) GetVault(context.Context, *GetVaultReques
 }
 func (UnimplementedVaultServiceServer) ListVaults(context.Context, *ListVaultsRequest) (*ListVaultsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListVaults not implemented")
+}
+func (UnimplementedVaultServiceServer) UpdateVault(context.Context, *UpdateVaultRequest) (*UpdateVaultResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateVault not implemented")
+}
+func (UnimplementedVaultServiceServer) DeleteVault(context.Context, *DeleteVaultRequest) (*DeleteVaultResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method DeleteVault not implemented")
 }
 func (UnimplementedVaultServiceServer) PutSecret(context.Context, *PutSecretRequest) (*PutSecretResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PutSecret not implemented")
@@ -193,6 +227,42 @@ func _VaultService_ListVaults_Handler(srv interface{}, ctx context.Context, dec 
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VaultService_UpdateVault_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateVaultRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VaultServiceServer).UpdateVault(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.adapters.v1.VaultService/UpdateVault",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VaultServiceServer).UpdateVault(ctx, req.(*UpdateVaultRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _VaultService_DeleteVault_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteVaultRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VaultServiceServer).DeleteVault(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.adapters.v1.VaultService/DeleteVault",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VaultServiceServer).DeleteVault(ctx, req.(*DeleteVaultRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _VaultService_PutSecret_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PutSecretRequest)
 	if err := dec(in); err != nil {
@@ -262,6 +332,14 @@ var _VaultService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListVaults",
 			Handler:    _VaultService_ListVaults_Handler,
+		},
+		{
+			MethodName: "UpdateVault",
+			Handler:    _VaultService_UpdateVault_Handler,
+		},
+		{
+			MethodName: "DeleteVault",
+			Handler:    _VaultService_DeleteVault_Handler,
 		},
 		{
 			MethodName: "PutSecret",

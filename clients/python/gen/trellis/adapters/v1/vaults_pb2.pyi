@@ -1,3 +1,4 @@
+from google.protobuf import field_mask_pb2 as _field_mask_pb2
 from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
@@ -40,6 +41,16 @@ class DeleteSecretRequest(_message.Message):
     def __init__(self, vault_id: _Optional[str] = ..., name: _Optional[str] = ...) -> None: ...
 
 class DeleteSecretResponse(_message.Message):
+    __slots__ = []
+    def __init__(self) -> None: ...
+
+class DeleteVaultRequest(_message.Message):
+    __slots__ = ["vault_id"]
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    def __init__(self, vault_id: _Optional[str] = ...) -> None: ...
+
+class DeleteVaultResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
@@ -112,6 +123,26 @@ class SecretInfo(_message.Message):
     size_bytes: int
     updated_at: _timestamp_pb2.Timestamp
     def __init__(self, name: _Optional[str] = ..., size_bytes: _Optional[int] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class UpdateVaultRequest(_message.Message):
+    __slots__ = ["allowed_agent_ids", "capabilities", "metadata", "update_mask", "vault_id"]
+    ALLOWED_AGENT_IDS_FIELD_NUMBER: _ClassVar[int]
+    CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    allowed_agent_ids: _containers.RepeatedScalarFieldContainer[str]
+    capabilities: _containers.RepeatedScalarFieldContainer[str]
+    metadata: _struct_pb2.Struct
+    update_mask: _field_mask_pb2.FieldMask
+    vault_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., allowed_agent_ids: _Optional[_Iterable[str]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., update_mask: _Optional[_Union[_field_mask_pb2.FieldMask, _Mapping]] = ...) -> None: ...
+
+class UpdateVaultResponse(_message.Message):
+    __slots__ = ["vault"]
+    VAULT_FIELD_NUMBER: _ClassVar[int]
+    vault: Vault
+    def __init__(self, vault: _Optional[_Union[Vault, _Mapping]] = ...) -> None: ...
 
 class Vault(_message.Message):
     __slots__ = ["allowed_agent_ids", "capabilities", "created_at", "id", "metadata", "provider", "updated_at", "workspace_id"]

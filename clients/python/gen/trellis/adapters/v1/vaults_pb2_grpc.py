@@ -36,6 +36,16 @@ class VaultServiceStub(object):
                 request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsRequest.SerializeToString,
                 response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsResponse.FromString,
                 )
+        self.UpdateVault = channel.unary_unary(
+                '/trellis.adapters.v1.VaultService/UpdateVault',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultResponse.FromString,
+                )
+        self.DeleteVault = channel.unary_unary(
+                '/trellis.adapters.v1.VaultService/DeleteVault',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultResponse.FromString,
+                )
         self.PutSecret = channel.unary_unary(
                 '/trellis.adapters.v1.VaultService/PutSecret',
                 request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.PutSecretRequest.SerializeToString,
@@ -81,6 +91,21 @@ class VaultServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateVault(self, request, context):
+        """Change a vault's capabilities, access policy or metadata (the fields
+        named in update_mask). Takes effect from the next turn that reads it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteVault(self, request, context):
+        """Delete a vault and every secret in it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def PutSecret(self, request, context):
         """Set a secret (create or replace). The value is never returned.
         """
@@ -118,6 +143,16 @@ def add_VaultServiceServicer_to_server(servicer, server):
                     servicer.ListVaults,
                     request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsRequest.FromString,
                     response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsResponse.SerializeToString,
+            ),
+            'UpdateVault': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateVault,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultResponse.SerializeToString,
+            ),
+            'DeleteVault': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteVault,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultResponse.SerializeToString,
             ),
             'PutSecret': grpc.unary_unary_rpc_method_handler(
                     servicer.PutSecret,
@@ -199,6 +234,40 @@ class VaultService(object):
         return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultService/ListVaults',
             trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsRequest.SerializeToString,
             trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListVaultsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateVault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultService/UpdateVault',
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.UpdateVaultResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def DeleteVault(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultService/DeleteVault',
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.DeleteVaultResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

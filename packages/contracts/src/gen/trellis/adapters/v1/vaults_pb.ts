@@ -4,15 +4,15 @@
 
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { FieldMask, Timestamp } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file trellis/adapters/v1/vaults.proto.
  */
 export const file_trellis_adapters_v1_vaults: GenFile = /*@__PURE__*/
-  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSL3AQoFVmF1bHQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhQKDGNhcGFiaWxpdGllcxgEIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCghtZXRhZGF0YRgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QijgEKClNlY3JldEluZm8SDAoEbmFtZRgBIAEoCRISCgpzaXplX2J5dGVzGAIgASgNEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBChJDcmVhdGVWYXVsdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEhQKDGNhcGFiaWxpdGllcxgDIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgEIAMoCRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIdmF1bHRfaWQYBiABKAkSFQoNdGVuYW50X2dsb2JhbBgHIAEoCCJAChNDcmVhdGVWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCIjCg9HZXRWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiPQoQR2V0VmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiUAoRTGlzdFZhdWx0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlkKEkxpc3RWYXVsdHNSZXNwb25zZRIqCgZ2YXVsdHMYASADKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJBChBQdXRTZWNyZXRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFdmFsdWUYAyABKAkiRAoRUHV0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5TZWNyZXRJbmZvIjUKE0RlbGV0ZVNlY3JldFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSIWChREZWxldGVTZWNyZXRSZXNwb25zZSImChJMaXN0U2VjcmV0c1JlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5TZWNyZXRJbmZvMssECgxWYXVsdFNlcnZpY2USYAoLQ3JlYXRlVmF1bHQSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkNyZWF0ZVZhdWx0UmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuQ3JlYXRlVmF1bHRSZXNwb25zZRJXCghHZXRWYXVsdBIkLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0VmF1bHRSZXF1ZXN0GiUudHJlbGxpcy5hZGFwdGVycy52MS5HZXRWYXVsdFJlc3BvbnNlEl0KCkxpc3RWYXVsdHMSJi50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RWYXVsdHNSZXF1ZXN0GicudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0VmF1bHRzUmVzcG9uc2USWgoJUHV0U2VjcmV0EiUudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXF1ZXN0GiYudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXNwb25zZRJjCgxEZWxldGVTZWNyZXQSKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlcXVlc3QaKS50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlc3BvbnNlEmAKC0xpc3RTZWNyZXRzEicudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0U2VjcmV0c1JlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RTZWNyZXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSL3AQoFVmF1bHQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhQKDGNhcGFiaWxpdGllcxgEIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCghtZXRhZGF0YRgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QijgEKClNlY3JldEluZm8SDAoEbmFtZRgBIAEoCRISCgpzaXplX2J5dGVzGAIgASgNEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBChJDcmVhdGVWYXVsdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEhQKDGNhcGFiaWxpdGllcxgDIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgEIAMoCRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIdmF1bHRfaWQYBiABKAkSFQoNdGVuYW50X2dsb2JhbBgHIAEoCCJAChNDcmVhdGVWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCIjCg9HZXRWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiPQoQR2V0VmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiUAoRTGlzdFZhdWx0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlkKEkxpc3RWYXVsdHNSZXNwb25zZRIqCgZ2YXVsdHMYASADKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKzAQoSVXBkYXRlVmF1bHRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEhQKDGNhcGFiaWxpdGllcxgCIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgDIAMoCRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLwoLdXBkYXRlX21hc2sYBSABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkAKE1VwZGF0ZVZhdWx0UmVzcG9uc2USKQoFdmF1bHQYASABKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0IiYKEkRlbGV0ZVZhdWx0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSIVChNEZWxldGVWYXVsdFJlc3BvbnNlIkEKEFB1dFNlY3JldFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJEChFQdXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlNlY3JldEluZm8iNQoTRGVsZXRlU2VjcmV0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIhYKFERlbGV0ZVNlY3JldFJlc3BvbnNlIiYKEkxpc3RTZWNyZXRzUmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSJHChNMaXN0U2VjcmV0c1Jlc3BvbnNlEjAKB3NlY3JldHMYASADKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlNlY3JldEluZm8yjwYKDFZhdWx0U2VydmljZRJgCgtDcmVhdGVWYXVsdBInLnRyZWxsaXMuYWRhcHRlcnMudjEuQ3JlYXRlVmF1bHRSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5DcmVhdGVWYXVsdFJlc3BvbnNlElcKCEdldFZhdWx0EiQudHJlbGxpcy5hZGFwdGVycy52MS5HZXRWYXVsdFJlcXVlc3QaJS50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldFZhdWx0UmVzcG9uc2USXQoKTGlzdFZhdWx0cxImLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFZhdWx0c1JlcXVlc3QaJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RWYXVsdHNSZXNwb25zZRJgCgtVcGRhdGVWYXVsdBInLnRyZWxsaXMuYWRhcHRlcnMudjEuVXBkYXRlVmF1bHRSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5VcGRhdGVWYXVsdFJlc3BvbnNlEmAKC0RlbGV0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5EZWxldGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVZhdWx0UmVzcG9uc2USWgoJUHV0U2VjcmV0EiUudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXF1ZXN0GiYudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXNwb25zZRJjCgxEZWxldGVTZWNyZXQSKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlcXVlc3QaKS50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlc3BvbnNlEmAKC0xpc3RTZWNyZXRzEicudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0U2VjcmV0c1JlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RTZWNyZXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Vault is a vault's metadata; it never carries secret values.
@@ -272,6 +272,95 @@ export const ListVaultsResponseSchema: GenMessage<ListVaultsResponse> = /*@__PUR
   messageDesc(file_trellis_adapters_v1_vaults, 7);
 
 /**
+ * @generated from message trellis.adapters.v1.UpdateVaultRequest
+ */
+export type UpdateVaultRequest = Message<"trellis.adapters.v1.UpdateVaultRequest"> & {
+  /**
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * New values of the fields update_mask names ("capabilities",
+   * "allowed_agent_ids", "metadata"); the others are ignored.
+   *
+   * @generated from field: repeated string capabilities = 2;
+   */
+  capabilities: string[];
+
+  /**
+   * @generated from field: repeated string allowed_agent_ids = 3;
+   */
+  allowedAgentIds: string[];
+
+  /**
+   * @generated from field: google.protobuf.Struct metadata = 4;
+   */
+  metadata?: JsonObject | undefined;
+
+  /**
+   * The fields to set; at least one.
+   *
+   * @generated from field: google.protobuf.FieldMask update_mask = 5;
+   */
+  updateMask?: FieldMask | undefined;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.UpdateVaultRequest.
+ * Use `create(UpdateVaultRequestSchema)` to create a new message.
+ */
+export const UpdateVaultRequestSchema: GenMessage<UpdateVaultRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 8);
+
+/**
+ * @generated from message trellis.adapters.v1.UpdateVaultResponse
+ */
+export type UpdateVaultResponse = Message<"trellis.adapters.v1.UpdateVaultResponse"> & {
+  /**
+   * @generated from field: trellis.adapters.v1.Vault vault = 1;
+   */
+  vault?: Vault | undefined;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.UpdateVaultResponse.
+ * Use `create(UpdateVaultResponseSchema)` to create a new message.
+ */
+export const UpdateVaultResponseSchema: GenMessage<UpdateVaultResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 9);
+
+/**
+ * @generated from message trellis.adapters.v1.DeleteVaultRequest
+ */
+export type DeleteVaultRequest = Message<"trellis.adapters.v1.DeleteVaultRequest"> & {
+  /**
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.DeleteVaultRequest.
+ * Use `create(DeleteVaultRequestSchema)` to create a new message.
+ */
+export const DeleteVaultRequestSchema: GenMessage<DeleteVaultRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 10);
+
+/**
+ * @generated from message trellis.adapters.v1.DeleteVaultResponse
+ */
+export type DeleteVaultResponse = Message<"trellis.adapters.v1.DeleteVaultResponse"> & {
+};
+
+/**
+ * Describes the message trellis.adapters.v1.DeleteVaultResponse.
+ * Use `create(DeleteVaultResponseSchema)` to create a new message.
+ */
+export const DeleteVaultResponseSchema: GenMessage<DeleteVaultResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 11);
+
+/**
  * @generated from message trellis.adapters.v1.PutSecretRequest
  */
 export type PutSecretRequest = Message<"trellis.adapters.v1.PutSecretRequest"> & {
@@ -300,7 +389,7 @@ export type PutSecretRequest = Message<"trellis.adapters.v1.PutSecretRequest"> &
  * Use `create(PutSecretRequestSchema)` to create a new message.
  */
 export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 8);
+  messageDesc(file_trellis_adapters_v1_vaults, 12);
 
 /**
  * @generated from message trellis.adapters.v1.PutSecretResponse
@@ -317,7 +406,7 @@ export type PutSecretResponse = Message<"trellis.adapters.v1.PutSecretResponse">
  * Use `create(PutSecretResponseSchema)` to create a new message.
  */
 export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 9);
+  messageDesc(file_trellis_adapters_v1_vaults, 13);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretRequest
@@ -339,7 +428,7 @@ export type DeleteSecretRequest = Message<"trellis.adapters.v1.DeleteSecretReque
  * Use `create(DeleteSecretRequestSchema)` to create a new message.
  */
 export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 10);
+  messageDesc(file_trellis_adapters_v1_vaults, 14);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretResponse
@@ -352,7 +441,7 @@ export type DeleteSecretResponse = Message<"trellis.adapters.v1.DeleteSecretResp
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 11);
+  messageDesc(file_trellis_adapters_v1_vaults, 15);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsRequest
@@ -369,7 +458,7 @@ export type ListSecretsRequest = Message<"trellis.adapters.v1.ListSecretsRequest
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 12);
+  messageDesc(file_trellis_adapters_v1_vaults, 16);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsResponse
@@ -386,7 +475,7 @@ export type ListSecretsResponse = Message<"trellis.adapters.v1.ListSecretsRespon
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 13);
+  messageDesc(file_trellis_adapters_v1_vaults, 17);
 
 /**
  * VaultService: vaults of secrets (Harn v1 "Vault"). A vault belongs to one
@@ -421,6 +510,27 @@ export const VaultService: GenService<{
     methodKind: "unary";
     input: typeof ListVaultsRequestSchema;
     output: typeof ListVaultsResponseSchema;
+  },
+  /**
+   * Change a vault's capabilities, access policy or metadata (the fields
+   * named in update_mask). Takes effect from the next turn that reads it.
+   *
+   * @generated from rpc trellis.adapters.v1.VaultService.UpdateVault
+   */
+  updateVault: {
+    methodKind: "unary";
+    input: typeof UpdateVaultRequestSchema;
+    output: typeof UpdateVaultResponseSchema;
+  },
+  /**
+   * Delete a vault and every secret in it.
+   *
+   * @generated from rpc trellis.adapters.v1.VaultService.DeleteVault
+   */
+  deleteVault: {
+    methodKind: "unary";
+    input: typeof DeleteVaultRequestSchema;
+    output: typeof DeleteVaultResponseSchema;
   },
   /**
    * Set a secret (create or replace). The value is never returned.
