@@ -26,6 +26,8 @@ export {
   resultToProto,
   routingPolicyFromProto,
   routingPolicyToProto,
+  vaultGrantsFromProto,
+  vaultGrantsToProto,
 } from "./mapping.js";
 export {
   attachmentCount,
@@ -71,6 +73,7 @@ export {
   type RoutingPolicy,
   type SuspensionReason,
   type TraceDepth,
+  type VaultGrant,
   type WantRequirement,
 } from "./types.js";
 export {

@@ -52,6 +52,7 @@ import {
   SuspensionReason as PbSuspensionReason,
   TraceDepth as PbTraceDepth,
   type Usage as PbUsage,
+  type VaultGrant as PbVaultGrant,
   Requirement,
   RoutingPolicySchema,
   RoutingPreference,
@@ -61,6 +62,7 @@ import {
   ToolOutcome,
   ToolUseSupport,
   UsageSchema,
+  type VaultGrantSchema,
 } from "@trellis/contracts/adapters";
 import { TrellisError } from "@trellis/runtime";
 import {
@@ -76,6 +78,7 @@ import {
   type ReasonCode,
   type RoutingPolicy,
   type SuspensionReason,
+  type VaultGrant,
 } from "./types.js";
 
 /** A proto field held a value the seam does not accept. */
@@ -392,7 +395,7 @@ export function routingPolicyFromProto(
   });
 }
 
-/** TS request → proto (drops `signal` and `onEvent`, see the module comment). */
+/** TS request → proto (drops `signal`, `onEvent` and `vaultSecrets`, see the module comment). */
 export function requestToProto(value: ExecutionRequest): PbRequest {
   return create(ExecutionRequestSchema, {
     schemaVersion: value.schemaVersion ?? EXECUTION_SCHEMA_VERSION,
@@ -437,6 +440,7 @@ export function requestToProto(value: ExecutionRequest): PbRequest {
 export interface RequestRuntime {
   signal: AbortSignal;
   onEvent?(event: ExecutionEvent): void;
+  vaultSecrets?: ExecutionRequest["vaultSecrets"];
 }
 
 /** Proto → TS request. Validates what the TS type promises. */
@@ -464,6 +468,7 @@ export function requestFromProto(value: PbRequest, runtime: RequestRuntime): Exe
     history: value.history,
     input: value.input,
     signal: runtime.signal,
+    ...(runtime.vaultSecrets ? { vaultSecrets: runtime.vaultSecrets } : {}),
     ...(correlation.traceId ? { traceId: correlation.traceId } : {}),
     ...(correlation.traceparent ? { traceparent: correlation.traceparent } : {}),
     ...(value.resume
@@ -775,4 +780,29 @@ export function eventFromProto(value: PbEvent, field = "event"): ExecutionEvent 
     default:
       throw contractInvalid(`${field}.kind`, "is required");
   }
+}
+
+/** Vault grants → proto (`VaultGrant`, of SecretsResponse and GetAgentVaultsResponse). */
+export function vaultGrantsToProto(
+  vaults: ReadonlyMap<string, VaultGrant>,
+): MessageInitShape<typeof VaultGrantSchema>[] {
+  return [...vaults].map(([vaultId, grant]) =>
+    grant.allowed
+      ? { vaultId, allowed: true, secrets: Object.fromEntries(grant.secrets) }
+      : { vaultId, allowed: false, reason: grant.reason },
+  );
+}
+
+/** Proto `VaultGrant`s → vault grants, by vault id. */
+export function vaultGrantsFromProto(
+  vaults: readonly PbVaultGrant[],
+): ReadonlyMap<string, VaultGrant> {
+  return new Map(
+    vaults.map((vault): [string, VaultGrant] => [
+      vault.vaultId,
+      vault.allowed
+        ? { allowed: true, secrets: new Map(Object.entries(vault.secrets)) }
+        : { allowed: false, reason: vault.reason },
+    ]),
+  );
 }

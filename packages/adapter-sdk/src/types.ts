@@ -105,7 +105,17 @@ export interface ExecutionRequest {
   /** Aborted when the task is canceled or interrupted. */
   signal: AbortSignal;
   onEvent?(event: ExecutionEvent): void;
+  /**
+   * The vaults the agent's tools may name, asked of the host when a tool
+   * needs a secret (absent: the host provides none). Keyed by vault id.
+   */
+  vaultSecrets?(): Promise<ReadonlyMap<string, VaultGrant>>;
 }
+
+/** One vault as an execution's tools see it: allowed with its secrets, or refused. */
+export type VaultGrant =
+  | { allowed: true; secrets: ReadonlyMap<string, string> }
+  | { allowed: false; reason: string };
 
 // ----------------------------------------------------------- capabilities
 

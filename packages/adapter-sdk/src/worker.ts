@@ -27,6 +27,8 @@ import {
   CancelNoticeSchema,
   ClaimRequestSchema,
   ClaimResponseSchema,
+  SecretsRequestSchema,
+  SecretsResponseSchema,
   WorkerRegistrationSchema,
   WorkerReportSchema,
   type WorkItem,
@@ -41,6 +43,7 @@ import {
   eventToProto,
   negotiationToProto,
   requestFromProto,
+  vaultGrantsFromProto,
 } from "./mapping.js";
 import { capabilitiesOf, capabilityProblems, negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
@@ -50,6 +53,7 @@ import {
   type ExecutionEvent,
   type ExecutionNegotiation,
   type ExecutionResult,
+  type VaultGrant,
 } from "./types.js";
 import {
   ensureBackendConsumer,
@@ -223,6 +227,23 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
     return response.granted;
   };
 
+  /** The vault secrets of the execution's agent, from the router that granted the claim. */
+  const vaultSecrets = async (item: WorkItem): Promise<ReadonlyMap<string, VaultGrant>> => {
+    const body = toBinary(
+      SecretsRequestSchema,
+      create(SecretsRequestSchema, {
+        executionId: item.executionId,
+        attempt: item.attempt,
+        workerId,
+      }),
+    );
+    const answer = await nc.request(`${item.replyTo}.secrets`, body, { timeout: claimTimeoutMs });
+    const response = fromBinary(SecretsResponseSchema, answer.data);
+    if (response.error !== "")
+      throw new Error(`the router refused the vault secrets: ${response.error}`);
+    return vaultGrantsFromProto(response.vaults);
+  };
+
   /** Deliver the result; the router acknowledges it. Retried a few times. */
   const deliver = async (item: WorkItem, result: ExecutionResult): Promise<void> => {
     const body = report(item, { event: { kind: "turn_finished", result } });
@@ -267,6 +288,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
         onEvent: (event) => {
           if (!nc.isClosed()) nc.publish(`${item.replyTo}.event`, report(item, { event }));
         },
+        vaultSecrets: () => vaultSecrets(item),
       });
       negotiation = negotiateWith(adapter, request);
     } catch (error) {

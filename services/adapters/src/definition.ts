@@ -9,7 +9,12 @@
  * sealed with the vault key, read only by in-process harness tools under
  * each vault's access policy.
  */
-import { AdapterRegistryService, RoutingService, VaultService } from "@trellis/contracts/adapters";
+import {
+  AdapterRegistryService,
+  RoutingService,
+  VaultAccessService,
+  VaultService,
+} from "@trellis/contracts/adapters";
 import type { ServiceDefinition } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import type { ExecutionAdapter } from "./executor.js";
@@ -18,7 +23,7 @@ import { createRegistryHandlers } from "./handlers/registry-handlers.js";
 import { createRoutingHandlers } from "./handlers/routing-handlers.js";
 import { createInProcessBackends } from "./local-executor.js";
 import { createRoutedExecutor } from "./routing/routed-executor.js";
-import { createVaultHandlers } from "./vaults/handlers.js";
+import { createVaultAccessHandlers, createVaultHandlers } from "./vaults/handlers.js";
 import { adaptersMigrations } from "./vaults/schema.js";
 import { VaultStore } from "./vaults/store.js";
 import { loadVaultBox } from "./vaults/vault-key.js";
@@ -37,7 +42,7 @@ export interface AdaptersServiceOptions {
 export function createAdaptersService(options: AdaptersServiceOptions = {}): ServiceDefinition {
   return {
     name: "adapters",
-    provides: [AdapterRegistryService, RoutingService, VaultService],
+    provides: [AdapterRegistryService, RoutingService, VaultService, VaultAccessService],
     migrations: adaptersMigrations,
     defaultPort: DEFAULT_PORTS.adapters ?? 0,
     async create(context) {
@@ -52,9 +57,11 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
           "no TRELLIS_VAULT_KEY: vault secrets cannot be stored or read; vault metadata still works",
         );
       }
-      const vaults = withErrorDetails(
-        VaultService,
-        createVaultHandlers(new VaultStore(context.db, context.schema, vaultBox)),
+      const vaultStore = new VaultStore(context.db, context.schema, vaultBox);
+      const vaults = withErrorDetails(VaultService, createVaultHandlers(vaultStore));
+      const vaultAccess = withErrorDetails(
+        VaultAccessService,
+        createVaultAccessHandlers(vaultStore),
       );
       const adapters =
         options.adapters ??
@@ -71,6 +78,8 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         env: context.env,
         logger: context.logger,
         adapters,
+        // Remote workers' harness tools read vault secrets through the router.
+        vaultAccess: (workspaceId, agentId) => vaultStore.accessFor(workspaceId, agentId),
       });
       const registry = withErrorDetails(
         AdapterRegistryService,
@@ -85,7 +94,8 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
           router
             .service(AdapterRegistryService, registry)
             .service(RoutingService, routing)
-            .service(VaultService, vaults);
+            .service(VaultService, vaults)
+            .service(VaultAccessService, vaultAccess);
         },
         start: () => routed.start(),
         stop: () => routed.stop(),

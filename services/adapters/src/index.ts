@@ -94,7 +94,7 @@ export {
   type VaultRecord,
   VaultStore,
 } from "./vaults/store.js";
-export { vaultSecretLoader } from "./vaults/vault-environment.js";
+export { vaultAccessThrough, vaultSecretLoader } from "./vaults/vault-environment.js";
 export {
   loadVaultBox,
   VAULT_KEY_FILE,

@@ -5,7 +5,10 @@
  * worker, and workers killed mid-execution (re-run when safe, else
  * `worker_lost` — never a hang).
  */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import type { ExecutionEvent, ExecutionRequest, RoutingPolicy } from "@trellis/adapter-sdk";
+import { SecretsRequestSchema, SecretsResponseSchema } from "@trellis/contracts/adapters";
+import { connectNats } from "@trellis/eventlog";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -120,6 +123,27 @@ describe("routing over JetStream to worker processes", () => {
     expect(routed.registry.backend("gated")?.capabilities.approvalInterrupts).toBe(
       "adapter-mediated",
     );
+  });
+
+  it("hands vault secrets to no one but the worker running the execution", async () => {
+    const dispatcher = routed.remote;
+    if (!dispatcher) throw new Error("no remote dispatcher");
+    const nc = await connectNats({ servers: testNatsUrl, name: "vault-intruder" });
+    try {
+      const answer = await nc.request(
+        `${dispatcher.names.routerInbox(dispatcher.routerId)}.secrets`,
+        toBinary(
+          SecretsRequestSchema,
+          create(SecretsRequestSchema, { executionId: "exe_nope", attempt: 1, workerId: "x" }),
+        ),
+        { timeout: 5_000 },
+      );
+      const response = fromBinary(SecretsResponseSchema, answer.data);
+      expect(response.vaults).toEqual([]);
+      expect(response.error).toBe("the worker is not running this execution");
+    } finally {
+      await nc.close();
+    }
   });
 
   it("routes a request needing native approval interrupts only to the worker that has them", async () => {

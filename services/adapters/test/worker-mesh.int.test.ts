@@ -8,11 +8,19 @@
  *   session transcript (assistant tool call → tool → assistant final);
  * - the scripted backend runs on it for a router that has none in process;
  * - killed mid-turn, the task fails (`worker_lost`), never stays WORKING;
- * - SIGTERM lets the running turn finish, then the process exits 0.
+ * - SIGTERM lets the running turn finish, then the process exits 0;
+ * - its harness tools read vault secrets through the router that granted the
+ *   turn, under the vault's access policy.
  */
+import { createHash, randomBytes } from "node:crypto";
+import { fileURLToPath } from "node:url";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { AdapterRegistryService, ApprovalInterrupts } from "@trellis/contracts/adapters";
+import {
+  AdapterRegistryService,
+  ApprovalInterrupts,
+  VaultService,
+} from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
 import { chatToMessage, textOf } from "@trellis/messages";
@@ -59,6 +67,7 @@ function clients(url: string) {
   const transport = createGrpcTransport({ baseUrl: url, interceptors: [signer] });
   return {
     registry: createClient(AdapterRegistryService, transport),
+    vaults: createClient(VaultService, transport),
     agents: createClient(AgentService, transport),
     sessions: createClient(SessionService, transport),
     tasks: createClient(TaskService, transport),
@@ -109,11 +118,14 @@ beforeAll(async () => {
     TRELLIS_SHUTDOWN_GRACE: "1s",
     TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
     TRELLIS_ADAPTERS_GRACE: "1000",
+    TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
   };
-  [adapters, tasks] = await Promise.all([
-    runService(createAdaptersService(), { env, handleSignals: false }),
-    runService(createTasksService(), { env, handleSignals: false }),
-  ]);
+  adapters = await runService(createAdaptersService(), { env, handleSignals: false });
+  // The tasks service reads vaults for remote workers from the adapters service.
+  tasks = await runService(createTasksService(), {
+    env: { ...env, TRELLIS_ADAPTERS_URL: adapters.address.url },
+    handleSignals: false,
+  });
   await startWorker();
 }, 120_000);
 
@@ -339,5 +351,52 @@ describe("trellis serve adapter-worker", () => {
     const { backends } = await clients(adapters.address.url).registry.listBackends({});
     const ids = backends.flatMap((b) => b.workers.map((w) => w.workerId));
     for (const id of worker.workerIds()) expect(ids).not.toContain(id);
+  });
+
+  it("gives its tools the vault secrets the agent may read, through the router", async () => {
+    const worker = await startWorker({
+      TRELLIS_HARNESS_TOOLS: fileURLToPath(new URL("./vault-tools.ts", import.meta.url)),
+    });
+    const allowed = await createHarnessAgent("vault-reader");
+    const other = await createHarnessAgent("vault-outsider");
+    const value = `remote-vault-${randomBytes(12).toString("hex")}`;
+    const { vaults } = clients(adapters.address.url);
+    const workspaceId = (await clients(tasks.address.url).agents.getAgent({ agentId: allowed }))
+      .agent?.workspaceId as string;
+    await vaults.createVault({ vaultId: "vlt_weather", workspaceId, allowedAgentIds: [allowed] });
+    await vaults.putSecret({ vaultId: "vlt_weather", name: "WEATHER_API_KEY", value });
+
+    const toolOutput = async (agentId: string) => {
+      server.enqueue(
+        OPENAI_CHAT,
+        fixture("openai/chat-weather-tool-call.stream.http"),
+        fixture("openai/chat-weather-final.stream.http"),
+      );
+      const { taskId, sessionId } = await submit(agentId, "What's the weather in Paris?");
+      const task = await settled(taskId);
+      expect(task.status, `${task.failure?.message}\n${worker.output()}`).toBe(
+        TaskStatus.COMPLETED,
+      );
+      const { messages } = await clients(tasks.address.url).sessions.listMessages({
+        sessionId,
+        pageSize: 100,
+      });
+      const tool = messages.map((m) => m.message as Message).find((m) => m.role === Role.TOOL);
+      expect(JSON.stringify(messages, (_k, v) => (typeof v === "bigint" ? 0 : v))).not.toContain(
+        value,
+      );
+      return textOf(tool as Message);
+    };
+    // The allowed agent's tool got the value (it answers with its hash).
+    const granted = await toolOutput(allowed);
+    expect(granted.startsWith("{"), granted).toBe(true);
+    expect(JSON.parse(granted)).toMatchObject({
+      key_sha256: createHash("sha256").update(value).digest("hex"),
+    });
+    // Another agent's tool is refused, naming the secret, never the value.
+    const refused = await toolOutput(other);
+    expect(refused).toContain("secret_denied");
+    expect(refused).toContain("vlt_weather/WEATHER_API_KEY");
+    await worker.stop();
   });
 });

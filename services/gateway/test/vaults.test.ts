@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
-import { VaultService } from "@trellis/contracts/adapters";
+import { VaultAccessService, VaultService } from "@trellis/contracts/adapters";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -287,6 +287,14 @@ describe("vaults over gRPC (through the same scope table)", () => {
     expect(ConnectError.from(denied).code).toBe(Code.PermissionDenied);
     const anonymous = await client.listVaults({}).catch((e: unknown) => e);
     expect(ConnectError.from(anonymous).code).toBe(Code.Unauthenticated);
+    // The mesh-internal VaultAccessService (secret values) is not served publicly, not even to admin.
+    const internal = await createClient(VaultAccessService, createGrpcTransport({ baseUrl: base }))
+      .getAgentVaults(
+        { workspaceId: "default", agentId: "agent_g" },
+        { headers: { authorization: `Bearer ${ADMIN_KEY}` } },
+      )
+      .catch((e: unknown) => e);
+    expect([Code.PermissionDenied, Code.Unimplemented]).toContain(ConnectError.from(internal).code);
     const readerDelete = await client.deleteVault({ vaultId }, reader).catch((e: unknown) => e);
     expect(ConnectError.from(readerDelete).code).toBe(Code.PermissionDenied);
     await client.deleteVault({ vaultId }, auth);

@@ -14,6 +14,7 @@ import {
   createInProcessBackends,
   createRoutedExecutor,
   type HarnessTool,
+  vaultAccessThrough,
   withAgentFacts,
 } from "@trellis/adapters";
 import {
@@ -123,6 +124,9 @@ async function createTasksModule(
         env: context.env,
         logger: context.logger,
         adapters: backends.adapters,
+        // A remote worker's tools read vault secrets through the router that
+        // placed the turn; the vaults live in the adapters service.
+        vaultAccess: vaultAccessThrough(context.clients),
       })
     : undefined;
   const replayTools =

@@ -14,11 +14,14 @@
  * the task's agent — {@link HarnessEnvironment.vaultSecrets}, loaded before
  * the turn's first tool call runs and kept for the turn. A missing or denied one is a {@link SecretAccessError}
  * (the tool call fails with a message naming the secret, never a value).
- * Without a vault source (remote adapter workers, replays) such a name reads
- * as unset, like any other secret the environment does not have.
+ * In-process the vaults come from the vault store; in a remote adapter
+ * worker from the router that granted the turn (`request.vaultSecrets`).
+ * Without either (replays) such a name reads as unset, like any other
+ * secret the environment does not have.
  */
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { ExecutionRequest, VaultGrant } from "@trellis/adapter-sdk";
 
 /** Which tool call a clock or secret read belongs to. */
 export interface EnvironmentCall {
@@ -80,22 +83,59 @@ export class VaultUnavailableError extends Error {
 }
 
 /**
- * The vault secrets a tool call of `agentId` in `workspaceId` may read, when
- * the environment has vaults (undefined otherwise).
+ * The vault secrets a tool call of `agentId` in `workspaceId` may read: from
+ * the environment's vault source (in-process: the vault store), else from the
+ * request's host (a remote worker asks its router), else none.
  *
  * @throws VaultUnavailableError when they cannot be loaded.
  */
 export async function loadVaultSecrets(
   environment: HarnessEnvironment,
   scope: SecretScope,
+  request?: Pick<ExecutionRequest, "vaultSecrets">,
 ): Promise<SecretSource | undefined> {
-  const load = environment.vaultSecrets;
+  const fromHost = request?.vaultSecrets;
+  const load =
+    environment.vaultSecrets?.bind(environment) ??
+    (fromHost ? async () => vaultSource(await fromHost(), scope.workspaceId) : undefined);
   if (!load) return undefined;
   try {
-    return await load.call(environment, scope);
+    return await load(scope);
   } catch (error) {
     throw new VaultUnavailableError(error);
   }
+}
+
+/** Reads `<vault_id>/<name>` from the vaults a call may name, under their access policy. */
+export function vaultSource(
+  vaults: ReadonlyMap<string, VaultGrant>,
+  workspaceId: string,
+): SecretSource {
+  return {
+    read(name) {
+      const slash = name.indexOf("/");
+      const vaultId = name.slice(0, slash);
+      const secretName = name.slice(slash + 1);
+      const vault = vaults.get(vaultId);
+      if (!vault) {
+        throw new SecretAccessError(
+          "secret_not_found",
+          name,
+          `no vault ${vaultId} in workspace ${workspaceId}`,
+        );
+      }
+      if (!vault.allowed) throw new SecretAccessError("secret_denied", name, vault.reason);
+      const value = vault.secrets.get(secretName);
+      if (value === undefined) {
+        throw new SecretAccessError(
+          "secret_not_found",
+          name,
+          `vault ${vaultId} has no secret ${secretName}`,
+        );
+      }
+      return value;
+    },
+  };
 }
 
 /** Labels of clock readings and names of secrets (`<vault_id>/<name>` for a vault's). */

@@ -518,11 +518,11 @@ class HarnessTurn {
     // Loaded at the turn's first tool call and kept for the rest of the turn
     // (the access policy depends only on the workspace and the agent); a
     // failed load is tried again at the next call.
-    this.#vault ??= loadVaultSecrets(this.environment, {
-      ...call,
-      workspaceId,
-      agentId: agent.id,
-    });
+    this.#vault ??= loadVaultSecrets(
+      this.environment,
+      { ...call, workspaceId, agentId: agent.id },
+      this.request,
+    );
     const vault = await this.#vault.catch((error: unknown) => {
       this.#vault = undefined;
       throw this.#fail("vault_unavailable", String((error as Error).message), true);

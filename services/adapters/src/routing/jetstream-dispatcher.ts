@@ -17,7 +17,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import {
@@ -36,6 +36,8 @@ import {
   requestToProto,
   timeoutResult,
   toToken,
+  type VaultGrant,
+  vaultGrantsToProto,
   type WireNames,
   wireNames,
 } from "@trellis/adapter-sdk";
@@ -43,6 +45,8 @@ import {
   CancelNoticeSchema,
   ClaimRequestSchema,
   ClaimResponseSchema,
+  SecretsRequestSchema,
+  SecretsResponseSchema,
   WorkerRegistrationSchema,
   WorkerReportSchema,
   WorkItemSchema,
@@ -70,8 +74,19 @@ export interface JetStreamDispatcherOptions {
   sweepMs?: number;
   /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
   unavailableAfterMs?: number;
+  /**
+   * The vaults an agent's tools in a workspace may name (the vault access
+   * policy), for the workers running its executions; absent: none.
+   */
+  vaultAccess?: VaultAccessLoader;
   logger?: Logger;
 }
+
+/** The vaults of a workspace as the tools of one agent see them. */
+export type VaultAccessLoader = (
+  workspaceId: string,
+  agentId: string,
+) => Promise<ReadonlyMap<string, VaultGrant>>;
 
 function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
   const entries = Object.entries(record);
@@ -118,6 +133,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   readonly #inbox: string;
   readonly #unlisten: () => void;
   readonly #storage: "file" | "memory" | undefined;
+  readonly #vaultAccess: VaultAccessLoader | undefined;
   #stream: Promise<void> | undefined;
   #closed = false;
 
@@ -135,6 +151,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
     this.#logger = options.logger;
     this.#storage = options.storage;
+    this.#vaultAccess = options.vaultAccess;
     this.#unlisten = this.#registry.onWorkerLost((worker) => this.#workerLost(worker));
     this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
     this.#sweep.unref();
@@ -168,6 +185,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
             if (kind === "claim") this.#claim(msg);
             else if (kind === "event") this.#event(msg);
             else if (kind === "result") this.#result(msg);
+            else if (kind === "secrets") this.#secrets(msg);
           } catch (error) {
             this.#logger?.warn("ignoring an unreadable worker message", {
               subject: msg.subject,
@@ -315,6 +333,36 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     const event = eventFromProto(report.body.value, "report.event");
     if (event.kind === "turn_finished" || event.kind === "routed") return;
     pending.plan.emit(event);
+  }
+
+  /**
+   * A worker's request for the vault secrets of the execution it runs:
+   * answered only to the worker holding the current attempt's claim.
+   */
+  #secrets(msg: Msg): void {
+    const answer = (init: MessageInitShape<typeof SecretsResponseSchema>) =>
+      msg.respond(toBinary(SecretsResponseSchema, create(SecretsResponseSchema, init)));
+    const request = fromBinary(SecretsRequestSchema, msg.data);
+    const pending = this.#current(request.executionId, request.attempt, request.workerId);
+    if (!pending) {
+      answer({ error: "the worker is not running this execution" });
+      return;
+    }
+    const { workspaceId, agent } = pending.plan.request;
+    if (!this.#vaultAccess) {
+      answer({});
+      return;
+    }
+    this.#vaultAccess(workspaceId, agent.id).then(
+      (vaults) => answer({ vaults: vaultGrantsToProto(vaults) }),
+      (error: unknown) => {
+        this.#logger?.warn("reading vault secrets for a worker failed", {
+          execution_id: request.executionId,
+          error: String(error),
+        });
+        answer({ error: `the vaults cannot be read now: ${String(error)}` });
+      },
+    );
   }
 
   #result(msg: Msg): void {

@@ -15,7 +15,7 @@ import { type Logger, TrellisError } from "@trellis/runtime";
 import { loadAdaptersConfig } from "../config.js";
 import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
 import { announcementToProto } from "./announcement.js";
-import { JetStreamDispatcher } from "./jetstream-dispatcher.js";
+import { JetStreamDispatcher, type VaultAccessLoader } from "./jetstream-dispatcher.js";
 import { BackendRegistry, type LocalBackendOptions, type WorkerAnnouncement } from "./registry.js";
 import {
   type DispatchOutcome,
@@ -36,6 +36,8 @@ export interface RoutedExecutorOptions {
   local?: Readonly<Record<string, LocalBackendOptions>>;
   /** Use this NATS connection instead of opening one (not closed by stop). */
   connection?: NatsConnection;
+  /** The vault access of agents, for remote workers' tools (see JetStreamDispatcherOptions). */
+  vaultAccess?: VaultAccessLoader;
 }
 
 /** A router with its lifecycle. */
@@ -122,6 +124,7 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
         graceMs: config.TRELLIS_ADAPTERS_GRACE,
         unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
         maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
+        ...(options.vaultAccess ? { vaultAccess: options.vaultAccess } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
       });
       late.target = dispatcher;

@@ -8,8 +8,10 @@
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import { vaultGrantsToProto } from "@trellis/adapter-sdk";
 import {
   SecretInfoSchema,
+  type VaultAccessService,
   type Vault as VaultMessage,
   VaultSchema,
   type VaultService,
@@ -239,6 +241,32 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
     async listSecrets(request, context) {
       const vault = await visible(request.vaultId, context);
       return { secrets: (await store.listSecrets(vault.id)).map(secretToProto) };
+    },
+  };
+}
+
+/**
+ * `trellis.adapters.v1.VaultAccessService`: the vaults a turn's agent may
+ * name, with the allowed ones' secrets, for the routers of the mesh. Only
+ * for internal calls: a call carrying a caller (a user's request handed on)
+ * is refused.
+ */
+export function createVaultAccessHandlers(
+  store: VaultStore,
+): ServiceImpl<typeof VaultAccessService> {
+  return {
+    async getAgentVaults(request, context) {
+      if (callerOf(context) !== undefined) {
+        throw new TrellisError({
+          reason: "permission_denied",
+          message: "VaultAccessService is for the services of the mesh only",
+          domain: "adapters",
+        });
+      }
+      if (!request.workspaceId) throw errors.invalid("workspace_id is required", "workspace_id");
+      if (!request.agentId) throw errors.invalid("agent_id is required", "agent_id");
+      const vaults = await store.accessFor(request.workspaceId, request.agentId);
+      return { vaults: vaultGrantsToProto(vaults) };
     },
   };
 }

@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
+import type { VaultGrant } from "@trellis/adapter-sdk";
 import { type SecretBox, TrellisError } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Kysely, Selectable } from "kysely";
@@ -44,9 +45,7 @@ export interface NewVault {
 }
 
 /** One vault as an agent's tool call sees it (see {@link VaultStore.accessFor}). */
-export type VaultAccess =
-  | { allowed: true; secrets: ReadonlyMap<string, string> }
-  | { allowed: false; reason: string };
+export type VaultAccess = VaultGrant;
 
 /** The one vault provider: secrets sealed in this service's database. */
 export const VAULT_PROVIDER = "trellis";

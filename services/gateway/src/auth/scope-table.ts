@@ -197,6 +197,8 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",
+  // Vault secrets for the routers that place turns on remote workers.
+  "trellis.adapters.v1.VaultAccessService/*": "internal",
   "trellis.adapters.v1.RoutingService/*": "internal",
 };
 

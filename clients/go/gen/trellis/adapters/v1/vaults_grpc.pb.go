@@ -357,3 +357,86 @@ var _VaultService_serviceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "trellis/adapters/v1/vaults.proto",
 }
+
+// VaultAccessServiceClient is the client API for VaultAccessService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+type VaultAccessServiceClient interface {
+	GetAgentVaults(ctx context.Context, in *GetAgentVaultsRequest, opts ...grpc.CallOption) (*GetAgentVaultsResponse, error)
+}
+
+type vaultAccessServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewVaultAccessServiceClient(cc grpc.ClientConnInterface) VaultAccessServiceClient {
+	return &vaultAccessServiceClient{cc}
+}
+
+func (c *vaultAccessServiceClient) GetAgentVaults(ctx context.Context, in *GetAgentVaultsRequest, opts ...grpc.CallOption) (*GetAgentVaultsResponse, error) {
+	out := new(GetAgentVaultsResponse)
+	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.VaultAccessService/GetAgentVaults", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// VaultAccessServiceServer is the server API for VaultAccessService service.
+// All implementations must embed UnimplementedVaultAccessServiceServer
+// for forward compatibility
+type VaultAccessServiceServer interface {
+	GetAgentVaults(context.Context, *GetAgentVaultsRequest) (*GetAgentVaultsResponse, error)
+	mustEmbedUnimplementedVaultAccessServiceServer()
+}
+
+// UnimplementedVaultAccessServiceServer must be embedded to have forward compatible implementations.
+type UnimplementedVaultAccessServiceServer struct {
+}
+
+func (UnimplementedVaultAccessServiceServer) GetAgentVaults(context.Context, *GetAgentVaultsRequest) (*GetAgentVaultsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetAgentVaults not implemented")
+}
+func (UnimplementedVaultAccessServiceServer) mustEmbedUnimplementedVaultAccessServiceServer() {}
+
+// UnsafeVaultAccessServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to VaultAccessServiceServer will
+// result in compilation errors.
+type UnsafeVaultAccessServiceServer interface {
+	mustEmbedUnimplementedVaultAccessServiceServer()
+}
+
+func RegisterVaultAccessServiceServer(s *grpc.Server, srv VaultAccessServiceServer) {
+	s.RegisterService(&_VaultAccessService_serviceDesc, srv)
+}
+
+func _VaultAccessService_GetAgentVaults_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAgentVaultsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VaultAccessServiceServer).GetAgentVaults(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.adapters.v1.VaultAccessService/GetAgentVaults",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VaultAccessServiceServer).GetAgentVaults(ctx, req.(*GetAgentVaultsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+var _VaultAccessService_serviceDesc = grpc.ServiceDesc{
+	ServiceName: "trellis.adapters.v1.VaultAccessService",
+	HandlerType: (*VaultAccessServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "GetAgentVaults",
+			Handler:    _VaultAccessService_GetAgentVaults_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "trellis/adapters/v1/vaults.proto",
+}

@@ -16,49 +16,61 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n trellis/adapters/v1/vaults.proto\x12\x13trellis.adapters.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd1\x02\n\x05Vault\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12!\n\x0cworkspace_id\x18\x02 \x01(\tR\x0bworkspaceId\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\"\n\x0c\x63\x61pabilities\x18\x04 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x05 \x03(\tR\x0f\x61llowedAgentIds\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x33\n\x08metadata\x18\x08 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\"\xb5\x01\n\nSecretInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nsize_bytes\x18\x02 \x01(\rR\tsizeBytes\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\"\x98\x02\n\x12\x43reateVaultRequest\x12!\n\x0cworkspace_id\x18\x01 \x01(\tR\x0bworkspaceId\x12\x1a\n\x08provider\x18\x02 \x01(\tR\x08provider\x12\"\n\x0c\x63\x61pabilities\x18\x03 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x04 \x03(\tR\x0f\x61llowedAgentIds\x12\x33\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12\x19\n\x08vault_id\x18\x06 \x01(\tR\x07vaultId\x12#\n\rtenant_global\x18\x07 \x01(\x08R\x0ctenantGlobal\"G\n\x13\x43reateVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\",\n\x0fGetVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"D\n\x10GetVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\"r\n\x11ListVaultsRequest\x12!\n\x0cworkspace_id\x18\x01 \x01(\tR\x0bworkspaceId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"p\n\x12ListVaultsResponse\x12\x32\n\x06vaults\x18\x01 \x03(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x06vaults\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf1\x01\n\x12UpdateVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\"\n\x0c\x63\x61pabilities\x18\x02 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x03 \x03(\tR\x0f\x61llowedAgentIds\x12\x33\n\x08metadata\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12;\n\x0bupdate_mask\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"G\n\x13UpdateVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\"/\n\x12\x44\x65leteVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"\x15\n\x13\x44\x65leteVaultResponse\"W\n\x10PutSecretRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\"L\n\x11PutSecretResponse\x12\x37\n\x06secret\x18\x01 \x01(\x0b\x32\x1f.trellis.adapters.v1.SecretInfoR\x06secret\"D\n\x13\x44\x65leteSecretRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x16\n\x14\x44\x65leteSecretResponse\"/\n\x12ListSecretsRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"P\n\x13ListSecretsResponse\x12\x39\n\x07secrets\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.SecretInfoR\x07secrets2\x8f\x06\n\x0cVaultService\x12`\n\x0b\x43reateVault\x12\'.trellis.adapters.v1.CreateVaultRequest\x1a(.trellis.adapters.v1.CreateVaultResponse\x12W\n\x08GetVault\x12$.trellis.adapters.v1.GetVaultRequest\x1a%.trellis.adapters.v1.GetVaultResponse\x12]\n\nListVaults\x12&.trellis.adapters.v1.ListVaultsRequest\x1a\'.trellis.adapters.v1.ListVaultsResponse\x12`\n\x0bUpdateVault\x12\'.trellis.adapters.v1.UpdateVaultRequest\x1a(.trellis.adapters.v1.UpdateVaultResponse\x12`\n\x0b\x44\x65leteVault\x12\'.trellis.adapters.v1.DeleteVaultRequest\x1a(.trellis.adapters.v1.DeleteVaultResponse\x12Z\n\tPutSecret\x12%.trellis.adapters.v1.PutSecretRequest\x1a&.trellis.adapters.v1.PutSecretResponse\x12\x63\n\x0c\x44\x65leteSecret\x12(.trellis.adapters.v1.DeleteSecretRequest\x1a).trellis.adapters.v1.DeleteSecretResponse\x12`\n\x0bListSecrets\x12\'.trellis.adapters.v1.ListSecretsRequest\x1a(.trellis.adapters.v1.ListSecretsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n trellis/adapters/v1/vaults.proto\x12\x13trellis.adapters.v1\x1a google/protobuf/field_mask.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"U\n\x15GetAgentVaultsRequest\x12!\n\x0cworkspace_id\x18\x01 \x01(\tR\x0bworkspaceId\x12\x19\n\x08\x61gent_id\x18\x02 \x01(\tR\x07\x61gentId\"Q\n\x16GetAgentVaultsResponse\x12\x37\n\x06vaults\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.VaultGrantR\x06vaults\"\xdd\x01\n\nVaultGrant\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x18\n\x07\x61llowed\x18\x02 \x01(\x08R\x07\x61llowed\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\x12\x46\n\x07secrets\x18\x04 \x03(\x0b\x32,.trellis.adapters.v1.VaultGrant.SecretsEntryR\x07secrets\x1a:\n\x0cSecretsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\xd1\x02\n\x05Vault\x12\x0e\n\x02id\x18\x01 \x01(\tR\x02id\x12!\n\x0cworkspace_id\x18\x02 \x01(\tR\x0bworkspaceId\x12\x1a\n\x08provider\x18\x03 \x01(\tR\x08provider\x12\"\n\x0c\x63\x61pabilities\x18\x04 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x05 \x03(\tR\x0f\x61llowedAgentIds\x12\x39\n\ncreated_at\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\x12\x33\n\x08metadata\x18\x08 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\"\xb5\x01\n\nSecretInfo\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n\nsize_bytes\x18\x02 \x01(\rR\tsizeBytes\x12\x39\n\ncreated_at\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tcreatedAt\x12\x39\n\nupdated_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tupdatedAt\"\x98\x02\n\x12\x43reateVaultRequest\x12!\n\x0cworkspace_id\x18\x01 \x01(\tR\x0bworkspaceId\x12\x1a\n\x08provider\x18\x02 \x01(\tR\x08provider\x12\"\n\x0c\x63\x61pabilities\x18\x03 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x04 \x03(\tR\x0f\x61llowedAgentIds\x12\x33\n\x08metadata\x18\x05 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12\x19\n\x08vault_id\x18\x06 \x01(\tR\x07vaultId\x12#\n\rtenant_global\x18\x07 \x01(\x08R\x0ctenantGlobal\"G\n\x13\x43reateVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\",\n\x0fGetVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"D\n\x10GetVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\"r\n\x11ListVaultsRequest\x12!\n\x0cworkspace_id\x18\x01 \x01(\tR\x0bworkspaceId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"p\n\x12ListVaultsResponse\x12\x32\n\x06vaults\x18\x01 \x03(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x06vaults\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xf1\x01\n\x12UpdateVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\"\n\x0c\x63\x61pabilities\x18\x02 \x03(\tR\x0c\x63\x61pabilities\x12*\n\x11\x61llowed_agent_ids\x18\x03 \x03(\tR\x0f\x61llowedAgentIds\x12\x33\n\x08metadata\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12;\n\x0bupdate_mask\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.FieldMaskR\nupdateMask\"G\n\x13UpdateVaultResponse\x12\x30\n\x05vault\x18\x01 \x01(\x0b\x32\x1a.trellis.adapters.v1.VaultR\x05vault\"/\n\x12\x44\x65leteVaultRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"\x15\n\x13\x44\x65leteVaultResponse\"W\n\x10PutSecretRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\"L\n\x11PutSecretResponse\x12\x37\n\x06secret\x18\x01 \x01(\x0b\x32\x1f.trellis.adapters.v1.SecretInfoR\x06secret\"D\n\x13\x44\x65leteSecretRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\"\x16\n\x14\x44\x65leteSecretResponse\"/\n\x12ListSecretsRequest\x12\x19\n\x08vault_id\x18\x01 \x01(\tR\x07vaultId\"P\n\x13ListSecretsResponse\x12\x39\n\x07secrets\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.SecretInfoR\x07secrets2\x8f\x06\n\x0cVaultService\x12`\n\x0b\x43reateVault\x12\'.trellis.adapters.v1.CreateVaultRequest\x1a(.trellis.adapters.v1.CreateVaultResponse\x12W\n\x08GetVault\x12$.trellis.adapters.v1.GetVaultRequest\x1a%.trellis.adapters.v1.GetVaultResponse\x12]\n\nListVaults\x12&.trellis.adapters.v1.ListVaultsRequest\x1a\'.trellis.adapters.v1.ListVaultsResponse\x12`\n\x0bUpdateVault\x12\'.trellis.adapters.v1.UpdateVaultRequest\x1a(.trellis.adapters.v1.UpdateVaultResponse\x12`\n\x0b\x44\x65leteVault\x12\'.trellis.adapters.v1.DeleteVaultRequest\x1a(.trellis.adapters.v1.DeleteVaultResponse\x12Z\n\tPutSecret\x12%.trellis.adapters.v1.PutSecretRequest\x1a&.trellis.adapters.v1.PutSecretResponse\x12\x63\n\x0c\x44\x65leteSecret\x12(.trellis.adapters.v1.DeleteSecretRequest\x1a).trellis.adapters.v1.DeleteSecretResponse\x12`\n\x0bListSecrets\x12\'.trellis.adapters.v1.ListSecretsRequest\x1a(.trellis.adapters.v1.ListSecretsResponse2\x7f\n\x12VaultAccessService\x12i\n\x0eGetAgentVaults\x12*.trellis.adapters.v1.GetAgentVaultsRequest\x1a+.trellis.adapters.v1.GetAgentVaultsResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.adapters.v1.vaults_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _VAULT._serialized_start=155
-  _VAULT._serialized_end=492
-  _SECRETINFO._serialized_start=495
-  _SECRETINFO._serialized_end=676
-  _CREATEVAULTREQUEST._serialized_start=679
-  _CREATEVAULTREQUEST._serialized_end=959
-  _CREATEVAULTRESPONSE._serialized_start=961
-  _CREATEVAULTRESPONSE._serialized_end=1032
-  _GETVAULTREQUEST._serialized_start=1034
-  _GETVAULTREQUEST._serialized_end=1078
-  _GETVAULTRESPONSE._serialized_start=1080
-  _GETVAULTRESPONSE._serialized_end=1148
-  _LISTVAULTSREQUEST._serialized_start=1150
-  _LISTVAULTSREQUEST._serialized_end=1264
-  _LISTVAULTSRESPONSE._serialized_start=1266
-  _LISTVAULTSRESPONSE._serialized_end=1378
-  _UPDATEVAULTREQUEST._serialized_start=1381
-  _UPDATEVAULTREQUEST._serialized_end=1622
-  _UPDATEVAULTRESPONSE._serialized_start=1624
-  _UPDATEVAULTRESPONSE._serialized_end=1695
-  _DELETEVAULTREQUEST._serialized_start=1697
-  _DELETEVAULTREQUEST._serialized_end=1744
-  _DELETEVAULTRESPONSE._serialized_start=1746
-  _DELETEVAULTRESPONSE._serialized_end=1767
-  _PUTSECRETREQUEST._serialized_start=1769
-  _PUTSECRETREQUEST._serialized_end=1856
-  _PUTSECRETRESPONSE._serialized_start=1858
-  _PUTSECRETRESPONSE._serialized_end=1934
-  _DELETESECRETREQUEST._serialized_start=1936
-  _DELETESECRETREQUEST._serialized_end=2004
-  _DELETESECRETRESPONSE._serialized_start=2006
-  _DELETESECRETRESPONSE._serialized_end=2028
-  _LISTSECRETSREQUEST._serialized_start=2030
-  _LISTSECRETSREQUEST._serialized_end=2077
-  _LISTSECRETSRESPONSE._serialized_start=2079
-  _LISTSECRETSRESPONSE._serialized_end=2159
-  _VAULTSERVICE._serialized_start=2162
-  _VAULTSERVICE._serialized_end=2945
+  _VAULTGRANT_SECRETSENTRY._options = None
+  _VAULTGRANT_SECRETSENTRY._serialized_options = b'8\001'
+  _GETAGENTVAULTSREQUEST._serialized_start=154
+  _GETAGENTVAULTSREQUEST._serialized_end=239
+  _GETAGENTVAULTSRESPONSE._serialized_start=241
+  _GETAGENTVAULTSRESPONSE._serialized_end=322
+  _VAULTGRANT._serialized_start=325
+  _VAULTGRANT._serialized_end=546
+  _VAULTGRANT_SECRETSENTRY._serialized_start=488
+  _VAULTGRANT_SECRETSENTRY._serialized_end=546
+  _VAULT._serialized_start=549
+  _VAULT._serialized_end=886
+  _SECRETINFO._serialized_start=889
+  _SECRETINFO._serialized_end=1070
+  _CREATEVAULTREQUEST._serialized_start=1073
+  _CREATEVAULTREQUEST._serialized_end=1353
+  _CREATEVAULTRESPONSE._serialized_start=1355
+  _CREATEVAULTRESPONSE._serialized_end=1426
+  _GETVAULTREQUEST._serialized_start=1428
+  _GETVAULTREQUEST._serialized_end=1472
+  _GETVAULTRESPONSE._serialized_start=1474
+  _GETVAULTRESPONSE._serialized_end=1542
+  _LISTVAULTSREQUEST._serialized_start=1544
+  _LISTVAULTSREQUEST._serialized_end=1658
+  _LISTVAULTSRESPONSE._serialized_start=1660
+  _LISTVAULTSRESPONSE._serialized_end=1772
+  _UPDATEVAULTREQUEST._serialized_start=1775
+  _UPDATEVAULTREQUEST._serialized_end=2016
+  _UPDATEVAULTRESPONSE._serialized_start=2018
+  _UPDATEVAULTRESPONSE._serialized_end=2089
+  _DELETEVAULTREQUEST._serialized_start=2091
+  _DELETEVAULTREQUEST._serialized_end=2138
+  _DELETEVAULTRESPONSE._serialized_start=2140
+  _DELETEVAULTRESPONSE._serialized_end=2161
+  _PUTSECRETREQUEST._serialized_start=2163
+  _PUTSECRETREQUEST._serialized_end=2250
+  _PUTSECRETRESPONSE._serialized_start=2252
+  _PUTSECRETRESPONSE._serialized_end=2328
+  _DELETESECRETREQUEST._serialized_start=2330
+  _DELETESECRETREQUEST._serialized_end=2398
+  _DELETESECRETRESPONSE._serialized_start=2400
+  _DELETESECRETRESPONSE._serialized_end=2422
+  _LISTSECRETSREQUEST._serialized_start=2424
+  _LISTSECRETSREQUEST._serialized_end=2471
+  _LISTSECRETSRESPONSE._serialized_start=2473
+  _LISTSECRETSRESPONSE._serialized_end=2553
+  _VAULTSERVICE._serialized_start=2556
+  _VAULTSERVICE._serialized_end=3339
+  _VAULTACCESSSERVICE._serialized_start=3341
+  _VAULTACCESSSERVICE._serialized_end=3468
 # @@protoc_insertion_point(module_scope)

@@ -54,6 +54,20 @@ class DeleteVaultResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class GetAgentVaultsRequest(_message.Message):
+    __slots__ = ["agent_id", "workspace_id"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    workspace_id: str
+    def __init__(self, workspace_id: _Optional[str] = ..., agent_id: _Optional[str] = ...) -> None: ...
+
+class GetAgentVaultsResponse(_message.Message):
+    __slots__ = ["vaults"]
+    VAULTS_FIELD_NUMBER: _ClassVar[int]
+    vaults: _containers.RepeatedCompositeFieldContainer[VaultGrant]
+    def __init__(self, vaults: _Optional[_Iterable[_Union[VaultGrant, _Mapping]]] = ...) -> None: ...
+
 class GetVaultRequest(_message.Message):
     __slots__ = ["vault_id"]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
@@ -163,3 +177,22 @@ class Vault(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     workspace_id: str
     def __init__(self, id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., provider: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., allowed_agent_ids: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+
+class VaultGrant(_message.Message):
+    __slots__ = ["allowed", "reason", "secrets", "vault_id"]
+    class SecretsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
+    ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    SECRETS_FIELD_NUMBER: _ClassVar[int]
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    allowed: bool
+    reason: str
+    secrets: _containers.ScalarMap[str, str]
+    vault_id: str
+    def __init__(self, vault_id: _Optional[str] = ..., allowed: bool = ..., reason: _Optional[str] = ..., secrets: _Optional[_Mapping[str, str]] = ...) -> None: ...

@@ -321,3 +321,76 @@ class VaultService(object):
             trellis_dot_adapters_dot_v1_dot_vaults__pb2.ListSecretsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+
+class VaultAccessServiceStub(object):
+    """VaultAccessService: inside the mesh only (the gateway refuses it, and a
+    call that carries a caller is refused). A router that places a turn on a
+    remote adapter worker reads through it the vaults the turn's agent may
+    name, and hands them to that worker only (worker.proto, SecretsRequest).
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.GetAgentVaults = channel.unary_unary(
+                '/trellis.adapters.v1.VaultAccessService/GetAgentVaults',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.FromString,
+                )
+
+
+class VaultAccessServiceServicer(object):
+    """VaultAccessService: inside the mesh only (the gateway refuses it, and a
+    call that carries a caller is refused). A router that places a turn on a
+    remote adapter worker reads through it the vaults the turn's agent may
+    name, and hands them to that worker only (worker.proto, SecretsRequest).
+    """
+
+    def GetAgentVaults(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_VaultAccessServiceServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'GetAgentVaults': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAgentVaults,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'trellis.adapters.v1.VaultAccessService', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+
+
+ # This class is part of an EXPERIMENTAL API.
+class VaultAccessService(object):
+    """VaultAccessService: inside the mesh only (the gateway refuses it, and a
+    call that carries a caller is refused). A router that places a turn on a
+    remote adapter worker reads through it the vaults the turn's agent may
+    name, and hands them to that worker only (worker.proto, SecretsRequest).
+    """
+
+    @staticmethod
+    def GetAgentVaults(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultAccessService/GetAgentVaults',
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

@@ -1,8 +1,10 @@
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from trellis.adapters.v1 import execution_pb2 as _execution_pb2
+from trellis.adapters.v1 import vaults_pb2 as _vaults_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
-from typing import ClassVar as _ClassVar, Mapping as _Mapping, Optional as _Optional, Union as _Union
+from typing import ClassVar as _ClassVar, Iterable as _Iterable, Mapping as _Mapping, Optional as _Optional, Union as _Union
 
 DESCRIPTOR: _descriptor.FileDescriptor
 
@@ -33,6 +35,24 @@ class ClaimResponse(_message.Message):
     granted: bool
     reason: str
     def __init__(self, granted: bool = ..., reason: _Optional[str] = ...) -> None: ...
+
+class SecretsRequest(_message.Message):
+    __slots__ = ["attempt", "execution_id", "worker_id"]
+    ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKER_ID_FIELD_NUMBER: _ClassVar[int]
+    attempt: int
+    execution_id: str
+    worker_id: str
+    def __init__(self, execution_id: _Optional[str] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ...) -> None: ...
+
+class SecretsResponse(_message.Message):
+    __slots__ = ["error", "vaults"]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    VAULTS_FIELD_NUMBER: _ClassVar[int]
+    error: str
+    vaults: _containers.RepeatedCompositeFieldContainer[_vaults_pb2.VaultGrant]
+    def __init__(self, vaults: _Optional[_Iterable[_Union[_vaults_pb2.VaultGrant, _Mapping]]] = ..., error: _Optional[str] = ...) -> None: ...
 
 class WorkItem(_message.Message):
     __slots__ = ["attempt", "deadline", "execution_id", "reply_to", "request"]

@@ -12,7 +12,87 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file trellis/adapters/v1/vaults.proto.
  */
 export const file_trellis_adapters_v1_vaults: GenFile = /*@__PURE__*/
-  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSL3AQoFVmF1bHQSCgoCaWQYASABKAkSFAoMd29ya3NwYWNlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhQKDGNhcGFiaWxpdGllcxgEIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgFIAMoCRIuCgpjcmVhdGVkX2F0GAYgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIpCghtZXRhZGF0YRgIIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QijgEKClNlY3JldEluZm8SDAoEbmFtZRgBIAEoCRISCgpzaXplX2J5dGVzGAIgASgNEi4KCmNyZWF0ZWRfYXQYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIsEBChJDcmVhdGVWYXVsdFJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHByb3ZpZGVyGAIgASgJEhQKDGNhcGFiaWxpdGllcxgDIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgEIAMoCRIpCghtZXRhZGF0YRgFIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEAoIdmF1bHRfaWQYBiABKAkSFQoNdGVuYW50X2dsb2JhbBgHIAEoCCJAChNDcmVhdGVWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCIjCg9HZXRWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiPQoQR2V0VmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiUAoRTGlzdFZhdWx0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJIlkKEkxpc3RWYXVsdHNSZXNwb25zZRIqCgZ2YXVsdHMYASADKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSKzAQoSVXBkYXRlVmF1bHRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEhQKDGNhcGFiaWxpdGllcxgCIAMoCRIZChFhbGxvd2VkX2FnZW50X2lkcxgDIAMoCRIpCghtZXRhZGF0YRgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLwoLdXBkYXRlX21hc2sYBSABKAsyGi5nb29nbGUucHJvdG9idWYuRmllbGRNYXNrIkAKE1VwZGF0ZVZhdWx0UmVzcG9uc2USKQoFdmF1bHQYASABKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0IiYKEkRlbGV0ZVZhdWx0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSIVChNEZWxldGVWYXVsdFJlc3BvbnNlIkEKEFB1dFNlY3JldFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSDAoEbmFtZRgCIAEoCRINCgV2YWx1ZRgDIAEoCSJEChFQdXRTZWNyZXRSZXNwb25zZRIvCgZzZWNyZXQYASABKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlNlY3JldEluZm8iNQoTRGVsZXRlU2VjcmV0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJIhYKFERlbGV0ZVNlY3JldFJlc3BvbnNlIiYKEkxpc3RTZWNyZXRzUmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSJHChNMaXN0U2VjcmV0c1Jlc3BvbnNlEjAKB3NlY3JldHMYASADKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlNlY3JldEluZm8yjwYKDFZhdWx0U2VydmljZRJgCgtDcmVhdGVWYXVsdBInLnRyZWxsaXMuYWRhcHRlcnMudjEuQ3JlYXRlVmF1bHRSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5DcmVhdGVWYXVsdFJlc3BvbnNlElcKCEdldFZhdWx0EiQudHJlbGxpcy5hZGFwdGVycy52MS5HZXRWYXVsdFJlcXVlc3QaJS50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldFZhdWx0UmVzcG9uc2USXQoKTGlzdFZhdWx0cxImLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFZhdWx0c1JlcXVlc3QaJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RWYXVsdHNSZXNwb25zZRJgCgtVcGRhdGVWYXVsdBInLnRyZWxsaXMuYWRhcHRlcnMudjEuVXBkYXRlVmF1bHRSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5VcGRhdGVWYXVsdFJlc3BvbnNlEmAKC0RlbGV0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5EZWxldGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVZhdWx0UmVzcG9uc2USWgoJUHV0U2VjcmV0EiUudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXF1ZXN0GiYudHJlbGxpcy5hZGFwdGVycy52MS5QdXRTZWNyZXRSZXNwb25zZRJjCgxEZWxldGVTZWNyZXQSKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlcXVlc3QaKS50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVNlY3JldFJlc3BvbnNlEmAKC0xpc3RTZWNyZXRzEicudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0U2VjcmV0c1JlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RTZWNyZXRzUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSI/ChVHZXRBZ2VudFZhdWx0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIkkKFkdldEFnZW50VmF1bHRzUmVzcG9uc2USLwoGdmF1bHRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50Iq4BCgpWYXVsdEdyYW50EhAKCHZhdWx0X2lkGAEgASgJEg8KB2FsbG93ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJEj0KB3NlY3JldHMYBCADKAsyLC50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0R3JhbnQuU2VjcmV0c0VudHJ5Gi4KDFNlY3JldHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIvcBCgVWYXVsdBIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSFAoMY2FwYWJpbGl0aWVzGAQgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAUgAygJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKOAQoKU2VjcmV0SW5mbxIMCgRuYW1lGAEgASgJEhIKCnNpemVfYnl0ZXMYAiABKA0SLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiwQEKEkNyZWF0ZVZhdWx0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSFAoMY2FwYWJpbGl0aWVzGAMgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAQgAygJEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCgh2YXVsdF9pZBgGIAEoCRIVCg10ZW5hbnRfZ2xvYmFsGAcgASgIIkAKE0NyZWF0ZVZhdWx0UmVzcG9uc2USKQoFdmF1bHQYASABKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0IiMKD0dldFZhdWx0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSI9ChBHZXRWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCJQChFMaXN0VmF1bHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoSTGlzdFZhdWx0c1Jlc3BvbnNlEioKBnZhdWx0cxgBIAMoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIrMBChJVcGRhdGVWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSFAoMY2FwYWJpbGl0aWVzGAIgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAMgAygJEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgt1cGRhdGVfbWFzaxgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siQAoTVXBkYXRlVmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiJgoSRGVsZXRlVmF1bHRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJIhUKE0RlbGV0ZVZhdWx0UmVzcG9uc2UiQQoQUHV0U2VjcmV0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJIkQKEVB1dFNlY3JldFJlc3BvbnNlEi8KBnNlY3JldBgBIAEoCzIfLnRyZWxsaXMuYWRhcHRlcnMudjEuU2VjcmV0SW5mbyI1ChNEZWxldGVTZWNyZXRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiFgoURGVsZXRlU2VjcmV0UmVzcG9uc2UiJgoSTGlzdFNlY3JldHNSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJIkcKE0xpc3RTZWNyZXRzUmVzcG9uc2USMAoHc2VjcmV0cxgBIAMoCzIfLnRyZWxsaXMuYWRhcHRlcnMudjEuU2VjcmV0SW5mbzKPBgoMVmF1bHRTZXJ2aWNlEmAKC0NyZWF0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5DcmVhdGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkNyZWF0ZVZhdWx0UmVzcG9uc2USVwoIR2V0VmF1bHQSJC50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldFZhdWx0UmVxdWVzdBolLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0VmF1bHRSZXNwb25zZRJdCgpMaXN0VmF1bHRzEiYudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0VmF1bHRzUmVxdWVzdBonLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFZhdWx0c1Jlc3BvbnNlEmAKC1VwZGF0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5VcGRhdGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLlVwZGF0ZVZhdWx0UmVzcG9uc2USYAoLRGVsZXRlVmF1bHQSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVZhdWx0UmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlVmF1bHRSZXNwb25zZRJaCglQdXRTZWNyZXQSJS50cmVsbGlzLmFkYXB0ZXJzLnYxLlB1dFNlY3JldFJlcXVlc3QaJi50cmVsbGlzLmFkYXB0ZXJzLnYxLlB1dFNlY3JldFJlc3BvbnNlEmMKDERlbGV0ZVNlY3JldBIoLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlU2VjcmV0UmVxdWVzdBopLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USYAoLTGlzdFNlY3JldHMSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFNlY3JldHNSZXNwb25zZTJ/ChJWYXVsdEFjY2Vzc1NlcnZpY2USaQoOR2V0QWdlbnRWYXVsdHMSKi50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldEFnZW50VmF1bHRzUmVxdWVzdBorLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0QWdlbnRWYXVsdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message trellis.adapters.v1.GetAgentVaultsRequest
+ */
+export type GetAgentVaultsRequest = Message<"trellis.adapters.v1.GetAgentVaultsRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string agent_id = 2;
+   */
+  agentId: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetAgentVaultsRequest.
+ * Use `create(GetAgentVaultsRequestSchema)` to create a new message.
+ */
+export const GetAgentVaultsRequestSchema: GenMessage<GetAgentVaultsRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 0);
+
+/**
+ * @generated from message trellis.adapters.v1.GetAgentVaultsResponse
+ */
+export type GetAgentVaultsResponse = Message<"trellis.adapters.v1.GetAgentVaultsResponse"> & {
+  /**
+   * The workspace's vaults and the tenant-global ones, each decided for the agent.
+   *
+   * @generated from field: repeated trellis.adapters.v1.VaultGrant vaults = 1;
+   */
+  vaults: VaultGrant[];
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetAgentVaultsResponse.
+ * Use `create(GetAgentVaultsResponseSchema)` to create a new message.
+ */
+export const GetAgentVaultsResponseSchema: GenMessage<GetAgentVaultsResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 1);
+
+/**
+ * VaultGrant is one vault a turn's tools may name: allowed with its secrets,
+ * or refused with the reason (the vault's access policy).
+ *
+ * @generated from message trellis.adapters.v1.VaultGrant
+ */
+export type VaultGrant = Message<"trellis.adapters.v1.VaultGrant"> & {
+  /**
+   * @generated from field: string vault_id = 1;
+   */
+  vaultId: string;
+
+  /**
+   * @generated from field: bool allowed = 2;
+   */
+  allowed: boolean;
+
+  /**
+   * Why not, when refused.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Secret name → value; only for an allowed vault.
+   *
+   * @generated from field: map<string, string> secrets = 4;
+   */
+  secrets: { [key: string]: string };
+};
+
+/**
+ * Describes the message trellis.adapters.v1.VaultGrant.
+ * Use `create(VaultGrantSchema)` to create a new message.
+ */
+export const VaultGrantSchema: GenMessage<VaultGrant> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 2);
 
 /**
  * Vault is a vault's metadata; it never carries secret values.
@@ -74,7 +154,7 @@ export type Vault = Message<"trellis.adapters.v1.Vault"> & {
  * Use `create(VaultSchema)` to create a new message.
  */
 export const VaultSchema: GenMessage<Vault> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 0);
+  messageDesc(file_trellis_adapters_v1_vaults, 3);
 
 /**
  * SecretInfo describes a stored secret without its value.
@@ -110,7 +190,7 @@ export type SecretInfo = Message<"trellis.adapters.v1.SecretInfo"> & {
  * Use `create(SecretInfoSchema)` to create a new message.
  */
 export const SecretInfoSchema: GenMessage<SecretInfo> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 1);
+  messageDesc(file_trellis_adapters_v1_vaults, 4);
 
 /**
  * @generated from message trellis.adapters.v1.CreateVaultRequest
@@ -167,7 +247,7 @@ export type CreateVaultRequest = Message<"trellis.adapters.v1.CreateVaultRequest
  * Use `create(CreateVaultRequestSchema)` to create a new message.
  */
 export const CreateVaultRequestSchema: GenMessage<CreateVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 2);
+  messageDesc(file_trellis_adapters_v1_vaults, 5);
 
 /**
  * @generated from message trellis.adapters.v1.CreateVaultResponse
@@ -184,7 +264,7 @@ export type CreateVaultResponse = Message<"trellis.adapters.v1.CreateVaultRespon
  * Use `create(CreateVaultResponseSchema)` to create a new message.
  */
 export const CreateVaultResponseSchema: GenMessage<CreateVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 3);
+  messageDesc(file_trellis_adapters_v1_vaults, 6);
 
 /**
  * @generated from message trellis.adapters.v1.GetVaultRequest
@@ -201,7 +281,7 @@ export type GetVaultRequest = Message<"trellis.adapters.v1.GetVaultRequest"> & {
  * Use `create(GetVaultRequestSchema)` to create a new message.
  */
 export const GetVaultRequestSchema: GenMessage<GetVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 4);
+  messageDesc(file_trellis_adapters_v1_vaults, 7);
 
 /**
  * @generated from message trellis.adapters.v1.GetVaultResponse
@@ -218,7 +298,7 @@ export type GetVaultResponse = Message<"trellis.adapters.v1.GetVaultResponse"> &
  * Use `create(GetVaultResponseSchema)` to create a new message.
  */
 export const GetVaultResponseSchema: GenMessage<GetVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 5);
+  messageDesc(file_trellis_adapters_v1_vaults, 8);
 
 /**
  * @generated from message trellis.adapters.v1.ListVaultsRequest
@@ -247,7 +327,7 @@ export type ListVaultsRequest = Message<"trellis.adapters.v1.ListVaultsRequest">
  * Use `create(ListVaultsRequestSchema)` to create a new message.
  */
 export const ListVaultsRequestSchema: GenMessage<ListVaultsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 6);
+  messageDesc(file_trellis_adapters_v1_vaults, 9);
 
 /**
  * @generated from message trellis.adapters.v1.ListVaultsResponse
@@ -269,7 +349,7 @@ export type ListVaultsResponse = Message<"trellis.adapters.v1.ListVaultsResponse
  * Use `create(ListVaultsResponseSchema)` to create a new message.
  */
 export const ListVaultsResponseSchema: GenMessage<ListVaultsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 7);
+  messageDesc(file_trellis_adapters_v1_vaults, 10);
 
 /**
  * @generated from message trellis.adapters.v1.UpdateVaultRequest
@@ -311,7 +391,7 @@ export type UpdateVaultRequest = Message<"trellis.adapters.v1.UpdateVaultRequest
  * Use `create(UpdateVaultRequestSchema)` to create a new message.
  */
 export const UpdateVaultRequestSchema: GenMessage<UpdateVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 8);
+  messageDesc(file_trellis_adapters_v1_vaults, 11);
 
 /**
  * @generated from message trellis.adapters.v1.UpdateVaultResponse
@@ -328,7 +408,7 @@ export type UpdateVaultResponse = Message<"trellis.adapters.v1.UpdateVaultRespon
  * Use `create(UpdateVaultResponseSchema)` to create a new message.
  */
 export const UpdateVaultResponseSchema: GenMessage<UpdateVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 9);
+  messageDesc(file_trellis_adapters_v1_vaults, 12);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteVaultRequest
@@ -345,7 +425,7 @@ export type DeleteVaultRequest = Message<"trellis.adapters.v1.DeleteVaultRequest
  * Use `create(DeleteVaultRequestSchema)` to create a new message.
  */
 export const DeleteVaultRequestSchema: GenMessage<DeleteVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 10);
+  messageDesc(file_trellis_adapters_v1_vaults, 13);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteVaultResponse
@@ -358,7 +438,7 @@ export type DeleteVaultResponse = Message<"trellis.adapters.v1.DeleteVaultRespon
  * Use `create(DeleteVaultResponseSchema)` to create a new message.
  */
 export const DeleteVaultResponseSchema: GenMessage<DeleteVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 11);
+  messageDesc(file_trellis_adapters_v1_vaults, 14);
 
 /**
  * @generated from message trellis.adapters.v1.PutSecretRequest
@@ -389,7 +469,7 @@ export type PutSecretRequest = Message<"trellis.adapters.v1.PutSecretRequest"> &
  * Use `create(PutSecretRequestSchema)` to create a new message.
  */
 export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 12);
+  messageDesc(file_trellis_adapters_v1_vaults, 15);
 
 /**
  * @generated from message trellis.adapters.v1.PutSecretResponse
@@ -406,7 +486,7 @@ export type PutSecretResponse = Message<"trellis.adapters.v1.PutSecretResponse">
  * Use `create(PutSecretResponseSchema)` to create a new message.
  */
 export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 13);
+  messageDesc(file_trellis_adapters_v1_vaults, 16);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretRequest
@@ -428,7 +508,7 @@ export type DeleteSecretRequest = Message<"trellis.adapters.v1.DeleteSecretReque
  * Use `create(DeleteSecretRequestSchema)` to create a new message.
  */
 export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 14);
+  messageDesc(file_trellis_adapters_v1_vaults, 17);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretResponse
@@ -441,7 +521,7 @@ export type DeleteSecretResponse = Message<"trellis.adapters.v1.DeleteSecretResp
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 15);
+  messageDesc(file_trellis_adapters_v1_vaults, 18);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsRequest
@@ -458,7 +538,7 @@ export type ListSecretsRequest = Message<"trellis.adapters.v1.ListSecretsRequest
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 16);
+  messageDesc(file_trellis_adapters_v1_vaults, 19);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsResponse
@@ -475,7 +555,7 @@ export type ListSecretsResponse = Message<"trellis.adapters.v1.ListSecretsRespon
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 17);
+  messageDesc(file_trellis_adapters_v1_vaults, 20);
 
 /**
  * VaultService: vaults of secrets (Harn v1 "Vault"). A vault belongs to one
@@ -562,4 +642,24 @@ export const VaultService: GenService<{
   },
 }> = /*@__PURE__*/
   serviceDesc(file_trellis_adapters_v1_vaults, 0);
+
+/**
+ * VaultAccessService: inside the mesh only (the gateway refuses it, and a
+ * call that carries a caller is refused). A router that places a turn on a
+ * remote adapter worker reads through it the vaults the turn's agent may
+ * name, and hands them to that worker only (worker.proto, SecretsRequest).
+ *
+ * @generated from service trellis.adapters.v1.VaultAccessService
+ */
+export const VaultAccessService: GenService<{
+  /**
+   * @generated from rpc trellis.adapters.v1.VaultAccessService.GetAgentVaults
+   */
+  getAgentVaults: {
+    methodKind: "unary";
+    input: typeof GetAgentVaultsRequestSchema;
+    output: typeof GetAgentVaultsResponseSchema;
+  },
+}> = /*@__PURE__*/
+  serviceDesc(file_trellis_adapters_v1_vaults, 1);
 

@@ -8,13 +8,15 @@ import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { ExecutionEvent, ExecutionNegotiation, ExecutionRequest } from "./execution_pb.js";
 import { file_trellis_adapters_v1_execution } from "./execution_pb.js";
+import type { VaultGrant } from "./vaults_pb.js";
+import { file_trellis_adapters_v1_vaults } from "./vaults_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file trellis/adapters/v1/worker.proto.
  */
 export const file_trellis_adapters_v1_worker: GenFile = /*@__PURE__*/
-  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlci5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSKpAQoIV29ya0l0ZW0SFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIQCghyZXBseV90bxgEIAEoCRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKDENsYWltUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIRCgl3b3JrZXJfaWQYAyABKAkSPgoLbmVnb3RpYXRpb24YBCABKAsyKS50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvbk5lZ290aWF0aW9uIjAKDUNsYWltUmVzcG9uc2USDwoHZ3JhbnRlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiIAoOV29ya2VyUmVsZWFzZWQSDgoGcmVhc29uGAEgASgJIr8BCgxXb3JrZXJSZXBvcnQSFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SEQoJd29ya2VyX2lkGAMgASgJEjQKBWV2ZW50GAQgASgLMiMudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25FdmVudEgAEjcKCHJlbGVhc2VkGAUgASgLMiMudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJSZWxlYXNlZEgAQgYKBGJvZHkiNAoMQ2FuY2VsTm90aWNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAliBnByb3RvMw", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution]);
+  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlci5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSKpAQoIV29ya0l0ZW0SFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIQCghyZXBseV90bxgEIAEoCRIsCghkZWFkbGluZRgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiiAEKDENsYWltUmVxdWVzdBIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIRCgl3b3JrZXJfaWQYAyABKAkSPgoLbmVnb3RpYXRpb24YBCABKAsyKS50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvbk5lZ290aWF0aW9uIjAKDUNsYWltUmVzcG9uc2USDwoHZ3JhbnRlZBgBIAEoCBIOCgZyZWFzb24YAiABKAkiIAoOV29ya2VyUmVsZWFzZWQSDgoGcmVhc29uGAEgASgJIr8BCgxXb3JrZXJSZXBvcnQSFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SEQoJd29ya2VyX2lkGAMgASgJEjQKBWV2ZW50GAQgASgLMiMudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25FdmVudEgAEjcKCHJlbGVhc2VkGAUgASgLMiMudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJSZWxlYXNlZEgAQgYKBGJvZHkiNAoMQ2FuY2VsTm90aWNlEhQKDGV4ZWN1dGlvbl9pZBgBIAEoCRIOCgZyZWFzb24YAiABKAkiSgoOU2VjcmV0c1JlcXVlc3QSFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SEQoJd29ya2VyX2lkGAMgASgJIlEKD1NlY3JldHNSZXNwb25zZRIvCgZ2YXVsdHMYASADKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0R3JhbnQSDQoFZXJyb3IYAiABKAliBnByb3RvMw", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution, file_trellis_adapters_v1_vaults]);
 
 /**
  * WorkItem is one placement of an execution on a backend's queue.
@@ -215,4 +217,61 @@ export type CancelNotice = Message<"trellis.adapters.v1.CancelNotice"> & {
  */
 export const CancelNoticeSchema: GenMessage<CancelNotice> = /*@__PURE__*/
   messageDesc(file_trellis_adapters_v1_worker, 5);
+
+/**
+ * SecretsRequest: the worker running an execution asks for the vault secrets
+ * its agent may read (a tool is about to read one). The router answers only
+ * the worker whose claim of the current attempt it granted, while it runs.
+ *
+ * @generated from message trellis.adapters.v1.SecretsRequest
+ */
+export type SecretsRequest = Message<"trellis.adapters.v1.SecretsRequest"> & {
+  /**
+   * @generated from field: string execution_id = 1;
+   */
+  executionId: string;
+
+  /**
+   * @generated from field: uint32 attempt = 2;
+   */
+  attempt: number;
+
+  /**
+   * @generated from field: string worker_id = 3;
+   */
+  workerId: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.SecretsRequest.
+ * Use `create(SecretsRequestSchema)` to create a new message.
+ */
+export const SecretsRequestSchema: GenMessage<SecretsRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker, 6);
+
+/**
+ * SecretsResponse: the grants, or why none could be given.
+ *
+ * @generated from message trellis.adapters.v1.SecretsResponse
+ */
+export type SecretsResponse = Message<"trellis.adapters.v1.SecretsResponse"> & {
+  /**
+   * @generated from field: repeated trellis.adapters.v1.VaultGrant vaults = 1;
+   */
+  vaults: VaultGrant[];
+
+  /**
+   * Set when the request is refused or the vaults could not be read.
+   *
+   * @generated from field: string error = 2;
+   */
+  error: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.SecretsResponse.
+ * Use `create(SecretsResponseSchema)` to create a new message.
+ */
+export const SecretsResponseSchema: GenMessage<SecretsResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker, 7);
 
