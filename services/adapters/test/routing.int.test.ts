@@ -130,6 +130,18 @@ describe("routing over JetStream to worker processes", () => {
     if (!dispatcher) throw new Error("no remote dispatcher");
     const nc = await connectNats({ servers: testNatsUrl, name: "vault-intruder" });
     try {
+      // Garbage is ignored (no answer), and the router goes on answering.
+      const garbage = await nc
+        .request(
+          `${dispatcher.names.routerInbox(dispatcher.routerId)}.secrets`,
+          new Uint8Array([0xff, 0x00, 0x13, 0x37]),
+          { timeout: 500 },
+        )
+        .then(
+          () => "answered",
+          () => "no answer",
+        );
+      expect(garbage).toBe("no answer");
       const answer = await nc.request(
         `${dispatcher.names.routerInbox(dispatcher.routerId)}.secrets`,
         toBinary(
