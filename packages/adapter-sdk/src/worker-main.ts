@@ -13,6 +13,7 @@
  * | `TRELLIS_WORKER_GRACE` | how long running executions may finish at stop | 10s |
  * | `TRELLIS_WORKER_COST`, `TRELLIS_WORKER_LATENCY_MS` | routing hints | unknown |
  */
+import { natsSecurityFromEnv } from "@trellis/eventlog";
 import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
 import type { ExecutionAdapter } from "./types.js";
 import { type AdapterWorker, runWorker } from "./worker.js";
@@ -46,6 +47,7 @@ export async function runWorkerMain(
     const worker = await runWorker({
       adapter,
       servers: config.NATS_URL,
+      security: natsSecurityFromEnv(source),
       prefix: config.TRELLIS_NATS_PREFIX,
       capacity: config.TRELLIS_WORKER_CAPACITY,
       heartbeatMs: config.TRELLIS_WORKER_HEARTBEAT,

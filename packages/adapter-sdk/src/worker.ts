@@ -34,7 +34,7 @@ import {
   type WorkItem,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
-import { connectNats } from "@trellis/eventlog";
+import { connectNats, type NatsSecurity } from "@trellis/eventlog";
 import { createLogger, extractTraceContext, type Logger, withSpan } from "@trellis/runtime";
 import { BACKEND_ID_PATTERN } from "./define-adapter.js";
 import {
@@ -70,6 +70,8 @@ export interface WorkerOptions {
   adapter: ExecutionAdapter;
   /** NATS servers (default nats://127.0.0.1:4222); ignored when `connection` is given. */
   servers?: string | string[];
+  /** Authentication and TLS for those servers (see `natsSecurityFromEnv` of @trellis/eventlog). */
+  security?: NatsSecurity;
   /** An open connection to use (not closed by the worker). */
   connection?: NatsConnection;
   /** Subject prefix, the mesh's TRELLIS_NATS_PREFIX (default "trellis"). */
@@ -141,7 +143,11 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
   });
   const nc =
     options.connection ??
-    (await connectNats({ servers: options.servers ?? "nats://127.0.0.1:4222", name: workerId }));
+    (await connectNats({
+      servers: options.servers ?? "nats://127.0.0.1:4222",
+      name: workerId,
+      ...(options.security ? { security: options.security } : {}),
+    }));
   const ownsConnection = !options.connection;
   const jsm = await jetstreamManager(nc);
   const setUp = async () => {

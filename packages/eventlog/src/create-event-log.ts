@@ -12,7 +12,7 @@ import {
   InProcessSignalBus,
   type InProcessSignalBusOptions,
 } from "./in-process/in-process-signal-bus.js";
-import { connectNats, type StreamOptions } from "./jetstream/connection.js";
+import { connectNats, type NatsSecurity, type StreamOptions } from "./jetstream/connection.js";
 import { JetStreamEventLog } from "./jetstream/jetstream-event-log.js";
 import { JetStreamSignalBus } from "./jetstream/jetstream-signal-bus.js";
 
@@ -28,6 +28,8 @@ export interface JetStreamEventLogConfig extends StreamOptions {
   kind: "jetstream";
   /** Servers to connect to; ignored when `connection` is given. */
   servers?: string | string[];
+  /** Authentication and TLS of that connection (see `natsSecurityFromEnv`). */
+  security?: NatsSecurity;
   /** Reuse an open connection (not closed by the log); else one is opened and owned. */
   connection?: NatsConnection;
   /** Subject prefix (default `"trellis"`). */
@@ -44,7 +46,10 @@ async function connectionFor(
 ): Promise<{ nc: NatsConnection; owned: boolean }> {
   if (config.connection) return { nc: config.connection, owned: false };
   return {
-    nc: await connectNats({ servers: config.servers ?? "nats://127.0.0.1:4222" }),
+    nc: await connectNats({
+      servers: config.servers ?? "nats://127.0.0.1:4222",
+      ...(config.security ? { security: config.security } : {}),
+    }),
     owned: true,
   };
 }

@@ -49,6 +49,9 @@ export {
 export {
   type ConnectNatsOptions,
   connectNats,
+  type NatsSecurity,
+  natsSecurityFromEnv,
+  natsSecurityVariables,
   type StreamOptions,
 } from "./jetstream/connection.js";
 export {

@@ -4,7 +4,13 @@
  */
 import type { DescService } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
-import { createEventLog, createSignalBus, type EventLog, type SignalBus } from "@trellis/eventlog";
+import {
+  createEventLog,
+  createSignalBus,
+  type EventLog,
+  natsSecurityFromEnv,
+  type SignalBus,
+} from "@trellis/eventlog";
 import {
   createLogger,
   createService,
@@ -158,6 +164,8 @@ export async function runService(
 ): Promise<RunningService> {
   const source = options.env ?? process.env;
   const config = loadConfig(distributedConfigSchema, source);
+  // Checked before anything starts: a config error names the variable.
+  const natsSecurity = natsSecurityFromEnv(source);
   const telemetry = initTelemetry({ serviceName: `trellis-${definition.name}` });
   const logger = createLogger({ service: definition.name });
   const schema = definition.name;
@@ -189,6 +197,7 @@ export async function runService(
   const logConfig = {
     kind: "jetstream" as const,
     servers: config.NATS_URL,
+    security: natsSecurity,
     prefix: config.TRELLIS_NATS_PREFIX,
   };
   const eventLog: EventLog = await createEventLog(logConfig);

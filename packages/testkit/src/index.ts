@@ -118,6 +118,14 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Options of {@link ThrowawayNats.start}. */
+export interface ThrowawayNatsOptions {
+  /** More nats-server arguments (TLS, auth). */
+  args?: string[];
+  /** How the readiness check connects (to a server that needs TLS or auth). */
+  connect?: Partial<import("@nats-io/transport-node").ConnectionOptions>;
+}
+
 /**
  * A throwaway nats-server with JetStream (file storage in its own temp dir) on
  * a free loopback port, for tests that stop and restart the server. Never the
@@ -128,16 +136,18 @@ export class ThrowawayNats {
   private constructor(
     readonly port: number,
     readonly dir: string,
+    private readonly options: ThrowawayNatsOptions,
   ) {}
 
   /** Create and start one. */
-  static async start(): Promise<ThrowawayNats> {
+  static async start(options: ThrowawayNatsOptions = {}): Promise<ThrowawayNats> {
     const { mkdtemp } = await import("node:fs/promises");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
     const server = new ThrowawayNats(
       await freePort(),
       await mkdtemp(join(tmpdir(), "trellis-nats-")),
+      options,
     );
     await server.start();
     return server;
@@ -152,13 +162,19 @@ export class ThrowawayNats {
     const { spawn } = await import("node:child_process");
     const { connect } = await import("@nats-io/transport-node");
     const bin = process.env.NATS_SERVER_BIN ?? "nats-server";
-    this.#child = spawn(bin, ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.dir], {
+    const args = ["-js", "-a", "127.0.0.1", "-p", String(this.port), "-sd", this.dir];
+    this.#child = spawn(bin, [...args, ...(this.options.args ?? [])], {
       stdio: "ignore",
       env: { ...process.env, PATH: `${process.env.PATH ?? ""}:/usr/sbin:/usr/local/sbin` },
     });
     await eventually(
       async () => {
-        const nc = await connect({ servers: this.url, maxReconnectAttempts: 0, timeout: 500 });
+        const nc = await connect({
+          servers: this.url,
+          maxReconnectAttempts: 0,
+          timeout: 500,
+          ...this.options.connect,
+        });
         await nc.close();
         return true;
       },

@@ -3,6 +3,8 @@
  * pieces both JetStream adapters share: stream creation, connection watching,
  * timeouts.
  */
+
+import { existsSync, readFileSync } from "node:fs";
 import {
   DiscardPolicy,
   JetStreamApiError,
@@ -13,7 +15,15 @@ import {
   type StreamConfig,
   type StreamInfo,
 } from "@nats-io/jetstream";
-import { connect, errors, type NatsConnection, nanos, type Status } from "@nats-io/transport-node";
+import {
+  type ConnectionOptions,
+  connect,
+  credsAuthenticator,
+  errors,
+  type NatsConnection,
+  nanos,
+  type Status,
+} from "@nats-io/transport-node";
 import { isTrellisError, TrellisError } from "@trellis/runtime";
 import { unavailable } from "../errors.js";
 
@@ -29,6 +39,135 @@ export interface ConnectNatsOptions {
   maxReconnectAttempts?: number;
   /** Connect / request timeout (default 5000 ms). */
   timeoutMs?: number;
+  /** Authentication and TLS (see {@link natsSecurityFromEnv}); default none. */
+  security?: NatsSecurity;
+}
+
+/**
+ * How a process authenticates to NATS and secures the connection: at most
+ * one of a token, a user and password, or a credentials (JWT + NKey) file;
+ * TLS with the server's CA and, for mutual TLS, a client certificate and key.
+ */
+export interface NatsSecurity {
+  token?: string;
+  user?: string;
+  password?: string;
+  /** A `.creds` file, read at every (re)connect so a rotated file is picked up. */
+  credsFile?: string;
+  /** Require TLS (also implied by any TLS file). */
+  tls?: boolean;
+  tlsCaFile?: string;
+  tlsCertFile?: string;
+  tlsKeyFile?: string;
+}
+
+/** The environment variables {@link natsSecurityFromEnv} reads. */
+export const natsSecurityVariables = [
+  "NATS_TOKEN",
+  "NATS_USER",
+  "NATS_PASSWORD",
+  "NATS_CREDS_FILE",
+  "NATS_TLS",
+  "NATS_TLS_CA_FILE",
+  "NATS_TLS_CERT_FILE",
+  "NATS_TLS_KEY_FILE",
+] as const;
+
+function configInvalid(message: string, variable: string): TrellisError {
+  return new TrellisError({
+    reason: "config_invalid",
+    message: `invalid configuration: ${message}`,
+    param: variable,
+    metadata: { setting: variable },
+  });
+}
+
+/**
+ * NATS authentication and TLS from the environment: `NATS_TOKEN`, or
+ * `NATS_USER` + `NATS_PASSWORD`, or `NATS_CREDS_FILE`; `NATS_TLS=true` to
+ * require TLS, `NATS_TLS_CA_FILE` (the server's CA), `NATS_TLS_CERT_FILE` +
+ * `NATS_TLS_KEY_FILE` (mutual TLS). Checked at start: a config error names
+ * the variable (two ways to authenticate, half a pair, a missing file).
+ */
+export function natsSecurityFromEnv(
+  env: Readonly<Record<string, string | undefined>>,
+): NatsSecurity {
+  const get = (name: (typeof natsSecurityVariables)[number]) => {
+    const value = env[name]?.trim();
+    return value === undefined || value === "" ? undefined : value;
+  };
+  const file = (name: (typeof natsSecurityVariables)[number]) => {
+    const path = get(name);
+    if (path !== undefined && !existsSync(path)) {
+      throw configInvalid(`${name} names ${JSON.stringify(path)}, which does not exist`, name);
+    }
+    return path;
+  };
+  const token = get("NATS_TOKEN");
+  const user = get("NATS_USER");
+  const password = get("NATS_PASSWORD");
+  const credsFile = file("NATS_CREDS_FILE");
+  if ((user === undefined) !== (password === undefined)) {
+    throw configInvalid(
+      "NATS_USER and NATS_PASSWORD go together",
+      user === undefined ? "NATS_USER" : "NATS_PASSWORD",
+    );
+  }
+  const ways = [token, user, credsFile].filter((w) => w !== undefined).length;
+  if (ways > 1) {
+    throw configInvalid(
+      "give one way to authenticate to NATS: NATS_TOKEN, NATS_USER/NATS_PASSWORD or NATS_CREDS_FILE",
+      "NATS_TOKEN",
+    );
+  }
+  const tlsRaw = get("NATS_TLS")?.toLowerCase();
+  if (tlsRaw !== undefined && tlsRaw !== "true" && tlsRaw !== "false") {
+    throw configInvalid(
+      `NATS_TLS must be true or false, got ${JSON.stringify(tlsRaw)}`,
+      "NATS_TLS",
+    );
+  }
+  const tlsCaFile = file("NATS_TLS_CA_FILE");
+  const tlsCertFile = file("NATS_TLS_CERT_FILE");
+  const tlsKeyFile = file("NATS_TLS_KEY_FILE");
+  if ((tlsCertFile === undefined) !== (tlsKeyFile === undefined)) {
+    throw configInvalid(
+      "NATS_TLS_CERT_FILE and NATS_TLS_KEY_FILE go together",
+      tlsCertFile === undefined ? "NATS_TLS_CERT_FILE" : "NATS_TLS_KEY_FILE",
+    );
+  }
+  const tls =
+    tlsRaw === "true" || [tlsCaFile, tlsCertFile].some((f) => f !== undefined) || undefined;
+  return {
+    ...(token !== undefined ? { token } : {}),
+    ...(user !== undefined ? { user, password } : {}),
+    ...(credsFile !== undefined ? { credsFile } : {}),
+    ...(tls ? { tls } : {}),
+    ...(tlsCaFile !== undefined ? { tlsCaFile } : {}),
+    ...(tlsCertFile !== undefined ? { tlsCertFile, tlsKeyFile } : {}),
+  };
+}
+
+/** The nats.js options of {@link NatsSecurity}. */
+function securityOptions(security: NatsSecurity | undefined): Partial<ConnectionOptions> {
+  if (!security) return {};
+  const { credsFile } = security;
+  return {
+    ...(security.token !== undefined ? { token: security.token } : {}),
+    ...(security.user !== undefined ? { user: security.user, pass: security.password } : {}),
+    ...(credsFile !== undefined
+      ? { authenticator: credsAuthenticator(() => readFileSync(credsFile)) }
+      : {}),
+    ...(security.tls
+      ? {
+          tls: {
+            ...(security.tlsCaFile ? { caFile: security.tlsCaFile } : {}),
+            ...(security.tlsCertFile ? { certFile: security.tlsCertFile } : {}),
+            ...(security.tlsKeyFile ? { keyFile: security.tlsKeyFile } : {}),
+          },
+        }
+      : {}),
+  };
 }
 
 /**
@@ -43,6 +182,7 @@ export function connectNats(options: ConnectNatsOptions): Promise<NatsConnection
     maxReconnectAttempts: options.maxReconnectAttempts ?? -1,
     reconnectTimeWait: options.reconnectTimeWaitMs ?? 250,
     timeout: options.timeoutMs ?? 5000,
+    ...securityOptions(options.security),
   });
 }
 

@@ -10,7 +10,7 @@ import { toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { ExecutionAdapter, ExecutionResult } from "@trellis/adapter-sdk";
 import { WorkerRegistrationSchema } from "@trellis/contracts/adapters";
-import { connectNats } from "@trellis/eventlog";
+import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
 import { type Logger, TrellisError } from "@trellis/runtime";
 import { loadAdaptersConfig } from "../config.js";
 import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
@@ -115,7 +115,11 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
       if (!remoteWanted || dispatcher) return;
       connection =
         options.connection ??
-        (await connectNats({ servers: config.NATS_URL, name: "trellis-router" }));
+        (await connectNats({
+          servers: config.NATS_URL,
+          name: "trellis-router",
+          security: natsSecurityFromEnv(options.env),
+        }));
       dispatcher = await JetStreamDispatcher.open({
         connection,
         registry,

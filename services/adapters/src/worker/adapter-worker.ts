@@ -20,7 +20,7 @@ import {
   runWorker,
   wireNames,
 } from "@trellis/adapter-sdk";
-import { connectNats } from "@trellis/eventlog";
+import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
 import {
   createLogger,
   createService,
@@ -193,9 +193,10 @@ export async function startAdapterWorker(
 
   try {
     const servers = config.NATS_URL;
+    const security = natsSecurityFromEnv(options.env);
     nc = await retry(
       `NATS at ${servers}`,
-      () => connectNats({ servers, name: `trellis-${ADAPTER_WORKER}` }),
+      () => connectNats({ servers, name: `trellis-${ADAPTER_WORKER}`, security }),
       config.TRELLIS_STARTUP_TIMEOUT,
       logger,
       aborted.signal,
