@@ -85,6 +85,15 @@ function denied(message: string, param?: string): TrellisError {
   });
 }
 
+/** The agents of `agents` the caller may use (all of them for an unrestricted caller). */
+export function usableAgents<T extends { id: string }>(
+  caller: Caller | undefined,
+  agents: readonly T[],
+): T[] {
+  const policy = agentPolicyOf(caller);
+  return policy ? agents.filter((agent) => policy.agentIds.includes(agent.id)) : [...agents];
+}
+
 /** Throws `permission_denied` unless the caller may use the agent `agentId`. */
 export function ensureAgentAllowed(caller: Caller | undefined, agentId: string, param?: string) {
   const policy = agentPolicyOf(caller);

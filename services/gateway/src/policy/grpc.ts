@@ -7,7 +7,12 @@
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
 import { type Caller, callerKey, type ServiceClients, setCallerHeaders } from "@trellis/platform";
-import { agentPolicyOf, ensureAgentAllowed, ensureRunAllowed } from "./agent-policy.js";
+import {
+  agentPolicyOf,
+  ensureAgentAllowed,
+  ensureRunAllowed,
+  usableAgents,
+} from "./agent-policy.js";
 
 /** How each agent-naming method is checked: the agent it names or runs. */
 type Check = (caller: Caller, message: unknown, lookup: AgentLookup) => Promise<void>;
@@ -85,7 +90,7 @@ export function createAgentPolicyInterceptor(clients: ServiceClients): Intercept
       const response = await next(req);
       if (!response.stream) {
         const message = response.message as { agents?: { id: string }[] };
-        message.agents = message.agents?.filter((agent) => policy.agentIds.includes(agent.id));
+        if (message.agents) message.agents = usableAgents(caller, message.agents);
       }
       return response;
     }

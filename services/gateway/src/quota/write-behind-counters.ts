@@ -52,29 +52,10 @@ export class WriteBehindCounters {
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  /** Count one read of `bucket`; refused when the limit is used up. */
+  /** Count one unit of `bucket`; refused when the limit is used up. */
   async take(bucket: string, periodMs: number, limit: number): Promise<CounterResult> {
-    if (this.flushMs <= 0) return this.counters.take(bucket, periodMs, limit);
-    const state = this.buckets.get(bucket);
-    if (
-      state !== undefined &&
-      state.periodMs === periodMs &&
-      Date.now() < state.resetAt.getTime() &&
-      state.known + state.pending + state.flushing < limit
-    ) {
-      state.pending += 1;
-      this.schedule();
-      return {
-        allowed: true,
-        used: state.known + state.pending + state.flushing,
-        resetAt: state.resetAt,
-        windowStart: state.windowStart,
-      };
-    }
-    // The table decides: what this replica still holds goes there first.
-    if (state !== undefined && state.pending + state.flushing > 0) await this.flush();
-    const taken = await this.counters.take(bucket, periodMs, limit);
-    this.learn(bucket, periodMs, taken);
+    const [taken] = await this.takeAll([{ bucket, periodMs, limit }]);
+    if (taken === undefined) throw new Error("write-behind counters: a take returned no result");
     return taken;
   }
 

@@ -98,7 +98,15 @@ function templateOf(sql: string): Template {
 export function inlineParameters(sql: string, params: readonly unknown[]): string | undefined {
   if (params.length === 0) return sql;
   const literals = parameterLiterals(params);
-  if (literals === undefined) return undefined;
+  return literals === undefined ? undefined : inlineLiterals(sql, literals);
+}
+
+/**
+ * `sql` with each placeholder replaced by its literal (see
+ * {@link parameterLiterals}); undefined when a placeholder has none.
+ */
+export function inlineLiterals(sql: string, literals: readonly string[]): string | undefined {
+  if (literals.length === 0) return sql;
   const { parts, indexes } = templateOf(sql);
   let out = parts[0] as string;
   for (let i = 0; i < indexes.length; i++) {

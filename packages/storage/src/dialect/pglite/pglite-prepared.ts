@@ -27,7 +27,7 @@
  * transaction, run again inlined.
  */
 import type { PGlite, Results, Transaction } from "@electric-sql/pglite";
-import { inlineParameters, parameterLiterals, placeholderCount } from "./pglite-inline.js";
+import { inlineLiterals, parameterLiterals, placeholderCount } from "./pglite-inline.js";
 
 /** Where a statement runs: the instance, or the transaction holding it. */
 export type PGliteRunner = Pick<PGlite, "exec"> | Pick<Transaction, "exec">;
@@ -108,14 +108,16 @@ export async function runSimple(
   params: readonly unknown[],
 ): Promise<Results | undefined> {
   const cache = cacheOf(pglite);
-  const kind = params.length === 0 ? kindOf(sql) : "dml";
-  if (kind !== "dml" || params.length === 0) {
+  if (params.length === 0) {
     const results = await on.exec(sql);
-    if (kind === "ddl") await forgetAll(cache, on);
-    return results.at(-1) ?? empty;
+    if (kindOf(sql) === "ddl") await forgetAll(cache, on);
+    return last(results);
   }
   const literals = parameterLiterals(params);
   if (literals === undefined) return undefined;
+  // A placeholder without a parameter: the caller binds them (and fails the same way).
+  if (placeholderCount(sql) > params.length) return undefined;
+  const inlined = () => inlineLiterals(sql, literals) as string;
 
   let name = cache.names.get(sql);
   if (name === undefined && !cache.refused.has(sql)) {
@@ -130,7 +132,7 @@ export async function runSimple(
       cache.refused.add(sql);
     }
   }
-  if (name === undefined) return last(await on.exec(inlineParameters(sql, params) as string));
+  if (name === undefined) return last(await on.exec(inlined()));
   try {
     return last(await on.exec(`execute ${name}(${literals.join(", ")})`));
   } catch (error) {
@@ -140,7 +142,7 @@ export async function runSimple(
     cache.names.delete(sql);
     cache.evicted.push(name);
     if (inTransaction) throw error;
-    return last(await on.exec(inlineParameters(sql, params) as string));
+    return last(await on.exec(inlined()));
   }
 }
 

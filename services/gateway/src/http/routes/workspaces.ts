@@ -12,7 +12,7 @@ import {
 } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { isAdmin } from "../../domain/scopes.js";
-import { agentPolicyOf, ensureAgentAllowed } from "../../policy/agent-policy.js";
+import { ensureAgentAllowed, usableAgents } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -92,10 +92,7 @@ export async function listPersonas(call: RestCall): Promise<RestResponse> {
       call.options(),
     );
   // A credential restricted to some agents sees only those.
-  const policy = agentPolicyOf(call.caller);
-  const agents = policy
-    ? response.agents.filter((agent) => policy.agentIds.includes(agent.id))
-    : response.agents;
+  const agents = usableAgents(call.caller, response.agents);
   return ok(listJson(agents.map(agentToPersona), { nextCursor: response.nextPageToken }));
 }
 
