@@ -524,7 +524,12 @@ function workspaceOf(event: Event): string {
 }
 
 function agentIdOf(event: Event): string | undefined {
-  return event.actor?.kind === ActorKind.AGENT && event.actor.id ? event.actor.id : undefined;
+  if (event.actor?.kind === ActorKind.AGENT && event.actor.id) return event.actor.id;
+  // Status events name the task's agent when it is submitted and starts.
+  const payload = event.payload?.kind;
+  return payload?.case === "taskStatusChanged" && payload.value.agentId
+    ? payload.value.agentId
+    : undefined;
 }
 
 /**

@@ -32,11 +32,15 @@ describe("ReceiptProcessor", () => {
     ensure: async () => {},
     list: () => [],
   };
+  const asked: [string, string | undefined][] = [];
   const directory: AgentDirectory = {
-    agentOfTask: async (_taskId, agentId) => ({
-      known: agentId === "agent_echo",
-      profile: agentId ? { agentId, tier: "act_with_approval" } : {},
-    }),
+    agentOfTask: async (taskId, agentId) => (
+      asked.push([taskId, agentId]),
+      {
+        known: agentId === "agent_echo",
+        profile: agentId ? { agentId, tier: "act_with_approval" } : {},
+      }
+    ),
     workspace: async () => ({}),
   };
 
@@ -79,6 +83,19 @@ describe("ReceiptProcessor", () => {
     const page = await store.listTaskReceipts("task_once", 10);
     expect(page.receipts).toHaveLength(1);
     expect((await store.taskEvents("task_once")).length).toBe(events.length);
+  });
+
+  it("takes the agent from the started event, never looking the task up", async () => {
+    asked.length = 0;
+    for (const event of taskEvents({ taskId: "task_agent", sequenced: true })) await deliver(event);
+    // The started event is a system event: its agent comes from the payload,
+    // and every question to the directory names it (no task lookup).
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every(([task, agent]) => task === "task_agent" && agent === "agent_echo")).toBe(
+      true,
+    );
+    const [receipt] = (await store.listTaskReceipts("task_agent", 10)).receipts;
+    expect(JSON.parse(receipt!.document).trust.start_tier).toBe("act_with_approval");
   });
 
   it("waits for a task's missing events, then issues the complete receipt", async () => {

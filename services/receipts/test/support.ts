@@ -58,6 +58,8 @@ export interface TaskScript {
   withModel?: boolean;
   /** Base time (events are 1 s apart). */
   at?: Date;
+  /** A started event that does not name the agent (as written before it did). */
+  startedWithoutAgent?: boolean;
   /** Assign sequences 1… (unit tests that skip the outbox). */
   sequenced?: boolean;
 }
@@ -114,7 +116,11 @@ export function taskEvents(script: TaskScript): Event[] {
   const data = (json: JsonObject): PayloadInit => ({ kind: { case: "data", value: json } });
 
   add("task.submitted", status(TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED), user);
-  add("task.started", status(TaskStatus.WORKING, TaskStatus.SUBMITTED), system);
+  // As the tasks service writes it: the started event names the task's agent.
+  const started = status(TaskStatus.WORKING, TaskStatus.SUBMITTED);
+  if (started?.kind?.case === "taskStatusChanged" && !script.startedWithoutAgent)
+    started.kind.value.agentId = agentId;
+  add("task.started", started, system);
   add(
     "user.message",
     {

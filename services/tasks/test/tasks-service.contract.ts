@@ -130,6 +130,14 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
           expect(started.value.status).toBe(TaskStatus.WORKING);
           expect(started.value.previousStatus).toBe(TaskStatus.SUBMITTED);
         }
+        // Submitted and started name the task's agent; the terminal event does not need to.
+        const agentOf = (e: (typeof taskEvents)[number] | undefined) =>
+          e?.payload?.kind.case === "taskStatusChanged" ? e.payload.kind.value.agentId : undefined;
+        expect(task?.agentId).not.toBe("");
+        expect([agentOf(taskEvents[0]), agentOf(taskEvents[1])]).toEqual([
+          task?.agentId,
+          task?.agentId,
+        ]);
         const reply = taskEvents[3]?.payload?.kind;
         expect(reply?.case === "messageAppended" && reply.value.position).toBe(1n);
         const sessionEvents = await eventKinds({ sessionId }, 6);

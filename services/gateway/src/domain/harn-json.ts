@@ -530,6 +530,7 @@ export function eventPayloadJson(event: Event): JsonObject {
         status: taskStatusName(kind.value.status),
         previous_status: taskStatusName(kind.value.previousStatus),
         reason: orNull(kind.value.reason),
+        ...(kind.value.agentId ? { agent_id: kind.value.agentId } : {}),
         failure: kind.value.failure
           ? failureJson(
               { category: kind.value.failure.reason, message: kind.value.reason, retryable: false },

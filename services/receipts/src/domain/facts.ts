@@ -154,6 +154,8 @@ export interface EventFacts {
   branchId?: string;
   /** The agent's autonomy tier when this event was recorded (set at task start). */
   agentTier?: TrustTier;
+  /** The task's agent, as a status event names it (submitted, started). */
+  agentId?: string;
   /** What the event says about the replay its task is (replay tasks only). */
   replay?: ReplayFact;
   redactions?: RedactionDescriptor[];
@@ -550,6 +552,7 @@ export function extractFacts(event: Event, taskId: string): EventFacts {
     case "taskStatusChanged": {
       const status = STATUS_NAMES[payload.value.status];
       if (status) facts.status = status;
+      if (payload.value.agentId) facts.agentId = payload.value.agentId;
       const failure = payload.value.failure;
       if (failure) {
         const cleaned = redactJson(
@@ -598,7 +601,7 @@ export function extractFacts(event: Event, taskId: string): EventFacts {
 /** Everything known about a task when its receipt is built. */
 export interface TaskSummary {
   taskId: string;
-  /** Agent id, from the first AGENT actor of its events. */
+  /** Agent id: as its status events name it, else the first AGENT actor of its events. */
   agentId?: string;
   /** The agent's autonomy tier recorded when the task started. */
   startTier?: TrustTier;
@@ -678,6 +681,7 @@ export function foldTaskFacts(
   }
   const seenArtifacts = new Set<string>();
   for (const { eventId, eventHash, facts } of records) {
+    if (!summary.agentId && facts.agentId) summary.agentId = facts.agentId;
     if (!summary.agentId && facts.actor?.kind === "agent") summary.agentId = facts.actor.id;
     if (!summary.traceId && facts.traceId) summary.traceId = facts.traceId;
     if (!summary.startTier && facts.agentTier) summary.startTier = facts.agentTier;

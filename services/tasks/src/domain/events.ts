@@ -77,12 +77,13 @@ export function taskStatusEvent(
   from: TaskStatus,
   reason: string,
   failure?: ErrorDetail,
+  agentId = "",
 ): Event {
   const event = base(scope, taskEventKind(to), { object: "task", id: taskId }, taskId);
   event.payload = create(EventPayloadSchema, {
     kind: {
       case: "taskStatusChanged",
-      value: { status: to, previousStatus: from, reason, ...(failure ? { failure } : {}) },
+      value: { status: to, previousStatus: from, reason, agentId, ...(failure ? { failure } : {}) },
     },
   });
   return event;

@@ -1294,7 +1294,15 @@ export class PostgresTaskStore implements TaskStore {
       const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
       this.#emit(
         tx,
-        taskStatusEvent(scope, taskId, TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED, "submitted"),
+        taskStatusEvent(
+          scope,
+          taskId,
+          TaskStatus.SUBMITTED,
+          TaskStatus.UNSPECIFIED,
+          "submitted",
+          undefined,
+          agent.id,
+        ),
       );
       const queueSeq = session.next_queue_seq;
       session.next_queue_seq += 1n;
@@ -1304,7 +1312,15 @@ export class PostgresTaskStore implements TaskStore {
         status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
         this.#emit(
           tx,
-          taskStatusEvent(this.#scopeOf(session), taskId, status, TaskStatus.SUBMITTED, "started"),
+          taskStatusEvent(
+            this.#scopeOf(session),
+            taskId,
+            status,
+            TaskStatus.SUBMITTED,
+            "started",
+            undefined,
+            agent.id,
+          ),
         );
         inputPosition = session.message_count;
         await this.#appendMessages(tx, session, [input0], taskId, context.actor);
@@ -1415,6 +1431,8 @@ export class PostgresTaskStore implements TaskStore {
           TaskStatus.WORKING,
           from,
           isSuspended(from) ? "resumed after its signal arrived" : "started",
+          undefined,
+          head.agent_id,
         ),
       );
     }
@@ -2263,7 +2281,15 @@ export class PostgresTaskStore implements TaskStore {
       const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
       this.#emit(
         tx,
-        taskStatusEvent(scope, taskId, TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED, "submitted"),
+        taskStatusEvent(
+          scope,
+          taskId,
+          TaskStatus.SUBMITTED,
+          TaskStatus.UNSPECIFIED,
+          "submitted",
+          undefined,
+          agent.id,
+        ),
       );
       // Harn "replay.started": what is replayed, how, with which substitutions
       // (keys and hashes only: override values may be secrets).

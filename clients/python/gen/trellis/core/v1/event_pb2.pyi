@@ -122,16 +122,18 @@ class SignalDelivered(_message.Message):
     def __init__(self, signal_id: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
 
 class TaskStatusChanged(_message.Message):
-    __slots__ = ["failure", "previous_status", "reason", "status"]
+    __slots__ = ["agent_id", "failure", "previous_status", "reason", "status"]
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     FAILURE_FIELD_NUMBER: _ClassVar[int]
     PREVIOUS_STATUS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
     failure: _error_pb2.ErrorDetail
     previous_status: TaskStatus
     reason: str
     status: TaskStatus
-    def __init__(self, status: _Optional[_Union[TaskStatus, str]] = ..., previous_status: _Optional[_Union[TaskStatus, str]] = ..., reason: _Optional[str] = ..., failure: _Optional[_Union[_error_pb2.ErrorDetail, _Mapping]] = ...) -> None: ...
+    def __init__(self, status: _Optional[_Union[TaskStatus, str]] = ..., previous_status: _Optional[_Union[TaskStatus, str]] = ..., reason: _Optional[str] = ..., failure: _Optional[_Union[_error_pb2.ErrorDetail, _Mapping]] = ..., agent_id: _Optional[str] = ...) -> None: ...
 
 class ActorKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []
