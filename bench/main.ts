@@ -5,6 +5,8 @@
  *
  *   npm run bench                 all benchmarks
  *   npm run bench -- event-log    only the named ones
+ *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
+ *                                 this checkout's turn against another's, side by side
  *
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
  * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
@@ -22,10 +24,13 @@ import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
 import { formatTurnBench, runTurnBench } from "./turn.bench.js";
+import { formatTurnAbBench, runTurnAbBench, turnAbOptionsFromEnv } from "./turn-ab.bench.js";
 import { formatUiFanoutBench, runUiFanoutBench } from "./ui-fanout.bench.js";
 
 interface Bench {
   name: string;
+  /** Left out of a run of every benchmark (needs set-up of its own). */
+  onlyWhenNamed?: boolean;
   run(): Promise<{ text: string; data: unknown }>;
 }
 
@@ -55,6 +60,24 @@ const benches: Bench[] = [
       const points = await runTurnBench({ kind: "chat" });
       return {
         text: formatTurnBench(points, "chat turn: ChatService.Send, zero-latency agent"),
+        data: points,
+      };
+    },
+  },
+  {
+    // Only when named, and only with TRELLIS_BENCH_BASE (see turn-ab.bench.ts).
+    name: "turn-ab",
+    onlyWhenNamed: true,
+    async run() {
+      const options = turnAbOptionsFromEnv(process.env);
+      if (!options) {
+        throw new Error(
+          "turn-ab compares with another checkout: set TRELLIS_BENCH_BASE to its root (see bench/turn-ab.bench.ts)",
+        );
+      }
+      const points = await runTurnAbBench(options);
+      return {
+        text: formatTurnAbBench(points, `${options.kind} turn A/B against ${options.base}`),
         data: points,
       };
     },
@@ -97,7 +120,9 @@ const benches: Bench[] = [
 ];
 
 const wanted = process.argv.slice(2);
-const selected = wanted.length ? benches.filter((b) => wanted.includes(b.name)) : benches;
+const selected = wanted.length
+  ? benches.filter((b) => wanted.includes(b.name))
+  : benches.filter((b) => !b.onlyWhenNamed);
 if (selected.length === 0) {
   console.error(
     `no such benchmark: ${wanted.join(", ")} (have: ${benches.map((b) => b.name).join(", ")})`,

@@ -158,11 +158,15 @@ export type TurnKind = "task" | "chat";
 const opsFor = (kind: TurnKind, transport: Transport) =>
   kind === "task" ? taskTurnOps(transport) : chatTurnOps(transport);
 
-async function embeddedTarget(kind: TurnKind): Promise<BenchTarget> {
+/**
+ * `trellis dev` of the checkout at `root` (default this one) as a target: the
+ * A/B bench runs another checkout's beside this one's.
+ */
+export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<BenchTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-"));
   const port = await freePort();
   const child = await startNode(
-    join(repoRoot, "src/cli/main.ts"),
+    join(root, "src/cli/main.ts"),
     ["dev"],
     {
       TRELLIS_PORT: String(port),
@@ -171,6 +175,8 @@ async function embeddedTarget(kind: TurnKind): Promise<BenchTarget> {
       TRELLIS_LOG_LEVEL: "warn",
     },
     /listening on/,
+    60_000,
+    root,
   );
   const transport = createGrpcTransport({
     baseUrl: `http://127.0.0.1:${port}`,

@@ -39,16 +39,20 @@ export async function freePort(): Promise<number> {
 /** Repository root. */
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
-/** Start `node --import tsx <script> …args` and wait for a line matching `ready`. */
+/**
+ * Start `node --import tsx <script> …args` (in `cwd`, default this checkout)
+ * and wait for a line matching `ready`.
+ */
 export async function startNode(
   script: string,
   args: readonly string[],
   env: Record<string, string>,
   ready: RegExp,
   timeoutMs = 60_000,
+  cwd = repoRoot,
 ): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: repoRoot,
+    cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
