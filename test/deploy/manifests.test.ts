@@ -400,6 +400,23 @@ describe.each(overlays)("%s: references between objects", (dir) => {
     ];
     expect(natsConf).toMatch(/jetstream \{\s*store_dir: \/data/);
     expect(natsConf.match(/nats:\/\/trellis-nats-\d\.trellis-nats-cluster:6222/g)).toHaveLength(3);
+    // Clients must present the token: the server reads it from the Secret
+    // (required), and every Trellis container that talks to NATS gets the same key.
+    expect(natsConf).toMatch(/authorization \{\s*token: \$NATS_TOKEN\s*\}/);
+    const serverToken = nats?.spec.template.spec.containers[0].env.find(
+      (e: Any) => e.name === "NATS_TOKEN",
+    );
+    expect(serverToken?.valueFrom.secretKeyRef).toEqual({ name: "trellis-nats", key: "token" });
+    const deployments = objects.filter((o) => o.kind === "Deployment");
+    expect(deployments.length).toBeGreaterThanOrEqual(6);
+    for (const workload of deployments) {
+      const env = workload.spec.template.spec.containers[0].env ?? [];
+      const token = env.find((e: Any) => e.name === "NATS_TOKEN");
+      expect(token?.valueFrom.secretKeyRef, label(workload)).toMatchObject({
+        name: "trellis-nats",
+        key: "token",
+      });
+    }
     expect(names("StatefulSet")).toEqual(["trellis-nats", "trellis-postgres"]);
     const job = objects.find((o) => o.kind === "Job");
     expect(job?.spec.template.spec.containers[0].args).toEqual(["migrate"]);
