@@ -22,7 +22,7 @@ import {
   type Message,
   Role,
   type SessionState,
-  type TaskStatus,
+  TaskStatus,
 } from "@trellis/contracts/core";
 import { taskEventKind } from "./lifecycle.js";
 import { publicView } from "./transcript.js";
@@ -87,6 +87,19 @@ export function taskStatusEvent(
     },
   });
   return event;
+}
+
+/** `task.submitted`: a new task, naming the agent that will run it. */
+export function taskSubmittedEvent(scope: EventScope, taskId: string, agentId: string): Event {
+  return taskStatusEvent(
+    scope,
+    taskId,
+    TaskStatus.SUBMITTED,
+    TaskStatus.UNSPECIFIED,
+    "submitted",
+    undefined,
+    agentId,
+  );
 }
 
 /**

@@ -83,6 +83,7 @@ import {
   signalEvent,
   taskNoteEvent,
   taskStatusEvent,
+  taskSubmittedEvent,
   userActor,
 } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -1292,18 +1293,7 @@ export class PostgresTaskStore implements TaskStore {
         await this.#cancelRow(tx, session, view.running, `interrupted by task ${taskId}`, context);
       }
       const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
-      this.#emit(
-        tx,
-        taskStatusEvent(
-          scope,
-          taskId,
-          TaskStatus.SUBMITTED,
-          TaskStatus.UNSPECIFIED,
-          "submitted",
-          undefined,
-          agent.id,
-        ),
-      );
+      this.#emit(tx, taskSubmittedEvent(scope, taskId, agent.id));
       const queueSeq = session.next_queue_seq;
       session.next_queue_seq += 1n;
       let inputPosition: bigint | null = null;
@@ -2279,18 +2269,7 @@ export class PostgresTaskStore implements TaskStore {
         ),
       );
       const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
-      this.#emit(
-        tx,
-        taskStatusEvent(
-          scope,
-          taskId,
-          TaskStatus.SUBMITTED,
-          TaskStatus.UNSPECIFIED,
-          "submitted",
-          undefined,
-          agent.id,
-        ),
-      );
+      this.#emit(tx, taskSubmittedEvent(scope, taskId, agent.id));
       // Harn "replay.started": what is replayed, how, with which substitutions
       // (keys and hashes only: override values may be secrets).
       this.#emit(
