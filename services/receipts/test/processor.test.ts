@@ -34,13 +34,13 @@ describe("ReceiptProcessor", () => {
   };
   const asked: [string, string | undefined][] = [];
   const directory: AgentDirectory = {
-    agentOfTask: async (taskId, agentId) => (
-      asked.push([taskId, agentId]),
-      {
+    agentOfTask: async (taskId, agentId) => {
+      asked.push([taskId, agentId]);
+      return {
         known: agentId === "agent_echo",
         profile: agentId ? { agentId, tier: "act_with_approval" } : {},
-      }
-    ),
+      };
+    },
     workspace: async () => ({}),
   };
 
