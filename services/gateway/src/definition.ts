@@ -39,6 +39,7 @@ import { PostgresKeyStore } from "./store/key-store.js";
 import { PostgresOAuthClientStore } from "./store/oauth-client-store.js";
 import { gatewayMigrations } from "./store/schema.js";
 import { withUiAssets } from "./ui/assets.js";
+import { SessionDetailCache } from "./ui/session-detail-cache.js";
 import { loadWebhookConfig, webhookSecretBox } from "./webhooks/config.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { webhookMigrations } from "./webhooks/schema.js";
@@ -172,6 +173,7 @@ export const gatewayService: ServiceDefinition = {
       limits,
       webhooks,
       agentPolicies,
+      sessionDetails: new SessionDetailCache({ eventLog: ctx.eventLog }),
     };
     const rest = createRestHandler(deps);
     const watchdog =

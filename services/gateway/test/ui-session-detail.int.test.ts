@@ -286,6 +286,54 @@ describe.each(modes)("session detail, $mode", ({ start }) => {
     });
   });
 
+  it("reads on from the last read: new events appear, the rest is as a whole-log read gives it", async () => {
+    const before = await api.get(detailPath(sessionId, "?envelopes=1000"));
+    const task = await api.post(`/v1/sessions/${sessionId}/tasks`, { input: "Paris" });
+    await status(task.json.id, "INPUT_REQUIRED");
+    const after = await poll(
+      async () => {
+        const r = await api.get(detailPath(sessionId, "?envelopes=1000"));
+        const last = (r.json.resume_points as Json[]).at(-1);
+        return last?.kind === "approval_request" && last.task_id === task.json.id
+          ? r.json
+          : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 200, what: "the new turn's approval request in the detail" },
+    );
+    // What was there before is unchanged; the new turn's events follow it.
+    expect((after.resume_points as Json[]).slice(0, before.json.resume_points.length)).toEqual(
+      before.json.resume_points,
+    );
+    const ids = (after.channel.envelopes as Json[]).map((e) => e.id);
+    expect(ids.slice(0, before.json.channel.envelopes.length)).toEqual(
+      (before.json.channel.envelopes as Json[]).map((e) => e.id),
+    );
+    const log = await api.get(`/v1/sessions/${sessionId}/events?limit=200`);
+    expect(log.status).toBe(200);
+    expect(ids).toEqual((log.json.data as Json[]).map((e) => e.id));
+    expect(after.health).toMatchObject({ flags: { waiting: true } });
+    await api.post(`/v1/tasks/${task.json.id}/cancel`, {});
+  });
+
+  it("is refused to other workspaces and scopes once this gateway keeps the session", async () => {
+    expect((await api.get(detailPath(sessionId))).status).toBe(200);
+    const keyFor = async (workspace: string, scopes: string[]) => {
+      const created = await api.post("/v1/api-keys", {
+        name: "detail",
+        workspace_id: workspace,
+        scopes,
+      });
+      expect(created.status).toBe(201);
+      return harnClient(trellis.url, created.json.key);
+    };
+    const elsewhere = await keyFor("ws_elsewhere", ["events:read", "sessions:read"]);
+    const hidden = await elsewhere.get(detailPath(sessionId));
+    expect(hidden.status).toBe(404);
+    expect(hidden.text).not.toContain(TURN_TEXTS[2]);
+    const unscoped = await keyFor("default", ["sessions:read"]);
+    expect((await unscoped.get(detailPath(sessionId))).status).toBe(403);
+  });
+
   it("refuses a bad window and an unknown session with typed errors", async () => {
     const tooMany = await api.get(detailPath(sessionId, "?envelopes=1001"));
     expect(tooMany.status).toBe(400);

@@ -24,7 +24,8 @@
  *
  * The feed follows the log with the credentials of the connection that
  * opened it (every subscriber was authorized for the session before it
- * subscribed) and stops when its last subscriber leaves.
+ * subscribed) and stops when its last subscriber leaves. What it shares with
+ * the UI fan-out (start, end, history, registry) is in `./session-feed.ts`.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
@@ -34,6 +35,14 @@ import type { ServiceClients } from "@trellis/platform";
 import { eventToHarn } from "../domain/harn-json.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";
+import {
+  type FailingSubscriber,
+  type LiveFeed,
+  perGateway,
+  projectHistory,
+  RunningFeeds,
+  startFeed,
+} from "./session-feed.js";
 
 /** How long a feed keeps retrying a broken upstream before failing its subscribers. */
 export const retryWindowMs = 30_000;
@@ -90,10 +99,8 @@ export class FeedItem {
 }
 
 /** A subscriber of a feed. Both methods are called synchronously by the feed. */
-export interface FeedSubscriber {
+export interface FeedSubscriber extends FailingSubscriber {
   deliver(item: FeedItem): void;
-  /** The feed failed for good; it is gone, the subscriber should end. */
-  fail(error: unknown): void;
 }
 
 /** What {@link EventFeeds.subscribe} returns. */
@@ -108,7 +115,7 @@ export interface FeedSubscription {
   leave(): void;
 }
 
-class SessionEventFeed {
+class SessionEventFeed implements LiveFeed<FeedSubscriber> {
   readonly subscribers = new Set<FeedSubscriber>();
   readonly abort = new AbortController();
   readonly ready: Promise<void>;
@@ -123,29 +130,18 @@ class SessionEventFeed {
     options: () => CallOptions,
     onEnd: () => void,
   ) {
-    let markReady!: () => void;
-    let failReady!: (error: unknown) => void;
-    this.ready = new Promise<void>((resolve, reject) => {
-      markReady = resolve;
-      failReady = reject;
-    });
-    // A subscriber that awaits `ready` handles the failure itself.
-    this.ready.catch(() => undefined);
     const signal = this.abort.signal;
     const events = clients.get(EventService);
     const projector = new UiProjector({ sessionId });
-    const run = async () => {
+    const follow = async (markReady: () => void) => {
       // The projector needs the whole log to be exact (a gated tool call's id).
-      for (;;) {
-        const page = await events.listEvents(
-          { sessionId, afterEventId: this.lastId, limit: 200 },
-          { ...options(), signal },
-        );
-        for (const event of page.events) projector.project(event);
-        const last = page.events.at(-1);
-        if (last) this.lastId = last.id;
-        if (!page.hasMore || last === undefined) break;
-      }
+      this.lastId = await projectHistory(
+        events,
+        sessionId,
+        this.lastId,
+        () => ({ ...options(), signal }),
+        (event) => projector.project(event),
+      );
       markReady();
       let failingSince: number | undefined;
       for (let delay = firstRetryDelayMs; ; delay = Math.min(delay * 2, maxRetryDelayMs)) {
@@ -175,23 +171,7 @@ class SessionEventFeed {
         if (signal.aborted) return;
       }
     };
-    run().then(
-      () => {
-        this.#end(new Error("the session's event feed stopped"), failReady);
-        onEnd();
-      },
-      (error: unknown) => {
-        this.#end(error, failReady);
-        onEnd();
-      },
-    );
-  }
-
-  #end(error: unknown, failReady: (error: unknown) => void): void {
-    failReady(error);
-    if (this.abort.signal.aborted) return;
-    this.abort.abort();
-    for (const subscriber of this.subscribers) subscriber.fail(error);
+    this.ready = startFeed(this, follow, "the session's event feed stopped", onEnd);
   }
 }
 
@@ -209,7 +189,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
 
 /** The Harn event feeds of one gateway, by session. */
 export class EventFeeds {
-  readonly #feeds = new Map<string, SessionEventFeed>();
+  readonly #feeds = new RunningFeeds<SessionEventFeed>();
 
   /** Sessions followed now (for tests and metrics). */
   get feeds(): number {
@@ -232,19 +212,13 @@ export class EventFeeds {
     options: () => CallOptions,
     subscriber: FeedSubscriber,
   ): Promise<FeedSubscription> {
-    let feed = this.#feeds.get(sessionId);
-    if (!feed || feed.abort.signal.aborted) {
-      const created: SessionEventFeed = new SessionEventFeed(clients, sessionId, options, () => {
-        if (this.#feeds.get(sessionId) === created) this.#feeds.delete(sessionId);
-      });
-      feed = created;
-      this.#feeds.set(sessionId, feed);
-    }
-    const joined = feed;
+    const joined = this.#feeds.open(
+      sessionId,
+      (ended) => new SessionEventFeed(clients, sessionId, options, ended),
+    );
     const stopIfUnused = () => {
       if (joined.subscribers.size > 0 || joined.joining > 0) return;
-      joined.abort.abort();
-      if (this.#feeds.get(sessionId) === joined) this.#feeds.delete(sessionId);
+      this.#feeds.stop(sessionId, joined);
     };
     joined.joining++;
     try {
@@ -268,14 +242,7 @@ export class EventFeeds {
   }
 }
 
-const feedsByClients = new WeakMap<ServiceClients, EventFeeds>();
-
 /** The event feeds of the gateway whose service clients are `clients`. */
-export function eventFeedsOf(clients: ServiceClients): EventFeeds {
-  let feeds = feedsByClients.get(clients);
-  if (!feeds) {
-    feeds = new EventFeeds();
-    feedsByClients.set(clients, feeds);
-  }
-  return feeds;
-}
+export const eventFeedsOf: (clients: ServiceClients) => EventFeeds = perGateway(
+  () => new EventFeeds(),
+);

@@ -1,6 +1,6 @@
 /** Session health: a projection of the log judged against the session's health policy. */
 
-export { healthOfLog, sessionHealth, sessionLog, streamSessionHealth } from "./monitor.js";
+export { healthOfEvaluation, sessionHealth, streamSessionHealth } from "./monitor.js";
 export {
   DEFAULT_STUCK_AFTER_SECONDS,
   type HealthAction,

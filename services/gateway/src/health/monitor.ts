@@ -122,16 +122,14 @@ async function trackerOf(
 }
 
 /**
- * The health snapshot of a session whose whole log the caller already read
- * (session detail): taken, and enforced, once, like any snapshot read.
+ * The health of a session whose tracker the caller fed (session detail):
+ * `evaluation` is enforced once, like any snapshot read.
  */
-export async function healthOfLog(
+export async function healthOfEvaluation(
   call: RestCall,
-  session: Session,
-  events: readonly Event[],
+  policy: HealthPolicy,
+  evaluation: HealthEvaluation,
 ): Promise<JsonObject> {
-  const { tracker, policy } = trackerFrom(session, events);
-  const evaluation = tracker.snapshot(Date.now(), policy);
   await enforce(contextOf(call), policy, evaluation);
   return { object: "session_health", ...evaluation.snapshot };
 }

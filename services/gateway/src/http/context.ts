@@ -13,6 +13,7 @@ import type { RequestLimits } from "../quota/limits.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
 import type { KeyStore } from "../store/key-store.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
+import type { SessionDetailCache } from "../ui/session-detail-cache.js";
 import type { WebhookConfig } from "../webhooks/config.js";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
 import type { WebhookStore } from "../webhooks/store.js";
@@ -38,6 +39,8 @@ export interface GatewayDeps {
   oauthClients: OAuthClientStore;
   /** Service credentials, for requests handed on to another service's REST handler. */
   mesh: MeshCredentials;
+  /** Log-derived state of recently read session details (`GET /v1/ui/sessions/{id}`). */
+  sessionDetails: SessionDetailCache;
   /** Rate limits and hard quotas on writes (`quota/limits.ts`); none when absent. */
   limits?: RequestLimits;
   /** Agent policies of credentials (`policy/`); creating a restricted credential needs it. */

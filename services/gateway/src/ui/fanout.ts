@@ -18,13 +18,23 @@
  *
  * The feed follows the log with the credentials of the connection that
  * opened it (every subscriber was authorized for the session before it
- * subscribed) and stops when its last subscriber leaves.
+ * subscribed) and stops when its last subscriber leaves. What it shares with
+ * the Harn event feeds (start, end, history, registry) is in
+ * `../feed/session-feed.ts`.
  */
 
 import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session } from "@trellis/contracts/tasks";
 import type { ServiceClients } from "@trellis/platform";
+import {
+  type FailingSubscriber,
+  type LiveFeed,
+  perGateway,
+  projectHistory,
+  RunningFeeds,
+  startFeed,
+} from "../feed/session-feed.js";
 import { projectorFor, sseOfFrame } from "./frames.js";
 import { envelopeForTier, formatCursor, type UiTier } from "./projection/index.js";
 
@@ -36,14 +46,12 @@ export interface FeedItem {
 }
 
 /** A subscriber of a feed. */
-export interface FeedListener {
+export interface FeedListener extends FailingSubscriber {
   item(item: FeedItem): void;
-  /** The feed failed; it is gone, the subscriber should end. */
-  fail(error: unknown): void;
 }
 
-class SessionFeed {
-  readonly listeners = new Set<FeedListener>();
+class SessionFeed implements LiveFeed<FeedListener> {
+  readonly subscribers = new Set<FeedListener>();
   readonly abort = new AbortController();
   readonly ready: Promise<void>;
 
@@ -53,31 +61,16 @@ class SessionFeed {
     options: () => CallOptions,
     onEnd: () => void,
   ) {
-    let markReady!: () => void;
-    let failReady!: (error: unknown) => void;
-    this.ready = new Promise<void>((resolve, reject) => {
-      markReady = resolve;
-      failReady = reject;
-    });
-    // A connection that awaits `ready` handles the failure itself.
-    this.ready.catch(() => undefined);
-    const run = async () => {
+    const follow = async (markReady: () => void) => {
       const events = clients.get(EventService);
       const projector = projectorFor(session);
-      let after = "";
-      for (;;) {
-        const page = await events.listEvents(
-          { sessionId: session.id, afterEventId: after, limit: 200 },
-          { ...options(), signal: this.abort.signal },
-        );
-        for (const event of page.events) projector.project(event);
-        const last = page.events.at(-1);
-        if (last) after = last.id;
-        if (!page.hasMore || last === undefined) break;
-      }
+      const withSignal = () => ({ ...options(), signal: this.abort.signal });
+      const after = await projectHistory(events, session.id, "", withSignal, (event) =>
+        projector.project(event),
+      );
       const stream = events.streamEvents(
         { sessionId: session.id, afterEventId: after },
-        { ...options(), signal: this.abort.signal },
+        withSignal(),
       );
       markReady();
       let previous = after;
@@ -85,26 +78,10 @@ class SessionFeed {
         if (event === undefined || event.id === previous) continue;
         previous = event.id;
         const item = render(event, projector.project(event));
-        for (const listener of this.listeners) listener.item(item);
+        for (const listener of this.subscribers) listener.item(item);
       }
     };
-    run().then(
-      () => {
-        this.#end(new Error("the session's event stream ended"), failReady);
-        onEnd();
-      },
-      (error: unknown) => {
-        this.#end(error, failReady);
-        onEnd();
-      },
-    );
-  }
-
-  #end(error: unknown, failReady: (error: unknown) => void): void {
-    failReady(error);
-    if (this.abort.signal.aborted) return;
-    this.abort.abort();
-    for (const listener of this.listeners) listener.fail(error);
+    this.ready = startFeed(this, follow, "the session's event stream ended", onEnd);
   }
 }
 
@@ -121,7 +98,7 @@ function render(event: Event, envelopes: ReturnType<ReturnType<typeof projectorF
 
 /** The feeds of one gateway, by session. */
 export class UiFanout {
-  readonly #feeds = new Map<string, SessionFeed>();
+  readonly #feeds = new RunningFeeds<SessionFeed>();
 
   /** Number of sessions followed now (for tests and metrics). */
   get feeds(): number {
@@ -140,22 +117,14 @@ export class UiFanout {
     options: () => CallOptions,
     listener: FeedListener,
   ): Promise<() => void> {
-    let feed = this.#feeds.get(session.id);
-    if (!feed || feed.abort.signal.aborted) {
-      const created: SessionFeed = new SessionFeed(clients, session, options, () => {
-        if (this.#feeds.get(session.id) === created) this.#feeds.delete(session.id);
-      });
-      feed = created;
-      this.#feeds.set(session.id, feed);
-    }
-    const joined = feed;
-    joined.listeners.add(listener);
+    const joined = this.#feeds.open(
+      session.id,
+      (ended) => new SessionFeed(clients, session, options, ended),
+    );
+    joined.subscribers.add(listener);
     const leave = () => {
-      joined.listeners.delete(listener);
-      if (joined.listeners.size === 0) {
-        joined.abort.abort();
-        if (this.#feeds.get(session.id) === joined) this.#feeds.delete(session.id);
-      }
+      joined.subscribers.delete(listener);
+      if (joined.subscribers.size === 0) this.#feeds.stop(session.id, joined);
     };
     try {
       await joined.ready;
@@ -167,14 +136,5 @@ export class UiFanout {
   }
 }
 
-const fanouts = new WeakMap<ServiceClients, UiFanout>();
-
 /** The fan-out of the gateway whose service clients are `clients`. */
-export function fanoutOf(clients: ServiceClients): UiFanout {
-  let fanout = fanouts.get(clients);
-  if (!fanout) {
-    fanout = new UiFanout();
-    fanouts.set(clients, fanout);
-  }
-  return fanout;
-}
+export const fanoutOf: (clients: ServiceClients) => UiFanout = perGateway(() => new UiFanout());

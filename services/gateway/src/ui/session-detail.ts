@@ -35,7 +35,7 @@ import { ActorKind, type Event } from "@trellis/contracts/core";
 import type { Session } from "@trellis/contracts/tasks";
 import { eventPayloadJson, timestampJson } from "../domain/harn-json.js";
 import { projectorFor } from "./frames.js";
-import type { ProjectedEnvelope } from "./projection/index.js";
+import type { ProjectedEnvelope, UiProjector } from "./projection/index.js";
 
 /** Envelopes of the channel projection when the client does not say (`?envelopes=`). */
 export const DEFAULT_CHANNEL_ENVELOPES = 100;
@@ -262,6 +262,94 @@ class ChannelRouter {
   }
 }
 
+/** One channel envelope, kept raw: rendered only when it is in a response's window. */
+interface ChannelEntry {
+  event: Event;
+  sender: string;
+  recipients: string[];
+  summary: string;
+}
+
+/**
+ * Session detail as a fold over the log: {@link apply} the session's events
+ * in log order, read the sections with {@link projection} at any point. Fed
+ * the same events, it gives the same output whether they came in one read or
+ * in many, so a gateway can keep one per session and apply only what is new.
+ *
+ * It keeps every resume point, the channel's participants and the last
+ * {@link window} events (the most envelopes a projection can carry).
+ */
+export class SessionDetailProjector {
+  /** The most channel envelopes {@link projection} can give. */
+  readonly window: number;
+  readonly #session: Session;
+  readonly #projector: UiProjector;
+  readonly #router: ChannelRouter;
+  // The latest reply text per task (a completed turn's summary).
+  readonly #lastResponse = new Map<string, string>();
+  readonly #resumePoints: JsonObject[] = [];
+  // A ring of the last `window` events: `#next` is where the oldest stands once full.
+  readonly #recent: ChannelEntry[] = [];
+  #next = 0;
+  #events = 0;
+
+  constructor(session: Session, window: number = MAX_CHANNEL_ENVELOPES) {
+    this.window = window;
+    this.#session = session;
+    this.#projector = projectorFor(session);
+    this.#router = new ChannelRouter(session);
+  }
+
+  /** Apply the session's next event (log order). */
+  apply(event: Event): void {
+    this.#events += 1;
+    const projected = this.#projector.project(event);
+    for (const { type, payload } of projected) {
+      if (type === "response" && str(payload, "text") !== "") {
+        this.#lastResponse.set(event.taskId, str(payload, "text"));
+      }
+    }
+    const point = resumePointOf(event, projected, this.#lastResponse);
+    if (point) this.#resumePoints.push(point);
+    // Routed for every event, so participants are the same whatever the window.
+    const { sender, recipients } = this.#router.route(event, projected);
+    if (this.window === 0) return;
+    const entry = { event, sender, recipients, summary: summaryOf(projected) || event.kind };
+    if (this.#recent.length < this.window) {
+      this.#recent.push(entry);
+    } else {
+      this.#recent[this.#next] = entry;
+      this.#next = (this.#next + 1) % this.window;
+    }
+  }
+
+  /** The sections so far, with the channel's last `envelopes` events (at most {@link window}). */
+  projection(envelopes: number): SessionDetailProjection {
+    if (envelopes > this.window) {
+      throw new RangeError(`asked for ${envelopes} envelopes, keeps ${this.window}`);
+    }
+    const inOrder = [...this.#recent.slice(this.#next), ...this.#recent.slice(0, this.#next)];
+    const kept = envelopes === 0 ? [] : inOrder.slice(-envelopes);
+    return {
+      resumePoints: [...this.#resumePoints],
+      channel: {
+        channel_id: `session:${this.#session.id}`,
+        participants: this.#router.participants(),
+        envelopes: kept.map(({ event, sender, recipients, summary }) => ({
+          id: event.id,
+          sender_id: sender,
+          recipient_ids: recipients,
+          event_type: event.kind,
+          summary,
+          payload: eventPayloadJson(event),
+          created_at: timestampJson(event.createdAt),
+        })),
+        truncated: this.#events > envelopes,
+      },
+    };
+  }
+}
+
 /**
  * Project a session's whole log (in log order) into its resume points and
  * its channel, keeping the channel's last `envelopes` events.
@@ -271,41 +359,7 @@ export function projectSessionDetail(
   events: readonly Event[],
   envelopes: number,
 ): SessionDetailProjection {
-  const projector = projectorFor(session);
-  const router = new ChannelRouter(session);
-  const lastResponse = new Map<string, string>();
-  const resumePoints: JsonObject[] = [];
-  const channel: JsonObject[] = [];
-  const keepFrom = Math.max(0, events.length - envelopes);
-  events.forEach((event, index) => {
-    const projected = projector.project(event);
-    for (const { type, payload } of projected) {
-      if (type === "response" && str(payload, "text") !== "") {
-        lastResponse.set(event.taskId, str(payload, "text"));
-      }
-    }
-    const point = resumePointOf(event, projected, lastResponse);
-    if (point) resumePoints.push(point);
-    // Routed for every event, so participants are the same whatever the window.
-    const { sender, recipients } = router.route(event, projected);
-    if (index < keepFrom) return;
-    channel.push({
-      id: event.id,
-      sender_id: sender,
-      recipient_ids: recipients,
-      event_type: event.kind,
-      summary: summaryOf(projected) || event.kind,
-      payload: eventPayloadJson(event),
-      created_at: timestampJson(event.createdAt),
-    });
-  });
-  return {
-    resumePoints,
-    channel: {
-      channel_id: `session:${session.id}`,
-      participants: router.participants(),
-      envelopes: channel,
-      truncated: keepFrom > 0,
-    },
-  };
+  const projector = new SessionDetailProjector(session, envelopes);
+  for (const event of events) projector.apply(event);
+  return projector.projection(envelopes);
 }

@@ -9,12 +9,8 @@ import type { Session, Task } from "@trellis/contracts/tasks";
 import { ArtifactService, TaskService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
 import { artifactToHarn, sessionToHarn, taskToHarn } from "../../domain/harn-json.js";
-import { healthOfLog, sessionLog } from "../../health/index.js";
-import {
-  DEFAULT_CHANNEL_ENVELOPES,
-  MAX_CHANNEL_ENVELOPES,
-  projectSessionDetail,
-} from "../../ui/session-detail.js";
+import { healthOfEvaluation, healthPolicyOf } from "../../health/index.js";
+import { DEFAULT_CHANNEL_ENVELOPES, MAX_CHANNEL_ENVELOPES } from "../../ui/session-detail.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { ok, param, visibleSession } from "./common.js";
@@ -122,21 +118,26 @@ async function sessionArtifacts(call: RestCall, session: Session): Promise<JsonO
 /** `GET /v1/ui/sessions/{session_id}`. */
 export async function sessionDetail(call: RestCall): Promise<RestResponse> {
   const envelopes = envelopesOf(call);
+  // Visible to the caller (workspace, scope) before anything of it is read or served.
   const session = await visibleSession(call, param(call, "session_id"));
-  const [events, subagents, artifacts] = await Promise.all([
-    sessionLog(call, session.id),
+  const policy = healthPolicyOf(session.metadata);
+  // The log is read from where this gateway's last read of the session stopped.
+  const [{ projection, evaluation }, subagents, artifacts] = await Promise.all([
+    call.deps.sessionDetails.read(session, envelopes, ({ detail, health }) => ({
+      projection: detail.projection(envelopes),
+      evaluation: health.snapshot(Date.now(), policy),
+    })),
     delegatedTasks(call, session),
     sessionArtifacts(call, session),
   ]);
-  const { resumePoints, channel } = projectSessionDetail(session, events, envelopes);
   return ok({
     object: "session_detail",
     session: sessionToHarn(session),
-    resume_points: resumePoints,
+    resume_points: projection.resumePoints,
     subagents: subagents.map(subagentJson),
     artifacts,
-    health: await healthOfLog(call, session, events),
-    channel,
+    health: await healthOfEvaluation(call, policy, evaluation),
+    channel: projection.channel,
   });
 }
 
