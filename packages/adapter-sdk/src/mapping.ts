@@ -64,7 +64,7 @@ import {
   UsageSchema,
   type VaultGrantSchema,
 } from "@trellis/contracts/adapters";
-import { TrellisError } from "@trellis/runtime";
+import { isSecretFingerprint, type SecretFingerprint, TrellisError } from "@trellis/runtime";
 import {
   EXECUTION_SCHEMA_VERSION,
   type ExecutionCapabilities,
@@ -788,21 +788,47 @@ export function vaultGrantsToProto(
 ): MessageInitShape<typeof VaultGrantSchema>[] {
   return [...vaults].map(([vaultId, grant]) =>
     grant.allowed
-      ? { vaultId, allowed: true, secrets: Object.fromEntries(grant.secrets) }
+      ? {
+          vaultId,
+          allowed: true,
+          secrets: Object.fromEntries(grant.secrets),
+          ...(grant.fingerprints ? { fingerprints: Object.fromEntries(grant.fingerprints) } : {}),
+        }
       : { vaultId, allowed: false, reason: grant.reason },
   );
 }
 
-/** Proto `VaultGrant`s → vault grants, by vault id. */
+/**
+ * Proto `VaultGrant`s → vault grants, by vault id.
+ *
+ * @throws TrellisError `execution_contract_invalid` when a fingerprint is not
+ *   `hmac-sha256:<64 lowercase hex>` or names a secret the vault does not
+ *   grant (the sender is broken: no record may carry it).
+ */
 export function vaultGrantsFromProto(
   vaults: readonly PbVaultGrant[],
 ): ReadonlyMap<string, VaultGrant> {
   return new Map(
-    vaults.map((vault): [string, VaultGrant] => [
-      vault.vaultId,
-      vault.allowed
-        ? { allowed: true, secrets: new Map(Object.entries(vault.secrets)) }
-        : { allowed: false, reason: vault.reason },
-    ]),
+    vaults.map((vault, i): [string, VaultGrant] => {
+      if (!vault.allowed) return [vault.vaultId, { allowed: false, reason: vault.reason }];
+      const fingerprints = new Map<string, SecretFingerprint>();
+      for (const [name, fingerprint] of Object.entries(vault.fingerprints)) {
+        const field = `vaults[${i}].fingerprints[${JSON.stringify(name)}]`;
+        if (!isSecretFingerprint(fingerprint)) {
+          throw contractInvalid(field, "must be hmac-sha256:<64 lowercase hex>");
+        }
+        if (!Object.hasOwn(vault.secrets, name)) {
+          throw contractInvalid(field, `names no secret of vault ${vault.vaultId}`);
+        }
+        fingerprints.set(name, fingerprint);
+      }
+      const secrets = new Map(Object.entries(vault.secrets));
+      return [
+        vault.vaultId,
+        fingerprints.size > 0
+          ? { allowed: true, secrets, fingerprints }
+          : { allowed: true, secrets },
+      ];
+    }),
   );
 }

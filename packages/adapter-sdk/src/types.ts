@@ -8,6 +8,7 @@
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { Message } from "@trellis/contracts/core";
+import type { SecretFingerprint } from "@trellis/runtime";
 
 /**
  * The contract version these types follow. Bumped on additive changes to
@@ -112,9 +113,19 @@ export interface ExecutionRequest {
   vaultSecrets?(): Promise<ReadonlyMap<string, VaultGrant>>;
 }
 
-/** One vault as an execution's tools see it: allowed with its secrets, or refused. */
+/**
+ * One vault as an execution's tools see it: allowed with its secrets, or
+ * refused. `fingerprints` (secret name → the deployment's keyed
+ * `hmac-sha256:<hex>` of its value) is what a router sends with the secrets
+ * it grants a remote worker, which holds no fingerprint key, so the worker's
+ * records of the reads carry the deployment's fingerprint.
+ */
 export type VaultGrant =
-  | { allowed: true; secrets: ReadonlyMap<string, string> }
+  | {
+      allowed: true;
+      secrets: ReadonlyMap<string, string>;
+      fingerprints?: ReadonlyMap<string, SecretFingerprint>;
+    }
   | { allowed: false; reason: string };
 
 // ----------------------------------------------------------- capabilities

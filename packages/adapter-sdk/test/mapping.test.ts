@@ -6,6 +6,7 @@ import {
   ExecutionRequirementsSchema,
   ExecutionResultSchema,
   Requirement,
+  SecretsResponseSchema,
   ToolUseSupport,
 } from "@trellis/contracts/adapters";
 import { chatToMessage } from "@trellis/messages";
@@ -28,6 +29,9 @@ import {
   requirementsFromProto,
   resultFromProto,
   resultToProto,
+  type VaultGrant,
+  vaultGrantsFromProto,
+  vaultGrantsToProto,
 } from "../src/index.js";
 
 const user = chatToMessage({ role: "user", content: "hello" });
@@ -272,5 +276,51 @@ describe("TS ↔ proto mapping of the execution seam", () => {
     expect(contractError(() => resultFromProto(create(ExecutionResultSchema, {}))).param).toBe(
       "result.outcome",
     );
+  });
+
+  it("carries vault grants with their secrets' fingerprints, refusing malformed ones by name", () => {
+    const fingerprint = `hmac-sha256:${"ab".repeat(32)}` as const;
+    const grants = new Map<string, VaultGrant>([
+      [
+        "vlt_a",
+        {
+          allowed: true,
+          secrets: new Map([
+            ["KEY", "v1"],
+            ["PIN", "1234"],
+          ]),
+          fingerprints: new Map([["KEY", fingerprint]]),
+        },
+      ],
+      ["vlt_b", { allowed: true, secrets: new Map([["X", "y"]]) }],
+      ["vlt_c", { allowed: false, reason: "not listed" }],
+    ]);
+    const wire = (vaults: ReturnType<typeof vaultGrantsToProto>) =>
+      fromBinary(
+        SecretsResponseSchema,
+        toBinary(SecretsResponseSchema, create(SecretsResponseSchema, { vaults })),
+      ).vaults;
+    expect(vaultGrantsFromProto(wire(vaultGrantsToProto(grants)))).toEqual(grants);
+
+    const withFingerprint = (fingerprints: Record<string, string>) =>
+      wire([{ vaultId: "vlt_a", allowed: true, secrets: { KEY: "v1" }, fingerprints }]);
+    for (const bad of [
+      "sha256:".concat("ab".repeat(32)),
+      `hmac-sha256:${"AB".repeat(32)}`,
+      `hmac-sha256:${"ab".repeat(31)}`,
+      "",
+      "v1",
+    ]) {
+      expect(contractError(() => vaultGrantsFromProto(withFingerprint({ KEY: bad })))).toEqual({
+        reason: "execution_contract_invalid",
+        param: 'vaults[0].fingerprints["KEY"]',
+      });
+    }
+    // A fingerprint of a secret the vault does not grant.
+    expect(
+      contractError(() =>
+        vaultGrantsFromProto(withFingerprint({ KEY: fingerprint, GHOST: fingerprint })),
+      ).param,
+    ).toBe('vaults[0].fingerprints["GHOST"]');
   });
 });

@@ -33,6 +33,7 @@ import {
   outboxMigrations,
 } from "@trellis/storage";
 import { ownerOf, serviceUrl } from "./addresses.js";
+import { distributedFingerprints } from "./fingerprint-key.js";
 import {
   createMeshClientInterceptor,
   createMeshServerInterceptor,
@@ -69,6 +70,11 @@ export const distributedConfigSchema = {
    */
   TRELLIS_MESH_SECRET: env.string().secret().optional(),
   TRELLIS_MESH_SECRET_FILE: env.string().optional(),
+  /**
+   * Key of the deployment's secret fingerprints (base64, ≥ 32 bytes); default:
+   * derived from the mesh secret. See `fingerprint-key.ts`.
+   */
+  TRELLIS_FINGERPRINT_KEY: env.string().secret().optional(),
 };
 
 /**
@@ -170,6 +176,8 @@ export async function runService(
   const logger = createLogger({ service: definition.name });
   const schema = definition.name;
   const mesh = resolveMeshCredentials(source, options.requireMeshSecret ?? false, logger);
+  // Checked before anything starts too (a malformed TRELLIS_FINGERPRINT_KEY).
+  const fingerprints = distributedFingerprints(source, mesh);
 
   const startup = config.TRELLIS_STARTUP_TIMEOUT;
   const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
@@ -224,6 +232,7 @@ export async function runService(
     closing: closing.signal,
     env: source,
     mesh,
+    fingerprints,
   };
   const module = await definition.create(context);
   // Internal services accept only calls carrying a service credential; the

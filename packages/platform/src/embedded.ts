@@ -46,6 +46,7 @@ import {
   readOutbox,
 } from "@trellis/storage";
 import { sql } from "kysely";
+import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
 import {
   createMeshClientInterceptor,
   createMeshServerInterceptor,
@@ -239,8 +240,14 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
 
   await migrate(db, {
     schema: EMBEDDED_OUTBOX_SCHEMA,
-    migrations: { ...outboxMigrations(EMBEDDED_OUTBOX_SCHEMA), ...consumerPositionsMigration },
+    migrations: {
+      ...outboxMigrations(EMBEDDED_OUTBOX_SCHEMA),
+      ...consumerPositionsMigration,
+      ...deploymentKeysMigration,
+    },
   });
+  // Kept in the database: the same across restarts with a data directory.
+  const fingerprints = await embeddedFingerprints(env, db, EMBEDDED_OUTBOX_SCHEMA);
   for (const definition of options.services) {
     if (definition.migrations)
       await migrate(db, { schema: definition.name, migrations: definition.migrations });
@@ -301,6 +308,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       closing: closing.signal,
       env,
       mesh,
+      fingerprints,
       ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     };
     contexts.set(definition.name, context);

@@ -28,6 +28,13 @@ export {
   startEmbedded,
 } from "./embedded.js";
 export {
+  distributedFingerprints,
+  embeddedFingerprints,
+  FINGERPRINT_KEY_LABEL,
+  fingerprintKeyFromEnv,
+  fingerprintKeyVariable,
+} from "./fingerprint-key.js";
+export {
   createMeshClientInterceptor,
   createMeshServerInterceptor,
   MeshCredentials,

@@ -25,7 +25,7 @@
  * replayed against the same method within its lifetime. Encrypt the pod
  * network (mTLS) where that matters.
  */
-import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Interceptor } from "@connectrpc/connect";
 import { TrellisError } from "@trellis/runtime";
@@ -93,6 +93,8 @@ export function meshFailureMessage(failure: MeshFailure): string {
  * process (the host does) and share it.
  */
 export class MeshCredentials {
+  /** The shared secret as given (only ever an input of key derivation). */
+  readonly #secret: Buffer;
   readonly #key: Buffer;
   readonly #ttlMs: number;
   readonly #now: () => number;
@@ -115,6 +117,7 @@ export class MeshCredentials {
         param: meshSecretVariable,
       });
     }
+    this.#secret = raw;
     // A key of its own, so the secret is never used directly for anything else.
     this.#key = createHmac("sha256", raw).update("trellis mesh credentials v1").digest();
     this.#ttlMs = options.ttlMs ?? defaultTtlMs;
@@ -124,6 +127,15 @@ export class MeshCredentials {
   /** Credentials with a fresh random secret (embedded mode, one process). */
   static generate(options: MeshCredentialsOptions = {}): MeshCredentials {
     return new MeshCredentials(randomBytes(32).toString("base64url"), options);
+  }
+
+  /**
+   * A 32-byte key for another purpose of the deployment, derived from the
+   * shared secret with HKDF-SHA256 (`label` as the info; distinct labels give
+   * independent keys, and none reveals the secret or the token key).
+   */
+  deriveKey(label: string): Buffer {
+    return Buffer.from(hkdfSync("sha256", this.#secret, "trellis", label, 32));
   }
 
   /** A token for a call by `peer` to `target`, on behalf of `caller` (none: internal call). */

@@ -10,7 +10,7 @@
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
-import type { HttpHandler, Logger, UpgradeHandler } from "@trellis/runtime";
+import type { HttpHandler, Logger, SecretFingerprints, UpgradeHandler } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Migration } from "kysely/migration";
 import type { MeshCredentials } from "./mesh.js";
@@ -64,6 +64,13 @@ export interface ServiceContext {
    * way (the gateway forwarding plain HTTP to receipts).
    */
   mesh: MeshCredentials;
+  /**
+   * The deployment's keyed fingerprints of secret values (`hmac-sha256:`),
+   * the same in every service and across restarts (`fingerprint-key.ts`):
+   * what a record of a secret read or a secret override keeps instead of a
+   * plain hash.
+   */
+  fingerprints: SecretFingerprints;
 }
 
 /** What a service contributes to the server that hosts it. */

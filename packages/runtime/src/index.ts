@@ -64,6 +64,13 @@ export {
 } from "./request-id.js";
 export type { SecretBoxOptions } from "./secret-box.js";
 export { SecretBox } from "./secret-box.js";
+export {
+  isSecretFingerprint,
+  MIN_FINGERPRINT_KEY_BYTES,
+  SECRET_FINGERPRINT_PATTERN,
+  type SecretFingerprint,
+  SecretFingerprints,
+} from "./secret-fingerprint.js";
 export type {
   CloseOptions,
   Closer,

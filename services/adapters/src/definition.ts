@@ -71,6 +71,7 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
             env: context.env,
             db: context.db,
             dataDir: context.dataDir,
+            fingerprints: context.fingerprints,
           })
         ).adapters;
       const routed = createRoutedExecutor({
@@ -78,6 +79,7 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         env: context.env,
         logger: context.logger,
         adapters,
+        fingerprints: context.fingerprints,
         // Remote workers' harness tools read vault secrets through the router.
         vaultAccess: (workspaceId, agentId) => vaultStore.accessFor(workspaceId, agentId),
       });

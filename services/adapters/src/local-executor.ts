@@ -9,6 +9,7 @@
  * the scripted one — the harness runs in adapter workers
  * (`trellis serve adapter-worker`).
  */
+import type { SecretFingerprints } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
 import type { HarnessEnvironment } from "./harness/environment.js";
@@ -77,6 +78,8 @@ export interface InProcessBackendsOptions {
   db?: Database<unknown>;
   /** Embedded mode's data directory (the generated vault key lives there). */
   dataDir?: string | undefined;
+  /** The deployment's secret fingerprints (`ServiceContext.fingerprints`), for the harness's records of secret reads. */
+  fingerprints?: SecretFingerprints;
 }
 
 /** What a service runs in its own process. */
@@ -102,23 +105,31 @@ export async function createInProcessBackends(
     return { adapters: [createScriptedAdapter()], harnessTools };
   }
   const ledger = options.db ? await PostgresToolRunLedger.open(options.db) : undefined;
-  // Tools read vault secrets (`<vault_id>/<name>`) under the vaults' access policy.
-  const environment: HarnessEnvironment | undefined = options.db
-    ? {
-        vaultSecrets: vaultSecretLoader(
-          new VaultStore(
-            options.db,
-            "adapters",
-            await loadVaultBox({
-              mode: options.mode,
-              env: options.env,
-              dataDir: options.dataDir,
-              db: options.db,
-            }),
-          ),
-        ),
-      }
-    : undefined;
+  // Tools read vault secrets (`<vault_id>/<name>`) under the vaults' access
+  // policy; their reads are recorded with the deployment's fingerprints.
+  const { fingerprints } = options;
+  const environment: HarnessEnvironment | undefined =
+    options.db || fingerprints
+      ? {
+          ...(fingerprints ? { fingerprint: (value: string) => fingerprints.of(value) } : {}),
+          ...(options.db
+            ? {
+                vaultSecrets: vaultSecretLoader(
+                  new VaultStore(
+                    options.db,
+                    "adapters",
+                    await loadVaultBox({
+                      mode: options.mode,
+                      env: options.env,
+                      dataDir: options.dataDir,
+                      db: options.db,
+                    }),
+                  ),
+                ),
+              }
+            : {}),
+        }
+      : undefined;
   return {
     adapters: createBuiltinAdapters({
       env: options.env,

@@ -127,13 +127,19 @@ describe("vault secrets in harness tools", () => {
     });
   });
 
-  it("gives the value to a tool of an agent the vault allows (only its hash is recorded)", async () => {
+  it("gives the value to a tool of an agent the vault allows (only its keyed fingerprint is recorded)", async () => {
     const tool = await weatherTurn(allowed);
     const output = JSON.parse(textOf(tool)) as JsonObject;
     expect(output.key_sha256).toBe(createHash("sha256").update(SECRET_VALUE).digest("hex"));
     const record = tool.metadata?.[`secret:${WEATHER_SECRET}`] as JsonObject;
     expect(record).toMatchObject({ kind: "secret_value", name: WEATHER_SECRET, set: true });
-    expect(String(record.sha256)).toMatch(/^sha256:[0-9a-f]{64}$/);
+    // The deployment's fingerprint (the key is in the embedded database), never a plain hash.
+    const deployment = trellis.contexts.get("adapters")?.fingerprints;
+    expect(record.fingerprint).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
+    expect(record.fingerprint).toBe(deployment?.of(SECRET_VALUE));
+    expect(record).not.toHaveProperty("sha256");
+    const plain = createHash("sha256").update(JSON.stringify(SECRET_VALUE)).digest("hex");
+    expect(JSON.stringify(tool.metadata)).not.toContain(plain);
   });
 
   it("refuses it to another agent's tool with a typed error naming the secret", async () => {

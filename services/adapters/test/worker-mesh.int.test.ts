@@ -10,7 +10,8 @@
  * - killed mid-turn, the task fails (`worker_lost`), never stays WORKING;
  * - SIGTERM lets the running turn finish, then the process exits 0;
  * - its harness tools read vault secrets through the router that granted the
- *   turn, under the vault's access policy.
+ *   turn, under the vault's access policy, and record each read with the
+ *   fingerprint the router sent (the worker holds no fingerprint key).
  */
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
@@ -26,6 +27,7 @@ import { AgentService, SessionService, type Task, TaskService } from "@trellis/c
 import { chatToMessage, textOf } from "@trellis/messages";
 import {
   createMeshClientInterceptor,
+  distributedFingerprints,
   MeshCredentials,
   type RunningService,
   runService,
@@ -382,19 +384,32 @@ describe("trellis serve adapter-worker", () => {
         pageSize: 100,
       });
       const tool = messages.map((m) => m.message as Message).find((m) => m.role === Role.TOOL);
-      expect(JSON.stringify(messages, (_k, v) => (typeof v === "bigint" ? 0 : v))).not.toContain(
-        value,
-      );
-      return textOf(tool as Message);
+      const json = JSON.stringify(messages, (_k, v) => (typeof v === "bigint" ? 0 : v));
+      expect(json).not.toContain(value);
+      expect(json).not.toContain(plainHash);
+      return tool as Message;
     };
+    // The value's plain hash (what records held before fingerprints): nowhere.
+    const plainHash = createHash("sha256").update(JSON.stringify(value)).digest("hex");
     // The allowed agent's tool got the value (it answers with its hash).
-    const granted = await toolOutput(allowed);
+    const grantedTool = await toolOutput(allowed);
+    const granted = textOf(grantedTool);
     expect(granted.startsWith("{"), granted).toBe(true);
     expect(JSON.parse(granted)).toMatchObject({
       key_sha256: createHash("sha256").update(value).digest("hex"),
     });
+    // The worker holds no fingerprint key: its record carries the fingerprint
+    // the router sent with the secret, the deployment's (from the mesh secret).
+    const record = grantedTool.metadata?.["secret:vlt_weather/WEATHER_API_KEY"];
+    expect(record).toEqual({
+      kind: "secret_value",
+      name: "vlt_weather/WEATHER_API_KEY",
+      set: true,
+      fingerprint: distributedFingerprints({}, new MeshCredentials(meshSecret)).of(value),
+      tool_call_id: grantedTool.toolCallId,
+    });
     // Another agent's tool is refused, naming the secret, never the value.
-    const refused = await toolOutput(other);
+    const refused = textOf(await toolOutput(other));
     expect(refused).toContain("secret_denied");
     expect(refused).toContain("vlt_weather/WEATHER_API_KEY");
     await worker.stop();

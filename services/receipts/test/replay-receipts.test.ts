@@ -21,8 +21,10 @@ import { type Message, MessageSchema, TaskStatus } from "@trellis/contracts/core
 import { type Receipt, ReceiptService } from "@trellis/contracts/receipts";
 import { ReplayMode, type Task } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import type { SecretFingerprint } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { canonicalize } from "json-canonicalize";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createHarnessAdapter,
@@ -39,6 +41,7 @@ import {
   startRecordedServer,
 } from "../../adapters/test/harness/support/recorded-server.js";
 import { createTasksService } from "../../tasks/src/definition.js";
+import { decodeMessages, encodeMessages } from "../../tasks/src/store/codec.js";
 import { createAgent, text, watchUntil } from "../../tasks/test/support/fixtures.js";
 import { clientsOf, type TasksClients } from "../../tasks/test/support/harness.js";
 import { computeReceiptHash } from "../src/domain/canonical.js";
@@ -128,6 +131,24 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
   let approvedSession: string;
   let checkpointId: string;
 
+  /** The deployment's keyed fingerprint of a secret value (its key is in the embedded database). */
+  function fingerprintOf(value: string): SecretFingerprint {
+    const fingerprints = trellis.contexts.get("tasks")?.fingerprints;
+    if (!fingerprints) throw new Error("the tasks service is not running");
+    return fingerprints.of(value);
+  }
+
+  /** A replay task's transcript, events and receipt, as JSON texts. */
+  async function everythingOf(replayed: { task: Task; sessionId: string; receipt: Receipt }) {
+    const { events } = await c.events.listEvents({ taskId: replayed.task.id, limit: 1000 });
+    const bigints = (_k: string, v: unknown) => (typeof v === "bigint" ? String(v) : v);
+    return {
+      messages: JSON.stringify(await messagesOf(replayed.sessionId), bigints),
+      events: JSON.stringify(events, bigints),
+      receipt: replayed.receipt.documentJson,
+    };
+  }
+
   async function settle(taskId: string): Promise<Task> {
     return (await watchUntil(c, taskId, undefined, { timeoutMs: 30_000 })).task;
   }
@@ -178,6 +199,8 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
         environment: {
           now: () => CLOCK,
           secret: (name) => (name === "WEATHER_API_KEY" ? SECRET : undefined),
+          // As the in-process harness does: the deployment's fingerprints.
+          fingerprint: (value) => fingerprintOf(value),
         },
       }),
     ]);
@@ -409,7 +432,7 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
         output_hash: textSha256(output),
       },
     ]);
-    // The secret was read, but only its hash was recorded; the receipt holds neither.
+    // The secret was read, but only its fingerprint was recorded; the receipt holds neither.
     expect(sourceDoc.side_effects.tool_calls[0].output_hash).toBe(sha256(output));
     expect(JSON.stringify(sourceDoc)).not.toContain(SECRET);
 
@@ -519,7 +542,15 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     const tool = replayed.find((m) => m.toolCallId !== "");
     const metadata = (tool?.metadata ?? {}) as JsonObject;
     expect(metadata["time:checked_at"]).toMatchObject({ value: new Date(later).toISOString() });
-    expect(metadata["secret:WEATHER_API_KEY"]).toMatchObject({ sha256: sha256(rotated) });
+    // The re-run's read is recorded with the deployment's fingerprint of the override.
+    expect(metadata["secret:WEATHER_API_KEY"]).toEqual({
+      kind: "secret_value",
+      name: "WEATHER_API_KEY",
+      set: true,
+      fingerprint: fingerprintOf(rotated),
+      tool_call_id: tool?.toolCallId,
+    });
+    expect(fingerprintOf(rotated)).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
 
     const doc = JSON.parse(overridden.receipt.documentJson);
     expect(validate(doc)).toEqual([]);
@@ -528,13 +559,14 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     const deltas = [...doc.deltas].sort((a, b) => a.override_key.localeCompare(b.override_key));
     expect(deltas).toEqual([
       {
+        // The schema's deltas take sha256: digests only; a secret has none to show.
         delta_id: `${overridden.task.id}:secret:WEATHER_API_KEY`,
         operation: "replace",
-        path: "metadata.secret:WEATHER_API_KEY.sha256",
+        path: "metadata.secret:WEATHER_API_KEY.fingerprint",
         override_key: "secret:WEATHER_API_KEY",
         event_id: expect.any(String),
-        before_sha256: textSha256(SECRET),
-        after_sha256: sha256(rotated),
+        before_sha256: null,
+        after_sha256: null,
         reason: "clock moved, key rotated",
       },
       {
@@ -548,17 +580,46 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
         reason: "clock moved, key rotated",
       },
     ]);
-    // The overrides are referenced by hash; the values are nowhere in the receipt.
-    const text = overridden.receipt.documentJson;
-    expect(text).not.toContain(rotated);
-    expect(text).not.toContain(SECRET);
+    // The secret override's material names its fingerprint; the time override's its hash.
+    const materials = doc.replay_input.materials as JsonObject[];
+    const secretMaterial = materials.find((m) => m.id === "secret:WEATHER_API_KEY");
+    expect(secretMaterial).toEqual({
+      kind: "host_fact",
+      id: "secret:WEATHER_API_KEY",
+      metadata: {
+        role: "replay_override",
+        override_key: "secret:WEATHER_API_KEY",
+        override_kind: "secret_value",
+        fingerprint: fingerprintOf(rotated),
+        visibility: "receipt_only",
+      },
+    });
+    expect(materials.find((m) => m.id === "time:checked_at")).toMatchObject({
+      sha256: sha256(later),
+    });
+    // Neither secret value nor its plain hash (nor the source secret's) is in the
+    // replay's messages, events or receipt.
+    const recorded = await everythingOf(overridden);
+    for (const [where, text] of Object.entries(recorded)) {
+      for (const forbidden of [rotated, SECRET, sha256(rotated), sha256(SECRET)]) {
+        const bare = forbidden.replace(/^sha256:/, "");
+        expect(text.includes(bare), `${where} holds ${forbidden}`).toBe(false);
+      }
+    }
+    // The source recorded its read by fingerprint too.
+    const sourceTool = (await messagesOf(sourceSession)).find((m) => m.toolCallId !== "");
+    expect(sourceTool?.metadata?.["secret:WEATHER_API_KEY"]).toMatchObject({
+      set: true,
+      fingerprint: fingerprintOf(SECRET),
+    });
+    expect(JSON.stringify(sourceTool?.metadata)).not.toContain(sha256(SECRET).slice(7));
     const sourceDoc = JSON.parse((await receiptOf(source.id)).documentJson);
     expect(doc.side_effects.tool_calls[0].output_hash).not.toBe(
       sourceDoc.side_effects.tool_calls[0].output_hash,
     );
   }, 120_000);
 
-  it("fails a re-run that needs a secret only the hash of was recorded, naming it (receipt: unavailable)", async () => {
+  it("fails a re-run that needs a secret only the fingerprint of was recorded, naming it (receipt: unavailable)", async () => {
     const before = weatherRuns.length;
     const { task } = await c.tasks.replayTask({
       taskId: source.id,
@@ -577,5 +638,68 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     expect(doc.replay_input.determinism).toBe("unavailable");
     // (The receipt's redactor takes "secret:<name>" for a credential pair and masks it.)
     expect(doc.replay_input.unavailable_reason).toContain("secret WEATHER_API_KEY");
+  }, 120_000);
+
+  it("still replays a source recorded before fingerprints (a secret's plain sha256), showing no new plain hash", async () => {
+    // Rewrite the source's secret read to the old record shape, as an old session has it.
+    const db = trellis.contexts.get("tasks")?.db.kysely;
+    if (!db) throw new Error("the tasks service is not running");
+    const row = await sql<{ output: Uint8Array }>`
+      select output from tasks.tasks where id = ${source.id}`.execute(db);
+    const original = row.rows[0]?.output as Uint8Array;
+    const legacy = decodeMessages(original).map((message) => {
+      const record = message.metadata?.["secret:WEATHER_API_KEY"] as JsonObject | undefined;
+      if (!record) return message;
+      const { fingerprint: _dropped, ...rest } = record;
+      const copy = clone(MessageSchema, message);
+      copy.metadata = {
+        ...(message.metadata ?? {}),
+        "secret:WEATHER_API_KEY": { ...rest, sha256: textSha256(SECRET) },
+      };
+      return copy;
+    });
+    await sql`update tasks.tasks set output = ${encodeMessages(legacy)} where id = ${source.id}`.execute(
+      db,
+    );
+    try {
+      const rotated = "rotated-again-never-hashed-plainly";
+      const overridden = await replay(
+        ReplayMode.WITH_OVERRIDES,
+        { "secret:WEATHER_API_KEY": { value: fromJson(ValueSchema, rotated) } },
+        { reason: "old session, new key" },
+      );
+      const doc = JSON.parse(overridden.receipt.documentJson);
+      expect(validate(doc)).toEqual([]);
+      // The old record's hash is the "before" (the source shows it already); the override has none.
+      expect(doc.deltas).toEqual([
+        {
+          delta_id: `${overridden.task.id}:secret:WEATHER_API_KEY`,
+          operation: "replace",
+          path: "metadata.secret:WEATHER_API_KEY.sha256",
+          override_key: "secret:WEATHER_API_KEY",
+          event_id: expect.any(String),
+          before_sha256: textSha256(SECRET),
+          after_sha256: null,
+          reason: "old session, new key",
+        },
+      ]);
+      const tool = (await messagesOf(overridden.sessionId)).find((m) => m.toolCallId !== "");
+      expect(tool?.metadata?.replay).toMatchObject({
+        override_key: "secret:WEATHER_API_KEY",
+        override: {
+          before_sha256: textSha256(SECRET),
+          after_sha256: null,
+          before_fingerprint: null,
+          after_fingerprint: fingerprintOf(rotated),
+        },
+      });
+      const recorded = await everythingOf(overridden);
+      for (const [where, text] of Object.entries(recorded)) {
+        expect(text.includes(rotated), `${where} holds the value`).toBe(false);
+        expect(text.includes(sha256(rotated).slice(7)), `${where} holds its hash`).toBe(false);
+      }
+    } finally {
+      await sql`update tasks.tasks set output = ${original} where id = ${source.id}`.execute(db);
+    }
   }, 120_000);
 });

@@ -117,6 +117,7 @@ async function createTasksModule(
         env: context.env,
         db: context.db,
         dataDir: context.dataDir,
+        fingerprints: context.fingerprints,
       });
   const routed = backends
     ? createRoutedExecutor({
@@ -124,6 +125,7 @@ async function createTasksModule(
         env: context.env,
         logger: context.logger,
         adapters: backends.adapters,
+        fingerprints: context.fingerprints,
         // A remote worker's tools read vault secrets through the router that
         // placed the turn; the vaults live in the adapters service.
         vaultAccess: vaultAccessThrough(context.clients),
@@ -138,6 +140,7 @@ async function createTasksModule(
   // Replay tasks run from their source's recording, never calling providers or tools again.
   executor = createReplayExecutor(executor, {
     load: (taskId) => store.getReplay(taskId),
+    fingerprints: context.fingerprints,
     ...(replayTools ? { harnessTools: replayTools } : {}),
   });
   const runner = new TurnRunner({
@@ -170,6 +173,7 @@ async function createTasksModule(
     owner,
     cancelGraceMs: config.TRELLIS_TASKS_CANCEL_GRACE,
     watchThroughLog: context.mode === "distributed",
+    fingerprints: context.fingerprints,
   };
   return {
     routes(router) {

@@ -383,12 +383,31 @@ export function describeReplay(name: string, startHost: StartHost): void {
         await expectReason(c.tasks.replayTask({ taskId: "task_missing" }), "resource_not_found");
       });
 
-      it("keeps secret override values out of the task and its events, and reports unused overrides", async () => {
+      it("keeps secret override values and their plain hashes out of the task and its events, and reports unused overrides", async () => {
         const secret = "sk-live-DO-NOT-LEAK-4711";
+        // A declared sha256 of a secret is checked, but a mismatch does not echo the value's hash.
+        const wrong = await expectReason(
+          c.tasks.replayTask({
+            taskId: source.id,
+            mode: ReplayMode.WITH_OVERRIDES,
+            overrides: {
+              "secret:api_key": {
+                value: fromJson(ValueSchema, secret),
+                sha256: `sha256:${"0".repeat(64)}`,
+              },
+            },
+          }),
+          "invalid_request",
+        );
+        expect(errorDetailOf(wrong)?.param).toBe("overrides.secret:api_key.sha256");
+        expect(wrong.rawMessage).not.toContain(sha256(secret));
+        // The caller knows its own value: the right plain hash is accepted (and not kept).
         const { task } = await c.tasks.replayTask({
           taskId: source.id,
           mode: ReplayMode.WITH_OVERRIDES,
-          overrides: { "secret:api_key": { value: fromJson(ValueSchema, secret) } },
+          overrides: {
+            "secret:api_key": { value: fromJson(ValueSchema, secret), sha256: sha256(secret) },
+          },
         });
         const done = (await settle(task?.id as string)).task;
         expect(done.status).toBe(TaskStatus.COMPLETED);
@@ -399,15 +418,21 @@ export function describeReplay(name: string, startHost: StartHost): void {
         });
         expect(JSON.stringify(toJson(TaskSchema, done))).not.toContain(secret);
         const events = await eventsOf(done.id, (e) => e.some((x) => x.kind === "task.completed"));
+        const plain = sha256(secret).slice("sha256:".length);
         for (const event of events) {
-          expect(JSON.stringify(toJson(EventSchema, event))).not.toContain(secret);
+          const json = JSON.stringify(toJson(EventSchema, event));
+          expect(json).not.toContain(secret);
+          expect(json).not.toContain(plain);
         }
+        expect(JSON.stringify(toJson(TaskSchema, done))).not.toContain(plain);
+        // The override is named by the deployment's keyed fingerprint, never a plain hash.
         expect(dataOf(events.find((e) => e.kind === "replay.started"))).toMatchObject({
           overrides: [
             {
               override_key: "secret:api_key",
               kind: "secret_value",
-              sha256: sha256(secret),
+              sha256: null,
+              fingerprint: expect.stringMatching(/^hmac-sha256:[0-9a-f]{64}$/),
               visibility: "receipt_only",
             },
           ],

@@ -4,10 +4,16 @@
  *
  * Each read is recorded on the call's tool message: a time reading as
  * `time:<label>` → `{kind: "time", label, value, tool_call_id}`, a secret as
- * `secret:<name>` → `{kind: "secret_value", name, set, sha256, tool_call_id}`
- * — its hash, never its value. A replay gives the same readings again, or its
- * `time:` / `secret:` overrides (the tasks service's replay executor supplies
- * its own {@link HarnessEnvironment}).
+ * `secret:<name>` → `{kind: "secret_value", name, set, fingerprint,
+ * tool_call_id}` — never its value, and never a plain hash of it (a
+ * low-entropy secret would be brute-forced from one): `fingerprint` is the
+ * deployment's keyed `hmac-sha256:<hex>` of the value, from the environment
+ * ({@link HarnessEnvironment.fingerprint}, in-process) or from whoever granted
+ * the vault secret (a remote worker holds no key: its router sends each
+ * granted secret's fingerprint), else null. Records written before
+ * fingerprints carry `sha256` instead; readers accept both. A replay gives the
+ * same readings again, or its `time:` / `secret:` overrides (the tasks
+ * service's replay executor supplies its own {@link HarnessEnvironment}).
  *
  * Vault secrets: a name `<vault_id>/<secret name>` is read from the vaults
  * of the task's workspace (and tenant-global ones) whose access policy lists
@@ -22,6 +28,7 @@
 import { createHash } from "node:crypto";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ExecutionRequest, VaultGrant } from "@trellis/adapter-sdk";
+import type { SecretFingerprint } from "@trellis/runtime";
 
 /** Which tool call a clock or secret read belongs to. */
 export interface EnvironmentCall {
@@ -44,6 +51,11 @@ export interface SecretSource {
    *   policy does not allow the agent.
    */
   read(name: string): string;
+  /**
+   * The fingerprint the grantor vouched for with `<vault_id>/<name>`'s value
+   * (a remote worker's router), undefined when it sent none.
+   */
+  fingerprint?(name: string): SecretFingerprint | undefined;
 }
 
 /** Why a tool could not read a vault secret; names the secret, never a value. */
@@ -69,6 +81,12 @@ export interface HarnessEnvironment {
    * access policy (default: none; such names then go to {@link secret}).
    */
   vaultSecrets?(scope: SecretScope): Promise<SecretSource>;
+  /**
+   * The deployment's keyed fingerprint of a secret value (default: none; a
+   * secret read is then recorded with a null fingerprint unless its vault
+   * grant carried one).
+   */
+  fingerprint?(value: string): SecretFingerprint;
 }
 
 /** Why the vault secrets of a tool call could not be loaded (the turn fails, retryably). */
@@ -135,6 +153,11 @@ export function vaultSource(
       }
       return value;
     },
+    fingerprint(name) {
+      const slash = name.indexOf("/");
+      const vault = vaults.get(name.slice(0, slash));
+      return vault?.allowed ? vault.fingerprints?.get(name.slice(slash + 1)) : undefined;
+    },
   };
 }
 
@@ -182,22 +205,24 @@ export class CallReads {
     return value;
   }
 
-  /** `ToolContext.secret`: the value for the tool, only its hash in the record. */
+  /** `ToolContext.secret`: the value for the tool, only its keyed fingerprint in the record. */
   secret(name: string): string | undefined {
     if (!READ_NAME.test(name)) {
       throw new Error(`secret name ${JSON.stringify(name)} must match ${READ_NAME}`);
     }
     let value: string | undefined;
+    let vouched: SecretFingerprint | undefined;
     if (this.vault && isVaultSecretName(name)) {
       try {
         value = this.vault.read(name);
+        vouched = this.vault.fingerprint?.(name);
       } catch (error) {
         if (error instanceof SecretAccessError) {
           this.records[`secret:${name}`] = {
             kind: "secret_value",
             name,
             set: false,
-            sha256: null,
+            fingerprint: null,
             denied: error.code,
             tool_call_id: this.call.toolCallId,
           };
@@ -211,7 +236,8 @@ export class CallReads {
       kind: "secret_value",
       name,
       set: value !== undefined,
-      sha256: value === undefined ? null : textSha256(value),
+      fingerprint:
+        value === undefined ? null : (vouched ?? this.environment.fingerprint?.(value) ?? null),
       tool_call_id: this.call.toolCallId,
     };
     return value;

@@ -51,7 +51,12 @@ import {
   WorkerReportSchema,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
-import { type HeaderRecord, injectTraceHeaders, type Logger } from "@trellis/runtime";
+import {
+  type HeaderRecord,
+  injectTraceHeaders,
+  type Logger,
+  type SecretFingerprints,
+} from "@trellis/runtime";
 import { announcementFromProto } from "./announcement.js";
 import type { BackendRegistry, WorkerEntry } from "./registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "./router.js";
@@ -79,6 +84,13 @@ export interface JetStreamDispatcherOptions {
    * policy), for the workers running its executions; absent: none.
    */
   vaultAccess?: VaultAccessLoader;
+  /**
+   * The deployment's secret fingerprints: each secret granted to a worker
+   * goes with its fingerprint (`VaultGrant.fingerprints`), which the worker's
+   * harness records, since it holds no key. Absent: none sent (the worker
+   * records such reads with a null fingerprint).
+   */
+  fingerprints?: SecretFingerprints;
   logger?: Logger;
 }
 
@@ -87,6 +99,27 @@ export type VaultAccessLoader = (
   workspaceId: string,
   agentId: string,
 ) => Promise<ReadonlyMap<string, VaultGrant>>;
+
+/** The grants with each allowed secret's fingerprint (as given without fingerprints). */
+export function withFingerprints(
+  vaults: ReadonlyMap<string, VaultGrant>,
+  fingerprints: SecretFingerprints | undefined,
+): ReadonlyMap<string, VaultGrant> {
+  if (!fingerprints) return vaults;
+  return new Map(
+    [...vaults].map(([vaultId, grant]): [string, VaultGrant] => [
+      vaultId,
+      grant.allowed
+        ? {
+            ...grant,
+            fingerprints: new Map(
+              [...grant.secrets].map(([name, value]) => [name, fingerprints.of(value)]),
+            ),
+          }
+        : grant,
+    ]),
+  );
+}
 
 function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
   const entries = Object.entries(record);
@@ -134,6 +167,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   readonly #unlisten: () => void;
   readonly #storage: "file" | "memory" | undefined;
   readonly #vaultAccess: VaultAccessLoader | undefined;
+  readonly #fingerprints: SecretFingerprints | undefined;
   #stream: Promise<void> | undefined;
   #closed = false;
 
@@ -152,6 +186,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     this.#logger = options.logger;
     this.#storage = options.storage;
     this.#vaultAccess = options.vaultAccess;
+    this.#fingerprints = options.fingerprints;
     this.#unlisten = this.#registry.onWorkerLost((worker) => this.#workerLost(worker));
     this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
     this.#sweep.unref();
@@ -354,7 +389,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       return;
     }
     this.#vaultAccess(workspaceId, agent.id).then(
-      (vaults) => answer({ vaults: vaultGrantsToProto(vaults) }),
+      (vaults) =>
+        answer({ vaults: vaultGrantsToProto(withFingerprints(vaults, this.#fingerprints)) }),
       (error: unknown) => {
         this.#logger?.warn("reading vault secrets for a worker failed", {
           execution_id: request.executionId,

@@ -11,7 +11,7 @@ import type { NatsConnection } from "@nats-io/transport-node";
 import type { ExecutionAdapter, ExecutionResult } from "@trellis/adapter-sdk";
 import { WorkerRegistrationSchema } from "@trellis/contracts/adapters";
 import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
-import { type Logger, TrellisError } from "@trellis/runtime";
+import { type Logger, type SecretFingerprints, TrellisError } from "@trellis/runtime";
 import { loadAdaptersConfig } from "../config.js";
 import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
 import { announcementToProto } from "./announcement.js";
@@ -38,6 +38,8 @@ export interface RoutedExecutorOptions {
   connection?: NatsConnection;
   /** The vault access of agents, for remote workers' tools (see JetStreamDispatcherOptions). */
   vaultAccess?: VaultAccessLoader;
+  /** The deployment's secret fingerprints, sent with granted secrets (see JetStreamDispatcherOptions). */
+  fingerprints?: SecretFingerprints;
 }
 
 /** A router with its lifecycle. */
@@ -129,6 +131,7 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
         unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
         maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
         ...(options.vaultAccess ? { vaultAccess: options.vaultAccess } : {}),
+        ...(options.fingerprints ? { fingerprints: options.fingerprints } : {}),
         ...(options.logger ? { logger: options.logger } : {}),
       });
       late.target = dispatcher;

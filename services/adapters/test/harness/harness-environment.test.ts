@@ -2,12 +2,17 @@
  * What the harness records for receipts and replays besides model calls:
  * each tool message's output hash, and the clock and secret reads a tool
  * makes through its context (`time:<label>` with the reading, `secret:<name>`
- * with a hash only — the secret's value appears nowhere in the messages or
- * the events).
+ * with the deployment's keyed fingerprint only — the secret's value and its
+ * plain hash appear nowhere in the messages or the events). A remote
+ * worker's harness, which holds no key, records the fingerprint its router
+ * sent with a vault secret, and null for any other secret.
  */
-import { createHash } from "node:crypto";
-import type { JsonObject } from "@bufbuild/protobuf";
+import { createHash, randomBytes } from "node:crypto";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { vaultGrantsFromProto } from "@trellis/adapter-sdk";
+import { SecretsResponseSchema } from "@trellis/contracts/adapters";
 import type { Message } from "@trellis/contracts/core";
+import { SecretFingerprints } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createHarnessAdapter,
@@ -25,6 +30,12 @@ import {
 
 const SECRET = "wx-key-0123456789abcdef-do-not-leak";
 const AT = new Date("2026-11-22T09:30:00.000Z");
+const fingerprints = new SecretFingerprints(randomBytes(32));
+
+/** The JSON of messages and events (bigints as strings). */
+function jsonOf(value: unknown): string {
+  return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v));
+}
 
 let server: RecordedServer;
 beforeAll(async () => {
@@ -39,7 +50,7 @@ function metadataOf(message: Message | undefined): JsonObject {
 }
 
 describe("harness environment reads and output hashes", () => {
-  it("records time:<label> readings and secret:<name> hashes of a tool call, never the secret", async () => {
+  it("records time:<label> readings and secret:<name> fingerprints of a tool call, never the secret or its plain hash", async () => {
     const reads: { label?: string; name?: string; call: EnvironmentCall }[] = [];
     const weather: HarnessTool = {
       name: "get_weather",
@@ -72,6 +83,7 @@ describe("harness environment reads and output hashes", () => {
           reads.push({ name, call });
           return name === "WEATHER_API_KEY" ? SECRET : undefined;
         },
+        fingerprint: (value) => fingerprints.of(value),
       },
     });
     server.enqueue(
@@ -122,23 +134,84 @@ describe("harness environment reads and output hashes", () => {
       kind: "secret_value",
       name: "WEATHER_API_KEY",
       set: true,
-      sha256: textSha256(SECRET),
+      fingerprint: fingerprints.of(SECRET),
       tool_call_id: callId,
     });
+    expect(fingerprints.of(SECRET)).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
     expect(metadata["secret:NOT_CONFIGURED"]).toEqual({
       kind: "secret_value",
       name: "NOT_CONFIGURED",
       set: false,
-      sha256: null,
+      fingerprint: null,
       tool_call_id: callId,
     });
-    // The value never leaves the tool: not in the messages, not in the events.
-    expect(
-      JSON.stringify(result.messages, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
-    ).not.toContain(SECRET);
-    expect(
-      JSON.stringify(events, (_k, v) => (typeof v === "bigint" ? String(v) : v)),
-    ).not.toContain(SECRET);
+    // The value never leaves the tool, nor its plain hash: not in the messages, not in the events.
+    const plain = textSha256(SECRET).slice("sha256:".length);
+    for (const text of [jsonOf(result.messages), jsonOf(events)]) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(plain);
+    }
+  });
+
+  it("without a key (a remote worker) records the fingerprint the vault grant carried, else none", async () => {
+    const vouched = fingerprints.of(SECRET);
+    const weather: HarnessTool = {
+      name: "get_weather",
+      description: "The current weather of a city.",
+      inputSchema: { type: "object", properties: { city: { type: "string" } } },
+      run: (_input, context) => ({
+        granted: context.secret("vlt_w/KEY") === SECRET,
+        unvouched: context.secret("vlt_w/OTHER") === SECRET,
+        local: context.secret("LOCAL_KEY") === SECRET,
+      }),
+    };
+    // As a worker's harness: secrets from its own environment, vaults from the host, no key.
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: [weather],
+      environment: { secret: (name) => (name === "LOCAL_KEY" ? SECRET : undefined) },
+    });
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const { request, events } = turnRequest(
+      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+      "What's the weather in Paris?",
+      { taskId: "task_env_worker" },
+    );
+    request.vaultSecrets = async () =>
+      new Map([
+        [
+          "vlt_w",
+          {
+            allowed: true,
+            secrets: new Map([
+              ["KEY", SECRET],
+              ["OTHER", SECRET],
+            ]),
+            fingerprints: new Map([["KEY", vouched]]),
+          },
+        ],
+      ]);
+    const result = await adapter.execute(request);
+    expect(result.status).toBe("completed");
+    const tool = result.messages[1];
+    const content = tool?.parts[0]?.kind.case === "text" ? tool.parts[0].kind.value.text : "";
+    expect(JSON.parse(content)).toEqual({ granted: true, unvouched: true, local: true });
+    const metadata = metadataOf(tool);
+    expect(metadata["secret:vlt_w/KEY"]).toMatchObject({ set: true, fingerprint: vouched });
+    expect(metadata["secret:vlt_w/OTHER"]).toMatchObject({ set: true, fingerprint: null });
+    expect(metadata["secret:LOCAL_KEY"]).toMatchObject({ set: true, fingerprint: null });
+    for (const key of ["secret:vlt_w/KEY", "secret:vlt_w/OTHER", "secret:LOCAL_KEY"]) {
+      expect(metadata[key]).not.toHaveProperty("sha256");
+    }
+    const plain = textSha256(SECRET).slice("sha256:".length);
+    for (const text of [jsonOf(result.messages), jsonOf(events)]) {
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(plain);
+    }
   });
 
   it("loads the vault secrets once per turn, at its first tool call", async () => {
@@ -175,6 +248,45 @@ describe("harness environment reads and output hashes", () => {
     expect(result.status).toBe("completed");
     expect(result.messages.filter((m) => m.toolCallId !== "")).toHaveLength(2);
     expect(loads).toHaveLength(1);
+  });
+
+  it("fails the turn retryably (vault_unavailable) when the router's grant has a malformed fingerprint", async () => {
+    const weather: HarnessTool = {
+      name: "get_weather",
+      description: "The current weather of a city.",
+      inputSchema: { type: "object" },
+      run: (_input, context) => context.secret("vlt_w/KEY") ?? "unset",
+    };
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: [weather],
+    });
+    server.enqueue(OPENAI_CHAT, fixture("openai/chat-weather-tool-call.http"));
+    const { request } = turnRequest(
+      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+      "What's the weather in Paris?",
+      { taskId: "task_env_bad_fingerprint" },
+    );
+    // What a worker makes of a SecretsResponse whose fingerprint is a plain hash.
+    const response = create(SecretsResponseSchema, {
+      vaults: [
+        {
+          vaultId: "vlt_w",
+          allowed: true,
+          secrets: { KEY: SECRET },
+          fingerprints: { KEY: textSha256(SECRET) },
+        },
+      ],
+    });
+    request.vaultSecrets = async () => vaultGrantsFromProto(response.vaults);
+    const result = await adapter.execute(request);
+    expect(result).toMatchObject({
+      status: "failed",
+      category: "vault_unavailable",
+      retryable: true,
+    });
+    expect(result.status === "failed" && result.message).toContain('vaults[0].fingerprints["KEY"]');
+    expect(jsonOf(result)).not.toContain(SECRET);
   });
 
   it("reads the wall clock and no secrets without an environment; bad labels fail the call, not the turn", async () => {

@@ -14,8 +14,15 @@
  *
  * Folded, they give a {@link ReplaySummary}; the builder turns it into
  * replay materials, a determinism class and receipt deltas. Pure: no I/O.
+ *
+ * A `secret:` override carries no hash of its value, only the deployment's
+ * keyed fingerprint (`hmac-sha256:`): its delta has null `before_sha256` /
+ * `after_sha256` (the schema's `receiptDelta` admits only `sha256:` digests
+ * and no other field), and its replay material names the fingerprint in
+ * `metadata.fingerprint`.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { isSecretFingerprint, type SecretFingerprint } from "@trellis/runtime";
 import type { ReceiptDelta, ReplayMaterial, ReplayMaterialKind, Sha256 } from "./receipt.js";
 
 type JsonObject = { [key: string]: JsonValue };
@@ -25,6 +32,8 @@ export interface ReplayOverrideFact {
   key: string;
   kind: string;
   sha256?: Sha256;
+  /** A `secret:` override: the keyed fingerprint of its value (it has no `sha256`). */
+  fingerprint?: SecretFingerprint;
   visibility?: string;
 }
 
@@ -39,6 +48,10 @@ export interface ReplayDeltaFact {
   material?: string;
   before: Sha256 | null;
   after: Sha256 | null;
+  /** A `secret:` override: the source's recorded fingerprint, if any. */
+  beforeFingerprint?: SecretFingerprint;
+  /** A `secret:` override: its value's fingerprint. */
+  afterFingerprint?: SecretFingerprint;
   reason?: string;
 }
 
@@ -106,6 +119,16 @@ function hashOrNull(value: JsonValue | undefined): Sha256 | null {
   return typeof value === "string" && SHA256.test(value) ? (value as Sha256) : null;
 }
 
+/** `{[key]: value}` when `value` is a well-formed fingerprint, else nothing. */
+function fingerprintField<K extends string>(
+  key: K,
+  value: JsonValue | undefined,
+): { [P in K]?: SecretFingerprint } {
+  return (isSecretFingerprint(value) ? { [key]: value } : {}) as {
+    [P in K]?: SecretFingerprint;
+  };
+}
+
 function optional<K extends string>(key: K, value: string): { [P in K]?: string } {
   return (value ? { [key]: value } : {}) as { [P in K]?: string };
 }
@@ -125,6 +148,8 @@ function deltaFact(
     ...optional("material", text(data, "material")),
     before: hashOrNull(data.before_sha256),
     after: hashOrNull(data.after_sha256),
+    ...fingerprintField("beforeFingerprint", data.before_fingerprint),
+    ...fingerprintField("afterFingerprint", data.after_fingerprint),
     ...optional("reason", clean(text(data, "reason"), "/deltas/reason")),
   };
 }
@@ -156,6 +181,7 @@ export function replayFactOfData(
         key,
         kind: text(entry, "kind") || "unknown",
         ...(sha ? { sha256: sha } : {}),
+        ...fingerprintField("fingerprint", entry.fingerprint),
         ...optional("visibility", text(entry, "visibility")),
       });
     }
@@ -286,7 +312,8 @@ export function foldReplay(facts: readonly (ReplayFact | undefined)[]): ReplaySu
 export function receiptDeltas(replay: ReplaySummary): ReceiptDelta[] {
   return replay.deltas.map((d) => ({
     delta_id: d.deltaId,
-    operation: d.before === null ? "add" : "replace",
+    // A secret replaced a recorded read when the source had its fingerprint.
+    operation: d.before === null && d.beforeFingerprint === undefined ? "add" : "replace",
     path: d.material || `overrides.${d.overrideKey}`,
     override_key: d.overrideKey,
     ...(d.eventId ? { event_id: d.eventId } : {}),
@@ -341,6 +368,7 @@ export function replayMaterials(
         role: "replay_override",
         override_key: override.key,
         override_kind: override.kind,
+        ...(override.fingerprint ? { fingerprint: override.fingerprint } : {}),
         ...(override.visibility ? { visibility: override.visibility } : {}),
       },
     });

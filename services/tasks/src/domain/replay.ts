@@ -16,12 +16,20 @@
  * Every message a replay produces carries `metadata.replay` (a
  * {@link ReplayMarker}); one produced by an override also carries the
  * override's before / after hashes — the receipt delta.
+ *
+ * Secret material is never hashed plainly (a low-entropy secret would be
+ * brute-forced from its SHA-256): a `secret:` override keeps and shows the
+ * deployment's keyed fingerprint of its value (`hmac-sha256:<hex>`,
+ * `fingerprint` / `before_fingerprint` / `after_fingerprint`), and its
+ * `sha256` / `before_sha256` / `after_sha256` stay null — the Harn receipt
+ * schema allows only `sha256:` digests there. A caller may still declare the
+ * plain `sha256` of its own override value to have it checked.
  */
 import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Message, Role } from "@trellis/contracts/core";
 import { ReplayMode } from "@trellis/contracts/tasks";
-import { TrellisError } from "@trellis/runtime";
+import { type SecretFingerprint, TrellisError } from "@trellis/runtime";
 import { canonicalize } from "json-canonicalize";
 import { ERROR_DOMAIN, invalidRequest } from "./errors.js";
 
@@ -93,8 +101,14 @@ export interface StoredOverride {
   target: string;
   kind: string;
   value: JsonValue;
-  /** `sha256:<hex>` of the value's RFC 8785 form. */
-  sha256: string;
+  /**
+   * `sha256:<hex>` of the value's RFC 8785 form — not for the `secret`
+   * family (overrides stored before fingerprints may still have one there;
+   * it is never shown).
+   */
+  sha256?: string;
+  /** `secret` family: the deployment's keyed fingerprint of the value, instead of a hash. */
+  fingerprint?: SecretFingerprint;
   visibility: OverrideVisibility;
   eventId: string;
   reason: string;
@@ -134,8 +148,17 @@ export function sha256Of(value: JsonValue): string {
   return `sha256:${createHash("sha256").update(canonicalize(value), "utf8").digest("hex")}`;
 }
 
-/** Checks a caller-declared hash of override material. */
-export function checkDeclaredHash(key: string, declared: string, actual: string): void {
+/**
+ * Checks a caller-declared hash of override material. For a secret
+ * (`secret` true) a mismatch does not echo the value's hash (errors are
+ * logged and shown; the caller can hash its own value).
+ */
+export function checkDeclaredHash(
+  key: string,
+  declared: string,
+  actual: string,
+  secret = false,
+): void {
   if (declared === "" || declared === actual) return;
   if (!/^sha256:[0-9a-f]{64}$/.test(declared)) {
     throw invalidRequest(
@@ -144,7 +167,9 @@ export function checkDeclaredHash(key: string, declared: string, actual: string)
     );
   }
   throw invalidRequest(
-    `override ${key}: sha256 ${declared} does not match the value (its RFC 8785 form hashes to ${actual})`,
+    secret
+      ? `override ${key}: sha256 ${declared} does not match the SHA-256 of the value's RFC 8785 form`
+      : `override ${key}: sha256 ${declared} does not match the value (its RFC 8785 form hashes to ${actual})`,
     `overrides.${key}.sha256`,
   );
 }
@@ -266,13 +291,20 @@ export interface ReplayMarker {
   more_overrides?: { override_key: string; receipt_delta_id: string; override: MarkerOverride }[];
 }
 
-/** An override applied to a replayed message, as its marker records it. */
+/**
+ * An override applied to a replayed message, as its marker records it.
+ * A `secret:` override has null `*_sha256` and its fingerprints in
+ * `*_fingerprint` (`before_sha256` is the source's recorded hash only when
+ * the source predates fingerprints).
+ */
 export interface MarkerOverride {
   kind: string;
   /** The material path the override replaced, e.g. `metadata.llm:main:1.response`. */
   material: string;
   before_sha256: string | null;
-  after_sha256: string;
+  after_sha256: string | null;
+  before_fingerprint?: SecretFingerprint | null;
+  after_fingerprint?: SecretFingerprint;
   visibility: OverrideVisibility;
   reason: string;
 }
@@ -302,7 +334,10 @@ export interface ReplayDelta {
   original_event_id: string | null;
   material: string;
   before_sha256: string | null;
-  after_sha256: string;
+  after_sha256: string | null;
+  /** Set for a `secret:` override (see {@link MarkerOverride}). */
+  before_fingerprint?: SecretFingerprint | null;
+  after_fingerprint?: SecretFingerprint;
   reason: string;
 }
 
@@ -329,6 +364,12 @@ export function deltasOf(messages: readonly Message[]): ReplayDelta[] {
         material: a.override.material,
         before_sha256: a.override.before_sha256,
         after_sha256: a.override.after_sha256,
+        ...(a.override.after_fingerprint
+          ? {
+              before_fingerprint: a.override.before_fingerprint ?? null,
+              after_fingerprint: a.override.after_fingerprint,
+            }
+          : {}),
         reason: a.override.reason,
       });
     }

@@ -8,7 +8,7 @@ import type { HandlerContext } from "@connectrpc/connect";
 import type { AgentExecutor } from "@trellis/adapters";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
 import { callerOf } from "@trellis/platform";
-import type { Logger } from "@trellis/runtime";
+import type { Logger, SecretFingerprints } from "@trellis/runtime";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import type { Idempotency, PageRequest, TaskStore, WriteContext } from "../store/task-store.js";
 import type { TaskWatchers } from "../worker/task-watchers.js";
@@ -32,6 +32,8 @@ export interface HandlerDeps {
    * another replica may run the task); in-process notifications cover the rest.
    */
   watchThroughLog: boolean;
+  /** The deployment's secret fingerprints (replay: `secret:` overrides). */
+  fingerprints: SecretFingerprints;
 }
 
 /** The caller's workspace, or undefined for an internal (trusted) call. */

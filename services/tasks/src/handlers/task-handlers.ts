@@ -90,7 +90,12 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       const idempotency = idempotencyOf(ReplayTaskRequestSchema, request, request.idempotencyKey);
       // Checked and planned before anything is written: a replay that could
       // not proceed fails here, naming what is missing.
-      const replay = await planReplay({ store, eventLog }, request, scope, idempotency);
+      const replay = await planReplay(
+        { store, eventLog, fingerprints: deps.fingerprints },
+        request,
+        scope,
+        idempotency,
+      );
       const result = await store.createReplay(replay, writeContext(context), owner);
       runner.dispatch(result.claim);
       return { task: result.task, session: result.session, replayed: result.replayed };

@@ -16,7 +16,8 @@
  *   real tool only when it is `deterministic` and a `time:<label>` /
  *   `secret:<name>` override replaces a read its source call made: it then
  *   runs again with the override (other clock reads from the recording; a
- *   secret only from an override, since only its hash was recorded);
+ *   secret only from an override, since only its fingerprint — or, before
+ *   fingerprints, its hash — was recorded);
  * - `recorded` (any other backend): the recorded output is served as it was.
  *
  * A suspension the source was resumed from is resumed at once with the
@@ -25,7 +26,8 @@
  * (`replay_dependency_unavailable`), naming the first missing record — never
  * a hang, never a live call. Every message it produces carries the replay
  * marker in `metadata.replay`; one produced by an override also the override's
- * before / after hashes (the receipt delta).
+ * before / after hashes (the receipt delta) — for a `secret:` override its
+ * before / after keyed fingerprints instead, never a plain hash of the value.
  *
  * Tasks that are no replay pass straight through.
  */
@@ -44,6 +46,11 @@ import {
   unwrapCheckpoint,
 } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+import {
+  isSecretFingerprint,
+  type SecretFingerprint,
+  type SecretFingerprints,
+} from "@trellis/runtime";
 import {
   markerFor,
   type PlannedMessage,
@@ -67,6 +74,11 @@ export interface ReplayExecutorOptions {
    * accepts any object.
    */
   harnessTools?: readonly HarnessTool[];
+  /**
+   * The deployment's secret fingerprints: a re-run tool's secret reads are
+   * recorded with them, as the harness records them in a live run.
+   */
+  fingerprints: SecretFingerprints;
 }
 
 /** Wraps `inner` so that replay tasks run from their recording. */
@@ -85,7 +97,13 @@ export function createReplayExecutor(
       else delete clean.metadata;
       const record = await options.load(request.taskId);
       if (!record) return inner.execute(clean);
-      return new ReplayRun(record, clean, inner, options.harnessTools ?? []).run();
+      return new ReplayRun(
+        record,
+        clean,
+        inner,
+        options.harnessTools ?? [],
+        options.fingerprints,
+      ).run();
     },
   };
 }
@@ -106,6 +124,8 @@ interface Applied {
   override: StoredOverride;
   material: string;
   before: string | null;
+  /** A `secret:` override: the source's recorded fingerprint (null: none recorded). */
+  beforeFingerprint?: SecretFingerprint | null;
 }
 
 function isObject(value: unknown): value is JsonObject {
@@ -147,6 +167,7 @@ class ReplayRun {
     readonly request: ExecutionRequest,
     readonly inner: AgentExecutor,
     readonly harnessTools: readonly HarnessTool[],
+    readonly fingerprints: SecretFingerprints,
   ) {
     this.#plan = record.plan;
     this.#source = record.sourceOutput.map((message, i) => ({
@@ -254,7 +275,15 @@ class ReplayRun {
         kind: a.override.kind,
         material: a.material,
         before_sha256: a.before,
-        after_sha256: a.override.sha256,
+        ...(a.override.family === "secret"
+          ? {
+              // Never the value's plain hash (an override stored before
+              // fingerprints has one; it is not shown).
+              after_sha256: null,
+              before_fingerprint: a.beforeFingerprint ?? null,
+              after_fingerprint: this.#fingerprintOf(a.override),
+            }
+          : { after_sha256: a.override.sha256 ?? null }),
         visibility: a.override.visibility,
         reason: a.override.reason,
       },
@@ -266,6 +295,11 @@ class ReplayRun {
       ...(message.metadata ?? {}),
       [REPLAY_KEY]: marker as unknown as JsonValue,
     };
+  }
+
+  /** A `secret:` override's fingerprint (made now for one stored before fingerprints). */
+  #fingerprintOf(override: StoredOverride): SecretFingerprint {
+    return override.fingerprint ?? this.fingerprints.of(String(override.value));
   }
 
   /** The next unmatched source message (from the cursor) with the same content. */
@@ -364,6 +398,7 @@ class ReplayRun {
       environment: {
         now: (label, call) => this.#time(label, call.toolCallId),
         secret: (name, call) => this.#secret(name, call.toolCallId),
+        fingerprint: (value) => this.fingerprints.of(value),
       },
     });
     if (request.signal.aborted) this.#abort.abort(request.signal.reason);
@@ -515,26 +550,30 @@ class ReplayRun {
 
   /**
    * A secret read of a re-run tool: only an override can give it (the source
-   * recorded its hash, never its value).
+   * recorded its keyed fingerprint — or, recorded before fingerprints, its
+   * hash — never its value).
    */
   #secret(name: string, toolCallId: string): string | undefined {
     const key = `secret:${name}`;
     const recorded = this.#readRecord(toolCallId, key);
     const override = this.record.overrides[key];
     if (override) {
-      const before = recorded?.sha256;
+      const fingerprint = isSecretFingerprint(recorded?.fingerprint) ? recorded.fingerprint : null;
+      // A record from before fingerprints: its hash, as the source shows it.
+      const legacy = !fingerprint && typeof recorded?.sha256 === "string" ? recorded.sha256 : null;
       this.#applied.set(key, {
         key,
         override,
-        material: `metadata.${key}.sha256`,
-        before: typeof before === "string" ? before : null,
+        material: `metadata.${key}.${legacy ? "sha256" : "fingerprint"}`,
+        before: legacy,
+        beforeFingerprint: fingerprint,
       });
       return override.value as string;
     }
     if (recorded?.set === false) return undefined;
     throw this.#fail(
       key,
-      `secret ${name} read by tool call ${toolCallId} was recorded as a hash only; replay it with a secret:${name} override`,
+      `secret ${name} read by tool call ${toolCallId} was recorded as a digest only; replay it with a secret:${name} override`,
     );
   }
 

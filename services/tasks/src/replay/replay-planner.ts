@@ -18,7 +18,7 @@ import {
 } from "@trellis/contracts/core";
 import type { ReplayOverride, ReplayTaskRequest } from "@trellis/contracts/tasks";
 import type { EventLog } from "@trellis/eventlog";
-import { isTrellisError } from "@trellis/runtime";
+import { isTrellisError, type SecretFingerprints } from "@trellis/runtime";
 import { DETERMINISTIC_BACKENDS } from "../domain/defaults.js";
 import { conflict, invalidRequest } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
@@ -51,6 +51,8 @@ export interface ReplayPlannerDeps {
   eventLog: EventLog;
   /** How long to wait for the source's last events to reach the log (relay lag). */
   eventWaitMs?: number;
+  /** The deployment's secret fingerprints: what a `secret:` override keeps instead of a hash. */
+  fingerprints: SecretFingerprints;
 }
 
 const VISIBILITY: Partial<Record<Visibility, OverrideVisibility>> = {
@@ -409,14 +411,18 @@ async function readOverrides(
     if (family === "secret" && typeof value !== "string") {
       throw invalidRequest(`override ${key}: a secret is a string`, `overrides.${key}.value`);
     }
+    // The caller may declare the plain hash of its own value; a secret's is
+    // only checked, never kept (the fingerprint is).
     const sha256 = sha256Of(value);
-    checkDeclaredHash(key, override.sha256, sha256);
+    checkDeclaredHash(key, override.sha256, sha256, family === "secret");
     out[key] = {
       family,
       target: override.target || target,
       kind,
       value,
-      sha256,
+      ...(family === "secret" && typeof value === "string"
+        ? { fingerprint: deps.fingerprints.of(value) }
+        : { sha256 }),
       visibility: VISIBILITY[override.visibility] ?? "receipt_only",
       eventId: override.eventId,
       reason: override.reason || request.reason,

@@ -2271,7 +2271,8 @@ export class PostgresTaskStore implements TaskStore {
       const scope = this.#scopeOf(session, context.actor, input.idempotency?.key);
       this.#emit(tx, taskSubmittedEvent(scope, taskId, agent.id));
       // Harn "replay.started": what is replayed, how, with which substitutions
-      // (keys and hashes only: override values may be secrets).
+      // (keys and hashes only: override values may be secrets; a secret's
+      // only as its keyed fingerprint).
       this.#emit(
         tx,
         dataEvent(scope, "replay.started", { object: "task", id: taskId }, taskId, {
@@ -2286,7 +2287,9 @@ export class PostgresTaskStore implements TaskStore {
           overrides: Object.entries(input.overrides).map(([key, o]) => ({
             override_key: key,
             kind: o.kind,
-            sha256: o.sha256,
+            ...(o.fingerprint
+              ? { sha256: null, fingerprint: o.fingerprint }
+              : { sha256: o.sha256 ?? null }),
             visibility: o.visibility,
           })),
         }),

@@ -179,7 +179,14 @@ class Vault(_message.Message):
     def __init__(self, id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., provider: _Optional[str] = ..., capabilities: _Optional[_Iterable[str]] = ..., allowed_agent_ids: _Optional[_Iterable[str]] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class VaultGrant(_message.Message):
-    __slots__ = ["allowed", "reason", "secrets", "vault_id"]
+    __slots__ = ["allowed", "fingerprints", "reason", "secrets", "vault_id"]
+    class FingerprintsEntry(_message.Message):
+        __slots__ = ["key", "value"]
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     class SecretsEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -188,11 +195,13 @@ class VaultGrant(_message.Message):
         value: str
         def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     ALLOWED_FIELD_NUMBER: _ClassVar[int]
+    FINGERPRINTS_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
     SECRETS_FIELD_NUMBER: _ClassVar[int]
     VAULT_ID_FIELD_NUMBER: _ClassVar[int]
     allowed: bool
+    fingerprints: _containers.ScalarMap[str, str]
     reason: str
     secrets: _containers.ScalarMap[str, str]
     vault_id: str
-    def __init__(self, vault_id: _Optional[str] = ..., allowed: bool = ..., reason: _Optional[str] = ..., secrets: _Optional[_Mapping[str, str]] = ...) -> None: ...
+    def __init__(self, vault_id: _Optional[str] = ..., allowed: bool = ..., reason: _Optional[str] = ..., secrets: _Optional[_Mapping[str, str]] = ..., fingerprints: _Optional[_Mapping[str, str]] = ...) -> None: ...
