@@ -23,9 +23,10 @@ export interface ArchiveRead {
  * `sessionId` of `""` or `NO_SESSION` selects the events outside any session.
  *
  * @example
+ *   // @trellis/storage implements it over an outbox table:
  *   const log = await InProcessEventLog.open({
  *     archive: createOutboxArchive(database, "trellis"),
- *     history: await outboxTail(database, "trellis", 20_000),
+ *     history: await readOutboxTail(database, "trellis", DEFAULT_EVENT_WINDOW),
  *   });
  */
 export interface EventArchive {

@@ -61,7 +61,11 @@ export interface InProcessEventLogOptions {
    * Without it the log keeps everything in memory.
    */
   archive?: EventArchive;
-  /** Events kept in memory when there is an archive (default {@link DEFAULT_EVENT_WINDOW}). */
+  /**
+   * Events kept in memory when there is an archive (default
+   * {@link DEFAULT_EVENT_WINDOW}). Trimming runs once a sixteenth more have
+   * piled up, so the log holds at most `window + window / 16`.
+   */
   window?: number;
 }
 
