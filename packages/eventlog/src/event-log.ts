@@ -30,8 +30,9 @@ export const NO_SESSION = "_";
 
 /**
  * A position in the log. Positions increase strictly in append order across the
- * whole log (JetStream: the stream sequence; in-process: the append index) and
- * are never reused. A cursor is "after this position" or "after this event id".
+ * whole log (JetStream: the stream sequence; in-process: the append index, or
+ * the archive's position, e.g. the outbox row's, gaps included) and are never
+ * reused. A cursor is "after this position" or "after this event id".
  */
 export type Cursor = { afterPosition: bigint } | { afterEventId: string };
 

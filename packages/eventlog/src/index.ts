@@ -32,7 +32,9 @@ export {
   type SignalSubscribeOptions,
   type SubscribeQuery,
 } from "./event-log.js";
+export type { ArchiveRead, EventArchive } from "./in-process/event-archive.js";
 export {
+  DEFAULT_EVENT_WINDOW,
   type EventHistory,
   InProcessEventLog,
   type InProcessEventLogOptions,

@@ -3,10 +3,14 @@
  * WASM, data on disk) and the in-process event log, behind one port.
  *
  * Durability comes from the database: all services append to ONE outbox (schema
- * {@link EMBEDDED_OUTBOX_SCHEMA}); at start the in-process log is rebuilt from
- * it in position order, so positions (and durable consumers' saved positions)
- * are the same as before the restart. Nothing is appended to the in-process
- * log except through that outbox.
+ * {@link EMBEDDED_OUTBOX_SCHEMA}), which is the durable event log. The
+ * in-process log is a window over it: the relay hands it every row with its
+ * outbox position (`appendLogged`), it keeps the newest events in memory and
+ * reads older ones back from the outbox (its archive), and at start it loads
+ * only the newest rows. Positions are therefore the outbox's, gaps included,
+ * and the same before and after a restart, as durable consumers' saved
+ * positions require. Nothing is appended to the in-process log except
+ * through that outbox.
  */
 import { mkdir } from "node:fs/promises";
 import type { DescService } from "@bufbuild/protobuf";
@@ -20,9 +24,9 @@ import {
 import type { PGlite } from "@electric-sql/pglite";
 import {
   type ConsumerPositionStore,
+  DEFAULT_EVENT_WINDOW,
   InProcessEventLog,
   InProcessSignalBus,
-  type LoggedEvent,
 } from "@trellis/eventlog";
 import {
   acceptOrCreateRequestId,
@@ -38,12 +42,13 @@ import {
 } from "@trellis/runtime";
 import {
   createDatabase,
+  createOutboxArchive,
   createOutboxRelay,
   type Database,
   migrate,
   openPGlite,
   outboxMigrations,
-  readOutbox,
+  readOutboxTail,
 } from "@trellis/storage";
 import { sql } from "kysely";
 import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
@@ -83,6 +88,11 @@ export interface EmbeddedOptions {
    * acks of that window. 0 writes every ack before it resolves.
    */
   consumerPositionFlushMs?: number;
+  /**
+   * Events the in-process log keeps in memory (default 20,000); older ones
+   * are read from the outbox when a reader reaches back that far.
+   */
+  eventWindow?: number;
 }
 
 /** A running embedded Trellis. */
@@ -210,19 +220,28 @@ function handedOnOnly(
   };
 }
 
-async function* outboxHistory(db: Database<unknown>): AsyncIterable<LoggedEvent> {
-  let after: bigint | undefined;
-  for (;;) {
-    const page = await readOutbox(db, EMBEDDED_OUTBOX_SCHEMA, {
-      limit: 2000,
-      ...(after === undefined ? {} : { afterPosition: after }),
-    });
-    for (const entry of page) yield { event: entry.event, position: entry.position };
-    const last = page.at(-1);
-    if (!last) return;
-    after = last.position;
-  }
-}
+/**
+ * Indexes for the in-process log's reads of the outbox (events older than its
+ * window): by workspace, and by workspace and session, in position order.
+ */
+const outboxAddressIndexMigration = {
+  "2026_11_22_002_index_outbox_by_address": {
+    async up(db: import("kysely").Kysely<unknown>) {
+      await db.schema
+        .createIndex("outbox_workspace_position_idx")
+        .ifNotExists()
+        .on("outbox")
+        .columns(["workspace_id", "position"])
+        .execute();
+      await db.schema
+        .createIndex("outbox_workspace_session_position_idx")
+        .ifNotExists()
+        .on("outbox")
+        .columns(["workspace_id", "session_id", "position"])
+        .execute();
+    },
+  },
+};
 
 /**
  * Boot every service in one process. Returns once the server listens and every
@@ -243,6 +262,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     migrations: {
       ...outboxMigrations(EMBEDDED_OUTBOX_SCHEMA),
       ...consumerPositionsMigration,
+      ...outboxAddressIndexMigration,
       ...deploymentKeysMigration,
     },
   });
@@ -258,8 +278,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     options.consumerPositionFlushMs ?? 100,
     logger,
   );
+  const window = options.eventWindow ?? DEFAULT_EVENT_WINDOW;
   const eventLog = await InProcessEventLog.open({
-    history: outboxHistory(db),
+    archive: createOutboxArchive(db, EMBEDDED_OUTBOX_SCHEMA),
+    window,
+    // Only the newest rows; the log reads older ones from the outbox when asked.
+    history: await readOutboxTail(db, EMBEDDED_OUTBOX_SCHEMA, window),
     consumerPositions: positions,
   });
   const signals = new InProcessSignalBus();
@@ -269,8 +293,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     eventLog,
     // In one process every commit kicks the relay; polling is only a fallback.
     pollIntervalMs: 500,
-    // The in-process log is rebuilt from this outbox at every start.
+    // The in-process log is rebuilt from this outbox at every start, and
+    // takes each row at its outbox position.
     logRebuiltFromOutbox: true,
+    positionedLog: eventLog,
     // Every writer is in this process and kicks after its commit.
     listen: false,
     onError: (error) =>

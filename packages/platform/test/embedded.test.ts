@@ -3,10 +3,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { EventSchema } from "@trellis/contracts/core";
-import { appendToOutbox } from "@trellis/storage";
+import { appendToOutbox, readOutbox } from "@trellis/storage";
 import { eventually } from "@trellis/testkit";
 import { afterAll, describe, expect, it } from "vitest";
-import { type ServiceContext, type ServiceDefinition, startEmbedded } from "../src/index.js";
+import {
+  EMBEDDED_OUTBOX_SCHEMA,
+  type ServiceContext,
+  type ServiceDefinition,
+  startEmbedded,
+} from "../src/index.js";
 
 /** A tiny service that records events through the outbox, as real services do. */
 function recorder(onContext: (ctx: ServiceContext) => void): ServiceDefinition {
@@ -91,6 +96,74 @@ describe("embedded mode", () => {
         if (resumed.length === 3) break;
       }
       expect(resumed).toEqual(["evt_4", "evt_5", "evt_6"]);
+    } finally {
+      await second.close({ graceMs: 100 });
+    }
+  });
+
+  it("gives events their outbox positions, gaps included, and keeps them with a small window across a restart", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "trellis-embedded-"));
+    dirs.push(dataDir);
+    let ctx: ServiceContext | undefined;
+    const start = () =>
+      startEmbedded({ services: [recorder((c) => (ctx = c))], dataDir, port: 0, eventWindow: 2 });
+    const first = await start();
+    await record(ctx!, ["evt_a", "evt_b"]);
+    // A rolled-back transaction uses up an outbox position.
+    await expect(
+      ctx!.db.kysely.transaction().execute(async (trx) => {
+        await appendToOutbox(trx, ctx!.outboxSchema, [
+          create(EventSchema, {
+            id: "evt_rolled_back",
+            kind: "test.recorded",
+            workspaceId: "default",
+            sessionId: "ses_1",
+            resource: { object: "session", id: "ses_1" },
+          }),
+        ]);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    await record(ctx!, ["evt_c", "evt_d", "evt_e"]);
+    const filter = { workspaceId: "default", sessionId: "ses_1" };
+    const outboxRows = async () =>
+      (await readOutbox(ctx!.db, EMBEDDED_OUTBOX_SCHEMA, { limit: 100 })).map((row) => [
+        row.event.id,
+        row.position,
+      ]);
+    const rows = await outboxRows();
+    expect(rows.map(([id]) => id)).toEqual(["evt_a", "evt_b", "evt_c", "evt_d", "evt_e"]);
+    const logged = await eventually(async () => {
+      const read = await ctx!.eventLog.read({ filter });
+      return read.length === 5 ? read : undefined;
+    });
+    expect(logged.map((e) => [e.event.id, e.position])).toEqual(rows);
+    expect((rows[2]?.[1] as bigint) - (rows[1]?.[1] as bigint)).toBe(2n);
+    let acked = 0;
+    for await (const item of ctx!.eventLog.consume({ name: "windowed-consumer", filter })) {
+      await item.ack();
+      if (++acked === 2) break;
+    }
+    await first.close({ graceMs: 100 });
+
+    const second = await start();
+    try {
+      expect((await ctx!.eventLog.read({ filter })).map((e) => [e.event.id, e.position])).toEqual(
+        rows,
+      );
+      await record(ctx!, ["evt_f"]);
+      const resumed: string[] = [];
+      for await (const item of ctx!.eventLog.consume({ name: "windowed-consumer", filter })) {
+        resumed.push(item.event.id);
+        await item.ack();
+        if (resumed.length === 4) break;
+      }
+      expect(resumed).toEqual(["evt_c", "evt_d", "evt_e", "evt_f"]);
+      const [sixth] = await ctx!.eventLog.read({
+        filter,
+        after: { afterPosition: rows.at(-1)?.[1] as bigint },
+      });
+      expect([sixth?.event.id, sixth?.position]).toEqual((await outboxRows()).at(-1));
     } finally {
       await second.close({ graceMs: 100 });
     }

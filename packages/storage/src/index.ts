@@ -7,7 +7,8 @@
  * - The transactional outbox: `appendToOutbox()` inside the state change's
  *   transaction, `createOutboxRelay()` to publish to the event log,
  *   `readOutbox()` to read it back as a durable log, `pruneOutbox()` for
- *   retention.
+ *   retention; `createOutboxArchive()` / `readOutboxTail()` put an
+ *   in-process event log over it (embedded mode).
  *
  * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
  */
@@ -41,6 +42,7 @@ export {
   readOutbox,
   sequenceOutboxEvents,
 } from "./outbox/outbox.js";
+export { createOutboxArchive, readOutboxTail } from "./outbox/outbox-archive.js";
 export type { OutboxRelay, OutboxRelayOptions } from "./outbox/outbox-relay.js";
 export { createOutboxRelay } from "./outbox/outbox-relay.js";
 export type {

@@ -21,10 +21,24 @@ import type {
   ReadQuery,
   SubscribeQuery,
 } from "../event-log.js";
-import { assertOpen, type ConsumerPositionStore, DurableCursor, Journal } from "./journal.js";
+import type { EventArchive } from "./event-archive.js";
+import {
+  assertOpen,
+  type ConsumerPositionStore,
+  DurableCursor,
+  Journal,
+  type JournalBackfill,
+  type JournalEntry,
+} from "./journal.js";
 
 /** Events to start from: bare events get positions 1, 2, …; logged ones keep theirs. */
 export type EventHistory = Iterable<LoggedEvent | Event>;
+
+/** Events a windowed log keeps in memory unless told otherwise. */
+export const DEFAULT_EVENT_WINDOW = 20_000;
+
+/** Events read from the archive per round trip when a subscriber catches up. */
+const ARCHIVE_PAGE = 1000;
 
 /** Options of {@link InProcessEventLog}. */
 export interface InProcessEventLogOptions {
@@ -37,6 +51,22 @@ export interface InProcessEventLogOptions {
   consumerPositions?: ConsumerPositionStore;
   /** Default redelivery delay of an unacked event (30 s). */
   defaultAckWaitMs?: number;
+  /**
+   * The durable store that holds every event of this log (embedded mode: the
+   * outbox). With it the log keeps only the newest {@link window} events in
+   * memory and reads older ones from here when a reader, subscriber,
+   * durable consumer or event-id cursor reaches back that far; events then
+   * enter only through {@link InProcessEventLog.hydrate} and
+   * {@link InProcessEventLog.appendLogged}, with the archive's positions.
+   * Without it the log keeps everything in memory.
+   */
+  archive?: EventArchive;
+  /**
+   * Events kept in memory when there is an archive (default
+   * {@link DEFAULT_EVENT_WINDOW}). Trimming runs once a sixteenth more have
+   * piled up, so the log holds at most `window + window / 16`.
+   */
+  window?: number;
 }
 
 /** Options of {@link InProcessEventLog.open}: history may be streamed (e.g. paged from the outbox table). */
@@ -54,31 +84,54 @@ function isLogged(item: LoggedEvent | Event): item is LoggedEvent {
 }
 
 /**
- * The embedded-mode {@link EventLog}: everything in memory, one process.
+ * The embedded-mode {@link EventLog}: one process, events in memory.
  *
  * Durability comes from outside: in embedded mode the database outbox table is
- * the durable log, so on restart the caller reloads it with
- * {@link InProcessEventLog.open} (`history`) and passes a
- * {@link ConsumerPositionStore} so durable consumers resume where they were.
- * Events handed out are shared with the log: treat them as read-only.
+ * the durable log. The log is built over it as its {@link EventArchive}: at
+ * start it loads the newest events ({@link InProcessEventLog.open},
+ * `history`), the outbox relay hands it each new event with its outbox
+ * position ({@link InProcessEventLog.appendLogged}), so positions are the
+ * outbox's and survive restarts, and whatever fell out of the in-memory
+ * window is read back from the outbox. A {@link ConsumerPositionStore} lets
+ * durable consumers resume where they were. Events handed out are shared
+ * with the log: treat them as read-only.
  *
  * @example
  *   const log = await InProcessEventLog.open({
- *     history: outbox.readAll(),          // AsyncIterable<LoggedEvent>
+ *     archive,                             // EventArchive over the outbox
+ *     history: newestOutboxRows,           // LoggedEvent[], position order
  *     consumerPositions: outbox.positions, // { load, save }
  *   });
  */
 export class InProcessEventLog implements EventLog {
   readonly #journal = new Journal<Event>();
+  /** The held events by id (only those in memory). */
   readonly #byId = new Map<string, LoggedEvent>();
+  /** Per resource address, its newest event, while that event is held. */
   readonly #heads = new Map<string, ResourceHead>();
-  readonly #consumers = new Map<string, Promise<DurableCursor<Event>>>();
+  readonly #consumers = new Map<
+    string,
+    Promise<{ cursor: DurableCursor<Event>; scope: { filter: DurableConsumerOptions["filter"] } }>
+  >();
   readonly #positions: ConsumerPositionStore | undefined;
   readonly #defaultAckWaitMs: number;
+  readonly #archive: EventArchive | undefined;
+  readonly #window: number;
+  /** Trim only once this many events above the window piled up (one splice per batch). */
+  readonly #slack: number;
+  /** `appendLogged` calls, one after the other (one may wait for the archive). */
+  #appending: Promise<unknown> = Promise.resolve();
 
   constructor(options: InProcessEventLogOptions = {}) {
     this.#positions = options.consumerPositions;
     this.#defaultAckWaitMs = options.defaultAckWaitMs ?? 30_000;
+    this.#archive = options.archive;
+    const window = options.window ?? DEFAULT_EVENT_WINDOW;
+    if (!Number.isInteger(window) || window < 1) {
+      throw invalidRequest("window must be a positive integer", "window");
+    }
+    this.#window = this.#archive ? window : Number.POSITIVE_INFINITY;
+    this.#slack = this.#archive ? Math.floor(window / 16) : 0;
     if (options.history) this.hydrate(options.history);
   }
 
@@ -108,38 +161,155 @@ export class InProcessEventLog implements EventLog {
    * are (a `0` gets the next one), ids already present are skipped, bare
    * events get the next positions. May be called in chunks; positions must
    * keep increasing.
+   *
+   * With an archive, history must be logged events with sequences (the
+   * archive's own, typically its newest ones): positions below the first one
+   * loaded into an empty log are read from the archive.
    */
   hydrate(events: EventHistory): void {
     assertOpen(this.#journal, "event log");
-    for (const item of events) {
-      const event = isLogged(item) ? item.event : item;
-      validateEvents([event]);
-      if (this.#byId.has(event.id)) continue;
-      const position = isLogged(item) ? item.position : this.#journal.lastPosition + 1n;
-      if (position <= this.#journal.lastPosition) {
-        throw invalidRequest(
-          `history position ${position} is not after ${this.#journal.lastPosition}`,
-          "history.position",
-        );
+    let stored = 0;
+    try {
+      for (const item of events) {
+        const event = isLogged(item) ? item.event : item;
+        validateEvents([event]);
+        if (this.#byId.has(event.id)) continue;
+        if (this.#archive && (!isLogged(item) || event.sequence === 0n)) {
+          throw invalidRequest(
+            "a log with an archive loads logged events with their sequences",
+            "history",
+          );
+        }
+        const position = isLogged(item) ? item.position : this.#journal.lastPosition + 1n;
+        if (position <= this.#journal.lastPosition) {
+          throw invalidRequest(
+            `history position ${position} is not after ${this.#journal.lastPosition}`,
+            "history.position",
+          );
+        }
+        this.#storeTrusted(event, position);
+        stored++;
       }
-      const key = resourceKey(event);
-      const head = this.#heads.get(key);
-      const stored = clone(EventSchema, event);
-      if (stored.sequence === 0n) stored.sequence = (head?.sequence ?? 0n) + 1n;
-      if (!stored.previousEventId && head && stored.sequence > 1n)
-        stored.previousEventId = head.eventId;
-      this.#store(stored, key, position);
+    } finally {
+      if (stored > 0) this.#trim();
+      this.#journal.changed.notify();
     }
-    this.#journal.changed.notify();
   }
 
-  /** Every stored event in position order (a copy of the list; events are shared, treat as read-only). */
+  /**
+   * Store events that already have their position in the archive (the
+   * embedded outbox relay hands over each row with its outbox position), in
+   * position order. Positions may have gaps; they become this log's
+   * positions. Sequences are kept as they are (the archive assigned them). An
+   * event at or below the last position is a duplicate when that position
+   * holds the same event id (a relay's retry), an `invalid_request`
+   * otherwise.
+   */
+  appendLogged(events: readonly LoggedEvent[]): Promise<AppendResult[]> {
+    assertOpen(this.#journal, "event log");
+    validateEvents(events.map((e) => e.event));
+    events.forEach(({ event, position }, i) => {
+      if (event.sequence === 0n) {
+        throw invalidRequest("a logged event needs its sequence", `events[${i}].sequence`);
+      }
+      if (typeof position !== "bigint" || position < 1n) {
+        throw invalidRequest("a logged event needs a positive position", `events[${i}].position`);
+      }
+    });
+    const run = this.#appending.then(() => this.#appendLoggedInOrder(events));
+    this.#appending = run.catch(() => {});
+    return run;
+  }
+
+  async #appendLoggedInOrder(events: readonly LoggedEvent[]): Promise<AppendResult[]> {
+    const results: AppendResult[] = [];
+    let stored = 0;
+    try {
+      for (const { event, position } of events) {
+        if (position <= this.#journal.lastPosition) {
+          results.push(await this.#storedAt(event.id, position));
+          continue;
+        }
+        const held = this.#byId.get(event.id);
+        if (held) {
+          throw invalidRequest(
+            `event ${event.id} is already at position ${held.position}, not ${position}`,
+            "events.position",
+          );
+        }
+        const copy = this.#storeTrusted(event, position);
+        stored++;
+        results.push({ position, duplicate: false, sequence: copy.sequence });
+      }
+    } finally {
+      // Wake subscribers even when a later event of the batch failed.
+      if (stored > 0) {
+        this.#trim();
+        this.#journal.changed.notify();
+      }
+    }
+    return results;
+  }
+
+  /** The answer to re-appending `eventId` at `position`: a duplicate, or an error. */
+  async #storedAt(eventId: string, position: bigint): Promise<AppendResult> {
+    const held = this.#byId.get(eventId);
+    let found: LoggedEvent | undefined = held;
+    if (!held && this.#archive && position <= this.#journal.trimmedThrough) {
+      found = await this.#archive.find(eventId);
+    }
+    if (found && found.position === position) {
+      return { position, duplicate: true, sequence: found.event.sequence };
+    }
+    throw invalidRequest(
+      `position ${position} is not after ${this.#journal.lastPosition} and does not hold event ${eventId}`,
+      "events.position",
+    );
+  }
+
+  /** Store an event as history gives it (sequence kept unless 0, previous id filled in). */
+  #storeTrusted(event: Event, position: bigint): Event {
+    // A windowed log starts where its history starts; what is below is the archive's.
+    if (this.#archive && this.#journal.size === 0 && this.#journal.lastPosition === 0n) {
+      this.#journal.startAfter(position - 1n);
+    }
+    const key = resourceKey(event);
+    const head = this.#heads.get(key);
+    const stored = clone(EventSchema, event);
+    if (stored.sequence === 0n) stored.sequence = (head?.sequence ?? 0n) + 1n;
+    if (!stored.previousEventId && head && stored.sequence > 1n)
+      stored.previousEventId = head.eventId;
+    this.#store(stored, key, position);
+    return stored;
+  }
+
+  /** Keep the window: drop the oldest events (and what points at them) once it overflows. */
+  #trim(): void {
+    if (this.#journal.size <= this.#window + this.#slack) return;
+    for (const { value } of this.#journal.trimTo(this.#window)) {
+      this.#byId.delete(value.id);
+      const key = resourceKey(value);
+      // The resource's newest event left memory: its sequence is the archive's business now.
+      if (this.#heads.get(key)?.eventId === value.id) this.#heads.delete(key);
+    }
+  }
+
+  /** The events held in memory, in position order (a copy of the list; events are shared, treat as read-only). */
   snapshot(): LoggedEvent[] {
-    return this.#journal.entries.map((e) => ({ event: e.value, position: e.position }));
+    return this.#journal.held().map((e) => ({ event: e.value, position: e.position }));
   }
 
   async append(events: readonly Event[]): Promise<AppendResult[]> {
     assertOpen(this.#journal, "event log");
+    if (this.#archive) {
+      // Positions and sequences are the archive's: an event stored here alone
+      // would be missing from it once it left the window (and take a position
+      // the archive gives to another event).
+      throw invalidRequest(
+        "this log is fed from its archive: append to the archive (the outbox), which relays with appendLogged",
+        "events",
+      );
+    }
     validateEvents(events);
     const results: AppendResult[] = [];
     try {
@@ -190,11 +360,25 @@ export class InProcessEventLog implements EventLog {
     assertOpen(this.#journal, "event log");
     validateFilter(query.filter);
     const limit = readLimit(query.limit);
-    const after = this.#resolve(query.after, query.filter);
+    let after = await this.#resolve(query.after, query.filter);
     const out: LoggedEvent[] = [];
-    const entries = this.#journal.entries;
-    for (let i = this.#journal.indexAfter(after); i < entries.length && out.length < limit; i++) {
-      const entry = entries[i]!;
+    // Older than the window: from the archive, up to where memory takes over.
+    // The window may move on while the archive answers; then go back to it.
+    while (this.#archive && after < this.#journal.trimmedThrough) {
+      const through = this.#journal.trimmedThrough;
+      const page = await this.#archive.readAfter({
+        afterPosition: after,
+        throughPosition: through,
+        limit: limit - out.length,
+        filter: query.filter,
+      });
+      out.push(...page);
+      if (out.length >= limit) return out;
+      after = through;
+    }
+    const end = this.#journal.end;
+    for (let i = this.#journal.indexAfter(after); i < end && out.length < limit; i++) {
+      const entry = this.#journal.at(i) as JournalEntry<Event>;
       if (eventMatches(entry.value, query.filter))
         out.push({ event: entry.value, position: entry.position });
     }
@@ -204,33 +388,56 @@ export class InProcessEventLog implements EventLog {
   async last(filter: EventFilter): Promise<LoggedEvent | undefined> {
     assertOpen(this.#journal, "event log");
     validateFilter(filter);
-    const entries = this.#journal.entries;
-    for (let i = entries.length - 1; i >= 0; i--) {
-      const entry = entries[i]!;
+    for (let i = this.#journal.end - 1; i >= this.#journal.start; i--) {
+      const entry = this.#journal.at(i) as JournalEntry<Event>;
       if (eventMatches(entry.value, filter))
         return { event: entry.value, position: entry.position };
     }
-    return undefined;
+    const through = this.#journal.trimmedThrough;
+    if (!this.#archive || through === 0n) return undefined;
+    return this.#archive.last(filter, through);
   }
 
   async *subscribe(query: SubscribeQuery): AsyncGenerator<LoggedEvent, void, undefined> {
     assertOpen(this.#journal, "event log");
     validateFilter(query.filter);
-    let index = this.#journal.indexAfter(this.#resolve(query.after, query.filter));
+    // Everything at or below `after` has been handed out or skipped.
+    let after = await this.#resolve(query.after, query.filter);
     for (;;) {
       if (this.#journal.closed || query.signal?.aborted) return;
+      const archive = this.#archive;
+      if (archive && after < this.#journal.trimmedThrough) {
+        const through = this.#journal.trimmedThrough;
+        const page = await archive.readAfter({
+          afterPosition: after,
+          throughPosition: through,
+          limit: ARCHIVE_PAGE,
+          filter: query.filter,
+        });
+        for (const logged of page) {
+          if (this.#journal.closed || query.signal?.aborted) return;
+          after = logged.position;
+          yield logged;
+        }
+        // A short page: nothing else matches up to `through`.
+        if (page.length < ARCHIVE_PAGE) after = through;
+        continue;
+      }
       // Take the wake-up before draining: an append in between cannot be missed.
       const changed = this.#journal.changed.next;
-      const entries = this.#journal.entries;
-      // One index over an append-only array: history flows into live with no
-      // gap and no duplicate at the seam.
-      while (index < entries.length) {
-        const entry = entries[index++]!;
+      // One position cursor over the log: history flows into live (and the
+      // archive into memory) with no gap and no duplicate at the seam.
+      for (let i = this.#journal.indexAfter(after); i < this.#journal.end; i++) {
+        const entry = this.#journal.at(i);
+        // Trimmed while the caller held the last event: back to the archive.
+        if (!entry) break;
+        after = entry.position;
         if (eventMatches(entry.value, query.filter)) {
           yield { event: entry.value, position: entry.position };
           if (query.signal?.aborted) return;
         }
       }
+      if (this.#archive && after < this.#journal.trimmedThrough) continue;
       await changedOrAborted(changed, query.signal);
     }
   }
@@ -267,41 +474,64 @@ export class InProcessEventLog implements EventLog {
     }
   }
 
-  #cursor(options: DurableConsumerOptions): Promise<DurableCursor<Event>> {
+  async #cursor(options: DurableConsumerOptions): Promise<DurableCursor<Event>> {
     const ackWaitMs = options.ackWaitMs ?? this.#defaultAckWaitMs;
     const matches = (event: Event) => eventMatches(event, options.filter);
     let pending = this.#consumers.get(options.name);
     if (!pending) {
       pending = (async () => {
         const floor = (await this.#positions?.load(options.name)) ?? 0n;
-        return new DurableCursor(
+        // The filter the consumer was last opened with (create-or-update).
+        const scope = { filter: options.filter };
+        const archive = this.#archive;
+        // A consumer behind the window reads the archive with its latest filter.
+        const backfill: JournalBackfill<Event> | undefined = archive
+          ? async (afterPosition, throughPosition, limit) =>
+              (
+                await archive.readAfter({
+                  afterPosition,
+                  throughPosition,
+                  limit,
+                  filter: scope.filter,
+                })
+              ).map((e) => ({ position: e.position, value: e.event }))
+          : undefined;
+        const cursor = new DurableCursor(
           options.name,
           this.#journal,
           matches,
           ackWaitMs,
           floor,
           this.#positions,
+          backfill,
         );
+        return { cursor, scope };
       })();
       // A failed load must not poison the name for later attempts.
       pending.catch(() => this.#consumers.delete(options.name));
       this.#consumers.set(options.name, pending);
-      return pending;
+      return (await pending).cursor;
     }
-    return pending.then((cursor) => {
-      // Create-or-update, like a JetStream durable: the latest definition wins.
-      cursor.matches = matches;
-      cursor.ackWaitMs = ackWaitMs;
-      return cursor;
-    });
+    const { cursor, scope } = await pending;
+    // Create-or-update, like a JetStream durable: the latest definition wins.
+    scope.filter = options.filter;
+    cursor.matches = matches;
+    cursor.ackWaitMs = ackWaitMs;
+    return cursor;
   }
 
-  #resolve(cursor: Cursor | undefined, filter: EventFilter): bigint {
+  async #resolve(cursor: Cursor | undefined, filter: EventFilter): Promise<bigint> {
     if (!cursor) return 0n;
     const position = positionOf(cursor);
     if (position !== undefined) return position;
     const eventId = (cursor as { afterEventId: string }).afterEventId;
-    const found = this.#byId.get(eventId);
+    let found = this.#byId.get(eventId);
+    // Not in memory: it may have left the window (the archive may also hold
+    // events the log has not taken yet; those are no cursor yet).
+    if (!found && this.#archive) {
+      const archived = await this.#archive.find(eventId);
+      if (archived && archived.position <= this.#journal.lastPosition) found = archived;
+    }
     if (!found || !eventMatches(found.event, filter)) throw cursorExpired(eventId);
     return found.position;
   }
@@ -314,7 +544,7 @@ export class InProcessEventLog implements EventLog {
     if (this.#journal.closed) return;
     this.#journal.close();
     for (const pending of this.#consumers.values()) {
-      pending.then((cursor) => cursor.dispose()).catch(() => {});
+      pending.then(({ cursor }) => cursor.dispose()).catch(() => {});
     }
   }
 }

@@ -68,32 +68,101 @@ export class Notifier {
   }
 }
 
-/** Append-only entries with strictly increasing positions. */
+/**
+ * Append-only entries with strictly increasing positions, of which only the
+ * newest may be kept: {@link trimTo} drops the oldest ones (their positions
+ * are then at or below {@link trimmedThrough}). Entries are addressed by an
+ * absolute index (0 = the first entry ever stored, not the first one still
+ * held), so an index taken before a trim stays meaningful after it: it is
+ * below {@link start} once its entry is gone.
+ */
 export class Journal<T> {
-  readonly entries: JournalEntry<T>[] = [];
+  #entries: JournalEntry<T>[] = [];
+  #base = 0;
+  #trimmedThrough = 0n;
+  #lastPosition = 0n;
   readonly changed = new Notifier();
   closed = false;
 
+  /** Position of the newest entry ever stored (0 when none). */
   get lastPosition(): bigint {
-    return this.entries.at(-1)?.position ?? 0n;
+    return this.#lastPosition;
   }
 
-  push(value: T, position = this.lastPosition + 1n): JournalEntry<T> {
+  /** Every entry at or below this position has been trimmed (0 when none). */
+  get trimmedThrough(): bigint {
+    return this.#trimmedThrough;
+  }
+
+  /** Absolute index of the oldest entry held. */
+  get start(): number {
+    return this.#base;
+  }
+
+  /** Absolute index after the newest entry. */
+  get end(): number {
+    return this.#base + this.#entries.length;
+  }
+
+  /** How many entries are held. */
+  get size(): number {
+    return this.#entries.length;
+  }
+
+  /** The entry at an absolute index, or undefined when trimmed or not yet stored. */
+  at(index: number): JournalEntry<T> | undefined {
+    return index < this.#base ? undefined : this.#entries[index - this.#base];
+  }
+
+  /** The held entries, oldest first (a copy). */
+  held(): JournalEntry<T>[] {
+    return this.#entries.slice();
+  }
+
+  push(value: T, position = this.#lastPosition + 1n): JournalEntry<T> {
     const entry = { position, value };
-    this.entries.push(entry);
+    this.#entries.push(entry);
+    this.#lastPosition = position;
     return entry;
   }
 
-  /** Index of the first entry with a position greater than `position` (binary search). */
+  /**
+   * Declare that positions at or below `position` are kept elsewhere (a
+   * journal that starts with a later part of a longer history). Only while
+   * empty.
+   */
+  startAfter(position: bigint): void {
+    if (this.#entries.length > 0 || this.#lastPosition > position) {
+      throw new Error("a journal can only start after a position while empty");
+    }
+    this.#trimmedThrough = position;
+    this.#lastPosition = position;
+  }
+
+  /** Drop the oldest entries until at most `count` are held. Returns them, oldest first. */
+  trimTo(count: number): JournalEntry<T>[] {
+    const drop = this.#entries.length - count;
+    if (drop <= 0) return [];
+    const dropped = this.#entries.splice(0, drop);
+    this.#base += drop;
+    this.#trimmedThrough = (dropped.at(-1) as JournalEntry<T>).position;
+    return dropped;
+  }
+
+  /**
+   * Absolute index of the first held entry with a position greater than
+   * `position` (binary search); {@link start} when `position` is before
+   * everything held.
+   */
   indexAfter(position: bigint): number {
     let lo = 0;
-    let hi = this.entries.length;
+    let hi = this.#entries.length;
     while (lo < hi) {
       const mid = (lo + hi) >>> 1;
-      if ((this.entries[mid] as JournalEntry<T>).position <= position) lo = mid + 1;
+      if ((this.#entries[mid] as JournalEntry<T>).position <= position) lo = mid + 1;
       else hi = mid;
     }
-    return lo;
+    return this.#base + lo;
   }
 
   close(): void {
@@ -101,6 +170,21 @@ export class Journal<T> {
     this.changed.notify();
   }
 }
+
+/**
+ * Where a {@link DurableCursor} finds the entries its journal no longer
+ * holds: up to `limit` entries after `afterPosition` and at or below
+ * `throughPosition`, in position order (entries the cursor would skip may be
+ * left out).
+ */
+export type JournalBackfill<T> = (
+  afterPosition: bigint,
+  throughPosition: bigint,
+  limit: number,
+) => Promise<JournalEntry<T>[]>;
+
+/** Entries a durable cursor asks its backfill for at a time. */
+const BACKFILL_PAGE = 1000;
 
 /** What {@link DurableCursor.take} hands out. */
 export interface Delivery<T> {
@@ -117,10 +201,19 @@ export interface Delivery<T> {
  *   or on `nak`; acks above the floor are kept in a set until the floor passes
  *   them. After a restart only the floor survives, so acks above it are
  *   redelivered: at-least-once, like JetStream.
+ * - a floor below what the journal still holds (a new consumer, or one that
+ *   fell behind a trimmed journal) is caught up from `backfill`, page by page,
+ *   in position order, before the held entries.
  */
 export class DurableCursor<T> {
   #floor: bigint;
-  #scan: number;
+  /** Every entry at or below this position has been looked at (handed out or skipped). */
+  #scanned: bigint;
+  /** Entries fetched from the backfill and not yet looked at, oldest first. */
+  #backlog: JournalEntry<T>[] = [];
+  /** The backfill has been read through this position (the backlog included). */
+  #fetched: bigint;
+  #fetching: Promise<void> | undefined;
   readonly #acked = new Set<bigint>();
   readonly #inflight = new Map<bigint, { entry: JournalEntry<T>; timer: NodeJS.Timeout }>();
   readonly #redeliver: JournalEntry<T>[] = [];
@@ -136,9 +229,11 @@ export class DurableCursor<T> {
     public ackWaitMs: number,
     floor: bigint,
     private readonly store: ConsumerPositionStore | undefined,
+    private readonly backfill?: JournalBackfill<T>,
   ) {
     this.#floor = floor;
-    this.#scan = journal.indexAfter(floor);
+    this.#scanned = floor;
+    this.#fetched = floor;
     // One wake-up for everything a waiting take() cares about: appends,
     // redeliveries and (below) its caller's abort.
     journal.changed.follow(this.#wake);
@@ -155,11 +250,33 @@ export class DurableCursor<T> {
         const woken = this.#wake.next;
         const redelivery = this.#redeliver.shift();
         if (redelivery) return this.#deliver(redelivery);
-        const entries = this.journal.entries;
-        while (this.#scan < entries.length) {
-          const entry = entries[this.#scan++] as JournalEntry<T>;
-          if (entry.position <= this.#floor || this.#acked.has(entry.position)) continue;
-          if (this.matches(entry.value)) return this.#deliver(entry);
+        // Behind the journal's window: catch up from the backfill first.
+        let backlogged = this.#backlog.shift();
+        while (backlogged) {
+          this.#scanned = backlogged.position;
+          if (this.#wanted(backlogged)) return this.#deliver(backlogged);
+          backlogged = this.#backlog.shift();
+        }
+        if (this.#fetched > this.#scanned) this.#scanned = this.#fetched;
+        if (this.backfill && this.#scanned < this.journal.trimmedThrough) {
+          // Competing takers share one fetch.
+          this.#fetching ??= this.#fetch(this.backfill).finally(() => {
+            this.#fetching = undefined;
+          });
+          try {
+            await this.#fetching;
+          } catch (error) {
+            // The backing store may close first when everything shuts down.
+            if (this.journal.closed) return undefined;
+            throw error;
+          }
+          continue;
+        }
+        const end = this.journal.end;
+        for (let i = this.journal.indexAfter(this.#scanned); i < end; i++) {
+          const entry = this.journal.at(i) as JournalEntry<T>;
+          this.#scanned = entry.position;
+          if (this.#wanted(entry)) return this.#deliver(entry);
         }
         await woken;
       }
@@ -168,15 +285,30 @@ export class DurableCursor<T> {
     }
   }
 
+  async #fetch(backfill: JournalBackfill<T>): Promise<void> {
+    // Only what the journal no longer holds; what it holds is read from memory.
+    const through = this.journal.trimmedThrough;
+    const page = await backfill(this.#scanned, through, BACKFILL_PAGE);
+    const last = page.at(-1);
+    this.#backlog = page.filter((entry) => entry.position > this.#scanned);
+    // A short page means nothing more up to `through`.
+    this.#fetched = page.length < BACKFILL_PAGE || !last ? through : last.position;
+  }
+
+  #wanted(entry: JournalEntry<T>): boolean {
+    if (entry.position <= this.#floor || this.#acked.has(entry.position)) return false;
+    return this.matches(entry.value);
+  }
+
   /** Mark processed; resolves once the new floor (if it moved) is saved. */
   async ack(position: bigint): Promise<void> {
     this.#settle(position);
     this.#removeRedelivery(position);
+    this.#deliveries.delete(position);
     if (position > this.#floor) this.#acked.add(position);
     this.#advanceFloor();
     await this.#saving;
   }
-
   /** Hand back for redelivery after `delayMs`. */
   nak(position: bigint, delayMs = 0): void {
     const held = this.#inflight.get(position);
@@ -239,15 +371,13 @@ export class DurableCursor<T> {
   }
 
   #advanceFloor(): void {
-    // Everything scanned below the oldest outstanding entry is acked or not ours.
-    let lowest: bigint | undefined = this.journal.entries[this.#scan]?.position;
-    for (const position of this.#inflight.keys())
-      if (lowest === undefined || position < lowest) lowest = position;
+    // Everything scanned is acked or not ours, except what is still out or queued again.
+    let floor = this.#scanned;
+    for (const position of this.#inflight.keys()) if (position - 1n < floor) floor = position - 1n;
     const oldestRedelivery = this.#redeliver[0]?.position;
-    if (oldestRedelivery !== undefined && (lowest === undefined || oldestRedelivery < lowest)) {
-      lowest = oldestRedelivery;
+    if (oldestRedelivery !== undefined && oldestRedelivery - 1n < floor) {
+      floor = oldestRedelivery - 1n;
     }
-    const floor = lowest === undefined ? this.journal.lastPosition : lowest - 1n;
     if (floor <= this.#floor) return;
     this.#floor = floor;
     for (const position of this.#acked) if (position <= floor) this.#acked.delete(position);

@@ -1,9 +1,10 @@
 import { fromBinary } from "@bufbuild/protobuf";
-import { type Event, EventSchema } from "@trellis/contracts/core";
-import type { EventLog } from "@trellis/eventlog";
+import { EventSchema } from "@trellis/contracts/core";
+import type { AppendResult, EventLog, LoggedEvent } from "@trellis/eventlog";
 import { sql } from "kysely";
 import { sleep } from "../async.js";
 import type { Database, Lease, Unlisten } from "../database.js";
+import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
 import { outboxTables } from "./outbox.js";
 import { outboxChannel } from "./outbox-schema.js";
@@ -48,6 +49,18 @@ export interface OutboxRelayOptions<DB = unknown> {
    * false (mark after append: the rule for a log outside the process).
    */
   logRebuiltFromOutbox?: boolean;
+  /**
+   * With `logRebuiltFromOutbox`, on PGlite: hand every event to this log
+   * together with its outbox position instead of calling `eventLog.append`,
+   * so the log's positions are the outbox's, gaps included (a rolled-back
+   * insert uses up a position), and stay the same when the log is rebuilt
+   * at the next start (embedded mode: `InProcessEventLog.appendLogged`).
+   * Needs writers that commit in position order, which PGlite's single
+   * connection guarantees.
+   */
+  positionedLog?: {
+    appendLogged(events: readonly LoggedEvent[]): Promise<AppendResult[]>;
+  };
   /**
    * LISTEN for the outbox's NOTIFY (default true). Turn it off when every
    * writer calls `kick()` after its commit (one process): the NOTIFY would
@@ -117,6 +130,19 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
         `[storage] outbox relay ${schema}: ${error instanceof Error ? error.message : String(error)}`,
       ));
   const db = outboxTables(database.kysely, schema);
+  const positionedLog = options.positionedLog;
+  if (positionedLog && (!options.logRebuiltFromOutbox || database.kind !== "pglite")) {
+    throw storageError({
+      reason: "invalid_request",
+      message:
+        "positionedLog needs logRebuiltFromOutbox on PGlite (outbox rows must reach the log in position order)",
+      param: "positionedLog",
+    });
+  }
+  const publish = (batch: readonly LoggedEvent[]): Promise<unknown> =>
+    positionedLog
+      ? positionedLog.appendLogged(batch)
+      : eventLog.append(batch.map((logged) => logged.event));
 
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
@@ -145,7 +171,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
 
   // Rows marked published whose append failed (logRebuiltFromOutbox): sent
   // again, before anything newer, so per-resource order holds.
-  let unsent: Event[] | undefined;
+  let unsent: LoggedEvent[] | undefined;
 
   // With logRebuiltFromOutbox the relay follows the outbox by position.
   // The first round marks and reads every row not yet published (rows left
@@ -167,7 +193,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
 
   async function markThenPublish(): Promise<number> {
     if (unsent) {
-      await eventLog.append(unsent);
+      await publish(unsent);
       unsent = undefined;
     }
     let rows: { position: bigint; body: Uint8Array }[];
@@ -214,9 +240,12 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     const last = rows.at(-1);
     if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
     if (rows.length > 0) {
-      const events = rows.map((row) => fromBinary(EventSchema, row.body));
-      unsent = events;
-      await eventLog.append(events);
+      const batch = rows.map((row) => ({
+        position: row.position,
+        event: fromBinary(EventSchema, row.body),
+      }));
+      unsent = batch;
+      await publish(batch);
       unsent = undefined;
     }
     if (Date.now() - markedAt >= MARK_INTERVAL_MS) await markPublished();
