@@ -17,13 +17,28 @@ interface Entry {
 /** Reads transcript positions `from` ≤ p < `to`. */
 export type TranscriptReader = (sessionId: string, from: bigint, to: bigint) => Promise<Message[]>;
 
-/** An LRU cache of session transcripts (prefixes of them). */
+/**
+ * An LRU cache of session transcripts (prefixes of them), bounded by
+ * sessions and by messages in all: a long session must not keep its whole
+ * transcript in memory for good (the least recently run sessions go first;
+ * a transcript longer than the whole budget is read from the database each
+ * turn instead of cached).
+ */
 export class TranscriptCache {
   readonly #entries = new Map<string, Entry>();
   readonly #maxSessions: number;
+  readonly #maxMessages: number;
+  /** Messages held by all entries. */
+  #messages = 0;
 
-  constructor(maxSessions = 256) {
+  constructor(maxSessions = 256, maxMessages = 50_000) {
     this.#maxSessions = maxSessions;
+    this.#maxMessages = maxMessages;
+  }
+
+  /** Messages held now (all sessions). */
+  get size(): number {
+    return this.#messages;
   }
 
   /** The transcript before `position` in transcript epoch `epoch`. */
@@ -35,6 +50,7 @@ export class TranscriptCache {
   ): Promise<readonly Message[]> {
     let entry = this.#entries.get(sessionId);
     if (!entry || entry.epoch !== epoch || BigInt(entry.messages.length) > position) {
+      this.#drop(sessionId);
       entry = { epoch, messages: [] };
     }
     const have = BigInt(entry.messages.length);
@@ -42,34 +58,49 @@ export class TranscriptCache {
       const more = await read(sessionId, have, position);
       if (BigInt(more.length) !== position - have) {
         // The transcript is not what the claim said (cut meanwhile): do not cache it.
-        this.#entries.delete(sessionId);
+        this.#drop(sessionId);
         return [...entry.messages, ...more];
       }
+      // The entry may have been replaced or dropped while reading: it is
+      // re-entered below with its new length.
+      this.#drop(sessionId);
       entry.messages.push(...more);
     }
-    this.#touch(sessionId, entry);
-    return BigInt(entry.messages.length) === position
-      ? entry.messages.slice()
-      : entry.messages.slice(0, Number(position));
+    const messages =
+      BigInt(entry.messages.length) === position
+        ? entry.messages.slice()
+        : entry.messages.slice(0, Number(position));
+    this.#keep(sessionId, entry);
+    return messages;
   }
 
   /** Record messages appended at `start` (kept only when they continue the cached prefix). */
   extend(sessionId: string, epoch: bigint, start: bigint, messages: readonly Message[]): void {
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
-    if (entry.epoch !== epoch || BigInt(entry.messages.length) !== start) {
-      this.#entries.delete(sessionId);
-      return;
-    }
+    this.#drop(sessionId);
+    if (entry.epoch !== epoch || BigInt(entry.messages.length) !== start) return;
     entry.messages.push(...messages);
+    this.#keep(sessionId, entry);
   }
 
-  #touch(sessionId: string, entry: Entry): void {
+  #drop(sessionId: string): void {
+    const entry = this.#entries.get(sessionId);
+    if (!entry) return;
     this.#entries.delete(sessionId);
+    this.#messages -= entry.messages.length;
+  }
+
+  /** Enter `entry` as the most recently used, then evict down to the budgets. */
+  #keep(sessionId: string, entry: Entry): void {
+    this.#drop(sessionId);
+    if (entry.messages.length > this.#maxMessages) return;
     this.#entries.set(sessionId, entry);
-    if (this.#entries.size > this.#maxSessions) {
+    this.#messages += entry.messages.length;
+    while (this.#entries.size > this.#maxSessions || this.#messages > this.#maxMessages) {
       const oldest = this.#entries.keys().next().value;
-      if (oldest !== undefined) this.#entries.delete(oldest);
+      if (oldest === undefined) return;
+      this.#drop(oldest);
     }
   }
 }

@@ -66,3 +66,56 @@ describe("transcript cache", () => {
     expect(t.reads.length).toBe(before + 1);
   });
 });
+
+describe("transcript cache memory bound", () => {
+  it("keeps at most its message budget, dropping the least recently run sessions", async () => {
+    const cache = new TranscriptCache(10, 5);
+    const t = transcriptOf(["a", "b", "c", "d", "e", "f"]);
+    await cache.history(t.read, "s1", 0n, 2n);
+    await cache.history(t.read, "s2", 0n, 2n);
+    expect(cache.size).toBe(4);
+    // s3 needs 2 more: s1 (least recently run) goes.
+    await cache.history(t.read, "s3", 0n, 2n);
+    expect(cache.size).toBe(4);
+    const reads = t.reads.length;
+    await cache.history(t.read, "s2", 0n, 2n);
+    await cache.history(t.read, "s3", 0n, 2n);
+    expect(t.reads).toHaveLength(reads);
+    // Served from the cache: counted once however often.
+    expect(cache.size).toBe(4);
+    await cache.history(t.read, "s1", 0n, 2n);
+    expect(t.reads).toHaveLength(reads + 1);
+    expect(t.reads.at(-1)).toEqual([0n, 2n]);
+  });
+
+  it("does not cache a transcript longer than the whole budget, and still returns it", async () => {
+    const cache = new TranscriptCache(10, 3);
+    const t = transcriptOf(["a", "b", "c", "d"]);
+    expect((await cache.history(t.read, "long", 0n, 4n)).map(textOf)).toEqual(["a", "b", "c", "d"]);
+    expect(cache.size).toBe(0);
+    await cache.history(t.read, "long", 0n, 4n);
+    expect(t.reads).toEqual([
+      [0n, 4n],
+      [0n, 4n],
+    ]);
+    // A session that grows past the budget by its turns' output is dropped too.
+    await cache.history(t.read, "short", 0n, 2n);
+    expect(cache.size).toBe(2);
+    cache.extend("short", 0n, 2n, [text("c"), text("d")]);
+    expect(cache.size).toBe(0);
+  });
+
+  it("counts a session once when its epoch changes or its entry is replaced", async () => {
+    const cache = new TranscriptCache(10, 100);
+    const t = transcriptOf(["a", "b", "c", "d"]);
+    await cache.history(t.read, "s", 0n, 4n);
+    expect(cache.size).toBe(4);
+    t.set(["a", "z"]);
+    await cache.history(t.read, "s", 1n, 2n);
+    expect(cache.size).toBe(2);
+    cache.extend("s", 1n, 2n, [text("y")]);
+    expect(cache.size).toBe(3);
+    cache.extend("s", 1n, 9n, [text("x")]);
+    expect(cache.size).toBe(0);
+  });
+});
