@@ -107,7 +107,13 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       // Watch before the first read: a change committed in between is not missed.
       const changes = watchers.watch(request.taskId);
       const stop = new AbortController();
-      const onClientGone = () => stop.abort(WATCH_ENDED);
+      // A client that goes away may leave this generator suspended at a
+      // yield for good (never resumed, never returned): the watch must not
+      // outlive the call, or the watchers keep its snapshots forever.
+      const onClientGone = () => {
+        stop.abort(WATCH_ENDED);
+        changes.close();
+      };
       context.signal.addEventListener("abort", onClientGone, { once: true });
       let following = false;
       // Changes committed by other replicas: each of the task's events is a hint
@@ -130,6 +136,8 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       };
       try {
         let task = await store.getTask(request.taskId, scope);
+        // The last answer: stop watching before handing it out.
+        if (settled(task)) changes.close();
         yield { task };
         while (!settled(task) && !stop.signal.aborted) {
           followLog(task);
@@ -138,6 +146,10 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
           const next = snapshot ?? (await store.getTask(task.id, scope));
           if (equals(TaskSchema, next, task)) continue;
           task = next;
+          if (settled(task)) {
+            stop.abort(WATCH_ENDED);
+            changes.close();
+          }
           yield { task };
         }
       } finally {

@@ -1,0 +1,74 @@
+// WatchTask must stop watching a task as soon as it hands out the answer that
+// ends the stream: a client that goes away after it (chat's Send does) may
+// leave the handler suspended at that yield for good, and a watch left
+// registered keeps every later commit's snapshot of the task in memory.
+import { create } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { TaskStatus } from "@trellis/contracts/core";
+import { type Task, TaskSchema, TaskService } from "@trellis/contracts/tasks";
+import { describe, expect, it } from "vitest";
+import type { HandlerDeps } from "../src/handlers/common.js";
+import { createTaskHandlers } from "../src/handlers/task-handlers.js";
+import { TaskWatchers } from "../src/worker/task-watchers.js";
+
+function harness(initial: TaskStatus) {
+  const watchers = new TaskWatchers();
+  let stored = create(TaskSchema, { id: "task_w", sessionId: "ses_w", status: initial });
+  const deps = {
+    watchers,
+    store: { getTask: async () => stored },
+    runner: { isRunning: () => true },
+    watchThroughLog: false,
+  } as unknown as HandlerDeps;
+  const handlers = createTaskHandlers(deps);
+  const abort = new AbortController();
+  const context = createHandlerContext({
+    service: TaskService,
+    method: TaskService.method.watchTask,
+    protocolName: "connect",
+    requestMethod: "POST",
+    url: "http://localhost/trellis.tasks.v1.TaskService/WatchTask",
+    requestSignal: abort.signal,
+    contextValues: createContextValues(),
+  });
+  const stream = handlers.watchTask?.(
+    { taskId: "task_w", untilSettled: true } as never,
+    context,
+  ) as AsyncGenerator<{ task?: Task }>;
+  return {
+    watchers,
+    stream,
+    abort,
+    settle(status: TaskStatus) {
+      stored = create(TaskSchema, { ...stored, status });
+      watchers.notify("task_w", () => stored);
+    },
+  };
+}
+
+describe("WatchTask releases its watch", () => {
+  it("when the first answer already ends the stream, before handing it out", async () => {
+    const h = harness(TaskStatus.COMPLETED);
+    const first = await h.stream.next();
+    expect(first.value?.task?.status).toBe(TaskStatus.COMPLETED);
+    // The client never asks for more: nothing may still watch the task.
+    expect(h.watchers.watched("task_w")).toBe(false);
+  });
+
+  it("when a later change ends it, before handing that out", async () => {
+    const h = harness(TaskStatus.WORKING);
+    expect((await h.stream.next()).value?.task?.status).toBe(TaskStatus.WORKING);
+    expect(h.watchers.watched("task_w")).toBe(true);
+    const next = h.stream.next();
+    h.settle(TaskStatus.INPUT_REQUIRED);
+    expect((await next).value?.task?.status).toBe(TaskStatus.INPUT_REQUIRED);
+    expect(h.watchers.watched("task_w")).toBe(false);
+  });
+
+  it("when the client goes away while the handler waits", async () => {
+    const h = harness(TaskStatus.WORKING);
+    await h.stream.next();
+    h.abort.abort(new Error("client gone"));
+    expect(h.watchers.watched("task_w")).toBe(false);
+  });
+});
