@@ -70,7 +70,14 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
       [true, 1],
       [true, 3],
     ]);
-    expect(first[2]?.resetAt.getTime()).toBeGreaterThan(first[0]?.resetAt.getTime() ?? 0);
+    // Each counter resets at the end of its own window (in the last hour of
+    // a UTC day both windows end at midnight: not a strict order).
+    const hourReset = first[0]?.resetAt.getTime() ?? 0;
+    const dayReset = first[2]?.resetAt.getTime() ?? 0;
+    expect(hourReset % hour).toBe(0);
+    expect(dayReset % 86_400_000).toBe(0);
+    expect(dayReset).toBeGreaterThanOrEqual(hourReset);
+    expect(dayReset - hourReset).toBeLessThan(86_400_000);
     // Concurrent multi-counter takes share the rows like single takes do.
     const concurrent = await Promise.all(Array.from({ length: 4 }, () => counters.takeAll(takes)));
     const whole = concurrent.filter((r) => r.length === 3 && r.every((c) => c.allowed));
