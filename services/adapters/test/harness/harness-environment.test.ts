@@ -49,6 +49,23 @@ function metadataOf(message: Message | undefined): JsonObject {
   return (message?.metadata ?? {}) as JsonObject;
 }
 
+/**
+ * A get_weather turn: the recorded model asks for the tool `toolCalls` times
+ * (default once), then answers (unless `final` is false).
+ */
+function weatherTurn(options: { taskId?: string; toolCalls?: number; final?: boolean } = {}) {
+  const calls = Array.from({ length: options.toolCalls ?? 1 }, () =>
+    fixture("openai/chat-weather-tool-call.http"),
+  );
+  const final = options.final === false ? [] : [fixture("openai/chat-weather-final.http")];
+  server.enqueue(OPENAI_CHAT, ...calls, ...final);
+  return turnRequest(
+    { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
+    "What's the weather in Paris?",
+    options.taskId ? { taskId: options.taskId } : {},
+  );
+}
+
 describe("harness environment reads and output hashes", () => {
   it("records time:<label> readings and secret:<name> fingerprints of a tool call, never the secret or its plain hash", async () => {
     const reads: { label?: string; name?: string; call: EnvironmentCall }[] = [];
@@ -86,16 +103,7 @@ describe("harness environment reads and output hashes", () => {
         fingerprint: (value) => fingerprints.of(value),
       },
     });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
-    const { request, events } = turnRequest(
-      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
-      "What's the weather in Paris?",
-      { taskId: "task_env_1" },
-    );
+    const { request, events } = weatherTurn({ taskId: "task_env_1" });
     const result = await adapter.execute(request);
     expect(result.status).toBe("completed");
     const tool = result.messages[1];
@@ -171,16 +179,7 @@ describe("harness environment reads and output hashes", () => {
       tools: [weather],
       environment: { secret: (name) => (name === "LOCAL_KEY" ? SECRET : undefined) },
     });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
-    const { request, events } = turnRequest(
-      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
-      "What's the weather in Paris?",
-      { taskId: "task_env_worker" },
-    );
+    const { request, events } = weatherTurn({ taskId: "task_env_worker" });
     request.vaultSecrets = async () =>
       new Map([
         [
@@ -233,17 +232,7 @@ describe("harness environment reads and output hashes", () => {
       },
     });
     // The model asks for the tool twice before it answers.
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
-    const { request } = turnRequest(
-      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
-      "What's the weather in Paris?",
-      { taskId: "task_env_vault" },
-    );
+    const { request } = weatherTurn({ taskId: "task_env_vault", toolCalls: 2 });
     const result = await adapter.execute(request);
     expect(result.status).toBe("completed");
     expect(result.messages.filter((m) => m.toolCallId !== "")).toHaveLength(2);
@@ -261,12 +250,7 @@ describe("harness environment reads and output hashes", () => {
       providers: recordedProviders(server.url),
       tools: [weather],
     });
-    server.enqueue(OPENAI_CHAT, fixture("openai/chat-weather-tool-call.http"));
-    const { request } = turnRequest(
-      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
-      "What's the weather in Paris?",
-      { taskId: "task_env_bad_fingerprint" },
-    );
+    const { request } = weatherTurn({ taskId: "task_env_bad_fingerprint", final: false });
     // What a worker makes of a SecretsResponse whose fingerprint is a plain hash.
     const response = create(SecretsResponseSchema, {
       vaults: [
@@ -305,16 +289,8 @@ describe("harness environment reads and output hashes", () => {
       providers: recordedProviders(server.url),
       tools: [clock],
     });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
     const before = Date.now();
-    const { request } = turnRequest(
-      { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
-      "What's the weather in Paris?",
-    );
+    const { request } = weatherTurn();
     const result = await adapter.execute(request);
     expect(result.status).toBe("completed");
     expect(Date.parse(seen[0] as string)).toBeGreaterThanOrEqual(before - 1000);
