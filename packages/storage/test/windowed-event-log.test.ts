@@ -240,6 +240,33 @@ describe("windowed in-process log over the outbox", () => {
     await log.close();
   });
 
+  it("refuses a bad window and logged events without a sequence or a position, storing nothing", async () => {
+    const schema = await freshOutbox();
+    const archive = createOutboxArchive(database, schema);
+    for (const window of [0, -1, 1.5, Number.NaN]) {
+      expect(() => new InProcessEventLog({ archive, window })).toThrow(
+        expect.objectContaining({ reason: "invalid_request", param: "window" }),
+      );
+    }
+    const log = await openWindowed(schema, new MemoryConsumerPositionStore());
+    const event = taskEvent("ws_bad", "t");
+    event.id = "evt_bad_1";
+    await expect(log.appendLogged([{ event, position: 1n }])).rejects.toMatchObject({
+      reason: "invalid_request",
+      param: "events[0].sequence",
+    });
+    const sequenced = clone(EventSchema, event);
+    sequenced.sequence = 1n;
+    for (const position of [0n, -3n]) {
+      await expect(log.appendLogged([{ event: sequenced, position }])).rejects.toMatchObject({
+        reason: "invalid_request",
+        param: "events[0].position",
+      });
+    }
+    expect(await log.read({ filter: { workspaceId: "ws_bad" } })).toEqual([]);
+    await log.close();
+  });
+
   it("delivers everything after its floor, in order, to a durable consumer far behind the window", async () => {
     const embedded = await startEmbedded(await freshOutbox());
     const ws = uniqueName("ws");

@@ -206,16 +206,21 @@ export class InProcessEventLog implements EventLog {
    * otherwise.
    */
   appendLogged(events: readonly LoggedEvent[]): Promise<AppendResult[]> {
-    assertOpen(this.#journal, "event log");
-    validateEvents(events.map((e) => e.event));
-    events.forEach(({ event, position }, i) => {
-      if (event.sequence === 0n) {
-        throw invalidRequest("a logged event needs its sequence", `events[${i}].sequence`);
-      }
-      if (typeof position !== "bigint" || position < 1n) {
-        throw invalidRequest("a logged event needs a positive position", `events[${i}].position`);
-      }
-    });
+    try {
+      assertOpen(this.#journal, "event log");
+      validateEvents(events.map((e) => e.event));
+      events.forEach(({ event, position }, i) => {
+        if (event.sequence === 0n) {
+          throw invalidRequest("a logged event needs its sequence", `events[${i}].sequence`);
+        }
+        if (typeof position !== "bigint" || position < 1n) {
+          throw invalidRequest("a logged event needs a positive position", `events[${i}].position`);
+        }
+      });
+    } catch (error) {
+      // Refused as a rejection, like every other call of the port.
+      return Promise.reject(error);
+    }
     const run = this.#appending.then(() => this.#appendLoggedInOrder(events));
     this.#appending = run.catch(() => {});
     return run;
