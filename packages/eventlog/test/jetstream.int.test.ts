@@ -105,6 +105,25 @@ describe("JetStreamEventLog on the shared server", () => {
     );
     expect(reason).toBe("config_invalid");
   });
+
+  it("drops a subscription's consumer when its signal aborts, with the subscriber suspended at a yield", async () => {
+    const { nc, log } = await open();
+    const ws = `ws_${uniqueSuffix()}`;
+    await log.append([makeEvent({ workspaceId: ws, resourceId: "r" })]);
+    const jsm = await jetstreamManager(nc);
+    const consumers = async () => (await jsm.consumers.list(log.streamName).next()).length;
+    const ac = new AbortController();
+    const subscription = log.subscribe({ filter: { workspaceId: ws }, signal: ac.signal });
+    expect((await subscription.next()).done).toBe(false);
+    expect(await consumers()).toBe(1);
+    // The subscriber went away (a StreamEvents client that left): the
+    // generator is never resumed, only the signal says it is over.
+    ac.abort();
+    await eventually(async () => (await consumers()) === 0, {
+      timeoutMs: 3_000,
+      what: "the subscription's consumer deleted",
+    });
+  });
 });
 
 describe("JetStreamEventLog across a nats-server restart", () => {

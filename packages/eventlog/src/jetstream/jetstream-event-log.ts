@@ -427,16 +427,32 @@ export class JetStreamEventLog implements EventLog {
     } catch (err) {
       throw natsError(err);
     }
-    const live = { end: () => void messages.close().catch(() => {}) };
+    // Released when the signal aborts too, not only when the loop below ends:
+    // a caller that goes away may leave this generator suspended at its
+    // yield for good, and the consumer (on the server for 5 minutes) and
+    // its entry in #live (for good) must not outlive the subscription.
+    let released: Promise<void> | undefined;
+    const release = (): Promise<void> => {
+      if (released) return released;
+      query.signal?.removeEventListener("abort", release);
+      this.#live.delete(live);
+      // close() stops the pull at once, but settles only when the loop below
+      // is done: the consumer cannot wait for it.
+      const closed = messages.close().then(
+        () => {},
+        () => {},
+      );
+      released = closed;
+      consumer.delete().catch(() => {});
+      return closed;
+    };
+    const live = { end: () => void release() };
     this.#live.add(live);
-    query.signal?.addEventListener("abort", live.end, { once: true });
+    query.signal?.addEventListener("abort", release, { once: true });
     try {
       for await (const msg of messages) yield this.#toLogged(msg);
     } finally {
-      query.signal?.removeEventListener("abort", live.end);
-      this.#live.delete(live);
-      await messages.close().catch(() => {});
-      consumer.delete().catch(() => {});
+      await release();
     }
   }
 

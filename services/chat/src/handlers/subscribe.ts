@@ -184,6 +184,43 @@ async function open(
   return { cursor: startAfter === "" ? ORIGIN_CURSOR : startAfter, events: rest() };
 }
 
+/** A call's signal that also aborts when the host starts closing; `release` unlinks them. */
+interface UntilClosing {
+  signal: AbortSignal;
+  release(): void;
+}
+
+/**
+ * Link the call's signal with the host's long-lived `closing` signal. Not
+ * `AbortSignal.any`: on Node 20 that leaves an entry in `closing` per call
+ * for good. The listener put on `closing` goes when the call's signal aborts
+ * — Connect aborts it however the call ends, even with this stream left
+ * suspended at a yield for good (a client that went away) — or on `release`.
+ */
+function untilClosing(call: AbortSignal, closing: AbortSignal | undefined): UntilClosing {
+  if (!closing) return { signal: call, release: () => {} };
+  const linked = new AbortController();
+  if (call.aborted || closing.aborted) {
+    linked.abort(call.aborted ? call.reason : closing.reason);
+    return { signal: linked.signal, release: () => {} };
+  }
+  const release = () => {
+    closing.removeEventListener("abort", onClosing);
+    call.removeEventListener("abort", onCallEnd);
+  };
+  const onClosing = () => {
+    release();
+    linked.abort(closing.reason);
+  };
+  const onCallEnd = () => {
+    release();
+    linked.abort(call.reason);
+  };
+  closing.addEventListener("abort", onClosing, { once: true });
+  call.addEventListener("abort", onCallEnd, { once: true });
+  return { signal: linked.signal, release };
+}
+
 /** Serve one Subscribe stream. */
 export async function* subscribe(
   deps: SubscribeDeps,
@@ -192,9 +229,24 @@ export async function* subscribe(
 ): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
   const sessionId = request.sessionId;
   if (sessionId.trim() === "") throw errors.invalid("session_id must not be empty", "session_id");
+  const linked = untilClosing(context.signal, deps.closing);
+  try {
+    yield* listen(deps, sessionId, request.afterCursor, context, linked.signal);
+  } finally {
+    linked.release();
+  }
+}
+
+/** The stream of {@link subscribe}, ended by `signal` when the host closes. */
+async function* listen(
+  deps: SubscribeDeps,
+  sessionId: string,
+  afterCursor: string,
+  context: HandlerContext,
+  signal: AbortSignal,
+): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
   const options = onBehalfOf(context);
-  const signal = deps.closing ? AbortSignal.any([context.signal, deps.closing]) : context.signal;
-  const start = await open(deps.port, sessionId, request.afterCursor, options, signal);
+  const start = await open(deps.port, sessionId, afterCursor, options, signal);
   // Registered: any signal delivered from here on is seen by the stream below.
   yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };
 

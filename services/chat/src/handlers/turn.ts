@@ -175,16 +175,28 @@ export async function* runTurn(
   const streamed = new Set<string>();
   try {
     if (stream) {
-      // harness-chat §9: the task's events, in order, until it settles.
-      for await (const response of deps.port.events.streamEvents({ taskId }, options)) {
-        const event = response.event;
-        if (!event) continue;
-        const chunk = chunkOf(event);
-        if (chunk) {
-          if (chunk.kind.case === "message") streamed.add(chunk.kind.value.id);
-          yield { chunk };
+      // Leaving the loop does not end a Connect client stream (see settle):
+      // abort it, or the task's event stream stays open until the whole call
+      // ends — past the outcome, for a caller that then leaves without a word.
+      const done = new AbortController();
+      const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+      try {
+        // harness-chat §9: the task's events, in order, until it settles.
+        for await (const response of deps.port.events.streamEvents(
+          { taskId },
+          { ...options, signal },
+        )) {
+          const event = response.event;
+          if (!event) continue;
+          const chunk = chunkOf(event);
+          if (chunk) {
+            if (chunk.kind.case === "message") streamed.add(chunk.kind.value.id);
+            yield { chunk };
+          }
+          if (settledStatusOf(event) !== undefined) break;
         }
-        if (settledStatusOf(event) !== undefined) break;
+      } finally {
+        done.abort(SETTLED);
       }
     }
     // harness §5.3: returns as soon as the task completes, fails or suspends.
