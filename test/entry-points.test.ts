@@ -79,6 +79,15 @@ describe("trellis CLI with bad input", () => {
     expect(err).not.toMatch(/\n\s+at /);
   });
 
+  it("names the bad variable when the event window is nonsense", () => {
+    for (const value of ["lots", "0", "99", "1e9", "20000.5"]) {
+      const { code, err } = trellis(["dev"], { TRELLIS_EVENT_WINDOW: value });
+      expect(code).toBe(1);
+      expect(err).toMatch(/^trellis: .*TRELLIS_EVENT_WINDOW/);
+      expect(err).not.toMatch(/\n\s+at /);
+    }
+  });
+
   it("names the bad variable when the mesh's worker count is nonsense", () => {
     for (const value of ["many", "-1", "99"]) {
       const { code, err } = trellis(["mesh"], { TRELLIS_MESH_ADAPTER_WORKERS: value });

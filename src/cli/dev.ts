@@ -10,6 +10,8 @@ export const devConfigSchema = {
   TRELLIS_DATA_DIR: env.string().default(".trellis"),
   /** How long durable-consumer positions may wait before they are written (0: every ack). */
   TRELLIS_CONSUMER_POSITION_FLUSH: env.duration({ minMs: 0, maxMs: 60_000 }).default(100),
+  /** Events the in-process log keeps in memory; older reads go to the outbox table. */
+  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(20_000),
 };
 
 /** `trellis dev`: run embedded until Ctrl-C. */
@@ -24,6 +26,7 @@ export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
     port: config.TRELLIS_PORT,
     logger,
     consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
+    eventWindow: config.TRELLIS_EVENT_WINDOW,
   });
   const { url } = trellis.address;
   process.stdout.write(
