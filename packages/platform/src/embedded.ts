@@ -14,13 +14,7 @@
  */
 import { mkdir } from "node:fs/promises";
 import type { DescService } from "@bufbuild/protobuf";
-import {
-  type Client,
-  createClient,
-  createRouterTransport,
-  type Interceptor,
-  type Transport,
-} from "@connectrpc/connect";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import {
   type ConsumerPositionStore,
@@ -52,6 +46,7 @@ import {
 } from "@trellis/storage";
 import { sql } from "kysely";
 import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
+import { createInProcessTransport } from "./in-process-transport.js";
 import {
   createMeshClientInterceptor,
   createMeshServerInterceptor,
@@ -344,7 +339,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   const routes = (router: import("@connectrpc/connect").ConnectRouter) => {
     for (const module of all) module.routes?.(router);
   };
-  // Services call each other in memory: same handlers, no socket. The server
+  // Services call each other in memory: same handlers, no socket, no wire
+  // protocol (see in-process-transport.ts). The server
   // side of that transport maps domain errors like the public server does
   // (callers see the ErrorDetail reason, not a bare Unknown) and takes the
   // request id the caller forwarded. Calls are signed and checked with the
@@ -356,20 +352,17 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     }
     return next(req);
   };
-  transport = createRouterTransport(routes, {
-    router: {
-      interceptors: [
-        inProcessRequestId,
-        createErrorInterceptor(logger),
-        createMeshServerInterceptor(mesh),
-      ],
-    },
-    transport: {
-      interceptors: [
-        createClientTracingInterceptor(),
-        createMeshClientInterceptor(mesh, "embedded"),
-      ],
-    },
+  transport = createInProcessTransport({
+    routes,
+    serverInterceptors: [
+      inProcessRequestId,
+      createErrorInterceptor(logger),
+      createMeshServerInterceptor(mesh),
+    ],
+    clientInterceptors: [
+      createClientTracingInterceptor(),
+      createMeshClientInterceptor(mesh, "embedded"),
+    ],
   });
 
   // The public service's handlers (the gateway) come first and see every
