@@ -82,8 +82,12 @@ export class HealthMonitor implements HealthReporter {
   #timer: NodeJS.Timeout | undefined;
   #round: Promise<void> | undefined;
   #shuttingDown = false;
-  // Resolved and replaced on every change; watchers await it.
-  #changed: Deferred = deferred();
+  // Watch calls waiting for the next change: each is woken and dropped on a
+  // change, or dropped when its call's signal aborts. Not one long-lived
+  // promise raced against each call's signal: every call that ended while
+  // waiting left a reaction on that promise until the next change, which a
+  // healthy server may never have.
+  readonly #waiters = new Set<() => void>();
 
   constructor(options: HealthOptions, logger: Logger) {
     this.#deps = (options.dependencies ?? []).map((dependency) => ({
@@ -202,37 +206,28 @@ export class HealthMonitor implements HealthReporter {
   }
 
   #notify(): void {
-    const done = this.#changed;
-    this.#changed = deferred();
-    done.resolve();
+    // Each wake-up removes itself; a waiter added meanwhile waits for the next change.
+    for (const wake of [...this.#waiters]) wake();
   }
 
-  /** Resolves at the next change, or when `signal` aborts. */
-  async nextChange(signal: AbortSignal): Promise<void> {
-    if (signal.aborted) return;
-    let onAbort: (() => void) | undefined;
-    await Promise.race([
-      this.#changed.promise,
-      new Promise<void>((resolve) => {
-        onAbort = resolve;
-        signal.addEventListener("abort", onAbort, { once: true });
-      }),
-    ]);
-    if (onAbort !== undefined) signal.removeEventListener("abort", onAbort);
+  /** Resolves at the next change, or when `signal` aborts; holds nothing of the call after. */
+  nextChange(signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const wake = (): void => {
+        this.#waiters.delete(wake);
+        signal.removeEventListener("abort", wake);
+        resolve();
+      };
+      this.#waiters.add(wake);
+      signal.addEventListener("abort", wake, { once: true });
+    });
   }
-}
 
-interface Deferred {
-  promise: Promise<void>;
-  resolve: () => void;
-}
-
-function deferred(): Deferred {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => {
-    resolve = r;
-  });
-  return { promise, resolve };
+  /** How many calls wait in {@link nextChange} now (for tests). */
+  get waiting(): number {
+    return this.#waiters.size;
+  }
 }
 
 const wire: Record<ServingStatus, Status> = {

@@ -405,23 +405,36 @@ function finishError(span: Span, error: unknown, kind: SpanKind): void {
  * that the handler's generator body runs inside the call's context (an async
  * generator runs in the context of whoever calls `next()`, which is the
  * protocol layer, outside `context.with`).
+ *
+ * The span also ends when the call's `signal` aborts first: a consumer that
+ * stops early is often never seen by the stream. On a server, Connect neither
+ * resumes nor returns the handler's generator once the client has left (it
+ * stays suspended at its last `yield`), and Connect's promise client hides
+ * `return()` from the caller. Whichever comes first ends the span, once; the
+ * abort listener goes when the stream ends (Connect-node aborts a server
+ * call's signal when the HTTP/2 stream closes, after a normal end as well).
  */
 function traceStream<T>(
   source: AsyncIterable<T>,
   span: Span,
   ctx: Context,
   kind: SpanKind,
-): AsyncIterable<T> & { cancel(): void } {
+  signal: AbortSignal,
+): AsyncIterable<T> {
   let open = true;
+  // The reason says who ended the call: an RST_STREAM CANCEL or a client abort
+  // is CANCELLED, a deadline DEADLINE_EXCEEDED, the server's shutdown UNAVAILABLE.
+  const onAbort = (): void => close(ConnectError.from(signal.reason, Code.Canceled));
   const close = (error?: unknown): void => {
     if (!open) return;
     open = false;
+    signal.removeEventListener("abort", onAbort);
     if (error === undefined) finishOk(span);
     else finishError(span, error, kind);
   };
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
   return {
-    /** End the span as cancelled unless the stream already ended. */
-    cancel: () => close(new ConnectError("call aborted", Code.Canceled)),
     [Symbol.asyncIterator](): AsyncIterator<T> {
       const it = source[Symbol.asyncIterator]();
       return {
@@ -484,7 +497,10 @@ export function createServerTracingInterceptor(
       finishOk(span);
       return res;
     }
-    return { ...res, message: traceStream(res.message, span, ctx, SpanKind.SERVER) };
+    return {
+      ...res,
+      message: traceStream(res.message, span, ctx, SpanKind.SERVER, req.signal),
+    };
   };
 }
 
@@ -524,13 +540,10 @@ export function createClientTracingInterceptor(
       finishOk(span);
       return res;
     }
-    // Connect's promise client hides return() from the caller: a consumer that
-    // stops early is only seen when it aborts the call. End the span then.
-    const message = traceStream(res.message, span, ctx, SpanKind.CLIENT);
-    const cancel = () => message.cancel();
-    if (req.signal.aborted) cancel();
-    else req.signal.addEventListener("abort", cancel, { once: true });
-    return { ...res, message };
+    return {
+      ...res,
+      message: traceStream(res.message, span, ctx, SpanKind.CLIENT, req.signal),
+    };
   };
 }
 

@@ -1,19 +1,22 @@
-import { createClient } from "@connectrpc/connect";
+import { getEventListeners } from "node:events";
+import { create } from "@bufbuild/protobuf";
+import { createClient, createContextValues, createRouterTransport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import type { ReadableSpan } from "@opentelemetry/sdk-trace-base";
 import { health } from "@trellis/contracts/grpc";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
 import { createServiceClient } from "../src/client.js";
 import { requestIdOf } from "../src/request-id.js";
 import { createService, type TrellisService } from "../src/server.js";
 import {
+  createServerTracingInterceptor,
   extractTraceContext,
   initTelemetry,
   injectTraceHeaders,
   type Telemetry,
 } from "../src/telemetry.js";
-import { captureLogger, testHealthImpl } from "./support.js";
+import { captureLogger, sleep, testHealthImpl } from "./support.js";
 
 const { SERVING } = health.HealthCheckResponse_ServingStatus;
 
@@ -60,7 +63,14 @@ describe("tracing", () => {
             upstreamLog.logger.info("forwarding");
             return await next.check({ service: "" });
           },
-          async *watch() {
+          async *watch(req) {
+            if (req.service === "ticker") {
+              // A stream that never ends on its own and ignores its signal.
+              for (;;) {
+                yield { status: SERVING };
+                await sleep(5);
+              }
+            }
             // Each step of a streaming handler runs inside the server span.
             streamSpanIds.push(trace.getActiveSpan()?.spanContext().spanId);
             yield { status: SERVING };
@@ -163,6 +173,110 @@ describe("tracing", () => {
     expect(server?.name).toBe("grpc.health.v1.Health/Watch");
     expect(server?.attributes["rpc.status_code"]).toBe("OK");
     expect(streamSpanIds).toEqual([server?.spanContext().spanId, server?.spanContext().spanId]);
+  });
+
+  it("ends the span of a stream the client leaves between messages as CANCELLED, not a server error", async () => {
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: upstreamUrl }));
+    const abort = new AbortController();
+    const messages = client
+      .watch({ service: "ticker" }, { signal: abort.signal })
+      [Symbol.asyncIterator]();
+    expect((await messages.next()).value?.status).toBe(SERVING);
+    abort.abort();
+
+    // The handler's next write fails on the reset stream and Connect throws
+    // that ("The stream has been destroyed") into the stream, which would pass
+    // for an UNKNOWN server error: the span must already have ended on the
+    // call's signal, with the reason the client gave.
+    await vi.waitFor(() => expect(byKind(SpanKind.SERVER)).toHaveLength(1));
+    await sleep(50);
+    const servers = byKind(SpanKind.SERVER);
+    expect(servers).toHaveLength(1);
+    expect(servers[0]?.name).toBe("grpc.health.v1.Health/Watch");
+    // semconv: CANCELLED is the caller's doing, not a server error.
+    expect(servers[0]?.attributes["rpc.status_code"]).toBe("CANCELLED");
+    expect(servers[0]?.attributes["error.type"]).toBeUndefined();
+    expect(servers[0]?.status.code).toBe(SpanStatusCode.UNSET);
+    expect(servers[0]?.events).toEqual([]);
+  });
+
+  describe("in process, where Connect leaves a handler suspended at its yield", () => {
+    let resumed = 0;
+    const transport = createRouterTransport(
+      (router) =>
+        router.service(health.Health, {
+          async *watch(req) {
+            yield { status: SERVING };
+            resumed++;
+            if (req.service === "endless") for (;;) yield { status: SERVING };
+          },
+        }),
+      { router: { interceptors: [createServerTracingInterceptor()] } },
+    );
+    const client = createClient(health.Health, transport);
+
+    beforeEach(() => {
+      resumed = 0;
+    });
+
+    it("ends the span once, as CANCELLED, when the client takes one message and aborts", async () => {
+      const abort = new AbortController();
+      const stream = client.watch({ service: "endless" }, { signal: abort.signal });
+      for await (const res of stream) {
+        expect(res.status).toBe(SERVING);
+        break;
+      }
+      abort.abort();
+      await sleep(20);
+      // Connect never asked the handler for more, nor returned it: the
+      // call's signal is the only thing that says the call is over.
+      expect(resumed).toBe(0);
+      const servers = byKind(SpanKind.SERVER);
+      expect(servers).toHaveLength(1);
+      expect(servers[0]?.attributes["rpc.status_code"]).toBe("CANCELLED");
+      expect(servers[0]?.attributes["error.type"]).toBeUndefined();
+      expect(servers[0]?.status.code).toBe(SpanStatusCode.UNSET);
+    });
+
+    it("ends the span once, as OK, when the stream finishes, and stops listening for an abort", async () => {
+      // Driven directly: through a transport, Connect aborts the call's signal
+      // as soon as the call is over, which would hide a listener left behind.
+      const abort = new AbortController();
+      const call = createServerTracingInterceptor()(async (req) => ({
+        stream: true,
+        service: req.service,
+        method: health.Health.method.watch,
+        header: new Headers(),
+        trailer: new Headers(),
+        message: (async function* () {
+          yield create(health.HealthCheckResponseSchema, { status: SERVING });
+        })(),
+      }));
+      const res = await call({
+        stream: true,
+        service: health.Health,
+        method: health.Health.method.watch,
+        requestMethod: "POST",
+        url: "http://localhost/grpc.health.v1.Health/Watch",
+        signal: abort.signal,
+        header: new Headers(),
+        contextValues: createContextValues(),
+        message: (async function* () {
+          yield create(health.HealthCheckRequestSchema);
+        })(),
+      });
+      expect(res.stream).toBe(true);
+      expect(getEventListeners(abort.signal, "abort")).toHaveLength(1);
+      let count = 0;
+      if (res.stream) for await (const _ of res.message) count++;
+      expect(count).toBe(1);
+      expect(getEventListeners(abort.signal, "abort")).toHaveLength(0);
+      abort.abort();
+      const servers = byKind(SpanKind.SERVER);
+      expect(servers).toHaveLength(1);
+      expect(servers[0]?.attributes["rpc.status_code"]).toBe("OK");
+      expect(servers[0]?.status.code).toBe(SpanStatusCode.UNSET);
+    });
   });
 
   it("does not trace the built-in health and reflection services", async () => {
