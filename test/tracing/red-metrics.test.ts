@@ -31,8 +31,10 @@ function setup() {
           if (req.service === "missing") throw new ConnectError("no such", Code.NotFound);
           return { status: Status.SERVING };
         },
-        async *watch() {
+        async *watch(req) {
           yield { status: Status.SERVING };
+          // "hang": a stream that waits for good (the client leaves meanwhile).
+          if (req.service === "hang") await new Promise(() => {});
           yield { status: Status.NOT_SERVING };
         },
       }),
@@ -81,6 +83,27 @@ describe("RED metrics interceptor", () => {
     expect(point?.attributes["rpc.method"]).toBe("grpc.health.v1.Health/Watch");
     expect(point?.attributes["rpc.status_code"]).toBe("OK");
     expect(point?.value.count).toBe(1);
+  });
+
+  it("records a stream whose client left while it waited, as cancelled, once", async () => {
+    const { client, points } = setup();
+    const abort = new AbortController();
+    const seen: number[] = [];
+    await expect(
+      (async () => {
+        for await (const r of client.watch({ service: "hang" }, { signal: abort.signal })) {
+          seen.push(r.status);
+          abort.abort();
+        }
+      })(),
+    ).rejects.toThrow();
+    expect(seen).toEqual([Status.SERVING]);
+    // The handler is still suspended and will never end: the abort recorded it.
+    const recorded = await points();
+    expect(recorded).toHaveLength(1);
+    expect(recorded[0]?.attributes["rpc.status_code"]).toBe("CANCELLED");
+    expect(recorded[0]?.attributes["error.type"]).toBeUndefined();
+    expect(recorded[0]?.value.count).toBe(1);
   });
 
   it("records nothing and costs nothing without a meter provider", async () => {

@@ -183,7 +183,10 @@ export interface MetricsInterceptorOptions {
 
 /**
  * Server interceptor recording one `rpc.server.call.duration` point per RPC.
- * A streaming call is measured until its response stream ends. Put it
+ * A streaming call is measured until its response stream ends, or until the
+ * call's signal aborts first (a client that left: Connect neither resumes
+ * nor returns the handler's stream then, so its end would never be seen; the
+ * point carries the abort's reason, CANCELLED for a client gone). Put it
  * outside the error interceptor so it sees the mapped status code.
  */
 export function createServerMetricsInterceptor(
@@ -211,9 +214,11 @@ export function createServerMetricsInterceptor(
       [ATTR_RPC_METHOD]: `${req.method.parent.typeName}/${req.method.name}`,
     };
     let recorded = false;
+    const onAbort = (): void => record(ConnectError.from(req.signal.reason, Code.Canceled));
     const record = (error?: unknown): void => {
       if (recorded) return;
       recorded = true;
+      req.signal.removeEventListener("abort", onAbort);
       const seconds = (performance.now() - started) / 1000;
       if (error === undefined) {
         instrument().record(seconds, { ...base, [ATTR_RPC_STATUS_CODE]: "OK" });
@@ -238,6 +243,8 @@ export function createServerMetricsInterceptor(
       record();
       return res;
     }
+    if (req.signal.aborted) onAbort();
+    else req.signal.addEventListener("abort", onAbort, { once: true });
     const source = res.message;
     const wrapped: AsyncIterable<unknown> = {
       [Symbol.asyncIterator]() {
