@@ -161,6 +161,33 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
     return spec;
   };
 
+  /** What both kinds of call start from: client options and the request's common part. */
+  const callOf = (
+    method: DescMethod,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    header: HeadersSource | undefined,
+    contextValues: ContextValues | undefined,
+  ) => {
+    // As Connect's transports: 0 or less means no deadline.
+    const deadline = timeoutMs !== undefined && timeoutMs <= 0 ? undefined : timeoutMs;
+    return {
+      timeoutMs: deadline,
+      options: {
+        interceptors: clientInterceptors,
+        ...(signal ? { signal } : {}),
+        ...(deadline === undefined ? {} : { timeoutMs: deadline }),
+      },
+      request: {
+        service: method.parent,
+        requestMethod: "POST",
+        url: createMethodUrl(BASE_URL, method),
+        header: new Headers(header),
+        contextValues: contextValues ?? createContextValues(),
+      },
+    };
+  };
+
   const contextFor = (
     method: DescMethod,
     url: string,
@@ -189,27 +216,16 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       input: MessageInitShape<I>,
       contextValues?: ContextValues,
     ): Promise<UnaryResponse<I, O>> {
-      const effectiveTimeout = timeoutMs !== undefined && timeoutMs <= 0 ? undefined : timeoutMs;
+      const call = callOf(method, signal, timeoutMs, header, contextValues);
       return runUnaryCall<I, O>({
-        interceptors: clientInterceptors,
-        ...(signal ? { signal } : {}),
-        ...(effectiveTimeout === undefined ? {} : { timeoutMs: effectiveTimeout }),
-        req: {
-          stream: false,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url: createMethodUrl(BASE_URL, method),
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        ...call.options,
+        req: { ...call.request, stream: false, method, message: input },
         next: async (req) => {
           const spec = specOf(method);
           if (spec.kind !== "unary") {
             throw new ConnectError(`${method.name} is not a unary method`, Code.Internal);
           }
-          const context = contextFor(method, req.url, req.signal, req.header, effectiveTimeout);
+          const context = contextFor(method, req.url, req.signal, req.header, call.timeoutMs);
           try {
             const output = await raceAbort(
               req.signal,
@@ -224,8 +240,9 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
               stream: false,
               service: method.parent,
               method,
-              header: new Headers(context.responseHeader),
-              trailer: new Headers(context.responseTrailer),
+              // The call is over: its context's headers are the caller's now.
+              header: context.responseHeader,
+              trailer: context.responseTrailer,
               message: copy(method.output, output as MessageShape<O>),
             };
           } catch (error) {
@@ -246,24 +263,13 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
       input: AsyncIterable<MessageInitShape<I>>,
       contextValues?: ContextValues,
     ): Promise<StreamResponse<I, O>> {
-      const effectiveTimeout = timeoutMs !== undefined && timeoutMs <= 0 ? undefined : timeoutMs;
+      const call = callOf(method, signal, timeoutMs, header, contextValues);
       return runStreamingCall<I, O>({
-        interceptors: clientInterceptors,
-        ...(signal ? { signal } : {}),
-        ...(effectiveTimeout === undefined ? {} : { timeoutMs: effectiveTimeout }),
-        req: {
-          stream: true,
-          service: method.parent,
-          method,
-          requestMethod: "POST",
-          url: createMethodUrl(BASE_URL, method),
-          header: new Headers(header),
-          contextValues: contextValues ?? createContextValues(),
-          message: input,
-        },
+        ...call.options,
+        req: { ...call.request, stream: true, method, message: input },
         next: async (req) => {
           const spec = specOf(method);
-          const context = contextFor(method, req.url, req.signal, req.header, effectiveTimeout);
+          const context = contextFor(method, req.url, req.signal, req.header, call.timeoutMs);
           const requests = (async function* () {
             for await (const message of req.message) yield copy(method.input, message);
           })();
