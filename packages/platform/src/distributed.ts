@@ -2,6 +2,7 @@
  * Distributed mode: one service per process, on PostgreSQL and NATS JetStream,
  * configured by environment variables.
  */
+import { setMaxListeners } from "node:events";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
@@ -219,6 +220,9 @@ export async function runService(
   });
   const clients = createRemoteClients(source, mesh, definition.name);
   const closing = new AbortController();
+  // Every open stream (SSE, WebSocket, Subscribe) listens to it until it ends:
+  // many listeners is its normal state, so Node's warning above 10 is noise.
+  setMaxListeners(0, closing.signal);
   const context: ServiceContext = {
     mode: "distributed",
     db,

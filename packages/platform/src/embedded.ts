@@ -12,6 +12,7 @@
  * positions require. Nothing is appended to the in-process log except
  * through that outbox.
  */
+import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
@@ -299,6 +300,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   });
 
   const closing = new AbortController();
+  // Every open stream (SSE, WebSocket, Subscribe) listens to it until it ends:
+  // many listeners is its normal state, so Node's warning above 10 is noise.
+  setMaxListeners(0, closing.signal);
   let transport: Transport | undefined;
   const clientCache = new Map<string, Client<DescService>>();
   const clients: ServiceClients = {
