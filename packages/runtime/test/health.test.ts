@@ -2,15 +2,10 @@ import { execFile } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { create } from "@bufbuild/protobuf";
-import {
-  Code,
-  ConnectError,
-  createClient,
-  createContextValues,
-  createHandlerContext,
-} from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health, reflectionV1alpha } from "@trellis/contracts/grpc";
+import { directCallContext } from "@trellis/testkit";
 import { afterEach, describe, expect, it } from "vitest";
 import { createHealthImpl, HealthMonitor } from "../src/health.js";
 import { createService, type TrellisService } from "../src/server.js";
@@ -156,15 +151,7 @@ describe("grpc.health.v1.Health", () => {
 /** A Watch call driven directly, as Connect would, with the client's abort in hand. */
 function openWatch(monitor: HealthMonitor) {
   const client = new AbortController();
-  const context = createHandlerContext({
-    service: health.Health,
-    method: health.Health.method.watch,
-    protocolName: "grpc",
-    requestMethod: "POST",
-    url: "http://localhost/grpc.health.v1.Health/Watch",
-    requestSignal: client.signal,
-    contextValues: createContextValues(),
-  });
+  const context = directCallContext(health.Health.method.watch, client.signal);
   const watch = createHealthImpl(monitor).watch!;
   const stream = watch(create(health.HealthCheckRequestSchema), context)[Symbol.asyncIterator]();
   return { client, stream };

@@ -4,6 +4,8 @@
  * never collide.
  */
 import { randomBytes } from "node:crypto";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import pg from "pg";
 
 /** Postgres server the integration tests use (CI's `.ci/run` sets it). */
@@ -198,4 +200,25 @@ export class ThrowawayNats {
     const { rm } = await import("node:fs/promises");
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The context Connect gives a handler, for calling the handler directly (no
+ * server): `requestSignal` plays the client, aborting it is the client
+ * leaving. Tests of what a streaming handler holds once its client is gone
+ * drive it this way, since Connect never resumes such a handler.
+ */
+export function directCallContext(
+  method: DescMethod,
+  requestSignal: AbortSignal,
+): ReturnType<typeof createHandlerContext> {
+  return createHandlerContext({
+    service: method.parent,
+    method,
+    protocolName: "connect",
+    requestMethod: "POST",
+    url: `http://localhost/${method.parent.typeName}/${method.name}`,
+    requestSignal,
+    contextValues: createContextValues(),
+  });
 }

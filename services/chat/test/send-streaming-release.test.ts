@@ -3,11 +3,11 @@
 // takes the outcome and leaves without aborting would leave this handler
 // suspended at that yield for good, and with it the tasks service's stream.
 import { create } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { ChatService, type SendStreamingRequest } from "@trellis/contracts/chat";
 import { EventSchema, TaskStatus } from "@trellis/contracts/core";
 import { TaskSchema } from "@trellis/contracts/tasks";
 import { chatToMessage } from "@trellis/messages";
+import { directCallContext } from "@trellis/testkit";
 import { describe, expect, it } from "vitest";
 import { loadChatConfig } from "../src/config.js";
 import { createChatHandler } from "../src/handlers/chat-handler.js";
@@ -48,15 +48,7 @@ describe("SendStreaming ends the task's event stream", () => {
     } as unknown as TasksPort;
     const handler = createChatHandler({ port, config: loadChatConfig({}) });
     const client = new AbortController();
-    const context = createHandlerContext({
-      service: ChatService,
-      method: ChatService.method.sendStreaming,
-      protocolName: "connect",
-      requestMethod: "POST",
-      url: "http://localhost/trellis.chat.v1.ChatService/SendStreaming",
-      requestSignal: client.signal,
-      contextValues: createContextValues(),
-    });
+    const context = directCallContext(ChatService.method.sendStreaming, client.signal);
     const request = {
       sessionId: "ses_s",
       message: chatToMessage({ role: "user", content: "hi" }),

@@ -4,8 +4,9 @@
 // a yield (Connect then never resumes it). AbortSignal.any left an entry in
 // `closing` per call for good (Node 20).
 import { getEventListeners } from "node:events";
-import { Code, ConnectError, createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { ChatService, type SubscribeRequest } from "@trellis/contracts/chat";
+import { directCallContext } from "@trellis/testkit";
 import { describe, expect, it } from "vitest";
 import { loadChatConfig } from "../src/config.js";
 import { subscribe } from "../src/handlers/subscribe.js";
@@ -24,15 +25,7 @@ function heldBy(signal: AbortSignal): number {
 
 function openSubscribe(closing: AbortSignal) {
   const client = new AbortController();
-  const context = createHandlerContext({
-    service: ChatService,
-    method: ChatService.method.subscribe,
-    protocolName: "connect",
-    requestMethod: "POST",
-    url: "http://localhost/trellis.chat.v1.ChatService/Subscribe",
-    requestSignal: client.signal,
-    contextValues: createContextValues(),
-  });
+  const context = directCallContext(ChatService.method.subscribe, client.signal);
   // From the session's origin, which does not exist yet: the stream waits for it.
   const port = {
     events: {

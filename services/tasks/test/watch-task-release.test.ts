@@ -3,9 +3,9 @@
 // leave the handler suspended at that yield for good, and a watch left
 // registered keeps every later commit's snapshot of the task in memory.
 import { create } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
 import { TaskStatus } from "@trellis/contracts/core";
 import { type Task, TaskSchema, TaskService } from "@trellis/contracts/tasks";
+import { directCallContext } from "@trellis/testkit";
 import { describe, expect, it } from "vitest";
 import type { HandlerDeps } from "../src/handlers/common.js";
 import { createTaskHandlers } from "../src/handlers/task-handlers.js";
@@ -22,15 +22,7 @@ function harness(initial: TaskStatus) {
   } as unknown as HandlerDeps;
   const handlers = createTaskHandlers(deps);
   const abort = new AbortController();
-  const context = createHandlerContext({
-    service: TaskService,
-    method: TaskService.method.watchTask,
-    protocolName: "connect",
-    requestMethod: "POST",
-    url: "http://localhost/trellis.tasks.v1.TaskService/WatchTask",
-    requestSignal: abort.signal,
-    contextValues: createContextValues(),
-  });
+  const context = directCallContext(TaskService.method.watchTask, abort.signal);
   const stream = handlers.watchTask?.(
     { taskId: "task_w", untilSettled: true } as never,
     context,
