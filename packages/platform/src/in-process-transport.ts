@@ -85,7 +85,7 @@ type HeadersSource = ConstructorParameters<typeof Headers>[0];
 /** The handler context with the `abort` its creator ends the call with. */
 type HandlerContextController = ReturnType<typeof createHandlerContext>;
 
-/** Records the implementation of every method registered, first one wins (as a router). */
+/** Records the implementation of every method registered; a later one replaces an earlier (as Connect's router transport). */
 function collectSpecs(routes: (router: ConnectRouter) => void): Map<DescMethod, MethodImplSpec> {
   const specs = new Map<DescMethod, MethodImplSpec>();
   const router: ConnectRouter = {
@@ -94,12 +94,12 @@ function collectSpecs(routes: (router: ConnectRouter) => void): Map<DescMethod, 
       const spec = createServiceImplSpec(service, implementation);
       for (const method of service.methods) {
         const methodSpec = spec.methods[method.localName];
-        if (methodSpec && !specs.has(method)) specs.set(method, methodSpec);
+        if (methodSpec) specs.set(method, methodSpec);
       }
       return this;
     },
     rpc(method, impl) {
-      if (!specs.has(method)) specs.set(method, createMethodImplSpec(method, impl));
+      specs.set(method, createMethodImplSpec(method, impl));
       return this;
     },
   };
