@@ -1,5 +1,5 @@
 import { resolve } from "node:path";
-import { startEmbedded } from "@trellis/platform";
+import { DEFAULT_EVENT_WINDOW, startEmbedded } from "@trellis/platform";
 import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
 import { allServices } from "../services.js";
 
@@ -11,7 +11,7 @@ export const devConfigSchema = {
   /** How long durable-consumer positions may wait before they are written (0: every ack). */
   TRELLIS_CONSUMER_POSITION_FLUSH: env.duration({ minMs: 0, maxMs: 60_000 }).default(100),
   /** Events the in-process log keeps in memory; older reads go to the outbox table. */
-  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(20_000),
+  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(DEFAULT_EVENT_WINDOW),
 };
 
 /** `trellis dev`: run embedded until Ctrl-C. */

@@ -2,7 +2,6 @@
  * Distributed mode: one service per process, on PostgreSQL and NATS JetStream,
  * configured by environment variables.
  */
-import { setMaxListeners } from "node:events";
 import type { DescService } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import {
@@ -46,11 +45,12 @@ import {
   processMeshCredentials,
   verifyMeshHttp,
 } from "./mesh.js";
-import type {
-  ServiceClients,
-  ServiceContext,
-  ServiceDefinition,
-  ServiceModule,
+import {
+  createClosingController,
+  type ServiceClients,
+  type ServiceContext,
+  type ServiceDefinition,
+  type ServiceModule,
 } from "./service.js";
 
 /** Environment a distributed service reads (validated at start). */
@@ -219,10 +219,7 @@ export async function runService(
       logger.warn("outbox relay round failed; retrying", { error: String(error) }),
   });
   const clients = createRemoteClients(source, mesh, definition.name);
-  const closing = new AbortController();
-  // Every open stream (SSE, WebSocket, Subscribe) listens to it until it ends:
-  // many listeners is its normal state, so Node's warning above 10 is noise.
-  setMaxListeners(0, closing.signal);
+  const closing = createClosingController();
   const context: ServiceContext = {
     mode: "distributed",
     db,

@@ -12,7 +12,6 @@
  * positions require. Nothing is appended to the in-process log except
  * through that outbox.
  */
-import { setMaxListeners } from "node:events";
 import { mkdir } from "node:fs/promises";
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
@@ -57,11 +56,12 @@ import {
   meshHeader,
   verifyMeshHttp,
 } from "./mesh.js";
-import type {
-  ServiceClients,
-  ServiceContext,
-  ServiceDefinition,
-  ServiceModule,
+import {
+  createClosingController,
+  type ServiceClients,
+  type ServiceContext,
+  type ServiceDefinition,
+  type ServiceModule,
 } from "./service.js";
 
 /** The shared outbox schema of embedded mode. */
@@ -299,10 +299,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       logger.warn("outbox relay round failed; retrying", { error: String(error) }),
   });
 
-  const closing = new AbortController();
-  // Every open stream (SSE, WebSocket, Subscribe) listens to it until it ends:
-  // many listeners is its normal state, so Node's warning above 10 is noise.
-  setMaxListeners(0, closing.signal);
+  const closing = createClosingController();
   let transport: Transport | undefined;
   const clientCache = new Map<string, Client<DescService>>();
   const clients: ServiceClients = {
@@ -344,8 +341,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     for (const module of all) module.routes?.(router);
   };
   // Services call each other in memory: same handlers, no socket, no wire
-  // protocol (see in-process-transport.ts). The server
-  // side of that transport maps domain errors like the public server does
+  // protocol (see in-process-transport.ts). The server side of that
+  // transport maps domain errors like the public server does
   // (callers see the ErrorDetail reason, not a bare Unknown) and takes the
   // request id the caller forwarded. Calls are signed and checked with the
   // service credentials as in distributed mode, so the caller a handler sees

@@ -278,31 +278,25 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
             context,
             serverInterceptors,
           )(requests)[Symbol.asyncIterator]();
-          const trailer = new Headers();
-          let ended = false;
-          const end = (error?: unknown): void => {
-            if (ended) return;
-            ended = true;
-            for (const [key, value] of context.responseTrailer) trailer.set(key, value);
-            context.abort(error);
-          };
           const messages: AsyncIterator<MessageShape<O>> = {
             async next() {
               try {
                 const result = await raceAbort(req.signal, outputs.next());
+                // The handler's signal aborts however the stream ends (once:
+                // a later abort is a no-op).
                 if (result.done) {
-                  end();
+                  context.abort();
                   return { done: true, value: undefined };
                 }
                 return { done: false, value: copy(method.output, result.value as MessageShape<O>) };
               } catch (error) {
                 const received = asReceived(error, context);
-                end(error);
+                context.abort(error);
                 throw received;
               }
             },
             async return() {
-              end();
+              context.abort();
               await outputs.return?.();
               return { done: true, value: undefined };
             },
@@ -312,9 +306,9 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
             service: method.parent,
             method,
             // The implementation sets response headers before its first
-            // message; they are read once the caller starts reading.
+            // message, trailers by its end: the caller reads them then.
             header: context.responseHeader,
-            trailer,
+            trailer: context.responseTrailer,
             message: { [Symbol.asyncIterator]: () => messages },
           };
         },

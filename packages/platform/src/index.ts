@@ -4,6 +4,7 @@
  * services in one process on PGlite + the in-process log).
  */
 
+export { DEFAULT_EVENT_WINDOW } from "@trellis/eventlog";
 export { DEFAULT_PORTS, ownerOf, serviceUrl, urlVariable } from "./addresses.js";
 export {
   type Caller,

@@ -7,6 +7,7 @@
  * (distributed mode, `runService`) or next to every other service in one
  * process on PGlite (embedded mode, `startEmbedded`).
  */
+import { setMaxListeners } from "node:events";
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
@@ -112,4 +113,15 @@ export interface ServiceDefinition {
    */
   public?: boolean;
   create(context: ServiceContext): ServiceModule | Promise<ServiceModule>;
+}
+
+/**
+ * The controller of a {@link ServiceContext}'s `closing` signal. Every open
+ * stream (SSE, WebSocket, Subscribe) listens to it until it ends: many
+ * listeners is its normal state, so Node's warning above 10 would be noise.
+ */
+export function createClosingController(): AbortController {
+  const closing = new AbortController();
+  setMaxListeners(0, closing.signal);
+  return closing;
 }

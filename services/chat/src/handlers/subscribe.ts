@@ -27,6 +27,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
+import { createLinkedAbortController } from "@connectrpc/connect/protocol";
 import type { SubscribeRequest, SubscribeResponseSchema } from "@trellis/contracts/chat";
 import type { Event, Message } from "@trellis/contracts/core";
 import { errors, sleep } from "@trellis/runtime";
@@ -184,42 +185,8 @@ async function open(
   return { cursor: startAfter === "" ? ORIGIN_CURSOR : startAfter, events: rest() };
 }
 
-/** A call's signal that also aborts when the host starts closing; `release` unlinks them. */
-interface UntilClosing {
-  signal: AbortSignal;
-  release(): void;
-}
-
-/**
- * Link the call's signal with the host's long-lived `closing` signal. Not
- * `AbortSignal.any`: on Node 20 that leaves an entry in `closing` per call
- * for good. The listener put on `closing` goes when the call's signal aborts
- * — Connect aborts it however the call ends, even with this stream left
- * suspended at a yield for good (a client that went away) — or on `release`.
- */
-function untilClosing(call: AbortSignal, closing: AbortSignal | undefined): UntilClosing {
-  if (!closing) return { signal: call, release: () => {} };
-  const linked = new AbortController();
-  if (call.aborted || closing.aborted) {
-    linked.abort(call.aborted ? call.reason : closing.reason);
-    return { signal: linked.signal, release: () => {} };
-  }
-  const release = () => {
-    closing.removeEventListener("abort", onClosing);
-    call.removeEventListener("abort", onCallEnd);
-  };
-  const onClosing = () => {
-    release();
-    linked.abort(closing.reason);
-  };
-  const onCallEnd = () => {
-    release();
-    linked.abort(call.reason);
-  };
-  closing.addEventListener("abort", onClosing, { once: true });
-  call.addEventListener("abort", onCallEnd, { once: true });
-  return { signal: linked.signal, release };
-}
+/** Why a Subscribe stream's link to the host's closing signal ends: the stream is over. */
+const STREAM_ENDED = new Error("the subscribe stream ended");
 
 /** Serve one Subscribe stream. */
 export async function* subscribe(
@@ -229,11 +196,16 @@ export async function* subscribe(
 ): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
   const sessionId = request.sessionId;
   if (sessionId.trim() === "") throw errors.invalid("session_id must not be empty", "session_id");
-  const linked = untilClosing(context.signal, deps.closing);
+  // Not AbortSignal.any: on Node 20 that leaves an entry in the long-lived
+  // `closing` per call for good. A linked controller's listeners go when it
+  // aborts — when the call's signal does (Connect aborts it however the call
+  // ends, even with this stream left suspended at a yield for good), when
+  // the host closes, or when the stream ends here.
+  const linked = createLinkedAbortController(context.signal, deps.closing);
   try {
     yield* listen(deps, sessionId, request.afterCursor, context, linked.signal);
   } finally {
-    linked.release();
+    linked.abort(STREAM_ENDED);
   }
 }
 

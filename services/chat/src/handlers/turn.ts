@@ -10,6 +10,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { CallOptions, HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { createLinkedAbortController } from "@connectrpc/connect/protocol";
 import { type ChatChunk, ChatChunkSchema, type ChatTurnOutcome } from "@trellis/contracts/chat";
 import { type Message, TaskStatus } from "@trellis/contracts/core";
 import { BusyPolicy, type Task } from "@trellis/contracts/tasks";
@@ -71,12 +72,11 @@ async function settle(port: TasksPort, taskId: string, options: CallOptions): Pr
   let last: Task | undefined;
   // Leaving the loop early does not end a Connect client stream: abort it, so
   // the watch (and its client span) ends as soon as the task settles.
-  const done = new AbortController();
-  const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+  const done = createLinkedAbortController(options.signal);
   try {
     for await (const response of port.tasks.watchTask(
       { taskId, untilSettled: true },
-      { ...options, signal },
+      { ...options, signal: done.signal },
     )) {
       if (response.task) last = response.task;
       if (last && isSettled(last.status)) return last;
@@ -178,13 +178,12 @@ export async function* runTurn(
       // Leaving the loop does not end a Connect client stream (see settle):
       // abort it, or the task's event stream stays open until the whole call
       // ends — past the outcome, for a caller that then leaves without a word.
-      const done = new AbortController();
-      const signal = options.signal ? AbortSignal.any([options.signal, done.signal]) : done.signal;
+      const done = createLinkedAbortController(options.signal);
       try {
         // harness-chat §9: the task's events, in order, until it settles.
         for await (const response of deps.port.events.streamEvents(
           { taskId },
-          { ...options, signal },
+          { ...options, signal: done.signal },
         )) {
           const event = response.event;
           if (!event) continue;
