@@ -219,7 +219,8 @@ describe("Send when the tasks service fails", () => {
 });
 
 describe("Send dispatch", () => {
-  function dispatching(existing: boolean) {
+  /** `honourWait`: SubmitTask answers a waiting submit with the settled task, as the tasks service does. */
+  function dispatching(existing: boolean, honourWait = false) {
     const submitted: unknown[] = [];
     const created: unknown[] = [];
     const harness = chatOver((router, calls) => {
@@ -243,7 +244,18 @@ describe("Send dispatch", () => {
             agentId: request.agentId,
             busyPolicy: request.busyPolicy,
             idempotencyKey: request.idempotencyKey,
+            waitMs: request.waitMs,
           });
+          if (honourWait && request.waitMs > 0) {
+            return {
+              task: {
+                id: "task_1",
+                sessionId: "s1",
+                status: TaskStatus.COMPLETED,
+                output: [chatToMessage({ role: "assistant", content: "waited" })],
+              },
+            };
+          }
           return { task: { id: "task_1", sessionId: "s1", status: TaskStatus.SUBMITTED } };
         },
         async *watchTask() {
@@ -276,7 +288,13 @@ describe("Send dispatch", () => {
     expect(calls).toEqual(["SubmitTask", "WatchTask"]);
     expect(created).toEqual([]);
     expect(submitted).toEqual([
-      { createSession: true, agentId: "agent_1", busyPolicy: 1, idempotencyKey: "k1" },
+      {
+        createSession: true,
+        agentId: "agent_1",
+        busyPolicy: 1,
+        idempotencyKey: "k1",
+        waitMs: 60_000,
+      },
     ]);
     expect(outcome?.taskId).toBe("task_1");
     expect(outcome?.kind.case === "completed" && outcome.kind.value.replies.map(textOf)).toEqual([
@@ -291,6 +309,20 @@ describe("Send dispatch", () => {
     await existing.chat.send(send);
     expect(existing.calls).toEqual(["SubmitTask", "WatchTask"]);
     expect(existing.submitted).toEqual(fresh.submitted);
+  });
+
+  it("takes a settled task from SubmitTask's wait without a WatchTask; streaming does not wait", async () => {
+    const { chat, calls, submitted } = dispatching(false, true);
+    const { outcome } = await chat.send(send);
+    expect(calls).toEqual(["SubmitTask"]);
+    expect(outcome?.kind.case === "completed" && outcome.kind.value.replies.map(textOf)).toEqual([
+      "waited",
+    ]);
+    // SendStreaming follows the task's events instead: it does not wait.
+    for await (const _ of chat.sendStreaming(send)) {
+      // drained
+    }
+    expect(submitted.map((s) => (s as { waitMs: number }).waitMs)).toEqual([60_000, 0]);
   });
 
   it("never loads the session, with or without an agent", async () => {

@@ -362,6 +362,91 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
       });
     });
 
+    describe("submit and wait (wait_ms)", () => {
+      it("answers with the settled task: completed, or suspended for input", async () => {
+        const sessionId = await newSession();
+        const { task, replayed } = await h.tasks.submitTask({
+          sessionId,
+          input: text("quick"),
+          waitMs: 10_000,
+        });
+        expect(replayed).toBe(false);
+        expect(task?.status).toBe(TaskStatus.COMPLETED);
+        expect(task?.output.map(textOf)).toEqual(["quick"]);
+        expect(task?.outcomeId).not.toBe("");
+
+        const approval = await newSession(agents.approval);
+        const { task: suspended } = await h.tasks.submitTask({
+          sessionId: approval,
+          input: text("Ada"),
+          waitMs: 10_000,
+        });
+        expect(suspended?.status).toBe(TaskStatus.INPUT_REQUIRED);
+        expect(suspended?.suspension?.pendingMessages.map(textOf)).toEqual(["Hello Ada"]);
+        // The same task WatchTask reports.
+        const { task: watched } = await watchUntil(h, suspended?.id as string, () => true);
+        expect(watched).toEqual(suspended);
+      });
+
+      it("waits for a running turn to end; a wait that runs out answers with the task as it stands", async () => {
+        const sessionId = await newSession(agents.gate);
+        // Runs out: the gate is still closed.
+        const { task: running } = await h.tasks.submitTask({
+          sessionId,
+          input: text("slow"),
+          waitMs: 150,
+        });
+        expect([TaskStatus.SUBMITTED, TaskStatus.WORKING]).toContain(running?.status);
+        const first = running?.id as string;
+        await gates.started(first);
+        // Queued behind it: answered once the first turn ended and this one ran.
+        const queued = h.tasks.submitTask({ sessionId, input: text("next"), waitMs: 20_000 });
+        const second = await eventually(
+          async () => {
+            const { tasks } = await h.tasks.listTasks({ sessionId });
+            return tasks.find((t) => t.id !== first)?.id;
+          },
+          { what: "the queued task" },
+        );
+        gates.open(first);
+        await gates.started(second);
+        gates.open(second);
+        const { task: done } = await queued;
+        expect(done?.id).toBe(second);
+        expect(done?.status).toBe(TaskStatus.COMPLETED);
+        expect(done?.output.map(textOf)).toEqual(["gate opened"]);
+        expect((await h.tasks.getTask({ taskId: first })).task?.status).toBe(TaskStatus.COMPLETED);
+      });
+
+      it("replays with another wait under the same key; refuses a wait over 60 s", async () => {
+        const sessionId = await newSession();
+        const first = await h.tasks.submitTask({
+          sessionId,
+          input: text("once"),
+          idempotencyKey: "wait-1",
+        });
+        // wait_ms says how to answer, not what to run: same key, same task.
+        const again = await h.tasks.submitTask({
+          sessionId,
+          input: text("once"),
+          idempotencyKey: "wait-1",
+          waitMs: 10_000,
+        });
+        expect(again.replayed).toBe(true);
+        expect(again.task?.id).toBe(first.task?.id);
+        expect(again.task?.status).toBe(TaskStatus.COMPLETED);
+        const error = await expectReason(
+          h.tasks.submitTask({ sessionId, input: text("long"), waitMs: 60_001 }),
+          "invalid_request",
+        );
+        expect(error.code).toBe(Code.InvalidArgument);
+        expect(error.rawMessage).toContain("wait_ms must be at most 60000");
+        expect(errorDetailOf(error)?.param).toBe("wait_ms");
+        // Refused before anything was stored.
+        expect((await h.tasks.listTasks({ sessionId })).tasks).toHaveLength(1);
+      });
+    });
+
     describe("mailbox", () => {
       it("runs 50 concurrent ENQUEUE submits into one session strictly one after another", async () => {
         const sessionId = await newSession();

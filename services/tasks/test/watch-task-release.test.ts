@@ -2,9 +2,16 @@
 // ends the stream: a client that goes away after it (chat's Send does) may
 // leave the handler suspended at that yield for good, and a watch left
 // registered keeps every later commit's snapshot of the task in memory.
+// SubmitTask's wait (wait_ms) follows the task the same way and must let go
+// whichever way the wait ends.
 import { create } from "@bufbuild/protobuf";
-import { TaskStatus } from "@trellis/contracts/core";
-import { type Task, TaskSchema, TaskService } from "@trellis/contracts/tasks";
+import { Role, TaskStatus } from "@trellis/contracts/core";
+import {
+  SubmitTaskRequestSchema,
+  type Task,
+  TaskSchema,
+  TaskService,
+} from "@trellis/contracts/tasks";
 import { directCallContext } from "@trellis/testkit";
 import { describe, expect, it } from "vitest";
 import type { HandlerDeps } from "../src/handlers/common.js";
@@ -62,5 +69,69 @@ describe("WatchTask releases its watch", () => {
     await h.stream.next();
     h.abort.abort(new Error("client gone"));
     expect(h.watchers.watched("task_w")).toBe(false);
+  });
+});
+
+function submitHarness() {
+  const watchers = new TaskWatchers();
+  let stored = create(TaskSchema, { id: "task_s", sessionId: "ses_s", status: TaskStatus.WORKING });
+  const dispatched: unknown[] = [];
+  const deps = {
+    watchers,
+    store: {
+      getTask: async () => stored,
+      submitTask: async () => ({ task: stored, replayed: false, claim: { taskId: "task_s" } }),
+    },
+    runner: { isRunning: () => true, dispatch: (claim: unknown) => dispatched.push(claim) },
+    watchThroughLog: false,
+  } as unknown as HandlerDeps;
+  const handlers = createTaskHandlers(deps);
+  const abort = new AbortController();
+  const submit = (waitMs: number) =>
+    handlers.submitTask?.(
+      create(SubmitTaskRequestSchema, {
+        sessionId: "ses_s",
+        input: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
+        waitMs,
+      }),
+      directCallContext(TaskService.method.submitTask, abort.signal),
+    ) as Promise<{ task?: Task }>;
+  return {
+    watchers,
+    abort,
+    dispatched,
+    submit,
+    settle(status: TaskStatus) {
+      stored = create(TaskSchema, { ...stored, status });
+      watchers.notify("task_s", () => stored);
+    },
+  };
+}
+
+describe("SubmitTask's wait releases its watch", () => {
+  it("when the task settles: answered with the settled task", async () => {
+    const h = submitHarness();
+    const answer = h.submit(10_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(h.dispatched).toHaveLength(1);
+    expect(h.watchers.watched("task_s")).toBe(true);
+    h.settle(TaskStatus.COMPLETED);
+    expect((await answer).task?.status).toBe(TaskStatus.COMPLETED);
+    expect(h.watchers.watched("task_s")).toBe(false);
+  });
+
+  it("when the wait runs out: answered with the task as it stands", async () => {
+    const h = submitHarness();
+    expect((await h.submit(20)).task?.status).toBe(TaskStatus.WORKING);
+    expect(h.watchers.watched("task_s")).toBe(false);
+  });
+
+  it("when the client goes away while it waits", async () => {
+    const h = submitHarness();
+    const answer = h.submit(10_000);
+    await new Promise((resolve) => setImmediate(resolve));
+    h.abort.abort(new Error("client gone"));
+    expect((await answer).task?.status).toBe(TaskStatus.WORKING);
+    expect(h.watchers.watched("task_s")).toBe(false);
   });
 });

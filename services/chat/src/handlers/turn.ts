@@ -64,6 +64,12 @@ export async function loadHistory(
   return messages;
 }
 
+/**
+ * How long SubmitTask may hold Send's call waiting for the turn to settle
+ * (the tasks service's maximum); a longer turn is followed with WatchTask.
+ */
+const SUBMIT_WAIT_MS = 60_000;
+
 /** Why a turn's watch is ended once its task settled (one value: no DOMException per turn). */
 const SETTLED = new Error("the task settled");
 
@@ -143,6 +149,7 @@ export async function* runTurn(
   };
 
   let taskId: string;
+  let settledTask: Task | undefined;
   try {
     // The caller's workspace ("" for an internal call: the tasks service's default).
     const workspaceId = callerOf(context)?.workspaceId ?? "";
@@ -161,11 +168,16 @@ export async function* runTurn(
         createSession: true,
         agentId: request.agentId,
         workspaceId,
+        // Send: the tasks service answers once the turn settled (most turns
+        // are short), which saves a WatchTask call; a turn still running then
+        // is followed below. SendStreaming follows the events instead.
+        waitMs: stream ? 0 : SUBMIT_WAIT_MS,
       },
       options,
     );
     if (!submitted.task) throw new ConnectError("SubmitTask returned no task", Code.Internal);
     taskId = submitted.task.id;
+    if (!stream && isSettled(submitted.task.status)) settledTask = submitted.task;
   } catch (error) {
     yield { outcome: failed(error) };
     return;
@@ -199,7 +211,7 @@ export async function* runTurn(
       }
     }
     // harness §5.3: returns as soon as the task completes, fails or suspends.
-    const task = await settle(deps.port, taskId, options);
+    const task = settledTask ?? (await settle(deps.port, taskId, options));
     if (stream) {
       // Every new message is also a chunk, whatever order the events came in
       // (pending messages of a suspension have no event until the task ends).

@@ -3,7 +3,7 @@
  * idempotency hashing, paging, and the error boundary for in-process calls.
  */
 import { createHash } from "node:crypto";
-import { clone, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
+import { clone, create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { AgentExecutor } from "@trellis/adapters";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
@@ -52,15 +52,22 @@ export function writeContext(context: HandlerContext): WriteContext {
 /**
  * The idempotency record of a request: its key, and a hash of the request
  * without the key (same key + different body → `idempotency_key_reused`).
+ * `ignored` fields say how to answer, not what to do: they are left out of
+ * the hash too.
  */
 export function idempotencyOf<Desc extends DescMessage>(
   schema: Desc,
   request: MessageShape<Desc>,
   key: string,
+  ignored: readonly (keyof MessageShape<Desc> & string)[] = [],
 ): Idempotency | undefined {
   if (!key) return undefined;
-  const copy = clone(schema, request) as MessageShape<Desc> & { idempotencyKey: string };
-  copy.idempotencyKey = "";
+  const copy = clone(schema, request);
+  (copy as MessageShape<Desc> & { idempotencyKey: string }).idempotencyKey = "";
+  if (ignored.length > 0) {
+    const zero = create(schema);
+    for (const field of ignored) copy[field] = zero[field];
+  }
   return { key, requestHash: createHash("sha256").update(toBinary(schema, copy)).digest("hex") };
 }
 
