@@ -486,11 +486,13 @@ export function describeReplay(name: string, startHost: StartHost): void {
 
       it("hides sources of other workspaces: fork and replay are 404", async () => {
         const outsider = host.as({ workspaceId: "w_outsider", actorId: "mallory" });
+        // One call at a time: a second call made up front could be refused
+        // while the first is awaited, an unhandled rejection until then.
         for (const call of [
-          outsider.tasks.replayTask({ taskId: source.id }),
-          outsider.sessions.forkSession({ sessionId }),
+          () => outsider.tasks.replayTask({ taskId: source.id }),
+          () => outsider.sessions.forkSession({ sessionId }),
         ]) {
-          const error = await expectReason(call, "resource_not_found");
+          const error = await expectReason(call(), "resource_not_found");
           expect(error.code).toBe(Code.NotFound);
         }
         // A caller of the source's own workspace may replay it.

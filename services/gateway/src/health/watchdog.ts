@@ -99,12 +99,15 @@ export class HealthWatchdog {
       let lease: Lease | undefined;
       try {
         lease = await this.#o.db.acquireLock(WATCHDOG_LOCK, { signal: stop });
-        const held = AbortSignal.any([stop, lease.lost]);
+        const { lost } = lease;
         // First wait one interval: the services start side by side, so the
         // tasks service may not answer yet, and nothing is overdue at start.
+        // (Both signals are passed to sleep, which lets go of them after each
+        // wait: an AbortSignal.any of the two would leave an entry on the
+        // long-lived stop signal per lease for the life of the process.)
         for (;;) {
-          await sleep(this.#o.intervalMs, held);
-          if (held.aborted) break;
+          await sleep(this.#o.intervalMs, stop, lost);
+          if (stop.aborted || lost.aborted) break;
           await this.sweep();
         }
       } catch (error) {

@@ -16,6 +16,7 @@
  * - idempotency rows are locked before sessions; events go to the outbox once,
  *   at the end of each transaction (storage's lock-order rule).
  */
+
 import { createHash, randomUUID } from "node:crypto";
 import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
@@ -47,7 +48,6 @@ import { validateToolCallReference } from "@trellis/messages";
 import {
   appendToOutbox,
   type Database,
-  type OutboxDatabase,
   outboxTables,
   sequenceOutboxEvents,
 } from "@trellis/storage";
@@ -55,7 +55,6 @@ import {
   type Insertable,
   type InsertObject,
   type Kysely,
-  type QueryCreator,
   sql,
   type Transaction,
   type UpdateObject,
@@ -116,6 +115,7 @@ import {
   toWorkspace,
 } from "./rows.js";
 import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
+import { qualified, StatementWriter } from "./statement.js";
 import type {
   CancelResult,
   Claim,
@@ -382,17 +382,14 @@ export class PostgresTaskStore implements TaskStore {
    * outcomes the transaction produced: one statement (data-modifying CTEs).
    */
   async #saveSession(tx: Tx, session: LockedSession): Promise<Session> {
-    const row = await this.#withSessionSave(
-      tx,
-      session,
-      tx.db as unknown as QueryCreator<TasksDatabase>,
-    )
-      .updateTable("sessions")
-      .set(this.#sessionChanges(session))
-      .where("id", "=", session.id)
-      .returningAll()
-      .executeTakeFirstOrThrow();
-    return toSession(row);
+    const statement = this.#withSessionSave(tx, session);
+    const main = statement.update(
+      qualified(this.#schema, "sessions"),
+      this.#sessionChanges(session),
+      session.id,
+      "*",
+    );
+    return toSession(await statement.first<SessionRow>(tx.raw, main));
   }
 
   /**
@@ -403,59 +400,58 @@ export class PostgresTaskStore implements TaskStore {
    * but further events (appended at commit as usual).
    */
   async #saveSessionWithTask(tx: Tx, session: LockedSession, write: TaskWrite): Promise<TaskRow> {
-    let db = tx.db as unknown as QueryCreator<TasksDatabase>;
+    let outboxRows: object[] | undefined;
     if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
-      const { rows } = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
-      // Schema-qualified: the statement's own tables are in the service's schema.
-      const outbox = `${this.#outboxSchema}.outbox` as "outbox";
-      db = db.with("new_outbox", (q) =>
-        (q as unknown as QueryCreator<OutboxDatabase>)
-          .insertInto(outbox)
-          .values(rows)
-          .returning("position"),
-      ) as unknown as QueryCreator<TasksDatabase>;
+      outboxRows = (await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0)))
+        .rows;
     }
-    db = this.#withSessionSave(tx, session, db).with("saved_session", (q) =>
-      q
-        .updateTable("sessions")
-        .set(this.#sessionChanges(session))
-        .where("id", "=", session.id)
-        .returning("id"),
-    ) as unknown as QueryCreator<TasksDatabase>;
-    const row =
+    const statement = new StatementWriter<TasksDatabase>(tx.raw);
+    if (outboxRows) {
+      statement.withInsert(
+        "new_outbox",
+        qualified(this.#outboxSchema, "outbox"),
+        outboxRows,
+        '"position"',
+      );
+    }
+    this.#withSessionSave(tx, session, statement).withUpdate(
+      "saved_session",
+      qualified(this.#schema, "sessions"),
+      this.#sessionChanges(session),
+      session.id,
+      '"id"',
+    );
+    const tasks = qualified(this.#schema, "tasks");
+    const main =
       write.kind === "insert"
-        ? await db.insertInto("tasks").values(write.values).returningAll().executeTakeFirstOrThrow()
-        : await db
-            .updateTable("tasks")
-            .set(write.set)
-            .where("id", "=", write.id)
-            .returningAll()
-            .executeTakeFirstOrThrow();
+        ? statement.insert(tasks, [write.values], "*")
+        : statement.update(tasks, write.set, write.id, "*");
+    const row = await statement.first<TaskRow>(tx.raw, main);
     tx.changed.set(row.id, row);
     return row;
   }
 
-  /** `db` with the pending transcript rows and outcomes as data-modifying CTEs. */
+  /** A statement with the pending transcript rows and outcomes as data-modifying CTEs. */
   #withSessionSave(
     tx: Tx,
     session: LockedSession,
-    db: QueryCreator<TasksDatabase>,
-  ): QueryCreator<TasksDatabase> {
+    statement = new StatementWriter<TasksDatabase>(tx.raw),
+  ): StatementWriter<TasksDatabase> {
     session.last_event_id = tx.lastEventOfSession.get(session.id) ?? session.last_event_id;
     const messages = tx.pendingMessages.splice(0);
     const outcomes = tx.pendingOutcomes.splice(0);
-    let out = db;
     if (messages.length > 0) {
-      out = out.with("new_messages", (q) =>
-        q.insertInto("messages").values(messages).returning("position"),
-      ) as unknown as QueryCreator<TasksDatabase>;
+      statement.withInsert(
+        "new_messages",
+        qualified(this.#schema, "messages"),
+        messages,
+        '"position"',
+      );
     }
     if (outcomes.length > 0) {
-      out = out.with("new_outcomes", (q) =>
-        q.insertInto("outcomes").values(outcomes).returning("id"),
-      ) as unknown as QueryCreator<TasksDatabase>;
+      statement.withInsert("new_outcomes", qualified(this.#schema, "outcomes"), outcomes, '"id"');
     }
-    return out;
+    return statement;
   }
 
   #sessionChanges(session: LockedSession) {

@@ -1,0 +1,54 @@
+// The hand-written save statement must say exactly what kysely's builder
+// said for the same rows: compared here text for text, parameter for parameter.
+import { Kysely, PostgresDialect, sql } from "kysely";
+import { describe, expect, it } from "vitest";
+import { qualified, quoteId, StatementWriter } from "../../src/store/statement.js";
+
+// Compiles only: never connects.
+const db = new Kysely<Record<string, Record<string, unknown>>>({
+  dialect: new PostgresDialect({ pool: {} as never }),
+});
+
+describe("StatementWriter", () => {
+  it("writes inserts, updates and CTEs as kysely compiles them", () => {
+    const lease = sql<Date>`now() + make_interval(secs => ${30})`;
+    const messages = [
+      { id: "m1", body: new Uint8Array([1, 2]), position: 3n, note: undefined },
+      { id: "m2", note: "second", position: 4n },
+    ];
+    const session = {
+      state: 2,
+      last_event_id: "evt_1",
+      skipped: undefined,
+      updated_at: sql`now()`,
+    };
+    const task = { id: "t1", status: 3, lease_expires_at: lease, flag: true, nothing: null };
+
+    const writer = new StatementWriter(db);
+    writer
+      .withInsert("new_messages", qualified("tasks", "messages"), messages, '"position"')
+      .withUpdate("saved_session", qualified("tasks", "sessions"), session, "s1", '"id"');
+    const main = writer.insert(qualified("tasks", "tasks"), [task], "*");
+    const ours = writer.text(main);
+
+    const theirs = db
+      .withSchema("tasks")
+      .with("new_messages", (q) => q.insertInto("messages").values(messages).returning("position"))
+      .with("saved_session", (q) =>
+        q.updateTable("sessions").set(session).where("id", "=", "s1").returning("id"),
+      )
+      .insertInto("tasks")
+      .values(task)
+      .returningAll()
+      .compile();
+    expect(ours.sql).toBe(theirs.sql);
+    expect(ours.params).toEqual(theirs.parameters);
+  });
+
+  it("refuses what it cannot write", () => {
+    const writer = new StatementWriter(db);
+    expect(() => writer.insert('"t"', [], "*")).toThrow("at least one row");
+    expect(() => writer.update('"t"', { a: undefined }, "x", "*")).toThrow("at least one column");
+    expect(quoteId('we"ird')).toBe('"we""ird"');
+  });
+});
