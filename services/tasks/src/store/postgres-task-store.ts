@@ -52,6 +52,7 @@ import {
   sequenceOutboxEvents,
 } from "@trellis/storage";
 import {
+  CompiledQuery,
   type Insertable,
   type InsertObject,
   type Kysely,
@@ -201,6 +202,27 @@ interface TaskEnd {
   event?: Event;
 }
 
+/**
+ * The texts of the statements every turn runs, written once per store (the
+ * same text kysely compiled them to): building and compiling them per call
+ * cost more than the database spent on them.
+ */
+interface HotStatements {
+  /** `$1` session id. */
+  lockSession: string;
+  /** The running task and the queue's head: `$1` session id, `$2` 'queued', `$3` 'running', `$4` 2. */
+  mailbox: string;
+}
+
+export function hotStatements(schema: string): HotStatements {
+  return {
+    lockSession: `select * from ${qualified(schema, "sessions")} where "id" = $1 for update`,
+    mailbox:
+      `select * from ${qualified(schema, "tasks")} where "session_id" = $1 and "run_state" in ($2, $3) ` +
+      `order by run_state = 'running' desc, "queue_seq" limit $4`,
+  };
+}
+
 /** Most events whose outbox rows join the session's statement (more: appended apart). */
 const MAX_FOLDED_EVENTS = 200;
 
@@ -302,6 +324,7 @@ export class PostgresTaskStore implements TaskStore {
   readonly #leaseMs: number;
   readonly #maxArtifactBytes: number;
   readonly #onCommit: ((changes: CommittedChanges) => void) | undefined;
+  readonly #hot: HotStatements;
   // Agents are immutable once created, so they are cached for good.
   readonly #agents = new Map<string, Agent>();
   readonly #defaultAgentOf = new Map<string, string>();
@@ -315,6 +338,7 @@ export class PostgresTaskStore implements TaskStore {
     this.#leaseMs = options.leaseMs;
     this.#maxArtifactBytes = options.maxArtifactBytes ?? 16 * 1024 * 1024;
     this.#onCommit = options.onCommit;
+    this.#hot = hotStatements(options.schema);
   }
 
   // ------------------------------------------------------------ transactions
@@ -367,12 +391,11 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async #lockSession(tx: Tx, id: string, scope: string | undefined): Promise<LockedSession> {
-    const row = await tx.db
-      .selectFrom("sessions")
-      .selectAll()
-      .where("id", "=", id)
-      .forUpdate()
-      .executeTakeFirst();
+    // Every write's first statement: its text is kept (see HotStatements).
+    const { rows } = await tx.raw.executeQuery<SessionRow>(
+      CompiledQuery.raw(this.#hot.lockSession, [id]),
+    );
+    const row = rows[0];
     if (!visible(row, scope)) throw notFound("session", id);
     return row;
   }
@@ -1377,15 +1400,9 @@ export class PostgresTaskStore implements TaskStore {
 
   /** The task holding the session's mailbox, and the head of its queue. */
   async #mailbox(tx: Tx, sessionId: string): Promise<{ running?: TaskRow; head?: TaskRow }> {
-    const rows = await tx.db
-      .selectFrom("tasks")
-      .selectAll()
-      .where("session_id", "=", sessionId)
-      .where("run_state", "in", ["queued", "running"])
-      .orderBy(sql`run_state = 'running'`, "desc")
-      .orderBy("queue_seq")
-      .limit(2)
-      .execute();
+    const { rows } = await tx.raw.executeQuery<TaskRow>(
+      CompiledQuery.raw(this.#hot.mailbox, [sessionId, "queued", "running", 2]),
+    );
     const running = rows[0]?.run_state === "running" ? rows[0] : undefined;
     const head = rows.find((r) => r.run_state === "queued");
     return { ...(running ? { running } : {}), ...(head ? { head } : {}) };

@@ -2,6 +2,7 @@
 // said for the same rows: compared here text for text, parameter for parameter.
 import { Kysely, PostgresDialect, sql } from "kysely";
 import { describe, expect, it } from "vitest";
+import { hotStatements } from "../../src/store/postgres-task-store.js";
 import { qualified, quoteId, StatementWriter } from "../../src/store/statement.js";
 
 // Compiles only: never connects.
@@ -43,6 +44,24 @@ describe("StatementWriter", () => {
       .compile();
     expect(ours.sql).toBe(theirs.sql);
     expect(ours.params).toEqual(theirs.parameters);
+  });
+
+  it("keeps the hot statements' texts as kysely compiled them", () => {
+    const hot = hotStatements("tasks");
+    const scoped = db.withSchema("tasks");
+    const lock = scoped.selectFrom("sessions").selectAll().where("id", "=", "s1").forUpdate();
+    expect(hot.lockSession).toBe(lock.compile().sql);
+    const mailbox = scoped
+      .selectFrom("tasks")
+      .selectAll()
+      .where("session_id", "=", "s1")
+      .where("run_state", "in", ["queued", "running"])
+      .orderBy(sql`run_state = 'running'`, "desc")
+      .orderBy("queue_seq")
+      .limit(2)
+      .compile();
+    expect(hot.mailbox).toBe(mailbox.sql);
+    expect(mailbox.parameters).toEqual(["s1", "queued", "running", 2]);
   });
 
   it("refuses what it cannot write", () => {
