@@ -15,7 +15,7 @@
  */
 import type { Event } from "@trellis/contracts/core";
 import type { Database } from "@trellis/storage";
-import { appendToOutbox } from "@trellis/storage";
+import { type NewOutboxRow, sequenceOutboxEvents } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import type { SealedReceipt } from "../domain/build.js";
 import type { EventFacts, TaskEventRecord } from "../domain/facts.js";
@@ -362,9 +362,13 @@ export class PostgresReceiptStore implements ReceiptStore {
 
     try {
       await this.#root.transaction().execute(async (trx) => {
-        const moved = await this.#writeBatch(trx, request.events, rows, start, heads);
+        // The announcements' sequences first; their rows join the batch's
+        // statement (one round trip less than appending them after it).
+        const outbox = announcements.length
+          ? (await sequenceOutboxEvents(trx, this.#outboxSchema, announcements)).rows
+          : [];
+        const moved = await this.#writeBatch(trx, request.events, rows, start, heads, outbox);
         if (moved !== heads.size) throw new ChainConflict();
-        if (announcements.length) await appendToOutbox(trx, this.#outboxSchema, announcements);
       });
     } catch (error) {
       for (const workspace of heads.keys()) this.#heads.delete(workspace);
@@ -376,7 +380,8 @@ export class PostgresReceiptStore implements ReceiptStore {
 
   /**
    * One statement: record the events, move each head from where it was
-   * sealed against (creating it at the first receipt), insert the receipts.
+   * sealed against (creating it at the first receipt), insert the receipts
+   * and the outbox rows announcing them (sequenced by the caller).
    * Returns how many heads moved; fewer than asked means another issuer got
    * there first (the caller rolls back).
    */
@@ -386,10 +391,25 @@ export class PostgresReceiptStore implements ReceiptStore {
     rows: readonly ReceiptRow[],
     from: ReadonlyMap<string, ChainHead>,
     to: ReadonlyMap<string, ChainHead>,
+    outbox: readonly NewOutboxRow[],
   ): Promise<number> {
     const table = (name: string) => sql.id(this.#schema, name);
     const ctes = [];
     if (events.length) ctes.push(sql`recorded as (${this.#insertEvents(events)})`);
+    if (outbox.length) {
+      // In sequence order, as appendToOutbox inserts them.
+      ctes.push(sql`announced as (
+        insert into ${sql.id(this.#outboxSchema, "outbox")} (id, workspace_id, session_id,
+          resource_object, resource_id, sequence, kind, body, created_at)
+        values ${sql.join(
+          outbox.map(
+            (o) =>
+              sql`(${o.id}, ${o.workspace_id}, ${o.session_id}, ${o.resource_object},
+                ${o.resource_id}, ${o.sequence}, ${o.kind}, ${o.body}, ${o.created_at})`,
+          ),
+        )}
+        returning position)`);
+    }
     const moves = [...to].map(([workspace, head]) => {
       const expected = (from.get(workspace) as ChainHead).length;
       return sql`(${workspace}::text, ${expected}::bigint, ${head.length}::bigint, ${head.lastId}::text, ${head.lastHash}::text)`;
