@@ -388,7 +388,7 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect(watched).toEqual(suspended);
       });
 
-      it("waits for a running turn to end; a wait that runs out answers with the task as it stands", async () => {
+      it("waits for a running turn to end; a wait that runs out (or meets the caller's deadline) answers with the task as it stands", async () => {
         const sessionId = await newSession(agents.gate);
         // Runs out: the gate is still closed.
         const { task: running } = await h.tasks.submitTask({
@@ -399,20 +399,29 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
         expect([TaskStatus.SUBMITTED, TaskStatus.WORKING]).toContain(running?.status);
         const first = running?.id as string;
         await gates.started(first);
-        // Queued behind it: answered once the first turn ended and this one ran.
+        // A caller's deadline shorter than the wait: answered before it, with
+        // the task it submitted (queued behind the first), not DEADLINE_EXCEEDED.
+        const hurried = await h.tasks.submitTask(
+          { sessionId, input: text("hurried"), waitMs: 20_000 },
+          { timeoutMs: 1_500 },
+        );
+        expect(hurried.task?.status).toBe(TaskStatus.SUBMITTED);
+        // Queued behind both: answered once the turns before it ended and it ran.
         const queued = h.tasks.submitTask({ sessionId, input: text("next"), waitMs: 20_000 });
-        const second = await eventually(
+        const third = await eventually(
           async () => {
             const { tasks } = await h.tasks.listTasks({ sessionId });
-            return tasks.find((t) => t.id !== first)?.id;
+            return tasks.find((t) => t.id !== first && t.id !== hurried.task?.id)?.id;
           },
           { what: "the queued task" },
         );
         gates.open(first);
-        await gates.started(second);
-        gates.open(second);
+        await gates.started(hurried.task?.id as string);
+        gates.open(hurried.task?.id as string);
+        await gates.started(third);
+        gates.open(third);
         const { task: done } = await queued;
-        expect(done?.id).toBe(second);
+        expect(done?.id).toBe(third);
         expect(done?.status).toBe(TaskStatus.COMPLETED);
         expect(done?.output.map(textOf)).toEqual(["gate opened"]);
         expect((await h.tasks.getTask({ taskId: first })).task?.status).toBe(TaskStatus.COMPLETED);

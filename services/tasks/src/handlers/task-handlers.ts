@@ -28,6 +28,9 @@ const WAIT_ENDED = new Error("submit wait ended");
 /** The longest SubmitTask `wait_ms` (a unary call should not hold a task's whole run). */
 export const MAX_SUBMIT_WAIT_MS = 60_000;
 
+/** How long before the caller's deadline a SubmitTask wait ends, to answer in time. */
+const DEADLINE_MARGIN_MS = 250;
+
 /** Whether a watch ends at this state: terminal, or (`untilSettled`) suspended. */
 function isSettled(task: Task, untilSettled: boolean): boolean {
   return isTerminal(task.status) || (untilSettled && isSuspended(task.status));
@@ -162,7 +165,14 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       const changes = watchers.watch(result.task.id);
       runner.dispatch(result.claim);
       const wait = createLinkedAbortController(context.signal);
-      const timer = setTimeout(() => wait.abort(WAIT_ENDED), request.waitMs);
+      // Answer before the caller's deadline: a wait that ran into it would
+      // leave the caller without the id of the task it submitted.
+      const remaining = context.timeoutMs();
+      const waitMs =
+        remaining === undefined
+          ? request.waitMs
+          : Math.min(request.waitMs, Math.max(0, remaining - DEADLINE_MARGIN_MS));
+      const timer = setTimeout(() => wait.abort(WAIT_ENDED), waitMs);
       let task = result.task;
       try {
         for await (const next of followTask(deps, {

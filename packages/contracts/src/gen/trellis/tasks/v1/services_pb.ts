@@ -793,8 +793,10 @@ export type SubmitTaskRequest = Message<"trellis.tasks.v1.SubmitTaskRequest"> & 
    * suspended waiting for input or a signal) or after this many milliseconds,
    * whichever comes first, with the task as it stands then; 0 (the default)
    * answers as soon as the task is durable. A task still running when the
-   * wait ends is not an error: WatchTask follows it from there. Saves the
-   * WatchTask round trip for tasks expected to finish quickly. At most 60000.
+   * wait ends is not an error: WatchTask follows it from there. The wait also
+   * ends shortly before the call's deadline, so the caller always gets the
+   * task it submitted. Saves the WatchTask round trip for tasks expected to
+   * finish quickly. At most 60000.
    *
    * @generated from field: uint32 wait_ms = 10;
    */
