@@ -16,7 +16,6 @@
  * - idempotency rows are locked before sessions; events go to the outbox once,
  *   at the end of each transaction (storage's lock-order rule).
  */
-
 import { createHash, randomUUID } from "node:crypto";
 import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
@@ -423,17 +422,13 @@ export class PostgresTaskStore implements TaskStore {
    * but further events (appended at commit as usual).
    */
   async #saveSessionWithTask(tx: Tx, session: LockedSession, write: TaskWrite): Promise<TaskRow> {
-    let outboxRows: object[] | undefined;
-    if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
-      outboxRows = (await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0)))
-        .rows;
-    }
     const statement = new StatementWriter<TasksDatabase>(tx.raw);
-    if (outboxRows) {
+    if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
+      const { rows } = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
       statement.withInsert(
         "new_outbox",
         qualified(this.#outboxSchema, "outbox"),
-        outboxRows,
+        rows,
         '"position"',
       );
     }
