@@ -229,7 +229,7 @@ export async function runService(
     signals,
     logger,
     clients,
-    kickRelay: () => relay.kick(),
+    kickRelay: (committed) => relay.kick(committed),
     closing: closing.signal,
     env: source,
     mesh,

@@ -326,7 +326,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       signals,
       logger: logger.child({ component: definition.name }),
       clients,
-      kickRelay: () => relay.kick(),
+      kickRelay: (committed) => relay.kick(committed),
       closing: closing.signal,
       env,
       mesh,

@@ -10,7 +10,7 @@
 import { setMaxListeners } from "node:events";
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
-import type { EventLog, SignalBus } from "@trellis/eventlog";
+import type { EventLog, LoggedEvent, SignalBus } from "@trellis/eventlog";
 import type { HttpHandler, Logger, SecretFingerprints, UpgradeHandler } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Migration } from "kysely/migration";
@@ -48,8 +48,13 @@ export interface ServiceContext {
   signals: SignalBus;
   logger: Logger;
   clients: ServiceClients;
-  /** Nudge the outbox relay after a commit (saves the poll delay). */
-  kickRelay(): void;
+  /**
+   * Nudge the outbox relay after a commit (saves the poll delay). Pass the
+   * rows the commit added to the outbox (`appendToOutboxLogged`,
+   * `outboxEntries`) and an embedded relay publishes them without reading
+   * them back (see `OutboxRelay.kick`); they are the relay's from then on.
+   */
+  kickRelay(committed?: readonly LoggedEvent[]): void;
   /** Fires when the host starts shutting down. */
   closing: AbortSignal;
   /**

@@ -37,6 +37,8 @@ export type {
 } from "./outbox/outbox.js";
 export {
   appendToOutbox,
+  appendToOutboxLogged,
+  outboxEntries,
   outboxTables,
   pruneOutbox,
   readOutbox,

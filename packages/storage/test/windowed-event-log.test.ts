@@ -15,12 +15,14 @@ import {
 import { describeEventLogContract, type EventLogContractTarget } from "@trellis/eventlog/contract";
 import {
   appendToOutbox,
+  appendToOutboxLogged,
   createDatabase,
   createOutboxArchive,
   createOutboxRelay,
   type Database,
   migrate,
   type OutboxRelay,
+  outboxEntries,
   outboxMigrations,
   outboxTables,
   readOutbox,
@@ -449,5 +451,129 @@ describe("windowed in-process log over the outbox", () => {
       embedded.log.appendLogged([{ event: other, position: gapAt - 1n }]),
     ).rejects.toMatchObject({ reason: "invalid_request" });
     await embedded.stop();
+  });
+});
+
+describe("outbox relay: rows handed over with the kick", () => {
+  it("pairs events with their rows' positions by id, in position order, and refuses a missing row", () => {
+    const a = taskEvent("ws_p", "t");
+    a.id = "evt_a";
+    const b = taskEvent("ws_p", "t");
+    b.id = "evt_b";
+    expect(
+      outboxEntries(
+        [a, b],
+        [
+          { id: "evt_b", position: "7" },
+          { id: "evt_a", position: 9n },
+        ],
+      ),
+    ).toEqual([
+      { event: b, position: 7n },
+      { event: a, position: 9n },
+    ]);
+    expect(() => outboxEntries([a, b], [{ id: "evt_a", position: 3 }])).toThrow(/evt_b/);
+  });
+
+  /**
+   * A relay feeding a windowed log, recording the objects it hands to the
+   * log: a row read back from the outbox arrives as a freshly decoded
+   * object, a row handed over as the writer's own.
+   */
+  async function handOverRig() {
+    const schema = await freshOutbox();
+    const log = await openWindowed(schema, new MemoryConsumerPositionStore(), 1000);
+    const received: LoggedEvent[] = [];
+    const errors: unknown[] = [];
+    const relay = createOutboxRelay({
+      database,
+      schema,
+      eventLog: log,
+      positionedLog: {
+        appendLogged(events) {
+          received.push(...events);
+          return log.appendLogged(events);
+        },
+      },
+      logRebuiltFromOutbox: true,
+      listen: false,
+      // Only kicks wake it within the test's time.
+      pollIntervalMs: 60_000,
+      onError: (error) => errors.push(error),
+    });
+    relay.start();
+    const commit = (events: Event[]) =>
+      database.kysely.transaction().execute((trx) => appendToOutboxLogged(trx, schema, events));
+    const arrived = (count: number) =>
+      eventually(() => received.length >= count, { what: `${count} events at the log` });
+    // The first round reads whatever the outbox holds; the cursor starts there.
+    await commit([taskEvent("ws_h", "task_start")]);
+    relay.kick();
+    await arrived(1);
+    return { schema, log, relay, received, errors, commit, arrived };
+  }
+
+  it("publishes the committed rows it is handed without reading them back, at their positions", async () => {
+    const rig = await handOverRig();
+    const first = await rig.commit([taskEvent("ws_h", "task_a"), taskEvent("ws_h", "task_b")]);
+    rig.relay.kick(first);
+    await rig.arrived(3);
+    const second = await rig.commit([taskEvent("ws_h", "task_a", "again")]);
+    rig.relay.kick(second);
+    await rig.arrived(4);
+    const handed = [...first, ...second];
+    const published = rig.received.slice(1);
+    // The writer's own objects: nothing was decoded from the outbox.
+    published.forEach((entry, i) => {
+      expect(entry.event).toBe(handed[i]?.event);
+      expect(entry.position).toBe(handed[i]?.position);
+    });
+    // And they are what the outbox holds, where it holds them.
+    const stored = await readOutbox(database, rig.schema, { limit: 10 });
+    expect(stored.slice(1).map((row) => [row.position, row.event])).toEqual(
+      handed.map((entry) => [entry.position, entry.event]),
+    );
+    const inLog = await rig.log.read({ filter: { workspaceId: "ws_h" } });
+    expect(inLog.map((e) => [e.position, e.event.id])).toEqual(
+      stored.map((row) => [row.position, row.event.id]),
+    );
+    await rig.relay.stop();
+    await rig.log.close();
+    expect(rig.errors).toEqual([]);
+  });
+
+  it("reads from the outbox what continues the cursor but was not handed over, rolled-back positions included", async () => {
+    const rig = await handOverRig();
+    // Committed without a hand-over (a writer that only kicks, or none).
+    const quiet = await rig.commit([taskEvent("ws_h", "task_q")]);
+    // A rollback uses up a position.
+    await database.kysely
+      .transaction()
+      .execute(async (trx) => {
+        await appendToOutboxLogged(trx, rig.schema, [taskEvent("ws_h", "task_r")]);
+        throw new Error("roll back");
+      })
+      .catch(() => undefined);
+    const handed = await rig.commit([taskEvent("ws_h", "task_h")]);
+    expect(handed[0]?.position).toBe((quiet[0]?.position ?? 0n) + 2n);
+    rig.relay.kick(handed);
+    await rig.arrived(3);
+    expect(rig.received.slice(1).map((e) => [e.position, e.event.id])).toEqual([
+      [quiet[0]?.position, quiet[0]?.event.id],
+      [handed[0]?.position, handed[0]?.event.id],
+    ]);
+    // Read back, not handed over: the row's decoded copy, equal to the writer's.
+    expect(rig.received[2]?.event).not.toBe(handed[0]?.event);
+    expect(rig.received[2]?.event).toEqual(handed[0]?.event);
+    // Rows handed over again after they were published are passed over; the
+    // new ones behind them continue the cursor and are taken.
+    const after = await rig.commit([taskEvent("ws_h", "task_z")]);
+    rig.relay.kick([...quiet, ...handed, ...after]);
+    await rig.arrived(4);
+    expect(rig.received).toHaveLength(4);
+    expect(rig.received[3]?.event).toBe(after[0]?.event);
+    await rig.relay.stop();
+    await rig.log.close();
+    expect(rig.errors).toEqual([]);
   });
 });

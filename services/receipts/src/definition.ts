@@ -45,7 +45,7 @@ export const receiptsService: ServiceDefinition = {
       directory: createAgentDirectory({ clients: ctx.clients, logger: ctx.logger }),
       config,
       logger: ctx.logger,
-      onIssued: () => ctx.kickRelay(),
+      onIssued: (announced) => ctx.kickRelay(announced),
       // Embedded mode has one process, so one consumer: it sees every event.
       exclusive: ctx.mode === "embedded",
     });

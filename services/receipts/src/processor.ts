@@ -72,8 +72,11 @@ export interface ReceiptProcessorOptions {
   directory: AgentDirectory;
   config: Pick<ReceiptsConfig, "issuer" | "gapWaitMs" | "prices">;
   logger: Logger;
-  /** Called after a receipt was committed (nudges the outbox relay). */
-  onIssued?(receipt: ReceiptRow): void;
+  /**
+   * Called after a batch that issued receipts committed, with the outbox rows
+   * announcing them (nudges the outbox relay and hands them over).
+   */
+  onIssued?(announced: readonly LoggedEvent[], receipts: readonly ReceiptRow[]): void;
   /**
    * This is the only consumer of the log (embedded mode): a task's facts may
    * be taken from memory (see the module comment). Default false.
@@ -202,7 +205,7 @@ export class ReceiptProcessor {
       for (const r of recorded) this.#remember(r.taskId, r.record);
       for (const taskId of settled) this.#tasks.delete(taskId);
     }
-    for (const receipt of result.issued) this.#o.onIssued?.(receipt);
+    if (result.issued.length > 0) this.#o.onIssued?.(result.announced, result.issued);
     for (const [index, first] of duplicates) outcomes[index] = outcomes[first] as Outcome;
     return outcomes;
   }

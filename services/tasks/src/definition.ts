@@ -100,7 +100,7 @@ async function createTasksModule(
     leaseMs: config.TRELLIS_TASKS_LEASE,
     maxArtifactBytes: config.TRELLIS_TASKS_MAX_ARTIFACT_BYTES,
     onCommit: (changes) => {
-      context.kickRelay();
+      context.kickRelay(changes.logged);
       for (const id of changes.taskIds) {
         if (watchers.watched(id)) watchers.notify(id, () => changes.snapshot(id));
       }

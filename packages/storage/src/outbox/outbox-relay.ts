@@ -99,8 +99,20 @@ export interface OutboxRelayOptions<DB = unknown> {
 export interface OutboxRelay {
   /** Starts contending for the schema's relay lock, then relaying. Idempotent. */
   start(): void;
-  /** Look for work now (call after committing events to skip the poll delay). */
-  kick(): void;
+  /**
+   * Look for work now (call after committing events to skip the poll delay).
+   *
+   * `committed`: the outbox rows the caller's transaction just committed, as
+   * the outbox holds them — each event exactly as stored (its row's body
+   * decoded would equal it) with its row's position (see
+   * `appendToOutboxLogged`, `outboxEntries`). A relay that follows the outbox
+   * by cursor (PGlite) publishes them without reading them back when they
+   * continue from its cursor; any other relay, or rows that do not continue
+   * from it (a position in between was committed by a writer that handed
+   * nothing over, or used up by a rollback), is read from the outbox as
+   * usual. The relay takes the objects over: the caller must not change them.
+   */
+  kick(committed?: readonly LoggedEvent[]): void;
   /** True while this relay holds the lock and is the one publishing. */
   readonly active: boolean;
   /** Stops: finishes the round in progress, releases the lock. */
@@ -152,7 +164,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   let kicked = false;
   let wake: (() => void) | undefined;
 
-  const kick = () => {
+  const kick = (committed?: readonly LoggedEvent[]) => {
+    if (committed !== undefined && committed.length > 0 && takesHandOver) handOver(committed);
     kicked = true;
     wake?.();
   };
@@ -187,9 +200,41 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // On a server, concurrent transactions commit out of position order: there
   // every round marks and reads what is unpublished, as the first one does.
   const followsByCursor = database.kind === "pglite";
+  const takesHandOver = followsByCursor && options.logRebuiltFromOutbox === true;
   let cursor: bigint | undefined;
   let markedUpTo = 0n;
   let markedAt = 0;
+
+  // Rows writers handed over with their kick (see `kick`), not yet taken. A
+  // round takes the run of them that continues from the cursor (position
+  // cursor + 1, + 2, …) instead of reading those rows back; the first gap
+  // ends the run and sends the round to the outbox. Bounded: a relay that
+  // is not leading (or is behind) drops them and reads instead.
+  let handed: LoggedEvent[] = [];
+
+  function handOver(committed: readonly LoggedEvent[]): void {
+    if (handed.length + committed.length > batchSize * 4) handed = [];
+    handed.push(...committed);
+  }
+
+  // The handed-over rows that continue from the cursor, in order; none when
+  // the next position was not handed over (read it from the outbox).
+  function takeHanded(after: bigint): LoggedEvent[] {
+    if (handed.length === 0) return [];
+    const pending = handed.filter((entry) => entry.position > after);
+    pending.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    let run = 0;
+    while (
+      run < pending.length &&
+      run < batchSize &&
+      (pending[run] as LoggedEvent).position === after + BigInt(run) + 1n
+    ) {
+      run++;
+    }
+    const taken = pending.slice(0, run);
+    handed = pending.slice(run);
+    return taken;
+  }
 
   async function markThenPublish(): Promise<number> {
     if (unsent) {
@@ -197,7 +242,10 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       unsent = undefined;
     }
     let rows: { position: bigint; body: Uint8Array }[];
-    if (cursor === undefined || !followsByCursor) {
+    const taken = cursor === undefined ? [] : takeHanded(cursor);
+    if (taken.length > 0) {
+      rows = [];
+    } else if (cursor === undefined || !followsByCursor) {
       const result = await sql<{
         position: bigint | null;
         body: Uint8Array | null;
@@ -237,19 +285,19 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       ).rows;
     }
     rows.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
-    const last = rows.at(-1);
+    const batch: LoggedEvent[] =
+      taken.length > 0
+        ? taken
+        : rows.map((row) => ({ position: row.position, event: fromBinary(EventSchema, row.body) }));
+    const last = batch.at(-1);
     if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
-    if (rows.length > 0) {
-      const batch = rows.map((row) => ({
-        position: row.position,
-        event: fromBinary(EventSchema, row.body),
-      }));
+    if (batch.length > 0) {
       unsent = batch;
       await publish(batch);
       unsent = undefined;
     }
     if (Date.now() - markedAt >= MARK_INTERVAL_MS) await markPublished();
-    return rows.length;
+    return batch.length;
   }
 
   // Marks what the cursor passed (and the log holds) as published.

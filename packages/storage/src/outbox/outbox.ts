@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { clone, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
+import type { LoggedEvent } from "@trellis/eventlog";
 import type { TrellisError } from "@trellis/runtime";
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../database.js";
@@ -50,13 +51,51 @@ export async function appendToOutbox<DB>(
   schema: string,
   events: readonly Event[],
 ): Promise<Event[]> {
+  return (await appendToOutboxLogged(trx, schema, events)).map((entry) => entry.event);
+}
+
+/**
+ * {@link appendToOutbox}, returning each completed event with the position
+ * its row got — what a writer hands to the relay with its kick after the
+ * commit (`OutboxRelay.kick`), so the relay need not read the rows back.
+ */
+export async function appendToOutboxLogged<DB>(
+  trx: Transaction<DB>,
+  schema: string,
+  events: readonly Event[],
+): Promise<LoggedEvent[]> {
   const { events: completed, rows } = await sequenceOutboxEvents(trx, schema, events);
   const db = outboxTables(trx, schema);
+  const inserted: { id: string; position: bigint }[] = [];
   // Rows go in call order, so within a resource positions follow sequences.
   for (const chunk of chunks(rows, CHUNK)) {
-    await db.insertInto("outbox").values(chunk).execute();
+    inserted.push(
+      ...(await db.insertInto("outbox").values(chunk).returning(["id", "position"]).execute()),
+    );
   }
-  return completed;
+  return outboxEntries(completed, inserted);
+}
+
+/**
+ * Pairs sequenced events (`sequenceOutboxEvents`) with the positions their
+ * rows got, as a statement inserting them returned them (`id`, `position`;
+ * the position as a number or its text, e.g. from JSON): the entries a
+ * writer hands to the relay, in position order. Throws when an event's row
+ * is missing — the caller's statement did not insert what it was given.
+ */
+export function outboxEntries(
+  events: readonly Event[],
+  inserted: readonly { id: string; position: bigint | string | number }[],
+): LoggedEvent[] {
+  const positions = new Map(inserted.map((row) => [row.id, BigInt(row.position)]));
+  const entries = events.map((event) => {
+    const position = positions.get(event.id);
+    if (position === undefined) {
+      throw new Error(`outbox: no row was inserted for event ${event.id}`);
+    }
+    return { event, position };
+  });
+  return entries.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
 }
 
 /**

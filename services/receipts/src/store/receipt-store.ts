@@ -14,8 +14,9 @@
  * issuers, and a head that is current costs no read and no lock.
  */
 import type { Event } from "@trellis/contracts/core";
+import type { LoggedEvent } from "@trellis/eventlog";
 import type { Database } from "@trellis/storage";
-import { type NewOutboxRow, sequenceOutboxEvents } from "@trellis/storage";
+import { type NewOutboxRow, outboxEntries, sequenceOutboxEvents } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import type { SealedReceipt } from "../domain/build.js";
 import type { EventFacts, TaskEventRecord } from "../domain/facts.js";
@@ -84,6 +85,11 @@ export interface BatchResult {
   issued: ReceiptRow[];
   /** Receipts that already existed for requested subjects (nothing new issued for them). */
   existing: ReceiptRow[];
+  /**
+   * The outbox rows announcing the issued receipts, with their positions
+   * (committed; for the relay's kick). Empty when nothing was issued.
+   */
+  announced: LoggedEvent[];
 }
 
 /** A recorded event of a task with its log position. */
@@ -279,7 +285,7 @@ export class PostgresReceiptStore implements ReceiptStore {
   async commitBatch(request: BatchRequest): Promise<BatchResult> {
     if (request.receipts.length === 0) {
       await this.#recordEvents(this.#root, request.events);
-      return { issued: [], existing: [] };
+      return { issued: [], existing: [], announced: [] };
     }
     const turn = this.#appending.then(() => this.#append(request));
     this.#appending = turn.catch(() => {});
@@ -314,7 +320,7 @@ export class PostgresReceiptStore implements ReceiptStore {
     );
     if (toIssue.length === 0) {
       await this.#recordEvents(this.#root, request.events);
-      return { issued: [], existing };
+      return { issued: [], existing, announced: [] };
     }
 
     // Seal against the heads we know, before any lock is taken.
@@ -360,30 +366,39 @@ export class PostgresReceiptStore implements ReceiptStore {
       heads.set(r.workspaceId, { length: chainIndex, lastId: row.id, lastHash: sealed.hash });
     }
 
+    let announced: LoggedEvent[] = [];
     try {
       await this.#root.transaction().execute(async (trx) => {
         // The announcements' sequences first; their rows join the batch's
         // statement (one round trip less than appending them after it).
-        const outbox = announcements.length
-          ? (await sequenceOutboxEvents(trx, this.#outboxSchema, announcements)).rows
-          : [];
-        const moved = await this.#writeBatch(trx, request.events, rows, start, heads, outbox);
-        if (moved !== heads.size) throw new ChainConflict();
+        const sequenced = announcements.length
+          ? await sequenceOutboxEvents(trx, this.#outboxSchema, announcements)
+          : { events: [], rows: [] };
+        const written = await this.#writeBatch(
+          trx,
+          request.events,
+          rows,
+          start,
+          heads,
+          sequenced.rows,
+        );
+        if (written.moved !== heads.size) throw new ChainConflict();
+        announced = outboxEntries(sequenced.events, written.positions);
       });
     } catch (error) {
       for (const workspace of heads.keys()) this.#heads.delete(workspace);
       throw error;
     }
     for (const [workspace, head] of heads) this.#remember(workspace, head);
-    return { issued: rows, existing };
+    return { issued: rows, existing, announced };
   }
 
   /**
    * One statement: record the events, move each head from where it was
    * sealed against (creating it at the first receipt), insert the receipts
    * and the outbox rows announcing them (sequenced by the caller).
-   * Returns how many heads moved; fewer than asked means another issuer got
-   * there first (the caller rolls back).
+   * Returns how many heads moved — fewer than asked means another issuer got
+   * there first (the caller rolls back) — and the outbox rows' positions.
    */
   async #writeBatch(
     trx: Kysely<ReceiptsDatabase>,
@@ -392,7 +407,7 @@ export class PostgresReceiptStore implements ReceiptStore {
     from: ReadonlyMap<string, ChainHead>,
     to: ReadonlyMap<string, ChainHead>,
     outbox: readonly NewOutboxRow[],
-  ): Promise<number> {
+  ): Promise<{ moved: number; positions: { id: string; position: string }[] }> {
     const table = (name: string) => sql.id(this.#schema, name);
     const ctes = [];
     if (events.length) ctes.push(sql`recorded as (${this.#insertEvents(events)})`);
@@ -408,7 +423,7 @@ export class PostgresReceiptStore implements ReceiptStore {
                 ${o.resource_id}, ${o.sequence}, ${o.kind}, ${o.body}, ${o.created_at})`,
           ),
         )}
-        returning position)`);
+        returning id, position)`);
     }
     const moves = [...to].map(([workspace, head]) => {
       const expected = (from.get(workspace) as ChainHead).length;
@@ -441,12 +456,18 @@ export class PostgresReceiptStore implements ReceiptStore {
           ),
         )})`,
     );
-    const result = await sql<{ moved: number }>`
+    const positions = outbox.length
+      ? sql`(select json_agg(json_build_array(id, position::text)) from announced)`
+      : sql`null`;
+    const result = await sql<{ moved: number; positions: [string, string][] | null }>`
       with ${sql.join(ctes)}
-      select ((select count(*) from moved) + (select count(*) from created))::int as moved`.execute(
-      trx,
-    );
-    return Number(result.rows[0]?.moved ?? 0);
+      select ((select count(*) from moved) + (select count(*) from created))::int as moved,
+        ${positions} as positions`.execute(trx);
+    const row = result.rows[0];
+    return {
+      moved: Number(row?.moved ?? 0),
+      positions: (row?.positions ?? []).map(([id, position]) => ({ id, position })),
+    };
   }
 
   #insertEvents(events: readonly TaskEventInput[]) {

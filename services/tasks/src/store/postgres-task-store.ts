@@ -43,10 +43,12 @@ import {
   TaskFailureSchema,
   type Workspace,
 } from "@trellis/contracts/tasks";
+import type { LoggedEvent } from "@trellis/eventlog";
 import { validateToolCallReference } from "@trellis/messages";
 import {
-  appendToOutbox,
+  appendToOutboxLogged,
   type Database,
+  outboxEntries,
   outboxTables,
   sequenceOutboxEvents,
 } from "@trellis/storage";
@@ -160,6 +162,8 @@ export interface CommittedChanges {
   readonly taskIds: readonly string[];
   /** The task as committed (computed on demand), or undefined when it must be read back. */
   snapshot(taskId: string): Task | undefined;
+  /** The outbox rows the write committed, with their positions (for the relay's kick). */
+  readonly logged: readonly LoggedEvent[];
 }
 
 /** The NOTIFY channel on which a replica learns that a task it may be running was canceled. */
@@ -174,6 +178,8 @@ interface Tx {
   /** Scoped to the service's schema. */
   db: Transaction<TasksDatabase>;
   events: Event[];
+  /** Events already in the outbox, with their rows' positions (handed to the relay). */
+  logged: LoggedEvent[];
   lastEventOfSession: Map<string, string>;
   /** Tasks changed, with their final row when known. */
   changed: Map<string, TaskRow | undefined>;
@@ -224,6 +230,9 @@ export function hotStatements(schema: string): HotStatements {
 
 /** Most events whose outbox rows join the session's statement (more: appended apart). */
 const MAX_FOLDED_EVENTS = 200;
+
+/** The column of the save statement's result carrying its outbox rows' positions. */
+const OUTBOX_POSITIONS = "trellis_outbox_positions";
 
 const MESSAGE_EVENT_KINDS = [
   "user.message",
@@ -344,11 +353,13 @@ export class PostgresTaskStore implements TaskStore {
 
   async #write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     let changed: Map<string, TaskRow | undefined> | undefined;
+    let logged: LoggedEvent[] = [];
     const result = await this.#kysely.transaction().execute(async (raw) => {
       const tx: Tx = {
         raw,
         db: raw.withSchema(this.#schema),
         events: [],
+        logged: [],
         lastEventOfSession: new Map(),
         changed: new Map(),
         notifyCancel: false,
@@ -361,11 +372,14 @@ export class PostgresTaskStore implements TaskStore {
           "tasks store: messages or outcomes were left unwritten (session not saved)",
         );
       }
-      if (tx.events.length > 0) await appendToOutbox(raw, this.#outboxSchema, tx.events);
+      if (tx.events.length > 0) {
+        tx.logged.push(...(await appendToOutboxLogged(raw, this.#outboxSchema, tx.events)));
+      }
       if (tx.notifyCancel) {
         await sql`select pg_notify(${cancelChannel(this.#schema)}, '')`.execute(raw);
       }
       changed = tx.changed;
+      logged = tx.logged;
       return value;
     });
     if (this.#onCommit) {
@@ -376,6 +390,7 @@ export class PostgresTaskStore implements TaskStore {
           const row = rows.get(id);
           return row ? toTask(row) : undefined;
         },
+        logged,
       });
     }
     return result;
@@ -423,14 +438,19 @@ export class PostgresTaskStore implements TaskStore {
    */
   async #saveSessionWithTask(tx: Tx, session: LockedSession, write: TaskWrite): Promise<TaskRow> {
     const statement = new StatementWriter<TasksDatabase>(tx.raw);
+    let folded: Event[] = [];
+    let returning = "*";
     if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
-      const { rows } = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
+      const sequenced = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
+      folded = sequenced.events;
       statement.withInsert(
         "new_outbox",
         qualified(this.#outboxSchema, "outbox"),
-        rows,
-        '"position"',
+        sequenced.rows,
+        '"id", "position"',
       );
+      // The rows' positions come back with the task row, for the relay's kick.
+      returning = `*, (select json_agg(json_build_array("id", "position"::text)) from "new_outbox") as "${OUTBOX_POSITIONS}"`;
     }
     this.#withSessionSave(tx, session, statement).withUpdate(
       "saved_session",
@@ -442,9 +462,22 @@ export class PostgresTaskStore implements TaskStore {
     const tasks = qualified(this.#schema, "tasks");
     const main =
       write.kind === "insert"
-        ? statement.insert(tasks, [write.values], "*")
-        : statement.update(tasks, write.set, write.id, "*");
-    const row = await statement.first<TaskRow>(tx.raw, main);
+        ? statement.insert(tasks, [write.values], returning)
+        : statement.update(tasks, write.set, write.id, returning);
+    const row = await statement.first<TaskRow & { [OUTBOX_POSITIONS]?: [string, string][] }>(
+      tx.raw,
+      main,
+    );
+    if (folded.length > 0) {
+      const positions = row[OUTBOX_POSITIONS] ?? [];
+      tx.logged.push(
+        ...outboxEntries(
+          folded,
+          positions.map(([id, position]) => ({ id, position })),
+        ),
+      );
+      delete row[OUTBOX_POSITIONS];
+    }
     tx.changed.set(row.id, row);
     return row;
   }

@@ -1,0 +1,82 @@
+// The tasks store hands the relay the outbox rows each write committed, with
+// their positions (see OutboxRelay.kick): they must be exactly the rows the
+// outbox holds — by the folded save statement and by the append at commit.
+import { create } from "@bufbuild/protobuf";
+import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import type { LoggedEvent } from "@trellis/eventlog";
+import {
+  createDatabase,
+  type Database,
+  migrate,
+  outboxMigrations,
+  readOutbox,
+} from "@trellis/storage";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { userActor } from "../../src/domain/events.js";
+import { tasksMigrations } from "../../src/store/migrations/index.js";
+import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
+import { text } from "../support/fixtures.js";
+
+let database: Database;
+beforeAll(async () => {
+  database = await createDatabase({ kind: "pglite" });
+  await migrate(database, { schema: "tasks", migrations: tasksMigrations });
+  await migrate(database, { schema: "outbox_t", migrations: outboxMigrations("outbox_t") });
+});
+afterAll(async () => {
+  await database.close();
+});
+
+describe("tasks store: committed outbox rows for the relay", () => {
+  it("reports each write's outbox rows with the positions the outbox gave them", async () => {
+    const commits: (readonly LoggedEvent[])[] = [];
+    const store = new PostgresTaskStore({
+      database,
+      schema: "tasks",
+      outboxSchema: "outbox_t",
+      leaseMs: 30_000,
+      onCommit: (changes) => commits.push(changes.logged),
+    });
+    const context = { actor: userActor("usr_1") };
+    const agent = await store.createAgent(
+      create(AgentSchema, {
+        workspaceId: "default",
+        name: "echo",
+        backend: "scripted",
+        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+      }),
+      undefined,
+      context,
+    );
+    // Events appended at commit (createSession), then folded into the save
+    // statement (submitTask).
+    const session = await store.createSession(
+      { workspaceId: "default", initialMessages: [text("first")] },
+      context,
+    );
+    await store.submitTask(
+      {
+        sessionId: session.id,
+        agentId: agent.id,
+        input: text("hi"),
+        busyPolicy: BusyPolicy.UNSPECIFIED,
+        parentTaskId: "",
+        createSession: false,
+        workspaceId: "default",
+      },
+      context,
+      "owner_1",
+    );
+    const reported = commits.flat();
+    const stored = await readOutbox(database, "outbox_t", { limit: 100 });
+    expect(stored.length).toBeGreaterThanOrEqual(4);
+    expect(reported.map((e) => [e.position, e.event])).toEqual(
+      stored.map((row) => [row.position, row.event]),
+    );
+    // Each commit's rows are in position order.
+    for (const logged of commits) {
+      const positions = logged.map((e) => e.position);
+      expect(positions).toEqual([...positions].sort((a, b) => (a < b ? -1 : 1)));
+    }
+  });
+});
