@@ -27,6 +27,7 @@ import {
   outboxTables,
   readOutbox,
   readOutboxTail,
+  sequenceOutboxEvents,
 } from "@trellis/storage";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
@@ -455,6 +456,46 @@ describe("windowed in-process log over the outbox", () => {
 });
 
 describe("outbox relay: rows handed over with the kick", () => {
+  it("sequences copies of the caller's events unless it gives them up", async () => {
+    const schema = await freshOutbox();
+    const mine = taskEvent("ws_seq", "task_1");
+    const given = taskEvent("ws_seq", "task_1");
+    const [copied, adopted] = await database.kysely
+      .transaction()
+      .execute(async (trx) => [
+        (await sequenceOutboxEvents(trx, schema, [mine])).events,
+        (await sequenceOutboxEvents(trx, schema, [given], { adopt: true })).events,
+      ]);
+    expect(copied?.[0]).not.toBe(mine);
+    expect(mine.sequence).toBe(0n);
+    expect(mine.id).toBe("");
+    expect(copied?.[0]?.sequence).toBe(1n);
+    expect(adopted?.[0]).toBe(given);
+    expect(given.sequence).toBe(2n);
+    expect(given.previousEventId).toBe(copied?.[0]?.id);
+  });
+
+  it("the log keeps copies of logged events unless the caller gives them up", async () => {
+    const schema = await freshOutbox();
+    const log = await openWindowed(schema, new MemoryConsumerPositionStore(), 100);
+    const logged = (id: string, sequence: bigint) => {
+      const event = taskEvent("ws_adopt", "task_1");
+      event.id = id;
+      event.sequence = sequence;
+      event.createdAt = timestampNow();
+      return event;
+    };
+    const copied = logged("evt_copied", 1n);
+    const adopted = logged("evt_adopted", 2n);
+    await log.appendLogged([{ event: copied, position: 1n }]);
+    await log.appendLogged([{ event: adopted, position: 2n }], { adopt: true });
+    const [first, second] = await log.read({ filter: { workspaceId: "ws_adopt" } });
+    expect(first?.event).not.toBe(copied);
+    expect(first?.event).toEqual({ ...copied, previousEventId: "" });
+    expect(second?.event).toBe(adopted);
+    await log.close();
+  });
+
   it("pairs events with their rows' positions by id, in position order, and refuses a missing row", () => {
     const a = taskEvent("ws_p", "t");
     a.id = "evt_a";
@@ -490,9 +531,9 @@ describe("outbox relay: rows handed over with the kick", () => {
       schema,
       eventLog: log,
       positionedLog: {
-        appendLogged(events) {
+        appendLogged(events, options) {
           received.push(...events);
-          return log.appendLogged(events);
+          return log.appendLogged(events, options);
         },
       },
       logRebuiltFromOutbox: true,
@@ -537,6 +578,10 @@ describe("outbox relay: rows handed over with the kick", () => {
     expect(inLog.map((e) => [e.position, e.event.id])).toEqual(
       stored.map((row) => [row.position, row.event.id]),
     );
+    // The relay gives its objects up: the log keeps them rather than copies.
+    inLog.slice(1).forEach((entry, i) => {
+      expect(entry.event).toBe(handed[i]?.event);
+    });
     await rig.relay.stop();
     await rig.log.close();
     expect(rig.errors).toEqual([]);

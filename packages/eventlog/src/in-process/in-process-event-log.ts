@@ -204,8 +204,15 @@ export class InProcessEventLog implements EventLog {
    * event at or below the last position is a duplicate when that position
    * holds the same event id (a relay's retry), an `invalid_request`
    * otherwise.
+   *
+   * `adopt`: the caller gives the event objects up (the relay, which decoded
+   * them or was handed them for good), so the log keeps them instead of a
+   * copy. Default false: the log stores copies, as `append` does.
    */
-  appendLogged(events: readonly LoggedEvent[]): Promise<AppendResult[]> {
+  appendLogged(
+    events: readonly LoggedEvent[],
+    options: { adopt?: boolean } = {},
+  ): Promise<AppendResult[]> {
     try {
       assertOpen(this.#journal, "event log");
       validateEvents(events.map((e) => e.event));
@@ -221,12 +228,16 @@ export class InProcessEventLog implements EventLog {
       // Refused as a rejection, like every other call of the port.
       return Promise.reject(error);
     }
-    const run = this.#appending.then(() => this.#appendLoggedInOrder(events));
+    const adopt = options.adopt === true;
+    const run = this.#appending.then(() => this.#appendLoggedInOrder(events, adopt));
     this.#appending = run.catch(() => {});
     return run;
   }
 
-  async #appendLoggedInOrder(events: readonly LoggedEvent[]): Promise<AppendResult[]> {
+  async #appendLoggedInOrder(
+    events: readonly LoggedEvent[],
+    adopt: boolean,
+  ): Promise<AppendResult[]> {
     const results: AppendResult[] = [];
     let stored = 0;
     try {
@@ -242,7 +253,7 @@ export class InProcessEventLog implements EventLog {
             "events.position",
           );
         }
-        const copy = this.#storeTrusted(event, position);
+        const copy = this.#storeTrusted(event, position, adopt);
         stored++;
         results.push({ position, duplicate: false, sequence: copy.sequence });
       }
@@ -273,14 +284,14 @@ export class InProcessEventLog implements EventLog {
   }
 
   /** Store an event as history gives it (sequence kept unless 0, previous id filled in). */
-  #storeTrusted(event: Event, position: bigint): Event {
+  #storeTrusted(event: Event, position: bigint, adopt = false): Event {
     // A windowed log starts where its history starts; what is below is the archive's.
     if (this.#archive && this.#journal.size === 0 && this.#journal.lastPosition === 0n) {
       this.#journal.startAfter(position - 1n);
     }
     const key = resourceKey(event);
     const head = this.#heads.get(key);
-    const stored = clone(EventSchema, event);
+    const stored = adopt ? event : clone(EventSchema, event);
     if (stored.sequence === 0n) stored.sequence = (head?.sequence ?? 0n) + 1n;
     if (!stored.previousEventId && head && stored.sequence > 1n)
       stored.previousEventId = head.eventId;

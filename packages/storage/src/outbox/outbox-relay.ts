@@ -59,7 +59,11 @@ export interface OutboxRelayOptions<DB = unknown> {
    * connection guarantees.
    */
   positionedLog?: {
-    appendLogged(events: readonly LoggedEvent[]): Promise<AppendResult[]>;
+    /** `adopt`: the log may keep the objects (the relay never touches them again). */
+    appendLogged(
+      events: readonly LoggedEvent[],
+      options?: { adopt?: boolean },
+    ): Promise<AppendResult[]>;
   };
   /**
    * LISTEN for the outbox's NOTIFY (default true). Turn it off when every
@@ -153,7 +157,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   }
   const publish = (batch: readonly LoggedEvent[]): Promise<unknown> =>
     positionedLog
-      ? positionedLog.appendLogged(batch)
+      ? positionedLog.appendLogged(batch, { adopt: true })
       : eventLog.append(batch.map((logged) => logged.event));
 
   const stopping = new AbortController();

@@ -107,18 +107,24 @@ export function outboxEntries(
  * insert into `<schema>.outbox`, in order. The caller must insert every row,
  * in order, in the same transaction; otherwise the sequences it took are
  * lost when the transaction commits (roll back instead).
+ *
+ * `adopt`: the caller gives the event objects up, so they are completed in
+ * place and returned instead of copies (the caller's own, freshly built
+ * events: a copy each would be wasted). Default false.
  */
 export async function sequenceOutboxEvents<DB>(
   trx: Transaction<DB>,
   schema: string,
   events: readonly Event[],
+  options: { adopt?: boolean } = {},
 ): Promise<{ events: Event[]; rows: NewOutboxRow[] }> {
   assertSchemaName(schema);
   if (!trx.isTransaction) {
     throw invalid("appendToOutbox must run inside the caller's transaction", "trx");
   }
   if (events.length === 0) return { events: [], rows: [] };
-  const completed = events.map((event, index) => complete(event, index));
+  const adopt = options.adopt === true;
+  const completed = events.map((event, index) => complete(event, index, adopt));
   const seen = new Set<string>();
   for (const event of completed) {
     if (seen.has(event.id))
@@ -300,7 +306,7 @@ export async function pruneOutbox<DB>(
   }
 }
 
-function complete(event: Event, index: number): Event {
+function complete(event: Event, index: number, adopt: boolean): Event {
   const resource = event.resource;
   if (resource === undefined || resource.object === "" || resource.id === "") {
     throw invalid(`events[${index}] has no resource (object and id are required)`, "events");
@@ -311,7 +317,7 @@ function complete(event: Event, index: number): Event {
       "events",
     );
   }
-  const copy = clone(EventSchema, event);
+  const copy = adopt ? event : clone(EventSchema, event);
   if (copy.id === "") copy.id = `evt_${randomUUID().replaceAll("-", "")}`;
   copy.createdAt ??= timestampNow();
   return copy;

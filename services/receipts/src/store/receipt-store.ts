@@ -372,7 +372,7 @@ export class PostgresReceiptStore implements ReceiptStore {
         // The announcements' sequences first; their rows join the batch's
         // statement (one round trip less than appending them after it).
         const sequenced = announcements.length
-          ? await sequenceOutboxEvents(trx, this.#outboxSchema, announcements)
+          ? await sequenceOutboxEvents(trx, this.#outboxSchema, announcements, { adopt: true })
           : { events: [], rows: [] };
         const written = await this.#writeBatch(
           trx,

@@ -217,6 +217,11 @@ interface HotStatements {
   lockSession: string;
   /** The running task and the queue's head: `$1` session id, `$2` 'queued', `$3` 'running', `$4` 2. */
   mailbox: string;
+  /**
+   * A finished run's task and the queue's head: `$1` session id, `$2` task
+   * id, `$3` 'queued', `$4` task id, `$5` 2.
+   */
+  finishedRun: string;
 }
 
 export function hotStatements(schema: string): HotStatements {
@@ -225,8 +230,14 @@ export function hotStatements(schema: string): HotStatements {
     mailbox:
       `select * from ${qualified(schema, "tasks")} where "session_id" = $1 and "run_state" in ($2, $3) ` +
       `order by run_state = 'running' desc, "queue_seq" limit $4`,
+    finishedRun:
+      `select * from ${qualified(schema, "tasks")} where "session_id" = $1 and ("id" = $2 or "run_state" = $3) ` +
+      `order by id = $4 desc, "queue_seq" limit $5`,
   };
 }
+
+/** `now()`, one fragment for every statement that sets a timestamp. */
+const NOW = sql<Date>`now()`;
 
 /** Most events whose outbox rows join the session's statement (more: appended apart). */
 const MAX_FOLDED_EVENTS = 200;
@@ -355,9 +366,15 @@ export class PostgresTaskStore implements TaskStore {
     let changed: Map<string, TaskRow | undefined> | undefined;
     let logged: LoggedEvent[] = [];
     const result = await this.#kysely.transaction().execute(async (raw) => {
+      let scoped: Transaction<TasksDatabase> | undefined;
+      const schema = this.#schema;
       const tx: Tx = {
         raw,
-        db: raw.withSchema(this.#schema),
+        // Made when first used: most of a turn's statements are written directly.
+        get db() {
+          scoped ??= raw.withSchema(schema);
+          return scoped;
+        },
         events: [],
         logged: [],
         lastEventOfSession: new Map(),
@@ -441,7 +458,13 @@ export class PostgresTaskStore implements TaskStore {
     let folded: Event[] = [];
     let returning = "*";
     if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
-      const sequenced = await sequenceOutboxEvents(tx.raw, this.#outboxSchema, tx.events.splice(0));
+      // The transaction's own events, made by #emit: completed in place.
+      const sequenced = await sequenceOutboxEvents(
+        tx.raw,
+        this.#outboxSchema,
+        tx.events.splice(0),
+        { adopt: true },
+      );
       folded = sequenced.events;
       statement.withInsert(
         "new_outbox",
@@ -513,7 +536,7 @@ export class PostgresTaskStore implements TaskStore {
       turn_count: session.turn_count,
       next_queue_seq: session.next_queue_seq,
       last_event_id: session.last_event_id,
-      updated_at: sql<Date>`now()`,
+      updated_at: NOW,
     };
   }
 
@@ -1281,12 +1304,10 @@ export class PostgresTaskStore implements TaskStore {
       let session: LockedSession | undefined;
       let created = false;
       if (input.sessionId) {
-        const found = await tx.db
-          .selectFrom("sessions")
-          .selectAll()
-          .where("id", "=", input.sessionId)
-          .forUpdate()
-          .executeTakeFirst();
+        const { rows } = await tx.raw.executeQuery<SessionRow>(
+          CompiledQuery.raw(this.#hot.lockSession, [input.sessionId]),
+        );
+        const found = rows[0];
         if (found && context.scope !== undefined && found.workspace_id !== context.scope) {
           throw notFound("session", input.sessionId);
         }
@@ -1382,7 +1403,7 @@ export class PostgresTaskStore implements TaskStore {
           metadata: jsonText(input.metadata),
           ...(decision.runNow
             ? {
-                started_at: sql<Date>`now()`,
+                started_at: NOW,
                 lease_owner: owner,
                 lease_expires_at: this.#leaseUntil(),
               }
@@ -1482,7 +1503,7 @@ export class PostgresTaskStore implements TaskStore {
         lease_owner: owner,
         lease_expires_at: this.#leaseUntil(),
         started_at: sql<Date>`coalesce(started_at, now())`,
-        updated_at: sql<Date>`now()`,
+        updated_at: NOW,
       })
       .where("id", "=", head.id)
       .returningAll()
@@ -1599,9 +1620,9 @@ export class PostgresTaskStore implements TaskStore {
       const updated = await tx.db
         .updateTable("tasks")
         .set({
-          canceled_at: sql<Date>`now()`,
+          canceled_at: NOW,
           cancel_reason: reason,
-          updated_at: sql<Date>`now()`,
+          updated_at: NOW,
         })
         .where("id", "=", row.id)
         .returningAll()
@@ -1721,12 +1742,12 @@ export class PostgresTaskStore implements TaskStore {
         resume_payload: null,
         lease_owner: null,
         lease_expires_at: null,
-        updated_at: sql<Date>`now()`,
+        updated_at: NOW,
         ...(end.status === TaskStatus.CANCELED
           ? row.canceled_at
             ? {}
-            : { canceled_at: sql<Date>`now()` }
-          : { completed_at: sql<Date>`now()` }),
+            : { canceled_at: NOW }
+          : { completed_at: NOW }),
       },
     };
   }
@@ -1793,7 +1814,7 @@ export class PostgresTaskStore implements TaskStore {
           run_state: "queued",
           signal_id: null,
           resume_payload: JSON.stringify(signal.payload ?? null),
-          updated_at: sql<Date>`now()`,
+          updated_at: NOW,
         })
         .where("id", "=", row.id)
         .execute();
@@ -1855,15 +1876,15 @@ export class PostgresTaskStore implements TaskStore {
     return this.#write(async (tx): Promise<FinishResult> => {
       const session = await this.#lockSession(tx, claim.task.sessionId, undefined);
       // This run's task and the head of the queue, in one read (under the session lock).
-      const rows = await tx.db
-        .selectFrom("tasks")
-        .selectAll()
-        .where("session_id", "=", session.id)
-        .where((eb) => eb.or([eb("id", "=", claim.task.id), eb("run_state", "=", "queued")]))
-        .orderBy(sql`id = ${claim.task.id}`, "desc")
-        .orderBy("queue_seq")
-        .limit(2)
-        .execute();
+      const { rows } = await tx.raw.executeQuery<TaskRow>(
+        CompiledQuery.raw(this.#hot.finishedRun, [
+          session.id,
+          claim.task.id,
+          "queued",
+          claim.task.id,
+          2,
+        ]),
+      );
       const row = rows[0]?.id === claim.task.id ? rows[0] : undefined;
       const head = rows.find((r) => r.run_state === "queued" && r.id !== claim.task.id);
       // Fencing: only the replica that still holds the claim may commit.
@@ -1988,7 +2009,7 @@ export class PostgresTaskStore implements TaskStore {
             resume_payload: null,
             lease_owner: null,
             lease_expires_at: null,
-            updated_at: sql<Date>`now()`,
+            updated_at: NOW,
           },
         };
       }
@@ -2107,7 +2128,7 @@ export class PostgresTaskStore implements TaskStore {
             run_state: "queued",
             lease_owner: null,
             lease_expires_at: null,
-            updated_at: sql<Date>`now()`,
+            updated_at: NOW,
           })
           .where("id", "=", row.id)
           .execute();
@@ -2141,7 +2162,7 @@ export class PostgresTaskStore implements TaskStore {
       .selectFrom("tasks")
       .select(["id", "session_id"])
       .where("run_state", "=", "running")
-      .where("lease_expires_at", "<", sql<Date>`now()`)
+      .where("lease_expires_at", "<", NOW)
       .limit(limit)
       .execute();
     const claims: Claim[] = [];
@@ -2153,7 +2174,7 @@ export class PostgresTaskStore implements TaskStore {
           .selectAll()
           .where("id", "=", candidate.id)
           .where("run_state", "=", "running")
-          .where("lease_expires_at", "<", sql<Date>`now()`)
+          .where("lease_expires_at", "<", NOW)
           .executeTakeFirst();
         if (!row) return undefined;
         await this.#recover(

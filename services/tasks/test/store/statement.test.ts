@@ -62,6 +62,17 @@ describe("StatementWriter", () => {
       .compile();
     expect(hot.mailbox).toBe(mailbox.sql);
     expect(mailbox.parameters).toEqual(["s1", "queued", "running", 2]);
+    const finished = scoped
+      .selectFrom("tasks")
+      .selectAll()
+      .where("session_id", "=", "s1")
+      .where((eb) => eb.or([eb("id", "=", "t1"), eb("run_state", "=", "queued")]))
+      .orderBy(sql`id = ${"t1"}`, "desc")
+      .orderBy("queue_seq")
+      .limit(2)
+      .compile();
+    expect(hot.finishedRun).toBe(finished.sql);
+    expect(finished.parameters).toEqual(["s1", "t1", "queued", "t1", 2]);
   });
 
   it("refuses what it cannot write", () => {
