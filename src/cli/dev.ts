@@ -1,6 +1,6 @@
 import { resolve } from "node:path";
-import { DEFAULT_EVENT_WINDOW, startEmbedded } from "@trellis/platform";
-import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
+import { DEFAULT_EVENT_WINDOW, type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger, env, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
 import { allServices } from "../services.js";
 
 /** Env of embedded mode, validated at start. */
@@ -18,16 +18,25 @@ export const devConfigSchema = {
 export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
   const config = loadConfig(devConfigSchema, source);
   const dataDir = resolve(config.TRELLIS_DATA_DIR, "data");
+  // Like every distributed process: the standard OTEL_* variables decide
+  // what is exported; one service name for the whole process.
+  const telemetry = initTelemetry({ serviceName: "trellis", env: source });
   const logger = createLogger({ service: "trellis" });
-  const trellis = await startEmbedded({
-    services: allServices,
-    dataDir,
-    host: config.TRELLIS_HOST,
-    port: config.TRELLIS_PORT,
-    logger,
-    consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
-    eventWindow: config.TRELLIS_EVENT_WINDOW,
-  });
+  let trellis: EmbeddedTrellis;
+  try {
+    trellis = await startEmbedded({
+      services: allServices,
+      dataDir,
+      host: config.TRELLIS_HOST,
+      port: config.TRELLIS_PORT,
+      logger,
+      consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
+      eventWindow: config.TRELLIS_EVENT_WINDOW,
+    });
+  } catch (error) {
+    await telemetry.shutdown().catch(() => undefined);
+    throw error;
+  }
   const { url } = trellis.address;
   process.stdout.write(
     [
@@ -44,6 +53,12 @@ export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
       async () => {
         process.stdout.write("\nTrellis is stopping…\n");
         await trellis.close({ graceMs: 5000 });
+        // Last: what the shutdown itself traced is exported too.
+        await telemetry.shutdown().catch((error: unknown) =>
+          logger.warn("telemetry did not flush", {
+            error: error instanceof Error ? error.message : String(error),
+          }),
+        );
         done();
       },
       { logger, exit: false },

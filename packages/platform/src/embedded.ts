@@ -27,6 +27,8 @@ import {
   createClientTracingInterceptor,
   createErrorInterceptor,
   createLogger,
+  createServerMetricsInterceptor,
+  createServerTracingInterceptor,
   createService,
   type Logger,
   requestIdHeader,
@@ -356,6 +358,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   transport = createInProcessTransport({
     routes,
     serverInterceptors: [
+      // As a distributed service's server: its span (the call's server side
+      // in the trace) and RED metrics, outside the error mapping.
+      createServerTracingInterceptor(),
+      createServerMetricsInterceptor(),
       inProcessRequestId,
       createErrorInterceptor(logger),
       createMeshServerInterceptor(mesh),
