@@ -264,6 +264,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       ...deploymentKeysMigration,
     },
   });
+  // Nothing here listens for the outbox's NOTIFY (every writer is in this
+  // process and kicks the relay): the trigger would only add work to every
+  // statement that writes events. Off at every start, so a data directory
+  // made before this still gets it.
+  await sql`alter table ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "outbox")} disable trigger outbox_notify`.execute(
+    db.kysely,
+  );
   // Kept in the database: the same across restarts with a data directory.
   const fingerprints = await embeddedFingerprints(env, db, EMBEDDED_OUTBOX_SCHEMA);
   for (const definition of options.services) {

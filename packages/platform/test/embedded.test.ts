@@ -5,6 +5,7 @@ import { create } from "@bufbuild/protobuf";
 import { EventSchema } from "@trellis/contracts/core";
 import { appendToOutbox, readOutbox } from "@trellis/storage";
 import { eventually } from "@trellis/testkit";
+import { sql } from "kysely";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   EMBEDDED_OUTBOX_SCHEMA,
@@ -98,6 +99,27 @@ describe("embedded mode", () => {
       expect(resumed).toEqual(["evt_4", "evt_5", "evt_6"]);
     } finally {
       await second.close({ graceMs: 100 });
+    }
+  });
+
+  it("turns the outbox's NOTIFY trigger off: in one process every writer kicks the relay", async () => {
+    let ctx: ServiceContext | undefined;
+    const trellis = await startEmbedded({ services: [recorder((c) => (ctx = c))], port: 0 });
+    try {
+      const { rows } = await sql<{ enabled: string }>`
+        select tgenabled as enabled from pg_trigger
+        where tgname = 'outbox_notify'
+          and tgrelid = ${`${EMBEDDED_OUTBOX_SCHEMA}.outbox`}::regclass`.execute(ctx!.db.kysely);
+      expect(rows).toEqual([{ enabled: "D" }]);
+      // Events still reach the log at once, from the kick.
+      await record(ctx!, ["evt_kicked"]);
+      await eventually(async () =>
+        (await ctx!.eventLog.read({ filter: { workspaceId: "default" } })).some(
+          (e) => e.event.id === "evt_kicked",
+        ),
+      );
+    } finally {
+      await trellis.close({ graceMs: 100 });
     }
   });
 
