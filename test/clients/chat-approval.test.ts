@@ -4,7 +4,7 @@
 // a Go toolchain is installed — run a chat turn with an approval over plain
 // gRPC with the committed stubs. Also: the committed stubs are what
 // `npm run generate:clients` makes from proto/ today.
-import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import {
   existsSync,
@@ -20,6 +20,7 @@ import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { freePort } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const buf = join(root, "node_modules/.bin/buf");
@@ -81,52 +82,26 @@ async function run(
 }
 
 describe("client examples against `trellis dev`", () => {
-  let dataDir: string;
-  let server: ChildProcess;
+  let server: TrellisDev;
   let url: string;
   let keyFile: string;
-  let serverLog = "";
+  const serverLog = () => server?.output() ?? "";
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), "trellis-clients-"));
-    const port = await freePort();
-    url = `http://127.0.0.1:${port}`;
-    keyFile = join(dataDir, "data", "admin-api-key");
-    server = spawn(process.execPath, [join(root, "bin/trellis.js"), "dev"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        TRELLIS_PORT: String(port),
-        TRELLIS_DATA_DIR: dataDir,
-        TRELLIS_API_KEY: "",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    server.stdout?.on("data", (chunk) => {
-      serverLog += chunk;
-    });
-    server.stderr?.on("data", (chunk) => {
-      serverLog += chunk;
-    });
-    const deadline = Date.now() + 60_000;
-    while (!(serverLog.includes("is listening on") && existsSync(keyFile))) {
-      if (server.exitCode !== null) throw new Error(`trellis dev exited: ${serverLog}`);
-      if (Date.now() > deadline) throw new Error(`trellis dev did not start: ${serverLog}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    // No configured key: it writes the admin key file the examples read.
+    server = await startTrellisDev({ TRELLIS_API_KEY: "" }, (dataDir) =>
+      existsSync(join(dataDir, "data", "admin-api-key")),
+    );
+    url = server.url;
+    keyFile = join(server.dataDir, "data", "admin-api-key");
   }, 90_000);
 
   afterAll(async () => {
-    if (server && server.exitCode === null) {
-      const exited = once(server, "exit");
-      server.kill("SIGTERM");
-      await exited;
-    }
-    rmSync(dataDir, { recursive: true, force: true });
+    await server?.stop();
   }, 30_000);
 
   function expectApprovalCycle(result: Run) {
-    expect(result.code, `${result.out}\n${result.err}\n${serverLog.slice(-2000)}`).toBe(0);
+    expect(result.code, `${result.out}\n${result.err}\n${serverLog().slice(-2000)}`).toBe(0);
     const summary = JSON.parse(result.out.trim().split("\n").at(-1) as string);
     expect(summary.agent_id).toMatch(/^agent_/);
     expect(summary.signal_id).toBe(`${summary.task_id}:approval`);

@@ -2,80 +2,50 @@
 // distributed process: configured only by the standard OTEL_* variables, it
 // exports one trace per chat turn — the Send, the internal SubmitTask, the
 // turn, its routing and the backend run — as service "trellis".
-import { type ChildProcess, spawn } from "node:child_process";
-import { once } from "node:events";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
-import { eventually, freePort } from "@trellis/testkit";
+import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./otlp-receiver.js";
+import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
+import {
+  type OtlpReceiver,
+  type ReceivedSpan,
+  SpanKind,
+  startOtlpReceiver,
+} from "./otlp-receiver.js";
 
-const root = fileURLToPath(new URL("../..", import.meta.url));
 const apiKey = "trellis-embedded-trace-key-0123456789";
 const bearer: Interceptor = (next) => (req) => {
   req.header.set("authorization", `Bearer ${apiKey}`);
   return next(req);
 };
 
-// OTLP SpanKind numbers.
-const SERVER = 2;
-const CLIENT = 3;
+const { SERVER, CLIENT } = SpanKind;
 
 describe("a chat turn's trace, embedded mode", () => {
   let receiver: OtlpReceiver;
-  let child: ChildProcess;
-  let url: string;
-  let output = "";
-  const dataDir = mkdtempSync(join(tmpdir(), "trellis-trace-"));
+  let trellis: TrellisDev;
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    const port = await freePort();
-    child = spawn(process.execPath, [join(root, "bin/trellis.js"), "dev"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        TRELLIS_PORT: String(port),
-        TRELLIS_DATA_DIR: dataDir,
-        TRELLIS_API_KEY: apiKey,
-        TRELLIS_LOG_LEVEL: "warn",
-        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
-        OTEL_BSP_SCHEDULE_DELAY: "100",
-      },
-      stdio: ["ignore", "pipe", "pipe"],
+    trellis = await startTrellisDev({
+      TRELLIS_API_KEY: apiKey,
+      TRELLIS_LOG_LEVEL: "warn",
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+      OTEL_BSP_SCHEDULE_DELAY: "100",
     });
-    child.stdout?.on("data", (chunk) => {
-      output += chunk;
-    });
-    child.stderr?.on("data", (chunk) => {
-      output += chunk;
-    });
-    await eventually(() => output.includes("is listening on"), {
-      timeoutMs: 60_000,
-      what: `trellis dev listening (output so far: ${output})`,
-    });
-    url = `http://127.0.0.1:${port}`;
   }, 90_000);
 
   afterAll(async () => {
-    if (child && child.exitCode === null) {
-      const exited = once(child, "exit");
-      child.kill("SIGTERM");
-      await exited;
-    }
+    await trellis?.stop();
     await receiver?.close();
-    rmSync(dataDir, { recursive: true, force: true });
   });
 
   it("exports one tree per turn, from the Send down to the backend run", async () => {
-    const transport = createGrpcTransport({ baseUrl: url, interceptors: [bearer] });
+    const transport = createGrpcTransport({ baseUrl: trellis.url, interceptors: [bearer] });
     const { agent } = await createClient(AgentService, transport).createAgent({
       agent: {
         workspaceId: "default",

@@ -10,6 +10,9 @@ import { createServer, type IncomingMessage, type Server } from "node:http";
 import { gunzipSync } from "node:zlib";
 import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 
+/** OTLP SpanKind numbers (`ReceivedSpan.kind`). */
+export const SpanKind = { INTERNAL: 1, SERVER: 2, CLIENT: 3, PRODUCER: 4, CONSUMER: 5 } as const;
+
 /** A received span. Ids are lower-case hex; a root span has `parentSpanId` "". */
 export interface ReceivedSpan {
   service: string;

@@ -24,7 +24,12 @@ import {
   type WorkerProcess,
 } from "../../services/adapters/test/support/processes.js";
 import { type Mesh, startMesh } from "../../src/mesh.js";
-import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from "./otlp-receiver.js";
+import {
+  type OtlpReceiver,
+  type ReceivedSpan,
+  SpanKind,
+  startOtlpReceiver,
+} from "./otlp-receiver.js";
 
 const workerScript = new URL("./traced-worker.ts", import.meta.url).pathname;
 
@@ -34,10 +39,7 @@ const bearer: Interceptor = (next) => (req) => {
   return next(req);
 };
 
-// OTLP SpanKind numbers.
-const SERVER = 2;
-const CLIENT = 3;
-const CONSUMER = 5;
+const { SERVER, CLIENT, CONSUMER } = SpanKind;
 
 describe("a turn's trace and the RPC metrics, distributed mode", () => {
   let receiver: OtlpReceiver;
