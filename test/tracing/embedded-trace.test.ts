@@ -7,7 +7,6 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
-import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 import {
@@ -16,6 +15,7 @@ import {
   SpanKind,
   startOtlpReceiver,
 } from "./otlp-receiver.js";
+import { turnTrace } from "./turn-tree.js";
 
 const apiKey = "trellis-embedded-trace-key-0123456789";
 const bearer: Interceptor = (next) => (req) => {
@@ -75,44 +75,7 @@ describe("a chat turn's trace, embedded mode", () => {
       has("trellis.route"),
       has("trellis.adapter.run"),
     ];
-    const turn = await eventually(
-      () =>
-        receiver.spans.find(
-          (s) => s.name === "trellis.turn" && s.attributes["trellis.session_id"] === sessionId,
-        ),
-      { timeoutMs: 15_000, what: "the turn's span" },
-    );
-    const inTrace = () => receiver.spans.filter((s) => s.traceId === turn.traceId);
-    await eventually(() => hops.every((hop) => inTrace().some(hop)), {
-      timeoutMs: 15_000,
-      what: "every hop's span in the turn's trace",
-    }).catch((error: unknown) => {
-      const seen = receiver.spans.map(
-        (s) => `${s.traceId.slice(0, 8)} ${s.kind} ${s.name} ${s.spanId}<-${s.parentSpanId}`,
-      );
-      throw new Error(`${String(error)}\n${seen.join("\n")}`);
-    });
-    const spans = inTrace();
-    const byId = new Map(spans.map((s) => [s.spanId, s]));
-    // One tree: the Send's server span is the root, every other span's parent is in the trace.
-    const roots = spans.filter((s) => s.parentSpanId === "");
-    expect(roots.map((s) => [s.name, s.kind])).toEqual([
-      ["trellis.chat.v1.ChatService/Send", SERVER],
-    ]);
-    for (const span of spans) {
-      if (span.parentSpanId !== "") {
-        expect(byId.has(span.parentSpanId), `${span.name} has its parent`).toBe(true);
-      }
-    }
-    // Each hop descends from the one before.
-    let previous = roots[0] as ReceivedSpan;
-    for (const hop of hops.slice(1)) {
-      const span = spans.find(hop) as ReceivedSpan;
-      const ancestors: ReceivedSpan[] = [];
-      for (let p = byId.get(span.parentSpanId); p; p = byId.get(p.parentSpanId)) ancestors.push(p);
-      expect(ancestors, `${span.name} under ${previous.name}`).toContain(previous);
-      previous = span;
-    }
+    const spans = await turnTrace(receiver, sessionId, hops);
     // One process, one service name.
     expect(new Set(spans.map((s) => s.service))).toEqual(new Set(["trellis"]));
     expect(receiver.rejected).toEqual([]);

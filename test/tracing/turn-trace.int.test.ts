@@ -30,6 +30,7 @@ import {
   SpanKind,
   startOtlpReceiver,
 } from "./otlp-receiver.js";
+import { turnTrace } from "./turn-tree.js";
 
 const workerScript = new URL("./traced-worker.ts", import.meta.url).pathname;
 
@@ -133,72 +134,10 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
     return { sessionId, reply: part?.case === "text" ? part.value.text : "" };
   }
 
-  /**
-   * The spans of the trace of the turn in `sessionId`, once every hop and
-   * every parent arrived (five processes export in batches, and a streaming
-   * call's span ends with its stream); asserts it is one tree whose hops
-   * descend from each other in the order given.
-   */
-  async function turnTrace(
-    sessionId: string,
-    hops: readonly ((s: ReceivedSpan) => boolean)[],
-  ): Promise<ReceivedSpan[]> {
-    const turn = await eventually(
-      () =>
-        receiver.spans.find(
-          (s) => s.name === "trellis.turn" && s.attributes["trellis.session_id"] === sessionId,
-        ),
-      { timeoutMs: 15_000, what: "the turn's span" },
-    );
-    const inTrace = () => receiver.spans.filter((s) => s.traceId === turn.traceId);
-    const complete = () => {
-      const all = inTrace();
-      const ids = new Set(all.map((s) => s.spanId));
-      return (
-        hops.every((hop) => all.some(hop)) &&
-        all.filter((s) => !ids.has(s.parentSpanId)).length === 1
-      );
-    };
-    await eventually(complete, { timeoutMs: 15_000, what: "every hop's span in the trace" }).catch(
-      (error: unknown) => {
-        const seen = inTrace().map((s) => `${s.service} ${s.name} ${s.spanId}<-${s.parentSpanId}`);
-        throw new Error(`${String(error)}\n${seen.join("\n")}`);
-      },
-    );
-    const spans = inTrace();
-    const byId = new Map(spans.map((s) => [s.spanId, s]));
-    expect(byId.size).toBe(spans.length); // no span exported twice
-    // One tree: a single root — the gateway's server span of the Send, which
-    // had no caller's traceparent — and every other span's parent in the trace.
-    const roots = spans.filter((s) => s.parentSpanId === "");
-    expect(roots).toHaveLength(1);
-    const root = roots[0] as ReceivedSpan;
-    expect(hops[0]?.(root)).toBe(true);
-    for (const span of spans) {
-      if (span === root) continue;
-      expect(byId.has(span.parentSpanId), `${span.service} ${span.name} has its parent`).toBe(true);
-    }
-    // The hops chain in order: each descends from the one before.
-    const ancestors = (span: ReceivedSpan): ReceivedSpan[] => {
-      const out: ReceivedSpan[] = [];
-      for (let p = byId.get(span.parentSpanId); p; p = byId.get(p.parentSpanId)) out.push(p);
-      return out;
-    };
-    let previous = root;
-    for (const hop of hops.slice(1)) {
-      const span = spans.find(hop) as ReceivedSpan;
-      expect(ancestors(span), `${span.service} ${span.name} under ${previous.name}`).toContain(
-        previous,
-      );
-      previous = span;
-    }
-    return spans;
-  }
-
   it("exports one trace per chat turn whose spans form one tree across every hop", async () => {
     const { sessionId } = await chatTurn("scripted", "hi");
     const adapterRun = has("trellis-tasks", "trellis.adapter.run");
-    const spans = await turnTrace(sessionId, [...commonHops, adapterRun]);
+    const spans = await turnTrace(receiver, sessionId, [...commonHops, adapterRun]);
     const route = spans.find(commonHops[6] as (s: ReceivedSpan) => boolean) as ReceivedSpan;
     expect(route.attributes["trellis.execution_status"]).toBe("completed");
     expect((spans.find(adapterRun) as ReceivedSpan).attributes["trellis.backend_id"]).toBe(
@@ -228,7 +167,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
     const { sessionId, reply } = await chatTurn("traced-probe", "over nats");
     expect(reply).toBe("traced-probe says: over nats");
     const workerRun = has("trellis-adapter-worker", "trellis.adapter.run", CONSUMER);
-    const spans = await turnTrace(sessionId, [...commonHops, workerRun]);
+    const spans = await turnTrace(receiver, sessionId, [...commonHops, workerRun]);
     const run = spans.find(workerRun) as ReceivedSpan;
     expect(run.attributes["trellis.backend_id"]).toBe("traced-probe");
     // Its parent is the routing span of the tasks process: linked only by the
