@@ -587,6 +587,27 @@ describe("outbox relay: rows handed over with the kick", () => {
     expect(rig.errors).toEqual([]);
   });
 
+  it("reads from the outbox what the log refuses as handed over", async () => {
+    const rig = await handOverRig();
+    const [committed] = await rig.commit([taskEvent("ws_h", "task_bad")]);
+    // A writer's bug: the handed event is not the stored one (no sequence).
+    const wrong = clone(EventSchema, committed?.event as Event);
+    wrong.sequence = 0n;
+    rig.relay.kick([{ event: wrong, position: committed?.position as bigint }]);
+    await eventually(async () =>
+      (await rig.log.read({ filter: { workspaceId: "ws_h" } })).some(
+        (e) => e.event.id === committed?.event.id,
+      ),
+    );
+    const inLog = await rig.log.read({ filter: { workspaceId: "ws_h" } });
+    expect(inLog.at(-1)).toEqual({ position: committed?.position, event: committed?.event });
+    // The refusal was reported once; the round after it read the row.
+    expect(rig.errors).toHaveLength(1);
+    expect(rig.errors[0]).toMatchObject({ reason: "invalid_request" });
+    await rig.relay.stop();
+    await rig.log.close();
+  });
+
   it("reads from the outbox what continues the cursor but was not handed over, rolled-back positions included", async () => {
     const rig = await handOverRig();
     // Committed without a hand-over (a writer that only kicks, or none).

@@ -295,7 +295,17 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
         : rows.map((row) => ({ position: row.position, event: fromBinary(EventSchema, row.body) }));
     const last = batch.at(-1);
     if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
-    if (batch.length > 0) {
+    if (taken.length > 0) {
+      try {
+        await publish(batch);
+      } catch (error) {
+        // The hand-over is only a shortcut: rows the log refuses as handed
+        // over are read from the outbox instead (the round is retried).
+        cursor = (taken[0] as LoggedEvent).position - 1n;
+        handed = [];
+        throw error;
+      }
+    } else if (batch.length > 0) {
       unsent = batch;
       await publish(batch);
       unsent = undefined;
