@@ -39,6 +39,7 @@ export {
   appendToOutbox,
   appendToOutboxLogged,
   outboxEntries,
+  outboxPositionsSql,
   outboxTables,
   pruneOutbox,
   readOutbox,

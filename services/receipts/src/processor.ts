@@ -76,7 +76,7 @@ export interface ReceiptProcessorOptions {
    * Called after a batch that issued receipts committed, with the outbox rows
    * announcing them (nudges the outbox relay and hands them over).
    */
-  onIssued?(announced: readonly LoggedEvent[], receipts: readonly ReceiptRow[]): void;
+  onIssued?(announced: readonly LoggedEvent[]): void;
   /**
    * This is the only consumer of the log (embedded mode): a task's facts may
    * be taken from memory (see the module comment). Default false.
@@ -205,7 +205,7 @@ export class ReceiptProcessor {
       for (const r of recorded) this.#remember(r.taskId, r.record);
       for (const taskId of settled) this.#tasks.delete(taskId);
     }
-    if (result.issued.length > 0) this.#o.onIssued?.(result.announced, result.issued);
+    if (result.issued.length > 0) this.#o.onIssued?.(result.announced);
     for (const [index, first] of duplicates) outcomes[index] = outcomes[first] as Outcome;
     return outcomes;
   }

@@ -77,11 +77,24 @@ export async function appendToOutboxLogged<DB>(
 }
 
 /**
+ * SQL of one value listing the rows that the data-modifying CTE `cte` (an
+ * insert into the outbox `returning id, position`) inserted, as JSON
+ * objects `{ id, position }` — what {@link outboxEntries} takes: a writer
+ * that folds its outbox rows into a larger statement selects this beside
+ * its own result.
+ */
+export function outboxPositionsSql(cte: string): string {
+  const name = `"${cte.replaceAll('"', '""')}"`;
+  return `(select json_agg(json_build_object('id', "id", 'position', "position"::text)) from ${name})`;
+}
+
+/**
  * Pairs sequenced events (`sequenceOutboxEvents`) with the positions their
  * rows got, as a statement inserting them returned them (`id`, `position`;
- * the position as a number or its text, e.g. from JSON): the entries a
- * writer hands to the relay, in position order. Throws when an event's row
- * is missing — the caller's statement did not insert what it was given.
+ * the position as a number or its text, e.g. from {@link outboxPositionsSql}):
+ * the entries a writer hands to the relay, in position order. Throws when an
+ * event's row is missing — the caller's statement did not insert what it was
+ * given.
  */
 export function outboxEntries(
   events: readonly Event[],

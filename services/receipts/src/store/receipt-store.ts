@@ -16,7 +16,12 @@
 import type { Event } from "@trellis/contracts/core";
 import type { LoggedEvent } from "@trellis/eventlog";
 import type { Database } from "@trellis/storage";
-import { type NewOutboxRow, outboxEntries, sequenceOutboxEvents } from "@trellis/storage";
+import {
+  type NewOutboxRow,
+  outboxEntries,
+  outboxPositionsSql,
+  sequenceOutboxEvents,
+} from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import type { SealedReceipt } from "../domain/build.js";
 import type { EventFacts, TaskEventRecord } from "../domain/facts.js";
@@ -456,17 +461,18 @@ export class PostgresReceiptStore implements ReceiptStore {
           ),
         )})`,
     );
-    const positions = outbox.length
-      ? sql`(select json_agg(json_build_array(id, position::text)) from announced)`
-      : sql`null`;
-    const result = await sql<{ moved: number; positions: [string, string][] | null }>`
+    const positions = outbox.length ? sql.raw(outboxPositionsSql("announced")) : sql`null`;
+    const result = await sql<{
+      moved: number;
+      positions: { id: string; position: string }[] | null;
+    }>`
       with ${sql.join(ctes)}
       select ((select count(*) from moved) + (select count(*) from created))::int as moved,
         ${positions} as positions`.execute(trx);
     const row = result.rows[0];
     return {
       moved: Number(row?.moved ?? 0),
-      positions: (row?.positions ?? []).map(([id, position]) => ({ id, position })),
+      positions: row?.positions ?? [],
     };
   }
 

@@ -49,6 +49,7 @@ import {
   appendToOutboxLogged,
   type Database,
   outboxEntries,
+  outboxPositionsSql,
   outboxTables,
   sequenceOutboxEvents,
 } from "@trellis/storage";
@@ -473,7 +474,7 @@ export class PostgresTaskStore implements TaskStore {
         '"id", "position"',
       );
       // The rows' positions come back with the task row, for the relay's kick.
-      returning = `*, (select json_agg(json_build_array("id", "position"::text)) from "new_outbox") as "${OUTBOX_POSITIONS}"`;
+      returning = `*, ${outboxPositionsSql("new_outbox")} as "${OUTBOX_POSITIONS}"`;
     }
     this.#withSessionSave(tx, session, statement).withUpdate(
       "saved_session",
@@ -487,18 +488,11 @@ export class PostgresTaskStore implements TaskStore {
       write.kind === "insert"
         ? statement.insert(tasks, [write.values], returning)
         : statement.update(tasks, write.set, write.id, returning);
-    const row = await statement.first<TaskRow & { [OUTBOX_POSITIONS]?: [string, string][] }>(
-      tx.raw,
-      main,
-    );
+    const row = await statement.first<
+      TaskRow & { [OUTBOX_POSITIONS]?: { id: string; position: string }[] }
+    >(tx.raw, main);
     if (folded.length > 0) {
-      const positions = row[OUTBOX_POSITIONS] ?? [];
-      tx.logged.push(
-        ...outboxEntries(
-          folded,
-          positions.map(([id, position]) => ({ id, position })),
-        ),
-      );
+      tx.logged.push(...outboxEntries(folded, row[OUTBOX_POSITIONS] ?? []));
       delete row[OUTBOX_POSITIONS];
     }
     tx.changed.set(row.id, row);
