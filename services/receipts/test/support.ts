@@ -1,9 +1,11 @@
 /**
- * Test helpers: the spec's receipt schema and fixtures (read from the shared
- * spec, never copied), synthetic task events shaped like the tasks
- * service's, and a tiny service that appends events through the outbox.
+ * Test helpers: the spec's receipt schema and fixtures (verbatim copies in
+ * `fixtures/harn-receipts/`, whose README says where they come from),
+ * synthetic task events shaped like the tasks service's, and a tiny service
+ * that appends events through the outbox.
  */
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
@@ -21,10 +23,8 @@ import type { ServiceContext, ServiceDefinition } from "@trellis/platform";
 import { appendToOutbox } from "@trellis/storage";
 import { createSchemaValidator, type SchemaValidator } from "../src/domain/schema.js";
 
-/** The shared spec's receipts directory (`TRELLIS_SPEC_DIR` overrides the spec root). */
-export const receiptsSpecDir = process.env.TRELLIS_SPEC_DIR
-  ? new URL(`file://${process.env.TRELLIS_SPEC_DIR.replace(/\/?$/, "/")}harn/receipts/`)
-  : new URL("../../../../shared/spec/harn/receipts/", import.meta.url);
+/** The Harn receipt artifacts committed as test fixtures (schema `receipt-2026-04-25`). */
+export const receiptsSpecDir = new URL("./fixtures/harn-receipts/", import.meta.url);
 
 /** A JSON file of the spec's receipts directory. */
 export function readSpecJson(relative: string): Record<string, unknown> {
@@ -35,8 +35,9 @@ export function readSpecJson(relative: string): Record<string, unknown> {
 }
 
 /** Path of the spec's JSON Schema. */
-export const receiptSchemaPath = new URL("schemas/receipt-2026-04-25.schema.json", receiptsSpecDir)
-  .pathname;
+export const receiptSchemaPath = fileURLToPath(
+  new URL("schemas/receipt-2026-04-25.schema.json", receiptsSpecDir),
+);
 
 let validator: SchemaValidator | undefined;
 /** Validator of the spec's `receipt-2026-04-25` JSON Schema (2020-12). */

@@ -1,0 +1,117 @@
+// Nothing tracked may read outside the checkout: CI and new users start from a
+// fresh clone with nothing beside it (issue 19: receipts tests once read the
+// spec from ../shared and failed there). The detector is tested first on
+// synthetic offenders, so a scan that finds nothing means something.
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { type Escape, escapesRoot, findEscapes } from "./support/self-contained.js";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+
+/** Not scanned: generated or third-party files, and this test's own synthetic offenders. */
+const SKIPPED = [
+  /^package-lock\.json$/,
+  /^packages\/contracts\/src\/gen\//,
+  /^clients\/[^/]+\/gen\//,
+  /^services\/receipts\/test\/fixtures\/harn-receipts\//,
+  /^test\/self-contained\.test\.ts$/,
+];
+
+/** Literals that look like escaping paths but are data sent to Trellis, never read. */
+const ALLOWED: readonly { file: string; text: string; why: string }[] = [
+  {
+    file: "test/fuzz/cases.ts",
+    text: "../../../../etc/passwd",
+    why: "path-traversal input sent to the gateway",
+  },
+  { file: "test/fuzz/cases.ts", text: "../../../../", why: "a hostile x-request-id header" },
+];
+
+const allowed = (e: Escape) => ALLOWED.some((a) => a.file === e.file && a.text === e.text);
+
+describe("the detector", () => {
+  it("resolves relative paths from the file's own folder", () => {
+    expect(escapesRoot("services/receipts/test/support.ts", "../../../../shared/x")).toBe(true);
+    expect(escapesRoot("services/receipts/test/support.ts", "../../../")).toBe(false);
+    expect(escapesRoot("services/adapters/test/support/processes.ts", "../../../..")).toBe(false);
+    expect(escapesRoot("src/cli/main.ts", "../../..")).toBe(true);
+    expect(escapesRoot("README.md", "../x")).toBe(true);
+    expect(escapesRoot("src/cli/main.ts", "./x")).toBe(false);
+  });
+
+  it("finds the receipts spec read that once broke fresh clones", () => {
+    const snippet = [
+      "/** The shared spec (`TRELLIS_SPEC_DIR` overrides it). */",
+      "export const dir = process.env.TRELLIS_SPEC_DIR",
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the snippet is source text
+      "  ? new URL(`file://${process.env.TRELLIS_SPEC_DIR}/harn/receipts/`)",
+      '  : new URL("../../../../shared/spec/harn/receipts/", import.meta.url);',
+    ].join("\n");
+    const found = findEscapes("services/receipts/test/support.ts", snippet);
+    expect(found).toContainEqual({
+      file: "services/receipts/test/support.ts",
+      line: 4,
+      text: "../../../../shared/spec/harn/receipts/",
+      rule: "escapes-root",
+    });
+    expect(found.map((e) => e.line)).toEqual([2, 3, 4]);
+  });
+
+  it("finds outside locations in code, scripts and Markdown", () => {
+    expect(findEscapes("src/x.ts", 'readFileSync("/work/shared/STYLE.md");')).toHaveLength(1);
+    expect(findEscapes("src/x.ts", 'const p = join(root, "../shared/spec");')).toHaveLength(1);
+    expect(findEscapes("src/x.ts", 'const h = "/home/alice/spec";')).toHaveLength(1);
+    expect(findEscapes(".ci/run", "export TRELLIS_SPEC_DIR=$ROOT/../shared/spec")).toHaveLength(1);
+    expect(findEscapes("scripts/x.sh", "cp -r /work/shared/spec test/")).toHaveLength(1);
+    expect(findEscapes("docs/a.md", "see [the spec](../../shared/spec/004.txt)")).toHaveLength(2);
+    expect(findEscapes("docs/a.md", "the plan ([here](../README.md))")).toEqual([]);
+  });
+
+  it("leaves comments, inside paths and unrelated words alone", () => {
+    const code = [
+      "// read shared/spec/README.md and /work/shared/STYLE.md by hand",
+      'const root = new URL("../..", import.meta.url);',
+      'const ok = "sharedSecret" + "/tmp/work/x" + "https://example.com/work/";',
+    ].join("\n");
+    expect(findEscapes("services/chat/src/x.ts", code)).toEqual([]);
+    expect(findEscapes(".ci/run", "# no ../shared here, only in a comment")).toEqual([]);
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: shell text, not a template
+    expect(findEscapes(".ci/run", 'echo "${#pkgs[@]}" /usr/lib/postgresql')).toEqual([]);
+  });
+});
+
+describe("the checkout", () => {
+  it("has no tracked source, test, script or doc that reads outside it", () => {
+    const files = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" })
+      .split("\0")
+      .filter((f) => f && !SKIPPED.some((s) => s.test(f)));
+    // The scan is real: it sees the code, the tests, CI and the docs.
+    for (const f of ["services/receipts/test/support.ts", ".ci/run", "README.md", "package.json"])
+      expect(files).toContain(f);
+    const found: Escape[] = [];
+    for (const file of files) {
+      let text: string;
+      try {
+        text = readFileSync(join(root, file), "utf8");
+      } catch {
+        continue; // deleted in the work tree, not yet committed
+      }
+      if (text.includes("\0")) continue; // binary
+      found.push(...findEscapes(file, text).filter((e) => !allowed(e)));
+    }
+    expect(found).toEqual([]);
+  });
+
+  it("still needs every allowed exception", () => {
+    const stale = ALLOWED.filter(
+      (a) =>
+        !findEscapes(a.file, readFileSync(join(root, a.file), "utf8")).some(
+          (e) => e.text === a.text,
+        ),
+    );
+    expect(stale).toEqual([]);
+  });
+});
