@@ -13,7 +13,7 @@ import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { EventLog, LoggedEvent, SignalBus } from "@trellis/eventlog";
 import type { HttpHandler, Logger, SecretFingerprints, UpgradeHandler } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
-import type { Migration } from "kysely/migration";
+import type { Migration } from "kysely";
 import type { MeshCredentials } from "./mesh.js";
 
 /** How the mesh runs. */

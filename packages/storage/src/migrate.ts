@@ -1,5 +1,4 @@
-import { sql } from "kysely";
-import { type Migration, type MigrationResult, Migrator } from "kysely/migration";
+import { type Migration, type MigrationResult, Migrator, sql } from "kysely";
 import type { Database } from "./database.js";
 import { storageError } from "./errors.js";
 import { assertSchemaName } from "./schema-name.js";

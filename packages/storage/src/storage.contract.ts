@@ -21,8 +21,7 @@ import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/c
 import type { AppendResult, EventLog } from "@trellis/eventlog";
 import { isTrellisError } from "@trellis/runtime";
 import { createTestDatabase, eventually, uniqueName } from "@trellis/testkit";
-import { type Kysely, sql, type Transaction } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql, type Transaction } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDatabase, type DatabaseConfig } from "./create-database.js";
 import type { Database } from "./database.js";

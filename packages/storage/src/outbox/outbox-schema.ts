@@ -3,11 +3,11 @@ import {
   type Generated,
   type Insertable,
   type Kysely,
+  type Migration,
   type Selectable,
   sql,
   type Updateable,
 } from "kysely";
-import type { Migration } from "kysely/migration";
 import { assertSchemaName } from "../schema-name.js";
 
 /**

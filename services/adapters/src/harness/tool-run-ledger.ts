@@ -17,8 +17,7 @@
  */
 import type { Database } from "@trellis/storage";
 import { migrate } from "@trellis/storage";
-import { type Generated, type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Generated, type Kysely, type Migration, sql } from "kysely";
 
 /** What a finished run produced. */
 export interface ToolRunOutcome {

@@ -3,8 +3,7 @@
  * policy, and secrets sealed with the vault key (`vault-key.ts`); a value is
  * never stored in the clear.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 export interface VaultTable {
   id: string;

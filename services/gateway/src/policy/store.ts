@@ -5,8 +5,7 @@
  * and never changed, so replicas may cache it for as long as they like.
  */
 import type { Database } from "@trellis/storage";
-import type { ColumnType, Kysely } from "kysely";
-import type { Migration } from "kysely/migration";
+import type { ColumnType, Kysely, Migration } from "kysely";
 import type { Credential } from "../auth/authenticator.js";
 import type { AgentPolicy } from "./agent-policy.js";
 

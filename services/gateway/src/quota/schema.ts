@@ -3,8 +3,7 @@
  * window counter shared by every gateway replica (PostgreSQL in distributed
  * mode, the same table in PGlite embedded).
  */
-import type { Kysely } from "kysely";
-import type { Migration } from "kysely/migration";
+import type { Kysely, Migration } from "kysely";
 
 /**
  * One counter: `bucket` names what is counted and for whom (e.g.

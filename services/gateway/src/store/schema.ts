@@ -2,8 +2,7 @@
  * The gateway's tables (schema `gateway`): API keys, OAuth clients, token
  * signing keys and idempotency records.
  */
-import type { ColumnType, Kysely, Selectable } from "kysely";
-import type { Migration } from "kysely/migration";
+import type { ColumnType, Kysely, Migration, Selectable } from "kysely";
 
 /**
  * One API key: table `api_keys`. Only the SHA-256 of the key is stored

@@ -2,8 +2,7 @@
  * Webhook tables (schema `gateway`): subscriptions and the durable delivery
  * queue.
  */
-import type { Kysely } from "kysely";
-import type { Migration } from "kysely/migration";
+import type { Kysely, Migration } from "kysely";
 
 /**
  * One subscription: events of `workspace_id` whose kind matches one of

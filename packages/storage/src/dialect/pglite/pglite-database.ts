@@ -1,9 +1,10 @@
 import { PGlite } from "@electric-sql/pglite";
-import { Kysely, PGliteDialect } from "kysely";
+import { Kysely } from "kysely";
 import { withTimeout } from "../../async.js";
 import type { Database } from "../../database.js";
 import { storageError } from "../../errors.js";
 import type { PGliteDatabaseConfig } from "./pglite-config.js";
+import { PGliteDialect } from "./pglite-dialect.js";
 import { createPGliteLocks } from "./pglite-lock.js";
 import { createPGliteNotifier } from "./pglite-notifier.js";
 import { kyselyView, pgliteParsers, pgliteSerializers } from "./pglite-types.js";
@@ -31,8 +32,8 @@ export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlit
 }
 
 /**
- * Opens a {@link Database} on PGlite through kysely's built-in
- * `PGliteDialect` (the Postgres query compiler, so service code is the same
+ * Opens a {@link Database} on PGlite through storage's `PGliteDialect`
+ * (the Postgres query compiler, so service code is the same
  * as on a server). See {@link PGliteDatabaseConfig} for the three modes.
  *
  * Several Databases may share one instance: PGlite runs one statement or one

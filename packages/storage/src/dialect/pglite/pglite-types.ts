@@ -1,6 +1,6 @@
 import type { ParserOptions, PGlite, QueryOptions, SerializerOptions } from "@electric-sql/pglite";
-import type { PGlite as KyselyPGlite } from "kysely";
 import { INT8_ARRAY_OID, INT8_OID, parseInt8, parseInt8Array } from "../../bigint.js";
+import type { PGliteClient } from "./pglite-dialect.js";
 import { runSimple } from "./pglite-prepared.js";
 
 /** Postgres type OID of `bytea`. */
@@ -64,8 +64,8 @@ function hasStorageTypes(pglite: PGlite): boolean {
 }
 
 /**
- * The view of a PGlite instance that storage hands to kysely's
- * `PGliteDialect`. It differs from the instance in two ways:
+ * The view of a PGlite instance that storage hands to its kysely
+ * `PGliteDialect` (`pglite-dialect.ts`). It differs from the instance in two ways:
  *
  * - every query uses {@link pgliteParsers} and {@link pgliteSerializers}, so
  *   an instance created elsewhere (without them) still reads `int8` as
@@ -75,7 +75,7 @@ function hasStorageTypes(pglite: PGlite): boolean {
  *   given, but a shared instance must outlive each service's database. The
  *   owner closes the real instance.
  */
-export function kyselyView(pglite: PGlite): KyselyPGlite {
+export function kyselyView(pglite: PGlite): PGliteClient {
   const ownTypes = hasStorageTypes(pglite);
   const options = ownTypes ? (given: QueryOptions | undefined) => given : withParsers;
   // Statements go through the cheaper simple protocol when their parameters
@@ -99,12 +99,6 @@ export function kyselyView(pglite: PGlite): KyselyPGlite {
   return {
     get closed() {
       return pglite.closed;
-    },
-    get ready() {
-      return pglite.ready;
-    },
-    get waitReady() {
-      return pglite.waitReady;
     },
     close: async () => {},
     query: (query, params, given) => run(pglite, false, query, params, given) as never,

@@ -7,8 +7,7 @@
  *   per chain position and per predecessor in a workspace (no fork);
  * - `receipts_hash_key`: hashes are unique.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 export const createReceipts: Migration = {
   async up(db: Kysely<unknown>) {

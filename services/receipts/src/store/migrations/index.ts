@@ -1,5 +1,5 @@
 /** The receipts service's migrations, by name (applied in name order). */
-import type { Migration } from "kysely/migration";
+import type { Migration } from "kysely";
 import { createReceipts } from "./2026_11_22_create_receipts.js";
 
 export const receiptsMigrations: Record<string, Migration> = {

@@ -10,8 +10,7 @@
  * - trigger `tasks_terminal_guard`: a terminal status (COMPLETED 5, FAILED 6,
  *   CANCELED 7) never changes, so once CANCELED nothing replaces it.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 import { DEFAULT_AGENT_ID, DEFAULT_WORKSPACE_ID, ECHO_GRAPH } from "../../domain/defaults.js";
 
 const now = sql`now()`;

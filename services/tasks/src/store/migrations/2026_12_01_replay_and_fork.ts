@@ -13,8 +13,7 @@
  * - an index on `signal_deliveries.task_id`: a replay reads the signals its
  *   source was resumed with.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 const now = sql`now()`;
 

@@ -5,8 +5,7 @@
  * - `tasks.cancel_reason`: why a running task's cancel was requested, kept
  *   until its runner confirms the stop and `task.canceled` is recorded.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 export const taskChildren: Migration = {
   async up(db: Kysely<unknown>) {

@@ -8,8 +8,7 @@
  * kept, `fallback_reason` saying why). `session_id`, `task_id` and
  * `through_position` record where it was first needed, for operators.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 export const contextSummaries: Migration = {
   async up(db: Kysely<unknown>) {

@@ -1,5 +1,5 @@
 /** The tasks service's migrations, by name (applied in name order). */
-import type { Migration } from "kysely/migration";
+import type { Migration } from "kysely";
 import { createTasks } from "./2026_11_22_create_tasks.js";
 import { replayAndFork } from "./2026_12_01_replay_and_fork.js";
 import { taskChildren } from "./2026_12_10_task_children.js";
