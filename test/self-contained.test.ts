@@ -84,8 +84,12 @@ describe("the detector", () => {
 });
 
 describe("the checkout", () => {
-  it("has no tracked source, test, script or doc that reads outside it", () => {
-    const files = execFileSync("git", ["ls-files", "-z"], { cwd: root, encoding: "utf8" })
+  it("has no source, test, script or doc that reads outside it", () => {
+    // Tracked files, and new ones not yet added (so a check before commit sees them).
+    const files = execFileSync("git", ["ls-files", "-z", "-co", "--exclude-standard"], {
+      cwd: root,
+      encoding: "utf8",
+    })
       .split("\0")
       .filter((f) => f && !SKIPPED.some((s) => s.test(f)));
     // The scan is real: it sees the code, the tests, CI and the docs.

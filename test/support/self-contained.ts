@@ -83,7 +83,7 @@ function scanCode(file: string, text: string, out: Escape[]): void {
       ts.isTemplateTail(node)
     ) {
       checkLiteral(file, lineOf(text, node.getStart(source)), node.text, OUTSIDE, out);
-    } else if (ts.isIdentifier(node) && node.text === "TRELLIS_SPEC_DIR") {
+    } else if (ts.isIdentifier(node) && OUTSIDE.some((p) => p.test(node.text))) {
       // `process.env.TRELLIS_SPEC_DIR`: a spec location kept outside the checkout.
       const line = lineOf(text, node.getStart(source));
       out.push({ file, line, text: node.text, rule: "outside-location" });
