@@ -38,11 +38,26 @@ export type GuardedOperation =
 export interface QuotaReport {
   id: string;
   scope: "workspace" | "persona";
+  /** What is counted: `tasks_per_day`, `writes` or `reads` (per window). */
+  counts: "tasks_per_day" | "writes" | "reads";
+  /** Set for the caller's own rates: the actor they count. */
+  actorId?: string;
   limit: number;
   periodMs: number;
   used: number;
   resetAt: Date;
   hard: boolean;
+}
+
+/** The key a quota's limit and usage go under, e.g. `tasks_per_day`, `writes_per_60s`. */
+export function quotaLimitName(q: QuotaReport): string {
+  return q.counts === "tasks_per_day" ? q.counts : `${q.counts}_per_${q.periodMs / 1000}s`;
+}
+
+/** Why a quota refuses now (its usage reached the limit), or null. */
+export function quotaExhaustion(q: QuotaReport): "quota_exceeded" | "rate_limited" | null {
+  if (q.used < q.limit) return null;
+  return q.hard ? "quota_exceeded" : "rate_limited";
 }
 
 export class RequestLimits {
@@ -205,15 +220,20 @@ export class RequestLimits {
     return undefined;
   }
 
-  /** The quotas and limits that apply to a workspace, with its current usage. */
-  async report(workspaceId: string): Promise<QuotaReport[]> {
+  /**
+   * The quotas and limits that apply to a workspace, with its current usage;
+   * with `actorId`, also that actor's own write and read rates (what throttles
+   * the caller first).
+   */
+  async report(workspaceId: string, actorId?: string): Promise<QuotaReport[]> {
     const out: QuotaReport[] = [];
-    const { tasksPerDay, workspace } = this.config;
+    const { tasksPerDay, workspace, actor, reads } = this.config;
     if (tasksPerDay !== undefined) {
       const usage = await this.writes.usage(tasksPerDayBucket(workspaceId), dayMs);
       out.push({
         id: `quota_tasks_per_day_${workspaceId}`,
         scope: "workspace",
+        counts: "tasks_per_day",
         limit: tasksPerDay,
         periodMs: dayMs,
         ...usage,
@@ -225,9 +245,36 @@ export class RequestLimits {
       out.push({
         id: `quota_write_rate_${workspaceId}`,
         scope: "workspace",
+        counts: "writes",
         limit: workspace.limit,
         periodMs: workspace.periodMs,
         ...usage,
+        hard: false,
+      });
+    }
+    if (actorId && actor) {
+      const bucket = `rate:actor:${workspaceId}:${actorId}`;
+      out.push({
+        id: `quota_actor_write_rate_${workspaceId}_${actorId}`,
+        scope: "workspace",
+        counts: "writes",
+        actorId,
+        limit: actor.limit,
+        periodMs: actor.periodMs,
+        ...(await this.writes.usage(bucket, actor.periodMs)),
+        hard: false,
+      });
+    }
+    if (actorId && reads) {
+      const bucket = `rate:read:${workspaceId}:${actorId}`;
+      out.push({
+        id: `quota_actor_read_rate_${workspaceId}_${actorId}`,
+        scope: "workspace",
+        counts: "reads",
+        actorId,
+        limit: reads.limit,
+        periodMs: reads.periodMs,
+        ...(await this.reads.usage(bucket, reads.periodMs)),
         hard: false,
       });
     }

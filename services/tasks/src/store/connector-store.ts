@@ -259,7 +259,9 @@ export class PostgresConnectorStore {
       if (row.changed && result.taskId) {
         emit(
           connectorEvent(
-            scopeOf(recorded.workspaceId, context, result.sessionId),
+            // Outside the session like every event of the connector: a
+            // resource's events share one address (and so one sequence).
+            scopeOf(recorded.workspaceId, context),
             "connector.task_submitted",
             recorded.connectorId,
             {
@@ -339,8 +341,8 @@ export class PostgresConnectorStore {
   }
 }
 
-function scopeOf(workspaceId: string, context: WriteContext, sessionId = ""): EventScope {
-  return { workspaceId, sessionId, actor: context.actor };
+function scopeOf(workspaceId: string, context: WriteContext): EventScope {
+  return { workspaceId, sessionId: "", actor: context.actor };
 }
 
 function toConnector(row: ConnectorRow): Connector {
