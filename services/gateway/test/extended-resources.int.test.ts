@@ -239,6 +239,8 @@ describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ 
     it("pauses and resumes a connector; a paused one takes no deliveries", async () => {
       const connector = await newConnector();
       const path = `/v1/connectors/${connector.id}/deliveries`;
+      const before = await deliverer.post(path, delivery("before-pause"));
+      expect(before.status).toBe(201);
       const paused = await admin.post(`/v1/connectors/${connector.id}`, {
         status: "PAUSED",
         reason: "maintenance",
@@ -248,6 +250,10 @@ describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ 
       const refused = await deliverer.post(path, delivery("while-paused"));
       expect(refused.status).toBe(409);
       expect(refused.json.error.code).toBe("conflict");
+      // What it made before still answers a redelivery.
+      const redelivered = await deliverer.post(path, delivery("before-pause"));
+      expect(redelivered.status).toBe(200);
+      expect(redelivered.json.task_id).toBe(before.json.task_id);
       const bad = await admin.post(`/v1/connectors/${connector.id}`, { status: "ASLEEP" });
       expect(bad.status).toBe(400);
       expect(bad.json.error.param).toBe("status");

@@ -193,6 +193,12 @@ export function createConnectorHandlers(
     async deliverConnectorEvent(request, context: HandlerContext) {
       const caller = writeContext(context);
       const connector = await connectors.get(request.connectorId, caller.scope);
+      if (connector.status !== ConnectorStatus.ACTIVE) {
+        // A paused connector takes nothing new, but what it already made is
+        // still the answer to a redelivery.
+        const earlier = await connectors.find(connector.id, request.deliveryId);
+        if (earlier?.state === "SUBMITTED") return { delivery: earlier, deduplicated: true };
+      }
       // Everything is checked before anything is stored.
       const normalized = normalizeDelivery(connector, {
         deliveryId: request.deliveryId,

@@ -309,6 +309,17 @@ export class PostgresConnectorStore {
     });
   }
 
+  /** A delivery already stored for `(connector, delivery id)`, if any (reads only). */
+  async find(connectorId: string, deliveryId: string): Promise<ConnectorDelivery | undefined> {
+    const row = await this.#db
+      .selectFrom("connector_deliveries")
+      .selectAll()
+      .where("connector_id", "=", connectorId)
+      .where("delivery_id", "=", deliveryId)
+      .executeTakeFirst();
+    return row ? toDelivery(row) : undefined;
+  }
+
   /** Moves a delivery that is not SUBMITTED yet to `state`; a SUBMITTED one stays as it is. */
   async #settle(
     trx: Transaction<ExtendedDatabase>,
