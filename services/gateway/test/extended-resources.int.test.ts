@@ -385,6 +385,19 @@ describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ 
         base_ref: "head",
       });
       expect(head.json.fork.message_count).toBe(3);
+      // At an event: the transcript as it was when the assistant's message was appended.
+      let answered: Json;
+      for (let i = 0; i < 100 && !answered; i++) {
+        const events = await admin.get(`/v1/sessions/${parent.id}/events?limit=200`);
+        answered = events.json.data.find((e: Json) => e.event === "agent.message");
+        if (!answered) await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const atEvent = await admin.post(`/v1/sessions/${parent.id}/branches`, {
+        kind: "session",
+        base_ref: answered.id,
+      });
+      expect(atEvent.status, atEvent.text).toBe(201);
+      expect(atEvent.json.fork).toMatchObject({ event_id: answered.id, message_count: 2 });
       // A branch of the branch's session descends from it.
       const nested = await admin.post(`/v1/sessions/${branch.session_id}/branches`, {
         kind: "session",
@@ -420,7 +433,8 @@ describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ 
         [{ kind: "session" }, 400, "base_ref"],
         [{ kind: "galaxy", base_ref: "head" }, 400, "kind"],
         [{ kind: "sandbox", base_ref: "head" }, 400, "kind"],
-        [{ kind: "session", base_ref: "msg_not_there" }, 400, "at_message_id"],
+        [{ kind: "session", base_ref: "msg_not_there" }, 400, "base_ref"],
+        [{ kind: "session", base_ref: "evt_not_there" }, 400, "base_ref"],
         [{ kind: "session", base_ref: "head", parent_branch_id: "br_nope" }, 404, ""],
       ];
       for (const [body, status, param] of cases) {

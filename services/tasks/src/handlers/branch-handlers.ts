@@ -1,11 +1,15 @@
 /** BranchService: branches of sessions, each made by forking the session. */
 import type { ServiceImpl } from "@connectrpc/connect";
 import { type BranchService, CreateBranchRequestSchema } from "@trellis/contracts/tasks";
+import { isTrellisError } from "@trellis/runtime";
 import { checkBranchKind, parseBaseRef } from "../domain/branches.js";
 import { invalidRequest } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import type { PostgresBranchStore } from "../store/branch-store.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+
+/** ForkSession fields a bad base_ref shows up in. */
+const forkPointParams = new Set(["at_event_id", "at_message_id"]);
 
 export function createBranchHandlers(
   deps: HandlerDeps,
@@ -36,26 +40,34 @@ export function createBranchHandlers(
       const idempotency = idempotencyOf(CreateBranchRequestSchema, request, request.idempotencyKey);
       // The fork carries the branch id; a retry with the same key gets the
       // first fork back, and with it the id its branch was recorded under.
-      const session = await store.forkSession(
-        {
-          sessionId: parent.id,
-          atEventId: point.at === "event" ? point.eventId : "",
-          atOrigin: point.at === "origin",
-          atMessageCount: 0n,
-          ...(point.at === "message" ? { atMessageId: point.messageId } : {}),
-          branchId: newId("br"),
-          ...(request.metadata ? { metadata: request.metadata } : {}),
-          ...(idempotency
-            ? {
-                idempotency: {
-                  key: `branch:${idempotency.key}`,
-                  requestHash: idempotency.requestHash,
-                },
-              }
-            : {}),
-        },
-        write,
-      );
+      const session = await store
+        .forkSession(
+          {
+            sessionId: parent.id,
+            atEventId: point.at === "event" ? point.eventId : "",
+            atOrigin: point.at === "origin",
+            atMessageCount: 0n,
+            ...(point.at === "message" ? { atMessageId: point.messageId } : {}),
+            branchId: newId("br"),
+            ...(request.metadata ? { metadata: request.metadata } : {}),
+            ...(idempotency
+              ? {
+                  idempotency: {
+                    key: `branch:${idempotency.key}`,
+                    requestHash: idempotency.requestHash,
+                  },
+                }
+              : {}),
+          },
+          write,
+        )
+        .catch((error: unknown) => {
+          // The fork names its own fields; the caller gave base_ref.
+          if (isTrellisError(error) && error.param && forkPointParams.has(error.param)) {
+            throw invalidRequest(error.message, "base_ref");
+          }
+          throw error;
+        });
       const branch = await branches.record(
         {
           id: session.branchId,
