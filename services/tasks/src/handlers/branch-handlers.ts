@@ -5,7 +5,7 @@ import { isTrellisError } from "@trellis/runtime";
 import { checkBranchKind, parseBaseRef } from "../domain/branches.js";
 import { invalidRequest } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
-import type { PostgresBranchStore } from "../store/branch-store.js";
+import type { BranchStore } from "../store/branch-store.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
 /** ForkSession fields a bad base_ref shows up in. */
@@ -13,7 +13,7 @@ const forkPointParams = new Set(["at_event_id", "at_message_id"]);
 
 export function createBranchHandlers(
   deps: HandlerDeps,
-  branches: PostgresBranchStore,
+  branches: BranchStore,
 ): ServiceImpl<typeof BranchService> {
   const { store } = deps;
   return {

@@ -24,7 +24,7 @@ import {
   normalizeDelivery,
 } from "../domain/connectors.js";
 import { invalidRequest } from "../domain/errors.js";
-import type { PostgresConnectorStore, RecordedDelivery } from "../store/connector-store.js";
+import type { ConnectorStore, RecordedDelivery } from "../store/connector-store.js";
 import type { WriteContext } from "../store/task-store.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
@@ -33,7 +33,7 @@ const MAX_REASON = 1_000;
 
 export function createConnectorHandlers(
   deps: HandlerDeps,
-  connectors: PostgresConnectorStore,
+  connectors: ConnectorStore,
 ): ServiceImpl<typeof ConnectorService> {
   const { store } = deps;
 

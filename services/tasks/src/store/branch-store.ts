@@ -38,8 +38,16 @@ export interface BranchStoreOptions extends EventWriterOptions {
   schema: string;
 }
 
-/** The system of record of branches. */
-export class PostgresBranchStore {
+/** The port: branch records (scoped like `TaskStore`). */
+export interface BranchStore {
+  /** Records a branch once (by id); recording it again returns the stored one. */
+  record(branch: NewBranch, context: WriteContext): Promise<Branch>;
+  get(id: string, scope?: string): Promise<Branch>;
+  listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>>;
+}
+
+/** {@link BranchStore} on PostgreSQL / PGlite. */
+export class PostgresBranchStore implements BranchStore {
   readonly #kysely: Kysely<ExtendedDatabase>;
   readonly #db: Kysely<ExtendedDatabase>;
   readonly #schema: string;

@@ -72,8 +72,49 @@ export interface ConnectorStoreOptions extends EventWriterOptions {
   schema: string;
 }
 
-/** The system of record of connectors and the deliveries they received. */
-export class PostgresConnectorStore {
+/**
+ * The port: connectors and the deliveries they received. Scoping as in
+ * `TaskStore`: a connector outside `scope` is `resource_not_found`.
+ */
+export interface ConnectorStore {
+  /** The workspace a write acts in: the caller's, or (internal calls) the one named. */
+  workspaceFor(requested: string, context: WriteContext): string;
+  create(
+    input: NewConnector,
+    idempotency: Idempotency | undefined,
+    context: WriteContext,
+  ): Promise<Connector>;
+  get(id: string, scope?: string): Promise<Connector>;
+  list(workspaceId: string, page: PageRequest): Promise<Page<Connector>>;
+  setStatus(
+    id: string,
+    status: ConnectorStatus,
+    reason: string,
+    context: WriteContext,
+  ): Promise<Connector>;
+  /** Stores a delivery once per (connector, delivery id); see the file's header. */
+  record(
+    connector: Connector,
+    normalized: NormalizedDelivery,
+    context: WriteContext,
+  ): Promise<RecordedDelivery>;
+  complete(
+    recorded: ConnectorDelivery,
+    result: DeliveryResult,
+    provider: string,
+    context: WriteContext,
+  ): Promise<ConnectorDelivery>;
+  fail(
+    recorded: ConnectorDelivery,
+    failure: string,
+    provider: string,
+    context: WriteContext,
+  ): Promise<ConnectorDelivery>;
+  find(connectorId: string, deliveryId: string): Promise<ConnectorDelivery | undefined>;
+}
+
+/** {@link ConnectorStore} on PostgreSQL / PGlite. */
+export class PostgresConnectorStore implements ConnectorStore {
   readonly #kysely: Kysely<ExtendedDatabase>;
   readonly #db: Kysely<ExtendedDatabase>;
   readonly #schema: string;
