@@ -1,4 +1,5 @@
-// trellis.tasks.v1: workspaces, agents, sessions, tasks, events, signals, artifacts, outcomes.
+// trellis.tasks.v1: workspaces, agents, sessions, tasks, events, signals, artifacts, outcomes,
+// branches and connectors.
 
 export * from "./gen/trellis/tasks/v1/branches_pb.js";
 export * from "./gen/trellis/tasks/v1/connectors_pb.js";
