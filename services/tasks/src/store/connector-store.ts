@@ -257,7 +257,7 @@ export class PostgresConnectorStore implements ConnectorStore {
         emit(
           connectorEvent(scope, "connector.normalized", connector.id, {
             ...facts,
-            delivery: inserted.id,
+            delivery_record_id: inserted.id,
             message_id: normalized.message.id,
           }),
         );
@@ -272,7 +272,7 @@ export class PostgresConnectorStore implements ConnectorStore {
       emit(
         connectorEvent(scope, "connector.delivery_deduped", connector.id, {
           ...facts,
-          delivery: existing.id,
+          delivery_record_id: existing.id,
           task_id: existing.task_id,
         }),
       );

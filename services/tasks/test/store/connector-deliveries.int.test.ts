@@ -221,4 +221,31 @@ describe.each(backends)("connector deliveries on $name", ({ open }) => {
     expect(kinds.filter((k) => k === "connector.failed")).toHaveLength(2);
     expect(kinds.filter((k) => k === "connector.delivery_received")).toHaveLength(1);
   });
+
+  it("sets a status inside the caller's workspace only; FAILED is an event", async () => {
+    const connector = await newConnector();
+    await expect(
+      connectors.setStatus(connector.id, ConnectorStatus.PAUSED, "", {
+        ...context,
+        scope: "other",
+      }),
+    ).rejects.toMatchObject({ reason: "resource_not_found" });
+    expect((await connectors.get(connector.id)).status).toBe(ConnectorStatus.ACTIVE);
+    const failed = await connectors.setStatus(
+      connector.id,
+      ConnectorStatus.FAILED,
+      "token revoked",
+      context,
+    );
+    expect(failed).toMatchObject({ status: ConnectorStatus.FAILED, statusReason: "token revoked" });
+    expect(await connectorEvents(connector.id)).toEqual(["connector.failed"]);
+    const refused = await client
+      .deliverConnectorEvent({ connectorId: connector.id, deliveryId: "late", eventKind: "push" })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(refused?.code).toBe(Code.Aborted);
+    expect(await connectors.find(connector.id, "late")).toBeUndefined();
+  });
 });
