@@ -12,7 +12,9 @@
  *   the gateway is the only replica (embedded, `writesFlushMs`).
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
- *   A submission that then fails gives its quota unit back.
+ *   A submission that then fails gives its quota unit back. A REST connector
+ *   delivery is admitted like one and keeps its unit only when it made a
+ *   new task (not for a redelivery or a message).
  */
 
 import type { Caller } from "@trellis/platform";
@@ -25,8 +27,29 @@ import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 import { WriteBehindCounters } from "./write-behind-counters.js";
 
+/** A connector delivery: it may start a task (see {@link deliveryMadeTask}). */
+const deliveryRoute = "POST /v1/connectors/{connector_id}/deliveries";
+
 /** Routes that start a task (and so use the agent rate and the daily task quota). */
-const taskRoutes = new Set(["POST /v1/sessions/{session_id}/tasks", "POST /v1/tasks"]);
+const taskRoutes = new Set([
+  "POST /v1/sessions/{session_id}/tasks",
+  "POST /v1/tasks",
+  deliveryRoute,
+]);
+
+/**
+ * Whether a delivery's answer says it made a task: a new delivery (201) of a
+ * TASK connector. A redelivery (200) or a message made nothing to count.
+ */
+function deliveryMadeTask(response: RestResponse): boolean {
+  if (response.status !== 201 || typeof response.body !== "string") return false;
+  try {
+    const body = JSON.parse(response.body) as { task_id?: unknown };
+    return typeof body.task_id === "string";
+  } catch {
+    return false;
+  }
+}
 
 /** What a guarded operation is. */
 export type GuardedOperation =
@@ -86,12 +109,14 @@ export class RequestLimits {
     if (isRead && this.config.reads === undefined) return route;
     let guarded = this.wrapped.get(route);
     if (guarded === undefined) {
-      const isTask = taskRoutes.has(`${route.method} ${route.path}`);
+      const key = `${route.method} ${route.path}`;
+      const isTask = taskRoutes.has(key);
       const operation = (call: RestCall): GuardedOperation =>
         isRead ? { kind: "read" } : isTask ? taskOperation(call, route.path) : { kind: "write" };
+      const startedBy = key === deliveryRoute ? deliveryMadeTask : undefined;
       guarded = {
         ...route,
-        handle: (call) => this.guard(call, operation(call), () => route.handle(call)),
+        handle: (call) => this.guard(call, operation(call), () => route.handle(call), startedBy),
       };
       this.wrapped.set(route, guarded);
     }
@@ -106,6 +131,8 @@ export class RequestLimits {
     call: RestCall,
     operation: GuardedOperation,
     work: () => Promise<RestResponse | undefined>,
+    /** Whether the response means a task started (default: any success). */
+    startedBy: (response: RestResponse) => boolean = (response) => response.status < 300,
   ): Promise<RestResponse | undefined> {
     const admission = await this.admit(
       call.caller,
@@ -119,7 +146,7 @@ export class RequestLimits {
     let started = false;
     try {
       const response = await work();
-      started = response !== undefined && response.status < 300;
+      started = response !== undefined && startedBy(response);
       return response;
     } finally {
       await admission.settle(started);
