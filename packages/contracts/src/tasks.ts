@@ -1,3 +1,7 @@
-// trellis.tasks.v1: workspaces, agents, sessions, tasks, events, signals, artifacts, outcomes.
+// trellis.tasks.v1: workspaces, agents, sessions, tasks, events, signals, artifacts, outcomes,
+// branches and connectors.
+
+export * from "./gen/trellis/tasks/v1/branches_pb.js";
+export * from "./gen/trellis/tasks/v1/connectors_pb.js";
 export * from "./gen/trellis/tasks/v1/resources_pb.js";
 export * from "./gen/trellis/tasks/v1/services_pb.js";

@@ -22,6 +22,7 @@ import { type GatewayConfig, loadGatewayConfig } from "./config.js";
 import { createAuthInterceptor } from "./grpc/auth-interceptor.js";
 import { registerForwarders } from "./grpc/forwarders.js";
 import { publicServices } from "./grpc/public-services.js";
+import { registerQuotaService } from "./grpc/quotas.js";
 import { registerUiEventService } from "./grpc/ui-events.js";
 import { HealthWatchdog } from "./health/watchdog.js";
 import type { GatewayDeps } from "./http/context.js";
@@ -217,6 +218,7 @@ export const gatewayService: ServiceDefinition = {
       routes: (router) => {
         // The gateway's own RPC service (the UI event stream), in both modes.
         registerUiEventService(router, ctx.clients);
+        registerQuotaService(router, limits);
         // Embedded: the owning services' routes are on the same server already.
         if (ctx.mode === "distributed") {
           registerForwarders(router, publicServices, ctx.clients, {

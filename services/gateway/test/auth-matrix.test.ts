@@ -80,6 +80,8 @@ describe("authorization matrix (every REST route)", () => {
     quotaId: string | undefined;
     webhookId: string;
     vaultId: string;
+    branchId: string;
+    connectorId: string;
   };
   const credentials = {} as Record<Exclude<Column, "right" | "none">, string>;
 
@@ -450,6 +452,48 @@ describe("authorization matrix (every REST route)", () => {
       req: async () => ({ path: `/v1/vaults/${fx.vaultId}` }),
       right: 200,
     },
+    // Branches (recorded forks of a session) and connectors.
+    "GET /v1/sessions/{session_id}/branches": {
+      req: async () => ({ path: `/v1/sessions/${fx.sessionId}/branches` }),
+      right: 200,
+    },
+    "POST /v1/sessions/{session_id}/branches": {
+      req: async () => ({
+        path: `/v1/sessions/${fx.sessionId}/branches`,
+        body: { kind: "session", base_ref: "head" },
+      }),
+      right: 201,
+    },
+    "GET /v1/branches/{branch_id}": {
+      req: async () => ({ path: `/v1/branches/${fx.branchId}` }),
+      right: 200,
+    },
+    "GET /v1/connectors": {
+      req: async () => ({ path: "/v1/connectors?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/connectors": {
+      req: async () => ({
+        path: "/v1/connectors",
+        body: { provider: "github", workspace_id: "default" },
+      }),
+      right: 201,
+    },
+    "GET /v1/connectors/{connector_id}": {
+      req: async () => ({ path: `/v1/connectors/${fx.connectorId}` }),
+      right: 200,
+    },
+    "POST /v1/connectors/{connector_id}": {
+      req: async () => ({ path: `/v1/connectors/${fx.connectorId}`, body: { status: "ACTIVE" } }),
+      right: 200,
+    },
+    "POST /v1/connectors/{connector_id}/deliveries": {
+      req: async () => ({
+        path: `/v1/connectors/${fx.connectorId}/deliveries`,
+        body: { delivery_id: `matrix-${Math.random()}`, event_kind: "push", payload: {} },
+      }),
+      right: 201,
+    },
     "GET /v1/vaults/{vault_id}/secrets": {
       req: async () => ({ path: `/v1/vaults/${fx.vaultId}/secrets` }),
       right: 200,
@@ -579,6 +623,15 @@ describe("authorization matrix (every REST route)", () => {
           provider: "trellis",
           capabilities: ["read", "write"],
         })
+      ).json.id,
+      branchId: (
+        await admin.post(`/v1/sessions/${sessionId}/branches`, {
+          kind: "session",
+          base_ref: "head",
+        })
+      ).json.id,
+      connectorId: (
+        await admin.post("/v1/connectors", { provider: "github", workspace_id: "default" })
       ).json.id,
     };
     for (const [name, value] of Object.entries(fx))

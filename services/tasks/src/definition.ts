@@ -20,6 +20,8 @@ import {
 import {
   AgentService,
   ArtifactService,
+  BranchService,
+  ConnectorService,
   EventService,
   OutcomeService,
   SessionService,
@@ -37,13 +39,17 @@ import {
 import { loadTasksConfig } from "./config.js";
 import { createAgentHandlers } from "./handlers/agent-handlers.js";
 import { createArtifactHandlers, createOutcomeHandlers } from "./handlers/artifact-handlers.js";
+import { createBranchHandlers } from "./handlers/branch-handlers.js";
 import { type HandlerDeps, withErrorDetails } from "./handlers/common.js";
+import { createConnectorHandlers } from "./handlers/connector-handlers.js";
 import { createEventHandlers } from "./handlers/event-handlers.js";
 import { createSessionHandlers } from "./handlers/session-handlers.js";
 import { createSignalHandlers } from "./handlers/signal-handlers.js";
 import { createTaskHandlers } from "./handlers/task-handlers.js";
 import { createWorkspaceHandlers } from "./handlers/workspace-handlers.js";
 import { createReplayExecutor } from "./replay/replay-executor.js";
+import { PostgresBranchStore } from "./store/branch-store.js";
+import { PostgresConnectorStore } from "./store/connector-store.js";
 import { tasksMigrations } from "./store/migrations/index.js";
 import { cancelChannel, PostgresTaskStore } from "./store/postgres-task-store.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
@@ -79,6 +85,8 @@ export function createTasksService(options: TasksServiceOptions = {}): ServiceDe
       SignalService,
       ArtifactService,
       OutcomeService,
+      BranchService,
+      ConnectorService,
     ],
     migrations: tasksMigrations,
     defaultPort: DEFAULT_PORTS.tasks ?? 0,
@@ -175,6 +183,15 @@ async function createTasksModule(
     watchThroughLog: context.mode === "distributed",
     fingerprints: context.fingerprints,
   };
+  // Branches and connectors keep their own tables; their events go the same way.
+  const extended = {
+    database: context.db,
+    schema: context.schema,
+    outboxSchema: context.outboxSchema,
+    onLogged: (logged: Parameters<typeof context.kickRelay>[0]) => context.kickRelay(logged),
+  };
+  const branches = new PostgresBranchStore(extended);
+  const connectors = new PostgresConnectorStore(extended);
   return {
     routes(router) {
       router
@@ -188,7 +205,15 @@ async function createTasksModule(
         .service(EventService, withErrorDetails(EventService, createEventHandlers(deps)))
         .service(SignalService, withErrorDetails(SignalService, createSignalHandlers(deps)))
         .service(ArtifactService, withErrorDetails(ArtifactService, createArtifactHandlers(deps)))
-        .service(OutcomeService, withErrorDetails(OutcomeService, createOutcomeHandlers(deps)));
+        .service(OutcomeService, withErrorDetails(OutcomeService, createOutcomeHandlers(deps)))
+        .service(
+          BranchService,
+          withErrorDetails(BranchService, createBranchHandlers(deps, branches)),
+        )
+        .service(
+          ConnectorService,
+          withErrorDetails(ConnectorService, createConnectorHandlers(deps, connectors)),
+        );
     },
     start: async () => {
       await routed?.start();

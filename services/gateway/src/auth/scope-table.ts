@@ -109,6 +109,18 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "PUT /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
   "DELETE /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
 
+  // Branches are part of their session (a branch is a recorded fork).
+  "GET /v1/sessions/{session_id}/branches": "sessions:read",
+  "POST /v1/sessions/{session_id}/branches": "sessions:write",
+  "GET /v1/branches/{branch_id}": "sessions:read",
+
+  // Connectors; deliveries need a scope of their own, so a provider's key does nothing else.
+  "GET /v1/connectors": "connectors:read",
+  "POST /v1/connectors": "connectors:write",
+  "GET /v1/connectors/{connector_id}": "connectors:read",
+  "POST /v1/connectors/{connector_id}": "connectors:write",
+  "POST /v1/connectors/{connector_id}/deliveries": "connectors:deliver",
+
   // Credentials of a workspace.
   "GET /v1/api-keys": "keys:admin",
   "POST /v1/api-keys": "keys:admin",
@@ -194,6 +206,19 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   "trellis.adapters.v1.VaultService/PutSecret": "vaults:write",
   "trellis.adapters.v1.VaultService/DeleteSecret": "vaults:write",
   "trellis.adapters.v1.VaultService/ListSecrets": "vaults:read",
+
+  "trellis.tasks.v1.BranchService/CreateBranch": "sessions:write",
+  "trellis.tasks.v1.BranchService/GetBranch": "sessions:read",
+  "trellis.tasks.v1.BranchService/ListBranches": "sessions:read",
+
+  "trellis.tasks.v1.ConnectorService/CreateConnector": "connectors:write",
+  "trellis.tasks.v1.ConnectorService/GetConnector": "connectors:read",
+  "trellis.tasks.v1.ConnectorService/ListConnectors": "connectors:read",
+  "trellis.tasks.v1.ConnectorService/UpdateConnector": "connectors:write",
+  "trellis.tasks.v1.ConnectorService/DeliverConnectorEvent": "connectors:deliver",
+
+  "trellis.gateway.v1.QuotaService/ListQuotas": "workspaces:read",
+  "trellis.gateway.v1.QuotaService/GetQuota": "workspaces:read",
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",

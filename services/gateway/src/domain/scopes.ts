@@ -28,6 +28,9 @@ export const scopeNames = [
   "vaults:read",
   "vaults:write",
   "keys:admin",
+  "connectors:read",
+  "connectors:write",
+  "connectors:deliver",
 ] as const;
 
 /** A named scope such as `tasks:write`. */

@@ -9,6 +9,8 @@ import { ReceiptService } from "@trellis/contracts/receipts";
 import {
   AgentService,
   ArtifactService,
+  BranchService,
+  ConnectorService,
   EventService,
   OutcomeService,
   SessionService,
@@ -30,4 +32,6 @@ export const publicServices: readonly DescService[] = [
   ChatService,
   ReceiptService,
   VaultService,
+  BranchService,
+  ConnectorService,
 ];

@@ -12,7 +12,9 @@
  *   the gateway is the only replica (embedded, `writesFlushMs`).
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
- *   A submission that then fails gives its quota unit back.
+ *   A submission that then fails gives its quota unit back. A REST connector
+ *   delivery is admitted like one and keeps its unit only when it made a
+ *   new task (not for a redelivery or a message).
  */
 
 import type { Caller } from "@trellis/platform";
@@ -25,8 +27,29 @@ import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 import { WriteBehindCounters } from "./write-behind-counters.js";
 
+/** A connector delivery: it may start a task (see {@link deliveryMadeTask}). */
+const deliveryRoute = "POST /v1/connectors/{connector_id}/deliveries";
+
 /** Routes that start a task (and so use the agent rate and the daily task quota). */
-const taskRoutes = new Set(["POST /v1/sessions/{session_id}/tasks", "POST /v1/tasks"]);
+const taskRoutes = new Set([
+  "POST /v1/sessions/{session_id}/tasks",
+  "POST /v1/tasks",
+  deliveryRoute,
+]);
+
+/**
+ * Whether a delivery's answer says it made a task: a new delivery (201) of a
+ * TASK connector. A redelivery (200) or a message made nothing to count.
+ */
+function deliveryMadeTask(response: RestResponse): boolean {
+  if (response.status !== 201 || typeof response.body !== "string") return false;
+  try {
+    const body = JSON.parse(response.body) as { task_id?: unknown };
+    return typeof body.task_id === "string";
+  } catch {
+    return false;
+  }
+}
 
 /** What a guarded operation is. */
 export type GuardedOperation =
@@ -38,11 +61,26 @@ export type GuardedOperation =
 export interface QuotaReport {
   id: string;
   scope: "workspace" | "persona";
+  /** What is counted: `tasks_per_day`, `writes` or `reads` (per window). */
+  counts: "tasks_per_day" | "writes" | "reads";
+  /** Set for the caller's own rates: the actor they count. */
+  actorId?: string;
   limit: number;
   periodMs: number;
   used: number;
   resetAt: Date;
   hard: boolean;
+}
+
+/** The key a quota's limit and usage go under, e.g. `tasks_per_day`, `writes_per_60s`. */
+export function quotaLimitName(q: QuotaReport): string {
+  return q.counts === "tasks_per_day" ? q.counts : `${q.counts}_per_${q.periodMs / 1000}s`;
+}
+
+/** Why a quota refuses now (its usage reached the limit), or null. */
+export function quotaExhaustion(q: QuotaReport): "quota_exceeded" | "rate_limited" | null {
+  if (q.used < q.limit) return null;
+  return q.hard ? "quota_exceeded" : "rate_limited";
 }
 
 export class RequestLimits {
@@ -71,12 +109,14 @@ export class RequestLimits {
     if (isRead && this.config.reads === undefined) return route;
     let guarded = this.wrapped.get(route);
     if (guarded === undefined) {
-      const isTask = taskRoutes.has(`${route.method} ${route.path}`);
+      const key = `${route.method} ${route.path}`;
+      const isTask = taskRoutes.has(key);
       const operation = (call: RestCall): GuardedOperation =>
         isRead ? { kind: "read" } : isTask ? taskOperation(call, route.path) : { kind: "write" };
+      const startedBy = key === deliveryRoute ? deliveryMadeTask : undefined;
       guarded = {
         ...route,
-        handle: (call) => this.guard(call, operation(call), () => route.handle(call)),
+        handle: (call) => this.guard(call, operation(call), () => route.handle(call), startedBy),
       };
       this.wrapped.set(route, guarded);
     }
@@ -91,6 +131,8 @@ export class RequestLimits {
     call: RestCall,
     operation: GuardedOperation,
     work: () => Promise<RestResponse | undefined>,
+    /** Whether the response means a task started (default: any success). */
+    startedBy: (response: RestResponse) => boolean = (response) => response.status < 300,
   ): Promise<RestResponse | undefined> {
     const admission = await this.admit(
       call.caller,
@@ -104,7 +146,7 @@ export class RequestLimits {
     let started = false;
     try {
       const response = await work();
-      started = response !== undefined && response.status < 300;
+      started = response !== undefined && startedBy(response);
       return response;
     } finally {
       await admission.settle(started);
@@ -205,15 +247,20 @@ export class RequestLimits {
     return undefined;
   }
 
-  /** The quotas and limits that apply to a workspace, with its current usage. */
-  async report(workspaceId: string): Promise<QuotaReport[]> {
+  /**
+   * The quotas and limits that apply to a workspace, with its current usage;
+   * with `actorId`, also that actor's own write and read rates (what throttles
+   * the caller first).
+   */
+  async report(workspaceId: string, actorId?: string): Promise<QuotaReport[]> {
     const out: QuotaReport[] = [];
-    const { tasksPerDay, workspace } = this.config;
+    const { tasksPerDay, workspace, actor, reads } = this.config;
     if (tasksPerDay !== undefined) {
       const usage = await this.writes.usage(tasksPerDayBucket(workspaceId), dayMs);
       out.push({
         id: `quota_tasks_per_day_${workspaceId}`,
         scope: "workspace",
+        counts: "tasks_per_day",
         limit: tasksPerDay,
         periodMs: dayMs,
         ...usage,
@@ -225,9 +272,36 @@ export class RequestLimits {
       out.push({
         id: `quota_write_rate_${workspaceId}`,
         scope: "workspace",
+        counts: "writes",
         limit: workspace.limit,
         periodMs: workspace.periodMs,
         ...usage,
+        hard: false,
+      });
+    }
+    if (actorId && actor) {
+      const bucket = `rate:actor:${workspaceId}:${actorId}`;
+      out.push({
+        id: `quota_actor_write_rate_${workspaceId}_${actorId}`,
+        scope: "workspace",
+        counts: "writes",
+        actorId,
+        limit: actor.limit,
+        periodMs: actor.periodMs,
+        ...(await this.writes.usage(bucket, actor.periodMs)),
+        hard: false,
+      });
+    }
+    if (actorId && reads) {
+      const bucket = `rate:read:${workspaceId}:${actorId}`;
+      out.push({
+        id: `quota_actor_read_rate_${workspaceId}_${actorId}`,
+        scope: "workspace",
+        counts: "reads",
+        actorId,
+        limit: reads.limit,
+        periodMs: reads.periodMs,
+        ...(await this.reads.usage(bucket, reads.periodMs)),
         hard: false,
       });
     }

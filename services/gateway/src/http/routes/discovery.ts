@@ -77,7 +77,7 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
     "Trellis hosts AI agents behind sessions, tasks, an append-only event log and artifacts " +
     "(Harn Agents Protocol: the Core level — REST + SSE, API keys — plus, of the Extended " +
     "level, OAuth2 client credentials, WebSocket sessions, personas, workspaces, quotas, " +
-    "vaults and artifact registration; no connectors, skills or memory resources).";
+    "vaults, artifact registration, branches and connectors; no skills or memory resources).";
   const skills = agents.map((agent) => ({
     id: agent.id,
     object: "skill",
@@ -151,6 +151,8 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
       "websocket",
       "webhooks",
       "quotas",
+      "branches",
+      "connectors",
       "idempotency",
       ...(receipts ? ["receipts"] : []),
     ],

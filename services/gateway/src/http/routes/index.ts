@@ -9,7 +9,9 @@ import {
   listOutcomes,
   registerArtifact,
 } from "./artifacts.js";
+import { branchRoutes } from "./branches.js";
 import { ok, param, visibleSession, visibleTask } from "./common.js";
+import { connectorRoutes } from "./connectors.js";
 import { agentCard, discoveryJson, receiptsAvailable } from "./discovery.js";
 import { eventTargetOf, getEvent, listEvents } from "./events.js";
 import {
@@ -276,6 +278,9 @@ export const restRoutes: readonly RouteSpec[] = [
   ...vaultRoutes,
   ...uiHealthRoutes,
   ...uiSessionRoutes,
+  // Harn Extended: branches (recorded session forks) and connectors.
+  ...branchRoutes,
+  ...connectorRoutes,
 
   // Credentials of a workspace (not replayed by Idempotency-Key: see keys.ts).
   { method: "GET", path: "/v1/api-keys", handle: listApiKeys },

@@ -2,16 +2,26 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { errors } from "@trellis/runtime";
 import { listJson } from "../../domain/harn-json.js";
-import type { QuotaReport } from "../../quota/limits.js";
+import { type QuotaReport, quotaExhaustion, quotaLimitName } from "../../quota/limits.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { ok, param, queryString, workspaceOf } from "./common.js";
+import { limitOf, ok, param, queryString, workspaceOf } from "./common.js";
 
-function quotaToHarn(q: QuotaReport, workspaceId: string): JsonObject {
-  const key = q.hard ? "tasks_per_day" : `writes_per_${q.periodMs / 1000}s`;
+/**
+ * A Quota resource (Harn v1 "Quota"): the envelope's `created_at` is the
+ * start of the current window, `updated_at` when the usage was read. The
+ * caller's own rates say so in `metadata` (`applies_to: actor`).
+ */
+function quotaToHarn(q: QuotaReport, workspaceId: string, readAt: Date): JsonObject {
+  const key = quotaLimitName(q);
   return {
     id: q.id,
     object: "quota",
+    created_at: new Date(q.resetAt.getTime() - q.periodMs).toISOString(),
+    updated_at: readAt.toISOString(),
+    metadata: q.actorId
+      ? { applies_to: "actor", actor_id: q.actorId, window_seconds: q.periodMs / 1000 }
+      : { applies_to: "workspace", window_seconds: q.periodMs / 1000 },
     workspace_id: workspaceId,
     scope: q.scope,
     limits: { [key]: q.limit },
@@ -19,22 +29,32 @@ function quotaToHarn(q: QuotaReport, workspaceId: string): JsonObject {
     reset_at: q.resetAt.toISOString(),
     hard_limit: q.hard,
     soft_limit: false,
-    exhaustion_reason: q.used >= q.limit ? (q.hard ? "quota_exceeded" : "rate_limited") : null,
+    exhaustion_reason: quotaExhaustion(q),
     last_receipt_id: null,
   };
 }
 
-async function reports(call: RestCall): Promise<{ workspaceId: string; list: QuotaReport[] }> {
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
-  const list = (await call.deps.limits?.report(workspaceId)) ?? [];
-  return { workspaceId, list };
+/**
+ * The quotas that apply in the workspace the call acts in: the workspace's,
+ * and the caller's own rates when that is the caller's workspace.
+ */
+export async function quotaReports(
+  call: Pick<RestCall, "caller" | "deps">,
+  workspaceId: string,
+): Promise<QuotaReport[]> {
+  const own = workspaceId === call.caller.workspaceId ? call.caller.actorId : undefined;
+  return (await call.deps.limits?.report(workspaceId, own)) ?? [];
 }
 
 async function listQuotas(call: RestCall): Promise<RestResponse> {
-  const { workspaceId, list } = await reports(call);
+  // Every quota fits one page; `limit` is still checked like everywhere else.
+  limitOf(call, 50);
+  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const list = await quotaReports(call, workspaceId);
+  const now = new Date();
   return ok(
     listJson(
-      list.map((q) => quotaToHarn(q, workspaceId)),
+      list.map((q) => quotaToHarn(q, workspaceId, now)),
       { hasMore: false },
     ),
   );
@@ -42,10 +62,10 @@ async function listQuotas(call: RestCall): Promise<RestResponse> {
 
 async function getQuota(call: RestCall): Promise<RestResponse> {
   const id = param(call, "quota_id");
-  const { workspaceId, list } = await reports(call);
-  const found = list.find((q) => q.id === id);
+  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const found = (await quotaReports(call, workspaceId)).find((q) => q.id === id);
   if (found === undefined) throw errors.notFound("quota", id);
-  return ok(quotaToHarn(found, workspaceId));
+  return ok(quotaToHarn(found, workspaceId, new Date()));
 }
 
 export const quotaRoutes: readonly RouteSpec[] = [

@@ -1,0 +1,72 @@
+/**
+ * Branches (Harn v1 Extended): `POST /v1/sessions/{session_id}/branches`
+ * forks the session and records the branch; read one by id, or the
+ * branches made from a session.
+ */
+import { BranchService } from "@trellis/contracts/tasks";
+import { branchKindNames, branchToHarn, parseBranchKind } from "../../domain/harn-extended-json.js";
+import { listJson } from "../../domain/harn-json.js";
+import { JsonReader } from "../../domain/json-input.js";
+import type { RestCall, RouteSpec } from "../context.js";
+import type { RestResponse } from "../io.js";
+import { created, ensureVisible, ok, pageOf, param, required, visibleSession } from "./common.js";
+
+async function createBranch(call: RestCall): Promise<RestResponse> {
+  const sessionId = param(call, "session_id");
+  const body = JsonReader.body(call.body);
+  const kind = body.enum("kind", branchKindNames);
+  const baseRef = body.requiredString("base_ref");
+  const metadata = body.object("metadata");
+  const request = {
+    sessionId,
+    // A missing kind reaches the tasks service as unspecified: a typed 400 there.
+    kind: kind === undefined ? 0 : parseBranchKind(kind),
+    baseRef,
+    parentBranchId: body.string("parent_branch_id") ?? "",
+    taskId: body.string("task_id") ?? "",
+    idempotencyKey: call.idempotencyKey,
+    ...(metadata ? { metadata } : {}),
+  };
+  await visibleSession(call, sessionId);
+  const { branch } = await call.deps.clients
+    .get(BranchService)
+    .createBranch(request, call.options());
+  return created(branchToHarn(required(branch, "branch", "")));
+}
+
+async function getBranch(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "branch_id");
+  const { branch } = await call.deps.clients
+    .get(BranchService)
+    .getBranch({ branchId: id }, call.options());
+  const found = required(branch, "branch", id);
+  ensureVisible(call, found.workspaceId, "branch", id);
+  return ok(branchToHarn(found));
+}
+
+async function listBranches(call: RestCall): Promise<RestResponse> {
+  const sessionId = param(call, "session_id");
+  await visibleSession(call, sessionId);
+  const response = await call.deps.clients
+    .get(BranchService)
+    .listBranches({ sessionId, ...pageOf(call) }, call.options());
+  return ok(listJson(response.branches.map(branchToHarn), { nextCursor: response.nextPageToken }));
+}
+
+/** The branch routes (rules in `auth/scope-table.ts`: a branch is part of its session). */
+export const branchRoutes: readonly RouteSpec[] = [
+  {
+    method: "GET",
+    path: "/v1/sessions/{session_id}/branches",
+    scope: "sessions:read",
+    handle: listBranches,
+  },
+  {
+    method: "POST",
+    path: "/v1/sessions/{session_id}/branches",
+    scope: "sessions:write",
+    write: true,
+    handle: createBranch,
+  },
+  { method: "GET", path: "/v1/branches/{branch_id}", scope: "sessions:read", handle: getBranch },
+];

@@ -1,0 +1,160 @@
+/**
+ * Branch records on PostgreSQL / PGlite. A session branch is made by the
+ * task store's fork (its own transaction); the record follows in a second
+ * one, keyed by the branch id the fork was given, so a retry after a crash
+ * between the two finds the fork (same idempotency key) and records it then.
+ */
+import { create, type JsonValue } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { type Branch, type BranchKind, BranchSchema } from "@trellis/contracts/tasks";
+import type { Database } from "@trellis/storage";
+import type { Kysely, Transaction } from "kysely";
+import { notFound } from "../domain/errors.js";
+import { dataEvent } from "../domain/events.js";
+import { type EventWriterOptions, writeWithEvents } from "./event-writer.js";
+import type { BranchRow, ExtendedDatabase } from "./extended-schema.js";
+import { pageAfter, paged, pageLimit } from "./paging.js";
+import type { Page, PageRequest, WriteContext } from "./task-store.js";
+
+/** A branch to record (its fork already made). */
+export interface NewBranch {
+  id: string;
+  workspaceId: string;
+  kind: BranchKind;
+  baseRef: string;
+  parentBranchId: string;
+  parentSessionId: string;
+  sessionId: string;
+  taskId: string;
+  forkedFromEventId: string;
+  forkedFromMessageId: string;
+  forkedMessageCount: bigint;
+  metadata?: { [key: string]: JsonValue };
+}
+
+/** Options of {@link PostgresBranchStore}. */
+export interface BranchStoreOptions extends EventWriterOptions {
+  database: Database<unknown>;
+  schema: string;
+}
+
+/** The port: branch records (scoped like `TaskStore`). */
+export interface BranchStore {
+  /** Records a branch once (by id); recording it again returns the stored one. */
+  record(branch: NewBranch, context: WriteContext): Promise<Branch>;
+  get(id: string, scope?: string): Promise<Branch>;
+  listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>>;
+}
+
+/** {@link BranchStore} on PostgreSQL / PGlite. */
+export class PostgresBranchStore implements BranchStore {
+  readonly #kysely: Kysely<ExtendedDatabase>;
+  readonly #db: Kysely<ExtendedDatabase>;
+  readonly #schema: string;
+  readonly #events: EventWriterOptions;
+
+  constructor(options: BranchStoreOptions) {
+    this.#kysely = options.database.kysely as Kysely<ExtendedDatabase>;
+    this.#db = this.#kysely.withSchema(options.schema);
+    this.#schema = options.schema;
+    this.#events = {
+      outboxSchema: options.outboxSchema,
+      ...(options.onLogged ? { onLogged: options.onLogged } : {}),
+    };
+  }
+
+  /**
+   * Records a branch once (by id) and emits `branch.created` on the new
+   * session; recording it again returns the stored one.
+   */
+  async record(branch: NewBranch, context: WriteContext): Promise<Branch> {
+    await writeWithEvents(this.#kysely, this.#events, async (raw, emit) => {
+      const trx = raw.withSchema(this.#schema) as Transaction<ExtendedDatabase>;
+      const inserted = await trx
+        .insertInto("branches")
+        .values({
+          id: branch.id,
+          workspace_id: branch.workspaceId,
+          kind: branch.kind,
+          base_ref: branch.baseRef,
+          parent_branch_id: branch.parentBranchId,
+          parent_session_id: branch.parentSessionId,
+          session_id: branch.sessionId,
+          task_id: branch.taskId,
+          forked_from_event_id: branch.forkedFromEventId,
+          forked_from_message_id: branch.forkedFromMessageId,
+          forked_message_count: branch.forkedMessageCount,
+          created_by: context.actor.id,
+          metadata: JSON.stringify(branch.metadata ?? {}),
+        })
+        .onConflict((oc) => oc.column("id").doNothing())
+        .returning("id")
+        .executeTakeFirst();
+      if (!inserted) return;
+      emit(
+        dataEvent(
+          { workspaceId: branch.workspaceId, sessionId: branch.sessionId, actor: context.actor },
+          "branch.created",
+          { object: "branch", id: branch.id },
+          "",
+          {
+            branch_id: branch.id,
+            parent_session_id: branch.parentSessionId,
+            session_id: branch.sessionId,
+            base_ref: branch.baseRef,
+            forked_from_event_id: branch.forkedFromEventId,
+            forked_from_message_id: branch.forkedFromMessageId,
+            forked_message_count: Number(branch.forkedMessageCount),
+          },
+        ),
+      );
+    });
+    return this.get(branch.id, context.scope);
+  }
+
+  /** A branch of the caller's workspace (`resource_not_found` otherwise). */
+  async get(id: string, scope?: string): Promise<Branch> {
+    const row = await this.#db
+      .selectFrom("branches")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("branch", id);
+    return toBranch(row);
+  }
+
+  /** The branches made from a session, oldest first (the caller checked the session). */
+  async listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>> {
+    const limit = pageLimit(page.pageSize);
+    const after = pageAfter(page.pageToken);
+    let query = this.#db
+      .selectFrom("branches")
+      .selectAll()
+      .where("parent_session_id", "=", sessionId)
+      .orderBy("seq")
+      .limit(limit + 1);
+    if (after !== undefined) query = query.where("seq", ">", after);
+    return paged(await query.execute(), limit, toBranch);
+  }
+}
+
+function toBranch(row: BranchRow): Branch {
+  return create(BranchSchema, {
+    id: row.id,
+    workspaceId: row.workspace_id,
+    kind: row.kind,
+    baseRef: row.base_ref,
+    parentBranchId: row.parent_branch_id,
+    parentSessionId: row.parent_session_id,
+    sessionId: row.session_id,
+    taskId: row.task_id,
+    forkedFromEventId: row.forked_from_event_id,
+    forkedFromMessageId: row.forked_from_message_id,
+    forkedMessageCount: row.forked_message_count,
+    createdBy: row.created_by,
+    mergedInto: row.merged_into,
+    createdAt: timestampFromDate(row.created_at),
+    updatedAt: timestampFromDate(row.updated_at),
+    metadata: row.metadata,
+  });
+}
