@@ -10,8 +10,7 @@
  *   the normalized message so a redelivery finishes the first one's work
  *   from what was stored, not from what it was sent.
  */
-import { type Kysely, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, sql } from "kysely";
 
 export const branchesAndConnectors: Migration = {
   async up(db: Kysely<unknown>) {
