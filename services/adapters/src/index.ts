@@ -19,6 +19,8 @@ export type {
   ExecutionUsage,
   NegotiationReason,
   RoutingPolicy,
+  RunMemory,
+  RunMemoryRecord,
 } from "./executor.js";
 export * from "./harness/index.js";
 export {

@@ -21,9 +21,11 @@ import {
   AgentService,
   ArtifactService,
   EventService,
+  MemoryService,
   OutcomeService,
   SessionService,
   SignalService,
+  SkillService,
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
@@ -43,7 +45,12 @@ import { createSessionHandlers } from "./handlers/session-handlers.js";
 import { createSignalHandlers } from "./handlers/signal-handlers.js";
 import { createTaskHandlers } from "./handlers/task-handlers.js";
 import { createWorkspaceHandlers } from "./handlers/workspace-handlers.js";
+import { Memories } from "./memory/memories.js";
+import { createMemoryHandlers } from "./memory/memory-handlers.js";
+import { MemoryStore } from "./memory/memory-store.js";
+import { createRunMemory } from "./memory/run-memory.js";
 import { createReplayExecutor } from "./replay/replay-executor.js";
+import { createSkillHandlers } from "./skills/skill-handlers.js";
 import { tasksMigrations } from "./store/migrations/index.js";
 import { cancelChannel, PostgresTaskStore } from "./store/postgres-task-store.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
@@ -79,6 +86,8 @@ export function createTasksService(options: TasksServiceOptions = {}): ServiceDe
       SignalService,
       ArtifactService,
       OutcomeService,
+      MemoryService,
+      SkillService,
     ],
     migrations: tasksMigrations,
     defaultPort: DEFAULT_PORTS.tasks ?? 0,
@@ -143,7 +152,10 @@ async function createTasksModule(
     fingerprints: context.fingerprints,
     ...(replayTools ? { harnessTools: replayTools } : {}),
   });
+  // Memory (Harn v1): kept apart from transcripts; runs read and write it through their request.
+  const memories = new Memories(new MemoryStore(context.db, context.schema), store);
   const runner = new TurnRunner({
+    runMemory: (run, record) => createRunMemory(memories, run, record),
     store,
     executor,
     owner,
@@ -188,7 +200,12 @@ async function createTasksModule(
         .service(EventService, withErrorDetails(EventService, createEventHandlers(deps)))
         .service(SignalService, withErrorDetails(SignalService, createSignalHandlers(deps)))
         .service(ArtifactService, withErrorDetails(ArtifactService, createArtifactHandlers(deps)))
-        .service(OutcomeService, withErrorDetails(OutcomeService, createOutcomeHandlers(deps)));
+        .service(OutcomeService, withErrorDetails(OutcomeService, createOutcomeHandlers(deps)))
+        .service(MemoryService, withErrorDetails(MemoryService, createMemoryHandlers(memories)))
+        .service(
+          SkillService,
+          withErrorDetails(SkillService, createSkillHandlers(store, backends?.harnessTools ?? [])),
+        );
     },
     start: async () => {
       await routed?.start();

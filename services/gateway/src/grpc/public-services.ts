@@ -10,9 +10,11 @@ import {
   AgentService,
   ArtifactService,
   EventService,
+  MemoryService,
   OutcomeService,
   SessionService,
   SignalService,
+  SkillService,
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
@@ -30,4 +32,6 @@ export const publicServices: readonly DescService[] = [
   ChatService,
   ReceiptService,
   VaultService,
+  MemoryService,
+  SkillService,
 ];
