@@ -13,7 +13,7 @@ import { type Client, Code, ConnectError, createClient } from "@connectrpc/conne
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import type { ModelProviderFactory, ModelResponse } from "@trellis/adapters";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
-import { MemoryScope, MemoryService, type Task } from "@trellis/contracts/tasks";
+import { MemoryScope, MemoryService, ReplayMode, type Task } from "@trellis/contracts/tasks";
 import {
   createMeshClientInterceptor,
   processMeshCredentials,
@@ -213,6 +213,41 @@ export function describeMemory(target: TasksTarget): void {
         (refreshed?.payload?.kind.value as { memories?: { content: JsonValue }[] } | undefined)
           ?.memories?.[0],
       ).toMatchObject({ content: "green" });
+
+      // A read the source never made (an override leads the model elsewhere): the
+      // replay fails naming that memory read, and nothing is read live.
+      const lost = await h.tasks.replayTask({
+        taskId: read.id,
+        mode: ReplayMode.WITH_OVERRIDES,
+        overrides: {
+          "llm:main:1": {
+            value: fromJson(ValueSchema, {
+              choices: [
+                {
+                  message: {
+                    role: "assistant",
+                    content: null,
+                    tool_calls: [
+                      {
+                        id: "call_unrecorded_read",
+                        type: "function",
+                        function: { name: "memory_read", arguments: '{"scope":"persona"}' },
+                      },
+                    ],
+                  },
+                },
+              ],
+            }),
+          },
+        },
+      });
+      const lostDone = (
+        await watchUntil(h, lost.task?.id as string, settled, { untilSettled: true })
+      ).task;
+      expect(lostDone.status).toBe(TaskStatus.FAILED);
+      expect(lostDone.failure?.category).toBe("replay_dependency_unavailable");
+      expect(lostDone.failure?.message).toContain("memory:call_unrecorded_read");
+      expect((await eventsOf(lostDone.id)).some((e) => e.kind === "agent.memory_read")).toBe(false);
     });
 
     it("refuses an unknown scope and oversized content, storing nothing", async () => {
