@@ -188,10 +188,20 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
       expect(second).toEqual({ allowed: true, secrets: new Map([["access_token", "access-2"]]) });
       expect(endpoint.seen.at(-1)?.get("refresh_token")).toBe("refresh-1");
 
+      // Concurrent asks past expiry share one refresh.
+      now += 3600_000;
+      const count = endpoint.seen.length;
+      const both = await Promise.all([
+        store.accessFor("w1", "agent_tool"),
+        store.accessFor("w1", "agent_tool"),
+      ]);
+      expect(endpoint.seen.length).toBe(count + 1);
+      expect(both[0].get(id)).toEqual(both[1].get(id));
+
       // Mesh services (connectors) get a token through the internal RPC; callers never do.
       const { access } = clients();
       const token = await access.getAccessToken({ workspaceId: "w1", vaultId: id });
-      expect(token.accessToken).toBe("access-2");
+      expect(token.accessToken).toBe("access-3");
       expect(
         (await failure(access.getAccessToken({ workspaceId: "w1", vaultId: id }, options))).code,
       ).toBe(Code.PermissionDenied);
@@ -209,7 +219,7 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
         ],
         (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value),
       );
-      for (const secret of ["shh-client-secret", "refresh-1", "refresh-2", "access-2"]) {
+      for (const secret of ["shh-client-secret", "refresh-2", "refresh-3", "access-3"]) {
         expect(answers).not.toContain(secret);
       }
     });
