@@ -71,6 +71,8 @@ export {
   type PreferRequirement,
   type ReasonCode,
   type RoutingPolicy,
+  type RunMemory,
+  type RunMemoryRecord,
   type SuspensionReason,
   type TraceDepth,
   type VaultGrant,

@@ -111,6 +111,43 @@ export interface ExecutionRequest {
    * needs a secret (absent: the host provides none). Keyed by vault id.
    */
   vaultSecrets?(): Promise<ReadonlyMap<string, VaultGrant>>;
+  /**
+   * The run's memory (Harn v1 "Memory"), provided by a host that keeps it
+   * (absent: the run has none — e.g. on a remote worker). The host decides
+   * the owner of each scope from the run and records every read and write
+   * on the task's event log.
+   */
+  memory?: RunMemory;
+}
+
+/** One memory record as a run sees it. */
+export interface RunMemoryRecord {
+  id: string;
+  /** `persona`, `session`, `workspace` or `tenant`. */
+  scope: string;
+  ownerId: string;
+  content: JsonValue;
+  provenance: JsonObject;
+  /** RFC 3339. */
+  createdAt: string;
+}
+
+/**
+ * Memory a run reads and writes. The owner of each scope is the run's own:
+ * its agent (`persona`), session, workspace, or the tenant.
+ */
+export interface RunMemory {
+  /** The newest records of a scope (at most `limit`, default and cap 10). */
+  read(query: { scope: string; limit?: number; toolCallId?: string }): Promise<RunMemoryRecord[]>;
+  /**
+   * Writes a record. The same `toolCallId` writes once, however often the
+   * call is retried.
+   */
+  write(input: {
+    scope: string;
+    content: JsonValue;
+    toolCallId?: string;
+  }): Promise<RunMemoryRecord>;
 }
 
 /**

@@ -1,7 +1,9 @@
 // trellis.tasks.v1: workspaces, agents, sessions, tasks, events, signals, artifacts, outcomes,
-// branches and connectors.
+// branches, connectors, memory and skills.
 
 export * from "./gen/trellis/tasks/v1/branches_pb.js";
 export * from "./gen/trellis/tasks/v1/connectors_pb.js";
+export * from "./gen/trellis/tasks/v1/memory_pb.js";
 export * from "./gen/trellis/tasks/v1/resources_pb.js";
 export * from "./gen/trellis/tasks/v1/services_pb.js";
+export * from "./gen/trellis/tasks/v1/skills_pb.js";

@@ -26,6 +26,7 @@ export type CoreReason =
   | "upstream_unavailable"
   | "service_unavailable"
   | "deadline_exceeded"
+  | "not_implemented"
   | "config_invalid";
 
 /** Options of {@link TrellisError}. */
@@ -119,6 +120,7 @@ const reasonCodes: Record<string, Code> = {
   service_unavailable: Code.Unavailable,
   deadline_exceeded: Code.DeadlineExceeded,
   config_invalid: Code.FailedPrecondition,
+  not_implemented: Code.Unimplemented,
 };
 
 /**

@@ -25,4 +25,6 @@ export type {
   ExecutionUsage,
   NegotiationReason,
   RoutingPolicy,
+  RunMemory,
+  RunMemoryRecord,
 } from "@trellis/adapter-sdk";

@@ -19,6 +19,8 @@ export type {
   ExecutionUsage,
   NegotiationReason,
   RoutingPolicy,
+  RunMemory,
+  RunMemoryRecord,
 } from "./executor.js";
 export * from "./harness/index.js";
 export {
@@ -83,13 +85,30 @@ export {
   SCRIPTED_BACKEND,
   SCRIPTED_CAPABILITIES,
 } from "./scripted/scripted-adapter.js";
-export { createVaultHandlers, MAX_SECRET_BYTES, SECRET_NAME } from "./vaults/handlers.js";
+export {
+  createVaultAccessHandlers,
+  createVaultHandlers,
+  MAX_SECRET_BYTES,
+  SECRET_NAME,
+} from "./vaults/handlers.js";
+export {
+  ACCESS_TOKEN_NAME,
+  type AccessToken,
+  OAUTH_GRANT_FIELDS,
+  OAUTH_PROVIDER,
+  OAUTH_REFRESH,
+  type OAuthGrant,
+  OAuthRefreshError,
+  OAuthTokens,
+  type OAuthTokensOptions,
+} from "./vaults/oauth-refresh.js";
 export { adaptersMigrations } from "./vaults/schema.js";
 export {
   type NewVault,
   type SecretInfo,
   VAULT_CAPABILITIES,
   VAULT_PROVIDER,
+  VAULT_PROVIDERS,
   type VaultAccess,
   type VaultRecord,
   VaultStore,

@@ -82,6 +82,7 @@ describe("authorization matrix (every REST route)", () => {
     vaultId: string;
     branchId: string;
     connectorId: string;
+    memoryId: string;
   };
   const credentials = {} as Record<Exclude<Column, "right" | "none">, string>;
 
@@ -535,6 +536,45 @@ describe("authorization matrix (every REST route)", () => {
       },
       right: 200,
     },
+    // Memory (the tasks service): another workspace's record is absent.
+    "GET /v1/memories": {
+      req: async () => ({ path: "/v1/memories?workspace_id=default" }),
+      right: 200,
+    },
+    "POST /v1/memories": {
+      req: async () => ({
+        path: "/v1/memories",
+        body: { workspace_id: "default", scope: "workspace", content: "m", provenance: {} },
+      }),
+      right: 201,
+    },
+    "GET /v1/memories/{memory_id}": {
+      req: async () => ({ path: `/v1/memories/${fx.memoryId}` }),
+      right: 200,
+    },
+    "DELETE /v1/memories/{memory_id}": {
+      req: async () => {
+        const made = await admin.post("/v1/memories", {
+          workspace_id: "default",
+          scope: "workspace",
+          content: "to delete",
+          provenance: {},
+        });
+        if (made.status !== 201) throw new Error(`memory: ${made.status} ${made.text}`);
+        return { path: `/v1/memories/${made.json.id}` };
+      },
+      right: 204,
+    },
+    // Skills: another workspace lists its own agents' (none here) and the tools'.
+    "GET /v1/skills": {
+      req: async () => ({ path: "/v1/skills" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
+    "GET /v1/skills/{skill_id}": {
+      req: async () => ({ path: `/v1/skills/${fx.personaId}` }),
+      right: 200,
+    },
     "GET /v1/ui/event-types": {
       req: async () => ({ path: "/v1/ui/event-types" }),
       right: 200,
@@ -632,6 +672,14 @@ describe("authorization matrix (every REST route)", () => {
       ).json.id,
       connectorId: (
         await admin.post("/v1/connectors", { provider: "github", workspace_id: "default" })
+      ).json.id,
+      memoryId: (
+        await admin.post("/v1/memories", {
+          workspace_id: "default",
+          scope: "workspace",
+          content: "matrix memory",
+          provenance: {},
+        })
       ).json.id,
     };
     for (const [name, value] of Object.entries(fx))

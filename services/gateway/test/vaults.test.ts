@@ -111,9 +111,22 @@ describe("vaults over REST", () => {
     ];
     expect(bad.map((r) => [r.status, r.json.error.code])).toEqual([
       [400, "invalid_request"],
-      [400, "invalid_request"],
+      // A provider this deployment does not implement: 501, naming those it does.
+      [501, "not_implemented"],
       [400, "invalid_request"],
     ]);
+    expect(bad[1]?.json.error.message).toContain("supported: trellis, oauth");
+    const conformance = await admin.post("/v1/vaults", {
+      provider: "conformance-oauth",
+      capabilities: ["oauth_refresh"],
+    });
+    expect([conformance.status, conformance.json.error.code]).toEqual([501, "not_implemented"]);
+    const oauth = await admin.post("/v1/vaults", {
+      provider: "oauth",
+      capabilities: ["oauth_refresh"],
+    });
+    expect(oauth.status, oauth.text).toBe(201);
+    expect(oauth.json).toMatchObject({ provider: "oauth", capabilities: ["oauth_refresh"] });
     const vault = await admin.post("/v1/vaults", { provider: "trellis", capabilities: ["read"] });
     const readOnly = await admin.request("PUT", `/v1/vaults/${vault.json.id}/secrets/X`, {
       body: { value: "v" },

@@ -23,9 +23,11 @@ import {
   BranchService,
   ConnectorService,
   EventService,
+  MemoryService,
   OutcomeService,
   SessionService,
   SignalService,
+  SkillService,
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
@@ -47,7 +49,12 @@ import { createSessionHandlers } from "./handlers/session-handlers.js";
 import { createSignalHandlers } from "./handlers/signal-handlers.js";
 import { createTaskHandlers } from "./handlers/task-handlers.js";
 import { createWorkspaceHandlers } from "./handlers/workspace-handlers.js";
+import { Memories } from "./memory/memories.js";
+import { createMemoryHandlers } from "./memory/memory-handlers.js";
+import { MemoryStore } from "./memory/memory-store.js";
+import { createRunMemory } from "./memory/run-memory.js";
 import { createReplayExecutor } from "./replay/replay-executor.js";
+import { createSkillHandlers } from "./skills/skill-handlers.js";
 import { PostgresBranchStore } from "./store/branch-store.js";
 import { PostgresConnectorStore } from "./store/connector-store.js";
 import { tasksMigrations } from "./store/migrations/index.js";
@@ -87,6 +94,8 @@ export function createTasksService(options: TasksServiceOptions = {}): ServiceDe
       OutcomeService,
       BranchService,
       ConnectorService,
+      MemoryService,
+      SkillService,
     ],
     migrations: tasksMigrations,
     defaultPort: DEFAULT_PORTS.tasks ?? 0,
@@ -151,7 +160,10 @@ async function createTasksModule(
     fingerprints: context.fingerprints,
     ...(replayTools ? { harnessTools: replayTools } : {}),
   });
+  // Memory (Harn v1): kept apart from transcripts; runs read and write it through their request.
+  const memories = new Memories(new MemoryStore(context.db, context.schema), store);
   const runner = new TurnRunner({
+    runMemory: (run, record) => createRunMemory(memories, run, record),
     store,
     executor,
     owner,
@@ -213,6 +225,11 @@ async function createTasksModule(
         .service(
           ConnectorService,
           withErrorDetails(ConnectorService, createConnectorHandlers(deps, connectors)),
+        )
+        .service(MemoryService, withErrorDetails(MemoryService, createMemoryHandlers(memories)))
+        .service(
+          SkillService,
+          withErrorDetails(SkillService, createSkillHandlers(store, backends?.harnessTools ?? [])),
         );
     },
     start: async () => {

@@ -62,6 +62,7 @@ import {
   HarnessDefinitionError,
   parseHarnessDefinition,
 } from "./harness-definition.js";
+import { withMemoryTools } from "./memory-tools.js";
 import type { ModelProvider, ModelProviderFactory, ModelResponse, ModelTool } from "./provider.js";
 import { isProviderError } from "./provider-error.js";
 import {
@@ -552,6 +553,7 @@ class HarnessTurn {
           signal: this.request.signal,
           now: (label) => reads.now(label),
           secret: (name) => reads.secret(name),
+          ...(this.request.memory ? { memory: this.request.memory } : {}),
         });
         outcome = { status: "ok", output: resultText(value) };
       } catch (error) {
@@ -774,7 +776,7 @@ function definitionError(error: HarnessDefinitionError): TrellisError {
  * was given, a model, and registry tools (see `harness-definition.ts`).
  */
 export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionAdapter {
-  const registry = new ToolRegistry(options.tools ?? []);
+  const registry = new ToolRegistry(withMemoryTools(options.tools ?? []));
   const providerNames = Object.keys(options.providers);
   const ledger = options.ledger ?? new InMemoryToolRunLedger();
   const inFlightWaitMs = options.inFlightWaitMs ?? 30_000;

@@ -32,6 +32,14 @@ export {
   parseHarnessDefinition,
 } from "./harness-definition.js";
 export {
+  MEMORY_READ,
+  MEMORY_READ_TOOL,
+  MEMORY_TOOLS,
+  MEMORY_WRITE,
+  MEMORY_WRITE_TOOL,
+  withMemoryTools,
+} from "./memory-tools.js";
+export {
   createOpenAIProvider,
   OPENAI_PROVIDER,
   type OpenAIProviderOptions,

@@ -5,6 +5,7 @@
  * runs — a model's malformed call never reaches tool code.
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { RunMemory } from "@trellis/adapter-sdk";
 import { Ajv, type ValidateFunction } from "ajv";
 
 /** What a running tool knows about its call. */
@@ -28,6 +29,11 @@ export interface ToolContext {
    * give it again only through a `secret:<name>` override.
    */
   secret(name: string): string | undefined;
+  /**
+   * The run's memory, when its host keeps one (the host records each read
+   * and write on the task's event log).
+   */
+  memory?: RunMemory;
 }
 
 /** A tool the harness can run. */
@@ -37,6 +43,8 @@ export interface HarnessTool {
   description: string;
   /** JSON Schema of the input object (draft-07 / 2019-09 keywords). */
   inputSchema: JsonObject;
+  /** JSON Schema of the result, when declared (listed with the tool's skill). */
+  outputSchema?: JsonObject;
   /**
    * A person must approve each call before it runs: the turn suspends with the
    * pending call, and runs it (once) only on an approval signal.

@@ -18,10 +18,11 @@ import {
 } from "@trellis/contracts/adapters";
 import { type Caller, callerOf } from "@trellis/platform";
 import { errors, TrellisError } from "@trellis/runtime";
+import { isTokenEndpoint, OAUTH_GRANT_FIELDS, OAUTH_PROVIDER } from "./oauth-refresh.js";
 import {
   type SecretInfo,
-  VAULT_CAPABILITIES,
   VAULT_PROVIDER,
+  VAULT_PROVIDERS,
   type VaultRecord,
   type VaultStore,
 } from "./store.js";
@@ -58,18 +59,51 @@ function secretToProto(secret: SecretInfo) {
   });
 }
 
-/** Capabilities as given (deduplicated), each a known one. */
-function capabilitiesOf(given: readonly string[]): string[] {
+/** Capabilities as given (deduplicated), each one the provider has. */
+function capabilitiesOf(given: readonly string[], provider: string): string[] {
+  const known = VAULT_PROVIDERS[provider] ?? [];
   const capabilities = [...new Set(given)];
   for (const capability of capabilities) {
-    if (!(VAULT_CAPABILITIES as readonly string[]).includes(capability)) {
+    if (!known.includes(capability)) {
       throw errors.invalid(
-        `unknown vault capability ${JSON.stringify(capability)}; known: ${VAULT_CAPABILITIES.join(", ")}`,
+        `unknown capability ${JSON.stringify(capability)} for a ${provider} vault; known: ${known.join(", ")}`,
         "capabilities",
       );
     }
   }
   return capabilities;
+}
+
+/**
+ * The provider named (default the built-in one). One this service does not
+ * implement is `not_implemented` (501 on REST), naming those it does.
+ */
+function providerOf(given: string): string {
+  const provider = given || VAULT_PROVIDER;
+  if (VAULT_PROVIDERS[provider] === undefined) {
+    throw new TrellisError({
+      reason: "not_implemented",
+      message: `vault provider ${JSON.stringify(provider)} is not implemented; supported: ${Object.keys(VAULT_PROVIDERS).join(", ")}`,
+      param: "provider",
+      metadata: { supported_providers: Object.keys(VAULT_PROVIDERS).join(",") },
+      domain: "adapters",
+    });
+  }
+  return provider;
+}
+
+/** An OAuth vault keeps only its grant's fields, and its token endpoint is an http(s) URL. */
+function checkOAuthSecret(vault: VaultRecord, name: string, value?: string): void {
+  if (vault.provider !== OAUTH_PROVIDER) return;
+  if (!(OAUTH_GRANT_FIELDS as readonly string[]).includes(name)) {
+    throw errors.invalid(
+      `an oauth vault keeps its refresh grant only: ${OAUTH_GRANT_FIELDS.join(", ")}`,
+      "name",
+    );
+  }
+  if (name === "token_endpoint" && value !== undefined && !isTokenEndpoint(value)) {
+    throw errors.invalid("token_endpoint must be an http(s) URL", "value");
+  }
 }
 
 /** An access policy's agent ids (deduplicated). */
@@ -131,17 +165,11 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
           throw errors.notFound("workspace", workspaceId);
         }
       }
-      const provider = request.provider || VAULT_PROVIDER;
-      if (provider !== VAULT_PROVIDER) {
-        throw errors.invalid(
-          `unsupported vault provider ${JSON.stringify(provider)}; supported: ${VAULT_PROVIDER}`,
-          "provider",
-        );
-      }
+      const provider = providerOf(request.provider);
       const capabilities =
         request.capabilities.length > 0
-          ? capabilitiesOf(request.capabilities)
-          : [...VAULT_CAPABILITIES];
+          ? capabilitiesOf(request.capabilities, provider)
+          : [...(VAULT_PROVIDERS[provider] ?? [])];
       const vault = await store.create({
         ...(request.vaultId ? { id: request.vaultId } : {}),
         workspaceId,
@@ -196,7 +224,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
       const vault = await visible(request.vaultId, context);
       const updated = await store.update(vault.id, {
         ...(paths.includes("capabilities")
-          ? { capabilities: capabilitiesOf(request.capabilities) }
+          ? { capabilities: capabilitiesOf(request.capabilities, vault.provider) }
           : {}),
         ...(paths.includes("allowed_agent_ids")
           ? { allowedAgentIds: agentIdsOf(request.allowedAgentIds) }
@@ -217,6 +245,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
       const vault = await visible(request.vaultId, context);
       writable(vault);
       checkSecretName(request.name);
+      checkOAuthSecret(vault, request.name, request.value);
       if (Buffer.byteLength(request.value, "utf8") > MAX_SECRET_BYTES) {
         throw new TrellisError({
           reason: "payload_too_large",
@@ -267,6 +296,20 @@ export function createVaultAccessHandlers(
       if (!request.agentId) throw errors.invalid("agent_id is required", "agent_id");
       const vaults = await store.accessFor(request.workspaceId, request.agentId);
       return { vaults: vaultGrantsToProto(vaults) };
+    },
+
+    async getAccessToken(request, context) {
+      if (callerOf(context) !== undefined) {
+        throw new TrellisError({
+          reason: "permission_denied",
+          message: "VaultAccessService is for the services of the mesh only",
+          domain: "adapters",
+        });
+      }
+      if (!request.workspaceId) throw errors.invalid("workspace_id is required", "workspace_id");
+      if (!request.vaultId) throw errors.invalid("vault_id is required", "vault_id");
+      const token = await store.accessToken(request.workspaceId, request.vaultId);
+      return { accessToken: token.accessToken, expiresAt: timestampFromDate(token.expiresAt) };
     },
   };
 }

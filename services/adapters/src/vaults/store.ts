@@ -9,6 +9,15 @@ import type { VaultGrant } from "@trellis/adapter-sdk";
 import { type SecretBox, TrellisError } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import type { Kysely, Selectable } from "kysely";
+import {
+  ACCESS_TOKEN_NAME,
+  type AccessToken,
+  grantOf,
+  OAUTH_PROVIDER,
+  OAUTH_REFRESH,
+  OAuthRefreshError,
+  OAuthTokens,
+} from "./oauth-refresh.js";
 import type { VaultDatabase, VaultTable } from "./schema.js";
 
 /** A vault's metadata (never a secret value). */
@@ -47,10 +56,19 @@ export interface NewVault {
 /** One vault as an agent's tool call sees it (see {@link VaultStore.accessFor}). */
 export type VaultAccess = VaultGrant;
 
-/** The one vault provider: secrets sealed in this service's database. */
+/** The built-in vault provider: secrets sealed in this service's database. */
 export const VAULT_PROVIDER = "trellis";
 /** Secret operations a vault may allow. */
 export const VAULT_CAPABILITIES = ["read", "write"] as const;
+/**
+ * The providers this service implements, with the capabilities each may
+ * have (the first list is also the default). `oauth` keeps a refresh grant
+ * and hands out access tokens (`oauth-refresh.ts`).
+ */
+export const VAULT_PROVIDERS: Readonly<Record<string, readonly string[]>> = {
+  [VAULT_PROVIDER]: VAULT_CAPABILITIES,
+  [OAUTH_PROVIDER]: [OAUTH_REFRESH, "read", "write"],
+};
 
 const ID = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -83,6 +101,7 @@ export class VaultStore {
     database: Database<unknown>,
     schema: string,
     private readonly box: SecretBox,
+    private readonly oauth: OAuthTokens = new OAuthTokens(),
   ) {
     this.#db = (database.kysely as unknown as Kysely<VaultDatabase>).withSchema(schema);
   }
@@ -164,6 +183,7 @@ export class VaultStore {
   /** Deletes the vault and its secrets; whether it existed. */
   async delete(id: string): Promise<boolean> {
     // Secrets go with it (foreign key on delete cascade).
+    this.oauth.forget(id);
     const result = await this.#db.deleteFrom("vaults").where("id", "=", id).executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
@@ -200,6 +220,8 @@ export class VaultStore {
         domain: "adapters",
       });
     }
+    // A changed grant: the next token comes from it, not from the cache.
+    this.oauth.forget(vaultId);
     const now = new Date();
     const row = await this.#db
       .insertInto("vault_secrets")
@@ -225,6 +247,7 @@ export class VaultStore {
 
   /** Whether the secret existed. */
   async deleteSecret(vaultId: string, name: string): Promise<boolean> {
+    this.oauth.forget(vaultId);
     const result = await this.#db
       .deleteFrom("vault_secrets")
       .where("vault_id", "=", vaultId)
@@ -267,6 +290,9 @@ export class VaultStore {
       throw error;
     }
     const allowed: string[] = [];
+    const oauthVaults = new Set(
+      vaults.filter((v) => v.provider === OAUTH_PROVIDER).map((v) => v.id),
+    );
     for (const row of vaults.map(toRecord)) {
       if (!row.capabilities.includes("read")) {
         access.set(row.id, { allowed: false, reason: `vault ${row.id} does not allow reads` });
@@ -295,6 +321,11 @@ export class VaultStore {
       }
     }
     for (const [id, values] of byVault) {
+      if (oauthVaults.has(id) && !unreadable.has(id)) {
+        // An OAuth vault lends an access token, never its grant.
+        access.set(id, await this.#lendToken(id, values));
+        continue;
+      }
       access.set(
         id,
         unreadable.has(id)
@@ -306,6 +337,69 @@ export class VaultStore {
       );
     }
     return access;
+  }
+
+  /** An OAuth vault's grant as a tool sees it: its access token only, or why not. */
+  async #lendToken(vaultId: string, secrets: ReadonlyMap<string, string>): Promise<VaultAccess> {
+    try {
+      const token = await this.#token(vaultId, secrets);
+      return { allowed: true, secrets: new Map([[ACCESS_TOKEN_NAME, token.accessToken]]) };
+    } catch (error) {
+      if (!(error instanceof OAuthRefreshError)) throw error;
+      return { allowed: false, reason: error.message };
+    }
+  }
+
+  async #token(vaultId: string, secrets: ReadonlyMap<string, string>): Promise<AccessToken> {
+    const found = grantOf(secrets);
+    if ("missing" in found) {
+      throw new OAuthRefreshError(vaultId, `its grant has no ${found.missing} secret`);
+    }
+    return this.oauth.token(vaultId, found.grant, async (refreshToken) => {
+      await this.putSecret(vaultId, "refresh_token", refreshToken);
+    });
+  }
+
+  /**
+   * A fresh access token of OAuth vault `vaultId` for a service of the mesh
+   * (a connector): the vault must be `workspaceId`'s or tenant-global, of
+   * provider `oauth` with capability `oauth_refresh`.
+   *
+   * @throws TrellisError `resource_not_found`, `policy_violation`, or
+   *   `upstream_unavailable` when the token endpoint refuses.
+   */
+  async accessToken(workspaceId: string, vaultId: string): Promise<AccessToken> {
+    const vault = await this.get(vaultId);
+    if (!vault || (vault.workspaceId !== null && vault.workspaceId !== workspaceId)) {
+      throw new TrellisError({
+        reason: "resource_not_found",
+        message: `vault ${JSON.stringify(vaultId)} was not found`,
+        metadata: { object: "vault", id: vaultId },
+      });
+    }
+    if (vault.provider !== OAUTH_PROVIDER || !vault.capabilities.includes(OAUTH_REFRESH)) {
+      throw new TrellisError({
+        reason: "policy_violation",
+        message: `vault ${vaultId} does not refresh OAuth tokens (provider ${vault.provider})`,
+        domain: "adapters",
+      });
+    }
+    const rows = await this.#db
+      .selectFrom("vault_secrets")
+      .select(["name", "sealed_value"])
+      .where("vault_id", "=", vaultId)
+      .execute();
+    const secrets = new Map(rows.map((r) => [r.name, this.box.open(r.sealed_value)]));
+    try {
+      return await this.#token(vaultId, secrets);
+    } catch (error) {
+      if (!(error instanceof OAuthRefreshError)) throw error;
+      throw new TrellisError({
+        reason: "upstream_unavailable",
+        message: error.message,
+        domain: "adapters",
+      });
+    }
   }
 }
 

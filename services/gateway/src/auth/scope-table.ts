@@ -120,6 +120,14 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "GET /v1/connectors/{connector_id}": "connectors:read",
   "POST /v1/connectors/{connector_id}": "connectors:write",
   "POST /v1/connectors/{connector_id}/deliveries": "connectors:deliver",
+  // Memory: durable knowledge of a persona, session, workspace or the tenant.
+  "GET /v1/memories": "memory:read",
+  "POST /v1/memories": "memory:write",
+  "GET /v1/memories/{memory_id}": "memory:read",
+  "DELETE /v1/memories/{memory_id}": "memory:write",
+  // Skills are derived from agents and tools: reading them is reading agents.
+  "GET /v1/skills": "agents:read",
+  "GET /v1/skills/{skill_id}": "agents:read",
 
   // Credentials of a workspace.
   "GET /v1/api-keys": "keys:admin",
@@ -222,6 +230,12 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",
+  "trellis.tasks.v1.MemoryService/CreateMemory": "memory:write",
+  "trellis.tasks.v1.MemoryService/GetMemory": "memory:read",
+  "trellis.tasks.v1.MemoryService/ListMemories": "memory:read",
+  "trellis.tasks.v1.MemoryService/DeleteMemory": "memory:write",
+  "trellis.tasks.v1.SkillService/ListSkills": "agents:read",
+  "trellis.tasks.v1.SkillService/GetSkill": "agents:read",
   // Vault secrets for the routers that place turns on remote workers.
   "trellis.adapters.v1.VaultAccessService/*": "internal",
   "trellis.adapters.v1.RoutingService/*": "internal",

@@ -72,6 +72,8 @@ export const harnErrorCodes: Readonly<
   upstream_unavailable: { status: 502, type: "upstream_error" },
   service_unavailable: { status: 503, type: "server_error" },
   deadline_exceeded: { status: 504, type: "server_error" },
+  // A known Extended feature this deployment does not offer (e.g. a vault provider).
+  not_implemented: { status: 501, type: "server_error" },
 };
 
 /** Whether `value` is one of the Harn error codes. */

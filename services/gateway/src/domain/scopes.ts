@@ -27,6 +27,8 @@ export const scopeNames = [
   "webhooks:write",
   "vaults:read",
   "vaults:write",
+  "memory:read",
+  "memory:write",
   "keys:admin",
   "connectors:read",
   "connectors:write",

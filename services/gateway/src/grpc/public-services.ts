@@ -12,9 +12,11 @@ import {
   BranchService,
   ConnectorService,
   EventService,
+  MemoryService,
   OutcomeService,
   SessionService,
   SignalService,
+  SkillService,
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
@@ -34,4 +36,6 @@ export const publicServices: readonly DescService[] = [
   VaultService,
   BranchService,
   ConnectorService,
+  MemoryService,
+  SkillService,
 ];

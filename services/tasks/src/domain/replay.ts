@@ -204,6 +204,16 @@ export interface PlannedCheckpoint {
 }
 
 /** What a replay may use, frozen when it is created (`replays.plan`). */
+/** One memory read of the source, as its `agent.memory_read` event recorded it. */
+export interface PlannedMemoryRead {
+  eventId: string;
+  toolCallId: string;
+  scope: string;
+  ownerId: string;
+  /** The records it returned, as the run saw them. */
+  memories: JsonValue[];
+}
+
 export interface ReplayPlan {
   sourceTaskId: string;
   sourceSessionId: string;
@@ -216,6 +226,10 @@ export interface ReplayPlan {
   messages: PlannedMessage[];
   signals: PlannedSignal[];
   checkpoint?: PlannedCheckpoint;
+  /** The memory reads the source made (its `agent.memory_read` events), in order. */
+  memoryReads?: PlannedMemoryRead[];
+  /** The request opted into refreshed memory: reads see what the memory holds now. */
+  refreshMemory?: boolean;
   /** How the source ended (or where it stands), for the `recorded` strategy. */
   source: {
     status: string;

@@ -39,10 +39,13 @@ import {
   type ExecutionRequest,
   type ExecutionResult,
   type HarnessTool,
+  MEMORY_READ,
+  MEMORY_READ_TOOL,
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
   routingFromDefinition,
+  type ToolContext,
   unwrapCheckpoint,
 } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
@@ -498,6 +501,7 @@ class ReplayRun {
           // A tool: override replaces the whole result; otherwise a
           // deterministic tool whose reads are overridden runs again.
           const replaced = this.record.overrides[`tool:${context.toolCallId}`] !== undefined;
+          if (!replaced && name === MEMORY_READ) return this.#memoryRead(input, context);
           if (!replaced && real?.deterministic && this.#readsOverridden(context.toolCallId)) {
             return real.run(input, context);
           }
@@ -506,6 +510,34 @@ class ReplayRun {
         },
       };
     });
+  }
+
+  /**
+   * A memory read: what the source read (its `agent.memory_read` event for
+   * the call), never what the memory holds now — unless the request opted
+   * into refreshed memory, when the read runs against the memory as it is
+   * (and is recorded on the replay's own log). A read the log lacks stops
+   * the replay, naming it (`memory:<tool call id>`).
+   */
+  async #memoryRead(input: JsonObject, context: ToolContext): Promise<JsonValue> {
+    if (this.#plan.refreshMemory) {
+      if (!context.memory) {
+        throw this.#fail(
+          `memory:${context.toolCallId}`,
+          "the replay asked for refreshed memory, but its host keeps none",
+        );
+      }
+      return MEMORY_READ_TOOL.run(input, context);
+    }
+    this.#served.add(context.toolCallId);
+    const read = this.#plan.memoryReads?.find((r) => r.toolCallId === context.toolCallId);
+    if (!read) {
+      throw this.#fail(
+        `memory:${context.toolCallId}`,
+        `the memory read by tool call ${context.toolCallId} (scope ${String(input.scope)}) is not in the source's event log`,
+      );
+    }
+    return { memories: read.memories };
   }
 
   /** The record `key` of the source's tool message for `toolCallId`, if any. */

@@ -31,6 +31,7 @@ import {
   type OverrideVisibility,
   overrideKind,
   type PlannedCheckpoint,
+  type PlannedMemoryRead,
   type PlannedMessage,
   type PlannedSignal,
   parseOverrideKey,
@@ -205,6 +206,8 @@ export async function planReplay(
     messages,
     signals,
     ...(checkpoint ? { checkpoint: checkpoint.planned } : {}),
+    memoryReads: memoryReadsOf(events),
+    ...(request.refreshMemory ? { refreshMemory: true } : {}),
     source: sourceEnding(task),
   };
   const taskId = newId("task");
@@ -357,6 +360,23 @@ async function sourceEvents(
     }
     await delay(50);
   }
+}
+
+/** The source's memory reads, from its `agent.memory_read` events (Harn replay: memory as it was read). */
+function memoryReadsOf(events: readonly Event[]): PlannedMemoryRead[] {
+  const reads: PlannedMemoryRead[] = [];
+  for (const event of events) {
+    if (event.kind !== "agent.memory_read" || event.payload?.kind.case !== "data") continue;
+    const data = event.payload.kind.value;
+    reads.push({
+      eventId: event.id,
+      toolCallId: typeof data.tool_call_id === "string" ? data.tool_call_id : "",
+      scope: typeof data.scope === "string" ? data.scope : "",
+      ownerId: typeof data.owner_id === "string" ? data.owner_id : "",
+      memories: Array.isArray(data.memories) ? data.memories : [],
+    });
+  }
+  return reads;
 }
 
 /** An RFC 3339 date-time (what a `time:` override's value must be). */

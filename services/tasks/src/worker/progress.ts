@@ -193,6 +193,18 @@ export class ProgressRecorder {
     }, this.#flushMs);
   };
 
+  /**
+   * Records an item that is no execution event (the run's memory reads and
+   * writes, `memory/run-memory.ts`), in order with the rest.
+   */
+  readonly record = (item: ProgressItem): void => {
+    this.#buffer.push(item);
+    this.#timer ??= setTimeout(() => {
+      this.#timer = undefined;
+      void this.#flush();
+    }, this.#flushMs);
+  };
+
   /** Writes what is buffered and waits for every write; call before recording the outcome. */
   async close(): Promise<void> {
     clearTimeout(this.#timer);

@@ -17,7 +17,7 @@
  * executes what it was granted.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
+import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
 import type { SignalBus } from "@trellis/eventlog";
@@ -28,7 +28,7 @@ import { SYSTEM_ACTOR } from "../domain/events.js";
 import { REPLAY_REQUEST_KEY } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 import type { Claim, TaskStore } from "../store/task-store.js";
-import { ProgressRecorder } from "./progress.js";
+import { type ProgressItem, ProgressRecorder } from "./progress.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
 /** Options of {@link TurnRunner}. */
@@ -52,6 +52,14 @@ export interface TurnRunnerOptions {
   compactor?: ContextCompactor;
   /** LISTEN for cancels committed elsewhere: database and channel. */
   cancelNotifications?: { database: Database<unknown>; channel: string };
+  /**
+   * The memory of a run (`memory/run-memory.ts`), recording its reads and
+   * writes through `record`; none: runs have no memory.
+   */
+  runMemory?: (
+    run: { taskId: string; sessionId: string; workspaceId: string; agentId: string },
+    record: (item: ProgressItem) => void,
+  ) => RunMemory;
 }
 
 interface LocalRun {
@@ -307,7 +315,7 @@ export class TurnRunner {
             "trellis.session_id": claim.task.sessionId,
           },
         },
-        () => this.#execute(run, context, progress.add),
+        () => this.#execute(run, context, progress),
       );
     } catch (error) {
       // Never stuck WORKING: a backend that throws fails the turn.
@@ -359,10 +367,19 @@ export class TurnRunner {
   #execute(
     run: LocalRun,
     history: readonly Message[],
-    onEvent: NonNullable<ExecutionRequest["onEvent"]>,
+    progress: ProgressRecorder,
   ): Promise<RunOutcome> {
     const { claim } = run;
     const task = claim.task;
+    const memory = this.#o.runMemory?.(
+      {
+        taskId: task.id,
+        sessionId: task.sessionId,
+        workspaceId: task.workspaceId,
+        agentId: claim.agent.id,
+      },
+      progress.record,
+    );
     const request: ExecutionRequest = {
       taskId: task.id,
       sessionId: task.sessionId,
@@ -377,7 +394,8 @@ export class TurnRunner {
       history,
       input: task.input as Message,
       signal: run.abort.signal,
-      onEvent,
+      onEvent: progress.add,
+      ...(memory ? { memory } : {}),
       ...approvalPolicy(claim.agent),
       ...(claim.resume ? { resume: claim.resume } : {}),
       // A task with a parent may be a replay: the replay executor looks it up.

@@ -1,12 +1,13 @@
 /** Discovery: `GET /v1` and the agent card (public: no version header, no key). */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ReceiptService } from "@trellis/contracts/receipts";
-import { type Agent, AgentService, AutonomyTier } from "@trellis/contracts/tasks";
+import { type Agent, AgentService, type Skill, SkillService } from "@trellis/contracts/tasks";
 import { requestIdHeader } from "@trellis/runtime";
 import { currentProtocolVersion, supportedProtocolVersions } from "../../domain/protocol.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { ok } from "./common.js";
+import { skillJson } from "./skills.js";
 
 /** `GET /v1`: what this server speaks (Harn "Discovery"). */
 export function discoveryJson(options: { receipts: boolean }): JsonObject {
@@ -69,6 +70,21 @@ export async function cardAgents(call: RestCall): Promise<Agent[]> {
   }
 }
 
+/** The skills of the default workspace's agents and of the deployment's tools (none when unreachable). */
+async function cardSkills(call: RestCall): Promise<Skill[]> {
+  try {
+    const response = await call.deps.clients
+      .get(SkillService)
+      .listSkills(
+        { workspaceId: call.deps.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
+        { timeoutMs: 2000, headers: { "x-request-id": call.requestId } },
+      );
+    return response.skills;
+  } catch {
+    return [];
+  }
+}
+
 export async function agentCard(call: RestCall): Promise<RestResponse> {
   const base = publicBaseUrl(call);
   const [agents, receipts] = await Promise.all([cardAgents(call), receiptsAvailable(call)]);
@@ -77,23 +93,8 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
     "Trellis hosts AI agents behind sessions, tasks, an append-only event log and artifacts " +
     "(Harn Agents Protocol: the Core level — REST + SSE, API keys — plus, of the Extended " +
     "level, OAuth2 client credentials, WebSocket sessions, personas, workspaces, quotas, " +
-    "vaults, artifact registration, branches and connectors; no skills or memory resources).";
-  const skills = agents.map((agent) => ({
-    id: agent.id,
-    object: "skill",
-    created_at: started,
-    updated_at: started,
-    metadata: {},
-    name: agent.name,
-    description: agent.description,
-    input_schema: null,
-    output_schema: null,
-    source: `persona:${agent.id}`,
-    version: agent.version || null,
-    capabilities: [...agent.tools],
-    requires_approval: agent.autonomyTier === AutonomyTier.ACT_WITH_APPROVAL,
-    deprecated: false,
-  }));
+    "vaults, memory, skills, artifact registration, branches and connectors).";
+  const skills = (await cardSkills(call)).map((skill) => skillJson(skill, started));
   return ok({
     id: "trellis",
     object: "harn_agent_card",
@@ -154,6 +155,8 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
       "branches",
       "connectors",
       "idempotency",
+      "memory",
+      "skills",
       ...(receipts ? ["receipts"] : []),
     ],
     auth_schemes: ["bearer"],

@@ -24,6 +24,7 @@ import {
   revokeApiKey,
   revokeOAuthClient,
 } from "./keys.js";
+import { memoryRoutes } from "./memories.js";
 import { quotaRoutes } from "./quotas.js";
 import { receiptRoutes } from "./receipts.js";
 import { replayRoutes } from "./replay.js";
@@ -38,6 +39,7 @@ import {
   listSessions,
   truncateSession,
 } from "./sessions.js";
+import { skillRoutes } from "./skills.js";
 import { appendTaskMessage, cancelTask, getTask, listTasks, submitTask } from "./tasks.js";
 import { uiEventRoutes } from "./ui-events.js";
 import { uiHealthRoutes } from "./ui-health.js";
@@ -276,6 +278,8 @@ export const restRoutes: readonly RouteSpec[] = [
   // Signed webhook deliveries of task / session events (webhooks/).
   ...webhookRoutes,
   ...vaultRoutes,
+  ...memoryRoutes,
+  ...skillRoutes,
   ...uiHealthRoutes,
   ...uiSessionRoutes,
   // Harn Extended: branches (recorded session forks) and connectors.

@@ -7,7 +7,7 @@
  * { "mode": "exact" | "with_overrides" | "from_checkpoint",
  *   "override": { "llm:main:1": { "kind": "llm_provider_response", "value": {…} } },
  *   "checkpoint_id": "chk_…", "checkpoint_event_id": "evt_…",
- *   "reason": "…", "metadata": {…} }
+ *   "reason": "…", "metadata": {…}, "refresh_memory": false }
  * ```
  *
  * Answers 202 with the replay task (`parent_task_id` = the source). A source
@@ -75,6 +75,8 @@ export async function replayTask(call: RestCall): Promise<RestResponse> {
   const reason = body.string("reason") ?? "";
   const checkpointId = body.string("checkpoint_id") ?? "";
   const checkpointEventId = body.string("checkpoint_event_id") ?? "";
+  // Opt-in: memory reads see what the memory holds now, not what the source read.
+  const refreshMemory = body.boolean("refresh_memory") ?? false;
   if (mode === "from_checkpoint" && checkpointId === "" && checkpointEventId === "") {
     throw errors.invalid(
       "mode from_checkpoint needs checkpoint_id or checkpoint_event_id",
@@ -92,6 +94,7 @@ export async function replayTask(call: RestCall): Promise<RestResponse> {
       overrides,
       checkpointId,
       checkpointEventId,
+      refreshMemory,
       reason,
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),

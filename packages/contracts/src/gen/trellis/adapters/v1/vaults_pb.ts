@@ -12,7 +12,53 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file trellis/adapters/v1/vaults.proto.
  */
 export const file_trellis_adapters_v1_vaults: GenFile = /*@__PURE__*/
-  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSI/ChVHZXRBZ2VudFZhdWx0c1JlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJIkkKFkdldEFnZW50VmF1bHRzUmVzcG9uc2USLwoGdmF1bHRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50IqwCCgpWYXVsdEdyYW50EhAKCHZhdWx0X2lkGAEgASgJEg8KB2FsbG93ZWQYAiABKAgSDgoGcmVhc29uGAMgASgJEj0KB3NlY3JldHMYBCADKAsyLC50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0R3JhbnQuU2VjcmV0c0VudHJ5EkcKDGZpbmdlcnByaW50cxgFIAMoCzIxLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHRHcmFudC5GaW5nZXJwcmludHNFbnRyeRouCgxTZWNyZXRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARozChFGaW5nZXJwcmludHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIvcBCgVWYXVsdBIKCgJpZBgBIAEoCRIUCgx3b3Jrc3BhY2VfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSFAoMY2FwYWJpbGl0aWVzGAQgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAUgAygJEi4KCmNyZWF0ZWRfYXQYBiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi4KCnVwZGF0ZWRfYXQYByABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEikKCG1ldGFkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCKOAQoKU2VjcmV0SW5mbxIMCgRuYW1lGAEgASgJEhIKCnNpemVfYnl0ZXMYAiABKA0SLgoKY3JlYXRlZF9hdBgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiwQEKEkNyZWF0ZVZhdWx0UmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSFAoMY2FwYWJpbGl0aWVzGAMgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAQgAygJEikKCG1ldGFkYXRhGAUgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIQCgh2YXVsdF9pZBgGIAEoCRIVCg10ZW5hbnRfZ2xvYmFsGAcgASgIIkAKE0NyZWF0ZVZhdWx0UmVzcG9uc2USKQoFdmF1bHQYASABKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0IiMKD0dldFZhdWx0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCSI9ChBHZXRWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCJQChFMaXN0VmF1bHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiWQoSTGlzdFZhdWx0c1Jlc3BvbnNlEioKBnZhdWx0cxgBIAMoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIrMBChJVcGRhdGVWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSFAoMY2FwYWJpbGl0aWVzGAIgAygJEhkKEWFsbG93ZWRfYWdlbnRfaWRzGAMgAygJEikKCG1ldGFkYXRhGAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIvCgt1cGRhdGVfbWFzaxgFIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5GaWVsZE1hc2siQAoTVXBkYXRlVmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiJgoSRGVsZXRlVmF1bHRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJIhUKE0RlbGV0ZVZhdWx0UmVzcG9uc2UiQQoQUHV0U2VjcmV0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg0KBXZhbHVlGAMgASgJIkQKEVB1dFNlY3JldFJlc3BvbnNlEi8KBnNlY3JldBgBIAEoCzIfLnRyZWxsaXMuYWRhcHRlcnMudjEuU2VjcmV0SW5mbyI1ChNEZWxldGVTZWNyZXRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkiFgoURGVsZXRlU2VjcmV0UmVzcG9uc2UiJgoSTGlzdFNlY3JldHNSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJIkcKE0xpc3RTZWNyZXRzUmVzcG9uc2USMAoHc2VjcmV0cxgBIAMoCzIfLnRyZWxsaXMuYWRhcHRlcnMudjEuU2VjcmV0SW5mbzKPBgoMVmF1bHRTZXJ2aWNlEmAKC0NyZWF0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5DcmVhdGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLkNyZWF0ZVZhdWx0UmVzcG9uc2USVwoIR2V0VmF1bHQSJC50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldFZhdWx0UmVxdWVzdBolLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0VmF1bHRSZXNwb25zZRJdCgpMaXN0VmF1bHRzEiYudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0VmF1bHRzUmVxdWVzdBonLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFZhdWx0c1Jlc3BvbnNlEmAKC1VwZGF0ZVZhdWx0EicudHJlbGxpcy5hZGFwdGVycy52MS5VcGRhdGVWYXVsdFJlcXVlc3QaKC50cmVsbGlzLmFkYXB0ZXJzLnYxLlVwZGF0ZVZhdWx0UmVzcG9uc2USYAoLRGVsZXRlVmF1bHQSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkRlbGV0ZVZhdWx0UmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlVmF1bHRSZXNwb25zZRJaCglQdXRTZWNyZXQSJS50cmVsbGlzLmFkYXB0ZXJzLnYxLlB1dFNlY3JldFJlcXVlc3QaJi50cmVsbGlzLmFkYXB0ZXJzLnYxLlB1dFNlY3JldFJlc3BvbnNlEmMKDERlbGV0ZVNlY3JldBIoLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlU2VjcmV0UmVxdWVzdBopLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlU2VjcmV0UmVzcG9uc2USYAoLTGlzdFNlY3JldHMSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RTZWNyZXRzUmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFNlY3JldHNSZXNwb25zZTJ/ChJWYXVsdEFjY2Vzc1NlcnZpY2USaQoOR2V0QWdlbnRWYXVsdHMSKi50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldEFnZW50VmF1bHRzUmVxdWVzdBorLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0QWdlbnRWYXVsdHNSZXNwb25zZWIGcHJvdG8z", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("CiB0cmVsbGlzL2FkYXB0ZXJzL3YxL3ZhdWx0cy5wcm90bxITdHJlbGxpcy5hZGFwdGVycy52MSI/ChVHZXRBY2Nlc3NUb2tlblJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhAKCHZhdWx0X2lkGAIgASgJIl4KFkdldEFjY2Vzc1Rva2VuUmVzcG9uc2USFAoMYWNjZXNzX3Rva2VuGAEgASgJEi4KCmV4cGlyZXNfYXQYAiABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIj8KFUdldEFnZW50VmF1bHRzUmVxdWVzdBIUCgx3b3Jrc3BhY2VfaWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiSQoWR2V0QWdlbnRWYXVsdHNSZXNwb25zZRIvCgZ2YXVsdHMYASADKAsyHy50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0R3JhbnQirAIKClZhdWx0R3JhbnQSEAoIdmF1bHRfaWQYASABKAkSDwoHYWxsb3dlZBgCIAEoCBIOCgZyZWFzb24YAyABKAkSPQoHc2VjcmV0cxgEIAMoCzIsLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHRHcmFudC5TZWNyZXRzRW50cnkSRwoMZmluZ2VycHJpbnRzGAUgAygLMjEudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50LkZpbmdlcnByaW50c0VudHJ5Gi4KDFNlY3JldHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGjMKEUZpbmdlcnByaW50c0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEi9wEKBVZhdWx0EgoKAmlkGAEgASgJEhQKDHdvcmtzcGFjZV9pZBgCIAEoCRIQCghwcm92aWRlchgDIAEoCRIUCgxjYXBhYmlsaXRpZXMYBCADKAkSGQoRYWxsb3dlZF9hZ2VudF9pZHMYBSADKAkSLgoKY3JlYXRlZF9hdBgGIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASLgoKdXBkYXRlZF9hdBgHIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASKQoIbWV0YWRhdGEYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Io4BCgpTZWNyZXRJbmZvEgwKBG5hbWUYASABKAkSEgoKc2l6ZV9ieXRlcxgCIAEoDRIuCgpjcmVhdGVkX2F0GAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIuCgp1cGRhdGVkX2F0GAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCLBAQoSQ3JlYXRlVmF1bHRSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIUCgxjYXBhYmlsaXRpZXMYAyADKAkSGQoRYWxsb3dlZF9hZ2VudF9pZHMYBCADKAkSKQoIbWV0YWRhdGEYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHZhdWx0X2lkGAYgASgJEhUKDXRlbmFudF9nbG9iYWwYByABKAgiQAoTQ3JlYXRlVmF1bHRSZXNwb25zZRIpCgV2YXVsdBgBIAEoCzIaLnRyZWxsaXMuYWRhcHRlcnMudjEuVmF1bHQiIwoPR2V0VmF1bHRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJIj0KEEdldFZhdWx0UmVzcG9uc2USKQoFdmF1bHQYASABKAsyGi50cmVsbGlzLmFkYXB0ZXJzLnYxLlZhdWx0IlAKEUxpc3RWYXVsdHNSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJZChJMaXN0VmF1bHRzUmVzcG9uc2USKgoGdmF1bHRzGAEgAygLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiswEKElVwZGF0ZVZhdWx0UmVxdWVzdBIQCgh2YXVsdF9pZBgBIAEoCRIUCgxjYXBhYmlsaXRpZXMYAiADKAkSGQoRYWxsb3dlZF9hZ2VudF9pZHMYAyADKAkSKQoIbWV0YWRhdGEYBCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Ei8KC3VwZGF0ZV9tYXNrGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLkZpZWxkTWFzayJAChNVcGRhdGVWYXVsdFJlc3BvbnNlEikKBXZhdWx0GAEgASgLMhoudHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdCImChJEZWxldGVWYXVsdFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiFQoTRGVsZXRlVmF1bHRSZXNwb25zZSJBChBQdXRTZWNyZXRSZXF1ZXN0EhAKCHZhdWx0X2lkGAEgASgJEgwKBG5hbWUYAiABKAkSDQoFdmFsdWUYAyABKAkiRAoRUHV0U2VjcmV0UmVzcG9uc2USLwoGc2VjcmV0GAEgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5TZWNyZXRJbmZvIjUKE0RlbGV0ZVNlY3JldFJlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkSDAoEbmFtZRgCIAEoCSIWChREZWxldGVTZWNyZXRSZXNwb25zZSImChJMaXN0U2VjcmV0c1JlcXVlc3QSEAoIdmF1bHRfaWQYASABKAkiRwoTTGlzdFNlY3JldHNSZXNwb25zZRIwCgdzZWNyZXRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5TZWNyZXRJbmZvMo8GCgxWYXVsdFNlcnZpY2USYAoLQ3JlYXRlVmF1bHQSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLkNyZWF0ZVZhdWx0UmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuQ3JlYXRlVmF1bHRSZXNwb25zZRJXCghHZXRWYXVsdBIkLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0VmF1bHRSZXF1ZXN0GiUudHJlbGxpcy5hZGFwdGVycy52MS5HZXRWYXVsdFJlc3BvbnNlEl0KCkxpc3RWYXVsdHMSJi50cmVsbGlzLmFkYXB0ZXJzLnYxLkxpc3RWYXVsdHNSZXF1ZXN0GicudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0VmF1bHRzUmVzcG9uc2USYAoLVXBkYXRlVmF1bHQSJy50cmVsbGlzLmFkYXB0ZXJzLnYxLlVwZGF0ZVZhdWx0UmVxdWVzdBooLnRyZWxsaXMuYWRhcHRlcnMudjEuVXBkYXRlVmF1bHRSZXNwb25zZRJgCgtEZWxldGVWYXVsdBInLnRyZWxsaXMuYWRhcHRlcnMudjEuRGVsZXRlVmF1bHRSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5EZWxldGVWYXVsdFJlc3BvbnNlEloKCVB1dFNlY3JldBIlLnRyZWxsaXMuYWRhcHRlcnMudjEuUHV0U2VjcmV0UmVxdWVzdBomLnRyZWxsaXMuYWRhcHRlcnMudjEuUHV0U2VjcmV0UmVzcG9uc2USYwoMRGVsZXRlU2VjcmV0EigudHJlbGxpcy5hZGFwdGVycy52MS5EZWxldGVTZWNyZXRSZXF1ZXN0GikudHJlbGxpcy5hZGFwdGVycy52MS5EZWxldGVTZWNyZXRSZXNwb25zZRJgCgtMaXN0U2VjcmV0cxInLnRyZWxsaXMuYWRhcHRlcnMudjEuTGlzdFNlY3JldHNSZXF1ZXN0GigudHJlbGxpcy5hZGFwdGVycy52MS5MaXN0U2VjcmV0c1Jlc3BvbnNlMuoBChJWYXVsdEFjY2Vzc1NlcnZpY2USaQoOR2V0QWdlbnRWYXVsdHMSKi50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldEFnZW50VmF1bHRzUmVxdWVzdBorLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0QWdlbnRWYXVsdHNSZXNwb25zZRJpCg5HZXRBY2Nlc3NUb2tlbhIqLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0QWNjZXNzVG9rZW5SZXF1ZXN0GisudHJlbGxpcy5hZGFwdGVycy52MS5HZXRBY2Nlc3NUb2tlblJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_field_mask, file_google_protobuf_struct, file_google_protobuf_timestamp]);
+
+/**
+ * @generated from message trellis.adapters.v1.GetAccessTokenRequest
+ */
+export type GetAccessTokenRequest = Message<"trellis.adapters.v1.GetAccessTokenRequest"> & {
+  /**
+   * The vault must be this workspace's or tenant-global.
+   *
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+
+  /**
+   * @generated from field: string vault_id = 2;
+   */
+  vaultId: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetAccessTokenRequest.
+ * Use `create(GetAccessTokenRequestSchema)` to create a new message.
+ */
+export const GetAccessTokenRequestSchema: GenMessage<GetAccessTokenRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 0);
+
+/**
+ * @generated from message trellis.adapters.v1.GetAccessTokenResponse
+ */
+export type GetAccessTokenResponse = Message<"trellis.adapters.v1.GetAccessTokenResponse"> & {
+  /**
+   * @generated from field: string access_token = 1;
+   */
+  accessToken: string;
+
+  /**
+   * @generated from field: google.protobuf.Timestamp expires_at = 2;
+   */
+  expiresAt?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetAccessTokenResponse.
+ * Use `create(GetAccessTokenResponseSchema)` to create a new message.
+ */
+export const GetAccessTokenResponseSchema: GenMessage<GetAccessTokenResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_vaults, 1);
 
 /**
  * @generated from message trellis.adapters.v1.GetAgentVaultsRequest
@@ -34,7 +80,7 @@ export type GetAgentVaultsRequest = Message<"trellis.adapters.v1.GetAgentVaultsR
  * Use `create(GetAgentVaultsRequestSchema)` to create a new message.
  */
 export const GetAgentVaultsRequestSchema: GenMessage<GetAgentVaultsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 0);
+  messageDesc(file_trellis_adapters_v1_vaults, 2);
 
 /**
  * @generated from message trellis.adapters.v1.GetAgentVaultsResponse
@@ -53,7 +99,7 @@ export type GetAgentVaultsResponse = Message<"trellis.adapters.v1.GetAgentVaults
  * Use `create(GetAgentVaultsResponseSchema)` to create a new message.
  */
 export const GetAgentVaultsResponseSchema: GenMessage<GetAgentVaultsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 1);
+  messageDesc(file_trellis_adapters_v1_vaults, 3);
 
 /**
  * VaultGrant is one vault a turn's tools may name: allowed with its secrets,
@@ -106,7 +152,7 @@ export type VaultGrant = Message<"trellis.adapters.v1.VaultGrant"> & {
  * Use `create(VaultGrantSchema)` to create a new message.
  */
 export const VaultGrantSchema: GenMessage<VaultGrant> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 2);
+  messageDesc(file_trellis_adapters_v1_vaults, 4);
 
 /**
  * Vault is a vault's metadata; it never carries secret values.
@@ -127,7 +173,10 @@ export type Vault = Message<"trellis.adapters.v1.Vault"> & {
   workspaceId: string;
 
   /**
-   * Vault backend: "trellis" (secrets sealed in the adapters service's database).
+   * Vault backend: "trellis" (secrets sealed in the adapters service's
+   * database) or "oauth" (a refresh grant kept sealed the same way — secrets
+   * token_endpoint, client_id, client_secret, refresh_token, scope — that
+   * lends access tokens; capability "oauth_refresh").
    *
    * @generated from field: string provider = 3;
    */
@@ -168,7 +217,7 @@ export type Vault = Message<"trellis.adapters.v1.Vault"> & {
  * Use `create(VaultSchema)` to create a new message.
  */
 export const VaultSchema: GenMessage<Vault> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 3);
+  messageDesc(file_trellis_adapters_v1_vaults, 5);
 
 /**
  * SecretInfo describes a stored secret without its value.
@@ -204,7 +253,7 @@ export type SecretInfo = Message<"trellis.adapters.v1.SecretInfo"> & {
  * Use `create(SecretInfoSchema)` to create a new message.
  */
 export const SecretInfoSchema: GenMessage<SecretInfo> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 4);
+  messageDesc(file_trellis_adapters_v1_vaults, 6);
 
 /**
  * @generated from message trellis.adapters.v1.CreateVaultRequest
@@ -218,7 +267,8 @@ export type CreateVaultRequest = Message<"trellis.adapters.v1.CreateVaultRequest
   workspaceId: string;
 
   /**
-   * Default "trellis" (the only provider).
+   * Default "trellis"; or "oauth". Another name is Unimplemented
+   * (not_implemented), naming the supported ones.
    *
    * @generated from field: string provider = 2;
    */
@@ -261,7 +311,7 @@ export type CreateVaultRequest = Message<"trellis.adapters.v1.CreateVaultRequest
  * Use `create(CreateVaultRequestSchema)` to create a new message.
  */
 export const CreateVaultRequestSchema: GenMessage<CreateVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 5);
+  messageDesc(file_trellis_adapters_v1_vaults, 7);
 
 /**
  * @generated from message trellis.adapters.v1.CreateVaultResponse
@@ -278,7 +328,7 @@ export type CreateVaultResponse = Message<"trellis.adapters.v1.CreateVaultRespon
  * Use `create(CreateVaultResponseSchema)` to create a new message.
  */
 export const CreateVaultResponseSchema: GenMessage<CreateVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 6);
+  messageDesc(file_trellis_adapters_v1_vaults, 8);
 
 /**
  * @generated from message trellis.adapters.v1.GetVaultRequest
@@ -295,7 +345,7 @@ export type GetVaultRequest = Message<"trellis.adapters.v1.GetVaultRequest"> & {
  * Use `create(GetVaultRequestSchema)` to create a new message.
  */
 export const GetVaultRequestSchema: GenMessage<GetVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 7);
+  messageDesc(file_trellis_adapters_v1_vaults, 9);
 
 /**
  * @generated from message trellis.adapters.v1.GetVaultResponse
@@ -312,7 +362,7 @@ export type GetVaultResponse = Message<"trellis.adapters.v1.GetVaultResponse"> &
  * Use `create(GetVaultResponseSchema)` to create a new message.
  */
 export const GetVaultResponseSchema: GenMessage<GetVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 8);
+  messageDesc(file_trellis_adapters_v1_vaults, 10);
 
 /**
  * @generated from message trellis.adapters.v1.ListVaultsRequest
@@ -341,7 +391,7 @@ export type ListVaultsRequest = Message<"trellis.adapters.v1.ListVaultsRequest">
  * Use `create(ListVaultsRequestSchema)` to create a new message.
  */
 export const ListVaultsRequestSchema: GenMessage<ListVaultsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 9);
+  messageDesc(file_trellis_adapters_v1_vaults, 11);
 
 /**
  * @generated from message trellis.adapters.v1.ListVaultsResponse
@@ -363,7 +413,7 @@ export type ListVaultsResponse = Message<"trellis.adapters.v1.ListVaultsResponse
  * Use `create(ListVaultsResponseSchema)` to create a new message.
  */
 export const ListVaultsResponseSchema: GenMessage<ListVaultsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 10);
+  messageDesc(file_trellis_adapters_v1_vaults, 12);
 
 /**
  * @generated from message trellis.adapters.v1.UpdateVaultRequest
@@ -405,7 +455,7 @@ export type UpdateVaultRequest = Message<"trellis.adapters.v1.UpdateVaultRequest
  * Use `create(UpdateVaultRequestSchema)` to create a new message.
  */
 export const UpdateVaultRequestSchema: GenMessage<UpdateVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 11);
+  messageDesc(file_trellis_adapters_v1_vaults, 13);
 
 /**
  * @generated from message trellis.adapters.v1.UpdateVaultResponse
@@ -422,7 +472,7 @@ export type UpdateVaultResponse = Message<"trellis.adapters.v1.UpdateVaultRespon
  * Use `create(UpdateVaultResponseSchema)` to create a new message.
  */
 export const UpdateVaultResponseSchema: GenMessage<UpdateVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 12);
+  messageDesc(file_trellis_adapters_v1_vaults, 14);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteVaultRequest
@@ -439,7 +489,7 @@ export type DeleteVaultRequest = Message<"trellis.adapters.v1.DeleteVaultRequest
  * Use `create(DeleteVaultRequestSchema)` to create a new message.
  */
 export const DeleteVaultRequestSchema: GenMessage<DeleteVaultRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 13);
+  messageDesc(file_trellis_adapters_v1_vaults, 15);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteVaultResponse
@@ -452,7 +502,7 @@ export type DeleteVaultResponse = Message<"trellis.adapters.v1.DeleteVaultRespon
  * Use `create(DeleteVaultResponseSchema)` to create a new message.
  */
 export const DeleteVaultResponseSchema: GenMessage<DeleteVaultResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 14);
+  messageDesc(file_trellis_adapters_v1_vaults, 16);
 
 /**
  * @generated from message trellis.adapters.v1.PutSecretRequest
@@ -483,7 +533,7 @@ export type PutSecretRequest = Message<"trellis.adapters.v1.PutSecretRequest"> &
  * Use `create(PutSecretRequestSchema)` to create a new message.
  */
 export const PutSecretRequestSchema: GenMessage<PutSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 15);
+  messageDesc(file_trellis_adapters_v1_vaults, 17);
 
 /**
  * @generated from message trellis.adapters.v1.PutSecretResponse
@@ -500,7 +550,7 @@ export type PutSecretResponse = Message<"trellis.adapters.v1.PutSecretResponse">
  * Use `create(PutSecretResponseSchema)` to create a new message.
  */
 export const PutSecretResponseSchema: GenMessage<PutSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 16);
+  messageDesc(file_trellis_adapters_v1_vaults, 18);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretRequest
@@ -522,7 +572,7 @@ export type DeleteSecretRequest = Message<"trellis.adapters.v1.DeleteSecretReque
  * Use `create(DeleteSecretRequestSchema)` to create a new message.
  */
 export const DeleteSecretRequestSchema: GenMessage<DeleteSecretRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 17);
+  messageDesc(file_trellis_adapters_v1_vaults, 19);
 
 /**
  * @generated from message trellis.adapters.v1.DeleteSecretResponse
@@ -535,7 +585,7 @@ export type DeleteSecretResponse = Message<"trellis.adapters.v1.DeleteSecretResp
  * Use `create(DeleteSecretResponseSchema)` to create a new message.
  */
 export const DeleteSecretResponseSchema: GenMessage<DeleteSecretResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 18);
+  messageDesc(file_trellis_adapters_v1_vaults, 20);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsRequest
@@ -552,7 +602,7 @@ export type ListSecretsRequest = Message<"trellis.adapters.v1.ListSecretsRequest
  * Use `create(ListSecretsRequestSchema)` to create a new message.
  */
 export const ListSecretsRequestSchema: GenMessage<ListSecretsRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 19);
+  messageDesc(file_trellis_adapters_v1_vaults, 21);
 
 /**
  * @generated from message trellis.adapters.v1.ListSecretsResponse
@@ -569,7 +619,7 @@ export type ListSecretsResponse = Message<"trellis.adapters.v1.ListSecretsRespon
  * Use `create(ListSecretsResponseSchema)` to create a new message.
  */
 export const ListSecretsResponseSchema: GenMessage<ListSecretsResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_vaults, 20);
+  messageDesc(file_trellis_adapters_v1_vaults, 22);
 
 /**
  * VaultService: vaults of secrets (Harn v1 "Vault"). A vault belongs to one
@@ -673,6 +723,19 @@ export const VaultAccessService: GenService<{
     methodKind: "unary";
     input: typeof GetAgentVaultsRequestSchema;
     output: typeof GetAgentVaultsResponseSchema;
+  },
+  /**
+   * A fresh access token of an OAuth-credential vault (provider "oauth",
+   * capability "oauth_refresh"), for a connector or tool host of the mesh.
+   * Refreshed through the vault's token endpoint when the cached one
+   * expires; the grant itself never leaves the adapters service.
+   *
+   * @generated from rpc trellis.adapters.v1.VaultAccessService.GetAccessToken
+   */
+  getAccessToken: {
+    methodKind: "unary";
+    input: typeof GetAccessTokenRequestSchema;
+    output: typeof GetAccessTokenResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_trellis_adapters_v1_vaults, 1);
