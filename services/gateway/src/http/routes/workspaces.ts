@@ -1,7 +1,6 @@
 /** Workspaces and personas (Trellis agents). */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
-import { callerHeaders } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import {
   agentToPersona,
@@ -57,11 +56,8 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
   }
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
-  // A workspace belongs to no workspace: the tasks service creates one only on
-  // an internal call, which the gateway makes once it has checked the admin key.
-  const options = call.options();
-  const headers = new Headers(options.headers);
-  for (const name of Object.values(callerHeaders)) headers.delete(name);
+  // The tasks service creates workspaces for unconfined callers only: the
+  // admin key (checked here too, for a clear message) or an internal call.
   const response = await call.deps.clients.get(WorkspaceService).createWorkspace(
     {
       name: body.requiredString("name"),
@@ -70,7 +66,7 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),
     },
-    { ...options, headers },
+    call.options(),
   );
   return created(workspaceToHarn(required(response.workspace, "workspace", "")));
 }
