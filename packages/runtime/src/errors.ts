@@ -26,6 +26,7 @@ export type CoreReason =
   | "upstream_unavailable"
   | "service_unavailable"
   | "deadline_exceeded"
+  | "not_implemented"
   | "config_invalid";
 
 /** Options of {@link TrellisError}. */
@@ -118,6 +119,7 @@ const reasonCodes: Record<string, Code> = {
   upstream_unavailable: Code.Unavailable,
   service_unavailable: Code.Unavailable,
   deadline_exceeded: Code.DeadlineExceeded,
+  not_implemented: Code.Unimplemented,
   config_invalid: Code.FailedPrecondition,
 };
 

@@ -111,9 +111,12 @@ describe("vaults over REST", () => {
     ];
     expect(bad.map((r) => [r.status, r.json.error.code])).toEqual([
       [400, "invalid_request"],
-      [400, "invalid_request"],
+      // A provider this deployment lacks is not a malformed request: 501, naming what it has.
+      [501, "not_implemented"],
       [400, "invalid_request"],
     ]);
+    expect(bad[1]!.json.error.param).toBe("provider");
+    expect(bad[1]!.json.error.message).toContain("supported: trellis");
     const vault = await admin.post("/v1/vaults", { provider: "trellis", capabilities: ["read"] });
     const readOnly = await admin.request("PUT", `/v1/vaults/${vault.json.id}/secrets/X`, {
       body: { value: "v" },

@@ -133,10 +133,14 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
       }
       const provider = request.provider || VAULT_PROVIDER;
       if (provider !== VAULT_PROVIDER) {
-        throw errors.invalid(
-          `unsupported vault provider ${JSON.stringify(provider)}; supported: ${VAULT_PROVIDER}`,
-          "provider",
-        );
+        // A well-formed request for a backend this deployment lacks: 501, not 400.
+        throw new TrellisError({
+          reason: "not_implemented",
+          message: `vault provider ${JSON.stringify(provider)} is not available here; supported: ${VAULT_PROVIDER}`,
+          param: "provider",
+          metadata: { supported_providers: VAULT_PROVIDER },
+          domain: "adapters",
+        });
       }
       const capabilities =
         request.capabilities.length > 0

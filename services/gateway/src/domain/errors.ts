@@ -72,6 +72,8 @@ export const harnErrorCodes: Readonly<
   upstream_unavailable: { status: 502, type: "upstream_error" },
   service_unavailable: { status: 503, type: "server_error" },
   deadline_exceeded: { status: 504, type: "server_error" },
+  // Not in the spec's table: a protocol operation (or provider) this server does not offer.
+  not_implemented: { status: 501, type: "server_error" },
 };
 
 /** Whether `value` is one of the Harn error codes. */
@@ -113,6 +115,8 @@ export function codeForConnectCode(code: Code): HarnErrorCode {
       return "cursor_expired";
     case Code.Unavailable:
       return "service_unavailable";
+    case Code.Unimplemented:
+      return "not_implemented";
     default:
       return "internal_error";
   }

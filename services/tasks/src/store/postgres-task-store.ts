@@ -137,6 +137,7 @@ import type {
   SubmitResult,
   TaskFilter,
   TaskStore,
+  WorkspacePatch,
   WriteContext,
 } from "./task-store.js";
 
@@ -635,6 +636,43 @@ export class PostgresTaskStore implements TaskStore {
     if (after !== undefined) query = query.where("seq", ">", after);
     if (scope !== undefined) query = query.where("id", "=", scope);
     return paged(await query.execute(), limit, (r) => r.seq, toWorkspace);
+  }
+
+  async updateWorkspace(
+    id: string,
+    patch: WorkspacePatch,
+    context: WriteContext,
+  ): Promise<Workspace> {
+    if (context.scope !== undefined) {
+      throw permissionDenied("credentials bound to a workspace cannot change workspaces");
+    }
+    if (patch.name !== undefined && patch.name.trim() === "") {
+      throw invalidRequest("a workspace name cannot be empty", "name");
+    }
+    await this.#write(async (tx) => {
+      const row = await tx.db
+        .selectFrom("workspaces")
+        .select("metadata")
+        .where("id", "=", id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row) throw notFound("workspace", id);
+      const metadata: Record<string, JsonValue> = { ...row.metadata };
+      for (const [key, value] of Object.entries(patch.metadata ?? {})) {
+        if (value === null) delete metadata[key];
+        else metadata[key] = value;
+      }
+      await tx.db
+        .updateTable("workspaces")
+        .set({
+          ...(patch.name !== undefined ? { name: patch.name } : {}),
+          metadata: jsonText(metadata),
+          updated_at: NOW,
+        })
+        .where("id", "=", id)
+        .execute();
+    });
+    return this.getWorkspace(id);
   }
 
   /** Workspaces exist implicitly once used (credentials may name a workspace nobody created). */

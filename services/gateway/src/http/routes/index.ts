@@ -50,6 +50,7 @@ import {
   getWorkspace,
   listPersonas,
   listWorkspaces,
+  updateWorkspace,
 } from "./workspaces.js";
 
 /**
@@ -72,6 +73,12 @@ export const restRoutes: readonly RouteSpec[] = [
     path: "/v1/workspaces/{workspace_id}",
     scope: "workspaces:read",
     handle: getWorkspace,
+  },
+  {
+    method: "PATCH",
+    path: "/v1/workspaces/{workspace_id}",
+    write: true,
+    handle: updateWorkspace,
   },
 
   { method: "GET", path: "/v1/personas", scope: "agents:read", handle: listPersonas },

@@ -80,6 +80,34 @@ export async function getWorkspace(call: RestCall): Promise<RestResponse> {
   return ok(workspaceToHarn(required(workspace, "workspace", id)));
 }
 
+/** Harn fields of a workspace update that Trellis workspaces do not carry. */
+const notSettable = ["capabilities", "quota_id"] as const;
+
+/** `PATCH /v1/workspaces/{id}`: a new name, metadata merged (null removes a key). */
+export async function updateWorkspace(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "workspace_id");
+  const body = JsonReader.body(call.body);
+  const unsupported = notSettable.find((field) => body.value[field] !== undefined);
+  if (unsupported !== undefined) {
+    throw new TrellisError({
+      reason: "not_implemented",
+      message: `${unsupported} of a workspace cannot be set on this Trellis; name and metadata can`,
+      param: unsupported,
+    });
+  }
+  const name = body.string("name");
+  const metadata = body.object("metadata");
+  const { workspace } = await call.deps.clients.get(WorkspaceService).updateWorkspace(
+    {
+      workspaceId: id,
+      ...(name !== undefined ? { name } : {}),
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return ok(workspaceToHarn(required(workspace, "workspace", id)));
+}
+
 export async function listPersonas(call: RestCall): Promise<RestResponse> {
   const response = await call.deps.clients
     .get(AgentService)
