@@ -225,9 +225,11 @@ export function createRestHandler(
 
   /**
    * Log a request that failed on the server's side: a dependency that did not
-   * answer (503, retryable) is a warning, anything else an error.
+   * answer (503, retryable) is a warning, anything else but 501 an error.
    */
   function logFailure(envelope: HarnErrorResponse, fields: LogFields): void {
+    // 501: a deliberate answer (an operation or provider not offered), no fault.
+    if (envelope.status === 501) return;
     if (envelope.status === 503) {
       deps.logger.warn("rest request failed: a dependency is unavailable", fields);
     } else if (envelope.status >= 500) {
