@@ -70,6 +70,19 @@ export function coreFlows(api: () => HarnClient): void {
       expectError(await api().get("/v1/workspaces/ws_never_made"), 404, "resource_not_found");
     });
 
+    it("archives a workspace: still readable, no new sessions", async () => {
+      const id = await newWorkspace(api(), "core-archive");
+      const sessionId = await newSession(api(), id);
+      const archived = await api().post(`/v1/workspaces/${id}/archive`);
+      expect(archived.status, archived.text).toBe(200);
+      expect(archived.json.archived_at).toEqual(expect.any(String));
+      const again = await api().post(`/v1/workspaces/${id}/archive`);
+      expect(again.json.archived_at).toBe(archived.json.archived_at);
+      expect((await api().get(`/v1/sessions/${sessionId}`)).status).toBe(200);
+      expectError(await api().post("/v1/sessions", { workspace_id: id }), 409, "conflict");
+      expectError(await api().post("/v1/workspaces/default/archive"), 409, "conflict");
+    });
+
     it("runs a session and a task to completion in the new workspace", async () => {
       const workspaceId = await newWorkspace(api(), "core-run");
       const sessionId = await newSession(api(), workspaceId);

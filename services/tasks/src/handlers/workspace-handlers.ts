@@ -41,6 +41,12 @@ export function createWorkspaceHandlers({
       );
       return { workspace };
     },
+    async archiveWorkspace(request, context) {
+      if (!request.workspaceId) throw invalidRequest("workspace_id is required", "workspace_id");
+      return {
+        workspace: await store.archiveWorkspace(request.workspaceId, writeContext(context)),
+      };
+    },
     async listWorkspaces(request, context) {
       const page = await store.listWorkspaces(pageOf(request), scopeOf(context));
       return { workspaces: page.items, nextPageToken: page.nextPageToken };

@@ -675,6 +675,37 @@ export class PostgresTaskStore implements TaskStore {
     return this.getWorkspace(id);
   }
 
+  async archiveWorkspace(id: string, context: WriteContext): Promise<Workspace> {
+    if (context.scope !== undefined) {
+      throw permissionDenied("credentials bound to a workspace cannot archive workspaces");
+    }
+    if (id === DEFAULT_WORKSPACE_ID) {
+      throw conflict("the default workspace cannot be archived", { workspace_id: id });
+    }
+    // Archived already: nothing changes (and an absent one is 404 below).
+    await this.#db
+      .updateTable("workspaces")
+      .set({ archived_at: NOW, updated_at: NOW })
+      .where("id", "=", id)
+      .where("archived_at", "is", null)
+      .execute();
+    return this.getWorkspace(id);
+  }
+
+  /** An archived workspace takes no new sessions (`conflict`, naming it). */
+  async #refuseArchived(tx: Tx, workspaceId: string): Promise<void> {
+    const row = await tx.db
+      .selectFrom("workspaces")
+      .select("archived_at")
+      .where("id", "=", workspaceId)
+      .executeTakeFirst();
+    if (row?.archived_at) {
+      throw conflict(`workspace ${workspaceId} is archived and takes no new sessions`, {
+        workspace_id: workspaceId,
+      });
+    }
+  }
+
   /** Workspaces exist implicitly once used (credentials may name a workspace nobody created). */
   async #ensureWorkspace(tx: Tx, id: string): Promise<void> {
     if (this.#defaultAgentOf.has(id)) return;
@@ -859,6 +890,7 @@ export class PostgresTaskStore implements TaskStore {
     },
   ): Promise<LockedSession> {
     await this.#ensureWorkspace(tx, input.workspaceId);
+    await this.#refuseArchived(tx, input.workspaceId);
     if (input.agentId) await this.#resolveAgent(tx, input.agentId, input.workspaceId, "agent_id");
     const row = await tx.db
       .insertInto("sessions")

@@ -246,6 +246,8 @@ export interface TaskStore {
   listWorkspaces(page: PageRequest, scope?: string): Promise<Page<Workspace>>;
   /** Changes a workspace's name and metadata (unconfined callers only). */
   updateWorkspace(id: string, patch: WorkspacePatch, context: WriteContext): Promise<Workspace>;
+  /** Archives a workspace (unconfined callers only; not the default one). */
+  archiveWorkspace(id: string, context: WriteContext): Promise<Workspace>;
 
   /** Stores an agent whose definition the executor already accepted. */
   createAgent(

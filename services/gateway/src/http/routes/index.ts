@@ -44,6 +44,7 @@ import { vaultRoutes } from "./vaults.js";
 import { webhookRoutes } from "./webhooks.js";
 import { webSocketRoutes } from "./websocket.js";
 import {
+  archiveWorkspace,
   createPersona,
   createWorkspace,
   getPersona,
@@ -80,6 +81,7 @@ export const restRoutes: readonly RouteSpec[] = [
     write: true,
     handle: updateWorkspace,
   },
+  { method: "POST", path: "/v1/workspaces/{workspace_id}/archive", handle: archiveWorkspace },
 
   { method: "GET", path: "/v1/personas", scope: "agents:read", handle: listPersonas },
   {

@@ -108,6 +108,15 @@ export async function updateWorkspace(call: RestCall): Promise<RestResponse> {
   return ok(workspaceToHarn(required(workspace, "workspace", id)));
 }
 
+/** `POST /v1/workspaces/{id}/archive` (Trellis): readable still, no new sessions. */
+export async function archiveWorkspace(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "workspace_id");
+  const { workspace } = await call.deps.clients
+    .get(WorkspaceService)
+    .archiveWorkspace({ workspaceId: id }, call.options());
+  return ok(workspaceToHarn(required(workspace, "workspace", id)));
+}
+
 export async function listPersonas(call: RestCall): Promise<RestResponse> {
   const response = await call.deps.clients
     .get(AgentService)

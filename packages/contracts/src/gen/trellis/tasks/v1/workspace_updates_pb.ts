@@ -13,11 +13,12 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file trellis/tasks/v1/workspace_updates.proto.
  */
 export const file_trellis_tasks_v1_workspace_updates: GenFile = /*@__PURE__*/
-  fileDesc("Cih0cmVsbGlzL3Rhc2tzL3YxL3dvcmtzcGFjZV91cGRhdGVzLnByb3RvEhB0cmVsbGlzLnRhc2tzLnYxIo4BChZVcGRhdGVXb3Jrc3BhY2VSZXF1ZXN0EhQKDHdvcmtzcGFjZV9pZBgBIAEoCRIRCgRuYW1lGAIgASgJSACIAQESKQoIbWV0YWRhdGEYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhcKD2lkZW1wb3RlbmN5X2tleRgEIAEoCUIHCgVfbmFtZSJJChdVcGRhdGVXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZWIGcHJvdG8z", [file_google_protobuf_struct, file_trellis_tasks_v1_resources]);
+  fileDesc("Cih0cmVsbGlzL3Rhc2tzL3YxL3dvcmtzcGFjZV91cGRhdGVzLnByb3RvEhB0cmVsbGlzLnRhc2tzLnYxInUKFlVwZGF0ZVdvcmtzcGFjZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJEhEKBG5hbWUYAiABKAlIAIgBARIpCghtZXRhZGF0YRgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RCBwoFX25hbWUiSQoXVXBkYXRlV29ya3NwYWNlUmVzcG9uc2USLgoJd29ya3NwYWNlGAEgASgLMhsudHJlbGxpcy50YXNrcy52MS5Xb3Jrc3BhY2UiLwoXQXJjaGl2ZVdvcmtzcGFjZVJlcXVlc3QSFAoMd29ya3NwYWNlX2lkGAEgASgJIkoKGEFyY2hpdmVXb3Jrc3BhY2VSZXNwb25zZRIuCgl3b3Jrc3BhY2UYASABKAsyGy50cmVsbGlzLnRhc2tzLnYxLldvcmtzcGFjZWIGcHJvdG8z", [file_google_protobuf_struct, file_trellis_tasks_v1_resources]);
 
 /**
  * UpdateWorkspaceRequest changes a workspace's mutable fields (Harn
- * `PATCH /v1/workspaces/{id}`); fields left unset stay as they are.
+ * `PATCH /v1/workspaces/{id}`); fields left unset stay as they are. Applying
+ * the same change twice leaves the same workspace, so it takes no idempotency key.
  *
  * @generated from message trellis.tasks.v1.UpdateWorkspaceRequest
  */
@@ -40,11 +41,6 @@ export type UpdateWorkspaceRequest = Message<"trellis.tasks.v1.UpdateWorkspaceRe
    * @generated from field: google.protobuf.Struct metadata = 3;
    */
   metadata?: JsonObject | undefined;
-
-  /**
-   * @generated from field: string idempotency_key = 4;
-   */
-  idempotencyKey: string;
 };
 
 /**
@@ -70,4 +66,42 @@ export type UpdateWorkspaceResponse = Message<"trellis.tasks.v1.UpdateWorkspaceR
  */
 export const UpdateWorkspaceResponseSchema: GenMessage<UpdateWorkspaceResponse> = /*@__PURE__*/
   messageDesc(file_trellis_tasks_v1_workspace_updates, 1);
+
+/**
+ * ArchiveWorkspaceRequest archives a workspace: what it holds stays readable,
+ * new sessions (and tasks that would open one) are refused. Archiving an
+ * archived workspace changes nothing. The default workspace cannot be archived.
+ *
+ * @generated from message trellis.tasks.v1.ArchiveWorkspaceRequest
+ */
+export type ArchiveWorkspaceRequest = Message<"trellis.tasks.v1.ArchiveWorkspaceRequest"> & {
+  /**
+   * @generated from field: string workspace_id = 1;
+   */
+  workspaceId: string;
+};
+
+/**
+ * Describes the message trellis.tasks.v1.ArchiveWorkspaceRequest.
+ * Use `create(ArchiveWorkspaceRequestSchema)` to create a new message.
+ */
+export const ArchiveWorkspaceRequestSchema: GenMessage<ArchiveWorkspaceRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_tasks_v1_workspace_updates, 2);
+
+/**
+ * @generated from message trellis.tasks.v1.ArchiveWorkspaceResponse
+ */
+export type ArchiveWorkspaceResponse = Message<"trellis.tasks.v1.ArchiveWorkspaceResponse"> & {
+  /**
+   * @generated from field: trellis.tasks.v1.Workspace workspace = 1;
+   */
+  workspace?: Workspace | undefined;
+};
+
+/**
+ * Describes the message trellis.tasks.v1.ArchiveWorkspaceResponse.
+ * Use `create(ArchiveWorkspaceResponseSchema)` to create a new message.
+ */
+export const ArchiveWorkspaceResponseSchema: GenMessage<ArchiveWorkspaceResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_tasks_v1_workspace_updates, 3);
 
