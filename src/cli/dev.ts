@@ -14,6 +14,18 @@ export const devConfigSchema = {
   TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(DEFAULT_EVENT_WINDOW),
 };
 
+/**
+ * The services' environment under `trellis dev`. Bound to loopback, the
+ * deployment is the developer's own machine: webhooks may target it
+ * (`TRELLIS_WEBHOOKS_ALLOW_PRIVATE`, unless set), so a receiver on localhost
+ * works out of the box. On any other address the guard stays on.
+ */
+export function devEnv(source: NodeJS.ProcessEnv, host: string): NodeJS.ProcessEnv {
+  const loopback = host === "localhost" || host === "::1" || host.startsWith("127.");
+  if (!loopback || source.TRELLIS_WEBHOOKS_ALLOW_PRIVATE !== undefined) return source;
+  return { ...source, TRELLIS_WEBHOOKS_ALLOW_PRIVATE: "1" };
+}
+
 /** `trellis dev`: run embedded until Ctrl-C. */
 export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
   const config = loadConfig(devConfigSchema, source);
@@ -26,6 +38,7 @@ export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
   try {
     trellis = await startEmbedded({
       services: allServices,
+      env: devEnv(source, config.TRELLIS_HOST),
       dataDir,
       host: config.TRELLIS_HOST,
       port: config.TRELLIS_PORT,

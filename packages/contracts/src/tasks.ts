@@ -7,3 +7,4 @@ export * from "./gen/trellis/tasks/v1/memory_pb.js";
 export * from "./gen/trellis/tasks/v1/resources_pb.js";
 export * from "./gen/trellis/tasks/v1/services_pb.js";
 export * from "./gen/trellis/tasks/v1/skills_pb.js";
+export * from "./gen/trellis/tasks/v1/workspace_updates_pb.js";

@@ -61,6 +61,24 @@ export function callerOf(context: HandlerContext): Caller | undefined {
   return callerFromHeaders((name) => context.requestHeader.get(name));
 }
 
+/**
+ * Whether the caller holds the admin grant `*`: every action in every
+ * workspace. Its own workspace is only where its requests land when they
+ * name none.
+ */
+export function isAdminCaller(caller: Caller | undefined): boolean {
+  return caller?.scopes.includes("*") ?? false;
+}
+
+/**
+ * The workspace a caller is confined to, or undefined when it may act in
+ * every workspace (an internal call, or an admin credential). Services scope
+ * reads and writes with it; resources outside it are absent to the caller.
+ */
+export function confinedWorkspaceOf(caller: Caller | undefined): string | undefined {
+  return caller === undefined || isAdminCaller(caller) ? undefined : caller.workspaceId;
+}
+
 /** Write a caller into outgoing headers (gateway → internal service). */
 export function setCallerHeaders(headers: Headers, caller: Caller): void {
   headers.set(callerHeaders.actor, caller.actorId);

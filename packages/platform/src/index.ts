@@ -12,7 +12,9 @@ export {
   callerHeaders,
   callerKey,
   callerOf,
+  confinedWorkspaceOf,
   type HeaderGetter,
+  isAdminCaller,
   setCallerHeaders,
 } from "./caller.js";
 export {

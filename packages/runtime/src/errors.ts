@@ -119,8 +119,8 @@ const reasonCodes: Record<string, Code> = {
   upstream_unavailable: Code.Unavailable,
   service_unavailable: Code.Unavailable,
   deadline_exceeded: Code.DeadlineExceeded,
-  config_invalid: Code.FailedPrecondition,
   not_implemented: Code.Unimplemented,
+  config_invalid: Code.FailedPrecondition,
 };
 
 /**

@@ -145,6 +145,19 @@ describe("authorization matrix (every REST route)", () => {
       req: async () => ({ path: "/v1/workspaces/default" }),
       right: 200,
     },
+    "PATCH /v1/workspaces/{workspace_id}": {
+      req: async () => ({ path: "/v1/workspaces/default", body: { metadata: { matrix: true } } }),
+      right: 200,
+      wrongWorkspace: 403,
+    },
+    "POST /v1/workspaces/{workspace_id}/archive": {
+      req: async () => {
+        const made = await admin.post("/v1/workspaces", { name: "to archive", root: "" });
+        return { path: `/v1/workspaces/${made.json.id}/archive` };
+      },
+      right: 200,
+      wrongWorkspace: 403,
+    },
 
     "GET /v1/personas": {
       req: async () => ({ path: "/v1/personas?workspace_id=default" }),

@@ -35,7 +35,8 @@ describeReplay("distributed", async ({ executor, replayTools }) => {
           baseUrl: url,
           interceptors: [
             (next) => (req) => {
-              setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
+              // Bound to its workspace: an admin credential (`*`) would see every one.
+              setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
               return next(req);
             },
             sign,

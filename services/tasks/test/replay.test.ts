@@ -20,7 +20,8 @@ describeReplay("embedded", async ({ executor, replayTools }) => {
           baseUrl: url,
           interceptors: [
             (next) => (req) => {
-              setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
+              // Bound to its workspace: an admin credential (`*`) would see every one.
+              setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
               return next(req);
             },
           ],

@@ -32,6 +32,8 @@ export const restRules: Readonly<Record<string, Rule>> = {
   "GET /v1/workspaces": "workspaces:read",
   "POST /v1/workspaces": "admin",
   "GET /v1/workspaces/{workspace_id}": "workspaces:read",
+  "PATCH /v1/workspaces/{workspace_id}": "admin",
+  "POST /v1/workspaces/{workspace_id}/archive": "admin",
 
   "GET /v1/personas": "agents:read",
   "POST /v1/personas": "agents:write",
@@ -157,6 +159,8 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   "trellis.tasks.v1.WorkspaceService/CreateWorkspace": "admin",
   "trellis.tasks.v1.WorkspaceService/GetWorkspace": "workspaces:read",
   "trellis.tasks.v1.WorkspaceService/ListWorkspaces": "workspaces:read",
+  "trellis.tasks.v1.WorkspaceService/UpdateWorkspace": "admin",
+  "trellis.tasks.v1.WorkspaceService/ArchiveWorkspace": "admin",
 
   "trellis.tasks.v1.AgentService/CreateAgent": "agents:write",
   "trellis.tasks.v1.AgentService/GetAgent": "agents:read",

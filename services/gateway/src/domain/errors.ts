@@ -115,6 +115,8 @@ export function codeForConnectCode(code: Code): HarnErrorCode {
       return "cursor_expired";
     case Code.Unavailable:
       return "service_unavailable";
+    case Code.Unimplemented:
+      return "not_implemented";
     default:
       return "internal_error";
   }

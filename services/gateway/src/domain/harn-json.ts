@@ -482,6 +482,8 @@ export function workspaceToHarn(workspace: Workspace): JsonObject {
     capabilities: [],
     connectors: [],
     quota_id: null,
+    // Trellis: set once archived (no new sessions).
+    archived_at: timestampJson(workspace.archivedAt),
   };
 }
 

@@ -73,7 +73,7 @@ export interface RestCall {
 
 /** A REST route. */
 export interface RouteSpec {
-  method: "GET" | "POST" | "PUT" | "DELETE";
+  method: "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
   /** Path pattern, e.g. `/v1/sessions/{session_id}`. */
   path: string;
   /**
@@ -84,6 +84,11 @@ export interface RouteSpec {
   public?: boolean;
   /** Documentation only, like {@link public}: must equal the scope-table entry. */
   scope?: Scope;
+  /**
+   * A protocol operation this gateway does not serve (`harn-surface.ts`):
+   * any valid credential reaches it, and it answers 501 `not_implemented`.
+   */
+  notServed?: boolean;
   /** A non-idempotent write: takes `Idempotency-Key`. */
   write?: boolean;
   /** Writes its own (streaming) response and resolves to undefined. */

@@ -3,6 +3,8 @@
  *
  * Order of checks for a request under `/v1`:
  *   1. route: unknown path → 404, known path with another method → 405;
+ *      a protocol operation no route serves reaches a route answering 501
+ *      `not_implemented` once authenticated (`harn-surface.ts`);
  *   2. protocol version (every route but discovery) → 426 when missing or
  *      unsupported. It comes before authentication: the version decides how
  *      everything else in the request is read, the supported versions are
@@ -47,6 +49,7 @@ import {
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
 import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
+import { notServedRoutes } from "./harn-surface.js";
 import { errorResponse, type RestResponse, readJsonBody, send } from "./io.js";
 import { forwardHttp, stampCaller } from "./proxy.js";
 import { Router } from "./router.js";
@@ -103,7 +106,8 @@ export function createRestHandler(
   deps: GatewayDeps,
   routes: readonly RouteSpec[] = restRoutes,
 ): HttpHandler {
-  const router = new Router(routes);
+  // Protocol operations no route serves answer 501, not 404 (harn-surface.ts).
+  const router = new Router([...routes, ...notServedRoutes(routes)]);
 
   const cors = loadCorsPolicy(deps.env);
   const jsonLimits = {
@@ -221,9 +225,11 @@ export function createRestHandler(
 
   /**
    * Log a request that failed on the server's side: a dependency that did not
-   * answer (503, retryable) is a warning, anything else an error.
+   * answer (503, retryable) is a warning, anything else but 501 an error.
    */
   function logFailure(envelope: HarnErrorResponse, fields: LogFields): void {
+    // 501: a deliberate answer (an operation or provider not offered), no fault.
+    if (envelope.status === 501) return;
     if (envelope.status === 503) {
       deps.logger.warn("rest request failed: a dependency is unavailable", fields);
     } else if (envelope.status >= 500) {
@@ -278,7 +284,9 @@ export function createRestHandler(
         return errorResponse(authRefusal(auth.failure, requestId));
       }
       caller = auth.caller;
-      const decision = authorize(caller.scopes, rule);
+      const decision = route.notServed
+        ? { allowed: true as const }
+        : authorize(caller.scopes, rule);
       if (!decision.allowed) {
         if (rule === undefined) {
           deps.logger.error("REST route without an authorization rule", { route: route.path });
@@ -329,7 +337,7 @@ export function createRestHandler(
     }
 
     let body: JsonValue | undefined;
-    if (req.method === "POST" || req.method === "PUT") {
+    if (req.method === "POST" || req.method === "PUT" || req.method === "PATCH") {
       body = await readJsonBody(req, jsonLimits);
     }
 

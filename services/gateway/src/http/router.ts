@@ -27,7 +27,7 @@ export type RouteMatch<R> =
   | { kind: "not_found" };
 
 /** Routes by method and path pattern. */
-export class Router<R extends { method: string; path: string }> {
+export class Router<R extends { method: string; path: string; notServed?: boolean }> {
   private readonly routes: { route: R; pattern: Pattern }[];
 
   constructor(routes: readonly R[]) {
@@ -43,7 +43,8 @@ export class Router<R extends { method: string; path: string }> {
       if (route.method === method || (method === "HEAD" && route.method === "GET")) {
         return { kind: "found", route, params };
       }
-      allow.add(route.method);
+      // A method answered only with 501 is not offered (Allow, CORS preflight).
+      if (!route.notServed) allow.add(route.method);
     }
     if (allow.size > 0) return { kind: "method_not_allowed", allow: [...allow].sort() };
     return { kind: "not_found" };

@@ -17,7 +17,7 @@ import {
   type ReceiptService,
   VerificationProblemSchema,
 } from "@trellis/contracts/receipts";
-import { callerOf } from "@trellis/platform";
+import { callerOf, confinedWorkspaceOf } from "@trellis/platform";
 import { errors } from "@trellis/runtime";
 import { SIGNATURE_ALGORITHM } from "../domain/receipt.js";
 import { publicKeyJwkX, publicKeyPem } from "../domain/signing.js";
@@ -60,8 +60,8 @@ function schemaOf(document: string): string {
 
 /** Whether the caller may see a workspace's receipts. */
 export function visibleTo(context: HandlerContext | undefined, workspaceId: string): boolean {
-  const caller = context ? callerOf(context) : undefined;
-  return !caller || caller.workspaceId === workspaceId;
+  const scope = confinedWorkspaceOf(context ? callerOf(context) : undefined);
+  return scope === undefined || scope === workspaceId;
 }
 
 const DEFAULT_PAGE = 50;

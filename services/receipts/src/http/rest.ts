@@ -15,7 +15,7 @@
  * gateway sets (`x-trellis-actor`, `x-trellis-workspace`).
  */
 import type { JsonObject } from "@bufbuild/protobuf";
-import { callerHeaders } from "@trellis/platform";
+import { callerFromHeaders, confinedWorkspaceOf } from "@trellis/platform";
 import {
   type HttpHandler,
   type HttpRequest,
@@ -91,11 +91,12 @@ function header(req: HttpRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-/** The caller's workspace from the gateway's headers; undefined for an internal call. */
+/**
+ * The workspace the gateway's headers confine the caller to; undefined for an
+ * internal call or an admin credential (both see every workspace).
+ */
 function callerWorkspace(req: HttpRequest): string | undefined {
-  const actor = header(req, callerHeaders.actor);
-  const workspace = header(req, callerHeaders.workspace);
-  return actor && workspace ? workspace : undefined;
+  return confinedWorkspaceOf(callerFromHeaders((name) => header(req, name)));
 }
 
 function visible(req: HttpRequest, workspaceId: string): boolean {

@@ -4,7 +4,14 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { AgentSchema, type AgentService, CreateAgentRequestSchema } from "@trellis/contracts/tasks";
 import { isTrellisError } from "@trellis/runtime";
 import { agentDefinitionInvalid, invalidRequest } from "../domain/errors.js";
-import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+import {
+  type HandlerDeps,
+  idempotencyOf,
+  pageOf,
+  scopeOf,
+  workspaceOfRequest,
+  writeContext,
+} from "./common.js";
 
 /** Backend of agents that name none. */
 const DEFAULT_BACKEND = "scripted";
@@ -18,6 +25,7 @@ export function createAgentHandlers({
       if (!request.agent) throw invalidRequest("agent is required", "agent");
       const agent = create(AgentSchema, request.agent);
       agent.backend ||= DEFAULT_BACKEND;
+      agent.workspaceId = workspaceOfRequest(context, agent.workspaceId);
       if (!executor.backends().includes(agent.backend)) {
         throw agentDefinitionInvalid(
           `no execution backend ${JSON.stringify(agent.backend)} (available: ${executor.backends().join(", ")})`,
@@ -44,7 +52,11 @@ export function createAgentHandlers({
       return { agent: await store.getAgent(request.agentId, scopeOf(context)) };
     },
     async listAgents(request, context) {
-      const page = await store.listAgents(request.workspaceId, pageOf(request), scopeOf(context));
+      const page = await store.listAgents(
+        workspaceOfRequest(context, request.workspaceId),
+        pageOf(request),
+        scopeOf(context),
+      );
       return { agents: page.items, nextPageToken: page.nextPageToken };
     },
   };

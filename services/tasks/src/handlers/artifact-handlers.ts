@@ -6,7 +6,14 @@ import {
   RegisterArtifactRequestSchema,
 } from "@trellis/contracts/tasks";
 import { invalidRequest } from "../domain/errors.js";
-import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+import {
+  type HandlerDeps,
+  idempotencyOf,
+  pageOf,
+  scopeOf,
+  workspaceOfRequest,
+  writeContext,
+} from "./common.js";
 
 export function createArtifactHandlers({
   store,
@@ -14,10 +21,18 @@ export function createArtifactHandlers({
   return {
     async registerArtifact(request, context) {
       if (!request.artifact) throw invalidRequest("artifact is required", "artifact");
+      const idempotency = idempotencyOf(
+        RegisterArtifactRequestSchema,
+        request,
+        request.idempotencyKey,
+      );
       const artifact = await store.registerArtifact(
-        request.artifact,
+        {
+          ...request.artifact,
+          workspaceId: workspaceOfRequest(context, request.artifact.workspaceId),
+        },
         request.content,
-        idempotencyOf(RegisterArtifactRequestSchema, request, request.idempotencyKey),
+        idempotency,
         writeContext(context),
       );
       return { artifact };

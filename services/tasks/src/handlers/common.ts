@@ -7,7 +7,7 @@ import { clone, create, type DescMessage, type MessageShape, toBinary } from "@b
 import type { HandlerContext } from "@connectrpc/connect";
 import type { AgentExecutor } from "@trellis/adapters";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
-import { callerOf } from "@trellis/platform";
+import { callerOf, confinedWorkspaceOf } from "@trellis/platform";
 import type { Logger, SecretFingerprints } from "@trellis/runtime";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import type { Idempotency, PageRequest, TaskStore, WriteContext } from "../store/task-store.js";
@@ -36,17 +36,31 @@ export interface HandlerDeps {
   fingerprints: SecretFingerprints;
 }
 
-/** The caller's workspace, or undefined for an internal (trusted) call. */
+/**
+ * The workspace the caller is confined to, or undefined when it may act in
+ * every workspace: an internal (trusted) call, or an admin credential (`*`).
+ */
 export function scopeOf(context: HandlerContext): string | undefined {
-  return callerOf(context)?.workspaceId;
+  return confinedWorkspaceOf(callerOf(context));
+}
+
+/**
+ * The workspace a request acts in: the one it names, else the caller's own
+ * (an admin credential's requests land in its home workspace when they name
+ * none). Empty for an internal call that names none: the store's default.
+ */
+export function workspaceOfRequest(context: HandlerContext, requested: string): string {
+  return requested || callerOf(context)?.workspaceId || "";
 }
 
 /** The actor and scope of a write. */
 export function writeContext(context: HandlerContext): WriteContext {
   const caller = callerOf(context);
-  return caller
-    ? { actor: userActor(caller.actorId), scope: caller.workspaceId }
-    : { actor: SYSTEM_ACTOR };
+  if (!caller) return { actor: SYSTEM_ACTOR };
+  const scope = confinedWorkspaceOf(caller);
+  return scope === undefined
+    ? { actor: userActor(caller.actorId) }
+    : { actor: userActor(caller.actorId), scope };
 }
 
 /**

@@ -4,7 +4,7 @@ import type { EventService } from "@trellis/contracts/tasks";
 import type { Cursor, EventFilter } from "@trellis/eventlog";
 import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { invalidRequest, notFound } from "../domain/errors.js";
-import { type HandlerDeps, scopeOf } from "./common.js";
+import { type HandlerDeps, scopeOf, workspaceOfRequest } from "./common.js";
 
 const DEFAULT_LIMIT = 100;
 const MAX_LIMIT = 1000;
@@ -36,7 +36,10 @@ export function createEventHandlers(deps: HandlerDeps): ServiceImpl<typeof Event
     if (scope !== undefined && request.workspaceId && request.workspaceId !== scope) {
       throw notFound("workspace", request.workspaceId);
     }
-    return { workspaceId: scope ?? (request.workspaceId || DEFAULT_WORKSPACE_ID) };
+    return {
+      workspaceId:
+        scope ?? (workspaceOfRequest(context, request.workspaceId) || DEFAULT_WORKSPACE_ID),
+    };
   }
 
   const cursorOf = (afterEventId: string): { after?: Cursor } =>

@@ -10,7 +10,14 @@ import {
 import { validateChatMessage } from "@trellis/messages";
 import { invalidRequest } from "../domain/errors.js";
 import { cancelChildren, openTaskIds } from "./cancel.js";
-import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+import {
+  type HandlerDeps,
+  idempotencyOf,
+  pageOf,
+  scopeOf,
+  workspaceOfRequest,
+  writeContext,
+} from "./common.js";
 
 const ANY_ROLE = [Role.SYSTEM, Role.USER, Role.ASSISTANT, Role.TOOL, Role.AGENT];
 
@@ -37,7 +44,7 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
       const session = await store.createSession(
         {
           ...(request.sessionId ? { sessionId: request.sessionId } : {}),
-          workspaceId: request.workspaceId,
+          workspaceId: workspaceOfRequest(context, request.workspaceId),
           agentId: request.agentId,
           initialMessages,
           ...(request.metadata ? { metadata: request.metadata } : {}),
@@ -51,7 +58,11 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
       return { session: await store.getSession(request.sessionId, scopeOf(context)) };
     },
     async listSessions(request, context) {
-      const page = await store.listSessions(request.workspaceId, pageOf(request), scopeOf(context));
+      const page = await store.listSessions(
+        workspaceOfRequest(context, request.workspaceId),
+        pageOf(request),
+        scopeOf(context),
+      );
       return { sessions: page.items, nextPageToken: page.nextPageToken };
     },
     async closeSession(request, context) {

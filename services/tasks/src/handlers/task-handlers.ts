@@ -16,7 +16,14 @@ import { isSuspended, isTerminal } from "../domain/lifecycle.js";
 import { planReplay } from "../replay/replay-planner.js";
 import type { TaskChanges } from "../worker/task-watchers.js";
 import { cancelTaskTree, ensureParentOpen } from "./cancel.js";
-import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
+import {
+  type HandlerDeps,
+  idempotencyOf,
+  pageOf,
+  scopeOf,
+  workspaceOfRequest,
+  writeContext,
+} from "./common.js";
 
 /** How often a watch re-reads its task when nothing told it about a change. */
 const WATCH_POLL_MS = 2_000;
@@ -147,7 +154,7 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
           parentTaskId: request.parentTaskId,
           ...(request.metadata ? { metadata: request.metadata } : {}),
           createSession: request.createSession,
-          workspaceId: request.workspaceId,
+          workspaceId: workspaceOfRequest(context, request.workspaceId),
           ...(idempotency ? { idempotency } : {}),
         },
         writeContext(context),

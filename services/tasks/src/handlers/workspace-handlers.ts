@@ -6,6 +6,7 @@ import {
   WorkspaceSchema,
   type WorkspaceService,
 } from "@trellis/contracts/tasks";
+import { invalidRequest } from "../domain/errors.js";
 import { type HandlerDeps, idempotencyOf, pageOf, scopeOf, writeContext } from "./common.js";
 
 export function createWorkspaceHandlers({
@@ -27,6 +28,24 @@ export function createWorkspaceHandlers({
     },
     async getWorkspace(request, context) {
       return { workspace: await store.getWorkspace(request.workspaceId, scopeOf(context)) };
+    },
+    async updateWorkspace(request, context) {
+      if (!request.workspaceId) throw invalidRequest("workspace_id is required", "workspace_id");
+      const workspace = await store.updateWorkspace(
+        request.workspaceId,
+        {
+          ...(request.name !== undefined ? { name: request.name } : {}),
+          ...(request.metadata ? { metadata: request.metadata } : {}),
+        },
+        writeContext(context),
+      );
+      return { workspace };
+    },
+    async archiveWorkspace(request, context) {
+      if (!request.workspaceId) throw invalidRequest("workspace_id is required", "workspace_id");
+      return {
+        workspace: await store.archiveWorkspace(request.workspaceId, writeContext(context)),
+      };
     },
     async listWorkspaces(request, context) {
       const page = await store.listWorkspaces(pageOf(request), scopeOf(context));

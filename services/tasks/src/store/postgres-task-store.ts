@@ -137,6 +137,7 @@ import type {
   SubmitResult,
   TaskFilter,
   TaskStore,
+  WorkspacePatch,
   WriteContext,
 } from "./task-store.js";
 
@@ -637,6 +638,74 @@ export class PostgresTaskStore implements TaskStore {
     return paged(await query.execute(), limit, (r) => r.seq, toWorkspace);
   }
 
+  async updateWorkspace(
+    id: string,
+    patch: WorkspacePatch,
+    context: WriteContext,
+  ): Promise<Workspace> {
+    if (context.scope !== undefined) {
+      throw permissionDenied("credentials bound to a workspace cannot change workspaces");
+    }
+    if (patch.name !== undefined && patch.name.trim() === "") {
+      throw invalidRequest("a workspace name cannot be empty", "name");
+    }
+    await this.#write(async (tx) => {
+      const row = await tx.db
+        .selectFrom("workspaces")
+        .select("metadata")
+        .where("id", "=", id)
+        .forUpdate()
+        .executeTakeFirst();
+      if (!row) throw notFound("workspace", id);
+      const metadata: Record<string, JsonValue> = { ...row.metadata };
+      for (const [key, value] of Object.entries(patch.metadata ?? {})) {
+        if (value === null) delete metadata[key];
+        else metadata[key] = value;
+      }
+      await tx.db
+        .updateTable("workspaces")
+        .set({
+          ...(patch.name !== undefined ? { name: patch.name } : {}),
+          metadata: jsonText(metadata),
+          updated_at: NOW,
+        })
+        .where("id", "=", id)
+        .execute();
+    });
+    return this.getWorkspace(id);
+  }
+
+  async archiveWorkspace(id: string, context: WriteContext): Promise<Workspace> {
+    if (context.scope !== undefined) {
+      throw permissionDenied("credentials bound to a workspace cannot archive workspaces");
+    }
+    if (id === DEFAULT_WORKSPACE_ID) {
+      throw conflict("the default workspace cannot be archived", { workspace_id: id });
+    }
+    // Archived already: nothing changes (and an absent one is 404 below).
+    await this.#db
+      .updateTable("workspaces")
+      .set({ archived_at: NOW, updated_at: NOW })
+      .where("id", "=", id)
+      .where("archived_at", "is", null)
+      .execute();
+    return this.getWorkspace(id);
+  }
+
+  /** An archived workspace takes no new sessions (`conflict`, naming it). */
+  async #refuseArchived(tx: Tx, workspaceId: string): Promise<void> {
+    const row = await tx.db
+      .selectFrom("workspaces")
+      .select("archived_at")
+      .where("id", "=", workspaceId)
+      .executeTakeFirst();
+    if (row?.archived_at) {
+      throw conflict(`workspace ${workspaceId} is archived and takes no new sessions`, {
+        workspace_id: workspaceId,
+      });
+    }
+  }
+
   /** Workspaces exist implicitly once used (credentials may name a workspace nobody created). */
   async #ensureWorkspace(tx: Tx, id: string): Promise<void> {
     if (this.#defaultAgentOf.has(id)) return;
@@ -821,6 +890,7 @@ export class PostgresTaskStore implements TaskStore {
     },
   ): Promise<LockedSession> {
     await this.#ensureWorkspace(tx, input.workspaceId);
+    await this.#refuseArchived(tx, input.workspaceId);
     if (input.agentId) await this.#resolveAgent(tx, input.agentId, input.workspaceId, "agent_id");
     const row = await tx.db
       .insertInto("sessions")

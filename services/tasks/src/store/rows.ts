@@ -46,6 +46,7 @@ export function toWorkspace(row: WorkspaceRow): Workspace {
     createdAt: ts(row.created_at),
     updatedAt: ts(row.updated_at),
     metadata: row.metadata,
+    archivedAt: tsOrUndefined(row.archived_at),
   });
 }
 

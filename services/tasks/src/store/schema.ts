@@ -32,6 +32,8 @@ export interface WorkspaceTable {
   metadata: JsonbDefault;
   created_at: CreatedAt;
   updated_at: CreatedAt;
+  /** When the workspace was archived (it takes no new sessions); null while active. */
+  archived_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 export interface AgentTable {

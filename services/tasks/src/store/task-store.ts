@@ -26,10 +26,16 @@ import type {
 import type { ReplayPlan, StoredOverride } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 
-/** Who writes, and the workspace they are confined to (undefined: internal call). */
+/** Who writes, and the workspace they are confined to (undefined: internal call or admin key). */
 export interface WriteContext {
   actor: Actor;
   scope?: string;
+}
+
+/** What `updateWorkspace` changes: a new name, and metadata keys to set (null: remove). */
+export interface WorkspacePatch {
+  name?: string;
+  metadata?: Readonly<Record<string, JsonValue>>;
 }
 
 /** An idempotency key and the hash of the request it came with. */
@@ -238,6 +244,10 @@ export interface TaskStore {
   ): Promise<Workspace>;
   getWorkspace(id: string, scope?: string): Promise<Workspace>;
   listWorkspaces(page: PageRequest, scope?: string): Promise<Page<Workspace>>;
+  /** Changes a workspace's name and metadata (unconfined callers only). */
+  updateWorkspace(id: string, patch: WorkspacePatch, context: WriteContext): Promise<Workspace>;
+  /** Archives a workspace (unconfined callers only; not the default one). */
+  archiveWorkspace(id: string, context: WriteContext): Promise<Workspace>;
 
   /** Stores an agent whose definition the executor already accepted. */
   createAgent(

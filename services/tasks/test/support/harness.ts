@@ -98,7 +98,8 @@ function harnessOf(url: string, close: () => Promise<void>): TasksHarness {
     ...clientsOf(transport),
     as(caller) {
       const withCaller: Interceptor = (next) => (req) => {
-        setCallerHeaders(req.header, { ...caller, scopes: ["*"] });
+        // Bound to its workspace: an admin credential (`*`) would see every one.
+        setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
         return next(req);
       };
       return clientsOf(

@@ -48,12 +48,14 @@ import { vaultRoutes } from "./vaults.js";
 import { webhookRoutes } from "./webhooks.js";
 import { webSocketRoutes } from "./websocket.js";
 import {
+  archiveWorkspace,
   createPersona,
   createWorkspace,
   getPersona,
   getWorkspace,
   listPersonas,
   listWorkspaces,
+  updateWorkspace,
 } from "./workspaces.js";
 
 /**
@@ -77,6 +79,13 @@ export const restRoutes: readonly RouteSpec[] = [
     scope: "workspaces:read",
     handle: getWorkspace,
   },
+  {
+    method: "PATCH",
+    path: "/v1/workspaces/{workspace_id}",
+    write: true,
+    handle: updateWorkspace,
+  },
+  { method: "POST", path: "/v1/workspaces/{workspace_id}/archive", handle: archiveWorkspace },
 
   { method: "GET", path: "/v1/personas", scope: "agents:read", handle: listPersonas },
   {

@@ -1,7 +1,6 @@
 /** Workspaces and personas (Trellis agents). */
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
-import { callerHeaders } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import {
   agentToPersona,
@@ -57,11 +56,8 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
   }
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
-  // A workspace belongs to no workspace: the tasks service creates one only on
-  // an internal call, which the gateway makes once it has checked the admin key.
-  const options = call.options();
-  const headers = new Headers(options.headers);
-  for (const name of Object.values(callerHeaders)) headers.delete(name);
+  // The tasks service creates workspaces for unconfined callers only: the
+  // admin key (checked here too, for a clear message) or an internal call.
   const response = await call.deps.clients.get(WorkspaceService).createWorkspace(
     {
       name: body.requiredString("name"),
@@ -70,7 +66,7 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),
     },
-    { ...options, headers },
+    call.options(),
   );
   return created(workspaceToHarn(required(response.workspace, "workspace", "")));
 }
@@ -81,6 +77,43 @@ export async function getWorkspace(call: RestCall): Promise<RestResponse> {
   const { workspace } = await call.deps.clients
     .get(WorkspaceService)
     .getWorkspace({ workspaceId: id }, call.options());
+  return ok(workspaceToHarn(required(workspace, "workspace", id)));
+}
+
+/** Harn fields of a workspace update that Trellis workspaces do not carry. */
+const notSettable = ["capabilities", "quota_id"] as const;
+
+/** `PATCH /v1/workspaces/{id}`: a new name, metadata merged (null removes a key). */
+export async function updateWorkspace(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "workspace_id");
+  const body = JsonReader.body(call.body);
+  const unsupported = notSettable.find((field) => body.value[field] !== undefined);
+  if (unsupported !== undefined) {
+    throw new TrellisError({
+      reason: "not_implemented",
+      message: `${unsupported} of a workspace cannot be set on this Trellis; name and metadata can`,
+      param: unsupported,
+    });
+  }
+  const name = body.string("name");
+  const metadata = body.object("metadata");
+  const { workspace } = await call.deps.clients.get(WorkspaceService).updateWorkspace(
+    {
+      workspaceId: id,
+      ...(name !== undefined ? { name } : {}),
+      ...(metadata ? { metadata } : {}),
+    },
+    call.options(),
+  );
+  return ok(workspaceToHarn(required(workspace, "workspace", id)));
+}
+
+/** `POST /v1/workspaces/{id}/archive` (Trellis): readable still, no new sessions. */
+export async function archiveWorkspace(call: RestCall): Promise<RestResponse> {
+  const id = param(call, "workspace_id");
+  const { workspace } = await call.deps.clients
+    .get(WorkspaceService)
+    .archiveWorkspace({ workspaceId: id }, call.options());
   return ok(workspaceToHarn(required(workspace, "workspace", id)));
 }
 

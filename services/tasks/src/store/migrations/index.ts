@@ -4,6 +4,7 @@ import { createTasks } from "./2026_11_22_create_tasks.js";
 import { replayAndFork } from "./2026_12_01_replay_and_fork.js";
 import { taskChildren } from "./2026_12_10_task_children.js";
 import { contextSummaries } from "./2026_12_20_context_summaries.js";
+import { workspaceArchive } from "./2026_12_21_workspace_archive.js";
 import { branchesAndConnectors } from "./2026_12_28_branches_and_connectors.js";
 import { memories } from "./2026_12_28_memories.js";
 
@@ -12,6 +13,7 @@ export const tasksMigrations: Record<string, Migration> = {
   "2026_12_01_replay_and_fork": replayAndFork,
   "2026_12_10_task_children": taskChildren,
   "2026_12_20_context_summaries": contextSummaries,
+  "2026_12_21_workspace_archive": workspaceArchive,
   "2026_12_28_branches_and_connectors": branchesAndConnectors,
   "2026_12_28_memories": memories,
 };
