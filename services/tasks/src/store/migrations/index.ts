@@ -4,10 +4,12 @@ import { createTasks } from "./2026_11_22_create_tasks.js";
 import { replayAndFork } from "./2026_12_01_replay_and_fork.js";
 import { taskChildren } from "./2026_12_10_task_children.js";
 import { contextSummaries } from "./2026_12_20_context_summaries.js";
+import { agentState } from "./2026_12_30_agent_state.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
   "2026_12_01_replay_and_fork": replayAndFork,
   "2026_12_10_task_children": taskChildren,
   "2026_12_20_context_summaries": contextSummaries,
+  "2026_12_30_agent_state": agentState,
 };

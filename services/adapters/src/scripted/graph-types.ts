@@ -1,0 +1,15 @@
+/** The shared vocabulary of scripted graph documents (`graph.ts`, `state.ts`). */
+
+/** A JSON value. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** A problem found in a graph document. */
+export class GraphDefinitionError extends Error {
+  constructor(
+    message: string,
+    readonly path: string,
+  ) {
+    super(`${path}: ${message}`);
+    this.name = "GraphDefinitionError";
+  }
+}
