@@ -10,6 +10,7 @@
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { toJsonString } from "@bufbuild/protobuf";
+import { Code } from "@connectrpc/connect";
 import {
   type ChatTurnOutcome,
   ChatTurnOutcomeSchema,
@@ -219,29 +220,40 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
       listener.close();
     });
 
-    it("signal ids: the task-unique id still works alone; a shared label goes to the last suspension", async () => {
-      const agentId = await scriptedAgent(h, "h-ids", gateGraph("approve"));
+    it("signal ids: by session and label, by label alone when unambiguous, by the task-unique id", async () => {
+      const agentId = await scriptedAgent(h, "h-ids", gateGraph("approve-ids"));
       const sessionId = newSession();
       const older = variant(await send(sessionId, agentId), "suspended");
       const newer = variant(await send(sessionId, agentId), "suspended");
       expect(newer.invocationId).not.toBe(older.invocationId);
+      // Two turns wait on the label: without the session it is ambiguous.
+      await expect(
+        h.signals.deliver({ signalId: "approve-ids", payload: payload({ approved: true }) }),
+      ).rejects.toMatchObject({ code: Code.InvalidArgument });
       // By label within the session: the turn that suspended last.
       const first = await h.signals.deliver({
         sessionId,
-        signalId: "approve",
+        signalId: "approve-ids",
         payload: payload({ approved: true }),
       });
       expect(first.taskId).toBe(newer.invocationId);
-      // By the task-unique id alone (existing clients): exactly that turn.
+      // Now one turn waits on it: the label alone reaches it.
       const second = await h.signals.deliver({
-        signalId: older.signalDescriptor?.globalSignalId ?? "",
+        signalId: "approve-ids",
         payload: payload({ approved: true }),
       });
       expect(second.taskId).toBe(older.invocationId);
-      // A label without its session is no signal id.
+      // The task-unique id alone (existing clients) reaches exactly its turn.
+      const third = variant(await send(sessionId, agentId), "suspended");
+      const byGlobal = await h.signals.deliver({
+        signalId: third.signalDescriptor?.globalSignalId ?? "",
+        payload: payload({ approved: true }),
+      });
+      expect(byGlobal.taskId).toBe(third.invocationId);
+      // Nothing waits any more.
       await expect(
-        h.signals.deliver({ signalId: "approve", payload: payload({}) }),
-      ).rejects.toMatchObject({ rawMessage: expect.stringContaining("approve") });
+        h.signals.deliver({ sessionId, signalId: "approve-ids", payload: payload({}) }),
+      ).rejects.toMatchObject({ code: Code.NotFound });
     });
   });
 }

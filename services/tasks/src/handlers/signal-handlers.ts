@@ -21,7 +21,9 @@ export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof Sign
           signalId: request.signalId,
           deliveryId: request.deliveryId,
           payload,
-          ...(request.sessionId ? { sessionId: request.sessionId } : {}),
+          // Without one, a client passing a suspension's author id back as it
+          // is still reaches the turn, when it is the only one waiting on it.
+          ...(request.sessionId ? { sessionId: request.sessionId } : { labelAlone: true }),
         },
         writeContext(context),
         owner,

@@ -123,6 +123,7 @@ import type {
   CancelResult,
   Claim,
   DeliverResult,
+  DeliverySignal,
   FinishResult,
   Idempotency,
   NewReplay,
@@ -1755,7 +1756,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async deliverSignal(
-    signal: { signalId: string; deliveryId: string; payload: JsonValue; sessionId?: string },
+    signal: DeliverySignal,
     context: WriteContext,
     owner: string,
   ): Promise<DeliverResult> {
@@ -1771,7 +1772,11 @@ export class PostgresTaskStore implements TaskStore {
         .executeTakeFirst();
       if (seen) return this.#duplicateDelivery(seen.task_id, context.scope);
     }
-    const waiting = await this.#waitingFor(signal.signalId, sessionId);
+    const waiting =
+      (await this.#waitingFor(signal.signalId, sessionId)) ??
+      (sessionId === "" && signal.labelAlone
+        ? await this.#waitingOnLabel(signal.signalId, context.scope)
+        : undefined);
     if (!waiting || (context.scope !== undefined && waiting.workspace_id !== context.scope)) {
       throw notFound("signal", signal.signalId);
     }
@@ -1858,6 +1863,32 @@ export class PostgresTaskStore implements TaskStore {
         ]),
       );
     return query.orderBy("updated_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
+  }
+
+  /**
+   * The one waiting task (in `scope`) whose author's label is `label`, for a
+   * delivery that names no session; several → `invalid_request` asking for
+   * the session. Bounded: only waiting tasks carry a signal id.
+   */
+  async #waitingOnLabel(
+    label: string,
+    scope: string | undefined,
+  ): Promise<Pick<TaskRow, "id" | "session_id" | "workspace_id" | "signal_id"> | undefined> {
+    let query = this.#db
+      .selectFrom("tasks")
+      .select(["id", "session_id", "workspace_id", "signal_id"])
+      .where("run_state", "=", "waiting")
+      .where("signal_id", "=", sql<string>`${sql.ref("id")} || ':' || ${label}`)
+      .limit(2);
+    if (scope !== undefined) query = query.where("workspace_id", "=", scope);
+    const rows = await query.execute();
+    if (rows.length > 1) {
+      throw invalidRequest(
+        `several sessions have a turn waiting for signal ${JSON.stringify(label)}; name the session (session_id) or use the turn's global signal id`,
+        "session_id",
+      );
+    }
+    return rows[0];
   }
 
   async #duplicateDelivery(taskId: string, scope: string | undefined): Promise<DeliverResult> {

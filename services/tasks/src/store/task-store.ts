@@ -92,6 +92,22 @@ export interface FinishResult {
 }
 
 /** What delivering a signal did. */
+/** A signal to deliver (see {@link TaskStore.deliverSignal}). */
+export interface DeliverySignal {
+  signalId: string;
+  /** Dedupe id; empty: the task-unique signal id it resolves to. */
+  deliveryId: string;
+  payload: JsonValue;
+  /** The session whose waiting turn it is for; `signalId` may then be the author's label. */
+  sessionId?: string;
+  /**
+   * Without a session: when no task-unique id matches, the one task of the
+   * caller's workspace waiting on this label (several: `invalid_request`).
+   * For callers that pass a suspension's author id back as it is.
+   */
+  labelAlone?: boolean;
+}
+
 export interface DeliverResult {
   taskId: string;
   duplicate: boolean;
@@ -317,7 +333,7 @@ export interface TaskStore {
    * suspended last on that label receives it).
    */
   deliverSignal(
-    signal: { signalId: string; deliveryId: string; payload: JsonValue; sessionId?: string },
+    signal: DeliverySignal,
     context: WriteContext,
     owner: string,
   ): Promise<DeliverResult>;
