@@ -13,3 +13,12 @@ export class GraphDefinitionError extends Error {
     this.name = "GraphDefinitionError";
   }
 }
+
+/** A chat-shaped message as written in a graph document (llm-provider §3). */
+export interface GraphMessage {
+  role: "system" | "user" | "assistant" | "tool";
+  content?: string | Json[];
+  tool_calls?: { id: string; name: string; arguments?: Json }[];
+  tool_call_id?: string;
+  name?: string;
+}
