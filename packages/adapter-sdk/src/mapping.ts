@@ -7,7 +7,8 @@
  * |------------------------------------|-----------------------------------------|
  * | request.taskId / sessionId / workspaceId / agent.id / traceId / traceparent | request.correlation.turn_id / session_id / workspace_id / agent_id / trace_id / traceparent |
  * | request.agent.{backend, definition, tools, safeToRetry, routing} | request.agent.{…} |
- * | request.history / input / resume / requirements / toolDescriptors / metadata | history / input / resume / requirements / tools / metadata |
+ * | request.history / input / resume / requirements / toolDescriptors / metadata / state | history / input / resume / requirements / tools / metadata / state |
+ * | result.state                       | result.state                            |
  * | "forbidden" / "none" / "allowed" / "preferred" / "required" | REQUIREMENT_* |
  * | capabilities strings               | the matching enum values (never UNSPECIFIED) |
  * | result.status + its fields         | result.outcome oneof (completed / suspended / failed / cancelled) |
@@ -433,6 +434,7 @@ export function requestToProto(value: ExecutionRequest): PbRequest {
       ...(t.metadata ? { metadata: t.metadata } : {}),
     })),
     ...(value.metadata ? { metadata: value.metadata } : {}),
+    ...(value.state ? { state: value.state } : {}),
   });
 }
 
@@ -494,6 +496,7 @@ export function requestFromProto(value: PbRequest, runtime: RequestRuntime): Exe
         }
       : {}),
     ...(value.metadata ? { metadata: value.metadata } : {}),
+    ...(value.state ? { state: value.state } : {}),
     ...(runtime.onEvent ? { onEvent: runtime.onEvent } : {}),
   };
   return request;
@@ -570,6 +573,7 @@ export function resultToProto(value: ExecutionResult): PbResult {
     outcome,
     degradation: (value.degradation ?? []).map(reasonToProto),
     ...(value.usage ? { usage: usageToProto(value.usage) } : {}),
+    ...(value.state ? { state: value.state } : {}),
     ...(value.trace
       ? {
           trace: {
@@ -593,6 +597,7 @@ export function resultFromProto(value: PbResult | undefined, field = "result"): 
       ? value.degradation.map((r, i) => reasonFromProto(r, `${field}.degradation[${i}]`))
       : undefined,
     usage: value.usage ? usageFromProto(value.usage) : undefined,
+    state: value.state,
     trace: value.trace
       ? {
           startedAt: value.trace.startedAt

@@ -103,6 +103,12 @@ export interface ExecutionRequest {
   /** Tools with their schemas, when the caller has them. */
   toolDescriptors?: readonly ExecutionToolDescriptor[];
   metadata?: JsonObject;
+  /**
+   * The session's agent state before this turn: the fields besides the
+   * transcript, as the session's last completed or suspended run left them.
+   * Absent when no run kept any.
+   */
+  state?: JsonObject;
   /** Aborted when the task is canceled or interrupted. */
   signal: AbortSignal;
   onEvent?(event: ExecutionEvent): void;
@@ -241,6 +247,12 @@ export interface ExecutionResultInfo {
   degradation?: NegotiationReason[];
   usage?: ExecutionUsage;
   trace?: ExecutionTraceSummary;
+  /**
+   * The agent's session state after a completed or suspended run (the whole
+   * of it, not a diff). Absent: the backend keeps no state; the session's
+   * stays as it was.
+   */
+  state?: JsonObject;
 }
 
 /** Why a backend suspended (proto `SuspensionReason`). */

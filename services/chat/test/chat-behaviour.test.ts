@@ -108,7 +108,7 @@ describe("harness-chat §8.2: the subscribed listener", () => {
     await b.reader.expectQuiet(10);
 
     const signalOf = (o: ChatTurnOutcome | undefined) =>
-      o?.kind.case === "suspended" ? (o.kind.value.signalDescriptor?.signalId ?? "") : "";
+      o?.kind.case === "suspended" ? (o.kind.value.signalDescriptor?.globalSignalId ?? "") : "";
     await h.signals.deliver({
       signalId: signalOf(t2),
       payload: payload({ approved: false }),
@@ -151,7 +151,7 @@ describe("harness-chat §8.2: the subscribed listener", () => {
     const t1 = (await h.chat.send({ sessionId, agentId, message: user("one") })).outcome;
     const t2 = (await h.chat.send({ sessionId, message: user("two") })).outcome;
     const signalOf = (o: ChatTurnOutcome | undefined) =>
-      o?.kind.case === "suspended" ? (o.kind.value.signalDescriptor?.signalId ?? "") : "";
+      o?.kind.case === "suspended" ? (o.kind.value.signalDescriptor?.globalSignalId ?? "") : "";
     await h.signals.deliver({
       signalId: signalOf(t1),
       payload: payload({ approved: true }),
@@ -202,7 +202,8 @@ describe("harness-chat §8.2: the subscribed listener", () => {
     const t = (await h.chat.send({ sessionId, agentId, message: user("go") })).outcome;
     expect(t?.kind.case === "suspended" && t.kind.value.pendingMessages).toEqual([]);
     await h.signals.deliver({
-      signalId: t?.kind.case === "suspended" ? (t.kind.value.signalDescriptor?.signalId ?? "") : "",
+      signalId:
+        t?.kind.case === "suspended" ? (t.kind.value.signalDescriptor?.globalSignalId ?? "") : "",
       payload: payload({ ok: true }),
     });
     const result = outcomeOf(await listener.reader.next());

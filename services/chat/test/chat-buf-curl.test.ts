@@ -118,8 +118,9 @@ describe("chat over buf curl (embedded, like npm start)", () => {
     });
     const paused = sent.outcome?.suspended;
     expect(paused, JSON.stringify(sent)).toBeDefined();
-    const signalId: string = paused.signalDescriptor.signalId;
-    expect(signalId).toBe(`${sent.outcome.taskId}:approval`);
+    // The signal id as the graph's author wrote it, and the task-unique one.
+    expect(paused.signalDescriptor.signalId).toBe("approval");
+    expect(paused.signalDescriptor.globalSignalId).toBe(`${sent.outcome.taskId}:approval`);
 
     // The listener: buf curl streaming Subscribe's responses to stdout.
     let output = "";
@@ -141,8 +142,10 @@ describe("chat over buf curl (embedded, like npm start)", () => {
       objectsOf(output).find((o) => o.subscribed) ? true : undefined,
     );
 
+    // Resumed by what a system outside Trellis knows: the session and the graph's id.
     const delivered = await curl("trellis.tasks.v1.SignalService/Deliver", {
-      signalId,
+      sessionId,
+      signalId: "approval",
       payload: { approved: true },
     });
     expect(delivered.taskId).toBe(sent.outcome.taskId);
@@ -160,6 +163,22 @@ describe("chat over buf curl (embedded, like npm start)", () => {
     expect(outcome.completed.replies[0]).toMatchObject({
       role: "ROLE_ASSISTANT",
       parts: [{ text: { text: "Email sent." } }],
+    });
+  });
+
+  it("Send to a new session without agent_id runs the workspace default agent", async () => {
+    // The per-agent rate limit must not refuse it for want of the session's agent.
+    const sessionId = `ses_buf_curl_default_${Date.now().toString(36)}`;
+    const sent = await curl("trellis.chat.v1.ChatService/Send", {
+      sessionId,
+      message: { role: "ROLE_USER", parts: [{ text: { text: "hello there" } }] },
+    });
+    expect(sent.outcome?.sessionId).toBe(sessionId);
+    const replies = sent.outcome?.completed?.replies;
+    expect(replies, JSON.stringify(sent)).toHaveLength(1);
+    expect(replies[0]).toMatchObject({
+      role: "ROLE_ASSISTANT",
+      parts: [{ text: { text: "hello there" } }],
     });
   });
 });

@@ -62,10 +62,10 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
     return chatJson((await h.chat.getHistory({ sessionId })).messages);
   }
 
-  function subscribe(sessionId: string, afterCursor = "") {
+  function subscribe(sessionId: string, afterCursor = "", includeFinalState = false) {
     const abort = new AbortController();
     return new StreamReader<SubscribeResponse>(
-      h.chat.subscribe({ sessionId, afterCursor }, { signal: abort.signal }),
+      h.chat.subscribe({ sessionId, afterCursor, includeFinalState }, { signal: abort.signal }),
       abort,
     );
   }
@@ -85,11 +85,19 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
         replyGraph([{ role: "assistant", content: "Hello! You said: {{input}}" }]),
       );
       const sessionId = newSession();
-      const { outcome } = await h.chat.send({ sessionId, agentId, message: user("hi") });
+      const { outcome } = await h.chat.send({
+        sessionId,
+        agentId,
+        message: user("hi"),
+        includeFinalState: true,
+      });
       const done = completed(outcome);
       expect(chatJson(done.replies)).toEqual([
         { role: "assistant", content: "Hello! You said: hi" },
       ]);
+      // final_state: both messages, and no other state field.
+      expect(done.finalState?.messages).toHaveLength(2);
+      expect(done.finalState?.state).toBeUndefined();
       expect(outcome?.sessionId).toBe(sessionId);
       expect(outcome?.taskId).not.toBe("");
       expect(await history(sessionId)).toEqual([
@@ -105,11 +113,22 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
         replyGraph([{ role: "assistant", content: "echo: {{input}}" }]),
       );
       const sessionId = newSession();
-      for (const text of ["one", "two", "three"]) {
-        const { outcome } = await h.chat.send({ sessionId, agentId, message: user(text) });
-        expect(chatJson(completed(outcome).replies)).toEqual([
-          { role: "assistant", content: `echo: ${text}` },
-        ]);
+      for (const [i, text] of ["one", "two", "three"].entries()) {
+        const { outcome } = await h.chat.send({
+          sessionId,
+          agentId,
+          message: user(text),
+          includeFinalState: true,
+        });
+        const done = completed(outcome);
+        expect(chatJson(done.replies)).toEqual([{ role: "assistant", content: `echo: ${text}` }]);
+        // Each turn observes the earlier turns' messages: 2, 4, 6.
+        expect(chatJson(done.finalState?.messages ?? [])).toEqual(
+          ["one", "two", "three"].slice(0, i + 1).flatMap((t) => [
+            { role: "user", content: t },
+            { role: "assistant", content: `echo: ${t}` },
+          ]),
+        );
       }
       expect(await history(sessionId)).toEqual(
         ["one", "two", "three"].flatMap((t) => [
@@ -142,7 +161,9 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
         sessionId,
         agentId,
         message: user("weather in Oslo?"),
+        includeFinalState: true,
       });
+      expect(completed(outcome).finalState?.messages).toHaveLength(4);
       expect(chatJson(completed(outcome).replies)).toEqual([
         {
           role: "assistant",
@@ -171,8 +192,17 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
           detail: "low",
         },
       ];
-      const { outcome } = await h.chat.send({ sessionId, agentId, message: user(content) });
+      const { outcome } = await h.chat.send({
+        sessionId,
+        agentId,
+        message: user(content),
+        includeFinalState: true,
+      });
       expect(chatJson(completed(outcome).replies)).toEqual([
+        { role: "assistant", content: "A cat on a sofa." },
+      ]);
+      expect(chatJson(completed(outcome).finalState?.messages ?? [])).toEqual([
+        { role: "user", content },
         { role: "assistant", content: "A cat on a sofa." },
       ]);
       expect(await history(sessionId)).toEqual([
@@ -192,7 +222,9 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
         { role: "assistant", content: "I'm waiting for approval to send this email." },
       ]);
       expect(paused.invocationId).toBe(outcome?.taskId);
-      expect(paused.signalDescriptor?.signalId).toBe(`${paused.invocationId}:approval`);
+      // The signal id as the graph's author wrote it; the task-unique one beside it.
+      expect(paused.signalDescriptor?.signalId).toBe("approval");
+      expect(paused.signalDescriptor?.globalSignalId).toBe(`${paused.invocationId}:approval`);
       expect(paused.signalDescriptor?.metadata).toEqual({ kind: "approval" });
       expect(paused.signalDescriptor?.kind).toBe(SuspensionKind.INPUT);
       // The turn holds nothing up: the session takes the next message at once.
@@ -204,7 +236,7 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
     it("6. suspend → signal → the subscribed listener gets the post-resume reply", async () => {
       const agentId = await scriptedAgent(h, "approval-6", approvalGraph);
       const sessionId = newSession();
-      const listener = subscribe(sessionId);
+      const listener = subscribe(sessionId, "", true);
       expect((await listener.next()).kind.case).toBe("subscribed");
 
       const { outcome } = await h.chat.send({ sessionId, agentId, message: user("email Bob") });
@@ -212,8 +244,12 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
       // Never for the suspending turn itself.
       await listener.expectQuiet(300);
 
+      // Delivered as a system outside Trellis knows it: the session and the
+      // signal id the graph's author wrote.
+      expect(paused.signalDescriptor?.signalId).toBe("approval");
       const delivered = await h.signals.deliver({
-        signalId: paused.signalDescriptor?.signalId ?? "",
+        sessionId,
+        signalId: "approval",
         payload: payload({ approved: true }),
       });
       expect(delivered.taskId).toBe(paused.invocationId);
@@ -226,6 +262,13 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
       expect(chatJson(completed(result).replies)).toEqual([
         { role: "assistant", content: "Email sent." },
       ]);
+      // The state after the resumed turn: the user message, the pending one, the reply.
+      expect(chatJson(completed(result).finalState?.messages ?? [])).toEqual([
+        { role: "user", content: "email Bob" },
+        { role: "assistant", content: "I'm waiting for approval to send this email." },
+        { role: "assistant", content: "Email sent." },
+      ]);
+      expect(completed(result).finalState?.state).toEqual({ approved: true });
       await listener.expectQuiet(300);
 
       // The next Send gets its own reply; it does not consume the resume reply.

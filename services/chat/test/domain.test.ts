@@ -200,7 +200,9 @@ describe("outcomes", () => {
       if (outcome.kind.case !== "suspended") return;
       expect(outcome.kind.value.invocationId).toBe("task_9");
       expect(outcome.kind.value.pendingMessages).toEqual([reply]);
-      expect(outcome.kind.value.signalDescriptor?.signalId).toBe("task_9:approval");
+      // The author's id, and the task-unique one beside it.
+      expect(outcome.kind.value.signalDescriptor?.signalId).toBe("approval");
+      expect(outcome.kind.value.signalDescriptor?.globalSignalId).toBe("task_9:approval");
       expect(outcome.kind.value.signalDescriptor?.kind).toBe(kind);
       expect(outcome.kind.value.signalDescriptor?.metadata).toEqual({ kind: "approval" });
     }

@@ -167,9 +167,11 @@ export function raiseGraph(category: string, message: string): JsonObject {
 
 /**
  * The approval graph of harness-chat §8.1: a pending message, then suspend;
- * on resume, `approved: true` sends, anything else declines.
+ * on resume, `approved: true` sends, anything else declines. Its state keeps
+ * `approved` (fixture 006), which the resume's payload writes.
  */
 export const approvalGraph: JsonObject = {
+  state: { fields: { approved: { type: "bool", default: false } } },
   entry: "pending",
   nodes: {
     pending: {

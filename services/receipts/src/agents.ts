@@ -21,7 +21,7 @@ import {
 } from "@trellis/contracts/tasks";
 import type { ServiceClients } from "@trellis/platform";
 import type { Logger } from "@trellis/runtime";
-import type { AgentProfile } from "./domain/build.js";
+import { type AgentProfile, isDeterministicBackend } from "./domain/build.js";
 import { parsePolicyName, policyName, type ReceiptPolicyName } from "./domain/policy.js";
 import type { BudgetAmount, TrustTier } from "./domain/receipt.js";
 
@@ -54,7 +54,6 @@ const TIERS: Partial<Record<AutonomyTier, TrustTier>> = {
 };
 
 /** Backends whose runs replay byte for byte. */
-const DETERMINISTIC_BACKENDS = new Set(["scripted"]);
 
 function budgetOf(metadata: JsonObject | undefined): BudgetAmount | undefined {
   const raw = metadata?.autonomy_budget;
@@ -89,7 +88,7 @@ export function agentFacts(agent: Agent): AgentFacts {
       ...(agent.backend ? { backend: agent.backend } : {}),
       ...(tier ? { tier } : {}),
       ...(budget ? { budgetLimit: budget } : {}),
-      deterministic: DETERMINISTIC_BACKENDS.has(agent.backend),
+      deterministic: isDeterministicBackend(agent.backend),
     },
   };
 }

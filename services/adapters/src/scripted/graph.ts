@@ -34,24 +34,38 @@
  * taken (an edge without `when` always holds); edges out of a suspend node are
  * evaluated against the signal payload on resume. `END` finishes the run.
  *
+ * State: besides `messages`, an update node's keys (but `delay_ms` and
+ * `stream`) update state fields of those names — `{"update": {"value": 42}}` —
+ * merged with the reducers the optional `state.fields` section declares
+ * (`state.ts`: replace by default, append for lists). A run starts from the
+ * session's stored state (declared defaults fill what it lacks); a resume
+ * first writes the signal payload's declared fields into it (`{"approved":
+ * true}`). The node kinds `suspend_with_descriptor` and `raises` (the harness
+ * fixtures' spelling) stand for `suspend` and `raise`.
+ *
  * This module is pure: it validates documents and steps through them; running
  * it against a session is the adapter's job.
  */
 
-/** A JSON value. */
-export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+import { checkMessage, checkStream } from "./graph-checks.js";
+import { GraphDefinitionError, type GraphMessage, type Json } from "./graph-types.js";
+import {
+  applyUpdate,
+  checkStateUpdate,
+  type GraphState,
+  initialState,
+  MESSAGES_FIELD,
+  parseStateSchema,
+  payloadUpdate,
+  STEP_OPTIONS,
+  type StateSchema,
+} from "./state.js";
+
+export type { GraphState, StateSchema };
+export { GraphDefinitionError, type GraphMessage, type Json };
 
 /** The name of the terminal pseudo-node. */
 export const END = "END";
-
-/** A chat-shaped message as written in a graph document (llm-provider §3). */
-export interface GraphMessage {
-  role: "system" | "user" | "assistant" | "tool";
-  content?: string | Json[];
-  tool_calls?: { id: string; name: string; arguments?: Json }[];
-  tool_call_id?: string;
-  name?: string;
-}
 
 /** How an update node streams its assistant text (both fields optional). */
 export interface StreamOption {
@@ -61,10 +75,15 @@ export interface StreamOption {
   delay_ms?: number;
 }
 
-/** Appends messages to the transcript. */
+/**
+ * Appends messages to the transcript and updates state fields (every other
+ * key but the step options `delay_ms` and `stream`; normalized into `state`).
+ */
 export interface UpdateNode {
   update: {
     messages: GraphMessage[];
+    /** State field updates, merged with each field's reducer (`state.ts`). */
+    state?: GraphState;
     /** Simulated latency of this step in milliseconds (e.g. a slow model call). */
     delay_ms?: number;
     /** Stream the text of this node's assistant messages as it "generates" it. */
@@ -110,141 +129,86 @@ export interface ScriptedGraph {
   edges: GraphEdge[];
   /** Upper bound on nodes visited in one run (guards cycles); default 1000. */
   max_steps?: number;
-}
-
-/** A problem found in a graph document. */
-export class GraphDefinitionError extends Error {
-  constructor(
-    message: string,
-    readonly path: string,
-  ) {
-    super(`${path}: ${message}`);
-    this.name = "GraphDefinitionError";
-  }
+  /** Declared state fields (`state.fields`); empty when none are. */
+  stateSchema: StateSchema;
+  /** Whether the graph keeps state besides the transcript (declares or writes a field). */
+  keepsState: boolean;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-const ROLES = new Set(["system", "user", "assistant", "tool"]);
+/** Node kinds as the harness fixtures spell them, and the names they stand for. */
+const NODE_ALIASES: Readonly<Record<string, "suspend" | "raise">> = {
+  suspend_with_descriptor: "suspend",
+  raises: "raise",
+};
 
-function checkMessage(value: unknown, path: string): GraphMessage {
+function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode {
   if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
-  if (typeof value.role !== "string" || !ROLES.has(value.role)) {
-    throw new GraphDefinitionError("role must be system, user, assistant or tool", `${path}.role`);
-  }
-  if (
-    value.content !== undefined &&
-    typeof value.content !== "string" &&
-    !Array.isArray(value.content)
-  ) {
-    throw new GraphDefinitionError(
-      "content must be a string or a list of blocks",
-      `${path}.content`,
-    );
-  }
-  if (value.tool_calls !== undefined) {
-    if (!Array.isArray(value.tool_calls)) {
-      throw new GraphDefinitionError("tool_calls must be a list", `${path}.tool_calls`);
-    }
-    value.tool_calls.forEach((call, i) => {
-      if (!isObject(call) || typeof call.id !== "string" || typeof call.name !== "string") {
-        throw new GraphDefinitionError(
-          "a tool call needs string id and name",
-          `${path}.tool_calls[${i}]`,
-        );
-      }
-    });
-  }
-  if (value.tool_call_id !== undefined && typeof value.tool_call_id !== "string") {
-    throw new GraphDefinitionError("tool_call_id must be a string", `${path}.tool_call_id`);
-  }
-  return value as unknown as GraphMessage;
-}
-
-const STREAM_FIELDS = new Set(["chunk_chars", "delay_ms"]);
-
-function checkStream(value: unknown, path: string): void {
-  if (!isObject(value)) {
-    throw new GraphDefinitionError("stream must be an object like {chunk_chars, delay_ms}", path);
-  }
-  for (const key of Object.keys(value)) {
-    if (!STREAM_FIELDS.has(key)) {
-      throw new GraphDefinitionError(
-        "unknown stream field (expected chunk_chars, delay_ms)",
-        `${path}.${key}`,
-      );
-    }
-  }
-  const chars = value.chunk_chars;
-  if (
-    chars !== undefined &&
-    (typeof chars !== "number" || !Number.isInteger(chars) || chars < 1 || chars > 10_000)
-  ) {
-    throw new GraphDefinitionError(
-      "chunk_chars must be a whole number of characters in 1…10000",
-      `${path}.chunk_chars`,
-    );
-  }
-  const delay = value.delay_ms;
-  if (
-    delay !== undefined &&
-    (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0 || delay > 60_000)
-  ) {
-    throw new GraphDefinitionError(
-      "delay_ms must be a number of milliseconds in 0…60000",
-      `${path}.delay_ms`,
-    );
-  }
-}
-
-function checkNode(value: unknown, path: string): GraphNode {
-  if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
-  const kinds = ["update", "suspend", "raise"].filter((k) => value[k] !== undefined);
-  if (kinds.length !== 1) {
+  const kinds = Object.keys(value).filter(
+    (k) =>
+      value[k] !== undefined &&
+      (k === "update" || k === "suspend" || k === "raise" || k in NODE_ALIASES),
+  );
+  if (kinds.length !== 1 || Object.keys(value).length !== 1) {
     throw new GraphDefinitionError("a node has exactly one of update, suspend, raise", path);
   }
-  if (value.update !== undefined) {
-    const update = value.update;
-    if (!isObject(update) || !Array.isArray(update.messages)) {
-      throw new GraphDefinitionError("update needs a messages list", `${path}.update`);
+  const written = kinds[0] as string;
+  const kind = NODE_ALIASES[written] ?? written;
+  const body = value[written];
+  const at = `${path}.${written}`;
+  if (kind === "update") {
+    if (!isObject(body)) throw new GraphDefinitionError("update must be an object", at);
+    const messages = body.messages ?? [];
+    if (!Array.isArray(messages)) {
+      throw new GraphDefinitionError("messages must be a list", `${at}.messages`);
     }
-    for (const [i, m] of update.messages.entries())
-      checkMessage(m, `${path}.update.messages[${i}]`);
-    const delay = update.delay_ms;
+    for (const [i, m] of messages.entries()) checkMessage(m, `${at}.messages[${i}]`);
+    const delay = body.delay_ms;
     if (
       delay !== undefined &&
       (typeof delay !== "number" || !Number.isFinite(delay) || delay < 0 || delay > 3_600_000)
     ) {
       throw new GraphDefinitionError(
         "delay_ms must be a number of milliseconds in 0…3600000",
-        `${path}.update.delay_ms`,
+        `${at}.delay_ms`,
       );
     }
-    if (update.stream !== undefined) checkStream(update.stream, `${path}.update.stream`);
-  } else if (value.suspend !== undefined) {
-    const suspend = value.suspend;
-    if (!isObject(suspend) || typeof suspend.signal_id !== "string" || suspend.signal_id === "") {
-      throw new GraphDefinitionError("suspend needs a non-empty signal_id", `${path}.suspend`);
+    if (body.stream !== undefined) checkStream(body.stream, `${at}.stream`);
+    // Every other key updates a state field of that name.
+    const state: GraphState = {};
+    for (const [name, update] of Object.entries(body)) {
+      if (name === MESSAGES_FIELD || STEP_OPTIONS.has(name)) continue;
+      checkStateUpdate(schema, name, update, `${at}.${name}`);
+      state[name] = update as Json;
     }
-    if (suspend.metadata !== undefined && !isObject(suspend.metadata)) {
-      throw new GraphDefinitionError("metadata must be an object", `${path}.suspend.metadata`);
-    }
-    if (suspend.kind !== undefined && suspend.kind !== "input" && suspend.kind !== "auth") {
-      throw new GraphDefinitionError("kind must be input or auth", `${path}.suspend.kind`);
-    }
-  } else {
-    const raise = value.raise;
-    if (
-      !isObject(raise) ||
-      typeof raise.category !== "string" ||
-      typeof raise.message !== "string"
-    ) {
-      throw new GraphDefinitionError("raise needs string category and message", `${path}.raise`);
-    }
+    return {
+      update: {
+        messages: messages as GraphMessage[],
+        ...(Object.keys(state).length > 0 ? { state } : {}),
+        ...(delay !== undefined ? { delay_ms: delay as number } : {}),
+        ...(body.stream !== undefined ? { stream: body.stream as StreamOption } : {}),
+      },
+    };
   }
-  return value as unknown as GraphNode;
+  if (kind === "suspend") {
+    if (!isObject(body) || typeof body.signal_id !== "string" || body.signal_id === "") {
+      throw new GraphDefinitionError("suspend needs a non-empty signal_id", at);
+    }
+    if (body.metadata !== undefined && !isObject(body.metadata)) {
+      throw new GraphDefinitionError("metadata must be an object", `${at}.metadata`);
+    }
+    if (body.kind !== undefined && body.kind !== "input" && body.kind !== "auth") {
+      throw new GraphDefinitionError("kind must be input or auth", `${at}.kind`);
+    }
+    return { suspend: body as SuspendNode["suspend"] };
+  }
+  if (!isObject(body) || typeof body.category !== "string" || typeof body.message !== "string") {
+    throw new GraphDefinitionError("raise needs string category and message", at);
+  }
+  return { raise: body as RaiseNode["raise"] };
 }
 
 /**
@@ -253,13 +217,15 @@ function checkNode(value: unknown, path: string): GraphNode {
  */
 export function parseGraph(document: unknown): ScriptedGraph {
   if (!isObject(document)) throw new GraphDefinitionError("must be an object", "graph");
-  const { entry, nodes, edges } = document;
-  if (!isObject(nodes) || Object.keys(nodes).length === 0) {
+  const { entry, nodes: written, edges } = document;
+  if (!isObject(written) || Object.keys(written).length === 0) {
     throw new GraphDefinitionError("needs at least one node", "nodes");
   }
-  for (const [name, node] of Object.entries(nodes)) {
+  const stateSchema = parseStateSchema(document.state);
+  const nodes: Record<string, GraphNode> = {};
+  for (const [name, node] of Object.entries(written)) {
     if (name === END) throw new GraphDefinitionError(`${END} is reserved`, `nodes.${name}`);
-    checkNode(node, `nodes.${name}`);
+    nodes[name] = checkNode(node, `nodes.${name}`, stateSchema);
   }
   if (typeof entry !== "string" || !(entry in nodes)) {
     throw new GraphDefinitionError("must name a node", "entry");
@@ -288,11 +254,16 @@ export function parseGraph(document: unknown): ScriptedGraph {
   if (maxSteps !== undefined && (typeof maxSteps !== "number" || maxSteps < 1)) {
     throw new GraphDefinitionError("must be a positive number", "max_steps");
   }
+  const keepsState =
+    Object.keys(stateSchema).length > 0 ||
+    Object.values(nodes).some((node) => "update" in node && node.update.state !== undefined);
   return {
     entry,
-    nodes: nodes as Record<string, GraphNode>,
+    nodes,
     edges: checkedEdges,
     ...(typeof maxSteps === "number" ? { max_steps: maxSteps } : {}),
+    stateSchema,
+    keepsState,
   };
 }
 
@@ -303,6 +274,8 @@ export type RunStart = { kind: "start" } | { kind: "resume"; node: string; paylo
 export interface RunContext {
   /** Text of the input message. */
   input: string;
+  /** The session's stored state (what the last completed or suspended run left). */
+  state?: GraphState;
 }
 
 /** Chunking of a streamed step, with defaults filled in. */
@@ -337,7 +310,12 @@ export type RunResult = (
       kind: "input" | "auth";
     }
   | { status: "failed"; messages: GraphMessage[]; category: string; message: string; node: string }
-) & { delayMs?: number; steps?: RunStep[] };
+) & {
+  delayMs?: number;
+  steps?: RunStep[];
+  /** The state after the run, when the graph keeps state (whatever the status). */
+  state?: GraphState;
+};
 
 function valueAt(payload: Json, path: string): Json | undefined {
   let current: Json | undefined = payload;
@@ -387,6 +365,7 @@ function renderMessage(message: GraphMessage, vars: Record<string, string>): Gra
 export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunContext): RunResult {
   const messages: GraphMessage[] = [];
   const vars: Record<string, string> = { input: context.input };
+  const state = initialState(graph.stateSchema, context.state);
   let current: string;
   let payload: Json | undefined;
   if (start.kind === "resume") {
@@ -402,6 +381,8 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
     }
     payload = start.payload;
     vars.signal = JSON.stringify(start.payload);
+    // The payload's declared fields go into the state (e.g. `approved`).
+    applyUpdate(graph.stateSchema, state, payloadUpdate(graph.stateSchema, payload));
     current = nextNode(graph, start.node, payload);
   } else {
     current = graph.entry;
@@ -415,6 +396,7 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
     ...result,
     ...(delayMs > 0 ? { delayMs } : {}),
     ...(streams ? { steps: visited } : {}),
+    ...(graph.keepsState ? { state } : {}),
   });
   for (let steps = 0; current !== END; steps++) {
     if (steps >= maxSteps) {
@@ -441,6 +423,7 @@ export function runGraph(graph: ScriptedGraph, start: RunStart, context: RunCont
       delayMs += stepDelay;
       const rendered = node.update.messages.map((m) => renderMessage(m, vars));
       messages.push(...rendered);
+      if (node.update.state) applyUpdate(graph.stateSchema, state, node.update.state);
       const stream = node.update.stream;
       if (stream !== undefined) streams = true;
       visited.push({

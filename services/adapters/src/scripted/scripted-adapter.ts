@@ -15,6 +15,7 @@ import type { ExecutionAdapter, ExecutionRequest, ExecutionResult } from "../exe
 import {
   GraphDefinitionError,
   type GraphMessage,
+  type GraphState,
   parseGraph,
   type RunStep,
   runGraph,
@@ -159,8 +160,13 @@ export function createScriptedAdapter(): ExecutionAdapter {
           : { kind: "start" },
         // Only what every reader may see: internal and receipt-only parts
         // of the input must not come back in a (public) reply.
-        { input: textOf(publicParts(request.input)) },
+        {
+          input: textOf(publicParts(request.input)),
+          ...(request.state ? { state: request.state as GraphState } : {}),
+        },
       );
+      // The state goes back with completed and suspended runs; a failed run's is dropped.
+      const state = result.state ? { state: result.state as JsonObject } : {};
       let messages: Message[];
       if (result.steps !== undefined) {
         // A streaming graph: wait and stream node by node; a cancel cuts it short.
@@ -178,7 +184,7 @@ export function createScriptedAdapter(): ExecutionAdapter {
       }
       switch (result.status) {
         case "completed":
-          return { status: "completed", messages };
+          return { status: "completed", messages, ...state };
         case "suspended": {
           const approval = result.metadata.kind === "approval";
           return {
@@ -189,6 +195,7 @@ export function createScriptedAdapter(): ExecutionAdapter {
             kind: result.kind,
             checkpoint: { node: result.node },
             reason: approval ? "approval" : "clarification",
+            ...state,
             ...(approval
               ? {
                   approvalRequest: {

@@ -11,6 +11,9 @@
  * | FAILED | `errored { bucket of the category, category, reply }` |
  * | CANCELED | `errored { retryable_transient, "turn_canceled" }` |
  * | INPUT_REQUIRED / AUTH_REQUIRED | `suspended { signal_descriptor, pending_messages, invocation_id = task id }` |
+ *
+ * The descriptor's `signal_id` is the id the graph's author wrote (the label);
+ * the tasks service's task-unique `<task_id>:<label>` is `global_signal_id`.
  */
 
 import { create } from "@bufbuild/protobuf";
@@ -107,6 +110,15 @@ export interface TaskOutcomeOptions {
 }
 
 /**
+ * The signal id as the agent's author wrote it: the task-unique id the tasks
+ * service reports is `<task_id>:<label>` (an id of another form is kept whole).
+ */
+export function authoredSignalId(taskId: string, globalSignalId: string): string {
+  const prefix = `${taskId}:`;
+  return globalSignalId.startsWith(prefix) ? globalSignalId.slice(prefix.length) : globalSignalId;
+}
+
+/**
  * The outcome of a settled task.
  *
  * @throws Error when the task has not settled (SUBMITTED / WORKING).
@@ -115,8 +127,13 @@ export function outcomeFromTask(task: Task, options: TaskOutcomeOptions): ChatTu
   const base = { sessionId: task.sessionId, taskId: task.id };
   switch (task.status) {
     case TaskStatus.COMPLETED: {
+      // harness-chat §5.2: the whole session state, the transcript and the
+      // graph's other fields (as this task's run left them).
       const finalState: ChatState | undefined = options.finalState
-        ? create(ChatStateSchema, { messages: [...options.finalState] })
+        ? create(ChatStateSchema, {
+            messages: [...options.finalState],
+            ...(task.state ? { state: task.state } : {}),
+          })
         : undefined;
       return create(ChatTurnOutcomeSchema, {
         ...base,
@@ -160,7 +177,8 @@ export function outcomeFromTask(task: Task, options: TaskOutcomeOptions): ChatTu
           case: "suspended",
           value: {
             signalDescriptor: {
-              signalId: suspension?.signalId ?? "",
+              signalId: authoredSignalId(task.id, suspension?.signalId ?? ""),
+              globalSignalId: suspension?.signalId ?? "",
               ...(suspension?.metadata ? { metadata: suspension.metadata } : {}),
               kind:
                 task.status === TaskStatus.AUTH_REQUIRED

@@ -29,7 +29,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { type CallOptions, Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
 import { createLinkedAbortController } from "@connectrpc/connect/protocol";
 import type { SubscribeRequest, SubscribeResponseSchema } from "@trellis/contracts/chat";
-import type { Event, Message } from "@trellis/contracts/core";
+import { type Event, type Message, TaskStatus } from "@trellis/contracts/core";
 import { errors, sleep } from "@trellis/runtime";
 import type { ChatConfig } from "../config.js";
 import { isSuspended, outcomeFromTask } from "../domain/outcome.js";
@@ -44,6 +44,7 @@ import {
 } from "../domain/resume-tracker.js";
 import { turnTail } from "../domain/tail.js";
 import { onBehalfOf, type TasksPort } from "./tasks-port.js";
+import { loadHistory } from "./turn.js";
 
 /** Dependencies of the listener. */
 export interface SubscribeDeps {
@@ -203,7 +204,7 @@ export async function* subscribe(
   // the host closes, or when the stream ends here.
   const linked = createLinkedAbortController(context.signal, deps.closing);
   try {
-    yield* listen(deps, sessionId, request.afterCursor, context, linked.signal);
+    yield* listen(deps, sessionId, request, context, linked.signal);
   } finally {
     linked.abort(STREAM_ENDED);
   }
@@ -213,12 +214,12 @@ export async function* subscribe(
 async function* listen(
   deps: SubscribeDeps,
   sessionId: string,
-  afterCursor: string,
+  request: Pick<SubscribeRequest, "afterCursor" | "includeFinalState">,
   context: HandlerContext,
   signal: AbortSignal,
 ): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
   const options = onBehalfOf(context);
-  const start = await open(deps.port, sessionId, afterCursor, options, signal);
+  const start = await open(deps.port, sessionId, request.afterCursor, options, signal);
   // Registered: any signal delivered from here on is seen by the stream below.
   yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };
 
@@ -268,7 +269,15 @@ async function* listen(
       tail = postResumeMessages(turnTail(asSettled), known);
       pending.delete(taskId);
     }
-    const outcome = outcomeFromTask(asSettled, { templates: deps.config.replies, tail });
+    const finalState =
+      request.includeFinalState && settled.status === TaskStatus.COMPLETED
+        ? await loadHistory(deps.port, sessionId, options)
+        : undefined;
+    const outcome = outcomeFromTask(asSettled, {
+      templates: deps.config.replies,
+      tail,
+      ...(finalState ? { finalState } : {}),
+    });
     yield { kind: { case: "outcome", value: outcome }, cursor: settled.eventId };
   }
 }

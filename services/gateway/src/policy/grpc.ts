@@ -23,8 +23,11 @@ interface AgentLookup {
   session(sessionId: string): Promise<string>;
   /** The task's agent ("" when it is not there). */
   task(taskId: string): Promise<string>;
-  /** The agents of the tasks waiting for the signal (none: nothing to resume). */
-  waitingFor(signalId: string): Promise<string[]>;
+  /**
+   * The agents of the tasks waiting for the signal (none: nothing to resume);
+   * with a session id, also those waiting on it as the author's label.
+   */
+  waitingFor(signalId: string, sessionId: string): Promise<string[]>;
 }
 
 function field(message: unknown, name: string): string {
@@ -57,7 +60,8 @@ const replay: Check = async (caller, message, lookup) => {
 
 /** A signal resumes the turn waiting for it, which runs that task's agent. */
 const deliver: Check = async (caller, message, lookup) => {
-  for (const agentId of await lookup.waitingFor(field(message, "signalId"))) {
+  const waiting = await lookup.waitingFor(field(message, "signalId"), field(message, "sessionId"));
+  for (const agentId of waiting) {
     ensureAgentAllowed(caller, agentId, "signal_id");
   }
 };
@@ -143,11 +147,11 @@ function agentLookup(clients: ServiceClients, caller: Caller): AgentLookup {
         taskId,
         async () => (await clients.get(TaskService).getTask({ taskId }, options())).task,
       ),
-    async waitingFor(signalId) {
+    async waitingFor(signalId, sessionId) {
       if (signalId === "") return [];
       const { tasks } = await clients
         .get(TaskService)
-        .listTasks({ waitingSignalId: signalId, pageSize: 10 }, options());
+        .listTasks({ waitingSignalId: signalId, sessionId, pageSize: 10 }, options());
       return tasks.map((task) => task.agentId);
     },
   };

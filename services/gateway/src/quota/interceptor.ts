@@ -9,7 +9,7 @@
  * (ResourceExhausted, with `retry_after_seconds`) and `policy_violation`.
  */
 
-import type { Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { SessionService } from "@trellis/contracts/tasks";
 import { callerKey, type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import { requestIdHeader, TrellisError } from "@trellis/runtime";
@@ -57,8 +57,18 @@ export function createLimitsInterceptor(
     const admission = await limits.admit(caller, requestId, operation, async (sessionId) => {
       const headers = new Headers();
       setCallerHeaders(headers, caller);
-      const { session } = await clients.get(SessionService).getSession({ sessionId }, { headers });
-      return session?.agentId ?? "";
+      try {
+        const { session } = await clients
+          .get(SessionService)
+          .getSession({ sessionId }, { headers });
+        return session?.agentId ?? "";
+      } catch (error) {
+        // A session that does not exist yet is the new-session path (the chat
+        // handler creates it with the workspace default agent): not this
+        // interceptor's error to give. The actor and workspace rates still apply.
+        if (ConnectError.from(error).code === Code.NotFound) return "";
+        throw error;
+      }
     });
     if (!admission.ok) {
       const { error } = admission.refusal.body;

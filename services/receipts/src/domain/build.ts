@@ -10,8 +10,9 @@
  *   ended (`suggest` when the agent could not be read, as the gateway shows
  *   an unspecified tier).
  * - `model_route`: the last `agent.model_call` of the task; without one, the
- *   agent's backend (`{provider: "trellis", model: <backend>}`); without
- *   that, `none/none`.
+ *   backend that ran it (`{provider: "trellis", model: <backend>}`: the
+ *   router's recorded placement, else the agent's backend); without that,
+ *   `none/none`.
  * - `cost`: USD, summed per provider and model from `agent.model_call`:
  *   the adapter's `cost_usd`, else the tokens at the configured price
  *   (`pricing.ts`), else 0; each breakdown entry's `metadata.pricing` says
@@ -55,6 +56,14 @@ import {
 import { toReceiptRedaction } from "./redaction.js";
 import { receiptDeltas, replayDeterminism, replayMaterials } from "./replay.js";
 import { type SigningKey, signatureAlgorithm, signReceiptHash } from "./signing.js";
+
+/** Backends whose runs replay byte for byte. */
+const DETERMINISTIC_BACKENDS: ReadonlySet<string> = new Set(["scripted"]);
+
+/** Whether a backend's runs replay byte for byte (e.g. `scripted`). */
+export function isDeterministicBackend(backend: string): boolean {
+  return DETERMINISTIC_BACKENDS.has(backend);
+}
 
 /** Who issues receipts (config). */
 export interface IssuerInfo {
@@ -153,11 +162,12 @@ function modelRoute(summary: TaskSummary, agent: AgentProfile): UnsignedReceipt[
       route_policy_reason: last.reason || "model chosen by the execution adapter",
     };
   }
-  if (agent.backend) {
+  const backend = summary.backend ?? agent.backend;
+  if (backend) {
     return {
-      chosen_model: { provider: "trellis", model: agent.backend },
+      chosen_model: { provider: "trellis", model: backend },
       alternatives_considered: [],
-      route_policy_reason: `agent backend ${agent.backend} ran the task; no model call was recorded`,
+      route_policy_reason: `agent backend ${backend} ran the task; no model call was recorded`,
     };
   }
   return {
@@ -283,8 +293,13 @@ function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
       ? { determinism: "unavailable", materials, unavailable_reason: determinism.reason }
       : { determinism: determinism.determinism, materials };
   }
+  // The backend that ran it decides, when the router placed it elsewhere.
+  const deterministic =
+    input.summary.backend !== undefined && input.summary.backend !== input.agent.backend
+      ? isDeterministicBackend(input.summary.backend)
+      : input.agent.deterministic;
   return {
-    determinism: input.agent.deterministic ? "byte_deterministic" : "best_effort",
+    determinism: deterministic ? "byte_deterministic" : "best_effort",
     materials,
   };
 }

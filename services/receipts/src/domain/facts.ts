@@ -18,6 +18,7 @@
  * | `agent.tool_use`, `tool.requested` | data `{tool_call_id, name, input}` | tool call |
  * | `tool.completed`, `tool.failed` | data `{tool_call_id, name, status, output}` | tool result |
  * | `agent.model_call` | data `{provider, model, version, reason, alternatives[], call_id, input_tokens, output_tokens, cost_usd}` | model route, cost (priced by the receipt when `cost_usd` is absent) |
+ * | `agent.routed` | data `{backend_id, worker_id, attempt, degraded}` | the backend that ran it (the last placement) |
  * | `agent.network_egress` | data `{destination, purpose, bytes_sent}` | network egress |
  * | `agent.file_write` | data `{path, operation, before_sha256, after_sha256}` | file write |
  * | `agent.handoff` | data `{target_agent, task_id, status, receipt_id}` | A2A handoff |
@@ -156,6 +157,8 @@ export interface EventFacts {
   agentTier?: TrustTier;
   /** The task's agent, as a status event names it (submitted, started). */
   agentId?: string;
+  /** The backend the router placed the run on (`agent.routed`). */
+  backend?: string;
   /** What the event says about the replay its task is (replay tasks only). */
   replay?: ReplayFact;
   redactions?: RedactionDescriptor[];
@@ -467,6 +470,11 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       };
       return;
     }
+    case "agent.routed": {
+      const backend = str(data, "backend_id");
+      if (backend) facts.backend = backend;
+      return;
+    }
     case "agent.network_egress": {
       const destination = str(data, "destination", "host", "url");
       if (!destination) return;
@@ -603,6 +611,11 @@ export interface TaskSummary {
   taskId: string;
   /** Agent id: as its status events name it, else the first AGENT actor of its events. */
   agentId?: string;
+  /**
+   * The backend that ran it when the router recorded a placement (another
+   * backend than the agent's, a remote worker, a retry): the last one.
+   */
+  backend?: string;
   /** The agent's autonomy tier recorded when the task started. */
   startTier?: TrustTier;
   createdAt?: string;
@@ -686,6 +699,8 @@ export function foldTaskFacts(
     if (!summary.traceId && facts.traceId) summary.traceId = facts.traceId;
     if (!summary.startTier && facts.agentTier) summary.startTier = facts.agentTier;
     if (!summary.branchId && facts.branchId) summary.branchId = facts.branchId;
+    // A retried run may move: the last placement is the one that ran it.
+    if (facts.backend) summary.backend = facts.backend;
     switch (facts.status) {
       case "SUBMITTED":
         summary.createdAt ??= facts.at;

@@ -14,10 +14,17 @@ export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof Sign
     async deliver(request, context) {
       if (!request.signalId) throw invalidRequest("signal_id is required", "signal_id");
       const payload = request.payload ? toJson(ValueSchema, request.payload) : null;
-      const deliveryId = request.deliveryId || request.signalId;
       // Durable first: recorded with the task's transition in one transaction.
+      // With session_id, signal_id may be the label the agent's author wrote.
       const result = await store.deliverSignal(
-        { signalId: request.signalId, deliveryId, payload },
+        {
+          signalId: request.signalId,
+          deliveryId: request.deliveryId,
+          payload,
+          // Without one, a client passing a suspension's author id back as it
+          // is still reaches the turn, when it is the only one waiting on it.
+          ...(request.sessionId ? { sessionId: request.sessionId } : { labelAlone: true }),
+        },
         writeContext(context),
         owner,
       );
@@ -28,15 +35,16 @@ export function createSignalHandlers(deps: HandlerDeps): ServiceImpl<typeof Sign
         await cancelChildren(deps, [result.taskId], writeContext(context), context.signal);
       }
       if (!result.duplicate) {
-        // Also on the bus, so every consumer sees it; the tasks group finds it already applied.
-        signals
-          .deliver({ signalId: request.signalId, deliveryId, payload })
-          .catch((error: unknown) =>
-            logger.warn("publishing a delivered signal on the bus failed", {
-              signal_id: request.signalId,
-              error: String(error),
-            }),
-          );
+        // Also on the bus (by the task-unique id), so every consumer sees it;
+        // the tasks group finds it already applied.
+        const signalId = result.signalId ?? request.signalId;
+        const deliveryId = request.deliveryId || signalId;
+        signals.deliver({ signalId, deliveryId, payload }).catch((error: unknown) =>
+          logger.warn("publishing a delivered signal on the bus failed", {
+            signal_id: signalId,
+            error: String(error),
+          }),
+        );
       }
       return {
         taskId: result.taskId,

@@ -17,7 +17,7 @@
  *   at the end of each transaction (storage's lock-order rule).
  */
 import { createHash, randomUUID } from "node:crypto";
-import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
+import { create, fromBinary, type JsonObject, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ErrorDetailSchema,
@@ -123,6 +123,7 @@ import type {
   CancelResult,
   Claim,
   DeliverResult,
+  DeliverySignal,
   FinishResult,
   Idempotency,
   NewReplay,
@@ -1605,9 +1606,17 @@ export class PostgresTaskStore implements TaskStore {
     if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
     if (filter.parentTaskId) query = query.where("parent_task_id", "=", filter.parentTaskId);
     if (filter.waitingSignalId) {
-      query = query
-        .where("signal_id", "=", filter.waitingSignalId)
-        .where("run_state", "=", "waiting");
+      const signalId = filter.waitingSignalId;
+      query = query.where("run_state", "=", "waiting");
+      // Within a session, the label the agent's author wrote names it too (as Deliver takes it).
+      query = filter.sessionId
+        ? query.where((eb) =>
+            eb.or([
+              eb("signal_id", "=", signalId),
+              eb("signal_id", "=", sql<string>`${sql.ref("id")} || ':' || ${signalId}`),
+            ]),
+          )
+        : query.where("signal_id", "=", signalId);
     }
     if (filter.statuses.length > 0) query = query.where("status", "in", filter.statuses);
     return paged(await query.execute(), limit, (r) => r.seq, toTask);
@@ -1817,33 +1826,39 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   async deliverSignal(
-    signal: { signalId: string; deliveryId: string; payload: JsonValue },
+    signal: DeliverySignal,
     context: WriteContext,
     owner: string,
   ): Promise<DeliverResult> {
-    const deliveryId = signal.deliveryId || signal.signalId;
-    const seen = await this.#db
-      .selectFrom("signal_deliveries")
-      .select("task_id")
-      .where("delivery_id", "=", deliveryId)
-      .executeTakeFirst();
-    if (seen) return this.#duplicateDelivery(seen.task_id, context.scope);
-    const waiting = await this.#db
-      .selectFrom("tasks")
-      .select(["id", "session_id", "workspace_id"])
-      .where("signal_id", "=", signal.signalId)
-      .where("run_state", "=", "waiting")
-      .executeTakeFirst();
+    const sessionId = signal.sessionId ?? "";
+    // Without an explicit delivery id, a delivery by label dedupes on the
+    // task-unique id it resolves to (the same label recurs in later turns).
+    const explicitId = signal.deliveryId || (sessionId === "" ? signal.signalId : "");
+    if (explicitId !== "") {
+      const seen = await this.#db
+        .selectFrom("signal_deliveries")
+        .select("task_id")
+        .where("delivery_id", "=", explicitId)
+        .executeTakeFirst();
+      if (seen) return this.#duplicateDelivery(seen.task_id, context.scope);
+    }
+    const waiting =
+      (await this.#waitingFor(signal.signalId, sessionId)) ??
+      (sessionId === "" && signal.labelAlone
+        ? await this.#waitingOnLabel(signal.signalId, context.scope)
+        : undefined);
     if (!waiting || (context.scope !== undefined && waiting.workspace_id !== context.scope)) {
       throw notFound("signal", signal.signalId);
     }
+    const signalId = waiting.signal_id ?? signal.signalId;
+    const deliveryId = explicitId || signalId;
     const result = await this.#write(async (tx): Promise<DeliverResult | "duplicate"> => {
       const session = await this.#lockSession(tx, waiting.session_id, undefined);
       const recorded = await tx.db
         .insertInto("signal_deliveries")
         .values({
           delivery_id: deliveryId,
-          signal_id: signal.signalId,
+          signal_id: signalId,
           task_id: waiting.id,
           payload: JSON.stringify(signal.payload ?? null),
         })
@@ -1852,14 +1867,14 @@ export class PostgresTaskStore implements TaskStore {
         .executeTakeFirst();
       if (!recorded) return "duplicate";
       const row = await this.#taskRow(tx.db, waiting.id, undefined);
-      if (row.run_state !== "waiting" || row.signal_id !== signal.signalId) {
+      if (row.run_state !== "waiting" || row.signal_id !== signalId) {
         throw notFound("signal", signal.signalId);
       }
       const meaning = classifySignal(signal.payload);
       if (meaning.cancel) {
         const canceled = await this.#cancelRow(tx, session, row, "canceled by signal", context);
         await this.#saveSession(tx, session);
-        return { taskId: row.id, duplicate: false, task: canceled.task };
+        return { taskId: row.id, duplicate: false, signalId, task: canceled.task };
       }
       this.#emit(
         tx,
@@ -1867,7 +1882,7 @@ export class PostgresTaskStore implements TaskStore {
           this.#scopeOf(session, context.actor),
           meaning.eventKind,
           row.id,
-          signal.signalId,
+          signalId,
           signal.payload,
         ),
       );
@@ -1888,10 +1903,62 @@ export class PostgresTaskStore implements TaskStore {
         claim?.task.id === row.id
           ? claim.task
           : toTask(await this.#taskRow(tx.db, row.id, undefined));
-      return { taskId: row.id, duplicate: false, task, ...(claim ? { claim } : {}) };
+      return { taskId: row.id, duplicate: false, signalId, task, ...(claim ? { claim } : {}) };
     });
     if (result === "duplicate") return this.#duplicateDelivery(waiting.id, context.scope);
     return result;
+  }
+
+  /**
+   * The waiting task a signal is for: by task-unique id, or — within a
+   * session — by the label its author wrote too; of several turns waiting on
+   * one label, the one that suspended last (a waiting row is not updated
+   * until it resumes, so `updated_at` is its suspension time).
+   */
+  async #waitingFor(
+    signalId: string,
+    sessionId: string,
+  ): Promise<Pick<TaskRow, "id" | "session_id" | "workspace_id" | "signal_id"> | undefined> {
+    let query = this.#db
+      .selectFrom("tasks")
+      .select(["id", "session_id", "workspace_id", "signal_id"])
+      .where("run_state", "=", "waiting");
+    if (sessionId === "") return query.where("signal_id", "=", signalId).executeTakeFirst();
+    query = query
+      .where("session_id", "=", sessionId)
+      .where((eb) =>
+        eb.or([
+          eb("signal_id", "=", signalId),
+          eb("signal_id", "=", sql<string>`${sql.ref("id")} || ':' || ${signalId}`),
+        ]),
+      );
+    return query.orderBy("updated_at", "desc").orderBy("id", "desc").limit(1).executeTakeFirst();
+  }
+
+  /**
+   * The one waiting task (in `scope`) whose author's label is `label`, for a
+   * delivery that names no session; several → `invalid_request` asking for
+   * the session. Bounded: only waiting tasks carry a signal id.
+   */
+  async #waitingOnLabel(
+    label: string,
+    scope: string | undefined,
+  ): Promise<Pick<TaskRow, "id" | "session_id" | "workspace_id" | "signal_id"> | undefined> {
+    let query = this.#db
+      .selectFrom("tasks")
+      .select(["id", "session_id", "workspace_id", "signal_id"])
+      .where("run_state", "=", "waiting")
+      .where("signal_id", "=", sql<string>`${sql.ref("id")} || ':' || ${label}`)
+      .limit(2);
+    if (scope !== undefined) query = query.where("workspace_id", "=", scope);
+    const rows = await query.execute();
+    if (rows.length > 1) {
+      throw invalidRequest(
+        `several sessions have a turn waiting for signal ${JSON.stringify(label)}; name the session (session_id) or use the turn's global signal id`,
+        "session_id",
+      );
+    }
+    return rows[0];
   }
 
   async #duplicateDelivery(taskId: string, scope: string | undefined): Promise<DeliverResult> {
@@ -1953,20 +2020,21 @@ export class PostgresTaskStore implements TaskStore {
       const head = rows.find((r) => r.run_state === "queued" && r.id !== claim.task.id);
       // Fencing: only the replica that still holds the claim may commit.
       if (row?.run_state !== "running" || row.lease_owner !== owner) return { applied: false };
-      const change =
-        row.status === TaskStatus.CANCELED || cancelRequested(row)
-          ? // A requested cancel is recorded now that the runner is done with the backend.
-            await this.#finalChange(tx, session, row, {
-              status: TaskStatus.CANCELED,
-              extra: outcome.messages,
-              note: "the turn was canceled",
-              ...this.#canceledEvent(
-                session,
-                row,
-                cancelEndReason(row.cancel_reason, outcome.cancelConfirmed ?? true),
-              ),
-            })
-          : await this.#outcomeChange(tx, session, row, outcome);
+      const canceled = row.status === TaskStatus.CANCELED || cancelRequested(row);
+      const change = canceled
+        ? // A requested cancel is recorded now that the runner is done with the backend.
+          await this.#finalChange(tx, session, row, {
+            status: TaskStatus.CANCELED,
+            extra: outcome.messages,
+            note: "the turn was canceled",
+            ...this.#canceledEvent(
+              session,
+              row,
+              cancelEndReason(row.cancel_reason, outcome.cancelConfirmed ?? true),
+            ),
+          })
+        : await this.#outcomeChange(tx, session, row, outcome);
+      change.set = { ...change.set, ...(await this.#ranWith(tx, row, outcome, !canceled)) };
       if (head === undefined || session.state === SessionState.CLOSED) {
         // Nothing to claim next: the task's row is written with the session.
         const updated = await this.#saveSessionWithTask(tx, session, change);
@@ -1986,6 +2054,38 @@ export class PostgresTaskStore implements TaskStore {
         ...(next ? { next } : {}),
       };
     });
+  }
+
+  /**
+   * What a finished run records besides its outcome: the backend that really
+   * ran it (the router's choice, which need not be the agent's own backend),
+   * and — for a completed or suspended run that was not canceled — the agent
+   * state it left, on the task and as the session's latest.
+   */
+  async #ranWith(
+    tx: Tx,
+    row: TaskRow,
+    outcome: RunOutcome,
+    keepState: boolean,
+  ): Promise<UpdateObject<TasksDatabase, "tasks">> {
+    const set: UpdateObject<TasksDatabase, "tasks"> = {};
+    if (outcome.backendId) set.assigned_backend = outcome.backendId;
+    if (
+      keepState &&
+      outcome.state !== undefined &&
+      (outcome.status === "completed" || outcome.status === "suspended")
+    ) {
+      const state = JSON.stringify(outcome.state);
+      set.state = state;
+      await tx.db
+        .insertInto("session_states")
+        .values({ session_id: row.session_id, state, task_id: row.id })
+        .onConflict((oc) =>
+          oc.column("session_id").doUpdateSet({ state, task_id: row.id, updated_at: NOW }),
+        )
+        .execute();
+    }
+    return set;
   }
 
   /**
@@ -2275,6 +2375,15 @@ export class PostgresTaskStore implements TaskStore {
       .limit(limit)
       .execute();
     return rows.map((r) => r.session_id);
+  }
+
+  async loadAgentState(sessionId: string): Promise<JsonObject | undefined> {
+    const row = await this.#db
+      .selectFrom("session_states")
+      .select("state")
+      .where("session_id", "=", sessionId)
+      .executeTakeFirst();
+    return row?.state;
   }
 
   async loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]> {

@@ -122,6 +122,7 @@ export function toTask(row: TaskRow): Task {
     output: decodeMessages(row.output),
     metadata: row.metadata,
     busyPolicy: row.busy_policy,
+    ...(row.state ? { state: row.state } : {}),
   });
   task.startedAt = tsOrUndefined(row.started_at);
   task.completedAt = tsOrUndefined(row.completed_at);

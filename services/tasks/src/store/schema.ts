@@ -146,6 +146,17 @@ export interface TaskTable {
   /** Replica holding the run, and until when (database clock). */
   lease_owner: string | null;
   lease_expires_at: Date | null;
+  /** The agent state its run left (completed or suspended), when the agent keeps state. */
+  state: ColumnType<JsonObject | null, string | null | undefined, string | null>;
+}
+
+/** The latest agent state of a session: what its next run starts from. */
+export interface SessionStateTable {
+  session_id: string;
+  state: Jsonb;
+  /** The task whose run left it. */
+  task_id: string;
+  updated_at: CreatedAt;
 }
 
 export interface IdempotencyKeyTable {
@@ -246,6 +257,7 @@ export interface TasksDatabase {
   artifacts: ArtifactTable;
   task_checkpoints: TaskCheckpointTable;
   replays: ReplayTable;
+  session_states: SessionStateTable;
 }
 
 export type WorkspaceRow = Selectable<WorkspaceTable>;

@@ -11,7 +11,7 @@
  * that workspace as absent (`resource_not_found`). An undefined scope is an
  * internal, trusted call.
  */
-import type { JsonValue } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { Actor, Event, Message, TaskStatus } from "@trellis/contracts/core";
 import type {
   Agent,
@@ -98,9 +98,27 @@ export interface FinishResult {
 }
 
 /** What delivering a signal did. */
+/** A signal to deliver (see {@link TaskStore.deliverSignal}). */
+export interface DeliverySignal {
+  signalId: string;
+  /** Dedupe id; empty: the task-unique signal id it resolves to. */
+  deliveryId: string;
+  payload: JsonValue;
+  /** The session whose waiting turn it is for; `signalId` may then be the author's label. */
+  sessionId?: string;
+  /**
+   * Without a session: when no task-unique id matches, the one task of the
+   * caller's workspace waiting on this label (several: `invalid_request`).
+   * For callers that pass a suspension's author id back as it is.
+   */
+  labelAlone?: boolean;
+}
+
 export interface DeliverResult {
   taskId: string;
   duplicate: boolean;
+  /** The task-unique signal id (`<task_id>:<label>`) the delivery resolved to, when it did. */
+  signalId?: string;
   task?: Task;
   /** The resumed task, claimed at once when the mailbox was free. */
   claim?: Claim;
@@ -318,9 +336,14 @@ export interface TaskStore {
     context: WriteContext,
     owner: string,
   ): Promise<CancelResult>;
-  /** Records a signal for the task waiting on `signalId` (once per delivery id) and re-queues it. */
+  /**
+   * Records a signal for the task waiting on `signalId` (once per delivery id)
+   * and re-queues it. Without `sessionId`, `signalId` is the task-unique id;
+   * with it, also the label the agent's author wrote (the session's task that
+   * suspended last on that label receives it).
+   */
   deliverSignal(
-    signal: { signalId: string; deliveryId: string; payload: JsonValue },
+    signal: DeliverySignal,
     context: WriteContext,
     owner: string,
   ): Promise<DeliverResult>;
@@ -350,6 +373,11 @@ export interface TaskStore {
   sessionsWithQueuedWork(limit: number): Promise<string[]>;
   /** The transcript's messages at positions `from` ≤ p < `to`, in order. */
   loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]>;
+  /**
+   * The session's agent state besides the transcript (what the last completed
+   * or suspended run that kept state left); undefined when none kept any.
+   */
+  loadAgentState(sessionId: string): Promise<JsonObject | undefined>;
 
   /** The source of a replay: the task, its agent, checkpoints and signals. */
   getReplaySource(taskId: string, scope?: string): Promise<ReplaySource>;

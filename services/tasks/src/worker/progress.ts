@@ -3,8 +3,8 @@
  * event log, as the UIs and receipts read it: `agent.text_delta`,
  * `agent.thinking_delta`, `agent.tool_use`, `tool.completed` / `tool.failed`,
  * `agent.model_call` (usage of a step) and `agent.routed` (where the router
- * placed the run — on a remote worker, on a retry, or degraded, with the
- * negotiation's warnings).
+ * placed the run — on a backend other than the agent's own, on a remote
+ * worker, on a retry, or degraded, with the negotiation's warnings).
  *
  * Events go through the outbox like every other task event, so the log stays
  * one durable, replayable history. To keep that affordable for token streams,
@@ -79,11 +79,13 @@ export function modelCallRecordOf(message: Message): ModelCallRecord | undefined
 /**
  * Maps an execution event to what the log records, or undefined when it
  * records nothing. `model` is the model call record of the message reported
- * just before a `step_finished` (see the module comment).
+ * just before a `step_finished` (see the module comment); `agentBackend` the
+ * backend the agent names (a run placed elsewhere says so).
  */
 export function progressItem(
   event: ExecutionEvent,
   model?: ModelCallRecord,
+  agentBackend?: string,
 ): ProgressItem | undefined {
   switch (event.kind) {
     case "text_delta":
@@ -128,9 +130,17 @@ export function progressItem(
       };
     }
     case "routed":
-      // An in-process, first-attempt placement without warnings says nothing
-      // the task does not: recorded only when remote, retried or degraded.
-      if (!event.degraded && event.workerId === "" && event.attempt <= 1) return undefined;
+      // An in-process, first-attempt placement on the agent's own backend
+      // without warnings says nothing the task does not: recorded only when
+      // moved to another backend, remote, retried or degraded.
+      if (
+        !event.degraded &&
+        event.workerId === "" &&
+        event.attempt <= 1 &&
+        (agentBackend === undefined || event.backendId === agentBackend)
+      ) {
+        return undefined;
+      }
       return {
         kind: "agent.routed",
         data: {
@@ -156,6 +166,7 @@ export type ProgressSink = (items: readonly ProgressItem[]) => Promise<void>;
 /** Buffers one turn's progress and writes it in batches. */
 export class ProgressRecorder {
   readonly #sink: ProgressSink;
+  readonly #agentBackend: string | undefined;
   readonly #flushMs: number;
   readonly #logger: Logger;
   #buffer: ProgressItem[] = [];
@@ -164,7 +175,11 @@ export class ProgressRecorder {
   #timer: NodeJS.Timeout | undefined;
   #writing: Promise<void> = Promise.resolve();
 
-  constructor(sink: ProgressSink, options: { flushMs: number; logger: Logger }) {
+  constructor(
+    sink: ProgressSink,
+    options: { flushMs: number; logger: Logger; agentBackend?: string },
+  ) {
+    this.#agentBackend = options.agentBackend;
     this.#sink = sink;
     this.#flushMs = options.flushMs;
     this.#logger = options.logger;
@@ -177,7 +192,11 @@ export class ProgressRecorder {
       if (record) this.#model = record;
       return;
     }
-    const item = progressItem(event, event.kind === "step_finished" ? this.#model : undefined);
+    const item = progressItem(
+      event,
+      event.kind === "step_finished" ? this.#model : undefined,
+      this.#agentBackend,
+    );
     if (event.kind === "step_finished") this.#model = undefined;
     if (!item) return;
     const last = this.#buffer.at(-1);

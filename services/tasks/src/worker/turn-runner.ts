@@ -16,7 +16,7 @@
  * The database decides who runs what (see PostgresTaskStore); this class only
  * executes what it was granted.
  */
-import type { JsonValue } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
@@ -285,14 +285,18 @@ export class TurnRunner {
     const { claim } = run;
     // Storage trouble is not the agent's failure: retried, and if it persists
     // the claim's lease runs out and recovery takes the turn over.
-    const history = await this.#retry(() =>
-      this.#transcripts.history(
-        (sessionId, from, to) => store.loadTranscript(sessionId, from, to),
-        claim.task.sessionId,
-        claim.transcriptEpoch,
-        claim.inputPosition,
+    const [history, state] = await Promise.all([
+      this.#retry(() =>
+        this.#transcripts.history(
+          (sessionId, from, to) => store.loadTranscript(sessionId, from, to),
+          claim.task.sessionId,
+          claim.transcriptEpoch,
+          claim.inputPosition,
+        ),
       ),
-    );
+      // The agent's state besides the transcript, as the session's last run left it.
+      this.#retry(() => store.loadAgentState(claim.task.sessionId)),
+    ]);
     // Past its token budget the turn gets a compacted history (the transcript is unchanged).
     const context =
       (await this.#o.compactor?.prepare(
@@ -304,6 +308,7 @@ export class TurnRunner {
     const progress = new ProgressRecorder((items) => store.recordProgress(claim, items), {
       flushMs: this.#o.progressFlushMs ?? 50,
       logger: this.#o.logger,
+      agentBackend: claim.agent.backend,
     });
     let outcome: RunOutcome;
     try {
@@ -315,7 +320,7 @@ export class TurnRunner {
             "trellis.session_id": claim.task.sessionId,
           },
         },
-        () => this.#execute(run, context, progress),
+        () => this.#execute(run, context, state, progress),
       );
     } catch (error) {
       // Never stuck WORKING: a backend that throws fails the turn.
@@ -367,6 +372,7 @@ export class TurnRunner {
   #execute(
     run: LocalRun,
     history: readonly Message[],
+    state: JsonObject | undefined,
     progress: ProgressRecorder,
   ): Promise<RunOutcome> {
     const { claim } = run;
@@ -398,6 +404,7 @@ export class TurnRunner {
       ...(memory ? { memory } : {}),
       ...approvalPolicy(claim.agent),
       ...(claim.resume ? { resume: claim.resume } : {}),
+      ...(state ? { state } : {}),
       // A task with a parent may be a replay: the replay executor looks it up.
       ...(task.parentTaskId ? { metadata: { [REPLAY_REQUEST_KEY]: true } } : {}),
     };

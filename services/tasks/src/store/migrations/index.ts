@@ -7,6 +7,7 @@ import { contextSummaries } from "./2026_12_20_context_summaries.js";
 import { workspaceArchive } from "./2026_12_21_workspace_archive.js";
 import { branchesAndConnectors } from "./2026_12_28_branches_and_connectors.js";
 import { memories } from "./2026_12_28_memories.js";
+import { agentState } from "./2026_12_30_agent_state.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
@@ -16,4 +17,5 @@ export const tasksMigrations: Record<string, Migration> = {
   "2026_12_21_workspace_archive": workspaceArchive,
   "2026_12_28_branches_and_connectors": branchesAndConnectors,
   "2026_12_28_memories": memories,
+  "2026_12_30_agent_state": agentState,
 };

@@ -1,0 +1,128 @@
+// When routing moves a turn off the agent's own backend, every record names
+// the backend that actually ran it: the task (assigned_backend), its events
+// (agent.routed) and its receipt (model_route). The agent's backend "plain"
+// cannot pause for approvals; its policy requires them and allows
+// "scripted", which can — so the router runs the turn on "scripted".
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { defineAdapter } from "@trellis/adapter-sdk";
+import {
+  createRoutedExecutor,
+  createScriptedAdapter,
+  SCRIPTED_CAPABILITIES,
+} from "@trellis/adapters";
+import { TaskStatus } from "@trellis/contracts/core";
+import { ReceiptService } from "@trellis/contracts/receipts";
+import {
+  AgentService,
+  EventService,
+  ReceiptPolicy,
+  SessionService,
+  TaskService,
+} from "@trellis/contracts/tasks";
+import { chatToMessage } from "@trellis/messages";
+import {
+  createMeshClientInterceptor,
+  type EmbeddedTrellis,
+  processMeshCredentials,
+  startEmbedded,
+} from "@trellis/platform";
+import { receiptsService } from "@trellis/receipts";
+import { createLogger } from "@trellis/runtime";
+import { createTasksService } from "@trellis/tasks";
+import { eventually } from "@trellis/testkit";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** A backend that cannot pause for approvals; it never gets to run here. */
+const plain = defineAdapter({
+  backendId: "plain",
+  capabilities: { ...SCRIPTED_CAPABILITIES, approvalInterrupts: "none" },
+  validateDefinition() {},
+  async run() {
+    return {
+      status: "failed",
+      messages: [],
+      category: "internal_error",
+      message: "ran",
+      retryable: false,
+    };
+  },
+});
+
+describe("records name the backend that ran the turn", () => {
+  let trellis: EmbeddedTrellis;
+  const routed = createRoutedExecutor({
+    mode: "embedded",
+    env: {},
+    adapters: [createScriptedAdapter(), plain],
+  });
+
+  beforeAll(async () => {
+    trellis = await startEmbedded({
+      services: [createTasksService({ executor: routed.router }), receiptsService],
+      port: 0,
+      logger: createLogger({ service: "truthful-backend", level: "error", write: () => {} }),
+      env: {},
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 100 });
+  });
+
+  it("task, events and receipt say scripted, not the agent's plain", async () => {
+    const transport = createGrpcTransport({
+      baseUrl: trellis.address.url,
+      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
+    });
+    const agents = createClient(AgentService, transport);
+    const sessions = createClient(SessionService, transport);
+    const tasks = createClient(TaskService, transport);
+    const events = createClient(EventService, transport);
+    const receipts = createClient(ReceiptService, transport);
+
+    const { agent } = await agents.createAgent({
+      agent: {
+        name: "moved",
+        backend: "plain",
+        receiptPolicy: ReceiptPolicy.REQUIRED,
+        definition: {
+          entry: "reply",
+          nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
+          routing: {
+            backends: ["plain", "scripted"],
+            requirements: { approval_interrupts: "required" },
+          },
+        },
+      },
+    });
+    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
+    const submitted = await tasks.submitTask({
+      sessionId: session?.id ?? "",
+      input: chatToMessage({ role: "user", content: "go" }),
+    });
+    const taskId = submitted.task?.id ?? "";
+    const task = await eventually(async () => {
+      const { task } = await tasks.getTask({ taskId });
+      expect(task?.status).toBe(TaskStatus.COMPLETED);
+      return task;
+    });
+    expect(task?.output.length).toBe(1);
+    expect(task?.assignedBackend).toBe("scripted");
+
+    const { events: log } = await events.listEvents({ taskId, limit: 1000 });
+    const routedEvents = log.filter((e) => e.kind === "agent.routed");
+    expect(routedEvents).toHaveLength(1);
+    const data = routedEvents[0]?.payload?.kind;
+    expect(data?.case).toBe("data");
+    expect(data?.case === "data" ? data.value.backend_id : undefined).toBe("scripted");
+
+    const receipt = await eventually(async () => {
+      const { receipts: issued } = await receipts.listTaskReceipts({ taskId });
+      const found = issued.find((r) => r.subject?.object === "task");
+      expect(found).toBeDefined();
+      return found;
+    });
+    const document = JSON.parse(receipt?.documentJson ?? "{}");
+    expect(document.model_route.chosen_model).toEqual({ provider: "trellis", model: "scripted" });
+  });
+});
