@@ -363,6 +363,11 @@ var _VaultService_serviceDesc = grpc.ServiceDesc{
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type VaultAccessServiceClient interface {
 	GetAgentVaults(ctx context.Context, in *GetAgentVaultsRequest, opts ...grpc.CallOption) (*GetAgentVaultsResponse, error)
+	// A fresh access token of an OAuth-credential vault (provider "oauth",
+	// capability "oauth_refresh"), for a connector or tool host of the mesh.
+	// Refreshed through the vault's token endpoint when the cached one
+	// expires; the grant itself never leaves the adapters service.
+	GetAccessToken(ctx context.Context, in *GetAccessTokenRequest, opts ...grpc.CallOption) (*GetAccessTokenResponse, error)
 }
 
 type vaultAccessServiceClient struct {
@@ -382,11 +387,25 @@ func (c *vaultAccessServiceClient) GetAgentVaults(ctx context.Context, in *GetAg
 	return out, nil
 }
 
+func (c *vaultAccessServiceClient) GetAccessToken(ctx context.Context, in *GetAccessTokenRequest, opts ...grpc.CallOption) (*GetAccessTokenResponse, error) {
+	out := new(GetAccessTokenResponse)
+	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.VaultAccessService/GetAccessToken", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // VaultAccessServiceServer is the server API for VaultAccessService service.
 // All implementations must embed UnimplementedVaultAccessServiceServer
 // for forward compatibility
 type VaultAccessServiceServer interface {
 	GetAgentVaults(context.Context, *GetAgentVaultsRequest) (*GetAgentVaultsResponse, error)
+	// A fresh access token of an OAuth-credential vault (provider "oauth",
+	// capability "oauth_refresh"), for a connector or tool host of the mesh.
+	// Refreshed through the vault's token endpoint when the cached one
+	// expires; the grant itself never leaves the adapters service.
+	GetAccessToken(context.Context, *GetAccessTokenRequest) (*GetAccessTokenResponse, error)
 	mustEmbedUnimplementedVaultAccessServiceServer()
 }
 
@@ -396,6 +415,9 @@ type UnimplementedVaultAccessServiceServer struct {
 
 func (UnimplementedVaultAccessServiceServer) GetAgentVaults(context.Context, *GetAgentVaultsRequest) (*GetAgentVaultsResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method GetAgentVaults not implemented")
+}
+func (UnimplementedVaultAccessServiceServer) GetAccessToken(context.Context, *GetAccessTokenRequest) (*GetAccessTokenResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetAccessToken not implemented")
 }
 func (UnimplementedVaultAccessServiceServer) mustEmbedUnimplementedVaultAccessServiceServer() {}
 
@@ -428,6 +450,24 @@ func _VaultAccessService_GetAgentVaults_Handler(srv interface{}, ctx context.Con
 	return interceptor(ctx, in, info, handler)
 }
 
+func _VaultAccessService_GetAccessToken_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAccessTokenRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(VaultAccessServiceServer).GetAccessToken(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.adapters.v1.VaultAccessService/GetAccessToken",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(VaultAccessServiceServer).GetAccessToken(ctx, req.(*GetAccessTokenRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _VaultAccessService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "trellis.adapters.v1.VaultAccessService",
 	HandlerType: (*VaultAccessServiceServer)(nil),
@@ -435,6 +475,10 @@ var _VaultAccessService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetAgentVaults",
 			Handler:    _VaultAccessService_GetAgentVaults_Handler,
+		},
+		{
+			MethodName: "GetAccessToken",
+			Handler:    _VaultAccessService_GetAccessToken_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

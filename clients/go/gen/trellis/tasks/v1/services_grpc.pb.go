@@ -20,6 +20,9 @@ type WorkspaceServiceClient interface {
 	CreateWorkspace(ctx context.Context, in *CreateWorkspaceRequest, opts ...grpc.CallOption) (*CreateWorkspaceResponse, error)
 	GetWorkspace(ctx context.Context, in *GetWorkspaceRequest, opts ...grpc.CallOption) (*GetWorkspaceResponse, error)
 	ListWorkspaces(ctx context.Context, in *ListWorkspacesRequest, opts ...grpc.CallOption) (*ListWorkspacesResponse, error)
+	// Messages in workspace_updates.proto.
+	UpdateWorkspace(ctx context.Context, in *UpdateWorkspaceRequest, opts ...grpc.CallOption) (*UpdateWorkspaceResponse, error)
+	ArchiveWorkspace(ctx context.Context, in *ArchiveWorkspaceRequest, opts ...grpc.CallOption) (*ArchiveWorkspaceResponse, error)
 }
 
 type workspaceServiceClient struct {
@@ -57,6 +60,24 @@ func (c *workspaceServiceClient) ListWorkspaces(ctx context.Context, in *ListWor
 	return out, nil
 }
 
+func (c *workspaceServiceClient) UpdateWorkspace(ctx context.Context, in *UpdateWorkspaceRequest, opts ...grpc.CallOption) (*UpdateWorkspaceResponse, error) {
+	out := new(UpdateWorkspaceResponse)
+	err := c.cc.Invoke(ctx, "/trellis.tasks.v1.WorkspaceService/UpdateWorkspace", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workspaceServiceClient) ArchiveWorkspace(ctx context.Context, in *ArchiveWorkspaceRequest, opts ...grpc.CallOption) (*ArchiveWorkspaceResponse, error) {
+	out := new(ArchiveWorkspaceResponse)
+	err := c.cc.Invoke(ctx, "/trellis.tasks.v1.WorkspaceService/ArchiveWorkspace", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkspaceServiceServer is the server API for WorkspaceService service.
 // All implementations must embed UnimplementedWorkspaceServiceServer
 // for forward compatibility
@@ -64,6 +85,9 @@ type WorkspaceServiceServer interface {
 	CreateWorkspace(context.Context, *CreateWorkspaceRequest) (*CreateWorkspaceResponse, error)
 	GetWorkspace(context.Context, *GetWorkspaceRequest) (*GetWorkspaceResponse, error)
 	ListWorkspaces(context.Context, *ListWorkspacesRequest) (*ListWorkspacesResponse, error)
+	// Messages in workspace_updates.proto.
+	UpdateWorkspace(context.Context, *UpdateWorkspaceRequest) (*UpdateWorkspaceResponse, error)
+	ArchiveWorkspace(context.Context, *ArchiveWorkspaceRequest) (*ArchiveWorkspaceResponse, error)
 	mustEmbedUnimplementedWorkspaceServiceServer()
 }
 
@@ -79,6 +103,12 @@ func (UnimplementedWorkspaceServiceServer) GetWorkspace(context.Context, *GetWor
 }
 func (UnimplementedWorkspaceServiceServer) ListWorkspaces(context.Context, *ListWorkspacesRequest) (*ListWorkspacesResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method ListWorkspaces not implemented")
+}
+func (UnimplementedWorkspaceServiceServer) UpdateWorkspace(context.Context, *UpdateWorkspaceRequest) (*UpdateWorkspaceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method UpdateWorkspace not implemented")
+}
+func (UnimplementedWorkspaceServiceServer) ArchiveWorkspace(context.Context, *ArchiveWorkspaceRequest) (*ArchiveWorkspaceResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method ArchiveWorkspace not implemented")
 }
 func (UnimplementedWorkspaceServiceServer) mustEmbedUnimplementedWorkspaceServiceServer() {}
 
@@ -147,6 +177,42 @@ func _WorkspaceService_ListWorkspaces_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkspaceService_UpdateWorkspace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpdateWorkspaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServiceServer).UpdateWorkspace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.tasks.v1.WorkspaceService/UpdateWorkspace",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServiceServer).UpdateWorkspace(ctx, req.(*UpdateWorkspaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkspaceService_ArchiveWorkspace_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ArchiveWorkspaceRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkspaceServiceServer).ArchiveWorkspace(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.tasks.v1.WorkspaceService/ArchiveWorkspace",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkspaceServiceServer).ArchiveWorkspace(ctx, req.(*ArchiveWorkspaceRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 var _WorkspaceService_serviceDesc = grpc.ServiceDesc{
 	ServiceName: "trellis.tasks.v1.WorkspaceService",
 	HandlerType: (*WorkspaceServiceServer)(nil),
@@ -162,6 +228,14 @@ var _WorkspaceService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaces",
 			Handler:    _WorkspaceService_ListWorkspaces_Handler,
+		},
+		{
+			MethodName: "UpdateWorkspace",
+			Handler:    _WorkspaceService_UpdateWorkspace_Handler,
+		},
+		{
+			MethodName: "ArchiveWorkspace",
+			Handler:    _WorkspaceService_ArchiveWorkspace_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

@@ -190,7 +190,7 @@ class ExecutionNegotiation(_message.Message):
     def __init__(self, supported: bool = ..., degraded: bool = ..., reasons: _Optional[_Iterable[_Union[NegotiationReason, _Mapping]]] = ..., effective_capabilities: _Optional[_Union[ExecutionCapabilities, _Mapping]] = ...) -> None: ...
 
 class ExecutionRequest(_message.Message):
-    __slots__ = ["agent", "correlation", "history", "input", "metadata", "requirements", "resume", "schema_version", "tools"]
+    __slots__ = ["agent", "correlation", "history", "input", "metadata", "requirements", "resume", "schema_version", "state", "tools"]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     CORRELATION_FIELD_NUMBER: _ClassVar[int]
     HISTORY_FIELD_NUMBER: _ClassVar[int]
@@ -199,6 +199,7 @@ class ExecutionRequest(_message.Message):
     REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
     RESUME_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     TOOLS_FIELD_NUMBER: _ClassVar[int]
     agent: ExecutionAgent
     correlation: Correlation
@@ -208,8 +209,9 @@ class ExecutionRequest(_message.Message):
     requirements: ExecutionRequirements
     resume: Resume
     schema_version: int
+    state: _struct_pb2.Struct
     tools: _containers.RepeatedCompositeFieldContainer[ToolDescriptor]
-    def __init__(self, schema_version: _Optional[int] = ..., correlation: _Optional[_Union[Correlation, _Mapping]] = ..., agent: _Optional[_Union[ExecutionAgent, _Mapping]] = ..., history: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., requirements: _Optional[_Union[ExecutionRequirements, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDescriptor, _Mapping]]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, schema_version: _Optional[int] = ..., correlation: _Optional[_Union[Correlation, _Mapping]] = ..., agent: _Optional[_Union[ExecutionAgent, _Mapping]] = ..., history: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., resume: _Optional[_Union[Resume, _Mapping]] = ..., requirements: _Optional[_Union[ExecutionRequirements, _Mapping]] = ..., tools: _Optional[_Iterable[_Union[ToolDescriptor, _Mapping]]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ExecutionRequirements(_message.Message):
     __slots__ = ["approval_interrupts", "attachments", "continuation_support", "max_elapsed_ms", "streaming", "structured_tool_calls", "tool_use", "trace_depth"]
@@ -232,7 +234,7 @@ class ExecutionRequirements(_message.Message):
     def __init__(self, tool_use: _Optional[_Union[Requirement, str]] = ..., structured_tool_calls: _Optional[_Union[Requirement, str]] = ..., continuation_support: _Optional[_Union[Requirement, str]] = ..., approval_interrupts: _Optional[_Union[Requirement, str]] = ..., trace_depth: _Optional[_Union[TraceDepth, str]] = ..., attachments: _Optional[_Union[Requirement, str]] = ..., streaming: _Optional[_Union[Requirement, str]] = ..., max_elapsed_ms: _Optional[int] = ...) -> None: ...
 
 class ExecutionResult(_message.Message):
-    __slots__ = ["backend_id", "cancelled", "completed", "degradation", "failed", "messages", "schema_version", "suspended", "trace", "usage"]
+    __slots__ = ["backend_id", "cancelled", "completed", "degradation", "failed", "messages", "schema_version", "state", "suspended", "trace", "usage"]
     BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
     CANCELLED_FIELD_NUMBER: _ClassVar[int]
     COMPLETED_FIELD_NUMBER: _ClassVar[int]
@@ -240,6 +242,7 @@ class ExecutionResult(_message.Message):
     FAILED_FIELD_NUMBER: _ClassVar[int]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
     SCHEMA_VERSION_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     SUSPENDED_FIELD_NUMBER: _ClassVar[int]
     TRACE_FIELD_NUMBER: _ClassVar[int]
     USAGE_FIELD_NUMBER: _ClassVar[int]
@@ -250,10 +253,11 @@ class ExecutionResult(_message.Message):
     failed: ExecutionFailed
     messages: _containers.RepeatedCompositeFieldContainer[_message_pb2.Message]
     schema_version: int
+    state: _struct_pb2.Struct
     suspended: ExecutionSuspended
     trace: TraceSummary
     usage: Usage
-    def __init__(self, schema_version: _Optional[int] = ..., backend_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ..., suspended: _Optional[_Union[ExecutionSuspended, _Mapping]] = ..., failed: _Optional[_Union[ExecutionFailed, _Mapping]] = ..., cancelled: _Optional[_Union[ExecutionCancelled, _Mapping]] = ..., degradation: _Optional[_Iterable[_Union[NegotiationReason, _Mapping]]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., trace: _Optional[_Union[TraceSummary, _Mapping]] = ...) -> None: ...
+    def __init__(self, schema_version: _Optional[int] = ..., backend_id: _Optional[str] = ..., messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., completed: _Optional[_Union[ExecutionCompleted, _Mapping]] = ..., suspended: _Optional[_Union[ExecutionSuspended, _Mapping]] = ..., failed: _Optional[_Union[ExecutionFailed, _Mapping]] = ..., cancelled: _Optional[_Union[ExecutionCancelled, _Mapping]] = ..., degradation: _Optional[_Iterable[_Union[NegotiationReason, _Mapping]]] = ..., usage: _Optional[_Union[Usage, _Mapping]] = ..., trace: _Optional[_Union[TraceSummary, _Mapping]] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ExecutionSuspended(_message.Message):
     __slots__ = ["approval_request", "checkpoint", "kind", "metadata", "reason", "signal_label"]

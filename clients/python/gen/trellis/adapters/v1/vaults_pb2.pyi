@@ -54,6 +54,22 @@ class DeleteVaultResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
 
+class GetAccessTokenRequest(_message.Message):
+    __slots__ = ["vault_id", "workspace_id"]
+    VAULT_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
+    vault_id: str
+    workspace_id: str
+    def __init__(self, workspace_id: _Optional[str] = ..., vault_id: _Optional[str] = ...) -> None: ...
+
+class GetAccessTokenResponse(_message.Message):
+    __slots__ = ["access_token", "expires_at"]
+    ACCESS_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    access_token: str
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, access_token: _Optional[str] = ..., expires_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
 class GetAgentVaultsRequest(_message.Message):
     __slots__ = ["agent_id", "workspace_id"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]

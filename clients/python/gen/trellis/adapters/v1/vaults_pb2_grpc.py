@@ -341,6 +341,11 @@ class VaultAccessServiceStub(object):
                 request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.SerializeToString,
                 response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.FromString,
                 )
+        self.GetAccessToken = channel.unary_unary(
+                '/trellis.adapters.v1.VaultAccessService/GetAccessToken',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenResponse.FromString,
+                )
 
 
 class VaultAccessServiceServicer(object):
@@ -356,6 +361,16 @@ class VaultAccessServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetAccessToken(self, request, context):
+        """A fresh access token of an OAuth-credential vault (provider "oauth",
+        capability "oauth_refresh"), for a connector or tool host of the mesh.
+        Refreshed through the vault's token endpoint when the cached one
+        expires; the grant itself never leaves the adapters service.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_VaultAccessServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -363,6 +378,11 @@ def add_VaultAccessServiceServicer_to_server(servicer, server):
                     servicer.GetAgentVaults,
                     request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.FromString,
                     response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.SerializeToString,
+            ),
+            'GetAccessToken': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetAccessToken,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -392,5 +412,22 @@ class VaultAccessService(object):
         return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultAccessService/GetAgentVaults',
             trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsRequest.SerializeToString,
             trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAgentVaultsResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetAccessToken(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.VaultAccessService/GetAccessToken',
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_vaults__pb2.GetAccessTokenResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)

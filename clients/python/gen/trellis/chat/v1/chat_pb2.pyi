@@ -31,10 +31,12 @@ class ChatChunk(_message.Message):
     def __init__(self, text_delta: _Optional[_Union[TextDelta, _Mapping]] = ..., thinking_delta: _Optional[_Union[ThinkingDelta, _Mapping]] = ..., tool_call_progress: _Optional[_Union[ToolCallProgress, _Mapping]] = ..., message: _Optional[_Union[_message_pb2.Message, _Mapping]] = ...) -> None: ...
 
 class ChatState(_message.Message):
-    __slots__ = ["messages"]
+    __slots__ = ["messages", "state"]
     MESSAGES_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     messages: _containers.RepeatedCompositeFieldContainer[_message_pb2.Message]
-    def __init__(self, messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ...) -> None: ...
+    state: _struct_pb2.Struct
+    def __init__(self, messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class ChatTurnCompleted(_message.Message):
     __slots__ = ["final_state", "replies"]
@@ -143,22 +145,26 @@ class SendStreamingResponse(_message.Message):
     def __init__(self, chunk: _Optional[_Union[ChatChunk, _Mapping]] = ..., outcome: _Optional[_Union[ChatTurnOutcome, _Mapping]] = ...) -> None: ...
 
 class SignalDescriptor(_message.Message):
-    __slots__ = ["kind", "metadata", "signal_id"]
+    __slots__ = ["global_signal_id", "kind", "metadata", "signal_id"]
+    GLOBAL_SIGNAL_ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_ID_FIELD_NUMBER: _ClassVar[int]
+    global_signal_id: str
     kind: SuspensionKind
     metadata: _struct_pb2.Struct
     signal_id: str
-    def __init__(self, signal_id: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., kind: _Optional[_Union[SuspensionKind, str]] = ...) -> None: ...
+    def __init__(self, signal_id: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., kind: _Optional[_Union[SuspensionKind, str]] = ..., global_signal_id: _Optional[str] = ...) -> None: ...
 
 class SubscribeRequest(_message.Message):
-    __slots__ = ["after_cursor", "session_id"]
+    __slots__ = ["after_cursor", "include_final_state", "session_id"]
     AFTER_CURSOR_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_FINAL_STATE_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     after_cursor: str
+    include_final_state: bool
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., after_cursor: _Optional[str] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., after_cursor: _Optional[str] = ..., include_final_state: bool = ...) -> None: ...
 
 class SubscribeResponse(_message.Message):
     __slots__ = ["cursor", "outcome", "subscribed"]

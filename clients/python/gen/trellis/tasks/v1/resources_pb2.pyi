@@ -187,7 +187,7 @@ class Suspension(_message.Message):
     def __init__(self, signal_id: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., pending_messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., checkpoint_id: _Optional[str] = ...) -> None: ...
 
 class Task(_message.Message):
-    __slots__ = ["agent_id", "assigned_backend", "branch_id", "busy_policy", "canceled_at", "completed_at", "created_at", "created_by", "failure", "id", "input", "metadata", "outcome_id", "output", "parent_task_id", "receipt_id", "session_id", "started_at", "status", "suspension", "updated_at", "workspace_id"]
+    __slots__ = ["agent_id", "assigned_backend", "branch_id", "busy_policy", "canceled_at", "completed_at", "created_at", "created_by", "failure", "id", "input", "metadata", "outcome_id", "output", "parent_task_id", "receipt_id", "session_id", "started_at", "state", "status", "suspension", "updated_at", "workspace_id"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     ASSIGNED_BACKEND_FIELD_NUMBER: _ClassVar[int]
     BRANCH_ID_FIELD_NUMBER: _ClassVar[int]
@@ -206,6 +206,7 @@ class Task(_message.Message):
     RECEIPT_ID_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     SUSPENSION_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
@@ -228,11 +229,12 @@ class Task(_message.Message):
     receipt_id: str
     session_id: str
     started_at: _timestamp_pb2.Timestamp
+    state: _struct_pb2.Struct
     status: _event_pb2.TaskStatus
     suspension: Suspension
     updated_at: _timestamp_pb2.Timestamp
     workspace_id: str
-    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., status: _Optional[_Union[_event_pb2.TaskStatus, str]] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., created_by: _Optional[str] = ..., agent_id: _Optional[str] = ..., branch_id: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., assigned_backend: _Optional[str] = ..., receipt_id: _Optional[str] = ..., outcome_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., canceled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., suspension: _Optional[_Union[Suspension, _Mapping]] = ..., output: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., status: _Optional[_Union[_event_pb2.TaskStatus, str]] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., created_by: _Optional[str] = ..., agent_id: _Optional[str] = ..., branch_id: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., assigned_backend: _Optional[str] = ..., receipt_id: _Optional[str] = ..., outcome_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., canceled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., suspension: _Optional[_Union[Suspension, _Mapping]] = ..., output: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class TaskFailure(_message.Message):
     __slots__ = ["category", "detail", "message", "retryable"]
@@ -247,7 +249,8 @@ class TaskFailure(_message.Message):
     def __init__(self, category: _Optional[str] = ..., message: _Optional[str] = ..., retryable: bool = ..., detail: _Optional[_Union[_error_pb2.ErrorDetail, _Mapping]] = ...) -> None: ...
 
 class Workspace(_message.Message):
-    __slots__ = ["created_at", "default_branch_id", "id", "metadata", "name", "root", "updated_at"]
+    __slots__ = ["archived_at", "created_at", "default_branch_id", "id", "metadata", "name", "root", "updated_at"]
+    ARCHIVED_AT_FIELD_NUMBER: _ClassVar[int]
     CREATED_AT_FIELD_NUMBER: _ClassVar[int]
     DEFAULT_BRANCH_ID_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +258,7 @@ class Workspace(_message.Message):
     NAME_FIELD_NUMBER: _ClassVar[int]
     ROOT_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    archived_at: _timestamp_pb2.Timestamp
     created_at: _timestamp_pb2.Timestamp
     default_branch_id: str
     id: str
@@ -262,7 +266,7 @@ class Workspace(_message.Message):
     name: str
     root: str
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., root: _Optional[str] = ..., default_branch_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
+    def __init__(self, id: _Optional[str] = ..., name: _Optional[str] = ..., root: _Optional[str] = ..., default_branch_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., archived_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class AutonomyTier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = []

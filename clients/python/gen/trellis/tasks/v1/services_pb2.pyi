@@ -2,6 +2,7 @@ from google.protobuf import struct_pb2 as _struct_pb2
 from trellis.core.v1 import event_pb2 as _event_pb2
 from trellis.core.v1 import message_pb2 as _message_pb2
 from trellis.tasks.v1 import resources_pb2 as _resources_pb2
+from trellis.tasks.v1 import workspace_updates_pb2 as _workspace_updates_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
@@ -115,14 +116,16 @@ class CreateWorkspaceResponse(_message.Message):
     def __init__(self, workspace: _Optional[_Union[_resources_pb2.Workspace, _Mapping]] = ...) -> None: ...
 
 class DeliverRequest(_message.Message):
-    __slots__ = ["delivery_id", "payload", "signal_id"]
+    __slots__ = ["delivery_id", "payload", "session_id", "signal_id"]
     DELIVERY_ID_FIELD_NUMBER: _ClassVar[int]
     PAYLOAD_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     SIGNAL_ID_FIELD_NUMBER: _ClassVar[int]
     delivery_id: str
     payload: _struct_pb2.Value
+    session_id: str
     signal_id: str
-    def __init__(self, signal_id: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., delivery_id: _Optional[str] = ...) -> None: ...
+    def __init__(self, signal_id: _Optional[str] = ..., payload: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., delivery_id: _Optional[str] = ..., session_id: _Optional[str] = ...) -> None: ...
 
 class DeliverResponse(_message.Message):
     __slots__ = ["duplicate", "task", "task_id"]
@@ -471,7 +474,7 @@ class ReplayOverride(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., event_id: _Optional[str] = ..., target: _Optional[str] = ..., value: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., artifact_id: _Optional[str] = ..., sha256: _Optional[str] = ..., visibility: _Optional[_Union[_message_pb2.Visibility, str]] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ReplayTaskRequest(_message.Message):
-    __slots__ = ["checkpoint_event_id", "checkpoint_id", "idempotency_key", "metadata", "mode", "overrides", "reason", "task_id"]
+    __slots__ = ["checkpoint_event_id", "checkpoint_id", "idempotency_key", "metadata", "mode", "overrides", "reason", "refresh_memory", "task_id"]
     class OverridesEntry(_message.Message):
         __slots__ = ["key", "value"]
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -486,6 +489,7 @@ class ReplayTaskRequest(_message.Message):
     MODE_FIELD_NUMBER: _ClassVar[int]
     OVERRIDES_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    REFRESH_MEMORY_FIELD_NUMBER: _ClassVar[int]
     TASK_ID_FIELD_NUMBER: _ClassVar[int]
     checkpoint_event_id: str
     checkpoint_id: str
@@ -494,8 +498,9 @@ class ReplayTaskRequest(_message.Message):
     mode: ReplayMode
     overrides: _containers.MessageMap[str, ReplayOverride]
     reason: str
+    refresh_memory: bool
     task_id: str
-    def __init__(self, task_id: _Optional[str] = ..., mode: _Optional[_Union[ReplayMode, str]] = ..., overrides: _Optional[_Mapping[str, ReplayOverride]] = ..., checkpoint_id: _Optional[str] = ..., checkpoint_event_id: _Optional[str] = ..., reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., idempotency_key: _Optional[str] = ...) -> None: ...
+    def __init__(self, task_id: _Optional[str] = ..., mode: _Optional[_Union[ReplayMode, str]] = ..., overrides: _Optional[_Mapping[str, ReplayOverride]] = ..., checkpoint_id: _Optional[str] = ..., checkpoint_event_id: _Optional[str] = ..., reason: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., idempotency_key: _Optional[str] = ..., refresh_memory: bool = ...) -> None: ...
 
 class ReplayTaskResponse(_message.Message):
     __slots__ = ["replayed", "session", "task"]

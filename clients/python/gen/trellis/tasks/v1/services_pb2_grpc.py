@@ -3,6 +3,7 @@
 import grpc
 
 from trellis.tasks.v1 import services_pb2 as trellis_dot_tasks_dot_v1_dot_services__pb2
+from trellis.tasks.v1 import workspace_updates_pb2 as trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2
 
 
 class WorkspaceServiceStub(object):
@@ -32,6 +33,16 @@ class WorkspaceServiceStub(object):
                 request_serializer=trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesRequest.SerializeToString,
                 response_deserializer=trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesResponse.FromString,
                 )
+        self.UpdateWorkspace = channel.unary_unary(
+                '/trellis.tasks.v1.WorkspaceService/UpdateWorkspace',
+                request_serializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceRequest.SerializeToString,
+                response_deserializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceResponse.FromString,
+                )
+        self.ArchiveWorkspace = channel.unary_unary(
+                '/trellis.tasks.v1.WorkspaceService/ArchiveWorkspace',
+                request_serializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceRequest.SerializeToString,
+                response_deserializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceResponse.FromString,
+                )
 
 
 class WorkspaceServiceServicer(object):
@@ -58,6 +69,19 @@ class WorkspaceServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def UpdateWorkspace(self, request, context):
+        """Messages in workspace_updates.proto.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ArchiveWorkspace(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkspaceServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -75,6 +99,16 @@ def add_WorkspaceServiceServicer_to_server(servicer, server):
                     servicer.ListWorkspaces,
                     request_deserializer=trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesRequest.FromString,
                     response_serializer=trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesResponse.SerializeToString,
+            ),
+            'UpdateWorkspace': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateWorkspace,
+                    request_deserializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceRequest.FromString,
+                    response_serializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceResponse.SerializeToString,
+            ),
+            'ArchiveWorkspace': grpc.unary_unary_rpc_method_handler(
+                    servicer.ArchiveWorkspace,
+                    request_deserializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceRequest.FromString,
+                    response_serializer=trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -137,6 +171,40 @@ class WorkspaceService(object):
         return grpc.experimental.unary_unary(request, target, '/trellis.tasks.v1.WorkspaceService/ListWorkspaces',
             trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesRequest.SerializeToString,
             trellis_dot_tasks_dot_v1_dot_services__pb2.ListWorkspacesResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def UpdateWorkspace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.tasks.v1.WorkspaceService/UpdateWorkspace',
+            trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceRequest.SerializeToString,
+            trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.UpdateWorkspaceResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def ArchiveWorkspace(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.tasks.v1.WorkspaceService/ArchiveWorkspace',
+            trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceRequest.SerializeToString,
+            trellis_dot_tasks_dot_v1_dot_workspace__updates__pb2.ArchiveWorkspaceResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
