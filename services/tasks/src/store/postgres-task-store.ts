@@ -43,15 +43,13 @@ import {
   TaskFailureSchema,
   type Workspace,
 } from "@trellis/contracts/tasks";
-import type { LoggedEvent } from "@trellis/eventlog";
 import { validateToolCallReference } from "@trellis/messages";
 import {
-  appendToOutboxLogged,
   type Database,
-  outboxEntries,
-  outboxPositionsSql,
+  type OutboxFold,
+  type OutboxUnit,
+  type OutboxWriter,
   outboxTables,
-  sequenceOutboxEvents,
 } from "@trellis/storage";
 import {
   CompiledQuery,
@@ -145,16 +143,13 @@ export interface PostgresTaskStoreOptions {
   database: Database<unknown>;
   /** The service's schema (its tables). */
   schema: string;
-  /** The schema of the outbox its events go to. */
-  outboxSchema: string;
+  /** The outbox its events go to (its units hand them to the relay). */
+  outbox: OutboxWriter;
   /** How long a claim lasts without renewal. */
   leaseMs: number;
   /** Largest artifact content stored inline (bytes). */
   maxArtifactBytes?: number;
-  /**
-   * Called after every committed write with the tasks it changed (kick the
-   * outbox relay, wake watchers).
-   */
+  /** Called after every committed write with the tasks it changed (wake watchers). */
   onCommit?: (changes: CommittedChanges) => void;
 }
 
@@ -163,8 +158,6 @@ export interface CommittedChanges {
   readonly taskIds: readonly string[];
   /** The task as committed (computed on demand), or undefined when it must be read back. */
   snapshot(taskId: string): Task | undefined;
-  /** The outbox rows the write committed, with their positions (for the relay's kick). */
-  readonly logged: readonly LoggedEvent[];
 }
 
 /** The NOTIFY channel on which a replica learns that a task it may be running was canceled. */
@@ -178,9 +171,10 @@ interface Tx {
   raw: Transaction<TasksDatabase>;
   /** Scoped to the service's schema. */
   db: Transaction<TasksDatabase>;
+  /** Events of this write not yet given to {@link outbox}. */
   events: Event[];
-  /** Events already in the outbox, with their rows' positions (handed to the relay). */
-  logged: LoggedEvent[];
+  /** The transaction's unit of work on the outbox. */
+  outbox: OutboxUnit<TasksDatabase>;
   lastEventOfSession: Map<string, string>;
   /** Tasks changed, with their final row when known. */
   changed: Map<string, TaskRow | undefined>;
@@ -340,6 +334,7 @@ export class PostgresTaskStore implements TaskStore {
   /** Scoped to the service's schema (built once: withSchema creates a new instance). */
   readonly #db: Kysely<TasksDatabase>;
   readonly #schema: string;
+  readonly #outbox: OutboxWriter;
   readonly #outboxSchema: string;
   readonly #leaseMs: number;
   readonly #maxArtifactBytes: number;
@@ -354,7 +349,8 @@ export class PostgresTaskStore implements TaskStore {
     this.#kysely = options.database.kysely as Kysely<TasksDatabase>;
     this.#db = this.#kysely.withSchema(options.schema);
     this.#schema = options.schema;
-    this.#outboxSchema = options.outboxSchema;
+    this.#outbox = options.outbox;
+    this.#outboxSchema = options.outbox.schema;
     this.#leaseMs = options.leaseMs;
     this.#maxArtifactBytes = options.maxArtifactBytes ?? 16 * 1024 * 1024;
     this.#onCommit = options.onCommit;
@@ -365,8 +361,8 @@ export class PostgresTaskStore implements TaskStore {
 
   async #write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     let changed: Map<string, TaskRow | undefined> | undefined;
-    let logged: LoggedEvent[] = [];
-    const result = await this.#kysely.transaction().execute(async (raw) => {
+    const result = await this.#outbox.transaction(this.#kysely, async (unit) => {
+      const raw = unit.trx;
       let scoped: Transaction<TasksDatabase> | undefined;
       const schema = this.#schema;
       const tx: Tx = {
@@ -377,7 +373,7 @@ export class PostgresTaskStore implements TaskStore {
           return scoped;
         },
         events: [],
-        logged: [],
+        outbox: unit,
         lastEventOfSession: new Map(),
         changed: new Map(),
         notifyCancel: false,
@@ -390,14 +386,12 @@ export class PostgresTaskStore implements TaskStore {
           "tasks store: messages or outcomes were left unwritten (session not saved)",
         );
       }
-      if (tx.events.length > 0) {
-        tx.logged.push(...(await appendToOutboxLogged(raw, this.#outboxSchema, tx.events)));
-      }
+      // Appended at commit, then handed to the relay by the unit.
+      if (tx.events.length > 0) unit.add(tx.events);
       if (tx.notifyCancel) {
         await sql`select pg_notify(${cancelChannel(this.#schema)}, '')`.execute(raw);
       }
       changed = tx.changed;
-      logged = tx.logged;
       return value;
     });
     if (this.#onCommit) {
@@ -408,7 +402,6 @@ export class PostgresTaskStore implements TaskStore {
           const row = rows.get(id);
           return row ? toTask(row) : undefined;
         },
-        logged,
       });
     }
     return result;
@@ -456,25 +449,17 @@ export class PostgresTaskStore implements TaskStore {
    */
   async #saveSessionWithTask(tx: Tx, session: LockedSession, write: TaskWrite): Promise<TaskRow> {
     const statement = new StatementWriter<TasksDatabase>(tx.raw);
-    let folded: Event[] = [];
+    let outbox: OutboxFold | undefined;
     let returning = "*";
     if (tx.events.length > 0 && tx.events.length <= MAX_FOLDED_EVENTS) {
       // The transaction's own events, made by #emit: completed in place.
-      const sequenced = await sequenceOutboxEvents(
-        tx.raw,
-        this.#outboxSchema,
-        tx.events.splice(0),
-        { adopt: true },
-      );
-      folded = sequenced.events;
-      statement.withInsert(
-        "new_outbox",
-        qualified(this.#outboxSchema, "outbox"),
-        sequenced.rows,
-        '"id", "position"',
-      );
-      // The rows' positions come back with the task row, for the relay's kick.
-      returning = `*, ${outboxPositionsSql("new_outbox")} as "${OUTBOX_POSITIONS}"`;
+      tx.outbox.add(tx.events.splice(0), { adopt: true });
+      outbox = await tx.outbox.fold();
+    }
+    if (outbox) {
+      statement.withInsert("new_outbox", outbox.table, outbox.rows, outbox.returning);
+      // The rows' positions come back with the task row, for the unit's hand-over.
+      returning = `*, ${outbox.positions("new_outbox")} as "${OUTBOX_POSITIONS}"`;
     }
     this.#withSessionSave(tx, session, statement).withUpdate(
       "saved_session",
@@ -488,11 +473,9 @@ export class PostgresTaskStore implements TaskStore {
       write.kind === "insert"
         ? statement.insert(tasks, [write.values], returning)
         : statement.update(tasks, write.set, write.id, returning);
-    const row = await statement.first<
-      TaskRow & { [OUTBOX_POSITIONS]?: { id: string; position: string }[] }
-    >(tx.raw, main);
-    if (folded.length > 0) {
-      tx.logged.push(...outboxEntries(folded, row[OUTBOX_POSITIONS] ?? []));
+    const row = await statement.first<TaskRow & { [OUTBOX_POSITIONS]?: unknown }>(tx.raw, main);
+    if (outbox) {
+      outbox.settle(row[OUTBOX_POSITIONS]);
       delete row[OUTBOX_POSITIONS];
     }
     tx.changed.set(row.id, row);
