@@ -50,6 +50,7 @@ import {
 } from "@trellis/receipts";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   openPGlite,
@@ -352,7 +353,7 @@ export async function runReceiptsBench(
     const store = new PostgresReceiptStore({
       database: db,
       schema: "receipts",
-      outboxSchema: "receipts",
+      outbox: createOutboxWriter({ schema: "receipts" }),
     });
     let n = 0;
     const append = async () => {

@@ -28,6 +28,7 @@ import {
 import {
   createDatabase,
   createOutboxRelay,
+  createOutboxWriter,
   type Database,
   migrate,
   outboxMigrations,
@@ -229,7 +230,7 @@ export async function runService(
     signals,
     logger,
     clients,
-    kickRelay: (committed) => relay.kick(committed),
+    outbox: createOutboxWriter({ schema: schema, relay }),
     closing: closing.signal,
     env: source,
     mesh,

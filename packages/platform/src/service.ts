@@ -10,9 +10,9 @@
 import { setMaxListeners } from "node:events";
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
-import type { EventLog, LoggedEvent, SignalBus } from "@trellis/eventlog";
+import type { EventLog, SignalBus } from "@trellis/eventlog";
 import type { HttpHandler, Logger, SecretFingerprints, UpgradeHandler } from "@trellis/runtime";
-import type { Database } from "@trellis/storage";
+import type { Database, OutboxWriter } from "@trellis/storage";
 import type { Migration } from "kysely";
 import type { MeshCredentials } from "./mesh.js";
 
@@ -49,12 +49,11 @@ export interface ServiceContext {
   logger: Logger;
   clients: ServiceClients;
   /**
-   * Nudge the outbox relay after a commit (saves the poll delay). Pass the
-   * rows the commit added to the outbox (`appendToOutboxLogged`,
-   * `outboxEntries`) and an embedded relay publishes them without reading
-   * them back (see `OutboxRelay.kick`); they are the relay's from then on.
+   * Units of work on {@link outboxSchema}: a write opens one, adds its
+   * events and commits; the committed rows go to the outbox relay without a
+   * poll delay (see `createOutboxWriter`).
    */
-  kickRelay(committed?: readonly LoggedEvent[]): void;
+  outbox: OutboxWriter;
   /** Fires when the host starts shutting down. */
   closing: AbortSignal;
   /**

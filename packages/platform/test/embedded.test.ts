@@ -28,10 +28,8 @@ function recorder(onContext: (ctx: ServiceContext) => void): ServiceDefinition {
 }
 
 async function record(ctx: ServiceContext, ids: string[]): Promise<void> {
-  await ctx.db.kysely.transaction().execute(async (trx) => {
-    await appendToOutbox(
-      trx,
-      ctx.outboxSchema,
+  await ctx.outbox.transaction(ctx.db.kysely, async (unit) => {
+    unit.add(
       ids.map((id) =>
         create(EventSchema, {
           id,
@@ -43,7 +41,6 @@ async function record(ctx: ServiceContext, ids: string[]): Promise<void> {
       ),
     );
   });
-  ctx.kickRelay();
 }
 
 describe("embedded mode", () => {

@@ -4,8 +4,10 @@
  * - `createDatabase()` opens PostgreSQL (production) or PGlite (embedded,
  *   tests) behind one kysely API; `ping()` is the health probe.
  * - `migrate()` brings a service's own schema up to date at start.
- * - The transactional outbox: `appendToOutbox()` inside the state change's
- *   transaction, `createOutboxRelay()` to publish to the event log,
+ * - The transactional outbox: `createOutboxWriter()` opens units of work
+ *   (one transaction: add events, commit, the committed rows go to the
+ *   relay), `appendToOutbox()` appends inside a transaction of the caller's,
+ *   `createOutboxRelay()` to publish to the event log,
  *   `readOutbox()` to read it back as a durable log, `pruneOutbox()` for
  *   retention; `createOutboxArchive()` / `readOutboxTail()` put an
  *   in-process event log over it (embedded mode).
@@ -35,16 +37,7 @@ export type {
   PruneOutboxOptions,
   ReadOutboxOptions,
 } from "./outbox/outbox.js";
-export {
-  appendToOutbox,
-  appendToOutboxLogged,
-  outboxEntries,
-  outboxPositionsSql,
-  outboxTables,
-  pruneOutbox,
-  readOutbox,
-  sequenceOutboxEvents,
-} from "./outbox/outbox.js";
+export { appendToOutbox, outboxTables, pruneOutbox, readOutbox } from "./outbox/outbox.js";
 export { createOutboxArchive, readOutboxTail } from "./outbox/outbox-archive.js";
 export type { OutboxRelay, OutboxRelayOptions } from "./outbox/outbox-relay.js";
 export { createOutboxRelay } from "./outbox/outbox-relay.js";
@@ -58,4 +51,12 @@ export type {
   OutboxTable,
 } from "./outbox/outbox-schema.js";
 export { outboxChannel, outboxMigrations } from "./outbox/outbox-schema.js";
+export type {
+  OutboxFold,
+  OutboxHandOver,
+  OutboxUnit,
+  OutboxWriter,
+  OutboxWriterOptions,
+} from "./outbox/outbox-writer.js";
+export { createOutboxWriter } from "./outbox/outbox-writer.js";
 export { assertSchemaName } from "./schema-name.js";

@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, equals } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
-import type { AppendResult, EventLog } from "@trellis/eventlog";
+import type { AppendResult, EventLog, LoggedEvent } from "@trellis/eventlog";
 import { isTrellisError } from "@trellis/runtime";
 import { createTestDatabase, eventually, uniqueName } from "@trellis/testkit";
 import { type Kysely, type Migration, sql, type Transaction } from "kysely";
@@ -37,6 +37,7 @@ import {
 } from "./outbox/outbox.js";
 import { createOutboxRelay, type OutboxRelay } from "./outbox/outbox-relay.js";
 import { outboxMigrations } from "./outbox/outbox-schema.js";
+import { createOutboxWriter } from "./outbox/outbox-writer.js";
 import type { ChildLine, CrashChildConfig } from "./testing/outbox-crash-child.js";
 import { createRecordingEventLog } from "./testing/recording-event-log.js";
 
@@ -300,6 +301,48 @@ export function describeStorageContract(
           );
           expect(error).toMatchObject({ reason: "invalid_request", param: "schema" });
         }
+      });
+    });
+
+    describe("outbox: unit of work (createOutboxWriter)", () => {
+      it("appends at commit, folds into the caller's statement, hands over exactly the committed rows", async () => {
+        const schema = await outboxSchema();
+        const handed: (readonly LoggedEvent[] | undefined)[] = [];
+        const writer = createOutboxWriter({ schema, relay: { kick: (rows) => handed.push(rows) } });
+        await writer.transaction(database.kysely, async (unit) => {
+          unit.add([event("ws_1", "task_u"), event("ws_1", "task_v")]);
+          const fold = await unit.fold();
+          if (!fold) throw new Error("nothing folded");
+          const values = fold.rows.map(
+            (r) =>
+              sql`(${r.id}, ${r.workspace_id}, ${r.session_id}, ${r.resource_object},
+                ${r.resource_id}, ${r.sequence}, ${r.kind}, ${r.body}, ${r.created_at})`,
+          );
+          const result = await sql<{ positions: unknown }>`
+            with mine as (
+              insert into ${sql.raw(fold.table)} (id, workspace_id, session_id, resource_object,
+                resource_id, sequence, kind, body, created_at)
+              values ${sql.join(values)} returning ${sql.raw(fold.returning)})
+            select ${sql.raw(fold.positions("mine"))} as positions`.execute(unit.trx);
+          fold.settle(result.rows[0]?.positions);
+          unit.add([event("ws_1", "task_u")]);
+        });
+        // A rollback appends nothing and hands nothing over.
+        await expect(
+          writer.transaction(database.kysely, async (unit) => {
+            unit.add([event("ws_1", "task_w")]);
+            throw new Error("roll back");
+          }),
+        ).rejects.toThrow("roll back");
+        const stored = await readAll(database, schema);
+        expect(stored.map((s) => s.event.sequence)).toEqual([1n, 1n, 2n]);
+        expect(handed).toHaveLength(1);
+        expect(handed[0]?.map((e) => [e.position, e.event.id])).toEqual(
+          stored.map((s) => [s.position, s.event.id]),
+        );
+        handed[0]?.forEach((e, i) => {
+          expect(equals(EventSchema, e.event, stored[i]?.event as Event)).toBe(true);
+        });
       });
     });
 

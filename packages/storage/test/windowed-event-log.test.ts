@@ -15,23 +15,23 @@ import {
 import { describeEventLogContract, type EventLogContractTarget } from "@trellis/eventlog/contract";
 import {
   appendToOutbox,
-  appendToOutboxLogged,
   createDatabase,
   createOutboxArchive,
   createOutboxRelay,
+  createOutboxWriter,
   type Database,
   migrate,
   type OutboxRelay,
-  outboxEntries,
   outboxMigrations,
   outboxTables,
   readOutbox,
   readOutboxTail,
-  sequenceOutboxEvents,
 } from "@trellis/storage";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+// Internal to storage: a unit of work pairs its events with their positions.
+import { outboxEntries } from "../src/outbox/outbox.js";
 
 const WINDOW = 5;
 
@@ -456,23 +456,86 @@ describe("windowed in-process log over the outbox", () => {
 });
 
 describe("outbox relay: rows handed over with the kick", () => {
-  it("sequences copies of the caller's events unless it gives them up", async () => {
+  /** A unit of work's hand-over, caught instead of given to a relay. */
+  function caughtWriter(schema: string) {
+    const handed: (readonly LoggedEvent[] | undefined)[] = [];
+    const writer = createOutboxWriter({ schema, relay: { kick: (rows) => handed.push(rows) } });
+    return { writer, handed };
+  }
+
+  it("a unit copies the caller's events unless it gives them up", async () => {
     const schema = await freshOutbox();
+    const { writer, handed } = caughtWriter(schema);
     const mine = taskEvent("ws_seq", "task_1");
     const given = taskEvent("ws_seq", "task_1");
-    const [copied, adopted] = await database.kysely
-      .transaction()
-      .execute(async (trx) => [
-        (await sequenceOutboxEvents(trx, schema, [mine])).events,
-        (await sequenceOutboxEvents(trx, schema, [given], { adopt: true })).events,
-      ]);
-    expect(copied?.[0]).not.toBe(mine);
+    await writer.transaction(database.kysely, async (unit) => {
+      unit.add([mine]);
+      unit.add([given], { adopt: true });
+      expect(unit.pending).toBe(2);
+    });
+    const [copied, adopted] = handed[0] ?? [];
+    expect(copied?.event).not.toBe(mine);
     expect(mine.sequence).toBe(0n);
     expect(mine.id).toBe("");
-    expect(copied?.[0]?.sequence).toBe(1n);
-    expect(adopted?.[0]).toBe(given);
+    expect(copied?.event.sequence).toBe(1n);
+    expect(adopted?.event).toBe(given);
     expect(given.sequence).toBe(2n);
-    expect(given.previousEventId).toBe(copied?.[0]?.id);
+    expect(given.previousEventId).toBe(copied?.event.id);
+  });
+
+  it("a unit hands over exactly the committed rows: folded and appended, none after a rollback", async () => {
+    const schema = await freshOutbox();
+    const { writer, handed } = caughtWriter(schema);
+    // A unit that adds nothing hands nothing over (no kick).
+    await writer.transaction(database.kysely, async () => undefined);
+    expect(handed).toEqual([]);
+    await writer.transaction(database.kysely, async (unit) => {
+      unit.add([taskEvent("ws_fold", "task_1"), taskEvent("ws_fold", "task_2")]);
+      const fold = await unit.fold();
+      expect(unit.pending).toBe(0);
+      if (!fold) throw new Error("nothing folded");
+      const values = fold.rows.map(
+        (r) =>
+          sql`(${r.id}, ${r.workspace_id}, ${r.session_id}, ${r.resource_object}, ${r.resource_id},
+            ${r.sequence}, ${r.kind}, ${r.body}, ${r.created_at})`,
+      );
+      const result = await sql<{ positions: unknown }>`
+        with mine as (
+          insert into ${sql.raw(fold.table)} (id, workspace_id, session_id, resource_object,
+            resource_id, sequence, kind, body, created_at)
+          values ${sql.join(values)} returning ${sql.raw(fold.returning)})
+        select ${sql.raw(fold.positions("mine"))} as positions`.execute(unit.trx);
+      fold.settle(result.rows[0]?.positions);
+      // Added after the fold: appended at commit.
+      unit.add([taskEvent("ws_fold", "task_1", "later")]);
+    });
+    await expect(
+      writer.transaction(database.kysely, async (unit) => {
+        unit.add([taskEvent("ws_fold", "task_3")]);
+        throw new Error("roll back");
+      }),
+    ).rejects.toThrow("roll back");
+    expect(handed).toHaveLength(1);
+    const stored = await readOutbox(database, schema, { limit: 10 });
+    expect(handed[0]?.map((e) => [e.position, e.event])).toEqual(
+      stored.map((row) => [row.position, row.event]),
+    );
+    expect(stored.map((row) => row.event.sequence)).toEqual([1n, 1n, 2n]);
+  });
+
+  it("a unit whose fold was not settled kicks without rows (the relay reads them)", async () => {
+    const schema = await freshOutbox();
+    const { writer, handed } = caughtWriter(schema);
+    await writer.transaction(database.kysely, async (unit) => {
+      unit.add([taskEvent("ws_unsettled", "task_1")]);
+      const fold = await unit.fold();
+      await outboxTables(unit.trx, schema)
+        .insertInto("outbox")
+        .values(fold?.rows ?? [])
+        .execute();
+    });
+    expect(handed).toEqual([undefined]);
+    expect(await readOutbox(database, schema, { limit: 10 })).toHaveLength(1);
   });
 
   it("the log keeps copies of logged events unless the caller gives them up", async () => {
@@ -543,8 +606,12 @@ describe("outbox relay: rows handed over with the kick", () => {
       onError: (error) => errors.push(error),
     });
     relay.start();
-    const commit = (events: Event[]) =>
-      database.kysely.transaction().execute((trx) => appendToOutboxLogged(trx, schema, events));
+    // Units of work whose hand-over the test gives to the relay itself.
+    const { writer, handed } = caughtWriter(schema);
+    const commit = async (events: Event[]): Promise<LoggedEvent[]> => {
+      await writer.transaction(database.kysely, async (unit) => unit.add(events));
+      return [...(handed.pop() ?? [])];
+    };
     const arrived = (count: number) =>
       eventually(() => received.length >= count, { what: `${count} events at the log` });
     // The first round reads whatever the outbox holds; the cursor starts there.
@@ -554,15 +621,26 @@ describe("outbox relay: rows handed over with the kick", () => {
     return { schema, log, relay, received, errors, commit, arrived };
   }
 
-  it("publishes the committed rows it is handed without reading them back, at their positions", async () => {
+  it("publishes the committed rows a unit hands it without reading them back, at their positions", async () => {
     const rig = await handOverRig();
-    const first = await rig.commit([taskEvent("ws_h", "task_a"), taskEvent("ws_h", "task_b")]);
-    rig.relay.kick(first);
+    // A writer wired to the relay, as the platform builds it.
+    const handed: LoggedEvent[] = [];
+    const writer = createOutboxWriter({
+      schema: rig.schema,
+      relay: {
+        kick(rows) {
+          handed.push(...(rows ?? []));
+          rig.relay.kick(rows);
+        },
+      },
+    });
+    const commit = (events: Event[]) =>
+      writer.transaction(database.kysely, async (unit) => unit.add(events));
+    await commit([taskEvent("ws_h", "task_a"), taskEvent("ws_h", "task_b")]);
     await rig.arrived(3);
-    const second = await rig.commit([taskEvent("ws_h", "task_a", "again")]);
-    rig.relay.kick(second);
+    await commit([taskEvent("ws_h", "task_a", "again")]);
     await rig.arrived(4);
-    const handed = [...first, ...second];
+    expect(handed).toHaveLength(3);
     const published = rig.received.slice(1);
     // The writer's own objects: nothing was decoded from the outbox.
     published.forEach((entry, i) => {
@@ -616,7 +694,7 @@ describe("outbox relay: rows handed over with the kick", () => {
     await database.kysely
       .transaction()
       .execute(async (trx) => {
-        await appendToOutboxLogged(trx, rig.schema, [taskEvent("ws_h", "task_r")]);
+        await appendToOutbox(trx, rig.schema, [taskEvent("ws_h", "task_r")]);
         throw new Error("roll back");
       })
       .catch(() => undefined);

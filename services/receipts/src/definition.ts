@@ -28,7 +28,7 @@ export const receiptsService: ServiceDefinition = {
     const store = new PostgresReceiptStore({
       database: ctx.db,
       schema: ctx.schema,
-      outboxSchema: ctx.outboxSchema,
+      outbox: ctx.outbox,
     });
     const keys = await loadKeyRing({
       config,
@@ -45,7 +45,6 @@ export const receiptsService: ServiceDefinition = {
       directory: createAgentDirectory({ clients: ctx.clients, logger: ctx.logger }),
       config,
       logger: ctx.logger,
-      onIssued: (announced) => ctx.kickRelay(announced),
       // Embedded mode has one process, so one consumer: it sees every event.
       exclusive: ctx.mode === "embedded",
     });

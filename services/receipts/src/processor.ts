@@ -73,11 +73,6 @@ export interface ReceiptProcessorOptions {
   config: Pick<ReceiptsConfig, "issuer" | "gapWaitMs" | "prices">;
   logger: Logger;
   /**
-   * Called after a batch that issued receipts committed, with the outbox rows
-   * announcing them (nudges the outbox relay and hands them over).
-   */
-  onIssued?(announced: readonly LoggedEvent[]): void;
-  /**
    * This is the only consumer of the log (embedded mode): a task's facts may
    * be taken from memory (see the module comment). Default false.
    */
@@ -196,7 +191,7 @@ export class ReceiptProcessor {
       if (source && request.kind === "task") replaySources.set(request, source);
     }
 
-    const result = await this.#o.store.commitBatch({
+    await this.#o.store.commitBatch({
       events: recorded.map(toInput),
       receipts: sourcesFirst(requests, replaySources),
       checkExisting: issuers.some((i) => i.delivery.deliveryCount > 1),
@@ -205,7 +200,6 @@ export class ReceiptProcessor {
       for (const r of recorded) this.#remember(r.taskId, r.record);
       for (const taskId of settled) this.#tasks.delete(taskId);
     }
-    if (result.issued.length > 0) this.#o.onIssued?.(result.announced);
     for (const [index, first] of duplicates) outcomes[index] = outcomes[first] as Outcome;
     return outcomes;
   }

@@ -9,6 +9,7 @@ import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   openPGlite,
@@ -98,7 +99,8 @@ interface Harness {
 /** The receipts tables in their own schema of a shared database. */
 async function harness(db: Database<unknown>, schema: string): Promise<Harness> {
   await migrate(db, { schema, migrations: { ...outboxMigrations(schema), ...receiptsMigrations } });
-  const newStore = () => new PostgresReceiptStore({ database: db, schema, outboxSchema: schema });
+  const newStore = () =>
+    new PostgresReceiptStore({ database: db, schema, outbox: createOutboxWriter({ schema }) });
   const store = newStore();
   return {
     db,

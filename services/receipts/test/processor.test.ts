@@ -4,6 +4,7 @@
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   openPGlite,
@@ -58,7 +59,7 @@ describe("ReceiptProcessor", () => {
     store = new PostgresReceiptStore({
       database: db,
       schema: "receipts",
-      outboxSchema: "receipts",
+      outbox: createOutboxWriter({ schema: "receipts" }),
     });
     processor = new ReceiptProcessor({
       store,

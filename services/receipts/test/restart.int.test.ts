@@ -233,7 +233,7 @@ describe("receipts service restart (PostgreSQL + JetStream)", () => {
   }, 180_000);
 
   it("never forks the chain when replicas issue at the same time", async () => {
-    const { createDatabase } = await import("@trellis/storage");
+    const { createDatabase, createOutboxWriter } = await import("@trellis/storage");
     const key = newKey("key_concurrent");
     const template = receiptOf(taskEvents({ taskId: "task_c", sequenced: true }), key).document;
     const { chain: _chain, signatures: _signatures, ...unsigned } = template;
@@ -243,7 +243,11 @@ describe("receipts service restart (PostgreSQL + JetStream)", () => {
     );
     const stores = replicas.map(
       (database) =>
-        new PostgresReceiptStore({ database, schema: "receipts", outboxSchema: "receipts" }),
+        new PostgresReceiptStore({
+          database,
+          schema: "receipts",
+          outbox: createOutboxWriter({ schema: "receipts" }),
+        }),
     );
     try {
       await Promise.all(

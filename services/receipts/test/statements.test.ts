@@ -13,6 +13,7 @@ import { createEventLog, type EventLog } from "@trellis/eventlog";
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   openPGlite,
@@ -115,7 +116,7 @@ describe.each([
     const store = new PostgresReceiptStore({
       database: db,
       schema: "receipts",
-      outboxSchema: "receipts",
+      outbox: createOutboxWriter({ schema: "receipts" }),
     });
     const processor = new ReceiptProcessor({
       store,

@@ -20,7 +20,6 @@ import {
   Visibility,
 } from "@trellis/contracts/core";
 import type { ServiceContext, ServiceDefinition } from "@trellis/platform";
-import { appendToOutbox } from "@trellis/storage";
 import { createSchemaValidator, type SchemaValidator } from "../src/domain/schema.js";
 
 /** The Harn receipt artifacts committed as test fixtures (schema `receipt-2026-04-25`). */
@@ -262,12 +261,11 @@ export function producerService(onContext: (ctx: ServiceContext) => void): Servi
   };
 }
 
-/** Append events through the context's outbox (one transaction) and kick the relay. */
+/** Append events through the context's outbox (one unit of work: the relay gets them at commit). */
 export async function appendEvents(ctx: ServiceContext, events: readonly Event[]): Promise<void> {
-  await ctx.db.kysely.transaction().execute(async (trx) => {
-    await appendToOutbox(trx, ctx.outboxSchema, forOutbox(events));
+  await ctx.outbox.transaction(ctx.db.kysely, async (unit) => {
+    unit.add(forOutbox(events));
   });
-  ctx.kickRelay();
 }
 
 /** Payload type re-export for tests that build events by hand. */

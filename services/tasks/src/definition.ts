@@ -113,11 +113,10 @@ async function createTasksModule(
   const store = new PostgresTaskStore({
     database: context.db,
     schema: context.schema,
-    outboxSchema: context.outboxSchema,
+    outbox: context.outbox,
     leaseMs: config.TRELLIS_TASKS_LEASE,
     maxArtifactBytes: config.TRELLIS_TASKS_MAX_ARTIFACT_BYTES,
     onCommit: (changes) => {
-      context.kickRelay(changes.logged);
       for (const id of changes.taskIds) {
         if (watchers.watched(id)) watchers.notify(id, () => changes.snapshot(id));
       }
@@ -199,8 +198,7 @@ async function createTasksModule(
   const extended = {
     database: context.db,
     schema: context.schema,
-    outboxSchema: context.outboxSchema,
-    onLogged: (logged: Parameters<typeof context.kickRelay>[0]) => context.kickRelay(logged),
+    outbox: context.outbox,
   };
   const branches = new PostgresBranchStore(extended);
   const connectors = new PostgresConnectorStore(extended);

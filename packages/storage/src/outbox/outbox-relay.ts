@@ -108,8 +108,8 @@ export interface OutboxRelay {
    *
    * `committed`: the outbox rows the caller's transaction just committed, as
    * the outbox holds them — each event exactly as stored (its row's body
-   * decoded would equal it) with its row's position (see
-   * `appendToOutboxLogged`, `outboxEntries`). A relay that follows the outbox
+   * decoded would equal it) with its row's position. A unit of work
+   * (`createOutboxWriter`) passes them itself after its commit. A relay that follows the outbox
    * by cursor (PGlite) publishes them without reading them back when they
    * continue from its cursor; any other relay, or rows that do not continue
    * from it (a position in between was committed by a writer that handed

@@ -56,15 +56,17 @@ export async function appendToOutbox<DB>(
 
 /**
  * {@link appendToOutbox}, returning each completed event with the position
- * its row got — what a writer hands to the relay with its kick after the
- * commit (`OutboxRelay.kick`), so the relay need not read the rows back.
+ * its row got — what a unit of work hands to the relay after its commit
+ * (`outbox-writer.ts`), so the relay need not read the rows back. `adopt`
+ * as in {@link sequenceOutboxEvents}.
  */
 export async function appendToOutboxLogged<DB>(
   trx: Transaction<DB>,
   schema: string,
   events: readonly Event[],
+  options: { adopt?: boolean } = {},
 ): Promise<LoggedEvent[]> {
-  const { events: completed, rows } = await sequenceOutboxEvents(trx, schema, events);
+  const { events: completed, rows } = await sequenceOutboxEvents(trx, schema, events, options);
   const db = outboxTables(trx, schema);
   const inserted: { id: string; position: bigint }[] = [];
   // Rows go in call order, so within a resource positions follow sequences.

@@ -14,14 +14,7 @@
  * issuers, and a head that is current costs no read and no lock.
  */
 import type { Event } from "@trellis/contracts/core";
-import type { LoggedEvent } from "@trellis/eventlog";
-import type { Database } from "@trellis/storage";
-import {
-  type NewOutboxRow,
-  outboxEntries,
-  outboxPositionsSql,
-  sequenceOutboxEvents,
-} from "@trellis/storage";
+import type { Database, OutboxFold, OutboxWriter } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import type { SealedReceipt } from "../domain/build.js";
 import type { EventFacts, TaskEventRecord } from "../domain/facts.js";
@@ -90,11 +83,6 @@ export interface BatchResult {
   issued: ReceiptRow[];
   /** Receipts that already existed for requested subjects (nothing new issued for them). */
   existing: ReceiptRow[];
-  /**
-   * The outbox rows announcing the issued receipts, with their positions
-   * (committed; for the relay's kick). Empty when nothing was issued.
-   */
-  announced: LoggedEvent[];
 }
 
 /** A recorded event of a task with its log position. */
@@ -183,8 +171,8 @@ export interface PostgresReceiptStoreOptions {
   database: Database<unknown>;
   /** The service's schema. */
   schema: string;
-  /** The outbox `announce` events go to. */
-  outboxSchema: string;
+  /** The outbox `announce` events go to (its units hand them to the relay). */
+  outbox: OutboxWriter;
 }
 
 /** {@link ReceiptStore} on PostgreSQL / PGlite. */
@@ -192,7 +180,7 @@ export class PostgresReceiptStore implements ReceiptStore {
   readonly #db: Kysely<ReceiptsDatabase>;
   readonly #root: Kysely<ReceiptsDatabase>;
   readonly #schema: string;
-  readonly #outboxSchema: string;
+  readonly #outbox: OutboxWriter;
   /** Each workspace's chain head as of this store's last commit (or read). */
   readonly #heads = new Map<string, ChainHead>();
   /** This store's appends, one after another (replicas race optimistically; callers here queue). */
@@ -203,7 +191,7 @@ export class PostgresReceiptStore implements ReceiptStore {
     this.#root = options.database.kysely as Kysely<ReceiptsDatabase>;
     this.#db = this.#root.withSchema(options.schema);
     this.#schema = options.schema;
-    this.#outboxSchema = options.outboxSchema;
+    this.#outbox = options.outbox;
   }
 
   async recordTaskEvent(input: TaskEventInput): Promise<boolean> {
@@ -290,7 +278,7 @@ export class PostgresReceiptStore implements ReceiptStore {
   async commitBatch(request: BatchRequest): Promise<BatchResult> {
     if (request.receipts.length === 0) {
       await this.#recordEvents(this.#root, request.events);
-      return { issued: [], existing: [], announced: [] };
+      return { issued: [], existing: [] };
     }
     const turn = this.#appending.then(() => this.#append(request));
     this.#appending = turn.catch(() => {});
@@ -325,7 +313,7 @@ export class PostgresReceiptStore implements ReceiptStore {
     );
     if (toIssue.length === 0) {
       await this.#recordEvents(this.#root, request.events);
-      return { issued: [], existing, announced: [] };
+      return { issued: [], existing };
     }
 
     // Seal against the heads we know, before any lock is taken.
@@ -371,39 +359,29 @@ export class PostgresReceiptStore implements ReceiptStore {
       heads.set(r.workspaceId, { length: chainIndex, lastId: row.id, lastHash: sealed.hash });
     }
 
-    let announced: LoggedEvent[] = [];
     try {
-      await this.#root.transaction().execute(async (trx) => {
-        // The announcements' sequences first; their rows join the batch's
-        // statement (one round trip less than appending them after it).
-        const sequenced = announcements.length
-          ? await sequenceOutboxEvents(trx, this.#outboxSchema, announcements, { adopt: true })
-          : { events: [], rows: [] };
-        const written = await this.#writeBatch(
-          trx,
-          request.events,
-          rows,
-          start,
-          heads,
-          sequenced.rows,
-        );
-        if (written.moved !== heads.size) throw new ChainConflict();
-        announced = outboxEntries(sequenced.events, written.positions);
+      await this.#outbox.transaction(this.#root, async (unit) => {
+        // The announcements join the batch's statement (one round trip less
+        // than appending them after it).
+        unit.add(announcements, { adopt: true });
+        const outbox = await unit.fold();
+        const moved = await this.#writeBatch(unit.trx, request.events, rows, start, heads, outbox);
+        if (moved !== heads.size) throw new ChainConflict();
       });
     } catch (error) {
       for (const workspace of heads.keys()) this.#heads.delete(workspace);
       throw error;
     }
     for (const [workspace, head] of heads) this.#remember(workspace, head);
-    return { issued: rows, existing, announced };
+    return { issued: rows, existing };
   }
 
   /**
    * One statement: record the events, move each head from where it was
    * sealed against (creating it at the first receipt), insert the receipts
-   * and the outbox rows announcing them (sequenced by the caller).
-   * Returns how many heads moved — fewer than asked means another issuer got
-   * there first (the caller rolls back) — and the outbox rows' positions.
+   * and the outbox rows announcing them (folded by the caller's unit, settled
+   * here). Returns how many heads moved — fewer than asked means another
+   * issuer got there first (the caller rolls back).
    */
   async #writeBatch(
     trx: Kysely<ReceiptsDatabase>,
@@ -411,24 +389,24 @@ export class PostgresReceiptStore implements ReceiptStore {
     rows: readonly ReceiptRow[],
     from: ReadonlyMap<string, ChainHead>,
     to: ReadonlyMap<string, ChainHead>,
-    outbox: readonly NewOutboxRow[],
-  ): Promise<{ moved: number; positions: { id: string; position: string }[] }> {
+    outbox: OutboxFold | undefined,
+  ): Promise<number> {
     const table = (name: string) => sql.id(this.#schema, name);
     const ctes = [];
     if (events.length) ctes.push(sql`recorded as (${this.#insertEvents(events)})`);
-    if (outbox.length) {
+    if (outbox) {
       // In sequence order, as appendToOutbox inserts them.
       ctes.push(sql`announced as (
-        insert into ${sql.id(this.#outboxSchema, "outbox")} (id, workspace_id, session_id,
+        insert into ${sql.raw(outbox.table)} (id, workspace_id, session_id,
           resource_object, resource_id, sequence, kind, body, created_at)
         values ${sql.join(
-          outbox.map(
+          outbox.rows.map(
             (o) =>
               sql`(${o.id}, ${o.workspace_id}, ${o.session_id}, ${o.resource_object},
                 ${o.resource_id}, ${o.sequence}, ${o.kind}, ${o.body}, ${o.created_at})`,
           ),
         )}
-        returning id, position)`);
+        returning ${sql.raw(outbox.returning)})`);
     }
     const moves = [...to].map(([workspace, head]) => {
       const expected = (from.get(workspace) as ChainHead).length;
@@ -461,19 +439,14 @@ export class PostgresReceiptStore implements ReceiptStore {
           ),
         )})`,
     );
-    const positions = outbox.length ? sql.raw(outboxPositionsSql("announced")) : sql`null`;
-    const result = await sql<{
-      moved: number;
-      positions: { id: string; position: string }[] | null;
-    }>`
+    const positions = outbox ? sql.raw(outbox.positions("announced")) : sql`null`;
+    const result = await sql<{ moved: number; positions: unknown }>`
       with ${sql.join(ctes)}
       select ((select count(*) from moved) + (select count(*) from created))::int as moved,
         ${positions} as positions`.execute(trx);
     const row = result.rows[0];
-    return {
-      moved: Number(row?.moved ?? 0),
-      positions: row?.positions ?? [],
-    };
+    outbox?.settle(row?.positions);
+    return Number(row?.moved ?? 0);
   }
 
   #insertEvents(events: readonly TaskEventInput[]) {

@@ -13,7 +13,7 @@ import { notFound } from "../domain/errors.js";
 import { dataEvent } from "../domain/events.js";
 import { type EventWriterOptions, writeWithEvents } from "./event-writer.js";
 import type { BranchRow, ExtendedDatabase } from "./extended-schema.js";
-import { pageAfter, paged, pageLimit } from "./paging.js";
+import { afterSeq, readPage } from "./paging.js";
 import type { Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** A branch to record (its fork already made). */
@@ -57,10 +57,7 @@ export class PostgresBranchStore implements BranchStore {
     this.#kysely = options.database.kysely as Kysely<ExtendedDatabase>;
     this.#db = this.#kysely.withSchema(options.schema);
     this.#schema = options.schema;
-    this.#events = {
-      outboxSchema: options.outboxSchema,
-      ...(options.onLogged ? { onLogged: options.onLogged } : {}),
-    };
+    this.#events = { outbox: options.outbox };
   }
 
   /**
@@ -125,16 +122,16 @@ export class PostgresBranchStore implements BranchStore {
 
   /** The branches made from a session, oldest first (the caller checked the session). */
   async listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>> {
-    const limit = pageLimit(page.pageSize);
-    const after = pageAfter(page.pageToken);
-    let query = this.#db
-      .selectFrom("branches")
-      .selectAll()
-      .where("parent_session_id", "=", sessionId)
-      .orderBy("seq")
-      .limit(limit + 1);
-    if (after !== undefined) query = query.where("seq", ">", after);
-    return paged(await query.execute(), limit, toBranch);
+    return readPage(
+      page,
+      (window) =>
+        afterSeq(
+          this.#db.selectFrom("branches").selectAll().where("parent_session_id", "=", sessionId),
+          window,
+        ).execute(),
+      (r) => r.seq,
+      toBranch,
+    );
   }
 }
 

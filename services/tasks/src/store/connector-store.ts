@@ -36,7 +36,7 @@ import type {
   ExtendedDatabase,
 } from "./extended-schema.js";
 import { reserveKey } from "./idempotency-keys.js";
-import { pageAfter, paged, pageLimit } from "./paging.js";
+import { afterSeq, readPage } from "./paging.js";
 import type { Idempotency, Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** Fields of a new connector (already checked by the domain rules). */
@@ -124,10 +124,7 @@ export class PostgresConnectorStore implements ConnectorStore {
     this.#kysely = options.database.kysely as Kysely<ExtendedDatabase>;
     this.#db = this.#kysely.withSchema(options.schema);
     this.#schema = options.schema;
-    this.#events = {
-      outboxSchema: options.outboxSchema,
-      ...(options.onLogged ? { onLogged: options.onLogged } : {}),
-    };
+    this.#events = { outbox: options.outbox };
   }
 
   /** The workspace a write acts in: the caller's, or (internal calls) the one named. */
@@ -181,16 +178,16 @@ export class PostgresConnectorStore implements ConnectorStore {
   }
 
   async list(workspaceId: string, page: PageRequest): Promise<Page<Connector>> {
-    const limit = pageLimit(page.pageSize);
-    const after = pageAfter(page.pageToken);
-    let query = this.#db
-      .selectFrom("connectors")
-      .selectAll()
-      .where("workspace_id", "=", workspaceId)
-      .orderBy("seq")
-      .limit(limit + 1);
-    if (after !== undefined) query = query.where("seq", ">", after);
-    return paged(await query.execute(), limit, toConnector);
+    return readPage(
+      page,
+      (window) =>
+        afterSeq(
+          this.#db.selectFrom("connectors").selectAll().where("workspace_id", "=", workspaceId),
+          window,
+        ).execute(),
+      (r) => r.seq,
+      toConnector,
+    );
   }
 
   /** Sets the status; a connector set FAILED emits `connector.failed`. */

@@ -1,21 +1,54 @@
 /**
- * Paging of the smaller stores (branches, connectors): `seq` is the listing
- * order and the cursor; a token is the last seq seen, base64url. Same rules
- * and messages as the task store's own paging.
+ * Paging of the store's listings: one generic read ({@link readPage}) with
+ * opaque tokens. A token is the cursor of the last row returned (base64url
+ * of a decimal); listings by `seq` use {@link afterSeq} for the window.
  */
+import { type SelectQueryBuilder, sql } from "kysely";
 import { invalidRequest } from "../domain/errors.js";
-import type { Page } from "./task-store.js";
+import type { Page, PageRequest } from "./task-store.js";
 
-/** `page_size` 0…1000 (0 = 100). */
-export function pageLimit(pageSize: number): number {
+/** The rows a page may read: after the cursor (exclusive), at most `limit`. */
+export interface PageWindow {
+  /** The cursor of the previous page's last row; undefined on the first page. */
+  after: bigint | undefined;
+  /** Rows to read: one more than the page holds, to learn whether more follow. */
+  limit: number;
+}
+
+/**
+ * One page of a listing: validates the request, reads the window with
+ * `read`, and maps the rows; the next token is the `cursor` of the page's
+ * last row when more rows follow.
+ */
+export async function readPage<R, T>(
+  page: PageRequest,
+  read: (window: PageWindow) => Promise<R[]>,
+  cursor: (row: R) => bigint,
+  map: (row: R) => T,
+): Promise<Page<T>> {
+  const limit = pageLimit(page.pageSize);
+  const after = pageAfter(page.pageToken);
+  return paged(await read({ after, limit: limit + 1 }), limit, cursor, map);
+}
+
+/** A query's rows in `seq` order, in the page's window (for tables keyed by `seq`). */
+export function afterSeq<DB, TB extends keyof DB, O>(
+  query: SelectQueryBuilder<DB, TB, O>,
+  window: PageWindow,
+): SelectQueryBuilder<DB, TB, O> {
+  const seq = sql.ref<bigint>("seq");
+  const ordered = query.orderBy(seq).limit(window.limit);
+  return window.after === undefined ? ordered : ordered.where(seq, ">", window.after);
+}
+
+function pageLimit(pageSize: number): number {
   if (!Number.isInteger(pageSize) || pageSize < 0 || pageSize > 1000) {
     throw invalidRequest("page_size must be 0…1000", "page_size");
   }
   return pageSize === 0 ? 100 : pageSize;
 }
 
-/** The seq a page token continues after (undefined for the first page). */
-export function pageAfter(token: string): bigint | undefined {
+function pageAfter(token: string): bigint | undefined {
   if (token === "") return undefined;
   try {
     const value = BigInt(Buffer.from(token, "base64url").toString("utf8"));
@@ -26,10 +59,14 @@ export function pageAfter(token: string): bigint | undefined {
   }
 }
 
-/** A page of `rows` (read with `limit + 1` to know whether more follow). */
-export function paged<T, R extends { seq: bigint }>(
+function pageToken(value: bigint): string {
+  return Buffer.from(value.toString(), "utf8").toString("base64url");
+}
+
+function paged<T, R>(
   rows: R[],
   limit: number,
+  cursor: (row: R) => bigint,
   map: (row: R) => T,
 ): Page<T> {
   const more = rows.length > limit;
@@ -37,7 +74,6 @@ export function paged<T, R extends { seq: bigint }>(
   const last = kept.at(-1);
   return {
     items: kept.map(map),
-    nextPageToken:
-      more && last !== undefined ? Buffer.from(String(last.seq), "utf8").toString("base64url") : "",
+    nextPageToken: more && last !== undefined ? pageToken(cursor(last)) : "",
   };
 }

@@ -2,7 +2,7 @@
  * The SQL of the store's widest statement, written directly instead of
  * through kysely's query builder: a session save with the transaction's
  * transcript rows, outcomes, outbox rows and task row as data-modifying CTEs
- * (see `#saveSessionWithTask`). It runs twice per turn, and building,
+ * (see `WriteUnit.saveSessionWithTask`). It runs twice per turn, and building,
  * schema-qualifying and compiling its ~100-value tree cost more CPU than
  * running it on PGlite (measured: ~0.37 ms of builder work per statement).
  *

@@ -12,6 +12,7 @@ import { ConnectorDeliveryMode, ConnectorService, ConnectorStatus } from "@trell
 import { errorDetailOf } from "@trellis/runtime";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   outboxMigrations,
@@ -60,17 +61,9 @@ describe.each(backends)("connector deliveries on $name", ({ open }) => {
     ({ database, drop } = await open());
     await migrate(database, { schema: "tasks", migrations: tasksMigrations });
     await migrate(database, { schema: "outbox_c", migrations: outboxMigrations("outbox_c") });
-    store = new PostgresTaskStore({
-      database,
-      schema: "tasks",
-      outboxSchema: "outbox_c",
-      leaseMs: 30_000,
-    });
-    connectors = new PostgresConnectorStore({
-      database,
-      schema: "tasks",
-      outboxSchema: "outbox_c",
-    });
+    const outbox = createOutboxWriter({ schema: "outbox_c" });
+    store = new PostgresTaskStore({ database, schema: "tasks", outbox, leaseMs: 30_000 });
+    connectors = new PostgresConnectorStore({ database, schema: "tasks", outbox });
     // The handlers need the store, and a runner only to hand claimed turns to
     // (none run here: this is about what is stored).
     const deps = {

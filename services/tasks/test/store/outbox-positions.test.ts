@@ -1,11 +1,13 @@
-// The tasks store hands the relay the outbox rows each write committed, with
-// their positions (see OutboxRelay.kick): they must be exactly the rows the
-// outbox holds — by the folded save statement and by the append at commit.
+// The tasks store's units of work hand the relay the outbox rows each write
+// committed, with their positions (see OutboxRelay.kick): they must be
+// exactly the rows the outbox holds — by the folded save statement and by the
+// append at commit.
 import { create } from "@bufbuild/protobuf";
 import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
 import type { LoggedEvent } from "@trellis/eventlog";
 import {
   createDatabase,
+  createOutboxWriter,
   type Database,
   migrate,
   outboxMigrations,
@@ -33,9 +35,12 @@ describe("tasks store: committed outbox rows for the relay", () => {
     const store = new PostgresTaskStore({
       database,
       schema: "tasks",
-      outboxSchema: "outbox_t",
+      // The units' hand-over, caught where the platform gives it to the relay.
+      outbox: createOutboxWriter({
+        schema: "outbox_t",
+        relay: { kick: (committed) => commits.push(committed ?? []) },
+      }),
       leaseMs: 30_000,
-      onCommit: (changes) => commits.push(changes.logged),
     });
     const context = { actor: userActor("usr_1") };
     const agent = await store.createAgent(

@@ -1,0 +1,406 @@
+/**
+ * Sessions of the tasks store: create, read, list, close, fork and truncate.
+ * Every change locks the session row first (see `write-unit.ts`).
+ */
+import { fromBinary, type JsonValue } from "@bufbuild/protobuf";
+import { EventSchema, Role, SessionState } from "@trellis/contracts/core";
+import type { Session } from "@trellis/contracts/tasks";
+import { outboxTables } from "@trellis/storage";
+import { sql } from "kysely";
+import { conflict, invalidRequest, notFound } from "../domain/errors.js";
+import { sessionEvent } from "../domain/events.js";
+import { newId } from "../domain/ids.js";
+import type { RunState } from "../domain/mailbox.js";
+import { forkLength, planTruncation } from "../domain/transcript.js";
+import { jsonText } from "./codec.js";
+import { afterSeq, readPage } from "./paging.js";
+import { toSession } from "./rows.js";
+import type { SessionRow, TasksDatabase } from "./schema.js";
+import { type StoreContext, visible } from "./store-context.js";
+import type { StoreParts } from "./store-parts.js";
+import type { Idempotency, NewSession, Page, PageRequest, WriteContext } from "./task-store.js";
+import type { LockedSession, Tx } from "./write-unit.js";
+
+const MESSAGE_EVENT_KINDS = [
+  "user.message",
+  "agent.message",
+  "agent.tool_result",
+  "session.message_appended",
+];
+
+const NOT_DONE: RunState[] = ["queued", "running", "waiting"];
+
+/** Sessions (see the module header). */
+export class Sessions {
+  readonly #ctx: StoreContext;
+  readonly #p: StoreParts;
+
+  constructor(ctx: StoreContext, parts: StoreParts) {
+    this.#ctx = ctx;
+    this.#p = parts;
+  }
+
+  async createSession(input: NewSession, context: WriteContext): Promise<Session> {
+    const workspaceId = this.#p.directory.workspaceFor(input.workspaceId, context);
+    const id = input.sessionId || newId("ses");
+    return this.#p.unit.write(async (tx) => {
+      const earlier = await this.#p.unit.reserveKey(
+        tx,
+        this.#p.unit.keyScope(workspaceId, context, "CreateSession", ""),
+        input.idempotency,
+        id,
+      );
+      if (earlier) return toSession(await this.#p.unit.lockSession(tx, earlier, context.scope));
+      const session = await this.insertSession(tx, {
+        id,
+        workspaceId,
+        agentId: input.agentId ?? "",
+        metadata: input.metadata,
+        context,
+      });
+      if (input.initialMessages.length > 0) {
+        await this.#p.transcript.appendMessages(
+          tx,
+          session,
+          input.initialMessages,
+          "",
+          context.actor,
+        );
+      }
+      return this.#p.unit.saveSession(tx, session);
+    });
+  }
+
+  async insertSession(
+    tx: Tx,
+    input: {
+      id: string;
+      workspaceId: string;
+      agentId: string;
+      metadata: Record<string, JsonValue> | undefined;
+      context: WriteContext;
+      fork?: {
+        parent: SessionRow;
+        branchId: string;
+        fromEventId: string;
+        /** The parent's last copied message, and how many were copied. */
+        fromMessageId?: string;
+        messageCount?: bigint;
+      };
+    },
+  ): Promise<LockedSession> {
+    await this.#p.directory.ensureWorkspace(tx, input.workspaceId);
+    await this.#p.directory.refuseArchived(tx, input.workspaceId);
+    if (input.agentId)
+      await this.#p.directory.resolveAgent(tx, input.agentId, input.workspaceId, "agent_id");
+    const row = await tx.db
+      .insertInto("sessions")
+      .values({
+        id: input.id,
+        workspace_id: input.workspaceId,
+        state: SessionState.ACTIVE,
+        agent_id: input.agentId,
+        root_session_id: input.fork ? input.fork.parent.root_session_id : input.id,
+        parent_session_id: input.fork?.parent.id ?? "",
+        branch_id: input.fork?.branchId ?? "",
+        forked_from_event_id: input.fork?.fromEventId ?? "",
+        forked_from_message_id: input.fork?.fromMessageId ?? "",
+        forked_message_count: input.fork?.messageCount ?? 0n,
+        metadata: jsonText(input.metadata),
+      })
+      .onConflict((oc) => oc.column("id").doNothing())
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw conflict(`session ${input.id} already exists`, { session_id: input.id });
+    this.#p.unit.emit(
+      tx,
+      sessionEvent(
+        this.#p.unit.scopeOf(row, input.context.actor),
+        "session.created",
+        SessionState.ACTIVE,
+        SessionState.UNSPECIFIED,
+        "created",
+      ),
+    );
+    return row;
+  }
+
+  async getSession(id: string, scope?: string): Promise<Session> {
+    const row = await this.#ctx.db
+      .selectFrom("sessions")
+      .selectAll()
+      .where("id", "=", id)
+      .executeTakeFirst();
+    if (!visible(row, scope)) throw notFound("session", id);
+    return toSession(row);
+  }
+
+  async listSessions(
+    workspaceId: string,
+    page: PageRequest,
+    scope?: string,
+  ): Promise<Page<Session>> {
+    const workspace = scope ?? workspaceId;
+    return readPage(
+      page,
+      (window) => {
+        let query = afterSeq(this.#ctx.db.selectFrom("sessions").selectAll(), window);
+        if (workspace) query = query.where("workspace_id", "=", workspace);
+        return query.execute();
+      },
+      (r) => r.seq,
+      toSession,
+    );
+  }
+
+  async closeSession(
+    id: string,
+    reason: string,
+    context: WriteContext,
+  ): Promise<{ session: Session; abort: string[] }> {
+    return this.#p.unit.write(async (tx) => {
+      const session = await this.#p.unit.lockSession(tx, id, context.scope);
+      if (session.state === SessionState.CLOSED) return { session: toSession(session), abort: [] };
+      const open = await tx.db
+        .selectFrom("tasks")
+        .selectAll()
+        .where("session_id", "=", id)
+        .where("run_state", "in", NOT_DONE)
+        .orderBy("queue_seq")
+        .execute();
+      const abort: string[] = [];
+      for (const row of open) {
+        const result = await this.#p.mailbox.cancelRow(
+          tx,
+          session,
+          row,
+          `session closed${reason ? `: ${reason}` : ""}`,
+          context,
+        );
+        if (result.running) abort.push(row.id);
+      }
+      const previous = session.state;
+      session.state = SessionState.CLOSED;
+      this.#p.unit.emit(
+        tx,
+        sessionEvent(
+          this.#p.unit.scopeOf(session, context.actor),
+          "session.closed",
+          SessionState.CLOSED,
+          previous,
+          reason || "closed",
+        ),
+      );
+      return { session: await this.#p.unit.saveSession(tx, session), abort };
+    });
+  }
+
+  async forkSession(
+    input: {
+      sessionId: string;
+      atEventId: string;
+      atMessageCount: bigint;
+      atMessageId?: string;
+      atOrigin?: boolean;
+      branchId: string;
+      metadata?: Record<string, JsonValue>;
+      idempotency?: Idempotency;
+    },
+    context: WriteContext,
+  ): Promise<Session> {
+    const id = newId("ses");
+    return this.#p.unit.write(async (tx) => {
+      const earlier = await this.#p.unit.reserveKey(
+        tx,
+        this.#p.unit.keyScope(context.scope ?? "", context, "ForkSession", input.sessionId),
+        input.idempotency,
+        id,
+      );
+      if (earlier) return toSession(await this.#p.unit.lockSession(tx, earlier, context.scope));
+      const parent = await this.#p.unit.lockSession(tx, input.sessionId, context.scope);
+      const count = input.atEventId
+        ? await this.#transcriptLengthAt(tx, parent, input.atEventId)
+        : input.atOrigin
+          ? 0n
+          : input.atMessageId
+            ? await this.#transcriptLengthThrough(tx, parent, input.atMessageId)
+            : forkLength(parent.message_count, input.atMessageCount);
+      const fromEventId = input.atEventId || (input.atOrigin ? "" : parent.last_event_id);
+      const session = await this.insertSession(tx, {
+        id,
+        workspaceId: parent.workspace_id,
+        agentId: parent.agent_id,
+        metadata: input.metadata,
+        context,
+        fork: {
+          parent,
+          branchId: input.branchId || newId("br"),
+          fromEventId,
+          fromMessageId: await this.messageIdAt(tx, parent.id, count),
+          messageCount: count,
+        },
+      });
+      await this.copyHistory(tx, parent, session, count);
+      this.#p.unit.emit(
+        tx,
+        sessionEvent(
+          this.#p.unit.scopeOf(session, context.actor),
+          "session.thread_forked",
+          SessionState.ACTIVE,
+          SessionState.UNSPECIFIED,
+          `forked from session ${parent.id} at ${fromEventId || "its start"} (${count} messages)`,
+        ),
+      );
+      return this.#p.unit.saveSession(tx, session);
+    });
+  }
+
+  /** The id of the message just before position `count` ("" for none). */
+  async messageIdAt(tx: Tx, sessionId: string, count: bigint): Promise<string> {
+    if (count <= 0n) return "";
+    const row = await tx.db
+      .selectFrom("messages")
+      .select("id")
+      .where("session_id", "=", sessionId)
+      .where("position", "=", count - 1n)
+      .executeTakeFirst();
+    return row?.id ?? "";
+  }
+
+  /**
+   * Gives a new (locked) session the first `count` messages of `parent`: the
+   * fork shares the parent's history — same messages, same ids.
+   */
+  async copyHistory(
+    tx: Tx,
+    parent: SessionRow,
+    session: LockedSession,
+    count: bigint,
+  ): Promise<void> {
+    if (count <= 0n) return;
+    await sql`
+      insert into ${sql.id(this.#ctx.schema, "messages")} (id, session_id, position, turn, task_id, role, body, created_at)
+      select id, ${session.id}, position, turn, task_id, role, body, created_at
+      from ${sql.id(this.#ctx.schema, "messages")}
+      where session_id = ${parent.id} and position < ${count}
+      order by position`.execute(tx.raw);
+    const turns = await tx.db
+      .selectFrom("messages")
+      .select((eb) => eb.fn.countAll<bigint>().as("n"))
+      .where("session_id", "=", session.id)
+      .where("role", "in", [Role.USER, Role.AGENT])
+      .executeTakeFirstOrThrow();
+    session.message_count = count;
+    session.turn_count = BigInt(turns.n);
+  }
+
+  /** The transcript length up to and including message `messageId` of the session. */
+  async #transcriptLengthThrough(tx: Tx, session: SessionRow, messageId: string): Promise<bigint> {
+    const row = await tx.db
+      .selectFrom("messages")
+      .select("position")
+      .where("session_id", "=", session.id)
+      .where("id", "=", messageId)
+      .executeTakeFirst();
+    if (!row) {
+      throw invalidRequest(
+        `message ${messageId} is not in the transcript of session ${session.id}`,
+        "at_message_id",
+      );
+    }
+    return row.position + 1n;
+  }
+
+  /**
+   * How long the session's transcript was when `eventId` was emitted: one
+   * past the position of the last message event at or before it (0 if none).
+   * Read from the outbox, where the session's events are in commit order.
+   */
+  async #transcriptLengthAt(tx: Tx, session: SessionRow, eventId: string): Promise<bigint> {
+    const outbox = outboxTables<TasksDatabase>(tx.raw, this.#ctx.outboxSchema);
+    const event = await outbox
+      .selectFrom("outbox")
+      .select(["position", "session_id"])
+      .where("id", "=", eventId)
+      .executeTakeFirst();
+    if (!event || event.session_id !== session.id) {
+      throw invalidRequest(
+        `event ${eventId} is not an event of session ${session.id}`,
+        "at_event_id",
+      );
+    }
+    const last = await outbox
+      .selectFrom("outbox")
+      .select("body")
+      .where("session_id", "=", session.id)
+      .where("position", "<=", event.position)
+      .where("kind", "in", MESSAGE_EVENT_KINDS)
+      .orderBy("position", "desc")
+      .limit(1)
+      .executeTakeFirst();
+    if (!last) return 0n;
+    const payload = fromBinary(EventSchema, last.body).payload?.kind;
+    const length = payload?.case === "messageAppended" ? payload.value.position + 1n : 0n;
+    // A later truncation may have made the transcript shorter than it was then.
+    return length < session.message_count ? length : session.message_count;
+  }
+
+  async truncateSession(
+    id: string,
+    keepTurns: bigint,
+    context: WriteContext,
+  ): Promise<{ session: Session; dropped: bigint }> {
+    return this.#p.unit.write(async (tx) => {
+      const session = await this.#p.unit.lockSession(tx, id, context.scope);
+      this.#p.transcript.assertOpen(session);
+      const running = await tx.db
+        .selectFrom("tasks")
+        .select("id")
+        .where("session_id", "=", id)
+        .where("run_state", "in", ["running", "queued"])
+        .limit(1)
+        .executeTakeFirst();
+      if (running) {
+        throw conflict(`session ${id} has a turn running or queued; truncate it when idle`, {
+          session_id: id,
+          task_id: running.id,
+        });
+      }
+      const next = await tx.db
+        .selectFrom("messages")
+        .select("position")
+        .where("session_id", "=", id)
+        .where("role", "in", [Role.USER, Role.AGENT])
+        .orderBy("position")
+        .offset(Number(keepTurns))
+        .limit(1)
+        .executeTakeFirst();
+      const plan = planTruncation(
+        { messageCount: session.message_count, turnCount: session.turn_count },
+        keepTurns,
+        next?.position,
+      );
+      if (plan.dropped > 0n) {
+        await tx.db
+          .deleteFrom("messages")
+          .where("session_id", "=", id)
+          .where("position", ">=", plan.cut)
+          .execute();
+      }
+      session.message_count = plan.messageCount;
+      session.turn_count = plan.turnCount;
+      if (plan.dropped > 0n) session.transcript_epoch += 1n;
+      this.#p.unit.emit(
+        tx,
+        sessionEvent(
+          this.#p.unit.scopeOf(session, context.actor),
+          "session.truncated",
+          session.state,
+          session.state,
+          `kept ${plan.turnCount} turns; dropped ${plan.dropped} messages`,
+        ),
+      );
+      return { session: await this.#p.unit.saveSession(tx, session), dropped: plan.dropped };
+    });
+  }
+}

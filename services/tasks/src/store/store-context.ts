@@ -1,0 +1,62 @@
+/**
+ * What the tasks store's modules share: the database handles, the schemas,
+ * the options and the caches ({@link StoreContext}), and a few small helpers
+ * every module uses.
+ */
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import type { Message } from "@trellis/contracts/core";
+import type { Agent } from "@trellis/contracts/tasks";
+import type { Database, OutboxWriter } from "@trellis/storage";
+import { type Kysely, sql } from "kysely";
+import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
+import { newId } from "../domain/ids.js";
+import type { TasksDatabase } from "./schema.js";
+import type { CommittedChanges, HotStatements } from "./write-unit.js";
+
+/** The state every module of the store reads (built once by `PostgresTaskStore`). */
+export interface StoreContext {
+  readonly database: Database<unknown>;
+  /** Unscoped (for the outbox and hand-written statements). */
+  readonly kysely: Kysely<TasksDatabase>;
+  /** Scoped to the service's schema (built once: withSchema creates a new instance). */
+  readonly db: Kysely<TasksDatabase>;
+  readonly schema: string;
+  readonly outbox: OutboxWriter;
+  readonly outboxSchema: string;
+  /** How long a claim lasts without renewal. */
+  readonly leaseMs: number;
+  readonly maxArtifactBytes: number;
+  readonly onCommit: ((changes: CommittedChanges) => void) | undefined;
+  readonly hot: HotStatements;
+  /** Agents are immutable once created, so they are cached for good. */
+  readonly agents: Map<string, Agent>;
+  readonly defaultAgentOf: Map<string, string>;
+}
+
+/** `now()`, one fragment for every statement that sets a timestamp. */
+export const NOW = sql<Date>`now()`;
+
+/**
+ * Whether a row is visible to a caller scoped to `scope` (undefined: an
+ * internal call, which sees every workspace). A row in another workspace is
+ * reported exactly like a missing one, never as forbidden.
+ */
+export function visible<R extends { workspace_id: string }>(
+  row: R | undefined,
+  scope: string | undefined,
+): row is R {
+  return row !== undefined && (scope === undefined || row.workspace_id === scope);
+}
+
+/** A copy of a message with its id and time filled in when empty. */
+export function withIds(message: Message): Message {
+  const copy = { ...message };
+  if (!copy.id) copy.id = newId("msg");
+  copy.createdAt ??= timestampNow();
+  return copy;
+}
+
+/** The actor of a task's creator (the system for tasks nobody submitted). */
+export function creatorActor(createdBy: string) {
+  return createdBy && createdBy !== SYSTEM_ACTOR.id ? userActor(createdBy) : SYSTEM_ACTOR;
+}
