@@ -13,6 +13,19 @@ import type { ServiceDefinition } from "@trellis/platform";
 import { env, loadConfig } from "@trellis/runtime";
 import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
 import { allServices } from "../services.js";
+import { parseCommand, printUsage, UsageError } from "./args.js";
+
+/** `trellis migrate --help`. */
+export const migrateUsage = `Usage: trellis migrate [-h] [--service NAME]...
+
+Bring the PostgreSQL schema of every service (or of each --service NAME:
+${allServices.map((s) => s.name).join(", ")}) up to date, then exit. Safe to run
+while services start (they take the same lock).
+
+Environment:
+  DATABASE_URL             PostgreSQL (required)
+  TRELLIS_STARTUP_TIMEOUT  how long to wait for PostgreSQL (default 60s)
+`;
 
 /** Environment `trellis migrate` reads. */
 export const migrateConfigSchema = {
@@ -58,9 +71,27 @@ async function connect(url: string, timeoutMs: number): Promise<Database<unknown
   }
 }
 
+/** `trellis migrate [--service NAME]...`: parse the arguments, then {@link runMigrate}. */
+export async function runMigrateCommand(
+  source: NodeJS.ProcessEnv,
+  args: readonly string[],
+): Promise<number> {
+  const parsed = parseCommand(
+    {
+      name: "migrate",
+      usage: migrateUsage,
+      options: { service: { type: "string", multiple: true } },
+    },
+    args,
+  );
+  if (parsed.help) return printUsage(migrateUsage);
+  return runMigrate(source, parsed.values.service ?? []);
+}
+
 /**
  * Migrate the named services (default: all) and print what was applied.
- * Exit code 0 when every schema is current, 2 for an unknown service name;
+ * Exit code 0 when every schema is current; an unknown service name or no
+ * DATABASE_URL is a usage error (exit 2);
  * a failed migration throws (the CLI prints it and exits 1).
  */
 export async function runMigrate(
@@ -70,10 +101,18 @@ export async function runMigrate(
   const unknown = only.filter((name) => !allServices.some((s) => s.name === name));
   if (unknown.length > 0) {
     const known = allServices.map((s) => s.name).join(", ");
-    process.stderr.write(
-      `trellis migrate: unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})\n`,
+    throw new UsageError(
+      `unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})`,
+      "migrate",
+      migrateUsage,
     );
-    return 2;
+  }
+  if (!source.DATABASE_URL) {
+    throw new UsageError(
+      "DATABASE_URL is required: the PostgreSQL database to migrate",
+      "migrate",
+      migrateUsage,
+    );
   }
   const config = loadConfig(migrateConfigSchema, source);
   const services = only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;
