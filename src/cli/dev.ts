@@ -5,23 +5,7 @@
  */
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage } from "./args.js";
-
-/** `trellis dev --help`. */
-export const devUsage = `Usage: trellis dev [-h]
-
-Run Trellis embedded: every service in one process on PGlite (the same as
-\`npm start\`), until Ctrl-C. Data survives a restart.
-
-Environment:
-  TRELLIS_PORT                     port (default 8080)
-  TRELLIS_HOST                     address (default 127.0.0.1)
-  TRELLIS_DATA_DIR                 data directory (default ./.trellis)
-  TRELLIS_API_KEY                  the admin API key (default: generated once,
-                                   kept in <data dir>/data/admin-api-key)
-  TRELLIS_EVENT_WINDOW             events kept in memory (default 20000)
-  TRELLIS_CONSUMER_POSITION_FLUSH  consumer position write delay (default 100ms)
-  OTEL_*                           where traces and metrics go
-`;
+import { devUsage } from "./usage.js";
 
 /**
  * `trellis dev`: run embedded until Ctrl-C. A busy port fails before anything

@@ -10,21 +10,7 @@
  */
 import { checkHealth } from "../mesh.js";
 import { parseCommand, printUsage } from "./args.js";
-
-/** `trellis health --help`. */
-export const healthUsage = `Usage: trellis health [-h] [--url URL]... [--json]
-
-Check a running Trellis and print one row per service and adapter worker.
-Given a gateway (of a mesh, or the embedded process), it lists what that
-gateway sees behind it (GET /v1/health); given any other service, that
-service's gRPC health. Exit code 0 when every row is SERVING, else 1.
-
-Options:
-  --url URL    a gateway or a service (repeatable; default TRELLIS_URL, else
-               http://127.0.0.1:$TRELLIS_PORT, port 8080)
-  --json       machine-readable output
-  -h, --help   show this help
-`;
+import { healthUsage } from "./usage.js";
 
 /** One row of the table. */
 export interface HealthRow {

@@ -31,6 +31,7 @@ import {
 } from "@trellis/gateway";
 import { createDatabase, migrate } from "@trellis/storage";
 import { isUsageError, parseCommand } from "./args.js";
+import { keysUsage } from "./usage.js";
 
 const protocolVersion = "agents-protocol-2026-04-25";
 
@@ -45,24 +46,6 @@ const processIo: KeysIo = {
   err: (text) => process.stderr.write(text),
 };
 
-/** `trellis keys --help` (every subcommand's too). */
-export const keysUsage = `Usage: trellis keys <create|list|revoke> [options]
-
-  create --name NAME --scopes "SCOPE ..." [--workspace ID] [--actor ID]
-         [--agent-ids "AGENT ..."]
-         Scopes: a named scope (sessions:read, tasks:write, keys:admin, ...),
-         <area>:* or * (admin only). --agent-ids restricts the key to those
-         agents (default: every agent of the workspace). The key is printed once.
-  list   [--workspace ID] [--all]   (--all: revoked keys too)
-  revoke KEY_ID
-
-  --url URL         a running gateway (default TRELLIS_URL, else http://127.0.0.1:8080)
-  --api-key KEY     a key with keys:admin (default TRELLIS_API_KEY, else the
-                    embedded admin key file under TRELLIS_DATA_DIR)
-  --database-url U  work in the gateway's PostgreSQL database directly
-  --json            machine-readable output
-  -h, --help        show this help
-`;
 const usage = keysUsage;
 
 const keysOptions = {

@@ -9,7 +9,8 @@
  *   trellis serve <service>   run one service as its own process (the container entry point)
  *   trellis migrate  bring every service's PostgreSQL schema up to date, then exit
  */
-import { isUsageError, printUsage } from "./args.js";
+import { isUsageError, printUsage, wantsHelp } from "./args.js";
+import { commandUsage } from "./usage.js";
 
 const usage = `Usage: trellis <command> [options]
 
@@ -36,6 +37,9 @@ never starts anything.
 const [command, ...rest] = process.argv.slice(2);
 
 async function run(): Promise<number> {
+  // Help is answered before the command is even loaded.
+  const known = command === undefined ? undefined : commandUsage[command];
+  if (known !== undefined && wantsHelp(rest)) return printUsage(known);
   switch (command) {
     // Each command is loaded when it is run: help and usage errors stay fast.
     case "dev":

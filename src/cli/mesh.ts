@@ -16,6 +16,7 @@ import { type Mesh, type MeshProcessFailure, MeshStartError, startMesh } from ".
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { createProgress } from "./progress.js";
+import { meshUsage } from "./usage.js";
 
 /** Env of `trellis mesh`. */
 export const meshConfigSchema = {
@@ -26,25 +27,6 @@ export const meshConfigSchema = {
   /** Built-in adapter workers (the harness backend over OpenAI / Anthropic) to run beside the services. */
   TRELLIS_MESH_ADAPTER_WORKERS: env.int({ min: 0, max: 16 }).default(1),
 };
-
-/** `trellis mesh --help`. */
-export const meshUsage = `Usage: trellis mesh [-h]
-
-Run every service as its own process against PostgreSQL and NATS JetStream
-(gateway on TRELLIS_PORT, the others on free ports, plus adapter workers),
-until Ctrl-C. Prints the gateway URL, the operator UI URL and, when the
-gateway makes one, the admin API key. Logs in .trellis/mesh-logs.
-
-Environment:
-  DATABASE_URL                  PostgreSQL database (required; each service keeps
-                                its own schema), e.g.
-                                postgres://postgres@127.0.0.1:5432/trellis
-  NATS_URL                      NATS with JetStream (default nats://127.0.0.1:4222)
-  TRELLIS_NATS_PREFIX           subject / stream prefix (default trellis)
-  TRELLIS_PORT                  the gateway's port (default 8080)
-  TRELLIS_API_KEY               the admin API key (default: generated once)
-  TRELLIS_MESH_ADAPTER_WORKERS  built-in adapter workers (default 1)
-`;
 
 const logDir = ".trellis/mesh-logs";
 

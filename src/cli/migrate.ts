@@ -14,18 +14,7 @@ import { env, loadConfig } from "@trellis/runtime";
 import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
 import { allServices } from "../services.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
-
-/** `trellis migrate --help`. */
-export const migrateUsage = `Usage: trellis migrate [-h] [--service NAME]...
-
-Bring the PostgreSQL schema of every service (or of each --service NAME:
-${allServices.map((s) => s.name).join(", ")}) up to date, then exit. Safe to run
-while services start (they take the same lock).
-
-Environment:
-  DATABASE_URL             PostgreSQL (required)
-  TRELLIS_STARTUP_TIMEOUT  how long to wait for PostgreSQL (default 60s)
-`;
+import { migrateUsage } from "./usage.js";
 
 /** Environment `trellis migrate` reads. */
 export const migrateConfigSchema = {

@@ -15,7 +15,6 @@
 
 import type { KeyObject } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import { currentProtocolVersion } from "@trellis/gateway";
 import {
   createSchemaValidator,
   isJsonObject,
@@ -24,30 +23,11 @@ import {
   verifyReceipt,
 } from "@trellis/receipts";
 import { parseCommand, printUsage, UsageError } from "./args.js";
+import { receiptsUsage } from "./usage.js";
 
-/** `trellis receipts --help`. */
-export const receiptsUsage = `Usage: trellis receipts verify [-h] <ID|FILE> [options]
-
-Verify a receipt. Exit code 0 when valid, 1 when not, 2 on a usage or
-connection error.
-
-  verify ID                Trellis re-checks the stored receipt: hash, stored
-                           bytes, chain links, signature (online).
-  verify FILE --public-key KEY
-                           An exported receipt checked offline, nothing sent.
-                           KEY: a PEM, a JWK, a JWKS, or the answer of
-                           GET /v1/receipts/public-keys saved as it comes.
-  verify FILE --url URL    Trellis checks the document (online).
-
-Options:
-  --public-key FILE  public key(s) for the offline check
-  --url URL          a running Trellis (default TRELLIS_URL, else
-                     http://127.0.0.1:$TRELLIS_PORT, port 8080)
-  --api-key KEY      a key with receipts:read (default TRELLIS_API_KEY)
-  --schema FILE      also validate against the receipt JSON Schema (offline)
-  --json             machine-readable output
-  -h, --help         show this help
-`;
+// The Harn protocol version the REST surface wants on every call (the
+// gateway's `currentProtocolVersion`; not imported, to keep this command light).
+const protocolVersion = "agents-protocol-2026-04-25";
 
 const receiptsOptions = {
   "public-key": { type: "string" },
@@ -196,7 +176,7 @@ async function postJson(
     headers: {
       "content-type": "application/json",
       // The REST surface refuses calls without the protocol version.
-      "harn-agents-protocol-version": currentProtocolVersion,
+      "harn-agents-protocol-version": protocolVersion,
       ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
     },
     ...(body === undefined ? {} : { body }),

@@ -8,6 +8,7 @@ import { ADAPTER_WORKER, runAdapterWorkerMain } from "@trellis/adapters";
 import { runServiceMain } from "@trellis/platform";
 import { allServices } from "../services.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
+import { serveUsage } from "./usage.js";
 
 /**
  * Names `trellis serve` accepts: the services in start order, then the
@@ -18,18 +19,6 @@ export const servableServices: readonly string[] = [
   ...allServices.map((s) => s.name),
   ADAPTER_WORKER,
 ];
-
-/** `trellis serve --help`. */
-export const serveUsage = `Usage: trellis serve [-h] [SERVICE]
-
-Run one service as its own process (distributed mode; the container entry
-point). SERVICE is one of: ${servableServices.join(", ")}
-(default: TRELLIS_SERVICE).
-
-Environment: DATABASE_URL (required), NATS_URL, TRELLIS_MESH_SECRET (or _FILE,
-required), PORT, TRELLIS_HOST (0.0.0.0 in a container), TRELLIS_<SERVICE>_URL;
-see the README's distributed mode table.
-`;
 
 /**
  * `trellis serve [SERVICE]`: parse the arguments, then {@link runServe}.
