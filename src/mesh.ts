@@ -119,25 +119,39 @@ function exitReason(proc: ChildProcess): string | undefined {
   return undefined;
 }
 
-/** Resolves once `url` answers SERVING; rejects with the reason it never will. */
-async function waitServing(url: string, timeoutMs: number, proc: ChildProcess): Promise<void> {
+/**
+ * Resolves once the process has said it listens and `url` answers SERVING;
+ * rejects with the reason it never will. (Health alone is not enough: a port
+ * taken by another server answers for a process that failed to bind it.)
+ */
+async function waitServing(
+  url: string,
+  timeoutMs: number,
+  proc: ChildProcess,
+  listening: () => boolean,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "not started";
   while (Date.now() < deadline) {
     const exited = exitReason(proc);
     if (exited) throw new Error(`${exited} before it was ready`);
-    try {
-      last = await checkHealth(url, 1000);
-      // Whoever answered, the process must still be alive: an address taken
-      // by another server answers for a process that failed to listen.
-      if (last === "SERVING" && exitReason(proc) === undefined) return;
-    } catch (error) {
-      last = String(error);
+    if (listening()) {
+      try {
+        last = await checkHealth(url, 1000);
+        if (last === "SERVING" && exitReason(proc) === undefined) return;
+      } catch (error) {
+        last = String(error);
+      }
+    } else {
+      last = "not listening yet";
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`at ${url} was not SERVING after ${timeoutMs} ms (last: ${last})`);
 }
+
+// What each process logs once it listens: a service, an adapter worker.
+const listeningMarkers = ['"msg":"listening"', '"msg":"adapter worker started"'];
 
 /** Start the services as separate processes; resolves when all are SERVING. */
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
@@ -169,6 +183,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   }
   const procs = new Map<string, ChildProcess>();
   const tails = new Map<string, string>();
+  const listening = new Set<string>();
   // Processes stopped on purpose (kill, restart, stop): their exit is no failure.
   const stopping = new Set<ChildProcess>();
   const timeout = options.readyTimeoutMs ?? 30_000;
@@ -188,8 +203,16 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
     tails.set(name, "");
+    listening.delete(name);
+    let recent = "";
     const keep = (chunk: Buffer) => {
-      tails.set(name, `${tails.get(name) ?? ""}${chunk.toString("utf8")}`.slice(-tailBytes));
+      const text = chunk.toString("utf8");
+      tails.set(name, `${tails.get(name) ?? ""}${text}`.slice(-tailBytes));
+      if (listening.has(name)) return;
+      // Across chunk boundaries: what came before, and this chunk.
+      recent = `${recent}${text}`;
+      if (listeningMarkers.some((m) => recent.includes(m))) listening.add(name);
+      recent = recent.slice(-100);
     };
     proc.stdout?.on("data", keep);
     proc.stderr?.on("data", keep);
@@ -236,7 +259,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     await Promise.all(
       names.map(async (name) => {
         try {
-          await waitServing(urls[name] as string, timeout, launch(name));
+          await waitServing(urls[name] as string, timeout, launch(name), () => listening.has(name));
         } catch (error) {
           // Let the last output arrive before it is reported.
           await new Promise((r) => setTimeout(r, 100));
@@ -266,7 +289,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
       await stopOne(name, "SIGTERM", 5000);
       const proc = launch(name);
       try {
-        await waitServing(urls[name] as string, timeout, proc);
+        await waitServing(urls[name] as string, timeout, proc, () => listening.has(name));
       } catch (error) {
         throw new Error(`${name} ${error instanceof Error ? error.message : String(error)}`);
       }
