@@ -32,7 +32,7 @@ export interface MeshOptions {
   logDir?: string;
   /** Extra env for every process. */
   env?: Record<string, string>;
-  /** How long to wait for every service to be SERVING (default 30 s). */
+  /** How long to wait for every service to be SERVING (default 60 s). */
   readyTimeoutMs?: number;
   /**
    * Built-in adapter workers to run beside the services (`trellis serve
@@ -186,7 +186,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const listening = new Set<string>();
   // Processes stopped on purpose (kill, restart, stop): their exit is no failure.
   const stopping = new Set<ChildProcess>();
-  const timeout = options.readyTimeoutMs ?? 30_000;
+  const timeout = options.readyTimeoutMs ?? 60_000;
   let adminKey: string | undefined;
   let gatewayOutput = "";
 
