@@ -174,14 +174,15 @@ describe("trellis mesh", () => {
         },
         { timeoutMs: 60_000, what: "every service and a worker SERVING" },
       );
-      expect(rows.map((r) => r.name)).toEqual([
+      expect(rows.slice(0, 5).map((r) => r.name)).toEqual([
         "gateway",
         "chat",
         "tasks",
         "receipts",
         "adapters",
-        "worker harness",
       ]);
+      // The mesh's own worker process (in-process backends are listed as such).
+      expect(rows.filter((r) => r.name === "worker harness")).toHaveLength(1);
       expect(rows.every((r) => r.status === "SERVING")).toBe(true);
     }, 90_000);
 

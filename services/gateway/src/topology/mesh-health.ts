@@ -144,21 +144,33 @@ export class MeshHealthProbe {
       const { backends } = await this.#deps.clients
         .get(AdapterRegistryService)
         .listBackends({}, { timeoutMs: probeTimeoutMs });
-      const rows = backends.flatMap((backend) =>
-        backend.workers.map(
-          (worker): WorkerHealth => ({
-            worker_id: worker.workerId,
-            backend_id: backend.backendId,
-            status: "SERVING",
-            in_process: backend.inProcess,
-            capacity: worker.capacity,
-            in_flight: worker.inFlight,
-            last_seen: worker.lastSeen
-              ? new Date(Number(worker.lastSeen.seconds) * 1000).toISOString()
-              : null,
-          }),
-        ),
-      );
+      const rows = backends.flatMap((backend): WorkerHealth[] => {
+        // A backend inside the router's process has no worker of its own: one row for it.
+        if (backend.workers.length === 0 && backend.inProcess) {
+          return [
+            {
+              worker_id: `${backend.backendId} (in process)`,
+              backend_id: backend.backendId,
+              status: "SERVING",
+              in_process: true,
+              capacity: 0,
+              in_flight: 0,
+              last_seen: null,
+            },
+          ];
+        }
+        return backend.workers.map((worker) => ({
+          worker_id: worker.workerId,
+          backend_id: backend.backendId,
+          status: "SERVING",
+          in_process: backend.inProcess,
+          capacity: worker.capacity,
+          in_flight: worker.inFlight,
+          last_seen: worker.lastSeen
+            ? new Date(Number(worker.lastSeen.seconds) * 1000).toISOString()
+            : null,
+        }));
+      });
       return { rows };
     } catch (error) {
       return { rows: [], reason: `the adapters registry did not answer (${short(error)})` };
