@@ -174,6 +174,21 @@ describe("trellis CLI conventions", () => {
     }, 60_000);
   });
 
+  it("fails at once on a database that does not exist, saying what to do", async () => {
+    const [migrate, mesh] = await Promise.all([
+      trellis(["migrate"], cwd, env),
+      trellis(["mesh"], cwd, { ...env, TRELLIS_PORT: "0" }),
+    ]);
+    expect(migrate.code).toBe(1);
+    expect(migrate.err).toContain(`database "${missingDb}" does not exist`);
+    expect(migrate.err).toContain("DATABASE_URL");
+    expect(migrate.ms).toBeLessThan(30_000);
+    expect(mesh.code).toBe(1);
+    expect(mesh.err).toContain(`cannot use database ${missingDb}`);
+    expect(mesh.err).toContain("createdb");
+    expect(await readdir(cwd)).toEqual([]);
+  }, 90_000);
+
   it("refuses trellis mesh without DATABASE_URL instead of choosing a database", async () => {
     const run = await trellis(["mesh"], cwd, { ...env, DATABASE_URL: "" });
     expect(run.code).toBe(2);

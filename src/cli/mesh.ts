@@ -94,6 +94,32 @@ async function checkNats(url: string): Promise<void> {
   });
 }
 
+/**
+ * Resolves true once the gateway's `GET /v1/health` lists `count` workers
+ * outside the adapters process, else with what it saw last.
+ */
+async function waitForWorkers(
+  gateway: string,
+  count: number,
+  timeoutMs: number,
+): Promise<true | string> {
+  const deadline = Date.now() + timeoutMs;
+  let last = "no answer from GET /v1/health";
+  while (Date.now() < deadline) {
+    try {
+      const response = await fetch(`${gateway}/v1/health`, { signal: AbortSignal.timeout(5000) });
+      const body = (await response.json()) as { workers?: { in_process?: boolean }[] };
+      const seen = (body.workers ?? []).filter((w) => w.in_process === false).length;
+      if (seen >= count) return true;
+      last = `${seen} of ${count} adapter worker(s) registered after ${Math.round(timeoutMs / 1000)} s`;
+    } catch (error) {
+      last = `GET ${gateway}/v1/health failed (${error instanceof Error ? error.message : String(error)})`;
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return last;
+}
+
 /** `trellis mesh`: every service as its own process until Ctrl-C or a failure. */
 export async function runMesh(
   source: NodeJS.ProcessEnv,
@@ -147,9 +173,25 @@ export async function runMesh(
     step.fail();
     throw error;
   }
+  const gateway = mesh.urls.gateway as string;
+  // SERVING workers are not yet useful: they must also have registered with
+  // the adapters service, as the gateway's health view shows.
+  const workers = config.TRELLIS_MESH_ADAPTER_WORKERS;
+  if (workers > 0) {
+    step.update(`waiting for ${workers} adapter worker(s) to register`);
+    const registered = await waitForWorkers(gateway, workers, 60_000);
+    if (registered !== true) {
+      step.fail("adapter workers did not register");
+      process.stderr.write(
+        `trellis mesh: ${registered}; see ${join(logDir, "adapter-worker.log")} and ${join(logDir, "adapters.log")}\n` +
+          "trellis mesh: stopping every process it started\n",
+      );
+      await mesh.stop();
+      return 1;
+    }
+  }
   step.done();
 
-  const gateway = mesh.urls.gateway as string;
   const rows = Object.entries(mesh.urls).map(([name, url]) => `  ${name.padEnd(16)} ${url}`);
   const key = source.TRELLIS_API_KEY
     ? "  admin API key:   the one in TRELLIS_API_KEY"

@@ -28,6 +28,21 @@ export function serviceMigrations(definition: ServiceDefinition) {
   return { ...outboxMigrations(definition.name), ...(definition.migrations ?? {}) };
 }
 
+// SQLSTATEs no retry can fix: no such database, authentication refused.
+const permanentStates = new Set(["3D000", "28P01", "28000"]);
+
+function isPermanent(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && permanentStates.has(code)) return true;
+    if (/database "[^"]*" does not exist|password authentication failed/.test(e.message)) {
+      return true;
+    }
+    e = e.cause;
+  }
+  return false;
+}
+
 async function connect(url: string, timeoutMs: number): Promise<Database<unknown>> {
   const deadline = Date.now() + timeoutMs;
   let delay = 200;
@@ -47,6 +62,11 @@ async function connect(url: string, timeoutMs: number): Promise<Database<unknown
         throw error;
       }
     } catch (error) {
+      // A missing database or refused credentials will not change by waiting.
+      if (isPermanent(error)) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(`PostgreSQL refused the connection: ${reason} (check DATABASE_URL)`);
+      }
       if (Date.now() + delay > deadline) {
         const reason = error instanceof Error ? error.message : String(error);
         throw new Error(
