@@ -14,6 +14,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
 import { meshSecretFileVariable, meshSecretVariable, urlVariable } from "@trellis/platform";
+import { assertPortFree, PortInUseError } from "./ports.js";
 import { allServices } from "./services.js";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -119,39 +120,40 @@ function exitReason(proc: ChildProcess): string | undefined {
   return undefined;
 }
 
-/**
- * Resolves once the process has said it listens and `url` answers SERVING;
- * rejects with the reason it never will. (Health alone is not enough: a port
- * taken by another server answers for a process that failed to bind it.)
- */
-async function waitServing(
-  url: string,
-  timeoutMs: number,
-  proc: ChildProcess,
-  listening: () => boolean,
-): Promise<void> {
+/** Resolves once `url` answers SERVING while `proc` lives; rejects with the reason it never will. */
+async function waitServing(url: string, timeoutMs: number, proc: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "not started";
   while (Date.now() < deadline) {
     const exited = exitReason(proc);
     if (exited) throw new Error(`${exited} before it was ready`);
-    if (listening()) {
-      try {
-        last = await checkHealth(url, 1000);
-        if (last === "SERVING" && exitReason(proc) === undefined) return;
-      } catch (error) {
-        last = String(error);
-      }
-    } else {
-      last = "not listening yet";
+    try {
+      last = await checkHealth(url, 1000);
+      if (last === "SERVING" && exitReason(proc) === undefined) return;
+    } catch (error) {
+      last = String(error);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error(`at ${url} was not SERVING after ${timeoutMs} ms (last: ${last})`);
 }
 
-// What each process logs once it listens: a service, an adapter worker.
-const listeningMarkers = ['"msg":"listening"', '"msg":"adapter worker started"'];
+/**
+ * Fails when a process's port is taken: another server there would answer
+ * the health checks for a process that cannot bind it.
+ */
+async function assertFree(name: string, port: number): Promise<void> {
+  try {
+    await assertPortFree("127.0.0.1", port, `the ${name} port`, name);
+  } catch (error) {
+    if (!(error instanceof PortInUseError)) throw error;
+    throw new MeshStartError({
+      name,
+      reason: `cannot listen: port ${port} on 127.0.0.1 is already in use`,
+      logTail: "",
+    });
+  }
+}
 
 /** Start the services as separate processes; resolves when all are SERVING. */
 export async function startMesh(options: MeshOptions): Promise<Mesh> {
@@ -183,7 +185,6 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   }
   const procs = new Map<string, ChildProcess>();
   const tails = new Map<string, string>();
-  const listening = new Set<string>();
   // Processes stopped on purpose (kill, restart, stop): their exit is no failure.
   const stopping = new Set<ChildProcess>();
   const timeout = options.readyTimeoutMs ?? 60_000;
@@ -203,16 +204,8 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
     tails.set(name, "");
-    listening.delete(name);
-    let recent = "";
     const keep = (chunk: Buffer) => {
-      const text = chunk.toString("utf8");
-      tails.set(name, `${tails.get(name) ?? ""}${text}`.slice(-tailBytes));
-      if (listening.has(name)) return;
-      // Across chunk boundaries: what came before, and this chunk.
-      recent = `${recent}${text}`;
-      if (listeningMarkers.some((m) => recent.includes(m))) listening.add(name);
-      recent = recent.slice(-100);
+      tails.set(name, `${tails.get(name) ?? ""}${chunk.toString("utf8")}`.slice(-tailBytes));
     };
     proc.stdout?.on("data", keep);
     proc.stderr?.on("data", keep);
@@ -253,13 +246,14 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     clearTimeout(timer);
   };
 
+  for (const name of names) await assertFree(name, ports[name] as number);
   try {
     // Services do not need each other at start (clients connect lazily), so
     // they boot side by side.
     await Promise.all(
       names.map(async (name) => {
         try {
-          await waitServing(urls[name] as string, timeout, launch(name), () => listening.has(name));
+          await waitServing(urls[name] as string, timeout, launch(name));
         } catch (error) {
           // Let the last output arrive before it is reported.
           await new Promise((r) => setTimeout(r, 100));
@@ -287,9 +281,10 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     },
     async restart(name) {
       await stopOne(name, "SIGTERM", 5000);
+      await assertFree(name, ports[name] as number);
       const proc = launch(name);
       try {
-        await waitServing(urls[name] as string, timeout, proc, () => listening.has(name));
+        await waitServing(urls[name] as string, timeout, proc);
       } catch (error) {
         throw new Error(`${name} ${error instanceof Error ? error.message : String(error)}`);
       }

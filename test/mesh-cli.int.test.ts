@@ -78,7 +78,7 @@ describe("trellis mesh", () => {
     await cliDb?.drop();
   });
 
-  describe("when a service cannot listen", () => {
+  describe("when a service's port is taken", () => {
     let squatter: TrellisService;
     beforeAll(async () => {
       // Another server on the gateway's port that answers health checks
@@ -91,8 +91,8 @@ describe("trellis mesh", () => {
     });
     afterAll(() => squatter?.close({ graceMs: 0 }));
 
-    it("fails the start naming it, with its log, and leaves no process", async () => {
-      const prefix = uniqueName("meshdead");
+    it("fails the start naming it and its port, before starting anything", async () => {
+      const prefix = uniqueName("meshbusy");
       prefixes.push(prefix);
       const port = squatter.address()?.port as number;
       const error = await startMesh({
@@ -100,7 +100,6 @@ describe("trellis mesh", () => {
         natsUrl: testNatsUrl,
         natsPrefix: prefix,
         ports: { gateway: port },
-        readyTimeoutMs: 120_000,
       }).then(
         () => undefined,
         (e: unknown) => e,
@@ -108,11 +107,32 @@ describe("trellis mesh", () => {
       expect(error).toBeInstanceOf(MeshStartError);
       const failure = (error as MeshStartError).failure;
       expect(failure.name).toBe("gateway");
-      expect(failure.reason).toMatch(/exited with code 1 before it was ready/);
-      expect(failure.logTail).toContain("EADDRINUSE");
+      expect(failure.reason).toContain(`port ${port} on 127.0.0.1 is already in use`);
       expect([...processesOf(prefix).values()]).toEqual([]);
-    }, 180_000);
+    }, 60_000);
   });
+
+  it("fails the start when a service dies, with its log, and leaves no process", async () => {
+    const prefix = uniqueName("meshdead");
+    prefixes.push(prefix);
+    const error = await startMesh({
+      databaseUrl: db.url,
+      natsUrl: testNatsUrl,
+      natsPrefix: prefix,
+      // Only receipts reads it: it refuses to start, the others are fine.
+      env: { TRELLIS_RECEIPT_MODEL_PRICES: "{not json" },
+      readyTimeoutMs: 120_000,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(MeshStartError);
+    const failure = (error as MeshStartError).failure;
+    expect(failure.name).toBe("receipts");
+    expect(failure.reason).toBe("exited with code 1 before it was ready");
+    expect(failure.logTail).toContain("TRELLIS_RECEIPT_MODEL_PRICES");
+    expect([...processesOf(prefix).values()]).toEqual([]);
+  }, 180_000);
 
   describe("started from the command line", () => {
     const prefix = uniqueName("meshcli");
