@@ -14,6 +14,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
 import { meshSecretFileVariable, meshSecretVariable, urlVariable } from "@trellis/platform";
+import { assertPortFree, PortInUseError } from "./ports.js";
 import { allServices } from "./services.js";
 
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
@@ -32,7 +33,7 @@ export interface MeshOptions {
   logDir?: string;
   /** Extra env for every process. */
   env?: Record<string, string>;
-  /** How long to wait for every service to be SERVING (default 30 s). */
+  /** How long to wait for every service to be SERVING (default 60 s). */
   readyTimeoutMs?: number;
   /**
    * Built-in adapter workers to run beside the services (`trellis serve
@@ -40,6 +41,30 @@ export interface MeshOptions {
    * `adapter-worker-2`, … in `urls`, `kill` and `restart`.
    */
   adapterWorkers?: number;
+  /** Called as each process becomes SERVING during the start (progress). */
+  onReady?: (name: string) => void;
+  /**
+   * Called when a process of a started mesh exits without being asked to
+   * (not through `kill`, `restart` or `stop`), with the tail of its output.
+   */
+  onExit?: (failure: MeshProcessFailure) => void;
+}
+
+/** A process of the mesh that failed: which, how, and the end of its output. */
+export interface MeshProcessFailure {
+  name: string;
+  /** What happened, e.g. `exited with code 1 before it was ready`. */
+  reason: string;
+  /** The last lines it wrote (stdout and stderr). */
+  logTail: string;
+}
+
+/** The mesh could not start: names the process that failed and why. */
+export class MeshStartError extends Error {
+  override readonly name = "MeshStartError";
+  constructor(readonly failure: MeshProcessFailure) {
+    super(`${failure.name} ${failure.reason}`);
+  }
 }
 
 /** A running mesh. */
@@ -58,6 +83,18 @@ export interface Mesh {
   stop(): Promise<void>;
   /** Process ids of the running services (for CPU accounting in benchmarks). */
   pids(): Record<string, number>;
+  /**
+   * The admin API key the gateway generated at this start (it prints a new
+   * key once, when its database has none); undefined when it kept one.
+   */
+  adminKey: string | undefined;
+}
+
+// How much of each process's latest output is kept for a failure report.
+const tailBytes = 4000;
+
+function lastLines(text: string, count = 15): string {
+  return text.trimEnd().split("\n").slice(-count).join("\n");
 }
 
 async function freePort(): Promise<number> {
@@ -77,26 +114,45 @@ export async function checkHealth(url: string, timeoutMs = 2000): Promise<string
   return health.HealthCheckResponse_ServingStatus[response.status] ?? String(response.status);
 }
 
-async function waitServing(
-  name: string,
-  url: string,
-  timeoutMs: number,
-  proc: ChildProcess,
-): Promise<void> {
+function exitReason(proc: ChildProcess): string | undefined {
+  if (proc.exitCode !== null) return `exited with code ${proc.exitCode}`;
+  if (proc.signalCode !== null) return `was stopped by ${proc.signalCode}`;
+  return undefined;
+}
+
+/** Resolves once `url` answers SERVING while `proc` lives; rejects with the reason it never will. */
+async function waitServing(url: string, timeoutMs: number, proc: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = "not started";
   while (Date.now() < deadline) {
-    if (proc.exitCode !== null)
-      throw new Error(`${name} exited with code ${proc.exitCode} before it was ready`);
+    const exited = exitReason(proc);
+    if (exited) throw new Error(`${exited} before it was ready`);
     try {
       last = await checkHealth(url, 1000);
-      if (last === "SERVING") return;
+      if (last === "SERVING" && exitReason(proc) === undefined) return;
     } catch (error) {
       last = String(error);
     }
     await new Promise((r) => setTimeout(r, 100));
   }
-  throw new Error(`${name} at ${url} not SERVING after ${timeoutMs} ms (last: ${last})`);
+  throw new Error(`at ${url} was not SERVING after ${timeoutMs} ms (last: ${last})`);
+}
+
+/**
+ * Fails when a process's port is taken: another server there would answer
+ * the health checks for a process that cannot bind it.
+ */
+async function assertFree(name: string, port: number): Promise<void> {
+  try {
+    await assertPortFree("127.0.0.1", port, `the ${name} port`, name);
+  } catch (error) {
+    if (!(error instanceof PortInUseError)) throw error;
+    throw new MeshStartError({
+      name,
+      reason: `cannot listen: port ${port} on 127.0.0.1 is already in use`,
+      logTail: "",
+    });
+  }
 }
 
 /** Start the services as separate processes; resolves when all are SERVING. */
@@ -128,7 +184,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     if (!workerNames.includes(name)) baseEnv[urlVariable(name)] = urls[name];
   }
   const procs = new Map<string, ChildProcess>();
-  const timeout = options.readyTimeoutMs ?? 30_000;
+  const tails = new Map<string, string>();
+  // Processes stopped on purpose (kill, restart, stop): their exit is no failure.
+  const stopping = new Set<ChildProcess>();
+  const timeout = options.readyTimeoutMs ?? 60_000;
+  let adminKey: string | undefined;
+  let gatewayOutput = "";
 
   const launch = (name: string): ChildProcess => {
     const log = createWriteStream(join(logDir, `${name}.log`), { flags: "a" });
@@ -142,13 +203,42 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     });
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
+    tails.set(name, "");
+    const keep = (chunk: Buffer) => {
+      tails.set(name, `${tails.get(name) ?? ""}${chunk.toString("utf8")}`.slice(-tailBytes));
+    };
+    proc.stdout?.on("data", keep);
+    proc.stderr?.on("data", keep);
+    if (name === "gateway") {
+      // A generated admin key is printed once, on stdout, before the gateway serves.
+      const watch = (chunk: Buffer) => {
+        gatewayOutput = `${gatewayOutput}${chunk.toString("utf8")}`.slice(-64_000);
+        const found = /Trellis admin API key[^\n]*\n\s+(\S+)/.exec(gatewayOutput);
+        if (found) {
+          adminKey = found[1];
+          gatewayOutput = "";
+          proc.stdout?.off("data", watch);
+        }
+      };
+      proc.stdout?.on("data", watch);
+    }
+    proc.on("exit", () => {
+      if (stopping.has(proc) || !started) return;
+      options.onExit?.({
+        name,
+        reason: exitReason(proc) ?? "exited",
+        logTail: lastLines(tails.get(name) ?? ""),
+      });
+    });
     procs.set(name, proc);
     return proc;
   };
+  let started = false;
 
   const stopOne = async (name: string, signal: NodeJS.Signals, graceMs: number) => {
     const proc = procs.get(name);
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
+    stopping.add(proc);
     const exited = once(proc, "exit");
     proc.kill(signal);
     const timer = setTimeout(() => proc.kill("SIGKILL"), graceMs);
@@ -156,27 +246,48 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     clearTimeout(timer);
   };
 
+  for (const name of names) await assertFree(name, ports[name] as number);
   try {
     // Services do not need each other at start (clients connect lazily), so
     // they boot side by side.
     await Promise.all(
-      names.map((name) => waitServing(name, urls[name] as string, timeout, launch(name))),
+      names.map(async (name) => {
+        try {
+          await waitServing(urls[name] as string, timeout, launch(name));
+        } catch (error) {
+          // Let the last output arrive before it is reported.
+          await new Promise((r) => setTimeout(r, 100));
+          throw new MeshStartError({
+            name,
+            reason: error instanceof Error ? error.message : String(error),
+            logTail: lastLines(tails.get(name) ?? ""),
+          });
+        }
+        options.onReady?.(name);
+      }),
     );
   } catch (error) {
     await Promise.all([...procs.keys()].map((n) => stopOne(n, "SIGKILL", 0)));
     throw error;
   }
+  started = true;
 
   return {
     urls,
+    adminKey,
     meshSecret: baseEnv[meshSecretVariable],
     async kill(name) {
       await stopOne(name, "SIGKILL", 0);
     },
     async restart(name) {
       await stopOne(name, "SIGTERM", 5000);
+      await assertFree(name, ports[name] as number);
       const proc = launch(name);
-      await waitServing(name, urls[name] as string, timeout, proc);
+      try {
+        await waitServing(urls[name] as string, timeout, proc);
+      } catch (error) {
+        throw new Error(`${name} ${error instanceof Error ? error.message : String(error)}`);
+      }
     },
     pids() {
       const result: Record<string, number> = {};

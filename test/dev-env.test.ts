@@ -1,7 +1,7 @@
 // `trellis dev` on loopback lets webhooks reach the developer's own machine;
 // on any other address, or when the variable is set, the guard is as configured.
 import { describe, expect, it } from "vitest";
-import { devEnv } from "../src/cli/dev.js";
+import { devEnv } from "../src/cli/dev-server.js";
 
 describe("trellis dev environment", () => {
   it("allows private webhook targets when bound to loopback, unless told otherwise", () => {

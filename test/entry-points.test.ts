@@ -51,10 +51,11 @@ describe("trellis CLI with bad input", () => {
     expect(`${unknown.err}${unnamed.err}`).not.toMatch(/\n\s+at /);
   });
 
-  it("names an unknown option in one line, without a stack trace", () => {
+  it("names an unknown option in one line, with the usage and exit code 2", () => {
     const { code, err } = trellis(["health", "--colour", "red"]);
-    expect(code).toBe(1);
-    expect(err).toMatch(/^trellis: .*colour/);
+    expect(code).toBe(2);
+    expect(err).toMatch(/^trellis health: .*colour/);
+    expect(err).toContain("Usage: trellis health");
     expect(err).not.toMatch(/\n\s+at /);
   });
 
@@ -90,7 +91,10 @@ describe("trellis CLI with bad input", () => {
 
   it("names the bad variable when the mesh's worker count is nonsense", () => {
     for (const value of ["many", "-1", "99"]) {
-      const { code, err } = trellis(["mesh"], { TRELLIS_MESH_ADAPTER_WORKERS: value });
+      const { code, err } = trellis(["mesh"], {
+        TRELLIS_MESH_ADAPTER_WORKERS: value,
+        DATABASE_URL: "postgres://postgres@127.0.0.1:5432/trellis_never_used",
+      });
       expect(code).toBe(1);
       expect(err).toContain("TRELLIS_MESH_ADAPTER_WORKERS");
       expect(err).not.toMatch(/\n\s+at /);
@@ -99,8 +103,10 @@ describe("trellis CLI with bad input", () => {
 
   it("says the server is unreachable rather than failing obscurely", () => {
     const { code, err } = trellis(["receipts", "verify", "rcpt_1", "--url", "http://127.0.0.1:9"]);
-    expect(code).toBe(1);
-    expect(err).toMatch(/^trellis: cannot reach Trellis at http:\/\/127\.0\.0\.1:9/);
+    expect(code).toBe(2);
+    expect(err).toMatch(
+      /^trellis receipts verify: cannot reach Trellis at http:\/\/127\.0\.0\.1:9/,
+    );
   });
 
   it("refuses a receipt file that is missing or not JSON, saying which", async () => {

@@ -1,81 +1,28 @@
-import { resolve } from "node:path";
-import { DEFAULT_EVENT_WINDOW, type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger, env, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
-import { allServices } from "../services.js";
-
-/** Env of embedded mode, validated at start. */
-export const devConfigSchema = {
-  TRELLIS_PORT: env.port().default(8080),
-  TRELLIS_HOST: env.string().default("127.0.0.1"),
-  TRELLIS_DATA_DIR: env.string().default(".trellis"),
-  /** How long durable-consumer positions may wait before they are written (0: every ack). */
-  TRELLIS_CONSUMER_POSITION_FLUSH: env.duration({ minMs: 0, maxMs: 60_000 }).default(100),
-  /** Events the in-process log keeps in memory; older reads go to the outbox table. */
-  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(DEFAULT_EVENT_WINDOW),
-};
+/**
+ * `trellis dev`: Trellis embedded, every service in one process on PGlite.
+ * This file only reads the arguments and checks the port, so that `--help`
+ * and a busy port answer at once; the server is `dev-server.ts`.
+ */
+import { assertPortFree } from "../ports.js";
+import { parseCommand, printUsage } from "./args.js";
+import { devUsage } from "./usage.js";
 
 /**
- * The services' environment under `trellis dev`. Bound to loopback, the
- * deployment is the developer's own machine: webhooks may target it
- * (`TRELLIS_WEBHOOKS_ALLOW_PRIVATE`, unless set), so a receiver on localhost
- * works out of the box. On any other address the guard stays on.
+ * `trellis dev`: run embedded until Ctrl-C. A busy port fails before anything
+ * is loaded or opened (naming `TRELLIS_PORT`).
  */
-export function devEnv(source: NodeJS.ProcessEnv, host: string): NodeJS.ProcessEnv {
-  const loopback = host === "localhost" || host === "::1" || host.startsWith("127.");
-  if (!loopback || source.TRELLIS_WEBHOOKS_ALLOW_PRIVATE !== undefined) return source;
-  return { ...source, TRELLIS_WEBHOOKS_ALLOW_PRIVATE: "1" };
-}
-
-/** `trellis dev`: run embedded until Ctrl-C. */
-export async function runDev(source: NodeJS.ProcessEnv): Promise<number> {
-  const config = loadConfig(devConfigSchema, source);
-  const dataDir = resolve(config.TRELLIS_DATA_DIR, "data");
-  // Like every distributed process: the standard OTEL_* variables decide
-  // what is exported; one service name for the whole process.
-  const telemetry = initTelemetry({ serviceName: "trellis", env: source });
-  const logger = createLogger({ service: "trellis" });
-  let trellis: EmbeddedTrellis;
-  try {
-    trellis = await startEmbedded({
-      services: allServices,
-      env: devEnv(source, config.TRELLIS_HOST),
-      dataDir,
-      host: config.TRELLIS_HOST,
-      port: config.TRELLIS_PORT,
-      logger,
-      consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
-      eventWindow: config.TRELLIS_EVENT_WINDOW,
-    });
-  } catch (error) {
-    await telemetry.shutdown().catch(() => undefined);
-    throw error;
+export async function runDev(
+  source: NodeJS.ProcessEnv,
+  args: readonly string[] = [],
+): Promise<number> {
+  const parsed = parseCommand({ name: "dev", usage: devUsage, options: {} }, args);
+  if (parsed.help) return printUsage(devUsage);
+  // A quick look before the slow start; the server validates the settings
+  // (and names a malformed one) and checks the port again.
+  const port = Number(source.TRELLIS_PORT || 8080);
+  if (Number.isInteger(port) && port > 0 && port < 65_536) {
+    await assertPortFree(source.TRELLIS_HOST || "127.0.0.1", port, "TRELLIS_PORT");
   }
-  const { url } = trellis.address;
-  process.stdout.write(
-    [
-      "",
-      `Trellis (embedded) is listening on ${url}`,
-      `  gRPC / Connect / gRPC-Web and REST on one port; data in ${dataDir}`,
-      `  try: npx buf curl --protocol grpc --http2-prior-knowledge --list-services ${url}`,
-      "  Ctrl-C stops it.",
-      "",
-    ].join("\n"),
-  );
-  await new Promise<void>((done) => {
-    onShutdownSignals(
-      async () => {
-        process.stdout.write("\nTrellis is stopping…\n");
-        await trellis.close({ graceMs: 5000 });
-        // Last: what the shutdown itself traced is exported too.
-        await telemetry.shutdown().catch((error: unknown) =>
-          logger.warn("telemetry did not flush", {
-            error: error instanceof Error ? error.message : String(error),
-          }),
-        );
-        done();
-      },
-      { logger, exit: false },
-    );
-  });
-  return 0;
+  const { serveEmbedded } = await import("./dev-server.js");
+  return serveEmbedded(source);
 }

@@ -19,7 +19,6 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { parseArgs } from "node:util";
 import {
   AgentPolicyStore,
   type ApiKeyRecord,
@@ -31,6 +30,8 @@ import {
   parseAgentIds,
 } from "@trellis/gateway";
 import { createDatabase, migrate } from "@trellis/storage";
+import { isUsageError, parseCommand } from "./args.js";
+import { keysUsage } from "./usage.js";
 
 const protocolVersion = "agents-protocol-2026-04-25";
 
@@ -45,22 +46,20 @@ const processIo: KeysIo = {
   err: (text) => process.stderr.write(text),
 };
 
-const usage = `Usage: trellis keys <create|list|revoke> [options]
+const usage = keysUsage;
 
-  create --name NAME --scopes "SCOPE ..." [--workspace ID] [--actor ID]
-         [--agent-ids "AGENT ..."]
-         Scopes: a named scope (sessions:read, tasks:write, keys:admin, ...),
-         <area>:* or * (admin only). --agent-ids restricts the key to those
-         agents (default: every agent of the workspace). The key is printed once.
-  list   [--workspace ID] [--all]   (--all: revoked keys too)
-  revoke KEY_ID
-
-  --url URL         a running gateway (default TRELLIS_URL, else http://127.0.0.1:8080)
-  --api-key KEY     a key with keys:admin (default TRELLIS_API_KEY, else the
-                    embedded admin key file under TRELLIS_DATA_DIR)
-  --database-url U  work in the gateway's PostgreSQL database directly
-  --json            machine-readable output
-`;
+const keysOptions = {
+  name: { type: "string" },
+  scopes: { type: "string" },
+  workspace: { type: "string" },
+  actor: { type: "string" },
+  "agent-ids": { type: "string" },
+  all: { type: "boolean" },
+  url: { type: "string" },
+  "api-key": { type: "string" },
+  "database-url": { type: "string" },
+  json: { type: "boolean" },
+} as const;
 
 /** An API key as both paths report it. */
 interface KeyView {
@@ -265,28 +264,19 @@ export async function runKeys(
 ): Promise<number> {
   let backend: KeyBackend | undefined;
   try {
-    const { values, positionals } = (() => {
-      try {
-        return parseArgs({
-          args: [...args],
-          allowPositionals: true,
-          options: {
-            name: { type: "string" },
-            scopes: { type: "string" },
-            workspace: { type: "string" },
-            actor: { type: "string" },
-            "agent-ids": { type: "string" },
-            all: { type: "boolean" },
-            url: { type: "string" },
-            "api-key": { type: "string" },
-            "database-url": { type: "string" },
-            json: { type: "boolean" },
-          },
-        });
-      } catch (error) {
-        throw new UsageError(error instanceof Error ? error.message : String(error));
-      }
-    })();
+    let parsed: ReturnType<typeof parseCommand<typeof keysOptions>>;
+    try {
+      parsed = parseCommand({ name: "keys", usage, options: keysOptions, maxPositionals: 2 }, args);
+    } catch (error) {
+      throw new UsageError(
+        isUsageError(error) || error instanceof Error ? error.message : String(error),
+      );
+    }
+    if (parsed.help || parsed.positionals[0] === "help") {
+      io.out(usage);
+      return 0;
+    }
+    const { values, positionals } = parsed;
     const [subcommand, ...rest] = positionals;
     if (subcommand !== "create" && subcommand !== "list" && subcommand !== "revoke") {
       throw new UsageError(

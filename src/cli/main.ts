@@ -3,132 +3,88 @@
  *
  *   trellis dev      every service in one process on PGlite (same as `npm start`)
  *   trellis mesh     every service as its own process on Postgres + NATS
- *   trellis health   ask every service's gRPC health endpoint; print a table
+ *   trellis health   ask a gateway about every service and worker; print a table
  *   trellis receipts verify <id|file>   verify a receipt, online or offline
  *   trellis keys create|list|revoke     manage the API keys of a workspace
  *   trellis serve <service>   run one service as its own process (the container entry point)
  *   trellis migrate  bring every service's PostgreSQL schema up to date, then exit
  */
-import { parseArgs } from "node:util";
-import { runDev } from "./dev.js";
-import { runHealth } from "./health.js";
-import { runKeys } from "./keys.js";
-import { runMesh } from "./mesh.js";
-import { runMigrate } from "./migrate.js";
-import { runReceiptsVerify } from "./receipts.js";
-import { runServe, servableServices } from "./serve.js";
+import { isUsageError, printUsage, wantsHelp } from "./args.js";
+import { commandUsage } from "./usage.js";
 
 const usage = `Usage: trellis <command> [options]
 
 Commands:
   dev       Run Trellis embedded: every service in one process on PGlite.
-            Env: TRELLIS_PORT (8080), TRELLIS_HOST (127.0.0.1), TRELLIS_DATA_DIR (./.trellis)
-  mesh      Run every service as its own process against Postgres and NATS.
-            Env: DATABASE_URL, NATS_URL, TRELLIS_NATS_PREFIX
-  health    Check the health of a running Trellis and print a table.
-            Options: --url URL (repeatable; default: every service's TRELLIS_<NAME>_URL,
-            else the embedded http://127.0.0.1:8080)
-  receipts verify <id|file>
-            Verify a receipt. By id: Trellis re-checks the stored receipt (hash,
-            chain links, signature). A file (an exported receipt) with
-            --public-key FILE (PEM or JWK): checked offline, nothing is sent.
-            Options: --public-key FILE, --url URL (default TRELLIS_URL, else
-            http://127.0.0.1:8080), --schema FILE (receipt JSON Schema),
-            --api-key KEY (default TRELLIS_API_KEY), --json
-  serve <service>
-            Run one service as its own process (distributed mode), one of:
-            ${servableServices.join(", ")}; default TRELLIS_SERVICE. Env as for mesh,
-            plus PORT and TRELLIS_HOST (0.0.0.0 in a container).
-  migrate [--service NAME]...
-            Bring the PostgreSQL schemas of every service (or the named ones) up
-            to date, then exit. Env: DATABASE_URL, TRELLIS_STARTUP_TIMEOUT (60s)
+  mesh      Run every service as its own process against PostgreSQL and NATS
+            (needs DATABASE_URL).
+  health    Check a running Trellis through its gateway: every service and
+            adapter worker of a mesh, or the embedded process.
+  receipts verify <ID|FILE>
+            Verify a receipt: by id online, or an exported file offline with
+            --public-key.
+  serve <SERVICE>
+            Run one service as its own process (the container entry point).
+  migrate   Bring every service's PostgreSQL schema up to date, then exit.
   keys create|list|revoke
-            Manage API keys (stored hashed; a new key is printed once):
-            keys create --name NAME --scopes "sessions:read tasks:write" [--workspace ID]
-              [--agent-ids "AGENT ..."]
-            keys list [--workspace ID] [--all];  keys revoke KEY_ID
-            Through a gateway (--url, --api-key; default the admin key) or
-            directly in its database (--database-url). trellis keys help: details
+            Manage the API keys of a workspace.
   help      Show this help.
+
+\`trellis <command> --help\` shows a command's options and environment; it
+never starts anything.
 `;
 
 const [command, ...rest] = process.argv.slice(2);
 
-async function main(): Promise<number> {
+async function run(): Promise<number> {
+  // Help is answered before the command is even loaded.
+  const known = command === undefined ? undefined : commandUsage[command];
+  if (known !== undefined && wantsHelp(rest)) return printUsage(known);
   switch (command) {
+    // Each command is loaded when it is run: help and usage errors stay fast.
     case "dev":
-      return runDev(process.env);
+      return (await import("./dev.js")).runDev(process.env, rest);
     case "mesh":
-      return runMesh(process.env);
-    case "health": {
-      const { values } = parseArgs({
-        args: rest,
-        options: { url: { type: "string", multiple: true } },
-      });
-      return runHealth(process.env, values.url ?? []);
-    }
-    case "receipts": {
-      const { values, positionals } = parseArgs({
-        args: rest,
-        allowPositionals: true,
-        options: {
-          "public-key": { type: "string" },
-          url: { type: "string" },
-          schema: { type: "string" },
-          "api-key": { type: "string" },
-          json: { type: "boolean" },
-        },
-      });
-      const [subcommand, target] = positionals;
-      if (subcommand !== "verify") {
-        process.stderr.write(
-          `trellis receipts: unknown subcommand ${JSON.stringify(subcommand)}\n\n${usage}`,
-        );
-        return 2;
-      }
-      return runReceiptsVerify(process.env, target, {
-        ...(values["public-key"] ? { publicKey: values["public-key"] } : {}),
-        ...(values.url ? { url: values.url } : {}),
-        ...(values.schema ? { schema: values.schema } : {}),
-        ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
-        ...(values.json ? { json: true } : {}),
-      });
-    }
-    case "serve": {
-      const { positionals } = parseArgs({ args: rest, allowPositionals: true, options: {} });
-      if (positionals.length > 1) {
-        process.stderr.write(`trellis serve: one service at a time\n\n${usage}`);
-        return 2;
-      }
-      return runServe(process.env, positionals[0]);
-    }
-    case "migrate": {
-      const { values } = parseArgs({
-        args: rest,
-        options: { service: { type: "string", multiple: true } },
-      });
-      return runMigrate(process.env, values.service ?? []);
-    }
+      return (await import("./mesh.js")).runMesh(process.env, rest);
+    case "health":
+      return (await import("./health.js")).runHealth(process.env, rest);
+    case "receipts":
+      return (await import("./receipts.js")).runReceipts(process.env, rest);
+    case "serve":
+      return (await import("./serve.js")).runServeCommand(process.env, rest);
+    case "migrate":
+      return (await import("./migrate.js")).runMigrateCommand(process.env, rest);
     case "keys":
-      return runKeys(process.env, rest);
+      return (await import("./keys.js")).runKeys(process.env, rest);
     case undefined:
     case "help":
     case "--help":
     case "-h":
-      process.stdout.write(usage);
-      return 0;
+      return printUsage(usage);
     default:
       process.stderr.write(`trellis: unknown command ${JSON.stringify(command)}\n\n${usage}`);
       return 2;
   }
 }
 
-main().then(
-  (code) => {
-    if (code !== 0) process.exitCode = code;
-  },
-  (error: unknown) => {
+/** Every command ends here: usage errors exit 2, other failures 1, one line each. */
+async function main(): Promise<number> {
+  try {
+    return await run();
+  } catch (error) {
+    if (isUsageError(error)) {
+      process.stderr.write(`trellis ${error.command}: ${error.message}\n\n${error.usage}`);
+      return 2;
+    }
     process.stderr.write(`trellis: ${error instanceof Error ? error.message : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+    return 1;
+  }
+}
+
+main().then((code) => {
+  if (code === 0) return;
+  process.exitCode = code;
+  // A failed start may leave handles open (a database, timers): exit anyway,
+  // once what is buffered has been written.
+  setTimeout(() => process.exit(code), 100).unref();
+});

@@ -13,6 +13,8 @@ import type { ServiceDefinition } from "@trellis/platform";
 import { env, loadConfig } from "@trellis/runtime";
 import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
 import { allServices } from "../services.js";
+import { parseCommand, printUsage, UsageError } from "./args.js";
+import { migrateUsage } from "./usage.js";
 
 /** Environment `trellis migrate` reads. */
 export const migrateConfigSchema = {
@@ -24,6 +26,21 @@ export const migrateConfigSchema = {
 /** The migrations a service's schema gets, as `runService` composes them. */
 export function serviceMigrations(definition: ServiceDefinition) {
   return { ...outboxMigrations(definition.name), ...(definition.migrations ?? {}) };
+}
+
+// SQLSTATEs no retry can fix: no such database, authentication refused.
+const permanentStates = new Set(["3D000", "28P01", "28000"]);
+
+function isPermanent(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === "string" && permanentStates.has(code)) return true;
+    if (/database "[^"]*" does not exist|password authentication failed/.test(e.message)) {
+      return true;
+    }
+    e = e.cause;
+  }
+  return false;
 }
 
 async function connect(url: string, timeoutMs: number): Promise<Database<unknown>> {
@@ -45,6 +62,11 @@ async function connect(url: string, timeoutMs: number): Promise<Database<unknown
         throw error;
       }
     } catch (error) {
+      // A missing database or refused credentials will not change by waiting.
+      if (isPermanent(error)) {
+        const reason = error instanceof Error ? error.message : String(error);
+        throw new Error(`PostgreSQL refused the connection: ${reason} (check DATABASE_URL)`);
+      }
       if (Date.now() + delay > deadline) {
         const reason = error instanceof Error ? error.message : String(error);
         throw new Error(
@@ -58,9 +80,27 @@ async function connect(url: string, timeoutMs: number): Promise<Database<unknown
   }
 }
 
+/** `trellis migrate [--service NAME]...`: parse the arguments, then {@link runMigrate}. */
+export async function runMigrateCommand(
+  source: NodeJS.ProcessEnv,
+  args: readonly string[],
+): Promise<number> {
+  const parsed = parseCommand(
+    {
+      name: "migrate",
+      usage: migrateUsage,
+      options: { service: { type: "string", multiple: true } },
+    },
+    args,
+  );
+  if (parsed.help) return printUsage(migrateUsage);
+  return runMigrate(source, parsed.values.service ?? []);
+}
+
 /**
  * Migrate the named services (default: all) and print what was applied.
- * Exit code 0 when every schema is current, 2 for an unknown service name;
+ * Exit code 0 when every schema is current; an unknown service name or no
+ * DATABASE_URL is a usage error (exit 2);
  * a failed migration throws (the CLI prints it and exits 1).
  */
 export async function runMigrate(
@@ -70,10 +110,18 @@ export async function runMigrate(
   const unknown = only.filter((name) => !allServices.some((s) => s.name === name));
   if (unknown.length > 0) {
     const known = allServices.map((s) => s.name).join(", ");
-    process.stderr.write(
-      `trellis migrate: unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})\n`,
+    throw new UsageError(
+      `unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})`,
+      "migrate",
+      migrateUsage,
     );
-    return 2;
+  }
+  if (!source.DATABASE_URL) {
+    throw new UsageError(
+      "DATABASE_URL is required: the PostgreSQL database to migrate",
+      "migrate",
+      migrateUsage,
+    );
   }
   const config = loadConfig(migrateConfigSchema, source);
   const services = only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;

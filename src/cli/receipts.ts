@@ -22,6 +22,53 @@ import {
   type Verification,
   verifyReceipt,
 } from "@trellis/receipts";
+import { parseCommand, printUsage, UsageError } from "./args.js";
+import { receiptsUsage } from "./usage.js";
+
+// The Harn protocol version the REST surface wants on every call (the
+// gateway's `currentProtocolVersion`; not imported, to keep this command light).
+const protocolVersion = "agents-protocol-2026-04-25";
+
+const receiptsOptions = {
+  "public-key": { type: "string" },
+  url: { type: "string" },
+  schema: { type: "string" },
+  "api-key": { type: "string" },
+  json: { type: "boolean" },
+} as const;
+
+/** `trellis receipts <subcommand> …`: parse the arguments, then {@link runReceiptsVerify}. */
+export async function runReceipts(
+  source: NodeJS.ProcessEnv,
+  args: readonly string[],
+): Promise<number> {
+  const spec = {
+    name: "receipts",
+    usage: receiptsUsage,
+    options: receiptsOptions,
+    maxPositionals: 2,
+  };
+  const parsed = parseCommand(spec, args);
+  if (parsed.help) return printUsage(receiptsUsage);
+  const [subcommand, target] = parsed.positionals;
+  if (subcommand !== "verify") {
+    throw new UsageError(
+      subcommand === undefined
+        ? "give a subcommand (verify)"
+        : `unknown subcommand ${JSON.stringify(subcommand)} (verify)`,
+      "receipts",
+      receiptsUsage,
+    );
+  }
+  const { values } = parsed;
+  return runReceiptsVerify(source, target, {
+    ...(values["public-key"] ? { publicKey: values["public-key"] } : {}),
+    ...(values.url ? { url: values.url } : {}),
+    ...(values.schema ? { schema: values.schema } : {}),
+    ...(values["api-key"] ? { apiKey: values["api-key"] } : {}),
+    ...(values.json ? { json: true } : {}),
+  });
+}
 
 /** Options of {@link runReceiptsVerify}. */
 export interface ReceiptsVerifyOptions {
@@ -51,25 +98,66 @@ export function receiptDocumentOf(value: unknown): unknown {
   return receipt;
 }
 
-/** Public keys from a file: one PEM or JWK (any key id), or a JWKS (by `kid`). */
+/** One public key found in a key file, with the key id it was given, if any. */
+interface FoundKey {
+  keyId: string | undefined;
+  key: KeyObject;
+}
+
+function keysIn(value: unknown): FoundKey[] {
+  if (Array.isArray(value)) return value.flatMap(keysIn);
+  if (!isJsonObject(value)) throw new Error("expected a JWK, a JWKS or a list of keys");
+  // A JWKS.
+  if (Array.isArray(value.keys)) return value.keys.flatMap(keysIn);
+  // `GET /v1/receipts/public-keys` as it comes: {object: "list", data: [...]}.
+  if (Array.isArray(value.data)) return value.data.flatMap(keysIn);
+  // One entry of that list: {key_id, public_key_pem, jwk, ...}.
+  if (isJsonObject(value.jwk) || typeof value.public_key_pem === "string") {
+    const keyId =
+      typeof value.key_id === "string"
+        ? value.key_id
+        : isJsonObject(value.jwk) && typeof value.jwk.kid === "string"
+          ? value.jwk.kid
+          : undefined;
+    const text = isJsonObject(value.jwk)
+      ? JSON.stringify(value.jwk)
+      : (value.public_key_pem as string);
+    return [{ keyId, key: parsePublicKey(text) }];
+  }
+  // A bare JWK.
+  return [
+    {
+      keyId: typeof value.kid === "string" ? value.kid : undefined,
+      key: parsePublicKey(JSON.stringify(value)),
+    },
+  ];
+}
+
+/**
+ * Public keys from a file: a PEM, a JWK, a JWKS, or the service's own export
+ * (`GET /v1/receipts/public-keys`, saved as it comes). One key is trusted
+ * whatever key id a receipt names (the caller vouches for it); several are
+ * looked up by key id.
+ */
 export function publicKeysFrom(text: string): (keyId: string) => KeyObject | undefined {
   const trimmed = text.trim();
-  if (trimmed.startsWith("{")) {
-    const parsed: unknown = JSON.parse(trimmed);
-    if (isJsonObject(parsed) && Array.isArray(parsed.keys) && parsed.keys.length > 1) {
-      const byId = new Map<string, KeyObject>();
-      for (const jwk of parsed.keys) {
-        if (isJsonObject(jwk) && typeof jwk.kid === "string") {
-          byId.set(jwk.kid, parsePublicKey(JSON.stringify(jwk)));
-        }
-      }
-      return (keyId) => byId.get(keyId);
-    }
+  if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) {
+    const key = parsePublicKey(trimmed);
+    return () => key;
   }
-  // One key: the caller vouches for it, whatever key id the receipt names.
-  const key = parsePublicKey(trimmed);
-  return () => key;
+  const found = keysIn(JSON.parse(trimmed));
+  if (found.length === 0) throw new Error("the file holds no public key");
+  if (found.length === 1) {
+    const only = (found[0] as FoundKey).key;
+    return () => only;
+  }
+  const byId = new Map<string, KeyObject>();
+  for (const { keyId, key } of found) if (keyId !== undefined) byId.set(keyId, key);
+  return (keyId) => byId.get(keyId);
 }
+
+/** A connection or usage problem: exit code 2 (1 means "not valid"). */
+class VerifyUsageError extends Error {}
 
 function baseUrl(source: NodeJS.ProcessEnv, url: string | undefined): string {
   return (url ?? source.TRELLIS_URL ?? `http://127.0.0.1:${source.TRELLIS_PORT ?? "8080"}`).replace(
@@ -87,13 +175,15 @@ async function postJson(
     method: "POST",
     headers: {
       "content-type": "application/json",
+      // The REST surface refuses calls without the protocol version.
+      "harn-agents-protocol-version": protocolVersion,
       ...(apiKey ? { authorization: `Bearer ${apiKey}` } : {}),
     },
     ...(body === undefined ? {} : { body }),
   }).catch((error: unknown) => {
     const cause =
       error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
-    throw new Error(
+    throw new VerifyUsageError(
       `cannot reach Trellis at ${new URL(url).origin} (${cause}); is it running? (--url)`,
     );
   });
@@ -102,12 +192,19 @@ async function postJson(
   try {
     parsed = JSON.parse(text);
   } catch {
-    throw new Error(`${url} answered ${response.status} with non-JSON content`);
+    throw new VerifyUsageError(`${url} answered ${response.status} with non-JSON content`);
   }
   if (!response.ok || !isJsonObject(parsed)) {
     const error = isJsonObject(parsed) && isJsonObject(parsed.error) ? parsed.error : {};
-    throw new Error(
-      `${url} answered ${response.status}: ${String(error.code ?? "")} ${String(error.message ?? text)}`.trim(),
+    const hint =
+      response.status === 401
+        ? " (give --api-key KEY or TRELLIS_API_KEY)"
+        : response.status === 404
+          ? " (no such receipt)"
+          : "";
+    throw new VerifyUsageError(
+      `${url} answered ${response.status}: ${String(error.code ?? "")} ${String(error.message ?? text)}`.trim() +
+        hint,
     );
   }
   return parsed;
@@ -158,8 +255,45 @@ function print(result: Printable, json: boolean | undefined): void {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
-/** `trellis receipts verify`. */
+/**
+ * `trellis receipts verify`: exit code 0 valid, 1 not valid, 2 a usage or
+ * connection problem (said on stderr).
+ */
 export async function runReceiptsVerify(
+  source: NodeJS.ProcessEnv,
+  target: string | undefined,
+  options: ReceiptsVerifyOptions,
+): Promise<number> {
+  try {
+    return await verify(source, target, options);
+  } catch (error) {
+    if (error instanceof VerifyUsageError) {
+      process.stderr.write(`trellis receipts verify: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+function readKeys(file: string): (keyId: string) => KeyObject | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    throw new VerifyUsageError(
+      `cannot read the public key file ${file}: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  try {
+    return publicKeysFrom(text);
+  } catch (error) {
+    throw new VerifyUsageError(
+      `${file} holds no usable public key (a PEM, JWK, JWKS or the GET /v1/receipts/public-keys answer): ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+}
+
+async function verify(
   source: NodeJS.ProcessEnv,
   target: string | undefined,
   options: ReceiptsVerifyOptions,
@@ -182,7 +316,7 @@ export async function runReceiptsVerify(
       return 2;
     }
     if (options.publicKey) {
-      const publicKey = publicKeysFrom(readFileSync(options.publicKey, "utf8"));
+      const publicKey = readKeys(options.publicKey);
       const validateSchema = options.schema
         ? createSchemaValidator(JSON.parse(readFileSync(options.schema, "utf8")) as object)
         : undefined;

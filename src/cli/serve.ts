@@ -7,6 +7,8 @@
 import { ADAPTER_WORKER, runAdapterWorkerMain } from "@trellis/adapters";
 import { runServiceMain } from "@trellis/platform";
 import { allServices } from "../services.js";
+import { parseCommand, printUsage, UsageError } from "./args.js";
+import { serveUsage } from "./usage.js";
 
 /**
  * Names `trellis serve` accepts: the services in start order, then the
@@ -17,6 +19,21 @@ export const servableServices: readonly string[] = [
   ...allServices.map((s) => s.name),
   ADAPTER_WORKER,
 ];
+
+/**
+ * `trellis serve [SERVICE]`: parse the arguments, then {@link runServe}.
+ */
+export async function runServeCommand(
+  source: NodeJS.ProcessEnv,
+  args: readonly string[],
+): Promise<number> {
+  const parsed = parseCommand(
+    { name: "serve", usage: serveUsage, options: {}, maxPositionals: 1 },
+    args,
+  );
+  if (parsed.help) return printUsage(serveUsage);
+  return runServe(source, parsed.positionals[0]);
+}
 
 /**
  * Run `name` (else `TRELLIS_SERVICE`) until it is stopped. Resolves with an
@@ -35,12 +52,13 @@ export async function runServe(
   const definition = allServices.find((s) => s.name === chosen);
   if (!definition) {
     const known = servableServices.join(", ");
-    process.stderr.write(
+    throw new UsageError(
       chosen
-        ? `trellis serve: unknown service ${JSON.stringify(chosen)} (one of: ${known})\n`
-        : `trellis serve: name a service (one of: ${known}) or set TRELLIS_SERVICE\n`,
+        ? `unknown service ${JSON.stringify(chosen)} (one of: ${known})`
+        : `name a service (one of: ${known}) or set TRELLIS_SERVICE`,
+      "serve",
+      serveUsage,
     );
-    return 2;
   }
   await runServiceMain(definition);
   return 0;

@@ -15,7 +15,7 @@ import {
 import { codeForReason, isTrellisError, toConnectError } from "./errors.js";
 import { defaultRequestLimits, type RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
-import { inputRejectedByDatabase, typed, typedRpcError } from "./protocol-errors.js";
+import { inputRejectedByDatabase, reasonForCode, typed, typedRpcError } from "./protocol-errors.js";
 import { requestIdKey } from "./request-id.js";
 import { isUnreachableError } from "./unreachable.js";
 
@@ -62,7 +62,17 @@ export function toWireError(
     // Even a ConnectError: a downstream call cut short by this abort fails with
     // whatever its transport saw (a stream reset reads as Internal).
     logger.debug("rpc aborted", { rpc, request_id: requestId, reason: signal.reason, error });
-    return typedRpcError(ConnectError.from(signal.reason, Code.Canceled), context);
+    const reason = ConnectError.from(signal.reason, Code.Canceled);
+    // The call's own HTTP/2 stream was reset (the client left): that is a
+    // cancellation, not a failed downstream call, and nothing to warn about.
+    if (/^http\/2 stream closed with error code/.test(reason.rawMessage)) {
+      return typed(
+        reason.code,
+        reasonForCode(reason.code),
+        `the client closed the call (${reason.rawMessage})`,
+      );
+    }
+    return typedRpcError(reason, context);
   }
   if (error instanceof ConnectError) {
     // With a detail it is relayed as it is; a bare one (a handler's, a

@@ -127,6 +127,11 @@ describe("authorization matrix (every REST route)", () => {
       right: 200,
       wrongWorkspace: 200,
     },
+    "GET /v1/health": {
+      req: async () => ({ path: "/v1/health" }),
+      right: 200,
+      wrongWorkspace: 200,
+    },
 
     "GET /v1/workspaces": {
       req: async () => ({ path: "/v1/workspaces" }),

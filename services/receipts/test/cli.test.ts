@@ -139,10 +139,10 @@ describe("trellis receipts verify", () => {
       expect(viaApi.code).toBe(0);
       expect(JSON.parse(viaApi.out)).toMatchObject({ valid: true, mode: "online" });
 
-      const missing = await run("rcpt_missing", { url: trellis.address.url }).catch(
-        (error: Error) => error,
-      );
-      expect(String(missing)).toContain("resource_not_found");
+      // Not found is a usage problem (exit 2), not an invalid receipt (1).
+      const missing = await run("rcpt_missing", { url: trellis.address.url });
+      expect(missing.code).toBe(2);
+      expect(missing.err).toContain("resource_not_found");
     });
   });
 });

@@ -28,6 +28,8 @@ export const restRules: Readonly<Record<string, Rule>> = {
   // Discovery (Harn v1: public).
   "GET /v1": "public",
   "GET /v1/agent-card": "public",
+  // Every service and worker behind this gateway (topology/mesh-health.ts).
+  "GET /v1/health": "public",
 
   "GET /v1/workspaces": "workspaces:read",
   "POST /v1/workspaces": "admin",

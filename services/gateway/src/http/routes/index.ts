@@ -14,6 +14,7 @@ import { ok, param, visibleSession, visibleTask } from "./common.js";
 import { connectorRoutes } from "./connectors.js";
 import { agentCard, discoveryJson, receiptsAvailable } from "./discovery.js";
 import { eventTargetOf, getEvent, listEvents } from "./events.js";
+import { healthRoutes } from "./health.js";
 import {
   createApiKey,
   createOAuthClient,
@@ -70,6 +71,7 @@ export const restRoutes: readonly RouteSpec[] = [
     handle: async (call) => ok(discoveryJson({ receipts: await receiptsAvailable(call) })),
   },
   { method: "GET", path: "/v1/agent-card", public: true, handle: agentCard },
+  ...healthRoutes,
 
   { method: "GET", path: "/v1/workspaces", scope: "workspaces:read", handle: listWorkspaces },
   { method: "POST", path: "/v1/workspaces", write: true, handle: createWorkspace },
