@@ -8,6 +8,9 @@
  *
  * - `journal`            createJournal, flush as soon as the previous ended (default);
  * - `journal linger 1ms` the same, waiting up to 1 ms for a fuller batch;
+ * - `journal+projector`  `journal`, with a projector copying each entry into
+ *                        a table behind it (batches, one transaction each,
+ *                        `delayMs: 5`): a journaled write and its projection;
  * - `tx per append`      each append its own transaction (a plain insert of
  *                        the 3 rows into a bigserial table; no group commit);
  * - `outbox append`      `appendToOutbox` of 3 events in their own
@@ -29,6 +32,7 @@ import {
   appendToOutbox,
   createDatabase,
   createJournal,
+  createProjector,
   type Database,
   type Journal,
   journalMigrations,
@@ -37,13 +41,13 @@ import {
   outboxMigrations,
 } from "@trellis/storage";
 import { sql } from "kysely";
-import { totalCpuMs } from "./lib/proc.js";
+import { cpuMs } from "./lib/proc.js";
 
 /** Options of {@link runJournalBench}. */
 export interface JournalBenchOptions {
-  /** Measured windows per point (default 2; the median is reported). */
+  /** Measured windows per point (default 3; the median is reported). */
   rounds?: number;
-  /** Length of a window (default 2000 ms), after a 500 ms warm-up. */
+  /** Length of a window (default 1500 ms), after a 500 ms warm-up. */
   windowMs?: number;
   /** Appenders in flight (default [1, 32]). */
   concurrencies?: number[];
@@ -68,7 +72,13 @@ export interface JournalBenchPoint {
 }
 
 const SCHEMA = "jbench";
-const MODES = ["journal", "journal linger 1ms", "tx per append", "outbox append"] as const;
+const MODES = [
+  "journal",
+  "journal linger 1ms",
+  "journal+projector",
+  "tx per append",
+  "outbox append",
+] as const;
 type Mode = (typeof MODES)[number];
 const BODY = new Uint8Array(256).fill(7);
 
@@ -135,32 +145,62 @@ async function prepare(database: Database): Promise<void> {
   await sql`create table if not exists ${sql.id(SCHEMA, "plain")} (
     position bigserial primary key, stream text not null, kind text not null, body bytea not null,
     created_at timestamptz not null default now())`.execute(database.kysely);
+  await sql`create table if not exists ${sql.id(SCHEMA, "projected")} (
+    position bigint primary key, stream text not null, kind text not null)`.execute(
+    database.kysely,
+  );
   await sql`create index if not exists plain_stream_idx on ${sql.id(SCHEMA, "plain")} (stream, position)`.execute(
     database.kysely,
   );
 }
 
 /** One append of `mode` for appender `worker`, and how many transactions it took so far. */
-function appender(
+async function appender(
   database: Database,
   mode: Mode,
-): {
+): Promise<{
   append(worker: number, n: number): Promise<unknown>;
   transactions(): number;
+  /** Waits until work behind the appends (a projector) has caught up. */
+  settle(): Promise<void>;
   close(): Promise<void>;
-} {
-  if (mode === "journal" || mode === "journal linger 1ms") {
+}> {
+  if (mode.startsWith("journal")) {
     const journal: Journal = createJournal(database, {
       schema: SCHEMA,
-      lingerMs: mode === "journal" ? 0 : 1,
+      lingerMs: mode === "journal linger 1ms" ? 1 : 0,
     });
+    let batches = 0;
+    const projector =
+      mode === "journal+projector"
+        ? await createProjector({
+            database,
+            schema: SCHEMA,
+            name: "bench",
+            journal,
+            delayMs: 5,
+            project: async (batch, trx) => {
+              batches++;
+              await sql`insert into ${sql.id(SCHEMA, "projected")} (position, stream, kind)
+                values ${sql.join(batch.map((r) => sql`(${r.position}, ${r.stream}, ${r.kind})`))}`.execute(
+                trx,
+              );
+            },
+          })
+        : undefined;
     return {
       append: (worker, n) =>
         journal.append(
           [0, 1, 2].map((i) => ({ stream: `ses_${worker}`, kind: `k${n}.${i}`, body: BODY })),
         ),
-      transactions: () => journal.stats().batches,
-      close: () => journal.close(),
+      transactions: () => journal.stats().batches + batches,
+      settle: async () => projector?.waitFor(journal.head(), { timeoutMs: 60_000 }),
+      async close() {
+        await journal.close();
+        // The projector catching up is part of the cost measured.
+        await projector?.waitFor(journal.head(), { timeoutMs: 60_000 });
+        await projector?.stop();
+      },
     };
   }
   let count = 0;
@@ -177,6 +217,7 @@ function appender(
           );
       },
       transactions: () => count,
+      settle: async () => {},
       close: async () => {},
     };
   }
@@ -194,6 +235,7 @@ function appender(
       return database.kysely.transaction().execute((trx) => appendToOutbox(trx, SCHEMA, events));
     },
     transactions: () => count,
+    settle: async () => {},
     close: async () => {},
   };
 }
@@ -204,7 +246,7 @@ async function window(
   concurrency: number,
   ms: number,
 ): Promise<Omit<JournalBenchPoint, "backend" | "mode" | "concurrency">> {
-  const run = appender(backend.database, mode);
+  const run = await appender(backend.database, mode);
   const loop = async (until: number, latencies?: number[]) => {
     let n = 0;
     await Promise.all(
@@ -218,18 +260,22 @@ async function window(
     );
   };
   await loop(performance.now() + 500);
+  await run.settle();
   const pids = await backend.serverPids();
   const tx0 = run.transactions();
-  const server0 = totalCpuMs(pids);
+  const server0 = cpuOf(pids);
   const cpu0 = process.cpuUsage();
   const latencies: number[] = [];
   const started = performance.now();
   await loop(started + ms, latencies);
   const elapsed = performance.now() - started;
-  const cpu = process.cpuUsage(cpu0);
-  const server = totalCpuMs(pids) - server0;
-  const transactions = run.transactions() - tx0;
   await run.close();
+  const cpu = process.cpuUsage(cpu0);
+  const server1 = cpuOf(pids);
+  // A backend gone meanwhile (an idle connection closed) drops out of both.
+  let server = 0;
+  for (const [pid, ms] of server1) server += ms - (server0.get(pid) ?? ms);
+  const transactions = run.transactions() - tx0;
   latencies.sort((a, b) => a - b);
   const appends = latencies.length;
   return {
@@ -242,6 +288,19 @@ async function window(
   };
 }
 
+/** CPU ms so far of each process still running. */
+function cpuOf(pids: readonly number[]): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const pid of pids) {
+    try {
+      out.set(pid, cpuMs(pid));
+    } catch {
+      // exited
+    }
+  }
+  return out;
+}
+
 function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)] as number;
@@ -251,21 +310,29 @@ function median(values: number[]): number {
 export async function runJournalBench(
   options: JournalBenchOptions = {},
 ): Promise<JournalBenchPoint[]> {
-  const rounds = options.rounds ?? 2;
-  const windowMs = options.windowMs ?? 2000;
+  const rounds = options.rounds ?? 3;
+  const windowMs = options.windowMs ?? 1500;
   const concurrencies = options.concurrencies ?? [1, 32];
   const points: JournalBenchPoint[] = [];
   for (const backend of await openBackends(options.databaseUrl)) {
     try {
       await prepare(backend.database);
+      // A throwaway window first (JIT, caches), then the modes take turns
+      // round by round, so the machine's drift falls on all of them alike.
+      await window(backend, "journal", 1, windowMs);
       for (const concurrency of concurrencies) {
-        for (const mode of MODES) {
-          const windows: Awaited<ReturnType<typeof window>>[] = [];
-          for (let r = 0; r < rounds; r++) {
-            windows.push(await window(backend, mode, concurrency, windowMs));
+        const windows = new Map<Mode, Awaited<ReturnType<typeof window>>[]>();
+        for (let r = 0; r < rounds; r++) {
+          for (const mode of MODES) {
+            const list = windows.get(mode) ?? [];
+            list.push(await window(backend, mode, concurrency, windowMs));
+            windows.set(mode, list);
           }
+        }
+        for (const mode of MODES) {
+          const list = windows.get(mode) ?? [];
           const pick = (key: keyof Awaited<ReturnType<typeof window>>) =>
-            median(windows.map((w) => w[key]));
+            median(list.map((w) => w[key]));
           points.push({
             backend: backend.name,
             mode,

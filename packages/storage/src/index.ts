@@ -58,6 +58,8 @@ export type {
   WaitForOptions,
 } from "./journal/projector.js";
 export { createProjector, projectorLagMetric } from "./journal/projector.js";
+export type { ProjectorHealthOptions } from "./journal/projector-health.js";
+export { projectorHealth } from "./journal/projector-health.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { migrate } from "./migrate.js";
 export type {

@@ -27,6 +27,7 @@ import { createJournal, type Journal, type JournalEntry, type JournalOptions } f
 import { type JournalRecord, readJournal } from "./journal-read.js";
 import { journalMigrations } from "./journal-schema.js";
 import { createProjector, type Projector, projectorLagMetric } from "./projector.js";
+import { projectorHealth } from "./projector-health.js";
 
 const text = new TextEncoder();
 const entry = (stream: string, kind = "test.entry", body = `${stream}:${kind}`): JournalEntry => ({
@@ -369,6 +370,33 @@ export function describeJournalContract(
       await projector.stop();
       await expect(pending).rejects.toMatchObject({ reason: "service_unavailable" });
       await expect(projector.waitFor(98n)).rejects.toMatchObject({ reason: "service_unavailable" });
+      expect(() => projectorHealth(projector).check(new AbortController().signal)).toThrow(
+        /is stopped/,
+      );
+    });
+
+    it("gathers appends into one batch with delayMs, unless someone waits", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      let calls = 0;
+      const projector = await project(schema, {
+        journal,
+        delayMs: 1000,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          calls++;
+          await apply(batch, trx);
+        },
+      });
+      for (let i = 0; i < 5; i++) await journal.append([entry(`s${i}`)]);
+      await eventually(async () => (await applied()).length === 5, { timeoutMs: 5000 });
+      expect(calls).toBeLessThanOrEqual(2);
+      // A waiter does not sit out the delay.
+      const { positions } = await journal.append([entry("now")]);
+      const started = performance.now();
+      await projector.waitFor(positions[0] as bigint);
+      expect(performance.now() - started).toBeLessThan(700);
     });
 
     it("reports its lag in status and as an OpenTelemetry gauge", async () => {
@@ -390,7 +418,11 @@ export function describeJournalContract(
         },
       });
       await journal.append(Array.from({ length: 7 }, () => entry("s1")));
-      await eventually(() => expect(projector.status().lag).toBe(7n));
+      await eventually(() => {
+        expect(projector.status().lag).toBe(7n);
+        expect(projector.status().failures).toBeGreaterThanOrEqual(2);
+        return true;
+      });
       const lag = async (): Promise<number | undefined> => {
         await provider.forceFlush();
         const metric = exporter
@@ -405,10 +437,16 @@ export function describeJournalContract(
         return point?.value as number | undefined;
       };
       expect(await lag()).toBe(7);
+      // What the service's health check (trellis health) reports meanwhile.
+      const health = projectorHealth(projector, { maxLag: 5n, maxFailures: 1_000_000 });
+      expect(() => health.check(new AbortController().signal)).toThrow(/lagging 7 entries/);
+      const failing = projectorHealth(projector, { maxFailures: 1 });
+      expect(() => failing.check(new AbortController().signal)).toThrow(/failing .*not yet/);
       open_ = true;
       await projector.waitFor(7n);
       expect(projector.status()).toMatchObject({ lag: 0n, position: 7n, failures: 0 });
       expect(await lag()).toBe(0);
+      expect(health.check(new AbortController().signal)).toMatchObject({ lag: 0n });
       await provider.shutdown();
     });
   });

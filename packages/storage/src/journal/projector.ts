@@ -30,6 +30,11 @@ export interface ProjectorOptions<DB> {
   batchSize?: number;
   /** How often to look for entries when nothing woke it (default 1000 ms). */
   pollIntervalMs?: number;
+  /**
+   * After a wake-up, wait this long for more entries so one transaction
+   * applies several appends (default 0). A `waitFor` cuts the wait short.
+   */
+  delayMs?: number;
   /** A journal in this process: each committed batch wakes the projector at once. */
   journal?: Journal;
   /** LISTEN for the journal's NOTIFY (writers in other processes with `notify: true`; default false). */
@@ -120,6 +125,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   }
   const batchSize = options.batchSize ?? 500;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
+  const delayMs = options.delayMs ?? 0;
   const retryMs = options.retryMs ?? 50;
   const maxRetryMs = options.maxRetryMs ?? 5000;
   const onError = options.onError ?? warnBackgroundError;
@@ -142,6 +148,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   let lastError: string | undefined;
   let running = true;
   let wakeUp = new AbortController();
+  // Aborted by waitFor: someone is waiting, so no delay for batching.
+  let urgent = new AbortController();
   const stopping = new AbortController();
   const waiters: Waiter[] = [];
 
@@ -165,7 +173,6 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
 
   /** One batch; true when the position moved (look again at once). */
   const round = async (): Promise<boolean> => {
-    const before = position;
     const batch = await readJournal(database.kysely, schema, {
       afterPosition: position,
       limit: batchSize,
@@ -173,38 +180,45 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     const last = batch[batch.length - 1];
     if (last === undefined) return false;
     if (last.position > head) head = last.position;
-    const moved = await database.kysely.transaction().execute(async (trx) => {
-      const row = await journalTables(trx as Kysely<DB>, schema)
-        .selectFrom("journal_projection")
-        .select("position")
-        .where("name", "=", name)
-        .forUpdate()
-        .executeTakeFirstOrThrow();
-      // Another instance of this projector got there first: start over from
-      // where it is, applying nothing twice.
-      if (BigInt(row.position) !== position) return BigInt(row.position);
-      await options.project(batch, trx);
-      await journalTables(trx as Kysely<DB>, schema)
-        .updateTable("journal_projection")
-        .set({ position: last.position, updated_at: sql<Date>`now()` })
-        .where("name", "=", name)
-        .execute();
-      return last.position;
-    });
-    position = moved;
-    settle();
-    // A full batch may not be the end: learn the real head for the lag.
+    // A full batch may not be the end: learn the real head for the lag
+    // (before applying, so a batch that keeps failing still shows it).
     if (batch.length === batchSize) {
       const seen = await journalHead(database.kysely, schema);
       if (seen > head) head = seen;
     }
-    return position !== before;
+    const moved = await database.kysely.transaction().execute(async (trx) => {
+      // Claim the batch first: the conditional update row-locks the
+      // position and matches only if no other instance has moved it.
+      const claimed = await journalTables(trx as Kysely<DB>, schema)
+        .updateTable("journal_projection")
+        .set({ position: last.position, updated_at: sql<Date>`now()` })
+        .where("name", "=", name)
+        .where("position", "=", position)
+        .executeTakeFirst();
+      if (claimed.numUpdatedRows === 0n) {
+        // Another instance got there first: go on from where it is.
+        const row = await journalTables(trx as Kysely<DB>, schema)
+          .selectFrom("journal_projection")
+          .select("position")
+          .where("name", "=", name)
+          .executeTakeFirstOrThrow();
+        return BigInt(row.position);
+      }
+      await options.project(batch, trx);
+      return last.position;
+    });
+    position = moved;
+    settle();
+    // Look again at once only when there may be more than was read, or
+    // another instance moved the position; otherwise wait for a wake-up.
+    return batch.length === batchSize || moved !== last.position;
   };
 
   const loop = (async () => {
     while (!stopping.signal.aborted) {
       // A wake before this round is covered by the round's read.
       if (wakeUp.signal.aborted) wakeUp = new AbortController();
+      if (urgent.signal.aborted && waiters.length === 0) urgent = new AbortController();
       const idle = wakeUp.signal;
       try {
         const moved = await round();
@@ -213,6 +227,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         if (moved) continue;
         if (head < position) head = position;
         await sleep(pollIntervalMs, idle, stopping.signal);
+        if (delayMs > 0 && idle.aborted) await sleep(delayMs, urgent.signal, stopping.signal);
       } catch (error) {
         failures++;
         lastError = error instanceof Error ? error.message : String(error);
@@ -253,6 +268,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         waiters.push(waiter);
         // Someone expects the position: it was committed, maybe elsewhere.
         if (target > head) head = target;
+        urgent.abort();
         wake();
       });
     },
