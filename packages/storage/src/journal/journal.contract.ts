@@ -375,6 +375,22 @@ export function describeJournalContract(
       );
     });
 
+    it("wakes a projector in another process by NOTIFY", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema, { notify: true }, other);
+      const { apply, applied } = await projection(schema);
+      // No in-process journal and no polling to speak of: only the NOTIFY wakes it.
+      const projector = await project(schema, {
+        listen: true,
+        pollIntervalMs: 60_000,
+        project: apply,
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      await journal.append([entry("s1"), entry("s2")]);
+      await eventually(() => projector.position() === 2n, { timeoutMs: 5000 });
+      expect(await applied()).toEqual([1n, 2n]);
+    });
+
     it("gathers appends into one batch with delayMs, unless someone waits", async () => {
       const schema = await freshSchema();
       const journal = open(schema);
