@@ -248,6 +248,58 @@ export function describeJournalContract(
       expect(b0.slice(0, 4)).toEqual(["n0", "n0x", "n2", "n2x"]);
     });
 
+    it("refuses an append whose stream moved (expectedPosition), alone in its batch", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const owner = open(schema, {}, other);
+      expect(await journal.append([entry("s")], { expectedPosition: 0n })).toEqual({
+        positions: [1n],
+        duplicate: false,
+      });
+      await journal.append([entry("x")]);
+      // A deposed owner still believes the stream is empty.
+      await expect(owner.append([entry("s")], { expectedPosition: 0n })).rejects.toMatchObject({
+        reason: "conflict",
+        metadata: { stream: "s", expected: "0", position: "1" },
+      });
+      // In one batch: the first expectation wins, the second finds the stream
+      // moved; the other appends of the batch are written.
+      const outcomes = await Promise.allSettled([
+        journal.append([entry("s", "a"), entry("s", "b")], { expectedPosition: 1n }),
+        journal.append([entry("y")]),
+        journal.append([entry("s", "c")], { expectedPosition: 1n }),
+        journal.append([entry("z")]),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual([
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+      ]);
+      expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ reason: "conflict" });
+      const rows = await all(schema);
+      expect(rows.map((r) => `${r.stream}:${r.kind}`)).toEqual([
+        "s:test.entry",
+        "x:test.entry",
+        "s:a",
+        "s:b",
+        "y:test.entry",
+        "z:test.entry",
+      ]);
+      expect(journal.stats()).toMatchObject({ conflicts: 1, failedBatches: 0 });
+      // A retry after a lost answer: its key says it was written, whatever the stream did since.
+      const keyed = await journal.append([entry("s", "k")], {
+        expectedPosition: 4n,
+        idempotencyKey: "step-9",
+      });
+      expect(
+        await journal.append([entry("s", "k")], { expectedPosition: 4n, idempotencyKey: "step-9" }),
+      ).toEqual({ positions: keyed.positions, duplicate: true });
+      await expect(
+        journal.append([entry("s"), entry("t")], { expectedPosition: 7n }),
+      ).rejects.toMatchObject({ reason: "invalid_request", param: "expectedPosition" });
+    });
+
     it("fails every append of a failed batch, writes none of it, and recovers", async () => {
       const schema = await freshSchema();
       const journal = open(schema);

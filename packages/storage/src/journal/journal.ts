@@ -1,5 +1,6 @@
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../database.js";
+import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
 import {
   invalidJournalInput,
@@ -27,6 +28,16 @@ export interface AppendOptions {
    * writes nothing. The entries are not compared; one key, one append.
    */
   idempotencyKey?: string;
+  /**
+   * Optimistic concurrency per stream: write only if the stream's last
+   * position is this one (0n: the stream has no entries yet); otherwise this
+   * append alone is rejected with `conflict` and the rest of its batch is
+   * unaffected. All entries must then be on one stream. A session owner
+   * uses it as its fence: once another owner appended, a deposed owner's
+   * append cannot land. An earlier append of the same stream in the same
+   * batch counts as a move (its position is not known to the caller yet).
+   */
+  expectedPosition?: bigint;
 }
 
 /** What {@link Journal.append} resolved with. */
@@ -47,6 +58,8 @@ export interface JournalStats {
   /** Entries written. */
   entries: number;
   duplicates: number;
+  /** Appends refused because their stream had moved (`expectedPosition`). */
+  conflicts: number;
   /** Entries waiting for a flush now. */
   queued: number;
 }
@@ -62,6 +75,7 @@ export interface JournalStats {
  * | a stream's entries follow its appends' call order | the queue is FIFO and batches are sequential |
  * | an append is all or nothing; a failed batch fails all of its appends | one transaction per batch; nothing half-written |
  * | an idempotency key is written once | looked up under the lock, deduplicated within a batch, unique index behind |
+ * | `expectedPosition` fences a stream | its head is read under the lock; a moved stream rejects that append alone (`conflict`) |
  *
  * A batch whose COMMIT outcome is unknown (the connection broke during it)
  * rejects its appends although they may be stored: retry with the same
@@ -74,7 +88,8 @@ export interface Journal {
    * Appends `entries` as one unit and resolves with their positions once
    * they are durable. Rejects with a TrellisError: `invalid_request` (bad
    * entry), `payload_too_large` (over `maxEntryBytes`, `maxBatchEntries` or
-   * `maxBatchBytes`), `rate_limited` (queue full: back off),
+   * `maxBatchBytes`), `rate_limited` (queue full: back off), `conflict`
+   * (the stream moved past `expectedPosition`),
    * `service_unavailable` (the batch failed, or the journal is closed).
    */
   append(entries: readonly JournalEntry[], options?: AppendOptions): Promise<AppendResult>;
@@ -113,6 +128,7 @@ interface Pending {
   entries: readonly JournalEntry[];
   bytes: number;
   key: string | undefined;
+  expected: bigint | undefined;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -147,7 +163,14 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
   let scheduled = false;
   let closed = false;
   let head = 0n;
-  const stats = { batches: 0, failedBatches: 0, appends: 0, entries: 0, duplicates: 0 };
+  const stats = {
+    batches: 0,
+    failedBatches: 0,
+    appends: 0,
+    entries: 0,
+    duplicates: 0,
+    conflicts: 0,
+  };
 
   const schedule = (): void => {
     if (scheduled || flushing !== undefined || queue.length === 0) return;
@@ -182,7 +205,7 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
     }
     queued -= entries;
     stats.batches++;
-    let results: AppendResult[];
+    let results: (AppendResult | Error)[];
     try {
       results = await writer(batch);
     } catch (error) {
@@ -197,7 +220,12 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
       return;
     }
     batch.forEach((pending, i) => {
-      const result = results[i] as AppendResult;
+      const result = results[i] as AppendResult | Error;
+      if (result instanceof Error) {
+        stats.conflicts++;
+        pending.reject(result);
+        return;
+      }
       stats.appends++;
       if (result.duplicate) stats.duplicates++;
       else stats.entries += result.positions.length;
@@ -215,9 +243,11 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
         const bytes = checkEntries(entries, { maxBatchEntries, maxBatchBytes, maxEntryBytes });
         const key = appendOptions.idempotencyKey;
         if (key !== undefined) checkName(key, "idempotencyKey");
+        const expected = appendOptions.expectedPosition;
+        if (expected !== undefined) checkExpectation(entries, expected);
         if (queued + entries.length > maxQueuedEntries) throw journalQueueFull(maxQueuedEntries);
         return new Promise<AppendResult>((resolve, reject) => {
-          queue.push({ entries, bytes, key, resolve, reject });
+          queue.push({ entries, bytes, key, expected, resolve, reject });
           queued += entries.length;
           schedule();
         });
@@ -253,7 +283,7 @@ function batchWriter<DB>(
   database: Database<DB>,
   schema: string,
   notify: boolean,
-): (batch: readonly Pending[]) => Promise<AppendResult[]> {
+): (batch: readonly Pending[]) => Promise<(AppendResult | Error)[]> {
   const table = sql.id(schema, "journal");
   const lockName = `trellis.journal.${schema}`;
   const channel = journalChannel(schema);
@@ -261,7 +291,12 @@ function batchWriter<DB>(
 
   return async (batch) => {
     const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];
-    const write = async (db: Kysely<DB>): Promise<AppendResult[]> => {
+    const expecting = [
+      ...new Set(
+        batch.flatMap((p) => (p.expected === undefined ? [] : [p.entries[0]?.stream as string])),
+      ),
+    ];
+    const write = async (db: Kysely<DB>): Promise<(AppendResult | Error)[]> => {
       if (locks || notify) {
         const parts: RawBuilder<unknown>[] = [];
         if (locks) parts.push(sql`pg_advisory_xact_lock(hashtextextended(${lockName}, 0))`);
@@ -277,15 +312,37 @@ function batchWriter<DB>(
           stored.set(row.idempotency_key, range(row.position, row.append_size));
         }
       }
+      const heads = new Map<string, bigint>();
+      if (expecting.length > 0) {
+        const found = await sql<{ stream: string; head: bigint }>`
+          select stream, max(position) as head from ${table}
+          where stream in (${sql.join(expecting)}) group by stream`.execute(db);
+        for (const row of found.rows) heads.set(row.stream, BigInt(row.head));
+      }
       // The first append of a key in the batch writes; later ones mirror it.
+      // A stream written earlier in the batch has moved for later expectations.
       const writers: Pending[] = [];
       const firstOfKey = new Map<string, Pending>();
+      const conflicts = new Map<Pending, Error>();
+      const moved = new Set<string>();
       for (const pending of batch) {
-        if (pending.key === undefined) writers.push(pending);
-        else if (!stored.has(pending.key) && !firstOfKey.has(pending.key)) {
-          firstOfKey.set(pending.key, pending);
-          writers.push(pending);
+        if (pending.key !== undefined && (stored.has(pending.key) || firstOfKey.has(pending.key))) {
+          continue;
         }
+        if (pending.expected !== undefined) {
+          const stream = pending.entries[0]?.stream as string;
+          const current = heads.get(stream) ?? 0n;
+          if (moved.has(stream) || current !== pending.expected) {
+            conflicts.set(
+              pending,
+              streamMoved(stream, pending.expected, current, moved.has(stream)),
+            );
+            continue;
+          }
+        }
+        if (pending.key !== undefined) firstOfKey.set(pending.key, pending);
+        writers.push(pending);
+        for (const entry of pending.entries) moved.add(entry.stream);
       }
       const positions = await insert(db, writers);
       const written = new Map<Pending, bigint[]>();
@@ -297,6 +354,8 @@ function batchWriter<DB>(
         if (pending.key !== undefined) stored.set(pending.key, own);
       }
       return batch.map((pending) => {
+        const conflict = conflicts.get(pending);
+        if (conflict !== undefined) return conflict;
         const own = written.get(pending);
         if (own !== undefined) return { positions: own, duplicate: false };
         return { positions: [...(stored.get(pending.key as string) as bigint[])], duplicate: true };
@@ -333,9 +392,35 @@ function batchWriter<DB>(
       return positions;
     };
 
-    if (!locks && !notify && keys.length === 0) return write(database.kysely);
+    if (!locks && !notify && keys.length === 0 && expecting.length === 0) {
+      return write(database.kysely);
+    }
     return database.kysely.transaction().execute((trx) => write(trx));
   };
+}
+
+function streamMoved(stream: string, expected: bigint, current: bigint, inBatch: boolean): Error {
+  return storageError({
+    reason: "conflict",
+    message: inBatch
+      ? `stream ${stream} was appended to just before (same batch); expected position ${expected} is stale`
+      : `stream ${stream} is at position ${current}, not the expected ${expected}`,
+    param: "expectedPosition",
+    metadata: { stream, expected: String(expected), position: String(current) },
+  });
+}
+
+function checkExpectation(entries: readonly JournalEntry[], expected: bigint): void {
+  if (typeof expected !== "bigint" || expected < 0n) {
+    throw invalidJournalInput("expectedPosition must be a bigint ≥ 0", "expectedPosition");
+  }
+  const stream = entries[0]?.stream;
+  if (entries.some((entry) => entry.stream !== stream)) {
+    throw invalidJournalInput(
+      "an append with expectedPosition must keep to one stream",
+      "expectedPosition",
+    );
+  }
 }
 
 function range(first: bigint, size: number): bigint[] {
