@@ -20,6 +20,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatJournalBench, runJournalBench } from "./journal.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
@@ -80,6 +81,13 @@ const benches: Bench[] = [
         text: formatTurnAbBench(points, `${options.kind} turn A/B against ${options.base}`),
         data: points,
       };
+    },
+  },
+  {
+    name: "journal",
+    async run() {
+      const points = await runJournalBench();
+      return { text: formatJournalBench(points), data: points };
     },
   },
   {

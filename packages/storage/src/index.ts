@@ -12,6 +12,11 @@
  *   retention; `createOutboxArchive()` / `readOutboxTail()` put an
  *   in-process event log over it (embedded mode).
  *
+ * - The journal: `createJournal()` group-commits appends of concurrent
+ *   callers (durable before they resolve, gapless positions in commit
+ *   order, idempotency keys); `createProjector()` applies it to read models
+ *   exactly once, with `waitFor(position)` for read-your-writes.
+ *
  * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
  */
 export type { DatabaseConfig } from "./create-database.js";
@@ -30,6 +35,33 @@ export type { PGliteDatabaseConfig } from "./dialect/pglite/pglite-config.js";
 export type { OpenPGliteOptions } from "./dialect/pglite/pglite-database.js";
 export { openPGlite } from "./dialect/pglite/pglite-database.js";
 export type { PostgresDatabaseConfig } from "./dialect/postgres/postgres-config.js";
+export type {
+  AppendOptions,
+  AppendResult,
+  Journal,
+  JournalEntry,
+  JournalOptions,
+  JournalStats,
+} from "./journal/journal.js";
+export { createJournal } from "./journal/journal.js";
+export type { JournalRecord, ReadJournalOptions } from "./journal/journal-read.js";
+export { journalHead, readJournal } from "./journal/journal-read.js";
+export type {
+  JournalDatabase,
+  JournalProjectionTable,
+  JournalRow,
+  JournalTable,
+} from "./journal/journal-schema.js";
+export { journalChannel, journalMigrations, journalTables } from "./journal/journal-schema.js";
+export type {
+  Projector,
+  ProjectorOptions,
+  ProjectorStatus,
+  WaitForOptions,
+} from "./journal/projector.js";
+export { createProjector, projectorLagMetric } from "./journal/projector.js";
+export type { ProjectorHealthOptions } from "./journal/projector-health.js";
+export { projectorHealth } from "./journal/projector-health.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { migrate } from "./migrate.js";
 export type {

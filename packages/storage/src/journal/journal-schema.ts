@@ -1,0 +1,113 @@
+import { type Kysely, type Selectable, sql } from "kysely";
+import type { Migration } from "kysely/migration";
+import { assertSchemaName } from "../schema-name.js";
+
+/**
+ * One journal entry: table `<schema>.journal`. Written only by a journal
+ * (`createJournal`), which keeps these rules:
+ *
+ * | column | rule |
+ * |---|---|
+ * | `position` | 1, 2, 3, … without gaps, in commit order: a reader that has seen `p` has seen every entry below `p` |
+ * | `stream` | the ordering unit (a session); one stream's entries follow its appends' order |
+ * | `kind` | what the entry is (e.g. an event kind), for readers that filter |
+ * | `body` | the entry itself, opaque to storage (e.g. a protobuf `Event`) |
+ * | `idempotency_key` | set on the first entry of an append that had one; unique |
+ * | `append_size` | on that same row: how many entries the append wrote (they follow it) |
+ * | `created_at` | the database clock at the write |
+ */
+export interface JournalTable {
+  position: bigint;
+  stream: string;
+  kind: string;
+  body: Uint8Array;
+  idempotency_key: string | null;
+  append_size: number | null;
+  created_at: Date;
+}
+
+/** A row of {@link JournalTable} as read. */
+export type JournalRow = Selectable<JournalTable>;
+
+/**
+ * How far each projector has applied the journal: table
+ * `<schema>.journal_projection`, one row per projector name, written in the
+ * same transaction as the projection itself.
+ */
+export interface JournalProjectionTable {
+  name: string;
+  position: bigint;
+  updated_at: Date;
+}
+
+/** The journal's tables, as they appear inside a service's schema. */
+export interface JournalDatabase {
+  journal: JournalTable;
+  journal_projection: JournalProjectionTable;
+}
+
+/** The NOTIFY channel a schema's journal signals on after a batch commits (when asked to). */
+export function journalChannel(schema: string): string {
+  return `trellis_journal_${schema}`;
+}
+
+/**
+ * The migrations that create a service's journal; merge them into the
+ * service's own before `migrate`, as with `outboxMigrations`.
+ *
+ * @example
+ *   await migrate(database, {
+ *     schema: "tasks",
+ *     migrations: { ...outboxMigrations("tasks"), ...journalMigrations("tasks"), ...own },
+ *   });
+ */
+export function journalMigrations(schema: string): Record<string, Migration> {
+  assertSchemaName(schema);
+  return {
+    "2026_11_28_000_create_journal": {
+      async up(db: Kysely<unknown>) {
+        const s = db.schema.withSchema(schema);
+        await s
+          .createTable("journal")
+          .addColumn("position", "bigint", (c) => c.primaryKey().check(sql`position > 0`))
+          .addColumn("stream", "text", (c) => c.notNull())
+          .addColumn("kind", "text", (c) => c.notNull())
+          .addColumn("body", "bytea", (c) => c.notNull())
+          .addColumn("idempotency_key", "text")
+          .addColumn("append_size", "integer")
+          .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+          .execute();
+        // Rebuilding one stream (a session taken over) reads it by position.
+        await s
+          .createIndex("journal_stream_idx")
+          .on("journal")
+          .columns(["stream", "position"])
+          .execute();
+        // Partial: appends without a key pay nothing for it.
+        await s
+          .createIndex("journal_idempotency_key")
+          .unique()
+          .on("journal")
+          .column("idempotency_key")
+          .where(sql.ref("idempotency_key"), "is not", null)
+          .execute();
+        await s
+          .createTable("journal_projection")
+          .addColumn("name", "text", (c) => c.primaryKey())
+          .addColumn("position", "bigint", (c) => c.notNull())
+          .addColumn("updated_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+          .execute();
+      },
+      async down(db: Kysely<unknown>) {
+        await db.schema.withSchema(schema).dropTable("journal_projection").execute();
+        await db.schema.withSchema(schema).dropTable("journal").execute();
+      },
+    },
+  };
+}
+
+/** The journal tables of `schema` seen through `kysely` (storage's tables, not the caller's `DB`). */
+export function journalTables<DB>(kysely: Kysely<DB>, schema: string): Kysely<JournalDatabase> {
+  assertSchemaName(schema);
+  return (kysely as unknown as Kysely<JournalDatabase>).withSchema(schema);
+}

@@ -1,0 +1,521 @@
+/**
+ * The journal contract: what `createJournal` and `createProjector` promise,
+ * run by every backend (PGlite in memory, PostgreSQL) with a two-line spec:
+ *
+ * @example
+ *   import { describeJournalContract } from "../src/journal/journal.contract.js";
+ *   import { pgliteTarget } from "@trellis/storage/contract";
+ *   describeJournalContract("pglite", pgliteTarget);
+ *
+ * Each test works in a schema of its own, so counts and positions start at 1.
+ */
+import {
+  AggregationTemporality,
+  type GaugeMetricData,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+} from "@opentelemetry/sdk-metrics";
+import { isTrellisError } from "@trellis/runtime";
+import { eventually, uniqueName } from "@trellis/testkit";
+import { sql, type Transaction } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Database } from "../database.js";
+import { migrate } from "../migrate.js";
+import type { StorageContractTarget } from "../storage.contract.js";
+import { createJournal, type Journal, type JournalEntry, type JournalOptions } from "./journal.js";
+import { type JournalRecord, readJournal } from "./journal-read.js";
+import { journalMigrations } from "./journal-schema.js";
+import { createProjector, type Projector, projectorLagMetric } from "./projector.js";
+import { projectorHealth } from "./projector-health.js";
+
+const text = new TextEncoder();
+const entry = (stream: string, kind = "test.entry", body = `${stream}:${kind}`): JournalEntry => ({
+  stream,
+  kind,
+  body: text.encode(body),
+});
+const decode = (record: JournalRecord): string => new TextDecoder().decode(record.body);
+
+/** Registers the journal contract suite for one backend. */
+export function describeJournalContract(
+  name: string,
+  factory: () => Promise<StorageContractTarget>,
+): void {
+  describe(`journal contract: ${name}`, () => {
+    let target: StorageContractTarget;
+    let database: Database;
+    let other: Database;
+    const journals: Journal[] = [];
+    const projectors: Projector[] = [];
+
+    beforeAll(async () => {
+      target = await factory();
+      database = await target.open();
+      other = await target.open();
+    });
+    afterAll(async () => {
+      await Promise.all(projectors.map((p) => p.stop()));
+      await Promise.all(journals.map((j) => j.close()));
+      await target?.teardown();
+    });
+
+    const freshSchema = async (): Promise<string> => {
+      const schema = uniqueName("jr");
+      await migrate(database, { schema, migrations: journalMigrations(schema) });
+      return schema;
+    };
+    const open = (schema: string, options: Partial<JournalOptions> = {}, on = database) => {
+      const journal = createJournal(on, { schema, ...options });
+      journals.push(journal);
+      return journal;
+    };
+    const all = (schema: string, on = other) => readJournal(on.kysely, schema, { limit: 100_000 });
+    /** How many transactions wrote the journal's rows (their distinct `xmin`). */
+    const transactions = async (schema: string): Promise<number> => {
+      const result = await sql<{ n: bigint }>`
+        select count(distinct xmin::text) as n from ${sql.id(schema, "journal")}`.execute(
+        other.kysely,
+      );
+      return Number(result.rows[0]?.n ?? 0n);
+    };
+    /** A projection table and a `project` that records each entry in it. */
+    const projection = async (schema: string) => {
+      await sql`create table ${sql.id(schema, "applied")} (position bigint not null, stream text not null)`.execute(
+        database.kysely,
+      );
+      const apply = async (batch: readonly JournalRecord[], trx: Transaction<unknown>) => {
+        await sql`insert into ${sql.id(schema, "applied")} (position, stream) values ${sql.join(
+          batch.map((r) => sql`(${r.position}, ${r.stream})`),
+        )}`.execute(trx);
+      };
+      const applied = async (): Promise<bigint[]> => {
+        const rows = await sql<{ position: bigint }>`
+          select position from ${sql.id(schema, "applied")} order by position`.execute(
+          other.kysely,
+        );
+        return rows.rows.map((r) => BigInt(r.position));
+      };
+      return { apply, applied };
+    };
+    const project = async (
+      schema: string,
+      options: Partial<Parameters<typeof createProjector>[0]> & {
+        project: Parameters<typeof createProjector>[0]["project"];
+      },
+    ) => {
+      const projector = await createProjector({
+        database,
+        schema,
+        name: "test",
+        pollIntervalMs: 50,
+        retryMs: 10,
+        maxRetryMs: 50,
+        onError: () => {},
+        ...options,
+      });
+      projectors.push(projector);
+      return projector;
+    };
+    const range = (n: number) => Array.from({ length: n }, (_, i) => BigInt(i + 1));
+
+    it("resolves an append only after its batch committed, then it is readable anywhere", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      // Another transaction holds the journal's lock (Postgres) / the instance (PGlite).
+      let release: () => void = () => {};
+      const gate = new Promise<void>((r) => {
+        release = r;
+      });
+      let holding: () => void = () => {};
+      const held = new Promise<void>((r) => {
+        holding = r;
+      });
+      const blocker = other.kysely.transaction().execute(async (trx) => {
+        await sql`select pg_advisory_xact_lock(hashtextextended(${`trellis.journal.${schema}`}, 0))`.execute(
+          trx,
+        );
+        holding();
+        await gate;
+      });
+      await held;
+      let resolved = false;
+      const appended = journal.append([entry("s1"), entry("s1", "second")]).then((r) => {
+        resolved = true;
+        return r;
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(resolved).toBe(false);
+      release();
+      await blocker;
+      const result = await appended;
+      expect(result).toEqual({ positions: [1n, 2n], duplicate: false });
+      // A different connection sees both entries the moment append resolved.
+      const rows = await all(schema);
+      expect(rows.map((r) => [r.position, r.stream, r.kind])).toEqual([
+        [1n, "s1", "test.entry"],
+        [2n, "s1", "second"],
+      ]);
+      expect(rows.map(decode)).toEqual(["s1:test.entry", "s1:second"]);
+      expect(journal.head()).toBe(2n);
+    });
+
+    it("group-commits concurrent appends into few transactions", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const results = await Promise.all(
+        Array.from({ length: 32 }, (_, i) => journal.append([entry(`s${i}`)])),
+      );
+      expect(results.flatMap((r) => r.positions).sort((a, b) => Number(a - b))).toEqual(range(32));
+      expect(await transactions(schema)).toBeLessThanOrEqual(2);
+      expect(journal.stats()).toMatchObject({ appends: 32, entries: 32, queued: 0 });
+      expect(journal.stats().batches).toBeLessThanOrEqual(2);
+
+      // Bounded: at most maxBatchEntries per transaction, appends never split.
+      const small = await freshSchema();
+      const bounded = open(small, { maxBatchEntries: 4 });
+      await Promise.all(
+        Array.from({ length: 12 }, (_, i) => bounded.append([entry(`s${i}`), entry(`s${i}`)])),
+      );
+      const perTransaction = await sql<{ n: bigint }>`
+        select count(*) as n from ${sql.id(small, "journal")} group by xmin::text`.execute(
+        other.kysely,
+      );
+      expect(perTransaction.rows.map((r) => Number(r.n))).toEqual([2, 2, 2, 2, 2, 2].map(() => 4));
+    });
+
+    it("writes an idempotency key once, also when it repeats within one batch and across writers", async () => {
+      const schema = await freshSchema();
+      const first = open(schema);
+      const second = open(schema, {}, other);
+      const same = (i: number) => [entry("s1", `k${i}`), entry("s1", `k${i}b`)];
+      const results = await Promise.all([
+        ...Array.from({ length: 5 }, (_, i) =>
+          first.append(same(i), { idempotencyKey: "submit-1" }),
+        ),
+        ...Array.from({ length: 5 }, (_, i) =>
+          second.append(same(i + 5), { idempotencyKey: "submit-1" }),
+        ),
+        first.append([entry("s2")]),
+      ]);
+      const keyed = results.slice(0, 10);
+      expect(keyed.filter((r) => !r.duplicate)).toHaveLength(1);
+      const original = keyed.find((r) => !r.duplicate)?.positions;
+      for (const r of keyed) expect(r.positions).toEqual(original);
+      // Later, in a batch of its own: still the original positions.
+      const later = await second.append([entry("s1", "late")], { idempotencyKey: "submit-1" });
+      expect(later).toEqual({ positions: original, duplicate: true });
+      const rows = await all(schema);
+      expect(rows).toHaveLength(3);
+      expect(rows.filter((r) => r.stream === "s1")).toHaveLength(2);
+    });
+
+    it("keeps each stream in append order with gapless positions visible in order", async () => {
+      const schema = await freshSchema();
+      const a = open(schema);
+      const b = open(schema, {}, other);
+      // A reader paging by position while two writers append must never see a gap.
+      let reading = true;
+      const gaps: string[] = [];
+      const reader = (async () => {
+        while (reading) {
+          const rows = await readJournal(other.kysely, schema, { limit: 100_000 });
+          rows.forEach((r, i) => {
+            if (r.position !== BigInt(i + 1)) gaps.push(`${i + 1} → ${r.position}`);
+          });
+          await new Promise((r) => setTimeout(r, 2));
+        }
+      })();
+      const calls: Promise<unknown>[] = [];
+      for (let i = 0; i < 60; i++) {
+        const writer = i % 2 === 0 ? a : b;
+        // Per stream, each writer issues its own calls in order.
+        calls.push(writer.append([entry(`a${i % 2}`, `n${i}`)]));
+        calls.push(writer.append([entry(`b${i % 2}`, `n${i}`), entry(`b${i % 2}`, `n${i}x`)]));
+        if (i % 7 === 0) await new Promise((r) => setTimeout(r, 1));
+      }
+      await Promise.all(calls);
+      reading = false;
+      await reader;
+      expect(gaps).toEqual([]);
+      const rows = await all(schema);
+      expect(rows.map((r) => r.position)).toEqual(range(180));
+      for (const stream of ["a0", "a1"]) {
+        const kinds = rows.filter((r) => r.stream === stream).map((r) => Number(r.kind.slice(1)));
+        expect(kinds).toEqual([...kinds].sort((x, y) => x - y));
+      }
+      const b0 = rows.filter((r) => r.stream === "b0").map((r) => r.kind);
+      expect(b0.slice(0, 4)).toEqual(["n0", "n0x", "n2", "n2x"]);
+    });
+
+    it("refuses an append whose stream moved (expectedPosition), alone in its batch", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const owner = open(schema, {}, other);
+      expect(await journal.append([entry("s")], { expectedPosition: 0n })).toEqual({
+        positions: [1n],
+        duplicate: false,
+      });
+      await journal.append([entry("x")]);
+      // A deposed owner still believes the stream is empty.
+      await expect(owner.append([entry("s")], { expectedPosition: 0n })).rejects.toMatchObject({
+        reason: "conflict",
+        metadata: { stream: "s", expected: "0", position: "1" },
+      });
+      // In one batch: the first expectation wins, the second finds the stream
+      // moved; the other appends of the batch are written.
+      const outcomes = await Promise.allSettled([
+        journal.append([entry("s", "a"), entry("s", "b")], { expectedPosition: 1n }),
+        journal.append([entry("y")]),
+        journal.append([entry("s", "c")], { expectedPosition: 1n }),
+        journal.append([entry("z")]),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual([
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+      ]);
+      expect((outcomes[2] as PromiseRejectedResult).reason).toMatchObject({ reason: "conflict" });
+      const rows = await all(schema);
+      expect(rows.map((r) => `${r.stream}:${r.kind}`)).toEqual([
+        "s:test.entry",
+        "x:test.entry",
+        "s:a",
+        "s:b",
+        "y:test.entry",
+        "z:test.entry",
+      ]);
+      expect(journal.stats()).toMatchObject({ conflicts: 1, failedBatches: 0 });
+      // A retry after a lost answer: its key says it was written, whatever the stream did since.
+      const keyed = await journal.append([entry("s", "k")], {
+        expectedPosition: 4n,
+        idempotencyKey: "step-9",
+      });
+      expect(
+        await journal.append([entry("s", "k")], { expectedPosition: 4n, idempotencyKey: "step-9" }),
+      ).toEqual({ positions: keyed.positions, duplicate: true });
+      await expect(
+        journal.append([entry("s"), entry("t")], { expectedPosition: 7n }),
+      ).rejects.toMatchObject({ reason: "invalid_request", param: "expectedPosition" });
+    });
+
+    it("fails every append of a failed batch, writes none of it, and recovers", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      await journal.append([entry("s0")]);
+      // The database refuses one entry's row (as a full disk or a bug would).
+      await sql`
+        create function ${sql.id(schema, "refuse")}() returns trigger language plpgsql as $$
+        begin
+          if new.kind = 'poison' then raise exception 'refused'; end if;
+          return new;
+        end $$`.execute(database.kysely);
+      await sql`create trigger refuse before insert on ${sql.id(schema, "journal")}
+        for each row execute function ${sql.id(schema, "refuse")}()`.execute(database.kysely);
+      const outcomes = await Promise.allSettled([
+        journal.append([entry("s1")]),
+        journal.append([entry("s2", "poison")]),
+        journal.append([entry("s3")], { idempotencyKey: "k" }),
+      ]);
+      for (const outcome of outcomes) {
+        expect(outcome.status).toBe("rejected");
+        const reason = (outcome as PromiseRejectedResult).reason;
+        expect(isTrellisError(reason) && reason.reason).toBe("service_unavailable");
+      }
+      expect((await all(schema)).map((r) => r.stream)).toEqual(["s0"]);
+      expect(journal.stats().failedBatches).toBe(1);
+      // The next batch works and continues without a gap; the key is free.
+      const next = await journal.append([entry("s3")], { idempotencyKey: "k" });
+      expect(next).toEqual({ positions: [2n], duplicate: false });
+    });
+
+    it("refuses bad, oversized and excess appends with typed errors", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema, { maxEntryBytes: 8, maxBatchEntries: 3, maxQueuedEntries: 4 });
+      const reason = (promise: Promise<unknown>) =>
+        promise.then(
+          () => "resolved",
+          (e: unknown) => (isTrellisError(e) ? `${e.reason} ${e.param ?? ""}`.trim() : String(e)),
+        );
+      expect(await reason(journal.append([]))).toBe("invalid_request entries");
+      expect(await reason(journal.append([entry("")]))).toBe("invalid_request entries[0].stream");
+      expect(await reason(journal.append([entry("s\0")]))).toBe(
+        "invalid_request entries[0].stream",
+      );
+      expect(await reason(journal.append([{ stream: "s", kind: "k", body: "x" as never }]))).toBe(
+        "invalid_request entries[0].body",
+      );
+      expect(await reason(journal.append([entry("s", "k", "123456789")]))).toBe(
+        "payload_too_large entries[0].body",
+      );
+      expect(
+        await reason(journal.append(["s", "s", "s", "s"].map((x) => entry(x, "k", "x")))),
+      ).toBe("payload_too_large entries");
+      // Backpressure: the queue holds 4 entries; more are refused, not queued.
+      const small = (stream: string) => entry(stream, "k", "x");
+      const queued = [journal.append([small("a"), small("a"), small("a")])];
+      expect(await reason(journal.append([small("b"), small("b")]))).toBe("rate_limited");
+      queued.push(journal.append([small("c")]));
+      await Promise.all(queued);
+      expect((await all(schema)).map((r) => r.stream)).toEqual(["a", "a", "a", "c"]);
+      await journal.close();
+      expect(await reason(journal.append([small("d")]))).toBe("service_unavailable");
+    });
+
+    it("projects every entry exactly once across a failure mid-batch and a restart", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      for (let i = 0; i < 5; i++) await journal.append([entry(`s${i}`), entry(`s${i}`)]);
+      // The first projector dies in the middle of its batches: it wrote rows, then threw.
+      let calls = 0;
+      const dying = await project(schema, {
+        batchSize: 4,
+        project: async (batch, trx) => {
+          calls++;
+          await apply(batch, trx);
+          if (calls >= 2) throw new Error("killed mid-batch");
+        },
+      });
+      await eventually(() => expect(dying.status().failures).toBeGreaterThan(1));
+      expect(dying.status()).toMatchObject({ position: 4n, lastError: "killed mid-batch" });
+      await dying.stop();
+      expect(await applied()).toEqual(range(4));
+      // A new projector of the same name continues from the durable position.
+      await journal.append([entry("late")]);
+      const next = await project(schema, { batchSize: 4, journal, project: apply });
+      await next.waitFor(11n);
+      expect(await applied()).toEqual(range(11));
+      expect(next.status()).toMatchObject({ position: 11n, head: 11n, lag: 0n, failures: 0 });
+    });
+
+    it("applies each entry once when two instances of one projector run together", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      const p1 = await project(schema, { batchSize: 3, journal, project: apply });
+      const p2 = await project(schema, { batchSize: 3, project: apply, database: other });
+      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append([entry(`s${i}`)])));
+      await p1.waitFor(40n);
+      await p2.waitFor(40n);
+      expect(await applied()).toEqual(range(40));
+    });
+
+    it("waitFor gives read-your-writes, times out typed, and rejects once stopped", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      const projector = await project(schema, { journal, project: apply, pollIntervalMs: 60_000 });
+      const { positions } = await journal.append([entry("s1"), entry("s1")]);
+      await projector.waitFor(positions[1] as bigint);
+      expect(await applied()).toEqual([1n, 2n]);
+      await expect(projector.waitFor(1n)).resolves.toBeUndefined();
+
+      // A position nobody writes: deadline_exceeded after the timeout.
+      const started = performance.now();
+      await expect(projector.waitFor(99n, { timeoutMs: 150 })).rejects.toMatchObject({
+        reason: "deadline_exceeded",
+      });
+      expect(performance.now() - started).toBeGreaterThanOrEqual(140);
+      const pending = projector.waitFor(99n, { timeoutMs: 10_000 });
+      await projector.stop();
+      await expect(pending).rejects.toMatchObject({ reason: "service_unavailable" });
+      await expect(projector.waitFor(98n)).rejects.toMatchObject({ reason: "service_unavailable" });
+      expect(() => projectorHealth(projector).check(new AbortController().signal)).toThrow(
+        /is stopped/,
+      );
+    });
+
+    it("wakes a projector in another process by NOTIFY", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema, { notify: true }, other);
+      const { apply, applied } = await projection(schema);
+      // No in-process journal and no polling to speak of: only the NOTIFY wakes it.
+      const projector = await project(schema, {
+        listen: true,
+        pollIntervalMs: 60_000,
+        project: apply,
+      });
+      await new Promise((r) => setTimeout(r, 100));
+      await journal.append([entry("s1"), entry("s2")]);
+      await eventually(() => projector.position() === 2n, { timeoutMs: 5000 });
+      expect(await applied()).toEqual([1n, 2n]);
+    });
+
+    it("gathers appends into one batch with delayMs, unless someone waits", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      let calls = 0;
+      const projector = await project(schema, {
+        journal,
+        delayMs: 1000,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          calls++;
+          await apply(batch, trx);
+        },
+      });
+      for (let i = 0; i < 5; i++) await journal.append([entry(`s${i}`)]);
+      await eventually(async () => (await applied()).length === 5, { timeoutMs: 5000 });
+      expect(calls).toBeLessThanOrEqual(2);
+      // A waiter does not sit out the delay.
+      const { positions } = await journal.append([entry("now")]);
+      const started = performance.now();
+      await projector.waitFor(positions[0] as bigint);
+      expect(performance.now() - started).toBeLessThan(700);
+    });
+
+    it("reports its lag in status and as an OpenTelemetry gauge", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply } = await projection(schema);
+      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+      const provider = new MeterProvider({ readers: [reader] });
+      let open_ = false;
+      const projector = await project(schema, {
+        name: "lagging",
+        journal,
+        batchSize: 2,
+        meter: provider.getMeter("test"),
+        project: async (batch, trx) => {
+          if (!open_) throw new Error("not yet");
+          await apply(batch, trx);
+        },
+      });
+      await journal.append(Array.from({ length: 7 }, () => entry("s1")));
+      await eventually(() => {
+        expect(projector.status().lag).toBe(7n);
+        expect(projector.status().failures).toBeGreaterThanOrEqual(2);
+        return true;
+      });
+      const lag = async (): Promise<number | undefined> => {
+        await provider.forceFlush();
+        const metric = exporter
+          .getMetrics()
+          .at(-1)
+          ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === projectorLagMetric) as
+          | GaugeMetricData
+          | undefined;
+        const point = metric?.dataPoints.find(
+          (p) => p.attributes["trellis.projector"] === "lagging",
+        );
+        return point?.value as number | undefined;
+      };
+      expect(await lag()).toBe(7);
+      // What the service's health check (trellis health) reports meanwhile.
+      const health = projectorHealth(projector, { maxLag: 5n, maxFailures: 1_000_000 });
+      expect(() => health.check(new AbortController().signal)).toThrow(/lagging 7 entries/);
+      const failing = projectorHealth(projector, { maxFailures: 1 });
+      expect(() => failing.check(new AbortController().signal)).toThrow(/failing .*not yet/);
+      open_ = true;
+      await projector.waitFor(7n);
+      expect(projector.status()).toMatchObject({ lag: 0n, position: 7n, failures: 0 });
+      expect(await lag()).toBe(0);
+      expect(health.check(new AbortController().signal)).toMatchObject({ lag: 0n });
+      await provider.shutdown();
+    });
+  });
+}

@@ -1,0 +1,484 @@
+import { type Kysely, type RawBuilder, sql } from "kysely";
+import type { Database } from "../database.js";
+import { storageError } from "../errors.js";
+import { assertSchemaName } from "../schema-name.js";
+import {
+  invalidJournalInput,
+  journalQueueFull,
+  journalTooLarge,
+  journalUnavailable,
+} from "./journal-errors.js";
+import { journalChannel } from "./journal-schema.js";
+
+/** One entry to append: what it is, to which stream, and its bytes. */
+export interface JournalEntry {
+  /** The ordering unit (a session id); 1–256 characters. */
+  stream: string;
+  /** What the entry is (an event kind); 1–256 characters. */
+  kind: string;
+  /** The entry itself (e.g. a protobuf `Event`), at most `maxEntryBytes`. */
+  body: Uint8Array;
+}
+
+/** Options of {@link Journal.append}. */
+export interface AppendOptions {
+  /**
+   * Makes the append idempotent: a key already written (now, or earlier in
+   * the same batch) returns the positions of the append that wrote it, and
+   * writes nothing. The entries are not compared; one key, one append.
+   */
+  idempotencyKey?: string;
+  /**
+   * Optimistic concurrency per stream: write only if the stream's last
+   * position is this one (0n: the stream has no entries yet); otherwise this
+   * append alone is rejected with `conflict` and the rest of its batch is
+   * unaffected. All entries must then be on one stream. A session owner
+   * uses it as its fence: once another owner appended, a deposed owner's
+   * append cannot land. An earlier append of the same stream in the same
+   * batch counts as a move (its position is not known to the caller yet).
+   */
+  expectedPosition?: bigint;
+}
+
+/** What {@link Journal.append} resolved with. */
+export interface AppendResult {
+  /** The entries' positions, in the order given. */
+  positions: bigint[];
+  /** True when the idempotency key was already written: nothing new was stored. */
+  duplicate: boolean;
+}
+
+/** Counters of a {@link Journal} since it was created. */
+export interface JournalStats {
+  /** Transactions that wrote (or tried to write) a batch. */
+  batches: number;
+  failedBatches: number;
+  /** Appends resolved (duplicates included). */
+  appends: number;
+  /** Entries written. */
+  entries: number;
+  duplicates: number;
+  /** Appends refused because their stream had moved (`expectedPosition`). */
+  conflicts: number;
+  /** Entries waiting for a flush now. */
+  queued: number;
+}
+
+/**
+ * The durable, append-only record of a service's turns: the write side.
+ *
+ * | rule | how |
+ * |---|---|
+ * | an append resolves only once its entries are committed | the promise settles after the batch's COMMIT |
+ * | concurrent appends share one transaction (group commit) | one flush at a time; what queues meanwhile is the next batch |
+ * | positions are gapless and in commit order | each batch takes `max(position)+1…` under a transaction lock |
+ * | a stream's entries follow its appends' call order | the queue is FIFO and batches are sequential |
+ * | an append is all or nothing; a failed batch fails all of its appends | one transaction per batch; nothing half-written |
+ * | an idempotency key is written once | looked up under the lock, deduplicated within a batch, unique index behind |
+ * | `expectedPosition` fences a stream | its head is read under the lock; a moved stream rejects that append alone (`conflict`) |
+ *
+ * A batch whose COMMIT outcome is unknown (the connection broke during it)
+ * rejects its appends although they may be stored: retry with the same
+ * idempotency key to learn their positions. An append rejected for a failed
+ * batch does not stop later appends of its stream; a writer that needs "B
+ * only after A" awaits A first (the session owner does).
+ */
+export interface Journal {
+  /**
+   * Appends `entries` as one unit and resolves with their positions once
+   * they are durable. Rejects with a TrellisError: `invalid_request` (bad
+   * entry), `payload_too_large` (over `maxEntryBytes`, `maxBatchEntries` or
+   * `maxBatchBytes`), `rate_limited` (queue full: back off), `conflict`
+   * (the stream moved past `expectedPosition`),
+   * `service_unavailable` (the batch failed, or the journal is closed).
+   */
+  append(entries: readonly JournalEntry[], options?: AppendOptions): Promise<AppendResult>;
+  /** The highest position this journal has committed (0n before its first batch). */
+  head(): bigint;
+  /** Calls `listener` with the new head after each committed batch; returns the unsubscribe. */
+  onCommit(listener: (head: bigint) => void): () => void;
+  stats(): JournalStats;
+  /** Refuses new appends and resolves once the queued ones have settled. */
+  close(): Promise<void>;
+}
+
+/** Options of {@link createJournal}. */
+export interface JournalOptions {
+  /** The schema holding the journal (`journalMigrations(schema)` applied). */
+  schema: string;
+  /** Entries per batch transaction (default 1000; also the largest single append). */
+  maxBatchEntries?: number;
+  /** Bytes of bodies per batch (default 8 MiB; also the largest single append). */
+  maxBatchBytes?: number;
+  /** Bytes of one entry's body (default 1 MiB). */
+  maxEntryBytes?: number;
+  /** Entries waiting for a flush before appends are refused (default 10,000). */
+  maxQueuedEntries?: number;
+  /**
+   * How long a flush waits for more appends when its batch is not full
+   * (default 0: flush as soon as the previous flush ended). See
+   * docs/turn-journal.md for the measurement behind the default.
+   */
+  lingerMs?: number;
+  /** `NOTIFY` the journal's channel in each batch, for projectors in other processes (default false). */
+  notify?: boolean;
+}
+
+interface Pending {
+  entries: readonly JournalEntry[];
+  bytes: number;
+  key: string | undefined;
+  expected: bigint | undefined;
+  resolve(result: AppendResult): void;
+  reject(error: unknown): void;
+}
+
+const NAME_LIMIT = 256;
+
+/**
+ * Creates the writer of `<schema>.journal` on `database` (PostgreSQL or
+ * PGlite). One per process and schema is enough: it serves every caller.
+ *
+ * @example
+ *   const journal = createJournal(database, { schema: "tasks" });
+ *   const { positions } = await journal.append(
+ *     [{ stream: sessionId, kind: "task.submitted", body }],
+ *     { idempotencyKey: `submit:${requestKey}` },
+ *   );
+ */
+export function createJournal<DB>(database: Database<DB>, options: JournalOptions): Journal {
+  const { schema } = options;
+  assertSchemaName(schema);
+  const maxBatchEntries = positive(options.maxBatchEntries ?? 1000, "maxBatchEntries");
+  const maxBatchBytes = positive(options.maxBatchBytes ?? 8 * 1024 * 1024, "maxBatchBytes");
+  const maxEntryBytes = positive(options.maxEntryBytes ?? 1024 * 1024, "maxEntryBytes");
+  const maxQueuedEntries = positive(options.maxQueuedEntries ?? 10_000, "maxQueuedEntries");
+  const lingerMs = options.lingerMs ?? 0;
+  const writer = batchWriter(database, schema, options.notify === true);
+
+  const queue: Pending[] = [];
+  const listeners = new Set<(head: bigint) => void>();
+  let queued = 0;
+  let flushing: Promise<void> | undefined;
+  let scheduled = false;
+  let closed = false;
+  let head = 0n;
+  const stats = {
+    batches: 0,
+    failedBatches: 0,
+    appends: 0,
+    entries: 0,
+    duplicates: 0,
+    conflicts: 0,
+  };
+
+  const schedule = (): void => {
+    if (scheduled || flushing !== undefined || queue.length === 0) return;
+    scheduled = true;
+    const run = (): void => {
+      scheduled = false;
+      flushing = flush().finally(() => {
+        flushing = undefined;
+        schedule();
+      });
+    };
+    // setImmediate gathers the appends made in the same turn of the event
+    // loop; a linger waits for more only while the batch is not full.
+    if (lingerMs > 0 && queued < maxBatchEntries) setTimeout(run, lingerMs);
+    else setImmediate(run);
+  };
+
+  const flush = async (): Promise<void> => {
+    const batch: Pending[] = [];
+    let entries = 0;
+    let bytes = 0;
+    // Whole appends only, FIFO; the first always fits (append checked it).
+    while (queue.length > 0) {
+      const next = queue[0] as Pending;
+      const fits =
+        entries + next.entries.length <= maxBatchEntries && bytes + next.bytes <= maxBatchBytes;
+      if (batch.length > 0 && !fits) break;
+      queue.shift();
+      batch.push(next);
+      entries += next.entries.length;
+      bytes += next.bytes;
+    }
+    queued -= entries;
+    stats.batches++;
+    let results: (AppendResult | Error)[];
+    try {
+      results = await writer(batch);
+    } catch (error) {
+      stats.failedBatches++;
+      const failure = journalUnavailable(
+        `journal append failed; nothing of its batch was written unless the commit's answer was lost (retry with the idempotency key): ${
+          error instanceof Error ? error.message : String(error)
+        }`,
+        error,
+      );
+      for (const pending of batch) pending.reject(failure);
+      return;
+    }
+    batch.forEach((pending, i) => {
+      const result = results[i] as AppendResult | Error;
+      if (result instanceof Error) {
+        stats.conflicts++;
+        pending.reject(result);
+        return;
+      }
+      stats.appends++;
+      if (result.duplicate) stats.duplicates++;
+      else stats.entries += result.positions.length;
+      const last = result.positions[result.positions.length - 1];
+      if (last !== undefined && last > head) head = last;
+      pending.resolve(result);
+    });
+    for (const listener of listeners) listener(head);
+  };
+
+  return {
+    append(entries, appendOptions = {}) {
+      try {
+        if (closed) throw journalUnavailable("the journal is closed");
+        const bytes = checkEntries(entries, { maxBatchEntries, maxBatchBytes, maxEntryBytes });
+        const key = appendOptions.idempotencyKey;
+        if (key !== undefined) checkName(key, "idempotencyKey");
+        const expected = appendOptions.expectedPosition;
+        if (expected !== undefined) checkExpectation(entries, expected);
+        if (queued + entries.length > maxQueuedEntries) throw journalQueueFull(maxQueuedEntries);
+        return new Promise<AppendResult>((resolve, reject) => {
+          queue.push({ entries, bytes, key, expected, resolve, reject });
+          queued += entries.length;
+          schedule();
+        });
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    },
+    head: () => head,
+    onCommit(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    stats: () => ({ ...stats, queued }),
+    async close() {
+      closed = true;
+      while (flushing !== undefined || scheduled || queue.length > 0) {
+        schedule();
+        await (flushing ?? new Promise((r) => setImmediate(r)));
+      }
+    },
+  };
+}
+
+/**
+ * Writes one batch in one transaction and returns each append's result, in
+ * batch order. Postgres: a transaction-scoped advisory lock per journal
+ * makes batches of every process take positions one after another, so
+ * positions become visible in order (the lock is released after the commit
+ * is visible). PGlite runs one transaction at a time anyway: no lock, and a
+ * batch without keys or NOTIFY is a single statement.
+ */
+function batchWriter<DB>(
+  database: Database<DB>,
+  schema: string,
+  notify: boolean,
+): (batch: readonly Pending[]) => Promise<(AppendResult | Error)[]> {
+  const table = sql.id(schema, "journal");
+  const lockName = `trellis.journal.${schema}`;
+  const channel = journalChannel(schema);
+  const locks = database.kind === "postgres";
+
+  return async (batch) => {
+    const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];
+    const expecting = [
+      ...new Set(
+        batch.flatMap((p) => (p.expected === undefined ? [] : [p.entries[0]?.stream as string])),
+      ),
+    ];
+    const write = async (db: Kysely<DB>): Promise<(AppendResult | Error)[]> => {
+      if (locks || notify) {
+        const parts: RawBuilder<unknown>[] = [];
+        if (locks) parts.push(sql`pg_advisory_xact_lock(hashtextextended(${lockName}, 0))`);
+        if (notify) parts.push(sql`pg_notify(${channel}, '')`);
+        await sql`select ${sql.join(parts)}`.execute(db);
+      }
+      const stored = new Map<string, bigint[]>();
+      if (keys.length > 0) {
+        const found = await sql<{ idempotency_key: string; position: bigint; append_size: number }>`
+          select idempotency_key, position, append_size from ${table}
+          where idempotency_key in (${sql.join(keys)})`.execute(db);
+        for (const row of found.rows) {
+          stored.set(row.idempotency_key, range(row.position, row.append_size));
+        }
+      }
+      const heads = new Map<string, bigint>();
+      if (expecting.length > 0) {
+        const found = await sql<{ stream: string; head: bigint }>`
+          select stream, max(position) as head from ${table}
+          where stream in (${sql.join(expecting)}) group by stream`.execute(db);
+        for (const row of found.rows) heads.set(row.stream, BigInt(row.head));
+      }
+      // The first append of a key in the batch writes; later ones mirror it.
+      // A stream written earlier in the batch has moved for later expectations.
+      const writers: Pending[] = [];
+      const firstOfKey = new Map<string, Pending>();
+      const conflicts = new Map<Pending, Error>();
+      const moved = new Set<string>();
+      for (const pending of batch) {
+        if (pending.key !== undefined && (stored.has(pending.key) || firstOfKey.has(pending.key))) {
+          continue;
+        }
+        if (pending.expected !== undefined) {
+          const stream = pending.entries[0]?.stream as string;
+          const current = heads.get(stream) ?? 0n;
+          if (moved.has(stream) || current !== pending.expected) {
+            conflicts.set(
+              pending,
+              streamMoved(stream, pending.expected, current, moved.has(stream)),
+            );
+            continue;
+          }
+        }
+        if (pending.key !== undefined) firstOfKey.set(pending.key, pending);
+        writers.push(pending);
+        for (const entry of pending.entries) moved.add(entry.stream);
+      }
+      const positions = await insert(db, writers);
+      const written = new Map<Pending, bigint[]>();
+      let at = 0;
+      for (const pending of writers) {
+        const own = positions.slice(at, at + pending.entries.length);
+        at += own.length;
+        written.set(pending, own);
+        if (pending.key !== undefined) stored.set(pending.key, own);
+      }
+      return batch.map((pending) => {
+        const conflict = conflicts.get(pending);
+        if (conflict !== undefined) return conflict;
+        const own = written.get(pending);
+        if (own !== undefined) return { positions: own, duplicate: false };
+        return { positions: [...(stored.get(pending.key as string) as bigint[])], duplicate: true };
+      });
+    };
+
+    const insert = async (db: Kysely<DB>, writers: readonly Pending[]): Promise<bigint[]> => {
+      if (writers.length === 0) return [];
+      const values: RawBuilder<unknown>[] = [];
+      let ordinal = 0;
+      for (const pending of writers) {
+        pending.entries.forEach((entry, i) => {
+          ordinal++;
+          const key = i === 0 ? (pending.key ?? null) : null;
+          const size = i === 0 && pending.key !== undefined ? pending.entries.length : null;
+          values.push(
+            sql`(cast(${ordinal} as bigint), cast(${entry.stream} as text), cast(${entry.kind} as text), cast(${entry.body} as bytea), cast(${key} as text), cast(${size} as integer))`,
+          );
+        });
+      }
+      // Positions continue the journal's head inside the statement, so a
+      // rolled-back batch leaves no gap.
+      const result = await sql<{ position: bigint }>`
+        insert into ${table} (position, stream, kind, body, idempotency_key, append_size)
+        select h.head + v.ordinal, v.stream, v.kind, v.body, v.key, v.size
+        from (select coalesce(max(position), 0) as head from ${table}) h,
+             (values ${sql.join(values)}) as v(ordinal, stream, kind, body, key, size)
+        returning position`.execute(db);
+      const positions = result.rows.map((row) => BigInt(row.position));
+      positions.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+      if (positions.length !== ordinal) {
+        throw new Error(`journal insert returned ${positions.length} positions for ${ordinal}`);
+      }
+      return positions;
+    };
+
+    if (!locks && !notify && keys.length === 0 && expecting.length === 0) {
+      return write(database.kysely);
+    }
+    return database.kysely.transaction().execute((trx) => write(trx));
+  };
+}
+
+function streamMoved(stream: string, expected: bigint, current: bigint, inBatch: boolean): Error {
+  return storageError({
+    reason: "conflict",
+    message: inBatch
+      ? `stream ${stream} was appended to just before (same batch); expected position ${expected} is stale`
+      : `stream ${stream} is at position ${current}, not the expected ${expected}`,
+    param: "expectedPosition",
+    metadata: { stream, expected: String(expected), position: String(current) },
+  });
+}
+
+function checkExpectation(entries: readonly JournalEntry[], expected: bigint): void {
+  if (typeof expected !== "bigint" || expected < 0n) {
+    throw invalidJournalInput("expectedPosition must be a bigint ≥ 0", "expectedPosition");
+  }
+  const stream = entries[0]?.stream;
+  if (entries.some((entry) => entry.stream !== stream)) {
+    throw invalidJournalInput(
+      "an append with expectedPosition must keep to one stream",
+      "expectedPosition",
+    );
+  }
+}
+
+function range(first: bigint, size: number): bigint[] {
+  return Array.from({ length: size }, (_, i) => first + BigInt(i));
+}
+
+function checkEntries(
+  entries: readonly JournalEntry[],
+  limits: { maxBatchEntries: number; maxBatchBytes: number; maxEntryBytes: number },
+): number {
+  if (!Array.isArray(entries) || entries.length === 0) {
+    throw invalidJournalInput("an append needs at least one entry", "entries");
+  }
+  if (entries.length > limits.maxBatchEntries) {
+    throw journalTooLarge(
+      `an append of ${entries.length} entries is over the journal's ${limits.maxBatchEntries}`,
+      "entries",
+      limits.maxBatchEntries,
+    );
+  }
+  let bytes = 0;
+  entries.forEach((entry, i) => {
+    checkName(entry?.stream, `entries[${i}].stream`);
+    checkName(entry.kind, `entries[${i}].kind`);
+    if (!(entry.body instanceof Uint8Array)) {
+      throw invalidJournalInput("an entry's body must be bytes", `entries[${i}].body`);
+    }
+    if (entry.body.byteLength > limits.maxEntryBytes) {
+      throw journalTooLarge(
+        `entry of ${entry.body.byteLength} bytes is over the journal's ${limits.maxEntryBytes}`,
+        `entries[${i}].body`,
+        limits.maxEntryBytes,
+      );
+    }
+    bytes += entry.body.byteLength;
+  });
+  if (bytes > limits.maxBatchBytes) {
+    throw journalTooLarge(
+      `an append of ${bytes} bytes is over the journal's ${limits.maxBatchBytes}`,
+      "entries",
+      limits.maxBatchBytes,
+    );
+  }
+  return bytes;
+}
+
+// Checked up front so that one bad entry can never fail a whole batch of
+// other callers' appends in the database.
+function checkName(value: unknown, param: string): void {
+  if (typeof value !== "string" || value.length === 0 || value.length > NAME_LIMIT) {
+    throw invalidJournalInput(`${param} must be a string of 1–${NAME_LIMIT} characters`, param);
+  }
+  if (value.includes("\0")) throw invalidJournalInput(`${param} must not contain NUL`, param);
+}
+
+function positive(value: number, param: string): number {
+  if (!Number.isInteger(value) || value <= 0) {
+    throw invalidJournalInput(`${param} must be a positive integer`, param);
+  }
+  return value;
+}
