@@ -1,5 +1,4 @@
-import { type Kysely, type Selectable, sql } from "kysely";
-import type { Migration } from "kysely/migration";
+import { type Kysely, type Migration, type Selectable, sql } from "kysely";
 import { assertSchemaName } from "../schema-name.js";
 
 /**
