@@ -80,9 +80,10 @@ describe("trellis migrate", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.err).toMatch(/^trellis migrate: unknown service "billing" \(one of: gateway,/);
 
+    // A required setting left out is a usage error (exit 2, with the usage).
     const missing = await trellis(["migrate"], { DATABASE_URL: "" });
-    expect(missing.code).toBe(1);
-    expect(missing.err).toMatch(/^trellis: .*DATABASE_URL/);
+    expect(missing.code).toBe(2);
+    expect(missing.err).toMatch(/^trellis migrate: DATABASE_URL is required/);
     expect(missing.err).not.toMatch(/\n\s+at /);
 
     const wrong = await trellis(["migrate"], { DATABASE_URL: "mysql://root@127.0.0.1/x" });

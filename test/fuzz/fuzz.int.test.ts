@@ -100,14 +100,26 @@ function judge(fuzzCase: FuzzCase, res: RawResponse): Verdict {
   if (serverFaults.has(outcome.code)) {
     return { ok: false, bucket, why: `server fault ${Code[outcome.code]}: ${outcome.message}` };
   }
-  if (outcome.code === Code.Unimplemented && !fuzzCase.unknownPath) {
+  // A served method may refuse an option this deployment lacks (a vault
+  // provider it does not have) as `not_implemented`; anything else
+  // Unimplemented on a served method is a routing fault.
+  if (
+    outcome.code === Code.Unimplemented &&
+    !fuzzCase.unknownPath &&
+    outcome.detail.reason !== "not_implemented"
+  ) {
     return { ok: false, bucket, why: `Unimplemented for a served method: ${outcome.message}` };
   }
   if (outcome.code === Code.DeadlineExceeded && !fuzzCase.deadlineSet) {
     return { ok: false, bucket, why: "DeadlineExceeded without a client deadline" };
   }
-  // Over Connect a status is HTTP; DeadlineExceeded (504) is the client's own deadline.
-  if (res.status >= 500 && outcome.code !== Code.DeadlineExceeded) {
+  // Over Connect a status is HTTP; DeadlineExceeded (504) is the client's own
+  // deadline, Unimplemented (501) the deliberate refusal judged above.
+  if (
+    res.status >= 500 &&
+    outcome.code !== Code.DeadlineExceeded &&
+    outcome.code !== Code.Unimplemented
+  ) {
     return { ok: false, bucket, why: `HTTP ${res.status}` };
   }
   return { ok: true, bucket };

@@ -83,7 +83,8 @@ function providerOf(given: string): string {
   if (VAULT_PROVIDERS[provider] === undefined) {
     throw new TrellisError({
       reason: "not_implemented",
-      message: `vault provider ${JSON.stringify(provider)} is not implemented; supported: ${Object.keys(VAULT_PROVIDERS).join(", ")}`,
+      // The name is the caller's: quoted, and cut short in the message.
+      message: `vault provider ${JSON.stringify(provider.slice(0, 64))}${provider.length > 64 ? "…" : ""} is not implemented; supported: ${Object.keys(VAULT_PROVIDERS).join(", ")}`,
       param: "provider",
       metadata: { supported_providers: Object.keys(VAULT_PROVIDERS).join(",") },
       domain: "adapters",

@@ -1,8 +1,9 @@
 /**
- * Idempotency keys for the stores beside the task store, in the same
- * `idempotency_keys` table and with the same rules: the first request with a
- * key reserves it for the resource it creates; a retry gets that resource's
- * id back; the key with another request body is `idempotency_key_reused`.
+ * Idempotency keys of the tasks service's stores (the task store's write
+ * unit, branches, connectors), in one `idempotency_keys` table: the first
+ * request with a key reserves it for the resource it creates; a retry gets
+ * that resource's id back; the key with another request body is
+ * `idempotency_key_reused`.
  * Concurrent requests with one key wait for each other on the key's row.
  */
 import type { Transaction } from "kysely";

@@ -374,16 +374,9 @@ export class Mailbox {
     owner: string,
   ): Promise<DeliverResult> {
     const sessionId = signal.sessionId ?? "";
-    // Without an explicit delivery id, a delivery by label dedupes on the
-    // task-unique id it resolves to (the same label recurs in later turns).
-    const explicitId = signal.deliveryId || (sessionId === "" ? signal.signalId : "");
-    if (explicitId !== "") {
-      const seen = await this.#ctx.db
-        .selectFrom("signal_deliveries")
-        .select("task_id")
-        .where("delivery_id", "=", explicitId)
-        .executeTakeFirst();
-      if (seen) return this.#duplicateDelivery(seen.task_id, context.scope);
+    if (signal.deliveryId !== "") {
+      const seen = await this.#deliveredAs(signal.deliveryId);
+      if (seen) return this.#duplicateDelivery(seen, context.scope);
     }
     const waiting =
       (await this.#waitingFor(signal.signalId, sessionId)) ??
@@ -391,10 +384,19 @@ export class Mailbox {
         ? await this.#waitingOnLabel(signal.signalId, context.scope)
         : undefined);
     if (!waiting || (context.scope !== undefined && waiting.workspace_id !== context.scope)) {
+      // A global id delivered again after its turn resumed is a duplicate
+      // (a label never is: it recurs in later turns, so it is never recorded).
+      const seen =
+        signal.deliveryId === "" && sessionId === ""
+          ? await this.#deliveredAs(signal.signalId)
+          : undefined;
+      if (seen) return this.#duplicateDelivery(seen, context.scope);
       throw notFound("signal", signal.signalId);
     }
+    // Without an explicit delivery id, a delivery dedupes on the task-unique
+    // id the signal resolved to, however the caller named it.
     const signalId = waiting.signal_id ?? signal.signalId;
-    const deliveryId = explicitId || signalId;
+    const deliveryId = signal.deliveryId || signalId;
     const result = await this.#p.unit.write(async (tx): Promise<DeliverResult | "duplicate"> => {
       const session = await this.#p.unit.lockSession(tx, waiting.session_id, undefined);
       const recorded = await tx.db
@@ -502,6 +504,16 @@ export class Mailbox {
       );
     }
     return rows[0];
+  }
+
+  /** The task a recorded delivery id went to, if any. */
+  async #deliveredAs(deliveryId: string): Promise<string | undefined> {
+    const seen = await this.#ctx.db
+      .selectFrom("signal_deliveries")
+      .select("task_id")
+      .where("delivery_id", "=", deliveryId)
+      .executeTakeFirst();
+    return seen?.task_id;
   }
 
   async #duplicateDelivery(taskId: string, scope: string | undefined): Promise<DeliverResult> {

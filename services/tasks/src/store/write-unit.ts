@@ -26,8 +26,9 @@ import {
   type Transaction,
   type UpdateObject,
 } from "kysely";
-import { idempotencyKeyReused, notFound } from "../domain/errors.js";
+import { notFound } from "../domain/errors.js";
 import { type EventScope, SYSTEM_ACTOR } from "../domain/events.js";
+import { reserveKey } from "./idempotency-keys.js";
 import { toSession, toTask } from "./rows.js";
 import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
 import { qualified, StatementWriter } from "./statement.js";
@@ -293,28 +294,7 @@ export class WriteUnit {
     idempotency: Idempotency | undefined,
     resourceId: string,
   ): Promise<string | undefined> {
-    if (!idempotency || idempotency.key === "") return undefined;
-    const inserted = await tx.db
-      .insertInto("idempotency_keys")
-      .values({
-        scope,
-        key: idempotency.key,
-        request_hash: idempotency.requestHash,
-        resource_id: resourceId,
-      })
-      .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-      .returning("resource_id")
-      .executeTakeFirst();
-    if (inserted) return undefined;
-    const existing = await tx.db
-      .selectFrom("idempotency_keys")
-      .select(["request_hash", "resource_id"])
-      .where("scope", "=", scope)
-      .where("key", "=", idempotency.key)
-      .executeTakeFirstOrThrow();
-    if (existing.request_hash !== idempotency.requestHash)
-      throw idempotencyKeyReused(idempotency.key);
-    return existing.resource_id;
+    return reserveKey(tx.db, scope, idempotency, resourceId);
   }
 
   keyScope(workspaceId: string, context: WriteContext, method: string, target: string): string {
