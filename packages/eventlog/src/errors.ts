@@ -55,3 +55,13 @@ export function closedError(what: string): TrellisError {
     metadata: { dependency: what },
   });
 }
+
+/** `payload_too_large`: an event larger than the log takes (see `MAX_EVENT_BYTES`). */
+export function eventTooLarge(eventId: string, size: number, limit: number): TrellisError {
+  return new TrellisError({
+    reason: "payload_too_large",
+    message: `event ${eventId} is ${size} bytes; the event log takes at most ${limit}`,
+    domain,
+    metadata: { event_id: eventId, size_bytes: String(size) },
+  });
+}

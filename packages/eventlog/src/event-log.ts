@@ -64,6 +64,16 @@ export interface ReadQuery {
   limit?: number;
 }
 
+/**
+ * Largest encoded event the log takes, in bytes (protobuf `Event`). Below
+ * NATS's default message limit (1 MiB) with room for headers, and the same in
+ * every mode, so an event accepted embedded is accepted by the mesh: the
+ * outbox refuses a larger event when it is written (`payload_too_large`),
+ * never after it was queued for publishing, and the JetStream log refuses it
+ * before sending.
+ */
+export const MAX_EVENT_BYTES = 1_000_000;
+
 /** Largest `limit` a single {@link EventLog.read} accepts; page with cursors beyond it. */
 export const MAX_READ_LIMIT = 10_000;
 

@@ -23,6 +23,7 @@ export {
   type EventFilter,
   type EventLog,
   type LoggedEvent,
+  MAX_EVENT_BYTES,
   MAX_READ_LIMIT,
   NO_SESSION,
   type ReadQuery,

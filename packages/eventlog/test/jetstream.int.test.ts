@@ -6,7 +6,7 @@ import { isTrellisError } from "@trellis/runtime";
 import { eventually, ThrowawayNats, testNatsUrl, uniqueSuffix } from "@trellis/testkit";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { describeEventLogContract, makeEvent } from "../src/event-log.contract.js";
-import type { LoggedEvent } from "../src/event-log.js";
+import { type LoggedEvent, MAX_EVENT_BYTES } from "../src/event-log.js";
 import { connectNats } from "../src/jetstream/connection.js";
 import { JetStreamEventLog } from "../src/jetstream/jetstream-event-log.js";
 import { jetStreamTarget } from "./targets.js";
@@ -75,6 +75,18 @@ describe("JetStreamEventLog on the shared server", () => {
     });
     expect(read!.event.traceId).toBe("0af7651916cd43dd8448eb211c80319c");
     expect(read!.event.spanId).toBe("b7ad6b7169203331");
+  });
+
+  it("refuses an event over MAX_EVENT_BYTES before sending, and takes the resource's next one", async () => {
+    const { log } = await open();
+    const big = makeEvent({
+      workspaceId: "ws_1",
+      resourceId: "task_big",
+      text: "x".repeat(MAX_EVENT_BYTES),
+    });
+    expect(await reasonOf(log.append([big]))).toBe("payload_too_large");
+    const [next] = await log.append([makeEvent({ workspaceId: "ws_1", resourceId: "task_big" })]);
+    expect(next?.sequence).toBe(1n);
   });
 
   it("recognises an explicit-sequence retry older than the dedupe window", async () => {

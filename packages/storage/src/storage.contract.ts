@@ -17,9 +17,19 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, equals } from "@bufbuild/protobuf";
-import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
-import type { AppendResult, EventLog, LoggedEvent } from "@trellis/eventlog";
-import { isTrellisError } from "@trellis/runtime";
+import {
+  type Event,
+  EventPayloadSchema,
+  EventSchema,
+  ResourceRefSchema,
+} from "@trellis/contracts/core";
+import {
+  type AppendResult,
+  type EventLog,
+  type LoggedEvent,
+  MAX_EVENT_BYTES,
+} from "@trellis/eventlog";
+import { isTrellisError, TrellisError } from "@trellis/runtime";
 import { createTestDatabase, eventually, uniqueName } from "@trellis/testkit";
 import { type Kysely, type Migration, sql, type Transaction } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -27,6 +37,7 @@ import { createDatabase, type DatabaseConfig } from "./create-database.js";
 import type { Database } from "./database.js";
 import { openPGlite } from "./dialect/pglite/pglite-database.js";
 import { migrate } from "./migrate.js";
+import { DEAD_LETTER_KIND, type DeadLetter } from "./outbox/dead-letter.js";
 import {
   appendToOutbox,
   type OutboxEntry,
@@ -129,6 +140,8 @@ export function describeStorageContract(
         onError?: (e: unknown) => void;
         logRebuiltFromOutbox?: boolean;
         listen?: boolean;
+        retryDelayMs?: number;
+        onDeadLetter?: (dead: DeadLetter) => void;
       } = {},
       on: Database = database,
     ): OutboxRelay => {
@@ -487,6 +500,20 @@ export function describeStorageContract(
         expect(e?.previousEventId).toBe("");
       });
 
+      it("refuses an event larger than the event log takes, writing nothing", async () => {
+        const schema = await outboxSchema();
+        const workspaceId = uniqueName("ws");
+        const huge = event(workspaceId, "task_big");
+        huge.payload = create(EventPayloadSchema, {
+          kind: { case: "data", value: { text: "x".repeat(MAX_EVENT_BYTES) } },
+        });
+        const error = await inTransaction(database, (trx) =>
+          appendToOutbox(trx, schema, [event(workspaceId, "task_big"), huge]),
+        ).catch((e: unknown) => e);
+        expect(isTrellisError(error) && error.reason, String(error)).toBe("payload_too_large");
+        expect(await readAll(database, schema)).toEqual([]);
+      });
+
       it("rejects events it cannot place, and calls outside a transaction", async () => {
         const schema = await outboxSchema();
         const attempts: Event[][] = [
@@ -771,6 +798,70 @@ export function describeStorageContract(
         expect(published.map((e) => e.id)).toEqual(appended.map((e) => e.id));
         expectPerResourceOrder(published);
       });
+
+      for (const logRebuiltFromOutbox of [false, true]) {
+        it(`dead-letters an event the log refuses for good and goes on at once (logRebuiltFromOutbox: ${logRebuiltFromOutbox})`, async () => {
+          const schema = await outboxSchema();
+          const log = await newEventLog();
+          // A log that refuses one kind for good, as JetStream refuses a
+          // message over its max payload.
+          const refusing: Pick<EventLog, "append"> = {
+            async append(events) {
+              if (events.some((e) => e.kind === "test.poison")) {
+                throw new TrellisError({
+                  reason: "payload_too_large",
+                  message: "the event exceeds the log's largest message",
+                });
+              }
+              return log.append(events);
+            },
+          };
+          const errors: unknown[] = [];
+          const dead: DeadLetter[] = [];
+          // A retry would wait a minute: the events after the poison arriving
+          // at all shows the relay never went into retry.
+          const relay = startRelay(refusing, schema, {
+            logRebuiltFromOutbox,
+            retryDelayMs: 60_000,
+            onError: (e) => errors.push(e),
+            onDeadLetter: (d) => dead.push(d),
+          });
+          const workspaceId = uniqueName("ws");
+          const poison = { ...event(workspaceId, "task_p"), kind: "test.poison" };
+          const appended = await inTransaction(database, (trx) =>
+            appendToOutbox(trx, schema, [
+              event(workspaceId, "task_p"),
+              poison,
+              event(workspaceId, "task_p"),
+              event(workspaceId, "task_q"),
+            ]),
+          );
+          relay.kick();
+          const published = await eventually(
+            async () => {
+              const events = await readLog(log, workspaceId);
+              return events.length === 4 ? events : undefined;
+            },
+            { what: "the events after the poison published", timeoutMs: 10_000 },
+          );
+          await relay.stop();
+          expect(errors).toEqual([]);
+          expect(published.map((e) => e.id)).toEqual(appended.map((e) => e.id));
+          const standIn = published[1];
+          expect(standIn?.kind).toBe(DEAD_LETTER_KIND);
+          expect(standIn?.sequence).toBe(2n);
+          expect(standIn?.payload?.kind.case).toBe("data");
+          expect(standIn?.payload?.kind.value).toMatchObject({
+            original_kind: "test.poison",
+            reason: "payload_too_large",
+          });
+          expect(published[2]?.sequence).toBe(3n);
+          expectPerResourceOrder(published);
+          expect(dead).toHaveLength(1);
+          expect(dead[0]).toMatchObject({ eventId: appended[1]?.id, kind: "test.poison" });
+          expect(await unpublished(database, schema)).toBe(0);
+        });
+      }
 
       it("keeps one active relay per schema; a standby takes over when it stops", async () => {
         const schema = await outboxSchema();

@@ -27,20 +27,22 @@ import {
 import {
   closedError,
   cursorExpired,
+  eventTooLarge,
   invalidRequest,
   sequenceConflict,
   unavailable,
 } from "../errors.js";
-import type {
-  AppendResult,
-  ConsumedEvent,
-  Cursor,
-  DurableConsumerOptions,
-  EventFilter,
-  EventLog,
-  LoggedEvent,
-  ReadQuery,
-  SubscribeQuery,
+import {
+  type AppendResult,
+  type ConsumedEvent,
+  type Cursor,
+  type DurableConsumerOptions,
+  type EventFilter,
+  type EventLog,
+  type LoggedEvent,
+  MAX_EVENT_BYTES,
+  type ReadQuery,
+  type SubscribeQuery,
 } from "../event-log.js";
 import { formatTraceparent, parseTraceparent } from "../trace.js";
 import {
@@ -292,7 +294,10 @@ export class JetStreamEventLog implements EventLog {
         hdrs.set("traceparent", traceparent);
       }
       try {
-        const ack = await this.#js.publish(subject, toBinary(EventSchema, stored), {
+        const body = toBinary(EventSchema, stored);
+        if (body.length > MAX_EVENT_BYTES)
+          throw eventTooLarge(event.id, body.length, MAX_EVENT_BYTES);
+        const ack = await this.#js.publish(subject, body, {
           msgID: event.id,
           expect: { lastSubjectSequence: head.streamSeq },
           ...(hdrs ? { headers: hdrs } : {}),

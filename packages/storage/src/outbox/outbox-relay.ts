@@ -1,11 +1,11 @@
-import { fromBinary } from "@bufbuild/protobuf";
-import { EventSchema } from "@trellis/contracts/core";
+import { metrics } from "@opentelemetry/api";
 import type { AppendResult, EventLog, LoggedEvent } from "@trellis/eventlog";
 import { sql } from "kysely";
 import { sleep } from "../async.js";
 import type { Database, Lease, Unlisten } from "../database.js";
 import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
+import { type DeadLetter, decodeOutboxBody, publishOrDeadLetter } from "./dead-letter.js";
 import { outboxTables } from "./outbox.js";
 import { outboxChannel } from "./outbox-schema.js";
 
@@ -38,6 +38,12 @@ export interface OutboxRelayOptions<DB = unknown> {
   maxRetryDelayMs?: number;
   /** Errors of failed rounds (they are retried). Default: a console warning. */
   onError?: (error: unknown) => void;
+  /**
+   * Each row the log refused for good (see `dead-letter.ts`): the relay
+   * published a stand-in in its place and moved on. Default: a console
+   * error naming the row. Counted by `trellis.outbox.dead_letters` either way.
+   */
+  onDeadLetter?: (dead: DeadLetter) => void;
   /**
    * The event log is rebuilt from this outbox whenever the process starts
    * (embedded mode: the in-process log, see `readOutbox`), and this relay is
@@ -94,8 +100,11 @@ export interface OutboxRelayOptions<DB = unknown> {
  *
  * A round the log rejects (down, or a `conflict` because it holds different
  * history for a resource) is retried with backoff and reported to `onError`;
- * it is never skipped, since skipping would break per-resource order — so a
- * permanently rejected event stops the relay of that schema until fixed.
+ * it is never skipped, since skipping would break per-resource order. An
+ * event the log refuses for good (too large, malformed) is dead-lettered:
+ * a stand-in with its id and sequence goes out instead, `onDeadLetter` and
+ * the `trellis.outbox.dead_letters` counter say so, and the relay goes on
+ * at once (`dead-letter.ts`).
  *
  * Stop the relay before closing its database. A stopped relay stays
  * stopped; create a new one to resume.
@@ -155,10 +164,58 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       param: "positionedLog",
     });
   }
-  const publish = (batch: readonly LoggedEvent[]): Promise<unknown> =>
+  const deadLetters = metrics
+    .getMeter("@trellis/storage")
+    .createCounter("trellis.outbox.dead_letters", {
+      description: "Outbox rows the event log refused for good (a stand-in was published instead)",
+    });
+  const onDeadLetter =
+    options.onDeadLetter ??
+    ((dead: DeadLetter) =>
+      console.error(
+        `[storage] outbox relay ${schema}: dead-lettered row ${dead.position} (${dead.kind || "?"} ${dead.eventId || "?"}): ${dead.reason}: ${dead.message}`,
+      ));
+  const reportDead = (dead: readonly DeadLetter[]) => {
+    for (const entry of dead) {
+      deadLetters.add(1, {
+        "trellis.outbox.schema": schema,
+        "trellis.outbox.reason": entry.reason,
+      });
+      onDeadLetter(entry);
+    }
+  };
+  const publishRaw = (batch: readonly LoggedEvent[]): Promise<unknown> =>
     positionedLog
       ? positionedLog.appendLogged(batch, { adopt: true })
       : eventLog.append(batch.map((logged) => logged.event));
+  // Publishes a batch; rows the log refuses for good are dead-lettered.
+  const publish = async (batch: readonly LoggedEvent[]): Promise<void> =>
+    reportDead(
+      await publishOrDeadLetter(batch, publishRaw, (entry, event) => ({
+        position: entry.position,
+        event,
+      })),
+    );
+  // Outbox rows to events; a body that does not decode is dead-lettered.
+  const decodeRows = (rows: readonly { position: bigint; body: Uint8Array }[]): LoggedEvent[] => {
+    const batch: LoggedEvent[] = [];
+    for (const row of rows) {
+      const event = decodeOutboxBody(row.body);
+      if (event) batch.push({ position: row.position, event });
+      else {
+        reportDead([
+          {
+            position: row.position,
+            eventId: "",
+            kind: "",
+            reason: "undecodable",
+            message: "the outbox row's body is not an Event",
+          },
+        ]);
+      }
+    }
+    return batch;
+  };
 
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
@@ -289,10 +346,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       ).rows;
     }
     rows.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
-    const batch: LoggedEvent[] =
-      taken.length > 0
-        ? taken
-        : rows.map((row) => ({ position: row.position, event: fromBinary(EventSchema, row.body) }));
+    const batch: LoggedEvent[] = taken.length > 0 ? taken : decodeRows(rows);
     const last = batch.at(-1);
     if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
     if (taken.length > 0) {
@@ -344,7 +398,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     // A crash between append and the update below leaves the rows
     // unpublished: the next round re-publishes them, the log drops the
     // duplicates by id.
-    await eventLog.append(rows.map((row) => fromBinary(EventSchema, row.body)));
+    await publish(decodeRows(rows));
     await db
       .updateTable("outbox")
       .set({ published_at: sql<Date>`now()` })

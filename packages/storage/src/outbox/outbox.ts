@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { clone, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
-import type { LoggedEvent } from "@trellis/eventlog";
+import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
 import type { TrellisError } from "@trellis/runtime";
 import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../database.js";
@@ -197,6 +197,16 @@ export async function sequenceOutboxEvents<DB>(
 
   const rows: NewOutboxRow[] = completed.map((event) => {
     const resource = event.resource as NonNullable<Event["resource"]>;
+    const body = toBinary(EventSchema, event);
+    // Refused here, in the writer's transaction, rather than by the log after
+    // it was queued (where it would stand in the way of every later event).
+    if (body.length > MAX_EVENT_BYTES) {
+      throw storageError({
+        reason: "payload_too_large",
+        message: `event ${event.kind} is ${body.length} bytes; the event log takes at most ${MAX_EVENT_BYTES}`,
+        metadata: { kind: event.kind, size_bytes: String(body.length) },
+      });
+    }
     return {
       id: event.id,
       workspace_id: event.workspaceId,
@@ -205,7 +215,7 @@ export async function sequenceOutboxEvents<DB>(
       resource_id: resource.id,
       sequence: event.sequence,
       kind: event.kind,
-      body: toBinary(EventSchema, event),
+      body,
       created_at: timestampDate(event.createdAt ?? timestampNow()),
     };
   });
