@@ -66,6 +66,7 @@ import {
   type VaultGrantSchema,
 } from "@trellis/contracts/adapters";
 import { isSecretFingerprint, type SecretFingerprint, TrellisError } from "@trellis/runtime";
+import { BACKEND_ID_PATTERN } from "./define-adapter.js";
 import {
   EXECUTION_SCHEMA_VERSION,
   type ExecutionCapabilities,
@@ -382,11 +383,29 @@ export function routingPolicyToProto(value: RoutingPolicy): PbRoutingPolicy {
   });
 }
 
+/** Most backends a routing policy may allow (the router negotiates each one per turn). */
+export const MAX_POLICY_BACKENDS = 32;
+
 export function routingPolicyFromProto(
   value: PbRoutingPolicy | undefined,
   field = "agent.routing",
 ): RoutingPolicy | undefined {
   if (!value) return undefined;
+  if (value.allowedBackends.length > MAX_POLICY_BACKENDS) {
+    throw contractInvalid(
+      `${field}.allowed_backends`,
+      `must list at most ${MAX_POLICY_BACKENDS} backends (got ${value.allowedBackends.length})`,
+    );
+  }
+  const badBackend = [...value.allowedBackends, value.pinnedBackend].find(
+    (id) => id !== "" && !BACKEND_ID_PATTERN.test(id),
+  );
+  if (badBackend !== undefined) {
+    throw contractInvalid(
+      `${field}.allowed_backends`,
+      `must be backend ids (${BACKEND_ID_PATTERN})`,
+    );
+  }
   const requirements = requirementsFromProto(value.requirements, `${field}.requirements`);
   return defined({
     allowedBackends: value.allowedBackends.length ? [...value.allowedBackends] : undefined,

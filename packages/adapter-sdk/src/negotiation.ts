@@ -47,7 +47,13 @@ export interface SeamProblem {
   message: string;
 }
 
+/** Most notes a capability declaration may carry (they travel in every heartbeat). */
+export const MAX_CAPABILITY_NOTES = 32;
+/** Longest capability note, in characters. */
+export const MAX_CAPABILITY_NOTE_CHARS = 512;
+
 /** Check capabilities are complete and valid (registration, conformance). */
+
 export function capabilityProblems(value: unknown): SeamProblem[] {
   const problems: SeamProblem[] = [];
   if (typeof value !== "object" || value === null) {
@@ -68,6 +74,16 @@ export function capabilityProblems(value: unknown): SeamProblem[] {
   }
   if (!Array.isArray(caps.notes) || caps.notes.some((n) => typeof n !== "string")) {
     problems.push({ field: "notes", message: "must be a list of strings" });
+  } else if (caps.notes.length > MAX_CAPABILITY_NOTES) {
+    problems.push({ field: "notes", message: `must hold at most ${MAX_CAPABILITY_NOTES} notes` });
+  } else {
+    const long = caps.notes.findIndex((n: string) => n.length > MAX_CAPABILITY_NOTE_CHARS);
+    if (long >= 0) {
+      problems.push({
+        field: `notes[${long}]`,
+        message: `must be at most ${MAX_CAPABILITY_NOTE_CHARS} characters`,
+      });
+    }
   }
   return problems;
 }

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { createRegistryHandlers } from "../src/handlers/registry-handlers.js";
 import { createRoutingHandlers } from "../src/handlers/routing-handlers.js";
+import { BackendRegistry } from "../src/routing/registry.js";
 import { createRoutedExecutor } from "../src/routing/routed-executor.js";
 import { capabilities } from "./support/fake-adapters.js";
 
@@ -65,6 +66,31 @@ describe("adapters service handlers (embedded)", () => {
       );
     expect(error?.code).toBe(Code.FailedPrecondition);
     expect(error && errorDetailOf(error)?.reason).toBe("remote_workers_unavailable");
+  });
+
+  it("undoes a registration the mesh could not hear of (no half-applied worker)", async () => {
+    const registry = new BackendRegistry();
+    const handlers = createRegistryHandlers({
+      registry,
+      publish() {
+        throw new Error("nats: max_payload exceeded");
+      },
+    });
+    const transport = createRouterTransport((router) =>
+      router.service(AdapterRegistryService, withErrorDetails(AdapterRegistryService, handlers)),
+    );
+    const client = createClient(AdapterRegistryService, transport);
+    const worker = {
+      workerId: "w1",
+      backendId: "remote",
+      capabilities: capabilitiesToProto(capabilities()),
+      capacity: 1,
+      heartbeatIntervalMs: 1000,
+    };
+    await expect(client.registerBackend({ worker })).rejects.toThrow();
+    expect(registry.worker("w1")).toBeUndefined();
+    const { backends } = await client.listBackends({});
+    expect(backends.map((b) => b.backendId)).not.toContain("remote");
   });
 
   it("executes through routing as a stream: routed, the message, one turn_finished", async () => {

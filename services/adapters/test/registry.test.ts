@@ -2,6 +2,7 @@ import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import {
   BackendRegistry,
+  MAX_WORKERS,
   type WorkerAnnouncement,
   type WorkerEntry,
 } from "../src/routing/registry.js";
@@ -74,6 +75,17 @@ describe("BackendRegistry", () => {
       [{ backendId: "" }, "worker.backend_id"],
       [{ capacity: 0 }, "worker.capacity"],
       [{ heartbeatMs: 1 }, "worker.heartbeat_interval_ms"],
+      [{ capacity: 1e9 }, "worker.capacity"],
+      [{ hints: { costPerExecution: Number.POSITIVE_INFINITY, latencyMs: 0 } }, "worker.hints"],
+      // ~1.1 MB of notes once answered 500 after half applying the registration.
+      [
+        { capabilities: { ...capabilities(), notes: ["x".repeat(1_100_000)] } },
+        "worker.capabilities.notes[0]",
+      ],
+      [
+        { capabilities: { ...capabilities(), notes: Array.from({ length: 50_000 }, () => "n") } },
+        "worker.capabilities.notes",
+      ],
       [
         { capabilities: { ...capabilities(), traceDepth: "deep" as never } },
         "worker.capabilities.traceDepth",
@@ -90,5 +102,19 @@ describe("BackendRegistry", () => {
         ]);
       }
     }
+  });
+
+  it("keeps at most MAX_WORKERS remote workers, and still refreshes known ones", () => {
+    const registry = new BackendRegistry();
+    for (let i = 0; i < MAX_WORKERS; i++) registry.announce(announcement({ workerId: `w${i}` }));
+    const error = (() => {
+      try {
+        registry.announce(announcement({ workerId: "one_more" }));
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isTrellisError(error) && error.reason).toBe("rate_limited");
+    expect(registry.announce(announcement({ workerId: "w0", inFlight: 1 })).ttlMs).toBe(300);
   });
 });

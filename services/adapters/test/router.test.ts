@@ -1,8 +1,15 @@
-import type { ExecutionEvent, ExecutionRequest, RoutingPolicy } from "@trellis/adapter-sdk";
+import { create } from "@bufbuild/protobuf";
+import {
+  type ExecutionEvent,
+  type ExecutionRequest,
+  type RoutingPolicy,
+  routingPolicyFromProto,
+} from "@trellis/adapter-sdk";
+import { RoutingPolicySchema } from "@trellis/contracts/adapters";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { decide, prepareRequest } from "../src/routing/policy.js";
+import { decide, noBackendResult, prepareRequest } from "../src/routing/policy.js";
 import { BackendRegistry } from "../src/routing/registry.js";
 import { Router } from "../src/routing/router.js";
 import { probeAdapter } from "./support/fake-adapters.js";
@@ -185,6 +192,39 @@ describe("Router (in process)", () => {
     expect(seen).toEqual([{ prompt: "be nice" }]);
   });
 
+  it("keeps a no-backend failure small however many backends refused", () => {
+    const reasons = Array.from({ length: 50_000 }, (_, i) => ({
+      code: "tool_use_unsupported" as const,
+      message: "y".repeat(1000),
+      severity: "blocking" as const,
+      metadata: { backend: `b${i}` },
+    }));
+    const result = noBackendResult(reasons);
+    if (result.status !== "failed") throw new Error(`expected failed, got ${result.status}`);
+    expect(result.message.length).toBeLessThan(4096);
+    expect(result.message).toContain("and 49992 more");
+    expect(result.reasons?.length).toBe(64);
+    expect(JSON.stringify(result).length).toBeLessThan(64 * 1024);
+  });
+
+  it("refuses a routing policy over the wire with too many or malformed backends", () => {
+    const many = create(RoutingPolicySchema, {
+      allowedBackends: Array.from({ length: 50_000 }, (_, i) => `b${i}`),
+    });
+    const bad = create(RoutingPolicySchema, { allowedBackends: ["ok", "not ok"] });
+    for (const policy of [many, bad]) {
+      try {
+        routingPolicyFromProto(policy);
+        expect.unreachable("accepted");
+      } catch (error) {
+        expect(isTrellisError(error) && [error.reason, error.param]).toEqual([
+          "execution_contract_invalid",
+          "agent.routing.allowed_backends",
+        ]);
+      }
+    }
+  });
+
   it("refuses a bad routing policy with agent_definition_invalid naming the field", () => {
     const { router } = threeBackends();
     const cases: [unknown, string][] = [
@@ -200,6 +240,11 @@ describe("Router (in process)", () => {
       ],
       [{ pinned: "native" }, "agent.definition.routing.pinned"],
       [{ colour: "red" }, "agent.definition.routing.colour"],
+      // A 429 KiB policy of 50,000 backend ids was once accepted.
+      [
+        { backends: Array.from({ length: 50_000 }, (_, i) => `b${i}`) },
+        "agent.definition.routing.backends",
+      ],
     ];
     for (const [routing, param] of cases) {
       try {

@@ -22,11 +22,24 @@ export function createRegistryHandlers(
   deps: RegistryHandlerDeps,
 ): ServiceImpl<typeof AdapterRegistryService> {
   const { registry } = deps;
+  // All or nothing: a registration the mesh could not hear of is undone here
+  // too, so this router never routes to a worker the others do not know.
   const accept = (announcement: WorkerAnnouncement) => {
     const publish = deps.publish;
     if (!publish) throw remoteWorkersUnavailable();
+    const known = registry.worker(announcement.workerId);
     const { ttlMs } = registry.announce(announcement);
-    publish(announcement);
+    try {
+      publish(announcement);
+    } catch (error) {
+      if (known) {
+        const { lastSeen: _seen, ttlMs: _ttl, ...previous } = known;
+        registry.announce(previous);
+      } else {
+        registry.remove(announcement.workerId);
+      }
+      throw error;
+    }
     return { ttlMs };
   };
   return {

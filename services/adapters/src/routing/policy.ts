@@ -31,6 +31,13 @@ import {
 import { TrellisError } from "@trellis/runtime";
 import type { BackendHints, BackendView } from "./registry.js";
 
+/** Most backends a routing policy may allow (each one is negotiated per turn). */
+export const MAX_ROUTING_BACKENDS = 32;
+/** Blocking reasons named in a "no backend" message; the rest are counted. */
+const REASONS_IN_MESSAGE = 8;
+/** Reasons kept on a "no backend" result (and so in its events). */
+const MAX_REASONS = 64;
+
 /** The definition key holding the routing policy. */
 export const ROUTING_KEY = "routing";
 
@@ -85,7 +92,13 @@ export function routingFromDefinition(definition: JsonObject): {
         `must be a list of backend ids (${BACKEND_ID_PATTERN})`,
       );
     }
-    policy.allowedBackends = raw.backends as string[];
+    if (raw.backends.length > MAX_ROUTING_BACKENDS) {
+      throw definitionInvalid(
+        `${base}.backends`,
+        `must list at most ${MAX_ROUTING_BACKENDS} backends (got ${raw.backends.length})`,
+      );
+    }
+    policy.allowedBackends = [...new Set(raw.backends as string[])];
   }
   if (raw.pinned !== undefined) {
     if (typeof raw.pinned !== "string" || !BACKEND_ID_PATTERN.test(raw.pinned)) {
@@ -307,15 +320,25 @@ export function decide(inputs: DecideInputs): Decision {
 export function noBackendResult(reasons: NegotiationReason[]): ExecutionResult {
   const onlyUnavailable =
     reasons.length > 0 && reasons.every((r) => r.code === "backend_unavailable");
-  const listed = reasons
-    .map((r) => `${String(r.metadata?.backend ?? "?")}: ${r.code} (${r.message})`)
+  // Summarised past a bound: the message and the reasons travel in the
+  // turn's failure event, which must stay small whatever the policy lists.
+  const clip = (text: string, max: number) =>
+    text.length > max ? `${text.slice(0, max - 3)}...` : text;
+  let listed = reasons
+    .slice(0, REASONS_IN_MESSAGE)
+    .map(
+      (r) => `${clip(String(r.metadata?.backend ?? "?"), 64)}: ${r.code} (${clip(r.message, 200)})`,
+    )
     .join("; ");
+  if (reasons.length > REASONS_IN_MESSAGE) {
+    listed += `; and ${reasons.length - REASONS_IN_MESSAGE} more`;
+  }
   return {
     status: "failed",
     messages: [],
     category: onlyUnavailable ? "backend_unavailable" : "unsupported",
     message: `no backend allowed for the agent can run this request: ${listed || "the agent allows no backend"}`,
     retryable: onlyUnavailable,
-    reasons,
+    reasons: reasons.slice(0, MAX_REASONS).map((r) => ({ ...r, message: clip(r.message, 500) })),
   };
 }

@@ -86,6 +86,11 @@ export function registrationInvalid(param: string, message: string): TrellisErro
   });
 }
 
+/** Most concurrent executions one worker may announce. */
+export const MAX_CAPACITY = 100_000;
+/** Most remote workers one registry keeps (each costs memory and routing work). */
+export const MAX_WORKERS = 10_000;
+
 /** Check an announcement; throws {@link registrationInvalid} naming the field. */
 export function validateAnnouncement(value: WorkerAnnouncement): void {
   if (!TOKEN_PATTERN.test(value.workerId)) {
@@ -97,8 +102,8 @@ export function validateAnnouncement(value: WorkerAnnouncement): void {
   const problems = capabilityProblems(value.capabilities);
   const [first] = problems;
   if (first) throw registrationInvalid(`worker.capabilities.${first.field}`, first.message);
-  if (!Number.isInteger(value.capacity) || value.capacity < 1) {
-    throw registrationInvalid("worker.capacity", "must be at least 1");
+  if (!Number.isInteger(value.capacity) || value.capacity < 1 || value.capacity > MAX_CAPACITY) {
+    throw registrationInvalid("worker.capacity", `must be 1…${MAX_CAPACITY}`);
   }
   if (
     !Number.isInteger(value.heartbeatMs) ||
@@ -107,8 +112,11 @@ export function validateAnnouncement(value: WorkerAnnouncement): void {
   ) {
     throw registrationInvalid("worker.heartbeat_interval_ms", "must be 10…600000 ms");
   }
-  if (!(value.hints.costPerExecution >= 0) || !(value.hints.latencyMs >= 0)) {
-    throw registrationInvalid("worker.hints", "must not be negative");
+  if (
+    !(value.hints.costPerExecution >= 0 && Number.isFinite(value.hints.costPerExecution)) ||
+    !(value.hints.latencyMs >= 0 && Number.isFinite(value.hints.latencyMs))
+  ) {
+    throw registrationInvalid("worker.hints", "must be finite and not negative");
   }
 }
 
@@ -166,6 +174,14 @@ export class BackendRegistry {
         "worker.backend_id",
         `${value.backendId} is an in-process backend of this router`,
       );
+    }
+    if (!this.#workers.has(value.workerId) && this.#workers.size >= MAX_WORKERS) {
+      throw new TrellisError({
+        reason: "rate_limited",
+        message: `this router already knows ${MAX_WORKERS} workers; deregister idle ones or split the mesh`,
+        param: "worker.worker_id",
+        domain: "adapters.trellis.dev",
+      });
     }
     const ttlMs = value.heartbeatMs * this.ttlMultiplier;
     this.#workers.set(value.workerId, { ...value, lastSeen: this.#now(), ttlMs });
