@@ -216,5 +216,35 @@ describe("harness agents with MCP tools (embedded)", () => {
       MCP_TOKEN,
     );
     expect(provider.pending()).toEqual({});
-  }, 120_000);
+
+    // Replays answer MCP calls from the recording: no server is contacted,
+    // nothing runs again, the replay's transcript matches.
+    const stats = async () => (await fetch(new URL("/stats", mcpUrl))).json();
+    const before = await stats();
+    for (const [source, answer] of [
+      [sum.json.id, "2 + 3 = 5."],
+      [note.json.id, "Saved your note: buy milk."],
+    ] as const) {
+      const replay = await admin.post(`/v1/tasks/${source}/replay`, { mode: "exact" });
+      expect(replay.status, replay.text).toBe(202);
+      await settled(admin, replay.json.id, "COMPLETED");
+      // The texts of the messages and tool results, in order.
+      const texts = async (taskId: string) => {
+        const events = (await admin.get(`/v1/tasks/${taskId}/events`)).json.data as Json[];
+        return events
+          .filter((e) => e.event === "agent.message" || e.event === "agent.tool_result")
+          .map((e) =>
+            [...JSON.stringify(e.payload).matchAll(/"text":("(?:[^"\\]|\\.)*")/g)]
+              .map((m) => m[1])
+              .join(""),
+          );
+      };
+      const replayed = await texts(replay.json.id);
+      expect(replayed.at(-1)).toBe(JSON.stringify(answer));
+      expect(replayed).toEqual(await texts(source));
+    }
+    expect(await stats()).toEqual(before);
+    expect(readFileSync(join(dir, "notes.txt"), "utf8")).toBe("buy milk\n");
+    expect(provider.pending()).toEqual({});
+  }, 180_000);
 });
