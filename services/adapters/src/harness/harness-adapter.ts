@@ -890,6 +890,7 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
           ? await openTurnMcp(definition.mcpServers, request, environment, mcpPolicy)
           : undefined;
       if (mcp && "category" in mcp) {
+        if (request.signal.aborted) return { status: "cancelled", messages: [] };
         return {
           status: "failed",
           messages: [],

@@ -238,8 +238,8 @@ describe("MCP tools over stdio", () => {
     const { request, events } = turnRequest(stdioAgent({}, { timeout_ms: 300 }), "Try the tools");
     const started = Date.now();
     const result = of(await adapter().execute(request), "completed");
-    // The slow call (5 s) was cut at its 300 ms bound: the turn did not wait for it.
-    expect(Date.now() - started).toBeLessThan(4500);
+    // The slow call (30 s) was cut at its 300 ms bound: the turn did not wait for it.
+    expect(Date.now() - started).toBeLessThan(15_000);
 
     expect(toolRecord(result, "call_McpSlow1aB2cD3eF4gH5iJ")).toMatchObject({
       status: "error",
@@ -293,6 +293,47 @@ describe("MCP tools over stdio", () => {
     expect(result.category).toBe("mcp_unavailable");
     expect(result.retryable).toBe(true);
     expect(result.message).toMatch(/MCP server calc/);
+  });
+
+  it("bounds a server that never answers initialize, and ends its process", async () => {
+    const pidFile = join(dir, "silent.pid");
+    const silent = `require("fs").writeFileSync(${JSON.stringify(pidFile)}, String(process.pid)); setInterval(() => {}, 1000);`;
+    const { request } = turnRequest(stdioAgent({}, { args: ["-e", silent], env: {} }), "Hi");
+    const started = Date.now();
+    const result = of(
+      await adapter({ ...TEST_POLICY, connectTimeoutMs: 500 }).execute(request),
+      "failed",
+    );
+    expect(result.category).toBe("mcp_unavailable");
+    expect(result.message).toMatch(/\[mcp_timeout\] MCP server calc: no answer to initialize/);
+    expect(Date.now() - started).toBeLessThan(8000);
+    expect(alive(Number(readFileSync(pidFile, "utf8")))).toBe(false);
+  });
+
+  it("ends a canceled turn during a slow MCP call at once, the server process with it", async () => {
+    model.enqueue(OPENAI_CHAT, fixture("openai/chat-mcp-failures-tool-call.http"));
+    const abort = new AbortController();
+    const { request } = turnRequest(stdioAgent(), "Try the tools", { signal: abort.signal });
+    let started = 0;
+    const report = request.onEvent;
+    request.onEvent = (event) => {
+      report?.(event);
+      // Canceled 300 ms into the slow call.
+      if (event.kind === "tool_started" && event.name === "mcp__calc__slow") {
+        started = Date.now();
+        setTimeout(() => abort.abort(), 300).unref();
+      }
+    };
+    const result = await adapter().execute(request);
+    expect(started).toBeGreaterThan(0);
+    expect(result.status, JSON.stringify(result).slice(0, 600)).toBe("cancelled");
+    // The slow call would take 30 s (and the server's timeout is 60 s).
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // Its server is ended too, without waiting for the slow call.
+    const pid = Number(readFileSync(join(dir, "stdio.pid"), "utf8"));
+    const deadline = Date.now() + 5000;
+    while (alive(pid) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    expect(alive(pid)).toBe(false);
   });
 
   it("refuses stdio servers unless the deployment lists the command", async () => {

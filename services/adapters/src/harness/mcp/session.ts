@@ -81,6 +81,8 @@ interface Connection {
   transport: Transport;
   /** Set when the connection closed (process exit, network). */
   closed?: string;
+  /** A stdio server's process id, once started. */
+  pid?: number;
   stderr: string[];
 }
 
@@ -96,6 +98,8 @@ const CLIENT_INFO = { name: "trellis-harness", version: "0.1.0" };
 /** A stdio server's largest message (bytes). */
 const STDIO_MAX_MESSAGE = 4 * 1024 * 1024;
 const STDERR_TAIL = 2048;
+/** How long a stdio server may take to exit on its closed stdin before it is signalled. */
+const STDIO_EXIT_GRACE_MS = 300;
 const MAX_LIST_PAGES = 16;
 /** Compiled input validators by schema text, bounded (Ajv keeps every schema it compiled). */
 const VALIDATORS_KEPT = 512;
@@ -242,11 +246,44 @@ function contentText(result: Record<string, unknown>): string {
   return parts.join("\n");
 }
 
+function running(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Makes sure a stdio server's process is gone: the SDK's close ends stdin and
+ * signals it, but a close it began itself (a failed initialize) is not
+ * awaited by a second close. SIGTERM, then SIGKILL after a second.
+ */
+async function ended(pid: number): Promise<void> {
+  if (!running(pid)) return;
+  try {
+    process.kill(pid, "SIGTERM");
+  } catch {
+    return;
+  }
+  for (let waited = 0; waited < 1000; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (!running(pid)) return;
+  }
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Gone meanwhile.
+  }
+}
+
 /** The MCP connections of one turn. */
 export class McpSession {
   readonly #connections = new Map<string, Connection>();
   readonly #tools = new Map<string, McpTool>();
   #closing: Promise<void> | undefined;
+  #detach: (() => void) | undefined;
 
   private constructor(private readonly policy: ResolvedMcpPolicy) {}
 
@@ -261,6 +298,10 @@ export class McpSession {
     options: McpConnectOptions,
   ): Promise<McpSession> {
     const session = new McpSession(options.policy);
+    // A canceled turn closes its servers at once (the caller may not wait for the turn).
+    const onAbort = () => void session.close();
+    options.signal.addEventListener("abort", onAbort, { once: true });
+    session.#detach = () => options.signal.removeEventListener("abort", onAbort);
     const results = await Promise.allSettled(servers.map((s) => session.#connect(s, options)));
     const failed = results.find((r) => r.status === "rejected");
     if (failed) {
@@ -303,6 +344,12 @@ export class McpSession {
     }
     this.#connections.set(spec.name, connection);
     if (connection.transport instanceof StdioClientTransport) {
+      const transport = connection.transport;
+      const start = transport.start.bind(transport);
+      transport.start = async () => {
+        await start();
+        connection.pid = transport.pid ?? undefined;
+      };
       let kept = 0;
       connection.transport.stderr?.on("data", (chunk: Buffer) => {
         if (kept >= STDERR_TAIL) return;
@@ -435,6 +482,7 @@ export class McpSession {
 
   /** Closes every connection (idempotent; never throws). */
   close(): Promise<void> {
+    this.#detach?.();
     this.#closing ??= Promise.all(
       [...this.#connections.values()].map(async (c) => {
         try {
@@ -444,10 +492,18 @@ export class McpSession {
               new Promise((resolve) => setTimeout(resolve, 1000).unref()),
             ]);
           }
-          await c.client.close();
+          // A stdio server gets a moment to exit on its closed stdin, then signals.
+          const closing = c.client.close();
+          await (c.pid === undefined
+            ? closing
+            : Promise.race([
+                closing,
+                new Promise((resolve) => setTimeout(resolve, STDIO_EXIT_GRACE_MS).unref()),
+              ]));
         } catch {
           // Already gone.
         }
+        if (c.pid !== undefined) await ended(c.pid);
       }),
     ).then(() => undefined);
     return this.#closing;
