@@ -68,6 +68,8 @@ export interface McpPolicy {
   maxResultChars?: number;
   /** Tools taken from one server (default 128; more are an error). */
   maxToolsPerServer?: number;
+  /** Largest HTTP response body of a server, in bytes (default 8 MiB). */
+  maxResponseBytes?: number;
 }
 
 /** The policy with its defaults filled in. */
@@ -81,6 +83,7 @@ export function resolveMcpPolicy(policy: McpPolicy = {}): ResolvedMcpPolicy {
     callTimeoutMs: policy.callTimeoutMs ?? 60_000,
     maxResultChars: policy.maxResultChars ?? 100_000,
     maxToolsPerServer: policy.maxToolsPerServer ?? 128,
+    maxResponseBytes: policy.maxResponseBytes ?? 8 * 1024 * 1024,
   };
 }
 
@@ -322,7 +325,7 @@ function positiveInt(env: Record<string, string | undefined>, name: string): num
  * `TRELLIS_HARNESS_MCP_ALLOW_PRIVATE` (`1`/`true`: HTTP servers may be on
  * private / loopback addresses and plain http; default off),
  * `TRELLIS_HARNESS_MCP_CONNECT_TIMEOUT_MS`, `TRELLIS_HARNESS_MCP_CALL_TIMEOUT_MS`,
- * `TRELLIS_HARNESS_MCP_MAX_RESULT_CHARS`.
+ * `TRELLIS_HARNESS_MCP_MAX_RESULT_CHARS`, `TRELLIS_HARNESS_MCP_MAX_RESPONSE_BYTES`.
  */
 export function harnessMcpPolicyFromEnv(env: Record<string, string | undefined>): McpPolicy {
   const commands = (env.TRELLIS_HARNESS_MCP_STDIO_COMMANDS ?? "").trim();
@@ -330,6 +333,7 @@ export function harnessMcpPolicyFromEnv(env: Record<string, string | undefined>)
   const connectTimeoutMs = positiveInt(env, "TRELLIS_HARNESS_MCP_CONNECT_TIMEOUT_MS");
   const callTimeoutMs = positiveInt(env, "TRELLIS_HARNESS_MCP_CALL_TIMEOUT_MS");
   const maxResultChars = positiveInt(env, "TRELLIS_HARNESS_MCP_MAX_RESULT_CHARS");
+  const maxResponseBytes = positiveInt(env, "TRELLIS_HARNESS_MCP_MAX_RESPONSE_BYTES");
   return {
     stdioCommands:
       commands === "*"
@@ -342,5 +346,6 @@ export function harnessMcpPolicyFromEnv(env: Record<string, string | undefined>)
     ...(connectTimeoutMs ? { connectTimeoutMs } : {}),
     ...(callTimeoutMs ? { callTimeoutMs } : {}),
     ...(maxResultChars ? { maxResultChars } : {}),
+    ...(maxResponseBytes ? { maxResponseBytes } : {}),
   };
 }

@@ -93,11 +93,59 @@ export async function checkOutbound(url: URL, allowPrivate: boolean): Promise<vo
   }
 }
 
-/** `fetch` that checks each request's URL first and never follows a redirect. */
-export function guardedFetch(allowPrivate: boolean): typeof fetch {
+/** A response body longer than the bound. */
+export class ResponseTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`the response is larger than ${limit} bytes`);
+    this.name = "ResponseTooLargeError";
+  }
+}
+
+/** `body`, erroring once more than `limit` bytes went through. */
+function bounded(
+  body: ReadableStream<Uint8Array>,
+  limit: number,
+  onTooLarge?: () => void,
+): ReadableStream<Uint8Array> {
+  let seen = 0;
+  return body.pipeThrough(
+    new TransformStream<Uint8Array, Uint8Array>({
+      transform(chunk, controller) {
+        seen += chunk.byteLength;
+        if (seen > limit) {
+          controller.error(new ResponseTooLargeError(limit));
+          onTooLarge?.();
+        } else controller.enqueue(chunk);
+      },
+    }),
+  );
+}
+
+/**
+ * `fetch` that checks each request's URL first, never follows a redirect,
+ * and cuts a response body off after `maxResponseBytes` (calling
+ * `onTooLarge`: a cut stream does not fail the requests waiting on it).
+ */
+export function guardedFetch(
+  allowPrivate: boolean,
+  maxResponseBytes: number,
+  onTooLarge?: () => void,
+): typeof fetch {
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
     await checkOutbound(url, allowPrivate);
-    return fetch(input, { ...init, redirect: "error" });
+    const response = await fetch(input, { ...init, redirect: "error" });
+    const length = Number(response.headers.get("content-length") ?? "0");
+    if (length > maxResponseBytes) {
+      await response.body?.cancel();
+      onTooLarge?.();
+      throw new ResponseTooLargeError(maxResponseBytes);
+    }
+    if (!response.body) return response;
+    return new Response(bounded(response.body, maxResponseBytes, onTooLarge), {
+      status: response.status,
+      statusText: response.statusText,
+      headers: response.headers,
+    });
   };
 }

@@ -83,6 +83,8 @@ interface Connection {
   closed?: string;
   /** A stdio server's process id, once started. */
   pid?: number;
+  /** Why the connection was given up (an HTTP response over the bound). */
+  failure?: string;
   stderr: string[];
 }
 
@@ -114,6 +116,11 @@ function describe(error: unknown): string {
 function typed(error: unknown, connection: Connection, doing: string): McpToolError {
   if (error instanceof McpToolError) return error;
   const server = connection.spec.name;
+  if (connection.failure) {
+    return new McpToolError("mcp_protocol_error", server, `${doing}: ${connection.failure}`, {
+      cause: error,
+    });
+  }
   if (error instanceof McpError) {
     if (error.code === ErrorCode.RequestTimeout) {
       return new McpToolError("mcp_timeout", server, `no answer to ${doing} in time`, {
@@ -153,7 +160,8 @@ function stderrTail(connection: Connection): string {
   return text === "" ? "" : ` (stderr: ${text.slice(-500)})`;
 }
 
-function transportOf(spec: McpServerSpec, options: McpConnectOptions): Transport {
+function transportOf(connection: Connection, options: McpConnectOptions): Transport {
+  const { spec } = connection;
   const { transport } = spec;
   if (transport.kind === "stdio") {
     return new StdioClientTransport({
@@ -172,7 +180,16 @@ function transportOf(spec: McpServerSpec, options: McpConnectOptions): Transport
   }
   return new StreamableHTTPClientTransport(transport.url, {
     requestInit: { headers },
-    fetch: guardedFetch(options.policy.allowPrivateAddresses),
+    fetch: guardedFetch(
+      options.policy.allowPrivateAddresses,
+      options.policy.maxResponseBytes,
+      () => {
+        // The SDK would wait for the cut stream's answer until the call's timeout:
+        // closing the connection fails every request on it now.
+        connection.failure ??= "the HTTP response is larger than the deployment's bound";
+        void connection.client.close();
+      },
+    ),
     // A dropped SSE stream is not retried for long: calls are bounded anyway.
     reconnectionOptions: {
       initialReconnectionDelay: 500,
@@ -338,7 +355,7 @@ export class McpSession {
       if (spec.transport.kind === "http") {
         await checkOutbound(spec.transport.url, this.policy.allowPrivateAddresses);
       }
-      connection.transport = transportOf(spec, options);
+      connection.transport = transportOf(connection, options);
     } catch (error) {
       throw typed(error, connection, "connecting");
     }
@@ -441,6 +458,9 @@ export class McpSession {
     const tool = this.#tools.get(name);
     const connection = tool && this.#connections.get(tool.server);
     if (!tool || !connection) throw new Error(`no MCP tool ${name} in this turn`);
+    if (connection.failure) {
+      throw new McpToolError("mcp_protocol_error", tool.server, connection.failure);
+    }
     if (connection.closed) {
       throw new McpToolError(
         "mcp_server_exited",
