@@ -517,6 +517,18 @@ describe("the MCP section of a definition", () => {
       "mcp_servers[0].env.BAD-NAME",
     ],
     [
+      { mcp_servers: [{ name: "a", command: NODE, env: { NODE_OPTIONS: "--require x" } }] },
+      "mcp_servers[0].env.NODE_OPTIONS",
+    ],
+    [
+      { mcp_servers: [{ name: "a", command: NODE, env: { LD_PRELOAD: "/tmp/x.so" } }] },
+      "mcp_servers[0].env.LD_PRELOAD",
+    ],
+    [
+      { mcp_servers: [{ name: "a", command: NODE, env: { PATH: "/tmp" } }] },
+      "mcp_servers[0].env.PATH",
+    ],
+    [
       {
         mcp_servers: [
           { name: "a", url: "https://x.example/mcp" },

@@ -119,6 +119,12 @@ const SERVER_KEYS = new Set([
 ]);
 const SERVER_NAME = /^[A-Za-z0-9][A-Za-z0-9-]{0,31}$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,127}$/;
+/**
+ * Variables that would change which program runs or what it loads (the
+ * operator allowed a command, not whatever a loader can be told to run).
+ */
+const LOADER_ENV =
+  /^(PATH|LD_.*|DYLD_.*|NODE_OPTIONS|NODE_PATH|PYTHON.*|PERL5.*|PERLLIB|RUBYOPT|RUBYLIB|BASH_ENV|ENV|JAVA_TOOL_OPTIONS|_JAVA_OPTIONS)$/i;
 const VAULT_SECRET = /^[A-Za-z0-9_.:-]{1,128}\/[A-Za-z0-9_.-]{1,128}$/;
 /** MCP tool names (2025-11 spec: 1–128 of these characters). */
 const SERVER_TOOL = /^[A-Za-z0-9_.\-/]{1,128}$/;
@@ -167,6 +173,12 @@ function stdioOf(
       if (!ENV_NAME.test(key) || typeof value !== "string" || value.length > 4096) {
         throw new McpDefinitionError(
           "must be a variable name (letters, digits, _) with a string value",
+          `${path}.env.${key}`,
+        );
+      }
+      if (LOADER_ENV.test(key)) {
+        throw new McpDefinitionError(
+          "may not be set: it changes which program runs or what it loads",
           `${path}.env.${key}`,
         );
       }
