@@ -277,8 +277,8 @@ function running(pid: number): boolean {
  * signals it, but a close it began itself (a failed initialize) is not
  * awaited by a second close. SIGTERM, then SIGKILL after a second.
  */
-async function ended(pid: number): Promise<void> {
-  if (!running(pid)) return;
+async function ended(pid: number, exited: () => boolean): Promise<void> {
+  if (exited() || !running(pid)) return;
   try {
     process.kill(pid, "SIGTERM");
   } catch {
@@ -286,7 +286,7 @@ async function ended(pid: number): Promise<void> {
   }
   for (let waited = 0; waited < 1000; waited += 50) {
     await new Promise((resolve) => setTimeout(resolve, 50));
-    if (!running(pid)) return;
+    if (exited() || !running(pid)) return;
   }
   try {
     process.kill(pid, "SIGKILL");
@@ -523,7 +523,8 @@ export class McpSession {
         } catch {
           // Already gone.
         }
-        if (c.pid !== undefined) await ended(c.pid);
+        // Signalled only while there is no sign it exited (its pid could be reused).
+        if (c.pid !== undefined) await ended(c.pid, () => c.closed !== undefined);
       }),
     ).then(() => undefined);
     return this.#closing;
