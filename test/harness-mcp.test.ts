@@ -70,7 +70,7 @@ describe("harness agents with MCP tools (embedded)", () => {
         TRELLIS_HARNESS_MCP_ALLOW_PRIVATE: "1",
       },
     });
-  }, 60_000);
+  }, 120_000);
 
   afterAll(async () => {
     await trellis?.close({ graceMs: 500 });
