@@ -706,6 +706,7 @@ function eventKindToProto(value: ExecutionEvent): EventInit {
           toolCallId: value.toolCallId,
           name: value.name,
           ...(value.input !== undefined ? { input: valueToPb(value.input) } : {}),
+          ...(value.mcpServer ? { mcpServer: value.mcpServer } : {}),
         },
       };
     case "tool_finished":
@@ -771,6 +772,7 @@ export function eventFromProto(value: PbEvent, field = "event"): ExecutionEvent 
         toolCallId: kind.value.toolCallId,
         name: kind.value.name,
         ...(kind.value.input ? { input: valueFromPb(kind.value.input) } : {}),
+        ...(kind.value.mcpServer ? { mcpServer: kind.value.mcpServer } : {}),
       };
     case "toolFinished":
       return {

@@ -295,7 +295,14 @@ export type ExecutionEvent =
   | { kind: "thinking_delta"; text: string }
   | { kind: "message"; message: Message }
   | { kind: "tool_call_delta"; toolCallId: string; name?: string; argsDelta: string }
-  | { kind: "tool_started"; toolCallId: string; name: string; input?: JsonValue }
+  | {
+      kind: "tool_started";
+      toolCallId: string;
+      name: string;
+      input?: JsonValue;
+      /** The MCP server of the tool (recorded as `agent.mcp_tool_use`); absent for other tools. */
+      mcpServer?: string;
+    }
   | {
       kind: "tool_finished";
       toolCallId: string;

@@ -223,6 +223,13 @@ describe("TS ↔ proto mapping of the execution seam", () => {
       { kind: "tool_call_delta", toolCallId: "c1", name: "email", argsDelta: '{"to":' },
       { kind: "tool_call_delta", toolCallId: "c1", argsDelta: '"bob"}' },
       { kind: "tool_started", toolCallId: "c1", name: "email", input: { to: "bob" } },
+      {
+        kind: "tool_started",
+        toolCallId: "c2",
+        name: "mcp__calc__add",
+        input: { a: 2 },
+        mcpServer: "calc",
+      },
       { kind: "tool_finished", toolCallId: "c1", name: "email", status: "denied" },
       { kind: "step_finished", iteration: 3, usage: { inputTokens: 5, outputTokens: 7 } },
       {

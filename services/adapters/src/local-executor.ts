@@ -14,6 +14,7 @@ import type { Database } from "@trellis/storage";
 import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
 import type { HarnessEnvironment } from "./harness/environment.js";
 import { createHarnessAdapter } from "./harness/harness-adapter.js";
+import { harnessMcpPolicyFromEnv } from "./harness/mcp/definition.js";
 import { harnessProvidersFromEnv } from "./harness/providers-from-env.js";
 import { PostgresToolRunLedger, type ToolRunLedger } from "./harness/tool-run-ledger.js";
 import type { HarnessTool } from "./harness/tools.js";
@@ -57,6 +58,7 @@ export function createBuiltinAdapters(options: BuiltinAdaptersOptions): Executio
     createScriptedAdapter(),
     createHarnessAdapter({
       providers: harnessProvidersFromEnv({ ...options.env }),
+      mcp: harnessMcpPolicyFromEnv({ ...options.env }),
       ...(options.tools ? { tools: options.tools } : {}),
       ...(options.ledger ? { ledger: options.ledger } : {}),
       ...(options.environment ? { environment: options.environment } : {}),

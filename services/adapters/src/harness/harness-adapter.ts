@@ -62,6 +62,8 @@ import {
   HarnessDefinitionError,
   parseHarnessDefinition,
 } from "./harness-definition.js";
+import { type McpPolicy, resolveMcpPolicy } from "./mcp/definition.js";
+import { isMcpHarnessTool, openTurnMcp } from "./mcp/turn-tools.js";
 import { withMemoryTools } from "./memory-tools.js";
 import type { ModelProvider, ModelProviderFactory, ModelResponse, ModelTool } from "./provider.js";
 import { isProviderError } from "./provider-error.js";
@@ -123,6 +125,12 @@ export interface HarnessAdapterOptions {
   inFlightWaitMs?: number;
   /** The clock and secrets tools read (default: the wall clock, no secrets). */
   environment?: HarnessEnvironment;
+  /**
+   * What agents may do with MCP servers (`mcp_servers`; see
+   * `mcp/definition.ts` and `harnessMcpPolicyFromEnv`). Default: HTTP servers
+   * on public https addresses only, no stdio servers.
+   */
+  mcp?: McpPolicy;
 }
 
 /** A tool call waiting to be handled. */
@@ -473,9 +481,11 @@ class HarnessTurn {
       });
     }
     const tool = this.tools.get(job.name);
-    const problems = tool
-      ? this.registry.check(job.name, job.arguments)
-      : [{ path: "", message: `no tool named ${job.name} is available` }];
+    const problems = !tool
+      ? [{ path: "", message: `no tool named ${job.name} is available` }]
+      : isMcpHarnessTool(tool)
+        ? tool.mcp.check(job.arguments)
+        : this.registry.check(job.name, job.arguments);
     if (!tool || problems.length > 0) return this.#reject(job, problems);
     const descriptor = this.request.toolDescriptors?.find((d) => d.name === job.name);
     // Approval can be asked for by the tool, the agent, or the caller's policy; none can waive it.
@@ -500,6 +510,7 @@ class HarnessTurn {
           tool_call_id: job.id,
           tool_name: job.name,
           tool_description: tool.description,
+          ...(isMcpHarnessTool(tool) ? { mcp_server: tool.mcp.server } : {}),
           arguments: job.arguments,
           call_id: job.callId,
           approve: { approved: true },
@@ -533,6 +544,7 @@ class HarnessTurn {
     let replayed = false;
     /** The call's clock and secret reads, recorded on its tool message. */
     const reads = new CallReads(this.environment, call, vault);
+    const mcp = isMcpHarnessTool(tool) ? tool.mcp : undefined;
     if (claimed.state === "done") {
       // This call already ran (the same checkpoint resumed again): its result, not a second run.
       outcome = claimed.outcome;
@@ -543,6 +555,7 @@ class HarnessTurn {
         toolCallId: job.id,
         name: job.name,
         input: job.arguments,
+        ...(mcp ? { mcpServer: mcp.server } : {}),
       });
       try {
         const value = await tool.run(job.arguments as JsonObject, {
@@ -587,6 +600,7 @@ class HarnessTurn {
           name: job.name,
           status: outcome.status,
           output: outcome.output,
+          ...(mcp ? { mcp: { server: mcp.server, tool: mcp.tool } } : {}),
           ...(approval ? { approval } : {}),
           ...(replayed ? { recorded: true } : {}),
         },
@@ -780,11 +794,17 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
   const providerNames = Object.keys(options.providers);
   const ledger = options.ledger ?? new InMemoryToolRunLedger();
   const inFlightWaitMs = options.inFlightWaitMs ?? 30_000;
+  const mcpPolicy = resolveMcpPolicy(options.mcp);
   const cache = new WeakMap<JsonObject, HarnessDefinition>();
   const parse = (document: JsonObject): HarnessDefinition => {
     let definition = cache.get(document);
     if (!definition) {
-      definition = parseHarnessDefinition(document, providerNames, (name) => registry.has(name));
+      definition = parseHarnessDefinition(
+        document,
+        providerNames,
+        (name) => registry.has(name),
+        mcpPolicy,
+      );
       cache.set(document, definition);
     }
     return definition;
@@ -863,18 +883,47 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
           );
         }
       }
-      const turn = new HarnessTurn(
-        request,
-        definition,
-        factory(definition.model),
-        tools,
-        registry,
-        ledger,
-        inFlightWaitMs,
-        state,
-        options.environment ?? {},
-      );
-      return turn.run(resume);
+      const environment = options.environment ?? {};
+      // The agent's MCP servers: connected for this turn, closed when it ends.
+      const mcp =
+        definition.mcpServers.length > 0
+          ? await openTurnMcp(definition.mcpServers, request, environment, mcpPolicy)
+          : undefined;
+      if (mcp && "category" in mcp) {
+        if (request.signal.aborted) return { status: "cancelled", messages: [] };
+        return {
+          status: "failed",
+          messages: [],
+          category: mcp.category,
+          message: `harness agent: ${mcp.message}`,
+          retryable: mcp.retryable,
+        };
+      }
+      try {
+        for (const tool of mcp?.tools ?? []) {
+          if (tools.has(tool.name)) {
+            return failed(
+              "agent_definition_invalid",
+              `harness agent: the registry tool ${tool.name} has the name of an MCP server's tool`,
+            );
+          }
+          tools.set(tool.name, tool);
+        }
+        const turn = new HarnessTurn(
+          request,
+          definition,
+          factory(definition.model),
+          tools,
+          registry,
+          ledger,
+          inFlightWaitMs,
+          state,
+          environment,
+        );
+        return await turn.run(resume);
+      } finally {
+        await mcp?.session.close();
+      }
     },
   });
 }

@@ -37,12 +37,23 @@
  *   (`budget_tokens`, `warn_percent`, `keep_recent_turns`, `strategy`:
  *   "model" | "deterministic"; see `services/tasks/src/compaction/config.ts`).
  *   Not read by the harness; it must be an object.
+ * - `mcp_servers` — MCP servers whose tools the agent may call (see
+ *   `mcp/definition.ts`); `require_approval` may name their tools as
+ *   `mcp__<server>__<tool>`.
  * - `budgets.max_steps` — model calls per turn, across suspensions (default 10);
  *   `budgets.max_total_tokens` — tokens (prompt + completion) per turn. Running
  *   out fails the turn with `budget_exceeded`.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { ASK_USER } from "./clarification.js";
+import {
+  isMcpToolOf,
+  McpDefinitionError,
+  type McpServerSpec,
+  parseMcpServers,
+  type ResolvedMcpPolicy,
+  resolveMcpPolicy,
+} from "./mcp/definition.js";
 
 /** A parsed harness definition. */
 export interface HarnessDefinition {
@@ -57,6 +68,8 @@ export interface HarnessDefinition {
   temperature?: number;
   stream: boolean;
   budgets: { maxSteps: number; maxTotalTokens?: number };
+  /** MCP servers whose tools the agent may call (empty: none). */
+  mcpServers: McpServerSpec[];
 }
 
 /** A problem in a harness definition, at `path` (dotted, below `agent.definition`). */
@@ -82,6 +95,7 @@ const KEYS = new Set([
   "stream",
   "budgets",
   "context",
+  "mcp_servers",
 ]);
 const BUDGET_KEYS = new Set(["max_steps", "max_total_tokens"]);
 
@@ -124,6 +138,7 @@ export function parseHarnessDefinition(
   document: JsonObject,
   knownProviders: readonly string[],
   knownTool: (name: string) => boolean,
+  mcpPolicy: ResolvedMcpPolicy = resolveMcpPolicy(),
 ): HarnessDefinition {
   for (const key of Object.keys(document)) {
     if (!KEYS.has(key)) {
@@ -153,12 +168,25 @@ export function parseHarnessDefinition(
       throw new HarnessDefinitionError("names a tool twice", "tools");
     }
   }
+  let mcpServers: McpServerSpec[] = [];
+  if (document.mcp_servers !== undefined) {
+    try {
+      mcpServers = parseMcpServers(document.mcp_servers, mcpPolicy);
+    } catch (error) {
+      if (error instanceof McpDefinitionError) {
+        throw new HarnessDefinitionError(error.detail, error.path);
+      }
+      throw error;
+    }
+  }
   const requireApproval =
     document.require_approval === undefined
       ? []
       : names(document.require_approval, "require_approval");
   for (const [i, name] of requireApproval.entries()) {
-    if (!knownTool(name)) throw noTool(name, `require_approval[${i}]`);
+    if (!knownTool(name) && !isMcpToolOf(name, mcpServers)) {
+      throw noTool(name, `require_approval[${i}]`);
+    }
   }
   const askUser = document.ask_user ?? false;
   if (typeof askUser !== "boolean") {
@@ -218,5 +246,6 @@ export function parseHarnessDefinition(
     ...(typeof temperature === "number" ? { temperature } : {}),
     stream: stream ?? true,
     budgets: { maxSteps, ...(maxTotalTokens !== undefined ? { maxTotalTokens } : {}) },
+    mcpServers,
   };
 }

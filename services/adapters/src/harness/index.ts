@@ -32,6 +32,15 @@ export {
   parseHarnessDefinition,
 } from "./harness-definition.js";
 export {
+  harnessMcpPolicyFromEnv,
+  MCP_TOOL_PREFIX,
+  type McpPolicy,
+  type McpServerSpec,
+  mcpToolName,
+} from "./mcp/definition.js";
+export { checkOutbound, isPrivateAddress, OutboundRefusedError } from "./mcp/outbound.js";
+export { type McpErrorCode, McpToolError } from "./mcp/session.js";
+export {
   MEMORY_READ,
   MEMORY_READ_TOOL,
   MEMORY_TOOLS,

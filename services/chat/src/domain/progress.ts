@@ -65,6 +65,7 @@ export function chunkOf(event: Event): ChatChunk | undefined {
         kind: { case: "thinkingDelta", value: { text: stringField(data, "text", "delta") } },
       });
     case "agent.tool_use":
+    case "agent.mcp_tool_use":
     case "tool.requested":
     case "tool_call":
       return create(ChatChunkSchema, {

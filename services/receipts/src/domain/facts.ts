@@ -15,7 +15,7 @@
  * | `task.*` | TaskStatusChanged | lifecycle status and time, failure |
  * | `user.message`, `agent.message`, `agent.tool_result`, `session.message_appended` | MessageAppended | message counts, tool calls and results (status and output hash from the harness's `tool:<id>` record), artifact refs |
  * | `user.tool_confirmation` | SignalDelivered `{approved, tool_call_id?, action?, reason?}` | approval |
- * | `agent.tool_use`, `tool.requested` | data `{tool_call_id, name, input}` | tool call |
+ * | `agent.tool_use`, `agent.mcp_tool_use`, `tool.requested` | data `{tool_call_id, name, input, server?}` | tool call (an MCP call's `metadata.mcp_server`) |
  * | `tool.completed`, `tool.failed` | data `{tool_call_id, name, status, output}` | tool result |
  * | `agent.model_call` | data `{provider, model, version, reason, alternatives[], call_id, input_tokens, output_tokens, cost_usd}` | model route, cost (priced by the receipt when `cost_usd` is absent) |
  * | `agent.routed` | data `{backend_id, worker_id, attempt, degraded}` | the backend that ran it (the last placement) |
@@ -93,6 +93,8 @@ export interface ToolUseFact {
   callId: string;
   tool: string;
   inputHash?: Sha256;
+  /** The MCP server of the tool (`agent.mcp_tool_use`). */
+  mcpServer?: string;
 }
 
 /** A tool result seen in a message or a tool event. */
@@ -407,15 +409,18 @@ function modelRef(data: JsonObject): ModelRef | undefined {
 function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: RedactionDescriptor[]) {
   switch (event.kind) {
     case "agent.tool_use":
+    case "agent.mcp_tool_use":
     case "tool.requested": {
       const callId = str(data, "tool_call_id", "toolCallId", "call_id", "id");
       if (callId) {
         const input = data.input ?? data.arguments;
+        const server = event.kind === "agent.mcp_tool_use" ? str(data, "server") : "";
         facts.toolUses = [
           {
             callId,
             tool: str(data, "name", "tool_name", "tool") || "unknown",
             ...(input !== undefined ? { inputHash: hashJson(input) } : {}),
+            ...(server ? { mcpServer: server } : {}),
           },
         ];
       }
@@ -721,6 +726,7 @@ export function foldTaskFacts(
       const existing = calls.get(use.callId);
       if (existing) {
         if (use.inputHash && !existing.input_hash) existing.input_hash = use.inputHash;
+        if (use.mcpServer) existing.metadata = { ...existing.metadata, mcp_server: use.mcpServer };
         continue;
       }
       const call: ToolCallEffect = {
@@ -728,6 +734,7 @@ export function foldTaskFacts(
         call_id: use.callId,
         status: "canceled",
         ...(use.inputHash ? { input_hash: use.inputHash } : {}),
+        ...(use.mcpServer ? { metadata: { mcp_server: use.mcpServer } } : {}),
       };
       calls.set(use.callId, call);
       summary.toolCalls.push(call);

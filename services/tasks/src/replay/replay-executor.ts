@@ -392,7 +392,10 @@ class ReplayRun {
   }
 
   async #runHarness(request: ExecutionRequest): Promise<ExecutionResult> {
-    const { definition } = routingFromDefinition(request.agent.definition);
+    const definition = this.#withoutMcpServers(
+      routingFromDefinition(request.agent.definition).definition,
+      request.agent.tools,
+    );
     const providerName = typeof definition.provider === "string" ? definition.provider : "";
     const system = typeof definition.system === "string" && definition.system !== "";
     this.#harness ??= createHarnessAdapter({
@@ -473,6 +476,31 @@ class ReplayRun {
     const history = this.request.history.filter((m) => m.role !== Role.SYSTEM).length;
     const start = (system ? 1 : 0) + history + 1;
     return 1 + messages.slice(start).filter((m) => m.role === Role.ASSISTANT).length;
+  }
+
+  /**
+   * The definition without its MCP servers: a replay never connects one. The
+   * MCP tools the source called (its `tool:` records with `mcp`) become
+   * tools of the definition answered from those records like any other, and
+   * their approvals come from the records too.
+   */
+  #withoutMcpServers(definition: JsonObject, agentTools: readonly string[]): JsonObject {
+    if (definition.mcp_servers === undefined) return definition;
+    const { mcp_servers: _servers, ...rest } = definition;
+    const called = new Set<string>();
+    for (const [key, at] of this.#byKey) {
+      const record = key.startsWith("tool:") ? this.#source[at]?.message.metadata?.[key] : null;
+      if (isObject(record) && isObject(record.mcp) && typeof record.name === "string") {
+        called.add(record.name);
+      }
+    }
+    const tools = Array.isArray(definition.tools) ? definition.tools : [...agentTools];
+    const approval = Array.isArray(definition.require_approval) ? definition.require_approval : [];
+    return {
+      ...rest,
+      tools: [...tools, ...[...called].filter((name) => !tools.includes(name))],
+      require_approval: approval.filter((n) => typeof n !== "string" || !n.startsWith("mcp__")),
+    };
   }
 
   /** The agent's tools, answering from the `tool:` records (or the overrides). */

@@ -1,7 +1,8 @@
 /**
  * A running turn's progress (the backend's execution events) recorded in the
  * event log, as the UIs and receipts read it: `agent.text_delta`,
- * `agent.thinking_delta`, `agent.tool_use`, `tool.completed` / `tool.failed`,
+ * `agent.thinking_delta`, `agent.tool_use` (`agent.mcp_tool_use` for an MCP
+ * server's tool, with its `server`), `tool.completed` / `tool.failed`,
  * `agent.model_call` (usage of a step) and `agent.routed` (where the router
  * placed the run — on a backend other than the agent's own, on a remote
  * worker, on a retry, or degraded, with the negotiation's warnings).
@@ -93,12 +94,14 @@ export function progressItem(
     case "thinking_delta":
       return { kind: "agent.thinking_delta", data: { text: event.text } };
     case "tool_started":
+      // An MCP server's tool: the same payload plus the server (Harn `agent.mcp_tool_use`).
       return {
-        kind: "agent.tool_use",
+        kind: event.mcpServer ? "agent.mcp_tool_use" : "agent.tool_use",
         data: {
           tool_call_id: event.toolCallId,
           name: event.name,
           ...(event.input === undefined ? {} : { input: event.input }),
+          ...(event.mcpServer ? { server: event.mcpServer } : {}),
         },
       };
     case "tool_finished":

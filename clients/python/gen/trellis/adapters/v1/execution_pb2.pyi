@@ -378,14 +378,16 @@ class ToolFinished(_message.Message):
     def __init__(self, tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., outcome: _Optional[_Union[ToolOutcome, str]] = ...) -> None: ...
 
 class ToolStarted(_message.Message):
-    __slots__ = ["input", "name", "tool_call_id"]
+    __slots__ = ["input", "mcp_server", "name", "tool_call_id"]
     INPUT_FIELD_NUMBER: _ClassVar[int]
+    MCP_SERVER_FIELD_NUMBER: _ClassVar[int]
     NAME_FIELD_NUMBER: _ClassVar[int]
     TOOL_CALL_ID_FIELD_NUMBER: _ClassVar[int]
     input: _struct_pb2.Value
+    mcp_server: str
     name: str
     tool_call_id: str
-    def __init__(self, tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ...) -> None: ...
+    def __init__(self, tool_call_id: _Optional[str] = ..., name: _Optional[str] = ..., input: _Optional[_Union[_struct_pb2.Value, _Mapping]] = ..., mcp_server: _Optional[str] = ...) -> None: ...
 
 class TraceSummary(_message.Message):
     __slots__ = ["completed_at", "degraded", "started_at", "step_count", "tool_call_count"]
