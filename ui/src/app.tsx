@@ -48,7 +48,7 @@ export function App() {
         <button
           type="button"
           class="icon-button"
-          aria-label={drawerOpen ? "Hide sessions" : "Show sessions"}
+          aria-label="Sessions"
           aria-expanded={drawerOpen}
           aria-controls="session-drawer"
           onClick={() => setDrawerOpen((o) => !o)}
@@ -110,7 +110,7 @@ export function App() {
               <p class="muted">Or choose an agent in the session list and start a new one.</p>
               {narrow && !drawerOpen ? (
                 <button type="button" class="primary" onClick={() => setDrawerOpen(true)}>
-                  Show sessions
+                  Open the session list
                 </button>
               ) : null}
             </div>

@@ -294,3 +294,11 @@ export function durationText(ms: number | null): string {
   const minutes = Math.floor(ms / 60_000);
   return `${minutes} min ${Math.round((ms % 60_000) / 1000)} s`;
 }
+
+/** Text for the default tier: internal ids (`task_…`, `ses_…`, `call_…`) taken out. */
+export function withoutIds(text: string): string {
+  return text
+    .replace(/\s*\b(?:task|ses|call|evt|rcpt|msg|sig)_[0-9A-Za-z]{6,}(?::\w+)?\b/g, "")
+    .replace(/\s{2,}/g, " ")
+    .trim();
+}

@@ -14,6 +14,7 @@ import {
   relativeTime,
   titleOf,
   transcriptOf,
+  withoutIds,
 } from "../src/transcript.ts";
 
 let n = 0;
@@ -248,5 +249,9 @@ describe("the calm panels", () => {
     expect(durationText(1250)).toBe("1.3 s");
     expect(durationText(125_000)).toBe("2 min 5 s");
     expect(argumentsSummary({ city: "Paris", days: 3 })).toBe('city: "Paris", days: 3');
+    expect(withoutIds("turn task_01m8k03wyg2w9f9hwdtwyrbgpy waits for an operator")).toBe(
+      "turn waits for an operator",
+    );
+    expect(withoutIds("signal task_01m8k03wyg2w:approval pending")).toBe("signal pending");
   });
 });

@@ -6,11 +6,11 @@
 import { useEffect, useState } from "preact/hooks";
 import { openHealthStream } from "../api.ts";
 import { errorText } from "../hooks.ts";
-import { flagsOn } from "../transcript.ts";
+import { flagsOn, withoutIds } from "../transcript.ts";
 
 const TONE: Record<string, string> = { healthy: "ok", watch: "warn", unhealthy: "bad" };
 
-export function HealthPanel({ sessionId }: { sessionId: string }) {
+export function HealthPanel({ sessionId, debug }: { sessionId: string; debug: boolean }) {
   const [health, setHealth] = useState<Record<string, unknown> | null>(null);
   const [fatal, setFatal] = useState<string | null>(null);
   useEffect(() => {
@@ -56,7 +56,7 @@ export function HealthPanel({ sessionId }: { sessionId: string }) {
                     .map((r, i) => (
                       <span key={`${flag}-${i}`} class="muted">
                         {" — "}
-                        {r.message}
+                        {debug ? r.message : withoutIds(r.message)}
                       </span>
                     ))}
                 </li>
@@ -66,7 +66,9 @@ export function HealthPanel({ sessionId }: { sessionId: string }) {
           {typeof health.recovery_hint === "string" &&
           health.recovery_hint !== "" &&
           on.length > 0 ? (
-            <p class="muted">Hint: {health.recovery_hint}</p>
+            <p class="muted">
+              Hint: {debug ? health.recovery_hint : withoutIds(health.recovery_hint)}
+            </p>
           ) : null}
           {enforcement?.reason && <p class="bad">Enforced: {enforcement.reason}</p>}
         </>

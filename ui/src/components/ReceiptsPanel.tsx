@@ -60,14 +60,15 @@ export function ReceiptsPanel({ receipts, debug }: { receipts: ReceiptEntry[]; d
                 return (
                   <li key={r.receiptId} data-testid="receipt-row" data-receipt-id={r.receiptId}>
                     <span>
-                      Turn {i + 1} · {r.finalState ?? "?"} · chain #{r.chainIndex ?? "?"}
+                      Receipt {i + 1} · {(r.finalState ?? "?").toLowerCase()} · chain #
+                      {r.chainIndex ?? "?"}
                     </span>
                     {debug ? <span class="debug-id mono"> {r.receiptId}</span> : null}{" "}
                     <button
                       type="button"
                       class="ghost small"
                       data-testid="verify"
-                      aria-label={`Verify receipt of turn ${i + 1}`}
+                      aria-label={`Verify receipt ${i + 1}`}
                       onClick={() => verify(r.receiptId)}
                     >
                       Verify

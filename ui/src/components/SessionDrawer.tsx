@@ -146,30 +146,28 @@ export function SessionDrawer({
     <nav class="drawer-body" aria-label="Sessions">
       <div class="new-session">
         <label for="new-session-agent">Agent</label>
-        <div class="row">
-          <select
-            id="new-session-agent"
-            data-testid="new-session-agent"
-            value={chosen}
-            onChange={(e) => setAgent((e.target as HTMLSelectElement).value)}
-          >
-            {agents.length === 0 && <option value="">No agents yet</option>}
-            {agents.map((a) => (
-              <option key={String(a.id)} value={String(a.id)}>
-                {String(a.name ?? a.id)}
-              </option>
-            ))}
-          </select>
-          <button
-            type="button"
-            class="primary"
-            data-testid="new-session"
-            onClick={create}
-            disabled={!chosen}
-          >
-            New session
-          </button>
-        </div>
+        <select
+          id="new-session-agent"
+          data-testid="new-session-agent"
+          value={chosen}
+          onChange={(e) => setAgent((e.target as HTMLSelectElement).value)}
+        >
+          {agents.length === 0 && <option value="">No agents yet</option>}
+          {agents.map((a) => (
+            <option key={String(a.id)} value={String(a.id)}>
+              {String(a.name ?? a.id)}
+            </option>
+          ))}
+        </select>
+        <button
+          type="button"
+          class="primary"
+          data-testid="new-session"
+          onClick={create}
+          disabled={!chosen}
+        >
+          New session
+        </button>
       </div>
       <div class="list-head">
         <h2 id="sessions-title">Sessions</h2>
@@ -214,7 +212,7 @@ export function SessionDrawer({
                   onPicked();
                 }}
               >
-                <span class="session-title">{r.title ?? "New session"}</span>
+                <span class="session-title">{r.title ?? "Untitled session"}</span>
                 <span class="session-meta">
                   <span class={`dot ${status.tone}`} aria-hidden="true" />
                   <span class="sr-only">{status.word}, </span>

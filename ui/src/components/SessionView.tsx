@@ -40,6 +40,25 @@ const STATUS_WORDS: Record<string, string> = {
   closed: "Closed",
 };
 
+/** The agent (persona) id of a session, from `GET /v1/sessions/{id}`. */
+function useSessionAgent(sessionId: string): string | null {
+  const [agent, setAgent] = useState<string | null>(null);
+  useEffect(() => {
+    let current = true;
+    setAgent(null);
+    api("GET", `/v1/sessions/${encodeURIComponent(sessionId)}`).then(
+      (s) => current && setAgent(typeof s.persona_id === "string" ? s.persona_id : null),
+      () => {
+        // The head shows "No agent"; the stream reports real failures.
+      },
+    );
+    return () => {
+      current = false;
+    };
+  }, [sessionId]);
+  return agent;
+}
+
 export function SessionView({
   sessionId,
   debug,
@@ -98,14 +117,18 @@ export function SessionView({
   const lastTurn = view.turns.at(-1);
   const turn = activeTurn(view);
   const session = view.session;
-  const personaId = typeof session?.persona_id === "string" ? session.persona_id : null;
+  const personaId = useSessionAgent(sessionId);
   const agentName = personaId ? (agentNames.get(personaId) ?? "Agent") : null;
   const firstUser = view.chat.find((c) => c.role === "user")?.text.split("\n")[0];
-  const title = firstUser && firstUser.trim() !== "" ? firstUser : "New session";
+  const title = firstUser && firstUser.trim() !== "" ? firstUser : "Untitled session";
 
   const tabs = useMemo<PanelTab[]>(() => {
     const list: PanelTab[] = [
-      { id: "health", label: "Health", content: <HealthPanel sessionId={sessionId} /> },
+      {
+        id: "health",
+        label: "Health",
+        content: <HealthPanel sessionId={sessionId} debug={debug} />,
+      },
       {
         id: "resume",
         label: "Resume",

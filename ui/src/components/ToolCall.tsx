@@ -46,7 +46,7 @@ export function ToolCall({
           </span>
         ) : null}
       </div>
-      <JsonBlock label="Arguments" value={args} open={state === "awaiting_approval"} />
+      <JsonBlock label="Arguments" value={args} open={state === "awaiting_approval" && !approval} />
       {result !== null && result !== "" ? (
         <div class="tool-result">
           <span class="json-label">Result</span>
