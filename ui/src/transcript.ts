@@ -229,13 +229,13 @@ export function calmResumePoints(
   return { shown: all.slice(-keep), hidden: Math.max(0, all.length - keep) };
 }
 
-/** The health flags that are on, as readable words. */
-export function flagsOn(health: Record<string, unknown> | null): string[] {
+/** The health flags that are on: the flag and its readable words. */
+export function flagsOn(health: Record<string, unknown> | null): { flag: string; label: string }[] {
   const flags = health?.flags;
   if (typeof flags !== "object" || flags === null) return [];
   return Object.entries(flags as Record<string, unknown>)
     .filter(([, on]) => on === true)
-    .map(([flag]) => flag.replace(/_/g, " "));
+    .map(([flag]) => ({ flag, label: flag.replace(/_/g, " ") }));
 }
 
 /** "just now", "5 min ago", "3 h ago", "2 d ago", then the date. */

@@ -227,8 +227,9 @@ describe("the calm panels", () => {
   });
 
   it("lists only the health flags that are on", () => {
-    expect(flagsOn({ flags: { stuck: false, waiting: true, budget_pressure: false } })).toEqual([
-      "waiting",
+    expect(flagsOn({ flags: { stuck: false, waiting: true, budget_pressure: true } })).toEqual([
+      { flag: "waiting", label: "waiting" },
+      { flag: "budget_pressure", label: "budget pressure" },
     ]);
     expect(flagsOn({ flags: { stuck: false } })).toEqual([]);
     expect(flagsOn(null)).toEqual([]);

@@ -48,11 +48,11 @@ export function HealthPanel({ sessionId, debug }: { sessionId: string; debug: bo
             </p>
           ) : (
             <ul class="flags">
-              {on.map((flag) => (
-                <li key={flag} class="flag" data-flag={flag}>
-                  {flag}
+              {on.map(({ flag, label }) => (
+                <li key={flag} class="flag" data-flag={flag} data-on="true">
+                  {label}
                   {reasons
-                    .filter((r) => r.flag.replace(/_/g, " ") === flag)
+                    .filter((r) => r.flag === flag)
                     .map((r, i) => (
                       <span key={`${flag}-${i}`} class="muted">
                         {" — "}
