@@ -317,6 +317,16 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await page.getByRole("button", { name: "New session" }).waitFor();
         await noHorizontalOverflow();
         await shot("signed-in");
+        // The drawer collapses and comes back.
+        await drawerToggle().click();
+        await page.getByRole("button", { name: "New session" }).waitFor({ state: "hidden" });
+        await drawerToggle().click();
+        await page.getByRole("button", { name: "New session" }).waitFor();
+        if (size.phone) {
+          // On a phone it is a drawer over the page: choosing closes it, Escape too.
+          await page.keyboard.press("Escape");
+          await page.getByRole("button", { name: "New session" }).waitFor({ state: "hidden" });
+        }
         noConsoleErrors();
       });
 
@@ -476,6 +486,11 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await axeScan("approval");
         await noHorizontalOverflow();
         await shot("approval-pending");
+        // Dark (prefers-color-scheme) reads as well.
+        await page.emulateMedia({ colorScheme: "dark" });
+        await axeScan("approval (dark)");
+        await shot("approval-pending-dark");
+        await page.emulateMedia({ colorScheme: "light" });
         if (size.phone) {
           await approve.tap();
         } else {
