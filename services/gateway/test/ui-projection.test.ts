@@ -329,7 +329,7 @@ describe("the UI projection", () => {
           role: Role.TOOL,
           toolCallId: "call_m",
           name: "docs__search",
-          parts: [{ kind: { case: "text", value: "3 hits" } }],
+          parts: [{ kind: { case: "text", value: { text: "3 hits" } } }],
         }),
         1,
         25,

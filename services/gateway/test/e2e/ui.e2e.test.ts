@@ -354,6 +354,13 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         const row = page.locator('[data-testid="session-list"] [aria-current="page"]');
         await expect.poll(() => row.textContent()).toContain("hello there");
         expect(await row.textContent()).toContain("Echo assistant");
+        // Search narrows the list to the sessions that match.
+        const search = page.getByRole("searchbox", { name: "Search sessions" });
+        await search.fill("hello there");
+        await expect.poll(() => page.locator('[data-testid="session-list"] li').count()).toBe(1);
+        await search.fill("no such session anywhere");
+        await page.getByText("No session matches").waitFor();
+        await search.fill("");
         // The agent picker kept the choice across a reload.
         await page.reload();
         await showSessions();
