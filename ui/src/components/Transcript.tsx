@@ -7,10 +7,28 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { SessionView } from "../contract.ts";
-import { isTyping, type TranscriptDetails, transcriptOf } from "../transcript.ts";
+import { isTyping, type TranscriptDetails, transcriptOf, withoutIds } from "../transcript.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
 import { Message } from "./Message.tsx";
 import { ToolCall } from "./ToolCall.tsx";
+
+/** Readable names of timeline markers. */
+const MARKER_LABELS: Record<string, string> = {
+  resume_seed: "This branch starts here",
+  context_warning: "Context getting full",
+  context_compacted: "Earlier context summarized",
+};
+
+function markerLabel(kind: string): string {
+  return MARKER_LABELS[kind] ?? kind.replace(/_/g, " ");
+}
+
+/** A marker's detail: all of it in the debug tier, else without internal ids (none for a branch seed). */
+function markerText(kind: string, text: string, debug: boolean): string {
+  if (debug) return text;
+  if (kind === "resume_seed") return "";
+  return withoutIds(text);
+}
 
 /** How close to the bottom (px) still counts as "at the bottom". */
 const PIN_SLACK = 48;
@@ -129,8 +147,13 @@ export function Transcript({
                       data-testid="marker"
                       data-kind={item.marker.kind}
                     >
-                      <span>{item.marker.kind.replace(/_/g, " ")}</span>
-                      {item.marker.text ? <span class="muted"> · {item.marker.text}</span> : null}
+                      <span>{markerLabel(item.marker.kind)}</span>
+                      {markerText(item.marker.kind, item.marker.text, debug) ? (
+                        <span class="muted">
+                          {" "}
+                          · {markerText(item.marker.kind, item.marker.text, debug)}
+                        </span>
+                      ) : null}
                     </li>
                   );
               }
@@ -163,11 +186,18 @@ export function Transcript({
               Agent is working…
             </p>
           ) : null}
-          {errors.map((t) => (
-            <p key={`err-${t.taskId}`} class="error" data-testid="turn-error" role="alert">
-              {t.error!.code === "canceled" ? "Stopped." : `${t.error!.code}: ${t.error!.message}`}
-            </p>
-          ))}
+          {errors.map((t) =>
+            t.status === "canceled" || /cancel/i.test(t.error!.code) ? (
+              // A stop the operator asked for is no alarm.
+              <p key={`err-${t.taskId}`} class="marker" data-testid="turn-stopped">
+                Stopped{debug ? ` · ${t.error!.message}` : ""}
+              </p>
+            ) : (
+              <p key={`err-${t.taskId}`} class="error" data-testid="turn-error" role="alert">
+                {t.error!.code}: {debug ? t.error!.message : withoutIds(t.error!.message)}
+              </p>
+            ),
+          )}
         </div>
       </section>
       {away ? (

@@ -357,14 +357,18 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         // Search narrows the list to the sessions that match.
         const search = page.getByRole("searchbox", { name: "Search sessions" });
         await search.fill("hello there");
-        await expect.poll(() => page.locator('[data-testid="session-list"] li').count()).toBe(1);
+        const rows = page.locator('[data-testid="session-list"] li');
+        await expect
+          .poll(async () => (await rows.allTextContents()).every((t) => t.includes("hello there")))
+          .toBe(true);
+        expect(await rows.count()).toBeGreaterThanOrEqual(1);
         await search.fill("no such session anywhere");
         await page.getByText("No session matches").waitFor();
         await search.fill("");
         // The agent picker kept the choice across a reload.
         await page.reload();
         await showSessions();
-        expect(await page.getByLabel("Agent", { exact: true }).inputValue()).toBe(echo);
+        await expect.poll(() => page.getByLabel("Agent", { exact: true }).inputValue()).toBe(echo);
         await noHorizontalOverflow();
         await shot("reply-rendered");
         noConsoleErrors();
@@ -452,6 +456,9 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await press(page.getByRole("button", { name: "Stop" }));
         await page.waitForSelector('[data-testid="turn-status"][data-turn-status="canceled"]');
         await page.getByRole("button", { name: "Send" }).waitFor();
+        // Said calmly, not as an error.
+        await page.getByTestId("turn-stopped").waitFor();
+        expect(await page.getByTestId("turn-error").count()).toBe(0);
         await shot("stopped");
         // The task was canceled on the server, and no reply came.
         const tasks = await api.get(`/v1/sessions/${sessionId}/tasks`);
@@ -658,6 +665,8 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await countIs('[data-testid="inherited-entry"]', 2);
         expect(await texts('[data-testid="inherited-entry"] .text')).toEqual(["one", "Echo: one"]);
         await page.waitForSelector('[data-testid="marker"][data-kind="resume_seed"]');
+        // Internal ids stay in the debug tier.
+        expect(await page.locator(".chat-column").textContent()).not.toMatch(/ses_|evt_|task_/);
         await shot("branched");
         await page.waitForSelector('[data-testid="status"][data-status="active"]');
         await send("three");
