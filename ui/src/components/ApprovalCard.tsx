@@ -7,7 +7,7 @@ import { useState } from "preact/hooks";
 import { confirmTool } from "../api.ts";
 import type { Approval } from "../contract.ts";
 import { errorText } from "../hooks.ts";
-import { argumentsText } from "../transcript.ts";
+import { argumentsText, withoutIds } from "../transcript.ts";
 
 export function ApprovalCard({
   approval,
@@ -49,7 +49,7 @@ export function ApprovalCard({
         ) : null}
       </h3>
       {approval.reason && !/^waiting for signal/i.test(approval.reason) ? (
-        <p class="muted">{approval.reason}</p>
+        <p class="muted">{debug ? approval.reason : withoutIds(approval.reason)}</p>
       ) : null}
       {text !== null ? (
         <div class="approval-args">

@@ -6,7 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { api } from "../api.ts";
 import { errorText } from "../hooks.ts";
-import { calmResumePoints, type ResumePoint, resumeLabel } from "../transcript.ts";
+import { calmResumePoints, type ResumePoint, resumeLabel, withoutIds } from "../transcript.ts";
 
 export function ResumePoints({
   sessionId,
@@ -54,7 +54,7 @@ export function ResumePoints({
           >
             <div>
               <span class="point-kind">{resumeLabel(p)}</span>
-              {p.text ? <span class="muted"> · {p.text}</span> : null}
+              {p.text ? <span class="muted"> · {debug ? p.text : withoutIds(p.text)}</span> : null}
               {debug ? <span class="debug-id mono"> {p.resume_cursor}</span> : null}
             </div>
             <button

@@ -4,7 +4,12 @@
  * arguments and result, and its approval when one is pending.
  */
 import type { Approval, ToolRow } from "../contract.ts";
-import { durationText, TOOL_STATE_LABEL, type ToolDisplayState } from "../transcript.ts";
+import {
+  durationText,
+  TOOL_STATE_LABEL,
+  type ToolDisplayState,
+  withoutIds,
+} from "../transcript.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
 import { JsonBlock } from "./JsonBlock.tsx";
 
@@ -55,7 +60,9 @@ export function ToolCall({
           </pre>
         </div>
       ) : null}
-      {row.reason && state !== "ok" ? <p class="muted small">{row.reason}</p> : null}
+      {row.reason && state !== "ok" ? (
+        <p class="muted small">{debug ? row.reason : withoutIds(row.reason)}</p>
+      ) : null}
       {approval ? <ApprovalCard approval={approval} args={args} debug={debug} /> : null}
       {debug ? <p class="debug-id mono">call {row.toolCallId}</p> : null}
     </li>
