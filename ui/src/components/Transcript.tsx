@@ -205,6 +205,7 @@ export function Transcript({
           type="button"
           class="jump"
           data-testid="jump-latest"
+          aria-label="Jump to latest"
           onClick={() => {
             pinned.current = true;
             setAway(false);

@@ -349,6 +349,13 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         ]);
         await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
         await page.getByRole("button", { name: "Send" }).waitFor();
+        // Usable widths: the composer and the reply take most of the screen.
+        const composer = await page.getByRole("textbox", { name: "Message" }).boundingBox();
+        expect(composer?.width ?? 0).toBeGreaterThan(size.phone ? 250 : 400);
+        const bubble = await page
+          .locator('[data-testid="chat-entry"][data-role="assistant"] .bubble')
+          .boundingBox();
+        expect(bubble?.width ?? 0).toBeGreaterThan(120);
         // The session list names it by its first message and its agent.
         await showSessions();
         const row = page.locator('[data-testid="session-list"] [aria-current="page"]');
