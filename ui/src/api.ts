@@ -12,6 +12,14 @@ export const PROTOCOL_VERSION = "agents-protocol-2026-04-25";
 
 const KEY_ITEM = "trellis.apiKey";
 
+/** Origin prefix of every call ("" in the browser: same origin; tests set a server's URL). */
+let apiBase = "";
+
+/** Send every call to `base` (e.g. `http://127.0.0.1:8080`) instead of the page's origin. */
+export function setApiBase(base: string): void {
+  apiBase = base.replace(/\/+$/, "");
+}
+
 /** The API key of this tab, if the operator signed in. */
 export function storedKey(): string | null {
   return sessionStorage.getItem(KEY_ITEM);
@@ -75,13 +83,55 @@ export async function api<T = Record<string, unknown>>(
   const extra: Record<string, string> = {};
   if (body !== undefined) extra["content-type"] = "application/json";
   if (method === "POST") extra["idempotency-key"] = randomKey();
-  const response = await fetch(path, {
+  const response = await fetch(`${apiBase}${path}`, {
     method,
     headers: headers(key, extra),
     ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
   });
   if (!response.ok) throw await errorOf(response);
   return (await response.json()) as T;
+}
+
+/** A page of a Harn list. */
+export interface ListPage<T> {
+  data: T[];
+  page?: { next_cursor?: string | null; has_more?: boolean };
+}
+
+/**
+ * Every item of a Harn list, following `next_cursor` for at most `maxPages`
+ * pages of `limit` (bounded: a huge list is cut, never read unbounded).
+ */
+export async function listAll<T = Record<string, unknown>>(
+  path: string,
+  { limit = 200, maxPages = 5 }: { limit?: number; maxPages?: number } = {},
+): Promise<T[]> {
+  const out: T[] = [];
+  let cursor: string | null | undefined = null;
+  for (let page = 0; page < maxPages; page += 1) {
+    const query = new URLSearchParams({ limit: String(limit) });
+    if (cursor) query.set("cursor", cursor);
+    const sep = path.includes("?") ? "&" : "?";
+    const result: ListPage<T> = await api<ListPage<T>>("GET", `${path}${sep}${query}`);
+    out.push(...result.data);
+    cursor = result.page?.next_cursor;
+    if (!cursor || result.page?.has_more === false) break;
+  }
+  return out;
+}
+
+/** Cancel a running task (the composer's Stop). */
+export function cancelTask(taskId: string): Promise<Record<string, unknown>> {
+  return api("POST", `/v1/tasks/${encodeURIComponent(taskId)}/cancel`, {});
+}
+
+/** Approve or deny the tool call a suspended task waits on. */
+export function confirmTool(taskId: string, approved: boolean): Promise<Record<string, unknown>> {
+  // The gateway's signal route: a tool confirmation resumes the waiting task.
+  return api("POST", `/v1/tasks/${encodeURIComponent(taskId)}/messages`, {
+    kind: "tool_confirmation",
+    message: { role: "user", parts: [{ type: "json", value: { approved } }] },
+  });
 }
 
 /** Options of {@link openUiStream}. */
@@ -116,7 +166,7 @@ export function openUiStream(options: UiStreamOptions): () => void {
       if (lastCursor) extra["last-event-id"] = lastCursor;
       try {
         const response = await fetch(
-          `/v1/ui/sessions/${encodeURIComponent(options.sessionId)}/events/stream?${query}`,
+          `${apiBase}/v1/ui/sessions/${encodeURIComponent(options.sessionId)}/events/stream?${query}`,
           { headers: headers(storedKey(), extra), signal: abort.signal },
         );
         if (!response.ok) {
@@ -167,7 +217,7 @@ export function openHealthStream(
     while (!abort.signal.aborted) {
       try {
         const response = await fetch(
-          `/v1/ui/sessions/${encodeURIComponent(sessionId)}/health/stream`,
+          `${apiBase}/v1/ui/sessions/${encodeURIComponent(sessionId)}/health/stream`,
           {
             headers: headers(storedKey(), { accept: "text/event-stream" }),
             signal: abort.signal,
@@ -197,14 +247,17 @@ export function openHealthStream(
   return () => abort.abort();
 }
 
-interface Frame {
+export interface Frame {
   id?: string;
   event?: string;
   data: string;
 }
 
 /** Read SSE frames off a response body; true when the server ended the stream. */
-async function readFrames(response: Response, onFrame: (frame: Frame) => void): Promise<boolean> {
+export async function readFrames(
+  response: Response,
+  onFrame: (frame: Frame) => void,
+): Promise<boolean> {
   const reader = response.body?.getReader();
   if (!reader) return true;
   const decoder = new TextDecoder();

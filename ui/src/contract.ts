@@ -27,6 +27,10 @@ export interface ChatEntry {
   taskId: string | null;
   /** The log event the message came from (where a branch can start). */
   eventId: string | null;
+  /** Arrival order in the stream (orders the transcript). */
+  seq: number;
+  /** When it happened, as far as the stream tells (the latest state change seen). */
+  at: string | null;
 }
 
 /** Terminal status of a tool call, or `running` while it has none. */
@@ -42,6 +46,12 @@ export interface ToolRow {
   elapsedMs: number | null;
   resultText: string | null;
   reason: string | null;
+  /** The MCP server the tool ran on (`agent.mcp_tool_use`), else null. */
+  server: string | null;
+  /** Arrival order in the stream (the row sits there in the transcript). */
+  seq: number;
+  /** When the call was seen, as far as the stream tells. */
+  at: string | null;
   /** Debug tier only. */
   arguments?: unknown;
 }
@@ -55,6 +65,8 @@ export interface Approval {
   toolName: string | null;
   toolCallId: string | null;
   decision: "pending" | "approved" | "denied" | "answered" | "canceled";
+  /** Arrival order in the stream. */
+  seq: number;
 }
 
 /** A receipt issued for the session. */
@@ -78,6 +90,8 @@ export interface Marker {
   key: string;
   kind: string;
   text: string;
+  /** Arrival order in the stream. */
+  seq: number;
 }
 
 /** Everything the stream of one session has told the UI. */
@@ -100,6 +114,10 @@ export interface SessionView {
   /** Cursors applied, in order; a repeated cursor is counted, not applied. */
   cursors: string[];
   duplicates: number;
+  /** The next arrival number (see `seq` of the transcript's items). */
+  seq: number;
+  /** The time of the latest `session_state` (stamps what arrives after it). */
+  clock: string | null;
 }
 
 /** The view before any envelope. */
@@ -120,6 +138,8 @@ export function emptyView(): SessionView {
     log: [],
     cursors: [],
     duplicates: 0,
+    seq: 0,
+    clock: null,
   };
 }
 
@@ -148,12 +168,34 @@ function toolKey(taskId: string | null, toolCallId: string): string {
   return `${taskId ?? ""}/${toolCallId}`;
 }
 
-function upsertTool(view: SessionView, row: ToolRow): SessionView {
+/** A tool row as it is first seen; `seq` and `at` are stamped by {@link upsertTool}. */
+type NewToolRow = Omit<ToolRow, "seq" | "at" | "server"> & { server?: string | null };
+
+function upsertTool(view: SessionView, row: NewToolRow): SessionView {
   const index = view.tools.findIndex((t) => t.key === row.key);
-  if (index < 0) return { ...view, tools: [...view.tools, row] };
+  if (index < 0) {
+    const stamped: ToolRow = { server: null, ...row, seq: view.seq, at: view.clock };
+    return { ...view, seq: view.seq + 1, tools: [...view.tools, stamped] };
+  }
   const tools = view.tools.slice();
-  tools[index] = { ...tools[index]!, ...row, name: row.name || tools[index]!.name };
+  const known = tools[index]!;
+  tools[index] = {
+    ...known,
+    ...row,
+    name: row.name || known.name,
+    server: row.server ?? known.server,
+    seq: known.seq,
+    at: known.at,
+  };
   return { ...view, tools };
+}
+
+function addMarker(view: SessionView, marker: Omit<Marker, "seq">): SessionView {
+  return {
+    ...view,
+    seq: view.seq + 1,
+    markers: [...view.markers, { ...marker, seq: view.seq }],
+  };
 }
 
 function upsertTurn(view: SessionView, turn: Partial<TurnEntry> & { taskId: string }): SessionView {
@@ -183,11 +225,12 @@ function without(record: Record<string, string>, key: string): Record<string, st
  */
 function chatEntry(
   view: SessionView,
-  entry: ChatEntry,
+  fields: Omit<ChatEntry, "seq" | "at">,
   confirmsStreamOf: string | null,
 ): SessionView {
-  if (view.chat.some((c) => c.key === entry.key)) return view;
-  const next = { ...view, chat: [...view.chat, entry] };
+  if (view.chat.some((c) => c.key === fields.key)) return view;
+  const entry: ChatEntry = { ...fields, seq: view.seq, at: view.clock };
+  const next = { ...view, seq: view.seq + 1, chat: [...view.chat, entry] };
   const streamed = confirmsStreamOf === null ? undefined : view.streaming[confirmsStreamOf];
   if (confirmsStreamOf !== null && streamed !== undefined) {
     const rest = streamed.startsWith(entry.text) ? streamed.slice(entry.text.length) : "";
@@ -208,18 +251,17 @@ type Handler = (
 /** One handler per envelope type the UI handles. */
 const handlers = {
   session: (view, p) => ({ ...view, session: p }),
-  session_state: (view, p) => ({ ...view, status: p }),
-  session_checkpoint: (view, p, cursor) => ({
+  session_state: (view, p) => ({
     ...view,
-    markers: [
-      ...view.markers,
-      {
-        key: cursor ?? `checkpoint-${view.markers.length}`,
-        kind: str(p.checkpoint_type) || "checkpoint",
-        text: str(p.summary_text),
-      },
-    ],
+    status: p,
+    clock: strOrNull(p.updated_at) ?? view.clock,
   }),
+  session_checkpoint: (view, p, cursor) =>
+    addMarker(view, {
+      key: cursor ?? `checkpoint-${view.markers.length}`,
+      kind: str(p.checkpoint_type) || "checkpoint",
+      text: str(p.summary_text),
+    }),
   turn_start: (view, p) => upsertTurn(view, { taskId: str(p.task_id), status: "running" }),
   token: (view, p) => {
     const task = str(p.task_id);
@@ -261,6 +303,7 @@ const handlers = {
       elapsedMs: null,
       resultText: null,
       reason: null,
+      server: strOrNull(p.server),
       ...("arguments" in p ? { arguments: p.arguments } : {}),
     });
   },
@@ -303,6 +346,7 @@ const handlers = {
     );
     return {
       ...view,
+      seq: view.seq + 1,
       approvals: [
         ...others,
         {
@@ -313,6 +357,7 @@ const handlers = {
           toolName: strOrNull(p.tool_name),
           toolCallId: strOrNull(p.tool_call_id),
           decision: "pending",
+          seq: view.seq,
         },
       ],
     };
@@ -329,28 +374,18 @@ const handlers = {
   },
   usage: (view, p) => ({ ...view, usage: [...view.usage, p] }),
   // Compaction and its warning are timeline markers (the details are in the debug log).
-  context_warning: (view, p, cursor) => ({
-    ...view,
-    markers: [
-      ...view.markers,
-      {
-        key: cursor ?? `context-warning-${view.markers.length}`,
-        kind: "context_warning",
-        text: `context at ${numOrNull(p.usage_percent) ?? "?"}% of ${numOrNull(p.budget_tokens) ?? "?"} tokens`,
-      },
-    ],
-  }),
-  context_compacted: (view, p, cursor) => ({
-    ...view,
-    markers: [
-      ...view.markers,
-      {
-        key: cursor ?? `context-compacted-${view.markers.length}`,
-        kind: "context_compacted",
-        text: `${numOrNull(p.original_count) ?? "?"} → ${numOrNull(p.compacted_count) ?? "?"} messages, ${numOrNull(p.tokens_saved) ?? "?"} tokens saved`,
-      },
-    ],
-  }),
+  context_warning: (view, p, cursor) =>
+    addMarker(view, {
+      key: cursor ?? `context-warning-${view.markers.length}`,
+      kind: "context_warning",
+      text: `context at ${numOrNull(p.usage_percent) ?? "?"}% of ${numOrNull(p.budget_tokens) ?? "?"} tokens`,
+    }),
+  context_compacted: (view, p, cursor) =>
+    addMarker(view, {
+      key: cursor ?? `context-compacted-${view.markers.length}`,
+      kind: "context_compacted",
+      text: `${numOrNull(p.original_count) ?? "?"} → ${numOrNull(p.compacted_count) ?? "?"} messages, ${numOrNull(p.tokens_saved) ?? "?"} tokens saved`,
+    }),
   turn_end: (view, p) => {
     const status = str(p.status);
     const taskId = str(p.task_id);

@@ -88,7 +88,8 @@ describe.skipIf(!chromiumPath)("the operator UI's health card (Chromium)", () =>
     expect(await page.textContent('[data-testid="health"]')).toContain("has recorded nothing");
     await page.screenshot({ path: join(screenshots, "health-2-stuck.png"), fullPage: true });
 
-    await page.waitForSelector('[data-testid="health"] [data-flag="stuck"][data-on="false"]');
+    // Calm: a flag that went off is no longer listed.
+    await page.waitForSelector('[data-testid="health"] [data-flag="stuck"]', { state: "detached" });
     await page.waitForSelector('[data-testid="health"][data-status="healthy"]');
     await page.screenshot({ path: join(screenshots, "health-3-recovered.png"), fullPage: true });
   }, 60_000);

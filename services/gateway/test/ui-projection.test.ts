@@ -312,6 +312,48 @@ describe("the UI projection", () => {
     ]);
   });
 
+  it("makes an MCP tool call (agent.mcp_tool_use) a tool row like any other, naming its server", () => {
+    const projector = new UiProjector({ sessionId: SESSION });
+    const envelopes = [
+      dataEvent("agent.mcp_tool_use", "task_m", {
+        tool_call_id: "call_m",
+        name: "docs__search",
+        server: "docs",
+        input: { q: "roadmap" },
+      }),
+      messageEvent(
+        "agent.tool_result",
+        "task_m",
+        create(MessageSchema, {
+          id: "msg_mr",
+          role: Role.TOOL,
+          toolCallId: "call_m",
+          name: "docs__search",
+          parts: [{ kind: { case: "text", value: { text: "3 hits" } } }],
+        }),
+        1,
+        25,
+      ),
+    ].flatMap((e) => projector.project(e));
+    const call = envelopes.find((e) => e.type === "tool_call");
+    expect(call?.payload).toEqual({
+      tool_call_id: "call_m",
+      task_id: "task_m",
+      name: "docs__search",
+      server: "docs",
+    });
+    expect(call?.debug).toMatchObject({ arguments: { q: "roadmap" } });
+    const outcome = envelopes.find((e) => e.type === "tool_outcome");
+    expect(outcome?.payload).toMatchObject({ tool_call_id: "call_m", status: "ok" });
+    // The UI reduces it to one finished row.
+    let view = emptyView();
+    for (const e of envelopes)
+      view = applyItem(view, { envelope: { type: e.type, payload: e.payload } });
+    expect(view.tools.map((t) => [t.toolCallId, t.name, t.server, t.status])).toEqual([
+      ["call_m", "docs__search", "docs", "ok"],
+    ]);
+  });
+
   it("maps the turn, approval and session lifecycle", () => {
     const envelopes = projectAll(recordedSession());
     const types = envelopes.map((e) => e.type);

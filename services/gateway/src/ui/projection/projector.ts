@@ -26,7 +26,7 @@
  * | `user.message`, system messages | `message` |
  * | `agent.text_delta` / `agent.token` | `token` |
  * | `agent.thinking_delta` / `agent.thinking` | `thinking` |
- * | `agent.tool_use`, `tool.completed` / `tool.failed` | `tool_call`, `tool_outcome` |
+ * | `agent.tool_use`, `agent.mcp_tool_use`, `tool.completed` / `tool.failed` | `tool_call`, `tool_outcome` |
  * | `agent.model_call` | `usage` (debug) |
  * | `context.warning` / `context.compacted` (tasks' compactor) | `context_warning` / `context_compacted` |
  * | `artifact.created` | `artifact` |
@@ -479,11 +479,15 @@ export class UiProjector {
         emit("thinking", { task_id: taskId || null, text: str(data, "text", "delta") });
         return;
       case "agent.tool_use":
+      case "agent.mcp_tool_use":
       case "tool.requested": {
         const id = str(data, "tool_call_id", "toolCallId", "call_id", "id");
         if (id === "") break;
         const input = data.input ?? data.arguments ?? null;
-        this.#toolCall(taskId, id, str(data, "name", "tool_name", "tool"), input, at, emit);
+        // An MCP tool's row is a tool row; it also names the server it ran on.
+        const server =
+          event.kind === "agent.mcp_tool_use" ? str(data, "server", "server_name") || null : null;
+        this.#toolCall(taskId, id, str(data, "name", "tool_name", "tool"), input, at, emit, server);
         return;
       }
       case "tool.completed":
@@ -596,6 +600,7 @@ export class UiProjector {
     input: JsonValue,
     at: number | undefined,
     emit: Emit,
+    server: string | null = null,
   ): void {
     const key = `${taskId} ${toolCallId}`;
     const known = this.#calls.get(key);
@@ -608,7 +613,12 @@ export class UiProjector {
     this.#latestCall.set(toolCallId, key);
     emit(
       "tool_call",
-      { tool_call_id: toolCallId, task_id: taskId || null, name },
+      {
+        tool_call_id: toolCallId,
+        task_id: taskId || null,
+        name,
+        ...(server !== null ? { server } : {}),
+      },
       { arguments: input },
     );
   }
