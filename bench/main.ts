@@ -20,6 +20,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
@@ -81,6 +82,14 @@ const benches: Bench[] = [
         text: formatTurnAbBench(points, `${options.kind} turn A/B against ${options.base}`),
         data: points,
       };
+    },
+  },
+  {
+    // CPU of idle processes (CPU time from /proc: robust on a busy machine).
+    name: "idle",
+    async run() {
+      const results = await runIdleBench();
+      return { text: formatIdleBench(results), data: results };
     },
   },
   {

@@ -9,6 +9,7 @@
  * - `TRELLIS_WEBHOOK_MAX_ATTEMPTS` (default 15): then the delivery is `failed`.
  * - `TRELLIS_WEBHOOK_TIMEOUT` (default 10s): one attempt's deadline.
  * - `TRELLIS_WEBHOOK_POLL` (default 1s): how often due deliveries are looked for
+ *   (while none are, the wait doubles up to 8 polls, never past the retry base)
  *   (new ones are sent at once on the replica that queued them).
  * - `TRELLIS_WEBHOOK_CONCURRENCY` (default 8): attempts in flight per replica.
  * - `TRELLIS_WEBHOOK_SECRET_KEY` (optional): encrypts signing secrets at rest
