@@ -144,6 +144,7 @@ async function idleDistributed(windowMs: number, settleMs: number): Promise<Idle
     natsUrl: testNatsUrl,
     natsPrefix: prefix,
     adapterWorkers: 1,
+    readyTimeoutMs: 180_000,
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn" },
   });
   // Backends of the mesh's database, seen through a connection of our own
