@@ -108,7 +108,7 @@ const bearer: Interceptor = (next) => (req) => {
 async function oneTurn(baseUrl: string): Promise<void> {
   const transport = createGrpcTransport({ baseUrl, interceptors: [bearer] });
   const op = await chatTurnOps(transport);
-  await op();
+  await op(0, 0);
 }
 
 async function idleEmbedded(windowMs: number, settleMs: number): Promise<IdleResult> {

@@ -7,6 +7,7 @@
  *   npm run bench -- event-log    only the named ones
  *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
  *                                 this checkout's turn against another's, side by side
+ *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
  *
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
  * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
