@@ -7,6 +7,7 @@
  *   npm run bench -- event-log    only the named ones
  *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
  *                                 this checkout's turn against another's, side by side
+ *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
  *
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
  * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
@@ -20,6 +21,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
@@ -81,6 +83,14 @@ const benches: Bench[] = [
         text: formatTurnAbBench(points, `${options.kind} turn A/B against ${options.base}`),
         data: points,
       };
+    },
+  },
+  {
+    // CPU of idle processes (CPU time from /proc: robust on a busy machine).
+    name: "idle",
+    async run() {
+      const results = await runIdleBench();
+      return { text: formatIdleBench(results), data: results };
     },
   },
   {

@@ -216,6 +216,11 @@ export async function runService(
     database: db,
     schema,
     eventLog,
+    // Writers kick it after each commit and the outbox NOTIFYs (another
+    // replica's commits): the poll only catches a notification lost while
+    // the listening connection was down, so an idle service need not wake
+    // every second for it.
+    pollIntervalMs: 5000,
     onError: (error) =>
       logger.warn("outbox relay round failed; retrying", { error: String(error) }),
   });

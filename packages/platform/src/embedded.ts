@@ -297,8 +297,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     database: db,
     schema: EMBEDDED_OUTBOX_SCHEMA,
     eventLog,
-    // In one process every commit kicks the relay; polling is only a fallback.
-    pollIntervalMs: 500,
+    // In one process every commit kicks the relay; polling is only a
+    // fallback, and an idle process should not wake twice a second for it.
+    pollIntervalMs: 2000,
     // The in-process log is rebuilt from this outbox at every start, and
     // takes each row at its outbox position.
     logRebuiltFromOutbox: true,

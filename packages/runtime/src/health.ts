@@ -9,6 +9,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { health } from "@trellis/contracts/grpc";
+import { IdleBackoff } from "./idle-backoff.js";
 import type { Logger } from "./logger.js";
 
 const { Health, HealthCheckResponseSchema, HealthCheckResponse_ServingStatus: Status } = health;
@@ -35,6 +36,13 @@ export interface HealthOptions {
   dependencies?: readonly HealthDependency[];
   /** How often dependencies are probed (default 2000 ms). */
   pollIntervalMs?: number;
+  /**
+   * While every dependency stays healthy and nobody asks (Check, List,
+   * Watch), the interval doubles per probe up to this (default 8 × the poll
+   * interval); a failed or changed probe, or a health request, brings it
+   * back to `pollIntervalMs` at once.
+   */
+  idlePollMaxMs?: number;
   /** How long one probe may take before it counts as failed (default: the poll interval, at most 5 s). */
   probeTimeoutMs?: number;
 }
@@ -79,7 +87,8 @@ export class HealthMonitor implements HealthReporter {
   readonly #pollIntervalMs: number;
   readonly #probeTimeoutMs: number;
   readonly #logger: Logger;
-  #timer: NodeJS.Timeout | undefined;
+  readonly #backoff: IdleBackoff;
+  #polling: AbortController | undefined;
   #round: Promise<void> | undefined;
   #shuttingDown = false;
   // Watch calls waiting for the next change: each is woken and dropped on a
@@ -97,6 +106,12 @@ export class HealthMonitor implements HealthReporter {
     }));
     this.#pollIntervalMs = options.pollIntervalMs ?? 2000;
     this.#probeTimeoutMs = options.probeTimeoutMs ?? Math.min(this.#pollIntervalMs, 5000);
+    this.#backoff = new IdleBackoff({
+      baseMs: this.#pollIntervalMs,
+      maxMs: Math.max(this.#pollIntervalMs, options.idlePollMaxMs ?? this.#pollIntervalMs * 8),
+      // Probing must not keep a process alive on its own.
+      unref: true,
+    });
     this.#logger = logger;
   }
 
@@ -137,21 +152,37 @@ export class HealthMonitor implements HealthReporter {
 
   /** Start polling; resolves after the first probe round, so a listening server reports the truth. */
   async start(): Promise<void> {
-    if (this.#timer !== undefined || this.#shuttingDown) return;
+    if (this.#polling !== undefined || this.#shuttingDown) return;
     if (this.#deps.length > 0) {
-      this.#timer = setInterval(() => void this.probe(), this.#pollIntervalMs);
-      // Probing must not keep a process alive on its own.
-      this.#timer.unref();
+      this.#polling = new AbortController();
+      void this.#pollLoop(this.#polling.signal);
     }
     await this.probe();
+  }
+
+  /** Probe every interval; back off while all is well and nobody asks. */
+  async #pollLoop(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
+      await this.#backoff.wait(stop);
+      if (stop.aborted) return;
+      const before = this.#deps.map((d) => d.healthy);
+      await this.probe();
+      const steady = this.#deps.every((d, i) => d.healthy === true && before[i] === true);
+      if (steady) this.#backoff.idle();
+      else this.#backoff.reset();
+    }
+  }
+
+  /** Someone asks for the health: probe at the base interval again. */
+  asked(): void {
+    this.#backoff.reset();
   }
 
   /** Report NOT_SERVING for good, stop probing, and let Watch streams end. */
   shutdown(): void {
     if (this.#shuttingDown) return;
     this.#shuttingDown = true;
-    if (this.#timer !== undefined) clearInterval(this.#timer);
-    this.#timer = undefined;
+    this.#polling?.abort();
     this.#notify();
   }
 
@@ -239,6 +270,7 @@ const wire: Record<ServingStatus, Status> = {
 export function createHealthImpl(monitor: HealthMonitor): ServiceImpl<typeof Health> {
   return {
     check(req) {
+      monitor.asked();
       const status = monitor.status(req.service);
       // grpc health spec: Check of an unknown service fails with NOT_FOUND.
       if (status === undefined) {
@@ -247,6 +279,7 @@ export function createHealthImpl(monitor: HealthMonitor): ServiceImpl<typeof Hea
       return { status: wire[status] };
     },
     list() {
+      monitor.asked();
       const statuses: Record<string, health.HealthCheckResponse> = {};
       for (const [name, status] of monitor.statuses()) {
         statuses[name] = create(HealthCheckResponseSchema, { status: wire[status] });
@@ -256,6 +289,7 @@ export function createHealthImpl(monitor: HealthMonitor): ServiceImpl<typeof Hea
     async *watch(req, ctx: HandlerContext) {
       // grpc health spec: send the current status at once, then every change;
       // an unknown service is SERVICE_UNKNOWN and the stream stays open.
+      monitor.asked();
       let last: Status | undefined;
       for (;;) {
         const status = monitor.status(req.service);

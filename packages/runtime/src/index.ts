@@ -32,6 +32,7 @@ export type {
   HealthReporter,
   ServingStatus,
 } from "./health.js";
+export { IdleBackoff, type IdleBackoffOptions } from "./idle-backoff.js";
 export type { RequestLimits } from "./limits.js";
 export {
   defaultRequestLimits,

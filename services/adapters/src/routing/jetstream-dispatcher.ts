@@ -53,6 +53,7 @@ import {
 } from "@trellis/contracts/adapters";
 import {
   type HeaderRecord,
+  IdleBackoff,
   injectTraceHeaders,
   type Logger,
   type SecretFingerprints,
@@ -75,7 +76,11 @@ export interface JetStreamDispatcherOptions {
   graceMs?: number;
   /** Placements of one execution at most, counting retries after lost workers (default 3). */
   maxAttempts?: number;
-  /** How often dead workers and stuck queues are checked (default 200 ms). */
+  /**
+   * How often dead workers and stuck queues are checked while executions are
+   * waiting or running (default 200 ms); with none, the interval doubles per
+   * check up to 8 × that, and the next dispatch brings it back at once.
+   */
   sweepMs?: number;
   /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
   unavailableAfterMs?: number;
@@ -162,7 +167,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   readonly #logger: Logger | undefined;
   readonly #pending = new Map<string, Pending>();
   readonly #subscriptions: Subscription[] = [];
-  readonly #sweep: NodeJS.Timeout;
+  readonly #sweep: IdleBackoff;
+  readonly #stopSweep = new AbortController();
   readonly #inbox: string;
   readonly #unlisten: () => void;
   readonly #storage: "file" | "memory" | undefined;
@@ -188,8 +194,9 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     this.#vaultAccess = options.vaultAccess;
     this.#fingerprints = options.fingerprints;
     this.#unlisten = this.#registry.onWorkerLost((worker) => this.#workerLost(worker));
-    this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
-    this.#sweep.unref();
+    const sweepMs = options.sweepMs ?? 200;
+    this.#sweep = new IdleBackoff({ baseMs: sweepMs, maxMs: sweepMs * 8, unref: true });
+    void this.#sweepLoop();
   }
 
   /**
@@ -260,6 +267,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
       };
       this.#pending.set(plan.executionId, pending);
+      this.#sweep.reset();
       if (pending.deadline !== undefined) {
         pending.timers.push(
           setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
@@ -464,6 +472,17 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
   }
 
+  async #sweepLoop(): Promise<void> {
+    const stop = this.#stopSweep.signal;
+    while (!stop.aborted) {
+      await this.#sweep.wait(stop);
+      if (stop.aborted) return;
+      this.#check();
+      if (this.#pending.size > 0) this.#sweep.reset();
+      else this.#sweep.idle();
+    }
+  }
+
   /** Periodic: drop dead workers; fail queued work nobody can take. */
   #check(): void {
     this.#registry.sweep();
@@ -559,7 +578,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    clearInterval(this.#sweep);
+    this.#stopSweep.abort();
     this.#unlisten();
     for (const pending of [...this.#pending.values()]) {
       this.#notifyCancel(pending, "the router is shutting down");

@@ -84,7 +84,46 @@ const LIST_AGENTS = "trellis.tasks.v1.AgentService/ListAgents";
 /** The methods this interceptor checks (documentation and tests). */
 export const agentCheckedMethods: readonly string[] = Object.keys(checks);
 
-export function createAgentPolicyInterceptor(clients: ServiceClients): Interceptor {
+/** Session bindings remembered per gateway process at most (the oldest go first). */
+const MAX_REMEMBERED_BINDINGS = 10_000;
+
+/**
+ * The agents sessions are bound to, as this gateway read them. A session's
+ * agent is set when it is created and never changes (sessions are closed,
+ * never re-bound or deleted), so a binding once read holds for good: a
+ * restricted caller's next turn in the session is checked without asking
+ * the tasks service again. Only bindings are remembered (a session not
+ * there yet, or not bound, is asked again), per workspace: what a caller
+ * sees is what its own workspace's read returned.
+ */
+export class SessionBindings {
+  readonly #bound = new Map<string, string>();
+  constructor(readonly max = MAX_REMEMBERED_BINDINGS) {}
+
+  get(workspaceId: string, sessionId: string): string | undefined {
+    return this.#bound.get(`${workspaceId}\u0000${sessionId}`);
+  }
+
+  remember(workspaceId: string, sessionId: string, agentId: string): void {
+    if (agentId === "") return;
+    const key = `${workspaceId}\u0000${sessionId}`;
+    if (this.#bound.has(key)) return;
+    if (this.#bound.size >= this.max) {
+      const oldest = this.#bound.keys().next().value;
+      if (oldest !== undefined) this.#bound.delete(oldest);
+    }
+    this.#bound.set(key, agentId);
+  }
+
+  get size(): number {
+    return this.#bound.size;
+  }
+}
+
+export function createAgentPolicyInterceptor(
+  clients: ServiceClients,
+  bindings = new SessionBindings(),
+): Interceptor {
   return (next) => async (req) => {
     const caller = req.contextValues.get(callerKey);
     const policy = agentPolicyOf(caller);
@@ -100,7 +139,7 @@ export function createAgentPolicyInterceptor(clients: ServiceClients): Intercept
     }
     const check = checks[method];
     if (check === undefined) return next(req);
-    const lookup = agentLookup(clients, caller);
+    const lookup = agentLookup(clients, caller, bindings);
     if (!req.stream) {
       await check(caller, req.message, lookup);
       return next(req);
@@ -117,7 +156,11 @@ export function createAgentPolicyInterceptor(clients: ServiceClients): Intercept
   };
 }
 
-function agentLookup(clients: ServiceClients, caller: Caller): AgentLookup {
+function agentLookup(
+  clients: ServiceClients,
+  caller: Caller,
+  bindings: SessionBindings,
+): AgentLookup {
   const options = () => {
     const headers = new Headers();
     setCallerHeaders(headers, caller);
@@ -136,12 +179,17 @@ function agentLookup(clients: ServiceClients, caller: Caller): AgentLookup {
     }
   };
   return {
-    session: (sessionId) =>
-      agentOf(
+    async session(sessionId) {
+      const known = bindings.get(caller.workspaceId, sessionId);
+      if (known !== undefined) return known;
+      const agentId = await agentOf(
         sessionId,
         async () =>
           (await clients.get(SessionService).getSession({ sessionId }, options())).session,
-      ),
+      );
+      bindings.remember(caller.workspaceId, sessionId, agentId);
+      return agentId;
+    },
     task: (taskId) =>
       agentOf(
         taskId,

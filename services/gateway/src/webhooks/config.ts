@@ -9,7 +9,9 @@
  * - `TRELLIS_WEBHOOK_MAX_ATTEMPTS` (default 15): then the delivery is `failed`.
  * - `TRELLIS_WEBHOOK_TIMEOUT` (default 10s): one attempt's deadline.
  * - `TRELLIS_WEBHOOK_POLL` (default 1s): how often due deliveries are looked for
- *   (new ones are sent at once on the replica that queued them).
+ *   (new ones are sent at once on the replica that queued them; while none
+ *   are due, the wait doubles per empty look up to 8 polls, never past
+ *   `TRELLIS_WEBHOOK_RETRY_BASE`).
  * - `TRELLIS_WEBHOOK_CONCURRENCY` (default 8): attempts in flight per replica.
  * - `TRELLIS_WEBHOOK_SECRET_KEY` (optional): encrypts signing secrets at rest
  *   (`SecretBox` of `@trellis/runtime`); every replica needs the same value.

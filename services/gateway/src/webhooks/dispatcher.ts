@@ -45,6 +45,8 @@ export class WebhookDispatcher {
   private readonly abort = new AbortController();
   private cache: { at: number; subscriptions: SubscriptionRow[] } | undefined;
   private wake: (() => void) | undefined;
+  /** The delivery loop's next wait: the poll interval, doubled per empty round while idle. */
+  private idleWaitMs = 0;
   private running: Promise<unknown>[] = [];
 
   constructor(
@@ -104,7 +106,10 @@ export class WebhookDispatcher {
         body,
       })),
     );
-    if (queued > 0) this.wake?.();
+    if (queued > 0) {
+      this.idleWaitMs = this.options.config.TRELLIS_WEBHOOK_POLL;
+      this.wake?.();
+    }
     return queued;
   }
 
@@ -148,6 +153,11 @@ export class WebhookDispatcher {
     const { store, config, logger } = this.options;
     const signal = this.abort.signal;
     const leaseMs = config.TRELLIS_WEBHOOK_TIMEOUT + 5_000;
+    // While nothing is due the poll backs off, up to 8 polls but never past
+    // the first retry's delay; a delivery queued here wakes it at once.
+    const pollMs = config.TRELLIS_WEBHOOK_POLL;
+    const idleMaxMs = Math.max(pollMs, Math.min(pollMs * 8, config.TRELLIS_WEBHOOK_RETRY_BASE));
+    this.idleWaitMs = pollMs;
     while (!signal.aborted) {
       let claimed: Awaited<ReturnType<WebhookStore["claimDue"]>> = [];
       try {
@@ -161,9 +171,14 @@ export class WebhookDispatcher {
           error: error instanceof Error ? error.message : String(error),
         });
       }
-      if (claimed.length > 0) continue;
+      if (claimed.length > 0) {
+        this.idleWaitMs = pollMs;
+        continue;
+      }
+      const waitMs = this.idleWaitMs;
+      this.idleWaitMs = Math.min(idleMaxMs, waitMs * 2);
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, config.TRELLIS_WEBHOOK_POLL);
+        const timer = setTimeout(done, waitMs);
         this.wake = done;
         function done() {
           clearTimeout(timer);

@@ -9,7 +9,10 @@
  *   cancel committed by another replica also NOTIFYs, which triggers the
  *   renew at once.
  * - Every sweep interval (and at start) it recovers expired leases and claims
- *   queued turns nobody claimed — the cross-replica fallback.
+ *   queued turns nobody claimed — the cross-replica fallback. While sweeps
+ *   find nothing and no turn starts here, the interval doubles up to
+ *   `sweepIdleMaxMs`; a sweep that finds work, or a turn dispatched here,
+ *   brings it back to `sweepMs` at once.
  * - It consumes the signal bus (group "tasks"), so a signal published there
  *   by anyone reaches the waiting task.
  *
@@ -21,7 +24,7 @@ import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/adapte
 import type { Message } from "@trellis/contracts/core";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
 import type { SignalBus } from "@trellis/eventlog";
-import { isTrellisError, type Logger, sleep, withSpan } from "@trellis/runtime";
+import { IdleBackoff, isTrellisError, type Logger, sleep, withSpan } from "@trellis/runtime";
 import type { Database, Unlisten } from "@trellis/storage";
 import type { ContextCompactor } from "../compaction/index.js";
 import { SYSTEM_ACTOR } from "../domain/events.js";
@@ -39,6 +42,8 @@ export interface TurnRunnerOptions {
   owner: string;
   leaseMs: number;
   sweepMs: number;
+  /** Longest sweep interval while idle (default 8 × `sweepMs`, at least `sweepMs`). */
+  sweepIdleMaxMs?: number;
   cancelGraceMs: number;
   /** Longest a turn may run before it is aborted and failed (`timeout`). */
   turnTimeoutMs?: number;
@@ -105,8 +110,14 @@ export class TurnRunner {
   #loops: Promise<void>[] = [];
   #unlisten: Unlisten | undefined;
 
+  readonly #sweepBackoff: IdleBackoff;
+
   constructor(options: TurnRunnerOptions) {
     this.#o = options;
+    this.#sweepBackoff = new IdleBackoff({
+      baseMs: options.sweepMs,
+      maxMs: Math.max(options.sweepMs, options.sweepIdleMaxMs ?? options.sweepMs * 8),
+    });
   }
 
   /** Turns running in this replica. */
@@ -122,6 +133,8 @@ export class TurnRunner {
   /** Run a claimed turn now (and the session's following turns, as they are claimed). */
   dispatch(claim: Claim | undefined): void {
     if (!claim) return;
+    // Work: sweep at the base interval again (a crashed peer's turns show up now).
+    this.#sweepBackoff.reset();
     if (this.#stop.signal.aborted) {
       void this.#release(claim, "the replica is shutting down");
       return;
@@ -199,23 +212,32 @@ export class TurnRunner {
 
   async #sweepLoop(): Promise<void> {
     while (!this.#stop.signal.aborted) {
-      await sleep(this.#o.sweepMs, this.#stop.signal);
+      await this.#sweepBackoff.wait(this.#stop.signal);
       if (this.#stop.signal.aborted) return;
-      await this.#sweep();
+      if (await this.#sweep()) this.#sweepBackoff.reset();
+      else if (this.#runs.size === 0) this.#sweepBackoff.idle();
     }
   }
 
-  async #sweep(): Promise<void> {
+  /** One sweep; true when it found something (or failed: retry soon). */
+  async #sweep(): Promise<boolean> {
     const { store, owner, logger } = this.#o;
+    let found = false;
     try {
-      for (const claim of await store.recoverExpired(owner, 50)) this.dispatch(claim);
+      for (const claim of await store.recoverExpired(owner, 50)) {
+        found = true;
+        this.dispatch(claim);
+      }
       for (const sessionId of await store.sessionsWithQueuedWork(50)) {
-        if (this.#stop.signal.aborted) return;
+        if (this.#stop.signal.aborted) return found;
+        found = true;
         this.dispatch(await store.claimNext(sessionId, owner));
       }
     } catch (error) {
       logger.warn("mailbox sweep failed; retrying next round", { error: String(error) });
+      return true;
     }
+    return found;
   }
 
   async #consumeSignals(signals: SignalBus): Promise<void> {
