@@ -29,12 +29,19 @@ import { createTasksReadModel, READ_MODEL_PROJECTOR } from "../../src/store/read
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { text } from "../support/fixtures.js";
 
-const backends: { name: string; open(): Promise<{ db: Database; drop(): Promise<void> }> }[] = [
+interface Opened {
+  db: Database;
+  /** Another process's connection to the same database (PostgreSQL), else the same one. */
+  replica(): Promise<Database>;
+  drop(): Promise<void>;
+}
+
+const backends: { name: string; open(): Promise<Opened> }[] = [
   {
     name: "PGlite",
     async open() {
       const db = await createDatabase({ kind: "pglite" });
-      return { db, drop: async () => {} };
+      return { db, replica: async () => db, drop: async () => {} };
     },
   },
   {
@@ -42,7 +49,11 @@ const backends: { name: string; open(): Promise<{ db: Database; drop(): Promise<
     async open() {
       const test: TestDatabase = await createTestDatabase("tasks_journal");
       const db = await createDatabase({ kind: "postgres", url: test.url, poolSize: 4 });
-      return { db, drop: () => test.drop() };
+      return {
+        db,
+        replica: () => createDatabase({ kind: "postgres", url: test.url, poolSize: 4 }),
+        drop: () => test.drop(),
+      };
     },
   },
 ];
@@ -52,13 +63,15 @@ const context = { actor: userActor("usr_1") };
 for (const backend of backends) {
   describe(`tasks store, turn journal on (${backend.name})`, () => {
     let database: Database;
+    let opened: Opened;
     let drop: () => Promise<void>;
     let readModel: Projector;
     let store: PostgresTaskStore;
     let agentId: string;
 
     beforeAll(async () => {
-      ({ db: database, drop } = await backend.open());
+      opened = await backend.open();
+      ({ db: database, drop } = opened);
       await migrate(database, { schema: "tasks", migrations: tasksMigrations });
       await migrate(database, { schema: "outbox_j", migrations: outboxMigrations("outbox_j") });
       readModel = await createTasksReadModel({ database, schema: "tasks", delayMs: 20 });
@@ -237,6 +250,105 @@ for (const backend of backends) {
       } finally {
         await second.stop();
         readModel = await createTasksReadModel({ database, schema: "tasks" });
+      }
+    });
+
+    it("two replicas: gapless positions, each session's steps in order, one Outcome per task", async () => {
+      const other = await opened.replica();
+      const otherModel = await createTasksReadModel({ database: other, schema: "tasks" });
+      const replicaB = new PostgresTaskStore({
+        database: other,
+        schema: "tasks",
+        outbox: createOutboxWriter({ schema: "outbox_j" }),
+        leaseMs: 30_000,
+        journal: { readModel: otherModel },
+      });
+      try {
+        const sessions = await Promise.all(
+          Array.from({ length: 6 }, () =>
+            store.createSession({ workspaceId: "default", initialMessages: [] }, context),
+          ),
+        );
+        // Turns of every session, alternately through each replica's store;
+        // each turn is claimed at submit or after its predecessor's finish.
+        const turns = sessions.map(async (session, s) => {
+          const finished: string[] = [];
+          let claim: Awaited<ReturnType<typeof store.submitTask>>["claim"];
+          for (let i = 0; i < 4; i++) {
+            const writer = (s + i) % 2 === 0 ? store : replicaB;
+            const submitted = await writer.submitTask(
+              {
+                sessionId: session.id,
+                agentId,
+                input: text(`${session.id}:${i}`),
+                busyPolicy: BusyPolicy.ENQUEUE,
+                parentTaskId: "",
+                createSession: false,
+                workspaceId: "default",
+              },
+              context,
+              "owner_1",
+            );
+            claim ??= submitted.claim;
+          }
+          while (claim) {
+            const writer = finished.length % 2 === 0 ? replicaB : store;
+            const result = await writer.finishRun(
+              claim,
+              { status: "completed", messages: [text(`done ${claim.task.id}`, Role.AGENT)] },
+              "owner_1",
+            );
+            expect(result.applied).toBe(true);
+            finished.push(claim.task.id);
+            claim = result.next;
+          }
+          return finished;
+        });
+        const finishedPerSession = await Promise.all(turns);
+        expect(finishedPerSession.flat()).toHaveLength(24);
+
+        const all = await readJournal(database.kysely, "tasks", { limit: 10_000 });
+        // Gapless from 1, in commit order.
+        expect(all.map((entry) => entry.position)).toEqual(all.map((_, i) => BigInt(i + 1)));
+        for (const [s, session] of sessions.entries()) {
+          const records = (await steps(session.id)).map((x) => x.record);
+          // 4 submits, 4 finishes; a task's finish after its submit, and
+          // finishes in the order the mailbox ran them.
+          expect(records.filter((r) => r.step.case === "submitted")).toHaveLength(4);
+          const finishes = records.filter((r) => r.step.case === "finished").map((r) => r.taskId);
+          expect(finishes).toEqual(finishedPerSession[s]);
+          for (const id of finishes) {
+            const submittedAt = records.findIndex(
+              (r) => r.taskId === id && r.step.case === "submitted",
+            );
+            const finishedAt = records.findIndex(
+              (r) => r.taskId === id && r.step.case === "finished",
+            );
+            expect(submittedAt).toBeGreaterThanOrEqual(0);
+            expect(finishedAt).toBeGreaterThan(submittedAt);
+          }
+          // Counters only grow along the stream.
+          const counts = records.map((r) => r.counters?.messageCount ?? 0n);
+          expect([...counts].sort((x, y) => (x < y ? -1 : x > y ? 1 : 0))).toEqual(counts);
+        }
+        // Both projectors run under one name: each Outcome is written once.
+        const head = all.at(-1)?.position ?? 0n;
+        await Promise.all([
+          readModel.waitFor(head, { timeoutMs: 10_000 }),
+          otherModel.waitFor(head, { timeoutMs: 10_000 }),
+        ]);
+        for (const [s, session] of sessions.entries()) {
+          const listed = await replicaB.listOutcomes(
+            { sessionId: session.id },
+            { pageSize: 100, pageToken: "" },
+          );
+          expect(listed.items.map((o) => o.taskId).sort()).toEqual(
+            [...(finishedPerSession[s] ?? [])].sort(),
+          );
+        }
+      } finally {
+        await otherModel.stop();
+        if (other !== database) await other.close();
       }
     });
   });
