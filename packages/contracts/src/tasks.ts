@@ -3,6 +3,7 @@
 
 export * from "./gen/trellis/tasks/v1/branches_pb.js";
 export * from "./gen/trellis/tasks/v1/connectors_pb.js";
+export * from "./gen/trellis/tasks/v1/journal_pb.js";
 export * from "./gen/trellis/tasks/v1/memory_pb.js";
 export * from "./gen/trellis/tasks/v1/resources_pb.js";
 export * from "./gen/trellis/tasks/v1/services_pb.js";

@@ -261,6 +261,7 @@ export async function runService(
       dependencies: [
         { name: "postgres", check: () => db.ping() },
         { name: "nats", check: () => eventLog.ping() },
+        ...(module.health ?? []),
       ],
     },
   });

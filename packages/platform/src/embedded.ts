@@ -409,7 +409,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       : {}),
     ...(upgrades[0] ? { upgrade: upgrades[0] } : {}),
     health: {
-      dependencies: [{ name: "database", check: () => db.ping() }],
+      dependencies: [
+        { name: "database", check: () => db.ping() },
+        ...all.flatMap((m) => m.health ?? []),
+      ],
     },
   });
   server.onClose(async () => {

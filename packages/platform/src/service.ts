@@ -11,7 +11,13 @@ import { setMaxListeners } from "node:events";
 import type { DescFile, DescService } from "@bufbuild/protobuf";
 import type { Client, ConnectRouter, Interceptor } from "@connectrpc/connect";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
-import type { HttpHandler, Logger, SecretFingerprints, UpgradeHandler } from "@trellis/runtime";
+import type {
+  HealthDependency,
+  HttpHandler,
+  Logger,
+  SecretFingerprints,
+  UpgradeHandler,
+} from "@trellis/runtime";
 import type { Database, OutboxWriter } from "@trellis/storage";
 import type { Migration } from "kysely";
 import type { MeshCredentials } from "./mesh.js";
@@ -94,6 +100,11 @@ export interface ServiceModule {
   upgrade?: UpgradeHandler;
   /** Extra files for server reflection (message-only files such as events). */
   reflectionFiles?: readonly DescFile[];
+  /**
+   * Health dependencies of its own (e.g. a projector's lag), added to the
+   * host's database and event-log checks; `trellis health` shows them.
+   */
+  health?: readonly HealthDependency[];
   /** Start background work (consumers, dispatchers) once the server listens. */
   start?(): Promise<void>;
   /** Stop background work; called before the database and event log close. */

@@ -53,6 +53,8 @@ export type {
   JournalTable,
 } from "./journal/journal-schema.js";
 export { journalChannel, journalMigrations, journalTables } from "./journal/journal-schema.js";
+export type { TransactionAppendOptions } from "./journal/journal-unit.js";
+export { appendInTransaction } from "./journal/journal-unit.js";
 export type {
   Projector,
   ProjectorOptions,

@@ -99,7 +99,9 @@ export interface DistributedChat extends ChatClients {
  * database and NATS prefix; `close` stops both and removes the database and
  * streams.
  */
-export async function startDistributedChat(): Promise<DistributedChat> {
+export async function startDistributedChat(
+  extraEnv: Record<string, string> = {},
+): Promise<DistributedChat> {
   const prefix = uniqueName("chat").replaceAll("-", "_");
   const db = await createTestDatabase("trellis_chat");
   const env = {
@@ -109,6 +111,7 @@ export async function startDistributedChat(): Promise<DistributedChat> {
     PORT: "0",
     TRELLIS_SHUTDOWN_GRACE: "200ms",
     TRELLIS_LOG_LEVEL: "error",
+    ...extraEnv,
   };
   const started: RunningService[] = [];
   const cleanup = async () => {

@@ -20,6 +20,13 @@ export const tasksConfigSchema = {
   TRELLIS_TASKS_TURN_TIMEOUT: env.duration({ minMs: 100, maxMs: 86_400_000 }).default(15 * 60_000),
   /** How long shutdown waits for running turns before handing them back. */
   TRELLIS_TASKS_SHUTDOWN_GRACE: env.duration({ minMs: 0, maxMs: 600_000 }).default(5_000),
+  /**
+   * The turn journal (docs/turn-journal.md), off by default while it is
+   * built: submit and finish also append their step records to the tasks
+   * journal, and Outcome rows are projected from it by `tasks-read-model`
+   * (its lag shows in `trellis health`).
+   */
+  TRELLIS_TASKS_JOURNAL: env.bool().default(false),
   /** Largest artifact content stored in the database (bytes). */
   TRELLIS_TASKS_MAX_ARTIFACT_BYTES: env
     .int({ min: 0, max: 1_073_741_824 })

@@ -59,6 +59,7 @@ import { PostgresBranchStore } from "./store/branch-store.js";
 import { PostgresConnectorStore } from "./store/connector-store.js";
 import { tasksMigrations } from "./store/migrations/index.js";
 import { cancelChannel, PostgresTaskStore } from "./store/postgres-task-store.js";
+import { createTasksReadModel, readModelHealth } from "./store/read-model.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
 import { TurnRunner } from "./worker/turn-runner.js";
 
@@ -110,7 +111,18 @@ async function createTasksModule(
   const config = loadTasksConfig(context.env);
   const owner = options.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const watchers = new TaskWatchers();
+  // The turn journal's read model (off unless TRELLIS_TASKS_JOURNAL): every
+  // replica runs it; the projector's claim lets one apply each batch.
+  const readModel = config.TRELLIS_TASKS_JOURNAL
+    ? await createTasksReadModel({
+        database: context.db,
+        schema: context.schema,
+        listen: context.db.kind === "postgres",
+        onError: (error, where) => context.logger.warn(where, { error: String(error) }),
+      })
+    : undefined;
   const store = new PostgresTaskStore({
+    ...(readModel ? { journal: { readModel } } : {}),
     database: context.db,
     schema: context.schema,
     outbox: context.outbox,
@@ -230,6 +242,7 @@ async function createTasksModule(
           withErrorDetails(SkillService, createSkillHandlers(store, backends?.harnessTools ?? [])),
         );
     },
+    ...(readModel ? { health: [readModelHealth(readModel)] } : {}),
     start: async () => {
       await routed?.start();
       await runner.start();
@@ -237,6 +250,7 @@ async function createTasksModule(
     stop: async () => {
       await runner.stop();
       await routed?.stop();
+      await readModel?.stop();
     },
   };
 }

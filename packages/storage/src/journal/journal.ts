@@ -427,7 +427,8 @@ function range(first: bigint, size: number): bigint[] {
   return Array.from({ length: size }, (_, i) => first + BigInt(i));
 }
 
-function checkEntries(
+/** Checks entries before they are written (shared with `appendInTransaction`). */
+export function checkEntries(
   entries: readonly JournalEntry[],
   limits: { maxBatchEntries: number; maxBatchBytes: number; maxEntryBytes: number },
 ): number {
@@ -469,7 +470,7 @@ function checkEntries(
 
 // Checked up front so that one bad entry can never fail a whole batch of
 // other callers' appends in the database.
-function checkName(value: unknown, param: string): void {
+export function checkName(value: unknown, param: string): void {
   if (typeof value !== "string" || value.length === 0 || value.length > NAME_LIMIT) {
     throw invalidJournalInput(`${param} must be a string of 1–${NAME_LIMIT} characters`, param);
   }

@@ -27,6 +27,7 @@ import { classifySignal } from "../domain/signals.js";
 import { encodeMessage, jsonText } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
+import { submittedStep } from "./step-records.js";
 import { creatorActor, NOW, type StoreContext, visible, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type {
@@ -176,6 +177,17 @@ export class Mailbox {
         },
       });
       const task = toTask(row);
+      if (this.#p.unit.journaled) {
+        tx.steps.push(
+          submittedStep(session, task, input0, {
+            queueSeq,
+            runNow: decision.runNow,
+            inputPosition: inputPosition ?? undefined,
+            createdBy: context.actor.id,
+            idempotencyKey: input.idempotency?.key ?? "",
+          }),
+        );
+      }
       return {
         task,
         replayed: false,

@@ -6,7 +6,7 @@
  * (see `store-parts.ts` for who owns what; `write-unit.ts` for the
  * transaction and concurrency rules) and hands each call to its module.
  */
-import type { Database, OutboxWriter } from "@trellis/storage";
+import type { Database, OutboxWriter, Projector } from "@trellis/storage";
 import type { Kysely } from "kysely";
 import { Directory } from "./directory.js";
 import { Mailbox } from "./mailbox.js";
@@ -38,6 +38,12 @@ export interface PostgresTaskStoreOptions {
   maxArtifactBytes?: number;
   /** Called after every committed write with the tasks it changed (wake watchers). */
   onCommit?: (changes: CommittedChanges) => void;
+  /**
+   * The turn journal (off when absent): submit and finish also append their
+   * step records to `<schema>.journal`, and Outcome rows are written by this
+   * `tasks-read-model` projector instead of the finish (read-model.ts).
+   */
+  journal?: { readModel: Projector };
 }
 
 /** The PostgreSQL / PGlite implementation of {@link TaskStore}. */
@@ -61,6 +67,13 @@ export class PostgresTaskStore implements TaskStore {
       hot: hotStatements(options.schema),
       agents: new Map(),
       defaultAgentOf: new Map(),
+      journal: options.journal
+        ? {
+            readModel: options.journal.readModel,
+            lock: options.database.kind === "postgres",
+            notify: options.database.kind === "postgres",
+          }
+        : undefined,
     };
     // Each module reaches the others through `parts`, filled before any call.
     const parts = {} as StoreParts;

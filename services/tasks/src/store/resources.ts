@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Event, EventSchema, TaskStatus } from "@trellis/contracts/core";
 import { type Artifact, ArtifactKind, type Outcome, type Task } from "@trellis/contracts/tasks";
-import { outboxTables } from "@trellis/storage";
+import { journalHead, outboxTables } from "@trellis/storage";
 import { type Kysely, sql, type Transaction } from "kysely";
 import { invalidRequest, notFound, payloadTooLarge } from "../domain/errors.js";
 import { dataEvent } from "../domain/events.js";
@@ -120,13 +120,29 @@ export class Resources {
   }
 
   async getOutcome(id: string, scope?: string): Promise<Outcome> {
-    const row = await this.#ctx.db
-      .selectFrom("outcomes")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const read = () =>
+      this.#ctx.db.selectFrom("outcomes").selectAll().where("id", "=", id).executeTakeFirst();
+    let row = await read();
+    if (row === undefined && this.#ctx.journal) {
+      // Journal on: the Outcome may be committed but not projected yet.
+      await this.#readModelCaughtUp();
+      row = await read();
+    }
     if (!visible(row, scope)) throw notFound("outcome", id);
     return toOutcome(row);
+  }
+
+  /**
+   * Journal on: waits until the read model has applied every step committed
+   * before this call (read-your-writes for projected rows). A projector that
+   * cannot catch up in time fails the read (`deadline_exceeded`), never
+   * answers with stale data silently.
+   */
+  async #readModelCaughtUp(): Promise<void> {
+    const journal = this.#ctx.journal;
+    if (!journal) return;
+    const head = await journalHead(this.#ctx.kysely, this.#ctx.schema);
+    await journal.readModel.waitFor(head, { timeoutMs: 10_000 });
   }
 
   async listOutcomes(
@@ -135,6 +151,9 @@ export class Resources {
     scope?: string,
   ): Promise<Page<Outcome>> {
     const workspace = scope ?? filter.workspaceId;
+    // Read-your-writes for every listing (one indexed max() and, when the
+    // projector is behind, a wait of at most one batch).
+    await this.#readModelCaughtUp();
     return readPage(
       page,
       (window) => {

@@ -5,6 +5,7 @@
  * final change (output into the transcript, outcome, lifecycle event).
  */
 import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ErrorDetailSchema,
   type Event,
@@ -12,7 +13,12 @@ import {
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
-import { OutcomeStatus, SuspensionSchema, TaskFailureSchema } from "@trellis/contracts/tasks";
+import {
+  OutcomeSchema,
+  OutcomeStatus,
+  SuspensionSchema,
+  TaskFailureSchema,
+} from "@trellis/contracts/tasks";
 import { CompiledQuery, type UpdateObject } from "kysely";
 import { agentActor, dataEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -23,6 +29,7 @@ import { closeToolCalls, summarize } from "../domain/transcript.js";
 import { decodeMessages, encodeMessages } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { TaskRow, TasksDatabase } from "./schema.js";
+import { finishedStep } from "./step-records.js";
 import { NOW, type StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult } from "./task-store.js";
@@ -107,18 +114,42 @@ export class Runs {
       await this.#p.replays.emitReplayEnd(tx, session, row, end, messages);
     if (end.event) this.#p.unit.emit(tx, end.event);
     const outcomeId = row.outcome_id || newId("out");
-    if (!row.outcome_id) {
+    const outcomeStatus =
+      end.status === TaskStatus.COMPLETED
+        ? OutcomeStatus.SUCCEEDED
+        : end.status === TaskStatus.CANCELED
+          ? OutcomeStatus.CANCELED
+          : OutcomeStatus.FAILED;
+    if (this.#p.unit.journaled) {
+      // The Outcome rides on the step record; the read model projects it.
+      tx.steps.push(
+        finishedStep(session, row.id, {
+          status: end.status,
+          output: appended.map((m) => m.message as Message),
+          ...(row.outcome_id
+            ? {}
+            : {
+                outcome: create(OutcomeSchema, {
+                  id: outcomeId,
+                  taskId: row.id,
+                  sessionId: row.session_id,
+                  workspaceId: row.workspace_id,
+                  status: outcomeStatus,
+                  summary: summarize(messages, end.failure?.message ?? end.note),
+                  messages,
+                  artifactIds: [],
+                  createdAt: timestampNow(),
+                }),
+              }),
+        }),
+      );
+    } else if (!row.outcome_id) {
       tx.pendingOutcomes.push({
         id: outcomeId,
         task_id: row.id,
         session_id: row.session_id,
         workspace_id: row.workspace_id,
-        status:
-          end.status === TaskStatus.COMPLETED
-            ? OutcomeStatus.SUCCEEDED
-            : end.status === TaskStatus.CANCELED
-              ? OutcomeStatus.CANCELED
-              : OutcomeStatus.FAILED,
+        status: outcomeStatus,
         summary: summarize(messages, end.failure?.message ?? end.note),
         messages: encodeMessages(messages),
         artifact_ids: "[]",
@@ -213,6 +244,10 @@ export class Runs {
           })
         : await this.#outcomeChange(tx, session, row, outcome);
       change.set = { ...change.set, ...(await this.#ranWith(tx, row, outcome, !canceled)) };
+      if (outcome.backendId) {
+        const step = tx.steps.findLast((s) => s.record.taskId === row.id)?.record.step;
+        if (step?.case === "finished") step.value.assignedBackend = outcome.backendId;
+      }
       if (head === undefined || session.state === SessionState.CLOSED) {
         // Nothing to claim next: the task's row is written with the session.
         const updated = await this.#p.unit.saveSessionWithTask(tx, session, change);
@@ -331,6 +366,9 @@ export class Runs {
             output_count: output.length,
           })
           .execute();
+        if (this.#p.unit.journaled) {
+          tx.steps.push(finishedStep(session, row.id, { status: to, output: made, signalId }));
+        }
         const suspension = create(SuspensionSchema, {
           signalId,
           metadata: outcome.metadata,

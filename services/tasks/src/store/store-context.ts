@@ -6,7 +6,7 @@
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@trellis/contracts/core";
 import type { Agent } from "@trellis/contracts/tasks";
-import type { Database, OutboxWriter } from "@trellis/storage";
+import type { Database, OutboxWriter, Projector } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -31,6 +31,18 @@ export interface StoreContext {
   /** Agents are immutable once created, so they are cached for good. */
   readonly agents: Map<string, Agent>;
   readonly defaultAgentOf: Map<string, string>;
+  /** The turn journal, when on (TRELLIS_TASKS_JOURNAL): steps are appended to it. */
+  readonly journal: StoreJournal | undefined;
+}
+
+/** The store's side of the turn journal (see step-records.ts, read-model.ts). */
+export interface StoreJournal {
+  /** The `tasks-read-model` projector: reads of what it projects wait for it. */
+  readonly readModel: Projector;
+  /** Take the journal's transaction lock (PostgreSQL). */
+  readonly lock: boolean;
+  /** NOTIFY other replicas' projectors at commit (PostgreSQL). */
+  readonly notify: boolean;
 }
 
 /** `now()`, one fragment for every statement that sets a timestamp. */

@@ -17,7 +17,7 @@ import { randomUUID } from "node:crypto";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event } from "@trellis/contracts/core";
 import type { Session, Task } from "@trellis/contracts/tasks";
-import type { OutboxFold, OutboxUnit } from "@trellis/storage";
+import { appendInTransaction, type OutboxFold, type OutboxUnit } from "@trellis/storage";
 import {
   CompiledQuery,
   type Insertable,
@@ -32,6 +32,7 @@ import { reserveKey } from "./idempotency-keys.js";
 import { toSession, toTask } from "./rows.js";
 import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
 import { qualified, StatementWriter } from "./statement.js";
+import { type PendingStep, stepEntries } from "./step-records.js";
 import { NOW, type StoreContext, visible } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Idempotency, WriteContext } from "./task-store.js";
@@ -65,6 +66,8 @@ export interface Tx {
   /** Transcript rows and outcomes written together with the session row (one statement). */
   pendingMessages: Insertable<MessageTable>[];
   pendingOutcomes: Insertable<OutcomeTable>[];
+  /** Step records for the turn journal (journal on), appended as the transaction's last statement. */
+  steps: PendingStep[];
 }
 
 /** A session row locked by the current transaction; saved at its end. */
@@ -121,6 +124,7 @@ export class WriteUnit {
 
   async write<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
     let changed: Map<string, TaskRow | undefined> | undefined;
+    let wroteSteps = false;
     const result = await this.#ctx.outbox.transaction(this.#ctx.kysely, async (unit) => {
       const raw = unit.trx;
       let scoped: Transaction<TasksDatabase> | undefined;
@@ -139,6 +143,7 @@ export class WriteUnit {
         notifyCancel: false,
         pendingMessages: [],
         pendingOutcomes: [],
+        steps: [],
       };
       const value = await work(tx);
       if (tx.pendingMessages.length > 0 || tx.pendingOutcomes.length > 0) {
@@ -146,14 +151,20 @@ export class WriteUnit {
           "tasks store: messages or outcomes were left unwritten (session not saved)",
         );
       }
-      // Appended at commit, then handed to the relay by the unit.
-      if (tx.events.length > 0) unit.add(tx.events);
+      if (tx.steps.length > 0) {
+        await this.#appendSteps(tx);
+      } else if (tx.events.length > 0) {
+        // Appended at commit, then handed to the relay by the unit.
+        unit.add(tx.events);
+      }
       if (tx.notifyCancel) {
         await sql`select pg_notify(${cancelChannel(this.#ctx.schema)}, '')`.execute(raw);
       }
       changed = tx.changed;
+      wroteSteps = tx.steps.length > 0;
       return value;
     });
+    if (this.#ctx.journal && wroteSteps) this.#ctx.journal.readModel.wake();
     if (this.#ctx.onCommit) {
       const rows = changed ?? new Map<string, TaskRow | undefined>();
       this.#ctx.onCommit({
@@ -165,6 +176,40 @@ export class WriteUnit {
       });
     }
     return result;
+  }
+
+  /**
+   * The end of a write with step records: its remaining events go to the
+   * outbox first (one statement, sequenced now), then the steps to the
+   * journal — last, because the journal's lock is held to the commit and
+   * must be the last lock a write takes.
+   */
+  async #appendSteps(tx: Tx): Promise<void> {
+    const journal = this.#ctx.journal;
+    if (!journal) throw new Error("tasks store: step records without a journal");
+    // In slices, so one statement's parameters stay bounded.
+    while (tx.events.length > 0 || tx.outbox.pending > 0) {
+      tx.outbox.add(tx.events.splice(0, MAX_FOLDED_EVENTS), { adopt: true });
+      const outbox = await tx.outbox.fold();
+      if (!outbox) break;
+      const statement = new StatementWriter<TasksDatabase>(tx.raw);
+      statement.withInsert("new_outbox", outbox.table, outbox.rows, outbox.returning);
+      const row = await statement.first<Record<string, unknown>>(
+        tx.raw,
+        `select ${outbox.positions("new_outbox")} as "${OUTBOX_POSITIONS}"`,
+      );
+      outbox.settle(row[OUTBOX_POSITIONS]);
+    }
+    await appendInTransaction(tx.raw, stepEntries(tx.steps), {
+      schema: this.#ctx.schema,
+      lock: journal.lock,
+      notify: journal.notify,
+    });
+  }
+
+  /** Whether step records are written (the turn journal is on). */
+  get journaled(): boolean {
+    return this.#ctx.journal !== undefined;
   }
 
   emit(tx: Tx, event: Event): void {
