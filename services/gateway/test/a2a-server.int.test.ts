@@ -15,7 +15,7 @@ import {
 } from "@a2a-js/sdk/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
+import { harnClient, type Json } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import {
   createScriptedAgent,
@@ -118,7 +118,7 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
   });
 
   it("serves the cards: each agent's and the default agent's at the well-known path", async () => {
-    const card = await (await fetch(cards.echo as string)).json();
+    const card: Json = await (await fetch(cards.echo as string)).json();
     expect(card.supportedInterfaces[0]).toMatchObject({
       protocolBinding: "JSONRPC",
       protocolVersion: "1.0",
@@ -128,7 +128,7 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe("Bearer");
     const wellKnown = await fetch(`${trellis.url}/.well-known/agent-card.json`);
     expect(wellKnown.status).toBe(200);
-    const defaultCard = await wellKnown.json();
+    const defaultCard: Json = await wellKnown.json();
     expect(defaultCard.supportedInterfaces[0].url).toBe(`${trellis.url}/a2a/agent_echo`);
     // The Harn agent card carries the same card.
     const harn = await harnClient(trellis.url, ADMIN_KEY).get("/v1/agent-card", {
@@ -279,6 +279,7 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     expect((await rpc(sendCall, reader.json.key)).status).toBe(403);
     const ok = await rpc(getTask, reader.json.key);
     expect(ok.status).toBe(200);
-    expect((await ok.json()).result.id).toBe(task.id);
+    const body: Json = await ok.json();
+    expect(body.result.id).toBe(task.id);
   });
 });
