@@ -449,9 +449,32 @@ export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdap
       }
     };
 
+    // Cancel: tell the remote agent first (its stream then ends with the
+    // canceled state), and stop reading when it answered or gave up.
     const abort = new AbortController();
-    const onAbort = () => abort.abort();
-    request.signal.addEventListener("abort", onAbort, { once: true });
+    const sendCancel = async (): Promise<boolean> => {
+      if (remoteTaskId === "") return false;
+      try {
+        const canceled = await client.cancelTask(
+          {
+            tenant: card.supportedInterfaces[0]?.tenant ?? "",
+            id: remoteTaskId,
+            metadata: undefined,
+          },
+          { signal: AbortSignal.timeout(cancelWaitMs) },
+        );
+        return canceled.status?.state === TaskState.TASK_STATE_CANCELED;
+      } catch {
+        return false;
+      }
+    };
+    let cancelation: Promise<boolean> | undefined;
+    const onAbort = () => {
+      cancelation = sendCancel();
+      void cancelation.finally(() => abort.abort());
+    };
+    if (request.signal.aborted) onAbort();
+    else request.signal.addEventListener("abort", onAbort, { once: true });
     const streaming =
       capabilities.streaming === "native" && negotiation.effectiveCapabilities.streaming !== "none";
     try {
@@ -525,18 +548,9 @@ export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdap
     const replyText = [...artifacts.values()].join("") || statusText;
 
     if (request.signal.aborted) {
-      let confirmed = false;
-      if (remoteTaskId !== "") {
-        try {
-          const canceled = await client.cancelTask(
-            { tenant: "", id: remoteTaskId, metadata: undefined },
-            { signal: AbortSignal.timeout(cancelWaitMs) },
-          );
-          confirmed = canceled.status?.state === TaskState.TASK_STATE_CANCELED;
-        } catch {
-          confirmed = false;
-        }
-      }
+      // Canceled before the remote task was known: its id may have come since.
+      const confirmed =
+        (await cancelation) || stateNow === TaskState.TASK_STATE_CANCELED || (await sendCancel());
       finish(confirmed ? "ok" : "error");
       return { status: "cancelled", messages: [], state: newState };
     }
