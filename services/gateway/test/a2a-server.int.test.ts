@@ -4,7 +4,7 @@
 // turn canceled (the backend confirms), another workspace's task not found,
 // and the refusals before a call (no key, a restricted key, another
 // workspace's agent).
-import { randomUUID } from "node:crypto";
+import { generateKeyPairSync, randomUUID } from "node:crypto";
 import { type Message, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
 import {
   type Client,
@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { harnClient, type Json } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
+import { requestToken } from "./support/oauth.js";
 import {
   createScriptedAgent,
   echoAgent,
@@ -25,7 +26,14 @@ import {
   streamingAgent,
 } from "./support/ui-fixtures.js";
 
-const modes = gatewayModes({ name: "a2asrv" });
+// A configured signing key: the gateway issues OAuth2 tokens in both modes.
+const signingKey = String(
+  generateKeyPairSync("ec", { namedCurve: "P-256" }).privateKey.export({
+    format: "pem",
+    type: "pkcs8",
+  }),
+);
+const modes = gatewayModes({ name: "a2asrv", env: { TRELLIS_OAUTH_SIGNING_KEY: signingKey } });
 
 /** An SDK client of the agent whose card is at `cardUrl`, authenticating with `key`. */
 async function clientOf(cardUrl: string, key: string): Promise<Client> {
@@ -226,6 +234,39 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
       client.cancelTask({ tenant: "", id: started.id, metadata: undefined }),
     ).rejects.toThrow(/ended/);
   }, 30_000);
+
+  it("takes OAuth2 access tokens with their scopes and agent restriction", async () => {
+    const admin = harnClient(trellis.url, ADMIN_KEY);
+    const echoId = (cards.echo as string).split("/")[4] as string;
+    const tokenFor = async (scopes: string[], agentIds?: string[]) => {
+      const registered = await admin.post("/v1/oauth-clients", {
+        name: "a2a-oauth",
+        scopes,
+        ...(agentIds ? { agent_ids: agentIds } : {}),
+      });
+      expect(registered.status).toBe(201);
+      const token = await requestToken(trellis.url, {
+        basic: { id: registered.json.client_id, secret: registered.json.client_secret },
+        form: { grant_type: "client_credentials" },
+      });
+      expect(token.status).toBe(200);
+      return token.json.access_token as string;
+    };
+    const full = await tokenFor(
+      ["sessions:write", "tasks:write", "tasks:read", "events:read"],
+      [echoId],
+    );
+    const client = await clientOf(cards.echo as string, full);
+    const task = asTask(await client.sendMessage(send(userMessage("by token"))));
+    expect(textOf(task.status?.message)).toBe("Echo: by token");
+    // The token's client may not use the gated agent: refused before the call.
+    const other = await clientOf(cards.gated as string, full);
+    await expect(other.sendMessage(send(userMessage("no")))).rejects.toThrow(/403/);
+    // A read-only token reads but cannot send.
+    const reader = await clientOf(cards.echo as string, await tokenFor(["tasks:read"]));
+    expect((await reader.getTask({ tenant: "", id: task.id })).id).toBe(task.id);
+    await expect(reader.sendMessage(send(userMessage("no")))).rejects.toThrow(/403/);
+  });
 
   it("does not find another workspace's task, and refuses before the call", async () => {
     const admin = harnClient(trellis.url, ADMIN_KEY);
