@@ -6,6 +6,7 @@
  * - `ask …`: asks a question (`input-required`); the next message on the
  *   task completes it with `Forecast for <answer>: sunny`;
  * - `slow …`: works until canceled (`cancelTask`), then reports `canceled`;
+ * - `fail …`: fails (`failed`, with a reason);
  * - anything else: `Echo: <text>`, streamed as artifact chunks of 4
  *   characters, then completed.
  *
@@ -121,6 +122,11 @@ export async function startA2aTestAgent(options: A2aTestAgentOptions = {}): Prom
       const task = { id, contextId };
       if (context.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
         status(bus, task, TaskState.TASK_STATE_COMPLETED, `Forecast for ${text}: sunny`);
+        bus.finished();
+        return;
+      }
+      if (text.startsWith("fail")) {
+        status(bus, task, TaskState.TASK_STATE_FAILED, "the weather service is down");
         bus.finished();
         return;
       }
