@@ -220,6 +220,46 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     expect(resumes.length).toBe(1);
   });
 
+  it("streams a resumed turn and resubscribes to a running one", async () => {
+    const gated = await clientOf(cards.gated as string, key);
+    const first: StreamResponse[] = [];
+    for await (const event of gated.sendMessageStream(send(userMessage("Nice")))) first.push(event);
+    const paused = first.at(-1)?.payload;
+    expect(paused?.$case === "statusUpdate" && paused.value.status?.state).toBe(
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+    );
+    const taskId = first[0]?.payload?.$case === "task" ? first[0].payload.value.id : "";
+    const second: StreamResponse[] = [];
+    const approve = userMessage("approve", { taskId });
+    for await (const event of gated.sendMessageStream(send(approve))) second.push(event);
+    const done = second.at(-1)?.payload;
+    expect(done?.$case === "statusUpdate" && done.value.status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+    expect(done?.$case === "statusUpdate" && textOf(done.value.status?.message)).toBe(
+      "Done: the forecast is in forecast.txt.",
+    );
+
+    // A running turn (started without waiting), followed from another call.
+    const streaming = await clientOf(cards.streaming as string, key);
+    const started = asTask(await streaming.sendMessage(send(userMessage("Nantes"), true)));
+    const followed: StreamResponse[] = [];
+    for await (const event of streaming.resubscribeTask({ tenant: "", id: started.id })) {
+      followed.push(event);
+    }
+    expect(followed[0]?.payload?.$case).toBe("task");
+    const end = followed.at(-1)?.payload;
+    expect(end?.$case === "statusUpdate" && end.value.status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
+    const full = followed.find(
+      (e) => e.payload?.$case === "artifactUpdate" && e.payload.value.lastChunk,
+    );
+    expect(
+      full?.payload?.$case === "artifactUpdate" && full.payload.value.artifact?.parts[0]?.content,
+    ).toEqual({ $case: "text", value: `Streaming reply to Nantes: ${STREAMED_TAIL}` });
+  });
+
   it("cancels a long turn and the backend confirms", async () => {
     const client = await clientOf(cards.slow as string, key);
     const started = asTask(await client.sendMessage(send(userMessage("slowly"), true)));
