@@ -68,6 +68,8 @@ const methodRules: Readonly<Record<string, readonly (readonly [string, string])[
   ListTasks: [["GET", "/v1/tasks"]],
 };
 
+const readMethods = new Set(["GetTask", "SubscribeToTask", "ListTasks"]);
+
 /** The gateway's A2A handler (false for paths that are not A2A's). */
 export function createA2aHandler(deps: GatewayDeps): HttpHandler {
   const transport = (handler: TrellisA2aHandler) => new JsonRpcTransportHandler(handler);
@@ -214,6 +216,22 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
         );
         return;
       }
+    }
+
+    // Reads count against the caller's read rate here; writes count in the
+    // REST routes they run (task quota, write rates).
+    if (typeof method === "string" && readMethods.has(method) && deps.limits) {
+      const admission = await deps.limits.admit(
+        caller,
+        requestId,
+        { kind: "read" },
+        async () => "",
+      );
+      if (!admission.ok) {
+        sendError(res, admission.refusal);
+        return;
+      }
+      await admission.settle(true);
     }
 
     const client = new AbortController();
