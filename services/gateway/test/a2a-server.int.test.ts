@@ -134,6 +134,8 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     expect(card.supportedInterfaces[0].url).toMatch(/\/a2a\/[^/]+$/);
     expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
     expect(card.securitySchemes.bearer.httpAuthSecurityScheme.scheme).toBe("Bearer");
+    const unknown = await fetch(`${trellis.url}/a2a/agent_nope/.well-known/agent-card.json`);
+    expect(unknown.status).toBe(404);
     const wellKnown = await fetch(`${trellis.url}/.well-known/agent-card.json`);
     expect(wellKnown.status).toBe(200);
     const defaultCard: Json = await wellKnown.json();

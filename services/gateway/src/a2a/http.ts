@@ -27,6 +27,7 @@ import {
 } from "@a2a-js/sdk";
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentService } from "@trellis/contracts/tasks";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
 import {
@@ -153,7 +154,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     agentId: string,
     requestId: string,
   ) {
-    const agent = await agentOf(agentId, requestId).catch(() => undefined);
+    const agent = await agentOf(agentId, requestId).catch(absentOnNotFound);
     if (agent === undefined) {
       sendError(
         res,
@@ -179,7 +180,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     const caller = auth.caller;
     // A restricted credential learns nothing about agents it may not use.
     ensureAgentAllowed(caller, agentId);
-    const agent = await agentOf(agentId, requestId, caller).catch(() => undefined);
+    const agent = await agentOf(agentId, requestId, caller).catch(absentOnNotFound);
     if (agent === undefined) {
       sendError(
         res,
@@ -320,6 +321,13 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       res.off("close", gone);
     }
   }
+}
+
+/** A missing agent is absent (404); an unavailable tasks service stays an error (503). */
+function absentOnNotFound(error: unknown): undefined {
+  if (ConnectError.from(error).code === Code.NotFound) return undefined;
+  if (isTrellisError(error) && error.reason === "resource_not_found") return undefined;
+  throw error;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {
