@@ -344,6 +344,20 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     expect(noKey.status).toBe(401);
     expect(noKey.headers.get("www-authenticate")).toMatch(/^Bearer/);
 
+    // Another workspace's agent: its card only for that workspace's credentials.
+    const theirs = await admin.post("/v1/personas", {
+      name: "theirs",
+      workspace_id: "ws_a2a_other",
+      entry_workflow: "scripted",
+      definition: { entry: "r", nodes: { r: { update: { messages: [] } } }, edges: [] },
+    });
+    expect(theirs.status).toBe(201);
+    const theirCard = `${trellis.url}/a2a/${theirs.json.id}/.well-known/agent-card.json`;
+    expect((await fetch(theirCard)).status).toBe(404);
+    const keyOf = (k: string) => ({ headers: { authorization: `Bearer ${k}` } });
+    expect((await fetch(theirCard, keyOf(key))).status).toBe(404);
+    expect((await fetch(theirCard, keyOf(other.json.key))).status).toBe(200);
+
     const restricted = await admin.post("/v1/api-keys", {
       name: "restricted",
       scopes: ["tasks:read"],

@@ -8,8 +8,9 @@
  * - `POST /a2a/{agent_id}`: JSON-RPC (SendMessage, SendStreamingMessage,
  *   GetTask, CancelTask, SubscribeToTask), streams as SSE.
  *
- * Cards are public (discovery: a client reads one to learn how to
- * authenticate). JSON-RPC needs a bearer credential (API key or OAuth2
+ * Cards of the default workspace's agents are public (discovery: a client
+ * reads one to learn how to authenticate); another workspace's cards answer
+ * only a credential of that workspace (else 404). JSON-RPC needs a bearer credential (API key or OAuth2
  * token); refusals before the call are HTTP: 401 without a valid one, 404
  * for an agent outside the credential's workspace, 403 for an agent the
  * credential is restricted from or a method its scopes do not grant. Inside
@@ -40,6 +41,7 @@ import {
 import { authRefusal } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { harnError, toHarnError } from "../domain/errors.js";
+import { isAdmin } from "../domain/scopes.js";
 import type { GatewayDeps, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, readBody, send } from "../http/io.js";
 import { ensureVisible } from "../http/routes/common.js";
@@ -148,6 +150,22 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     return agent;
   }
 
+  /**
+   * Cards of the default workspace's agents (and shared ones) are public;
+   * another workspace's cards only to a credential of that workspace, so an
+   * anonymous caller learns nothing about other tenants' agents.
+   */
+  async function cardVisible(req: HttpRequest, agent: Agent): Promise<boolean> {
+    if (agent.workspaceId === "" || agent.workspaceId === deps.config.TRELLIS_DEFAULT_WORKSPACE) {
+      return true;
+    }
+    const header = req.headers.authorization;
+    const auth = await deps.authenticator.authenticate(Array.isArray(header) ? header[0] : header);
+    return (
+      auth.ok && (auth.caller.workspaceId === agent.workspaceId || isAdmin(auth.caller.scopes))
+    );
+  }
+
   async function serveCard(
     req: HttpRequest,
     res: HttpResponse,
@@ -155,7 +173,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     requestId: string,
   ) {
     const agent = await agentOf(agentId, requestId).catch(absentOnNotFound);
-    if (agent === undefined) {
+    if (agent === undefined || !(await cardVisible(req, agent))) {
       sendError(
         res,
         harnError("resource_not_found", `no agent ${JSON.stringify(agentId)}`, { requestId }),
