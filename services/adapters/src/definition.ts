@@ -72,6 +72,7 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
             db: context.db,
             dataDir: context.dataDir,
             fingerprints: context.fingerprints,
+            vaultAccess: (workspaceId, agentId) => vaultStore.accessFor(workspaceId, agentId),
           })
         ).adapters;
       const routed = createRoutedExecutor({

@@ -11,6 +11,7 @@
  */
 import type { SecretFingerprints } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
+import { createA2aAdapter } from "./a2a/a2a-adapter.js";
 import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
 import type { HarnessEnvironment } from "./harness/environment.js";
 import { createHarnessAdapter } from "./harness/harness-adapter.js";
@@ -18,6 +19,7 @@ import { harnessMcpPolicyFromEnv } from "./harness/mcp/definition.js";
 import { harnessProvidersFromEnv } from "./harness/providers-from-env.js";
 import { PostgresToolRunLedger, type ToolRunLedger } from "./harness/tool-run-ledger.js";
 import type { HarnessTool } from "./harness/tools.js";
+import type { VaultAccessLoader } from "./routing/jetstream-dispatcher.js";
 import { BackendRegistry } from "./routing/registry.js";
 import { Router } from "./routing/router.js";
 import { createScriptedAdapter } from "./scripted/scripted-adapter.js";
@@ -82,6 +84,11 @@ export interface InProcessBackendsOptions {
   dataDir?: string | undefined;
   /** The deployment's secret fingerprints (`ServiceContext.fingerprints`), for the harness's records of secret reads. */
   fingerprints?: SecretFingerprints;
+  /**
+   * The vaults an agent may read (the A2A backend's credentials); without it
+   * A2A agents that name a credential fail with `secret_denied`.
+   */
+  vaultAccess?: VaultAccessLoader;
 }
 
 /** What a service runs in its own process. */
@@ -103,8 +110,13 @@ export async function createInProcessBackends(
   options: InProcessBackendsOptions,
 ): Promise<InProcessBackends> {
   const harnessTools = await loadHarnessTools(options.env.TRELLIS_HARNESS_TOOLS);
+  // The A2A backend calls remote agents over HTTP: in process in both modes.
+  const a2a = createA2aAdapter({
+    allowPrivate: options.env.TRELLIS_A2A_ALLOW_PRIVATE === "1",
+    ...(options.vaultAccess ? { vaults: options.vaultAccess } : {}),
+  });
   if (options.mode === "distributed") {
-    return { adapters: [createScriptedAdapter()], harnessTools };
+    return { adapters: [createScriptedAdapter(), a2a], harnessTools };
   }
   const ledger = options.db ? await PostgresToolRunLedger.open(options.db) : undefined;
   // Tools read vault secrets (`<vault_id>/<name>`) under the vaults' access
@@ -133,12 +145,15 @@ export async function createInProcessBackends(
         }
       : undefined;
   return {
-    adapters: createBuiltinAdapters({
-      env: options.env,
-      tools: harnessTools,
-      ...(ledger ? { ledger } : {}),
-      ...(environment ? { environment } : {}),
-    }),
+    adapters: [
+      ...createBuiltinAdapters({
+        env: options.env,
+        tools: harnessTools,
+        ...(ledger ? { ledger } : {}),
+        ...(environment ? { environment } : {}),
+      }),
+      a2a,
+    ],
     harnessTools,
   };
 }

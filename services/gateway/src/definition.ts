@@ -12,6 +12,7 @@
 import type { ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
+import { createA2aHandler } from "./a2a/http.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
 import { ApiKeyCache } from "./auth/key-cache.js";
@@ -177,6 +178,7 @@ export const gatewayService: ServiceDefinition = {
       sessionDetails: new SessionDetailCache({ eventLog: ctx.eventLog }),
     };
     const rest = createRestHandler(deps);
+    const a2a = createA2aHandler(deps);
     const watchdog =
       config.TRELLIS_HEALTH_SWEEP > 0
         ? new HealthWatchdog({
@@ -188,7 +190,7 @@ export const gatewayService: ServiceDefinition = {
         : undefined;
     const webSockets = createWebSocketEndpoint(deps);
     const http: NonNullable<ServiceModule["http"]> = async (req, res) =>
-      (await oauth(req, res)) || rest(req, res);
+      (await oauth(req, res)) || (await a2a(req, res)) || rest(req, res);
 
     let pruner: NodeJS.Timeout | undefined;
     const prune = () => {

@@ -146,6 +146,8 @@ async function createTasksModule(
         db: context.db,
         dataDir: context.dataDir,
         fingerprints: context.fingerprints,
+        // The A2A backend's credentials; the vaults live in the adapters service.
+        vaultAccess: vaultAccessThrough(context.clients),
       });
   const routed = backends
     ? createRoutedExecutor({

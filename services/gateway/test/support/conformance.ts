@@ -133,9 +133,10 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
       for (const field of ["id", "created_at", "updated_at", "metadata", "description", "skills"]) {
         expect(card).toHaveProperty(field);
       }
+      // The A2A card of the default agent (`/.well-known/agent-card.json`).
       expect(card.a2a_card.supportedInterfaces[0]).toMatchObject({
-        url: `${base}/v1`,
-        protocolBinding: "HTTP+JSON",
+        url: `${base}/a2a/agent_echo`,
+        protocolBinding: "JSONRPC",
       });
       for (const field of [
         "name",

@@ -4,6 +4,8 @@
  * receipts, and the gateway as separate services on a real PostgreSQL and a
  * real NATS JetStream, with their own database and stream prefix).
  */
+import { randomBytes } from "node:crypto";
+import { adaptersService } from "@trellis/adapters";
 import { type RunningService, runService, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
@@ -26,15 +28,29 @@ export interface GatewayModeOptions {
   receipts?: boolean;
   /** Extra gateway settings (the admin key and quiet logs are always set). */
   env?: Record<string, string>;
+  /** Also run the adapters service (vaults). */
+  adapters?: boolean;
+  /** Settings of every service (e.g. `TRELLIS_A2A_ALLOW_PRIVATE` for the tasks service's backends). */
+  meshEnv?: Record<string, string>;
 }
 
 /** Both modes, as `{ mode, start }` rows for `describe.each`. */
 export function gatewayModes(options: GatewayModeOptions) {
-  const env = { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error", ...options.env };
+  const env = {
+    TRELLIS_API_KEY: ADMIN_KEY,
+    TRELLIS_LOG_LEVEL: "error",
+    ...options.meshEnv,
+    ...options.env,
+  };
 
   async function embedded(): Promise<Running> {
     const trellis = await startEmbedded({
-      services: [gatewayService, tasksService, ...(options.receipts ? [receiptsService] : [])],
+      services: [
+        gatewayService,
+        tasksService,
+        ...(options.receipts ? [receiptsService] : []),
+        ...(options.adapters ? [adaptersService] : []),
+      ],
       port: 0,
       env,
       logger: createLogger({ service: "test", level: "error" }),
@@ -52,6 +68,7 @@ export function gatewayModes(options: GatewayModeOptions) {
       PORT: "0",
       TRELLIS_SHUTDOWN_GRACE: "200ms",
       TRELLIS_LOG_LEVEL: "error",
+      ...options.meshEnv,
     };
     const started: RunningService[] = [];
     const close = async () => {
@@ -60,9 +77,25 @@ export function gatewayModes(options: GatewayModeOptions) {
       await db.drop();
     };
     try {
-      const tasks = await runService(tasksService, { env: common, handleSignals: false });
+      const urls: Record<string, string> = {};
+      if (options.adapters) {
+        const adapters = await runService(adaptersService, {
+          env: {
+            ...common,
+            TRELLIS_ADAPTERS_REMOTE: "false",
+            TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
+          },
+          handleSignals: false,
+        });
+        started.push(adapters);
+        urls.TRELLIS_ADAPTERS_URL = adapters.address.url;
+      }
+      const tasks = await runService(tasksService, {
+        env: { ...common, ...urls },
+        handleSignals: false,
+      });
       started.push(tasks);
-      const urls: Record<string, string> = { TRELLIS_TASKS_URL: tasks.address.url };
+      urls.TRELLIS_TASKS_URL = tasks.address.url;
       if (options.receipts) {
         const receipts = await runService(receiptsService, {
           env: { ...common, ...urls },

@@ -3,6 +3,7 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import { type Agent, AgentService, type Skill, SkillService } from "@trellis/contracts/tasks";
 import { requestIdHeader } from "@trellis/runtime";
+import { agentCardJson, agentCardOf, defaultAgentId } from "../../a2a/card.js";
 import { currentProtocolVersion, supportedProtocolVersions } from "../../domain/protocol.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
@@ -55,6 +56,20 @@ export function publicBaseUrl(call: RestCall): string {
   return `http://${name}`;
 }
 
+/** The default agent among the default workspace's agents (a stand-in when they cannot be listed). */
+function defaultAgent(agents: readonly Agent[]): Agent {
+  return (
+    agents.find((agent) => agent.id === defaultAgentId) ??
+    ({
+      id: defaultAgentId,
+      name: "echo",
+      description: "",
+      version: "",
+      backend: "scripted",
+    } as Agent)
+  );
+}
+
 export async function cardAgents(call: RestCall): Promise<Agent[]> {
   try {
     const response = await call.deps.clients
@@ -104,33 +119,8 @@ export async function agentCard(call: RestCall): Promise<RestResponse> {
     name: "Trellis",
     description,
     protocol_version: currentProtocolVersion,
-    a2a_card: {
-      name: "Trellis",
-      description,
-      supportedInterfaces: [
-        {
-          url: `${base}/v1`,
-          protocolBinding: "HTTP+JSON",
-          protocolVersion: currentProtocolVersion,
-        },
-      ],
-      provider: { organization: "Trellis", url: base },
-      version: "0.1.0",
-      documentationUrl: null,
-      capabilities: { streaming: true, pushNotifications: false, extendedAgentCard: false },
-      securitySchemes: {
-        bearerAuth: { type: "http", scheme: "bearer", bearerFormat: "API key" },
-      },
-      security: [{ bearerAuth: [] }],
-      defaultInputModes: ["text/plain", "application/json"],
-      defaultOutputModes: ["text/plain", "application/json"],
-      skills: agents.map((agent) => ({
-        id: agent.id,
-        name: agent.name,
-        description: agent.description,
-        tags: agent.backend ? [agent.backend] : [],
-      })),
-    },
+    // The A2A card of the workspace default agent (`/.well-known/agent-card.json`).
+    a2a_card: agentCardJson(agentCardOf(defaultAgent(agents), base)),
     skills,
     harn_interfaces: [
       { transport: "rest", url: `${base}/v1` },
