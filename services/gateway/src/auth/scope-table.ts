@@ -245,6 +245,8 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   // Vault secrets for the routers that place turns on remote workers.
   "trellis.adapters.v1.VaultAccessService/*": "internal",
   "trellis.adapters.v1.RoutingService/*": "internal",
+  // Adapter workers over gRPC (any language): a worker serves every workspace's turns.
+  "trellis.adapters.v1.WorkerService/*": "admin",
 };
 
 /** The rule of a REST route (by its path pattern); undefined when it has none. */

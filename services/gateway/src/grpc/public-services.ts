@@ -3,7 +3,7 @@
  * distributed mode). Add a service here when its area becomes public.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import { VaultService } from "@trellis/contracts/adapters";
+import { VaultService, WorkerService } from "@trellis/contracts/adapters";
 import { ChatService } from "@trellis/contracts/chat";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import {
@@ -38,4 +38,5 @@ export const publicServices: readonly DescService[] = [
   ConnectorService,
   MemoryService,
   SkillService,
+  WorkerService,
 ];

@@ -1,0 +1,257 @@
+// A Python worker built only from the generated stubs (clients/python) serves
+// chat turns through the gateway of `trellis dev` (embedded mode): a turn end
+// to end, a turn canceled mid-way, and a worker killed with SIGKILL mid-turn —
+// its turn runs again on the other worker (safe to retry) or fails
+// `worker_lost` (not safe).
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { type Client, createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { ChatService } from "@trellis/contracts/chat";
+import { MessageSchema, Role } from "@trellis/contracts/core";
+import { AgentService, TaskService } from "@trellis/contracts/tasks";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
+
+const root = fileURLToPath(new URL("../..", import.meta.url));
+const python = ["/usr/bin/python3", "python3"].find(
+  (candidate) =>
+    spawnSync(candidate, ["-c", "import grpc, google.protobuf"], { encoding: "utf8" }).status === 0,
+);
+if (!python) console.warn("workers: no python3 with grpcio; the Python worker test is skipped");
+
+interface PyWorker {
+  child: ChildProcess;
+  lines: Array<Record<string, unknown>>;
+  output(): string;
+  waitFor(
+    match: (line: Record<string, unknown>) => boolean,
+    what: string,
+  ): Promise<Record<string, unknown>>;
+}
+
+function startWorker(url: string, keyFile: string, workerId: string, wordDelay = 0.05): PyWorker {
+  const child = spawn(
+    python as string,
+    [
+      "clients/python/examples/echo_worker.py",
+      "--backend",
+      "py-echo",
+      "--worker-id",
+      workerId,
+      "--word-delay",
+      String(wordDelay),
+      "--heartbeat-ms",
+      "300",
+    ],
+    { cwd: root, env: { ...process.env, TRELLIS_URL: url, TRELLIS_API_KEY_FILE: keyFile } },
+  );
+  const lines: Array<Record<string, unknown>> = [];
+  let out = "";
+  let err = "";
+  let partial = "";
+  child.stdout?.on("data", (chunk: Buffer) => {
+    out += chunk;
+    partial += chunk;
+    const parts = partial.split("\n");
+    partial = parts.pop() ?? "";
+    for (const line of parts) if (line.trim()) lines.push(JSON.parse(line));
+  });
+  child.stderr?.on("data", (chunk) => {
+    err += chunk;
+  });
+  const output = () => `${out}\n${err}`;
+  return {
+    child,
+    lines,
+    output,
+    async waitFor(match, what) {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const found = lines.find(match);
+        if (found) return found;
+        if (Date.now() > deadline || child.exitCode !== null) {
+          throw new Error(`worker ${workerId}: no ${what}:\n${output()}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
+  };
+}
+
+const text = (value: string) =>
+  create(MessageSchema, {
+    role: Role.USER,
+    parts: [{ kind: { case: "text", value: { text: value } } }],
+  });
+const json = (value: unknown) =>
+  JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? String(v) : v));
+const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+
+describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
+  let server: TrellisDev;
+  let keyFile: string;
+  let agents: Client<typeof AgentService>;
+  let chat: Client<typeof ChatService>;
+  let tasks: Client<typeof TaskService>;
+  const workers: PyWorker[] = [];
+
+  beforeAll(async () => {
+    server = await startTrellisDev(
+      { TRELLIS_API_KEY: "" },
+      (dataDir) => existsSync(join(dataDir, "data", "admin-api-key")),
+      // A loaded machine (CI runners, shared hosts) may take longer than a minute.
+      150_000,
+    );
+    keyFile = join(server.dataDir, "data", "admin-api-key");
+    const key = readFileSync(keyFile, "utf8").trim();
+    const transport = createGrpcTransport({
+      baseUrl: server.url,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${key}`);
+          return next(req);
+        },
+      ],
+    });
+    agents = createClient(AgentService, transport);
+    chat = createClient(ChatService, transport);
+    tasks = createClient(TaskService, transport);
+    workers.push(startWorker(server.url, keyFile, "py-a"));
+    await workers[0]?.waitFor((l) => l.step === "connected", "connection");
+  }, 180_000);
+
+  afterAll(async () => {
+    for (const w of workers) w.child.kill("SIGKILL");
+    await server?.stop();
+  }, 30_000);
+
+  const agent = async (safeToRetry: boolean) =>
+    (
+      await agents.createAgent({
+        agent: { name: "py-echo", backend: "py-echo", safeToRetry, definition: {} as JsonObject },
+      })
+    ).agent?.id as string;
+
+  it("runs a chat turn end to end, streamed by the worker", async () => {
+    const agentId = await agent(false);
+    const chunks: string[] = [];
+    let outcome: unknown;
+    for await (const res of chat.sendStreaming({
+      sessionId: `ses_py_${Date.now()}`,
+      agentId,
+      message: text("hello from the gateway"),
+    })) {
+      if (res.kind.case === "chunk" && res.kind.value.kind.case === "textDelta") {
+        chunks.push(res.kind.value.kind.value.text);
+      }
+      if (res.kind.case === "outcome") outcome = res.kind.value;
+    }
+    const completed = (outcome as { kind: { case: string; value: { replies: unknown[] } } }).kind;
+    expect(completed.case, json(outcome)).toBe("completed");
+    expect(chunks.join("")).toBe("echo: hello from the gateway");
+    expect(json(completed.value.replies)).toContain("echo: hello from the gateway");
+    const w = workers[0] as PyWorker;
+    expect(w.lines.some((l) => l.step === "completed" && l.accepted === true)).toBe(true);
+  }, 30_000);
+
+  it("refuses what it cannot do: a requirement it lacks never reaches it", async () => {
+    // Attachments are not something this backend declares: routing says so
+    // before any offer (a typed refusal, not a silent fallback).
+    const agentId = await agent(false);
+    const before = (workers[0] as PyWorker).lines.filter((l) => l.step === "offer").length;
+    const res = await chat.send({
+      sessionId: `ses_py_att_${Date.now()}`,
+      agentId,
+      message: create(MessageSchema, {
+        role: Role.USER,
+        parts: [
+          { kind: { case: "text", value: { text: "look" } } },
+          { kind: { case: "image", value: { url: "https://example.com/a.png" } } },
+        ],
+      }),
+    });
+    const outcome = res.outcome?.kind;
+    expect(outcome?.case, json(res.outcome)).toBe("errored");
+    expect((workers[0] as PyWorker).lines.filter((l) => l.step === "offer").length).toBe(before);
+  }, 30_000);
+
+  it("is canceled mid-turn: the worker gets the cancel and ends the turn", async () => {
+    const agentId = await agent(false);
+    const sessionId = `ses_py_cancel_${Date.now()}`;
+    const stream = chat.sendStreaming({ sessionId, agentId, message: text(words(400)) });
+    const iterator = stream[Symbol.asyncIterator]();
+    const first = await iterator.next();
+    expect(first.done).toBe(false);
+    const listed = await tasks.listTasks({ sessionId });
+    const taskId = listed.tasks[0]?.id as string;
+    await tasks.cancelTask({ taskId, reason: "test cancels" });
+    let outcome: unknown;
+    for (;;) {
+      const next = await iterator.next();
+      if (next.done) break;
+      if (next.value.kind.case === "outcome") outcome = next.value.kind.value;
+    }
+    expect(json(outcome)).not.toContain("w399");
+    const w = workers[0] as PyWorker;
+    await w.waitFor((l) => l.step === "cancel", "cancel command");
+    await w.waitFor((l) => l.step === "cancelled", "cancelled turn");
+    const task = await tasks.getTask({ taskId });
+    expect(String(task.task?.status)).not.toBe("");
+  }, 30_000);
+
+  async function killMidTurn(safeToRetry: boolean) {
+    // Two workers; the one that claims the turn dies with SIGKILL.
+    if (workers.length < 2) {
+      workers.push(startWorker(server.url, keyFile, "py-b"));
+      await workers[1]?.waitFor((l) => l.step === "connected", "connection");
+    }
+    const agentId = await agent(safeToRetry);
+    // Only a claim of this turn counts.
+    for (const w of workers) for (const l of w.lines) if (l.step === "claim") l.seen = true;
+    const reply = chat.send({
+      sessionId: `ses_py_kill_${Date.now()}`,
+      agentId,
+      message: text(words(60)),
+    });
+    const deadline = Date.now() + 20_000;
+    let victim: PyWorker | undefined;
+    while (!victim && Date.now() < deadline) {
+      victim = workers.find(
+        (w) =>
+          w.child.exitCode === null &&
+          w.lines.some((l) => l.step === "claim" && l.granted === true && !l.seen),
+      );
+      if (!victim) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(victim, workers.map((w) => w.output()).join("\n---\n")).toBeDefined();
+    (victim as PyWorker).child.kill("SIGKILL");
+    const res = await reply;
+    return { res, victim: victim as PyWorker };
+  }
+
+  it("after kill -9 a safe-to-retry turn runs again on the other worker", async () => {
+    const { res, victim } = await killMidTurn(true);
+    expect(res.outcome?.kind.case, json(res.outcome)).toBe("completed");
+    expect(json(res.outcome)).toContain("w59");
+    const survivor = workers.find((w) => w !== victim && w.child.exitCode === null) as PyWorker;
+    await survivor.waitFor((l) => l.step === "completed" && l.attempt === 2, "the retried attempt");
+    // Keep two workers for the next case.
+    const replacement = startWorker(server.url, keyFile, `py-c-${Date.now()}`);
+    workers.push(replacement);
+    await replacement.waitFor((l) => l.step === "connected", "connection");
+  }, 60_000);
+
+  it("after kill -9 a turn that is not safe to retry fails worker_lost", async () => {
+    const { res } = await killMidTurn(false);
+    const outcome = res.outcome?.kind;
+    expect(
+      outcome?.case,
+      `${json(res.outcome)}\n${workers.map((w) => w.output()).join("\n---\n")}`,
+    ).toBe("errored");
+    expect(json(res.outcome)).toContain("worker_lost");
+  }, 60_000);
+});
