@@ -1,10 +1,12 @@
 // A Python worker built only from the generated stubs (clients/python) serves
-// chat turns through the gateway of `trellis dev` (embedded mode): a turn end
-// to end, a turn canceled mid-way, and a worker killed with SIGKILL mid-turn —
-// its turn runs again on the other worker (safe to retry) or fails
-// `worker_lost` (not safe).
+// chat turns through the gateway of `trellis dev` (embedded mode) and of a
+// distributed mesh (every service its own process, real Postgres and NATS):
+// a turn end to end, a refused requirement, a turn canceled mid-way, and a
+// worker killed with SIGKILL mid-turn — its turn runs again on the other
+// worker (safe to retry) or fails `worker_lost` (not safe).
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, type JsonObject } from "@bufbuild/protobuf";
@@ -13,8 +15,10 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
+import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
+import { startMesh } from "../../src/mesh.js";
+import { startTrellisDev } from "../support/trellis-dev.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 const python = ["/usr/bin/python3", "python3"].find(
@@ -91,8 +95,60 @@ const json = (value: unknown) =>
   JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? String(v) : v));
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
 
-describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
-  let server: TrellisDev;
+/** A running Trellis: the gateway's URL and a file holding the admin key. */
+interface Host {
+  url: string;
+  keyFile: string;
+  stop(): Promise<void>;
+}
+
+async function startDev(): Promise<Host> {
+  const server = await startTrellisDev(
+    { TRELLIS_API_KEY: "" },
+    (dataDir) => existsSync(join(dataDir, "data", "admin-api-key")),
+    // A loaded machine (CI runners, shared hosts) may take longer than a minute.
+    150_000,
+  );
+  return {
+    url: server.url,
+    keyFile: join(server.dataDir, "data", "admin-api-key"),
+    stop: () => server.stop(),
+  };
+}
+
+async function startDistributed(): Promise<Host> {
+  const db = await createTestDatabase("trellis_pyworker");
+  const prefix = uniqueName("pyworker");
+  const key = `trellis-pyworker-admin-${uniqueName("k")}-0123456789abcdef`;
+  const dir = mkdtempSync(join(tmpdir(), "trellis-pyworker-"));
+  const keyFile = join(dir, "admin-api-key");
+  writeFileSync(keyFile, key);
+  const mesh = await startMesh({
+    databaseUrl: db.url,
+    natsUrl: testNatsUrl,
+    natsPrefix: prefix,
+    adapterWorkers: 0,
+    logDir: join(dir, "logs"),
+    readyTimeoutMs: 150_000,
+    env: { TRELLIS_API_KEY: key, TRELLIS_ADAPTERS_WORK_STORAGE: "memory" },
+  });
+  return {
+    url: mesh.urls.gateway as string,
+    keyFile,
+    async stop() {
+      await mesh.stop();
+      await db.drop();
+      await deleteTestStreams(prefix);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+describe.skipIf(!python).each([
+  { mode: "trellis dev (embedded)", start: startDev },
+  { mode: "the distributed mesh", start: startDistributed },
+])("a Python gRPC worker against $mode", ({ start }) => {
+  let host: Host;
   let keyFile: string;
   let agents: Client<typeof AgentService>;
   let chat: Client<typeof ChatService>;
@@ -100,16 +156,11 @@ describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
   const workers: PyWorker[] = [];
 
   beforeAll(async () => {
-    server = await startTrellisDev(
-      { TRELLIS_API_KEY: "" },
-      (dataDir) => existsSync(join(dataDir, "data", "admin-api-key")),
-      // A loaded machine (CI runners, shared hosts) may take longer than a minute.
-      150_000,
-    );
-    keyFile = join(server.dataDir, "data", "admin-api-key");
+    host = await start();
+    keyFile = host.keyFile;
     const key = readFileSync(keyFile, "utf8").trim();
     const transport = createGrpcTransport({
-      baseUrl: server.url,
+      baseUrl: host.url,
       interceptors: [
         (next) => (req) => {
           req.header.set("authorization", `Bearer ${key}`);
@@ -120,14 +171,14 @@ describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
     agents = createClient(AgentService, transport);
     chat = createClient(ChatService, transport);
     tasks = createClient(TaskService, transport);
-    workers.push(startWorker(server.url, keyFile, "py-a"));
+    workers.push(startWorker(host.url, keyFile, "py-a"));
     await workers[0]?.waitFor((l) => l.step === "connected", "connection");
   }, 180_000);
 
   afterAll(async () => {
     for (const w of workers) w.child.kill("SIGKILL");
-    await server?.stop();
-  }, 30_000);
+    await host?.stop();
+  }, 60_000);
 
   const agent = async (safeToRetry: boolean) =>
     (
@@ -206,7 +257,7 @@ describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
   async function killMidTurn(safeToRetry: boolean) {
     // Two workers; the one that claims the turn dies with SIGKILL.
     if (workers.length < 2) {
-      workers.push(startWorker(server.url, keyFile, "py-b"));
+      workers.push(startWorker(host.url, keyFile, "py-b"));
       await workers[1]?.waitFor((l) => l.step === "connected", "connection");
     }
     const agentId = await agent(safeToRetry);
@@ -240,7 +291,7 @@ describe.skipIf(!python)("a Python gRPC worker against `trellis dev`", () => {
     const survivor = workers.find((w) => w !== victim && w.child.exitCode === null) as PyWorker;
     await survivor.waitFor((l) => l.step === "completed" && l.attempt === 2, "the retried attempt");
     // Keep two workers for the next case.
-    const replacement = startWorker(server.url, keyFile, `py-c-${Date.now()}`);
+    const replacement = startWorker(host.url, keyFile, `py-c-${Date.now()}`);
     workers.push(replacement);
     await replacement.waitFor((l) => l.step === "connected", "connection");
   }, 60_000);
