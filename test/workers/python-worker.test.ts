@@ -221,7 +221,12 @@ describe.skipIf(!python).each([
         role: Role.USER,
         parts: [
           { kind: { case: "text", value: { text: "look" } } },
-          { kind: { case: "image", value: { url: "https://example.com/a.png" } } },
+          {
+            kind: {
+              case: "image",
+              value: { source: { case: "url", value: "https://example.com/a.png" } },
+            },
+          },
         ],
       }),
     });

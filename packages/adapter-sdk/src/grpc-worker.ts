@@ -1,0 +1,250 @@
+/**
+ * An adapter worker over plain gRPC (proto `trellis.adapters.v1.WorkerService`):
+ * for a worker outside the cluster, with no NATS client — it reaches the
+ * gateway (admin key) or the adapters service (mesh credentials through
+ * `interceptors`). Same adapter, same semantics as {@link runWorker}: it
+ * negotiates each offer itself and claims it (only a granted claim runs),
+ * streams progress in order, honours cancels and `maxElapsedMs`, and keeps
+ * its lease with heartbeats.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import {
+  type ExecutionEvent as PbEvent,
+  ReasonCode,
+  Severity,
+  WorkerService,
+  type WorkOffer,
+  type WorkRef,
+} from "@trellis/contracts/adapters";
+import { createLogger, type Logger } from "@trellis/runtime";
+import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import {
+  capabilitiesToProto,
+  eventToProto,
+  negotiationToProto,
+  requestFromProto,
+  resultToProto,
+} from "./mapping.js";
+import { capabilitiesOf, capabilityProblems, negotiateWith } from "./negotiation.js";
+import { runExecution } from "./run-execution.js";
+import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
+import { toToken } from "./wire.js";
+import type { AdapterWorker } from "./worker.js";
+
+/** Options of {@link runGrpcWorker}. */
+export interface GrpcWorkerOptions {
+  adapter: ExecutionAdapter;
+  /** The gateway's (or the adapters service's) base URL, e.g. http://127.0.0.1:8080. */
+  url: string;
+  /** An admin API key for the gateway (sent as a bearer token). */
+  apiKey?: string;
+  /** More interceptors (e.g. mesh credentials when calling the adapters service directly). */
+  interceptors?: Interceptor[];
+  /** Unique id of this worker (default: backend, host, pid and a random part). */
+  workerId?: string;
+  /** Executions run at once (default 1). */
+  capacity?: number;
+  hints?: { costPerExecution?: number; latencyMs?: number };
+  /** Heartbeat interval (default 1000 ms). */
+  heartbeatMs?: number;
+  /** How long an aborted adapter may take to return (default 2000 ms). */
+  graceMs?: number;
+  logger?: Logger;
+}
+
+interface Running {
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/** Connect to Trellis over gRPC and run `options.adapter`; resolves once registered. */
+export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<AdapterWorker> {
+  const { adapter } = options;
+  const backendId = adapter.backendId;
+  if (!BACKEND_ID_PATTERN.test(backendId)) {
+    throw new Error(`backend id ${JSON.stringify(backendId)} must match ${BACKEND_ID_PATTERN}`);
+  }
+  const capabilities = capabilitiesOf(adapter);
+  const problems = capabilityProblems(capabilities);
+  if (problems.length) {
+    throw new Error(
+      `adapter ${backendId} describes invalid capabilities: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`,
+    );
+  }
+  const capacity = Math.max(1, Math.floor(options.capacity ?? 1));
+  const heartbeatMs = options.heartbeatMs ?? 1000;
+  const graceMs = options.graceMs ?? 2000;
+  const requestedId =
+    options.workerId ??
+    toToken(`${backendId}-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
+  const log = (options.logger ?? createLogger({ service: `adapter-${backendId}` })).child({
+    worker_id: requestedId,
+  });
+  const auth: Interceptor[] = options.apiKey
+    ? [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${options.apiKey}`);
+          return next(req);
+        },
+      ]
+    : [];
+  const client = createClient(
+    WorkerService,
+    createGrpcTransport({
+      baseUrl: options.url,
+      interceptors: [...auth, ...(options.interceptors ?? [])],
+    }),
+  );
+  const closing = new AbortController();
+  const stream = client
+    .connectWorker(
+      {
+        worker: {
+          schemaVersion: EXECUTION_SCHEMA_VERSION,
+          workerId: requestedId,
+          backendId,
+          capabilities: capabilitiesToProto(capabilities),
+          capacity,
+          hints: {
+            costPerExecution: options.hints?.costPerExecution ?? 0,
+            latencyMs: options.hints?.latencyMs ?? 0,
+          },
+          heartbeatIntervalMs: heartbeatMs,
+        },
+      },
+      { signal: closing.signal },
+    )
+    [Symbol.asyncIterator]();
+  const first = await stream.next();
+  if (first.done || first.value.command.case !== "connected") {
+    closing.abort();
+    throw new Error("the server did not accept the worker (no `connected` command)");
+  }
+  const { workerId, session } = first.value.command.value;
+  const running = new Map<string, Running>();
+  let completed = 0;
+  let stopping = false;
+
+  const heartbeat = setInterval(() => {
+    client.workerHeartbeat({ workerId, session, inFlight: running.size }).catch((error) => {
+      log.warn("heartbeat failed", { error: String(error) });
+    });
+  }, heartbeatMs);
+
+  const run = async (offer: WorkOffer): Promise<void> => {
+    const work: WorkRef = {
+      $typeName: "trellis.adapters.v1.WorkRef",
+      workerId,
+      session,
+      executionId: offer.executionId,
+      attempt: offer.attempt,
+    };
+    const abort = new AbortController();
+    // Progress goes out in order: one call after the other.
+    let sending: Promise<unknown> = Promise.resolve();
+    const send = (event: PbEvent) => {
+      sending = sending
+        .then(() => client.reportWorkEvents({ work, events: [event] }))
+        .catch((error: unknown) => log.warn("reporting progress failed", { error: String(error) }));
+    };
+    let request: ReturnType<typeof requestFromProto>;
+    try {
+      if (!offer.request) throw new Error("the offer has no request");
+      request = requestFromProto(offer.request, {
+        signal: abort.signal,
+        onEvent: (event: Parameters<NonNullable<typeof request.onEvent>>[0]) => {
+          if (event.kind !== "turn_finished") send(eventToProto(event));
+        },
+      });
+    } catch (error) {
+      await client.claimWork({
+        work,
+        negotiation: {
+          supported: false,
+          reasons: [
+            {
+              code: ReasonCode.OTHER,
+              severity: Severity.BLOCKING,
+              message: `the worker cannot read the request: ${String(error)}`,
+            },
+          ],
+          effectiveCapabilities: capabilitiesToProto(capabilities),
+        },
+      });
+      return;
+    }
+    const negotiation = negotiateWith(adapter, request);
+    const answer = await client.claimWork({ work, negotiation: negotiationToProto(negotiation) });
+    if (!answer.granted || !negotiation.supported) return;
+    const done = (async () => {
+      const deadline = offer.deadline ? timestampMs(offer.deadline) : undefined;
+      const result = await runExecution(
+        adapter,
+        request,
+        deadline === undefined ? { graceMs } : { graceMs, deadline },
+      );
+      await sending;
+      await client.completeWork({ work, result: resultToProto(result) });
+    })();
+    running.set(offer.executionId, { abort, done });
+    try {
+      await done;
+    } finally {
+      running.delete(offer.executionId);
+      completed++;
+    }
+  };
+
+  const loop = (async () => {
+    try {
+      for (;;) {
+        const next = await stream.next();
+        if (next.done) break;
+        const command = next.value.command;
+        if (command.case === "offer") {
+          run(command.value).catch((error: unknown) =>
+            log.warn("running an offer failed", { error: String(error) }),
+          );
+        } else if (command.case === "cancel") {
+          running
+            .get(command.value.executionId)
+            ?.abort.abort(new Error(command.value.reason || "canceled"));
+        }
+      }
+    } catch (error) {
+      if (!stopping) log.warn("the command stream ended", { error: String(error) });
+    } finally {
+      clearInterval(heartbeat);
+    }
+  })();
+  log.info("gRPC adapter worker started", { backend: backendId, capacity });
+
+  return {
+    workerId,
+    backendId,
+    get inFlight() {
+      return running.size;
+    },
+    get completed() {
+      return completed;
+    },
+    async stop(stopOptions = {}) {
+      if (stopping) return;
+      stopping = true;
+      const grace = stopOptions.graceMs ?? graceMs;
+      const all = Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
+      const timer = setTimeout(() => {
+        for (const r of running.values()) r.abort.abort(new Error("the worker is stopping"));
+      }, grace);
+      await all;
+      clearTimeout(timer);
+      await client.disconnectWorker({ workerId, session }).catch(() => undefined);
+      closing.abort();
+      await loop;
+    },
+  };
+}
