@@ -144,12 +144,26 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       attempt: offer.attempt,
     };
     const abort = new AbortController();
-    // Progress goes out in order: one call after the other.
+    // Progress goes out in order, one call after the other; what comes in
+    // while a call is in flight goes in the next one (a batch).
     let sending: Promise<unknown> = Promise.resolve();
+    const queued: PbEvent[] = [];
+    let scheduled = false;
     const send = (event: PbEvent) => {
-      sending = sending
-        .then(() => client.reportWorkEvents({ work, events: [event] }))
-        .catch((error: unknown) => log.warn("reporting progress failed", { error: String(error) }));
+      queued.push(event);
+      if (scheduled) return;
+      scheduled = true;
+      sending = sending.then(async () => {
+        scheduled = false;
+        while (queued.length) {
+          const events = queued.splice(0, 256);
+          await client
+            .reportWorkEvents({ work, events })
+            .catch((error: unknown) =>
+              log.warn("reporting progress failed", { error: String(error) }),
+            );
+        }
+      });
     };
     let request: ReturnType<typeof requestFromProto>;
     try {
