@@ -49,7 +49,7 @@ function startWorker(url: string, keyFile: string, workerId: string, wordDelay =
       "--word-delay",
       String(wordDelay),
       "--heartbeat-ms",
-      "300",
+      "1000",
     ],
     { cwd: root, env: { ...process.env, TRELLIS_URL: url, TRELLIS_API_KEY_FILE: keyFile } },
   );
@@ -94,6 +94,37 @@ const text = (value: string) =>
 const json = (value: unknown) =>
   JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? String(v) : v));
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+
+/** `trellis adapters conformance` against `url`; its exit code and output. */
+async function conformance(
+  url: string,
+  keyFile: string,
+  args: string[],
+): Promise<{ code: number | null; out: string }> {
+  const child = spawn(
+    process.execPath,
+    [
+      join(root, "bin/trellis.js"),
+      "adapters",
+      "conformance",
+      "--url",
+      url,
+      "--api-key",
+      readFileSync(keyFile, "utf8").trim(),
+      ...args,
+    ],
+    { cwd: root },
+  );
+  let out = "";
+  child.stdout?.on("data", (chunk) => {
+    out += chunk;
+  });
+  child.stderr?.on("data", (chunk) => {
+    out += chunk;
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, out };
+}
 
 /** A running Trellis: the gateway's URL and a file holding the admin key. */
 interface Host {
@@ -206,7 +237,7 @@ describe.skipIf(!python).each([
     expect(chunks.join("")).toBe("echo: hello from the gateway");
     expect(json(completed.value.replies)).toContain("echo: hello from the gateway");
     const w = workers[0] as PyWorker;
-    expect(w.lines.some((l) => l.step === "completed" && l.accepted === true)).toBe(true);
+    await w.waitFor((l) => l.step === "completed" && l.accepted === true, "an accepted result");
   }, 30_000);
 
   it("refuses what it cannot do: a requirement it lacks never reaches it", async () => {
@@ -258,6 +289,71 @@ describe.skipIf(!python).each([
     const task = await tasks.getTask({ taskId });
     expect(String(task.task?.status)).not.toBe("");
   }, 30_000);
+
+  it("trellis adapters conformance passes for the Python backend and the scripted one", async () => {
+    const python = await conformance(host.url, keyFile, [
+      "--backend",
+      "py-echo",
+      "--slow-input",
+      words(120),
+    ]);
+    expect(python.code, python.out).toBe(0);
+    for (const item of [
+      "registered",
+      "blocks",
+      "degrades",
+      "pure",
+      "completes",
+      "streams",
+      "refuses",
+      "timeout",
+      "cancel",
+    ]) {
+      expect(python.out).toMatch(new RegExp(`PASS +${item} `));
+    }
+    const scripted = await conformance(host.url, keyFile, [
+      "--backend",
+      "scripted",
+      "--definition",
+      JSON.stringify({
+        entry: "a",
+        nodes: { a: { update: { messages: [{ role: "assistant", content: "hi there" }] } } },
+        edges: [{ from: "a", to: "END" }],
+      }),
+    ]);
+    expect(scripted.code, scripted.out).toBe(0);
+    expect(scripted.out).toMatch(/PASS +completes +replied "hi there"/);
+  }, 90_000);
+
+  it("trellis adapters conformance fails a lying backend, naming the item", async () => {
+    const liar = spawn(process.execPath, ["--import", "tsx", "test/workers/lying-worker.ts"], {
+      cwd: root,
+      env: {
+        ...process.env,
+        TRELLIS_WORKER_URL: host.url,
+        TRELLIS_API_KEY: readFileSync(keyFile, "utf8").trim(),
+      },
+    });
+    try {
+      let out = "";
+      liar.stdout?.on("data", (chunk) => {
+        out += chunk;
+      });
+      const deadline = Date.now() + 60_000;
+      while (!out.includes("ready") && Date.now() < deadline && liar.exitCode === null) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(out).toContain("ready");
+      const result = await conformance(host.url, keyFile, ["--backend", "liar"]);
+      expect(result.code, result.out).toBe(1);
+      expect(result.out).toMatch(
+        /FAIL +streams +declares native streaming but sent no text deltas/,
+      );
+      expect(result.out).toContain("FAILED: streams");
+    } finally {
+      liar.kill("SIGKILL");
+    }
+  }, 90_000);
 
   async function killMidTurn(safeToRetry: boolean) {
     // Two workers; the one that claims the turn dies with SIGKILL.

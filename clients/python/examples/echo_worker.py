@@ -127,8 +127,8 @@ class Worker:
             attempt=offer.attempt,
         )
 
-    def heartbeats(self, interval_s: float) -> None:
-        while not self.stopped.wait(interval_s):
+    def heartbeats(self, interval_s: float, session: str) -> None:
+        while not self.stopped.wait(interval_s) and session == self.session:
             with self.lock:
                 in_flight = len(self.running)
             try:
@@ -142,7 +142,8 @@ class Worker:
             except grpc.RpcError as error:
                 emit(step="heartbeat_failed", code=error.code().name, detail=error.details())
                 if error.code() == grpc.StatusCode.NOT_FOUND:
-                    self.stopped.set()
+                    # The lease is gone; the command stream ends too, and
+                    # serve() connects again.
                     return
 
     def run_turn(self, offer: ws.WorkOffer, cancel: threading.Event) -> None:
@@ -232,7 +233,9 @@ class Worker:
                 emit(step="connected", worker_id=self.worker_id, backend=self.args.backend,
                      ttl_ms=command.connected.ttl_ms, pid=os.getpid())
                 threading.Thread(
-                    target=self.heartbeats, args=(self.args.heartbeat_ms / 1000,), daemon=True
+                    target=self.heartbeats,
+                    args=(self.args.heartbeat_ms / 1000, self.session),
+                    daemon=True,
                 ).start()
             elif kind == "offer":
                 # Claims go out on their own thread: the stream keeps flowing.
@@ -269,7 +272,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--backend", default="py-echo")
     parser.add_argument("--worker-id", default="")
     parser.add_argument("--capacity", type=int, default=2)
-    parser.add_argument("--heartbeat-ms", type=int, default=500)
+    parser.add_argument("--heartbeat-ms", type=int, default=1000)
     parser.add_argument("--word-delay", type=float, default=0.05)
     args = parser.parse_args(argv)
     key = args.api_key
@@ -297,16 +300,26 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    try:
-        worker.serve()
-    except grpc.RpcError as error:
-        if error.code() == grpc.StatusCode.CANCELLED and worker.stopped.is_set():
-            emit(step="left")
+    # A lost lease (the server missed our heartbeats) or a dropped connection
+    # ends the command stream: connect again, as a new session.
+    while True:
+        try:
+            worker.serve()
+            emit(step="stream_ended")
+        except grpc.RpcError as error:
+            if worker.stopped.is_set():
+                emit(step="left")
+                return 0
+            if error.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.PERMISSION_DENIED,
+                                grpc.StatusCode.INVALID_ARGUMENT):
+                print(f"echo_worker: RPC failed: {error.code().name}: {error.details()}",
+                      file=sys.stderr)
+                return 1
+            emit(step="stream_failed", code=error.code().name, detail=error.details())
+        if worker.stopped.is_set():
             return 0
-        print(f"echo_worker: RPC failed: {error.code().name}: {error.details()}", file=sys.stderr)
-        return 1
-    emit(step="stream_ended")
-    return 0
+        time.sleep(1)
+        emit(step="reconnecting")
 
 
 if __name__ == "__main__":

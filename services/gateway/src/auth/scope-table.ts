@@ -236,6 +236,9 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",
+  // Operators see the live backends and dry-run negotiation (`trellis adapters conformance`).
+  "trellis.adapters.v1.AdapterRegistryService/ListBackends": "admin",
+  "trellis.adapters.v1.RoutingService/Negotiate": "admin",
   "trellis.tasks.v1.MemoryService/CreateMemory": "memory:write",
   "trellis.tasks.v1.MemoryService/GetMemory": "memory:read",
   "trellis.tasks.v1.MemoryService/ListMemories": "memory:read",
