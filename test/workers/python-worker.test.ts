@@ -3,9 +3,19 @@
 // distributed mesh (every service its own process, real Postgres and NATS):
 // a turn end to end, a refused requirement, a turn canceled mid-way, and a
 // worker killed with SIGKILL mid-turn — its turn runs again on the other
-// worker (safe to retry) or fails `worker_lost` (not safe).
+// worker (safe to retry) or fails `worker_lost` (not safe). `trellis adapters
+// conformance` passes for it, for scripted and for the Go twin
+// (clients/go/examples/echo_worker), and fails a lying backend naming the item.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -37,22 +47,24 @@ interface PyWorker {
   ): Promise<Record<string, unknown>>;
 }
 
-function startWorker(url: string, keyFile: string, workerId: string, wordDelay = 0.05): PyWorker {
-  const child = spawn(
+function startWorker(
+  url: string,
+  keyFile: string,
+  workerId: string,
+  command: readonly string[] = [
     python as string,
-    [
-      "clients/python/examples/echo_worker.py",
-      "--backend",
-      "py-echo",
-      "--worker-id",
-      workerId,
-      "--word-delay",
-      String(wordDelay),
-      "--heartbeat-ms",
-      "1000",
-    ],
-    { cwd: root, env: { ...process.env, TRELLIS_URL: url, TRELLIS_API_KEY_FILE: keyFile } },
-  );
+    "clients/python/examples/echo_worker.py",
+    "--backend",
+    "py-echo",
+    "--word-delay",
+    "0.05",
+  ],
+): PyWorker {
+  const [program, ...args] = command as [string, ...string[]];
+  const child = spawn(program, [...args, "--worker-id", workerId, "--heartbeat-ms", "1000"], {
+    cwd: root,
+    env: { ...process.env, TRELLIS_URL: url, TRELLIS_API_KEY_FILE: keyFile },
+  });
   const lines: Array<Record<string, unknown>> = [];
   let out = "";
   let err = "";
@@ -94,6 +106,39 @@ const text = (value: string) =>
 const json = (value: unknown) =>
   JSON.stringify(value, (_key, v) => (typeof v === "bigint" ? String(v) : v));
 const words = (n: number) => Array.from({ length: n }, (_, i) => `w${i}`).join(" ");
+
+// The Go twin (clients/go/examples/echo_worker), when Debian's Go and grpc sources are there.
+const goPath = "/usr/share/gocode";
+const haveGo =
+  spawnSync("sh", ["-c", "command -v go"]).status === 0 &&
+  existsSync(join(goPath, "src/google.golang.org/grpc")) &&
+  existsSync(join(goPath, "src/google.golang.org/protobuf"));
+if (!haveGo) console.warn("workers: no Go toolchain with grpc sources; the Go worker is skipped");
+
+/** Build the Go echo worker (GOPATH mode, offline); returns its binary. */
+function buildGoWorker(): string {
+  const gopath = mkdtempSync(join(tmpdir(), "trellis-gopath-"));
+  mkdirSync(join(gopath, "src/trellis.dev/clients"), { recursive: true });
+  symlinkSync(join(root, "clients/go"), join(gopath, "src/trellis.dev/clients/go"));
+  const binary = join(gopath, "echo_worker");
+  const built = spawnSync(
+    "go",
+    ["build", "-o", binary, "trellis.dev/clients/go/examples/echo_worker"],
+    {
+      cwd: root,
+      encoding: "utf8",
+      env: {
+        ...process.env,
+        GO111MODULE: "off",
+        GOPATH: `${gopath}:${goPath}`,
+        GOCACHE: join(root, "node_modules/.cache/trellis-clients/go-build"),
+        GOFLAGS: "",
+      },
+    },
+  );
+  if (built.status !== 0) throw new Error(`go build failed:\n${built.stderr}`);
+  return binary;
+}
 
 /** `trellis adapters conformance` against `url`; its exit code and output. */
 async function conformance(
@@ -354,6 +399,36 @@ describe.skipIf(!python).each([
       liar.kill("SIGKILL");
     }
   }, 90_000);
+
+  it.skipIf(!haveGo)(
+    "Go: the same worker from the Go stubs passes conformance (turn, stream, cancel, timeout)",
+    async () => {
+      const go = startWorker(host.url, keyFile, `go-a-${Date.now()}`, [
+        buildGoWorker(),
+        "-backend",
+        "go-echo",
+        "-word-delay",
+        "50ms",
+      ]);
+      workers.push(go);
+      await go.waitFor((l) => l.step === "connected", "connection");
+      const result = await conformance(host.url, keyFile, [
+        "--backend",
+        "go-echo",
+        "--slow-input",
+        words(120),
+      ]);
+      expect(result.code, `${result.out}\n${go.output()}`).toBe(0);
+      for (const item of ["completes", "streams", "refuses", "timeout", "cancel"]) {
+        expect(result.out).toMatch(new RegExp(`PASS +${item} `));
+      }
+      await go.waitFor((l) => l.step === "cancel", "a cancel command");
+      // The kill -9 cases below count Python workers only.
+      workers.splice(workers.indexOf(go), 1);
+      go.child.kill("SIGKILL");
+    },
+    180_000,
+  );
 
   async function killMidTurn(safeToRetry: boolean) {
     // Two workers; the one that claims the turn dies with SIGKILL.
