@@ -236,9 +236,11 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",
-  // Operators see the live backends and dry-run negotiation (`trellis adapters conformance`).
+  // Operators see the live backends (`trellis adapters conformance`); any
+  // client that may read agents may dry-run where a request would run and why
+  // (pure: nothing runs, nothing is stored).
   "trellis.adapters.v1.AdapterRegistryService/ListBackends": "admin",
-  "trellis.adapters.v1.RoutingService/Negotiate": "admin",
+  "trellis.adapters.v1.RoutingService/Negotiate": "agents:read",
   "trellis.tasks.v1.MemoryService/CreateMemory": "memory:write",
   "trellis.tasks.v1.MemoryService/GetMemory": "memory:read",
   "trellis.tasks.v1.MemoryService/ListMemories": "memory:read",
