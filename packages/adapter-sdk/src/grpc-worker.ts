@@ -10,9 +10,10 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
+  type ConnectWorkerResponse,
   type ExecutionEvent as PbEvent,
   ReasonCode,
   Severity,
@@ -99,47 +100,74 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       interceptors: [...auth, ...(options.interceptors ?? [])],
     }),
   );
-  const closing = new AbortController();
-  const stream = client
-    .connectWorker(
-      {
-        worker: {
-          schemaVersion: EXECUTION_SCHEMA_VERSION,
-          workerId: requestedId,
-          backendId,
-          capabilities: capabilitiesToProto(capabilities),
-          capacity,
-          hints: {
-            costPerExecution: options.hints?.costPerExecution ?? 0,
-            latencyMs: options.hints?.latencyMs ?? 0,
-          },
-          heartbeatIntervalMs: heartbeatMs,
-        },
-      },
-      { signal: closing.signal },
-    )
-    [Symbol.asyncIterator]();
-  const first = await stream.next();
-  if (first.done || first.value.command.case !== "connected") {
-    closing.abort();
-    throw new Error("the server did not accept the worker (no `connected` command)");
+  /** One session: its command stream and the ids every call carries. */
+  interface Session {
+    stream: AsyncIterator<ConnectWorkerResponse>;
+    workerId: string;
+    session: string;
+    /** Ends this session's stream. */
+    closing: AbortController;
+    /** Its stream ended or its lease is gone. */
+    over: boolean;
   }
-  const { workerId, session } = first.value.command.value;
+  const open = async (): Promise<Session> => {
+    const closing = new AbortController();
+    const stream = client
+      .connectWorker(
+        {
+          worker: {
+            schemaVersion: EXECUTION_SCHEMA_VERSION,
+            workerId: requestedId,
+            backendId,
+            capabilities: capabilitiesToProto(capabilities),
+            capacity,
+            hints: {
+              costPerExecution: options.hints?.costPerExecution ?? 0,
+              latencyMs: options.hints?.latencyMs ?? 0,
+            },
+            heartbeatIntervalMs: heartbeatMs,
+          },
+        },
+        { signal: closing.signal },
+      )
+      [Symbol.asyncIterator]();
+    const first = await stream.next();
+    if (first.done || first.value.command.case !== "connected") {
+      closing.abort();
+      throw new Error("the server did not accept the worker (no `connected` command)");
+    }
+    return { stream, ...first.value.command.value, closing, over: false };
+  };
+  let current = await open();
+  const { workerId } = current;
   const running = new Map<string, Running>();
   let completed = 0;
   let stopping = false;
 
   const heartbeat = setInterval(() => {
-    client.workerHeartbeat({ workerId, session, inFlight: running.size }).catch((error) => {
-      log.warn("heartbeat failed", { error: String(error) });
-    });
+    const beating = current;
+    if (beating.over) return;
+    client
+      .workerHeartbeat({
+        workerId: beating.workerId,
+        session: beating.session,
+        inFlight: running.size,
+      })
+      .catch((error: unknown) => {
+        log.warn("heartbeat failed", { error: String(error) });
+        // The lease is gone: end this session's stream; the loop connects again.
+        if (ConnectError.from(error).code === Code.NotFound) {
+          beating.over = true;
+          beating.closing.abort();
+        }
+      });
   }, heartbeatMs);
 
-  const run = async (offer: WorkOffer): Promise<void> => {
+  const run = async (offer: WorkOffer, held: Session): Promise<void> => {
     const work: WorkRef = {
       $typeName: "trellis.adapters.v1.WorkRef",
-      workerId,
-      session,
+      workerId: held.workerId,
+      session: held.session,
       executionId: offer.executionId,
       attempt: offer.attempt,
     };
@@ -213,27 +241,44 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     }
   };
 
+  // Follow the command stream; when the session is lost (the stream ends,
+  // the lease ran out), connect again as a new session until stopped.
   const loop = (async () => {
-    try {
+    session: for (;;) {
+      const held = current;
+      try {
+        for (;;) {
+          const next = await held.stream.next();
+          if (next.done) break;
+          const command = next.value.command;
+          if (command.case === "offer") {
+            run(command.value, held).catch((error: unknown) =>
+              log.warn("running an offer failed", { error: String(error) }),
+            );
+          } else if (command.case === "cancel") {
+            running
+              .get(command.value.executionId)
+              ?.abort.abort(new Error(command.value.reason || "canceled"));
+          }
+        }
+      } catch (error) {
+        if (!stopping) log.warn("the command stream ended", { error: String(error) });
+      }
+      held.over = true;
       for (;;) {
-        const next = await stream.next();
-        if (next.done) break;
-        const command = next.value.command;
-        if (command.case === "offer") {
-          run(command.value).catch((error: unknown) =>
-            log.warn("running an offer failed", { error: String(error) }),
-          );
-        } else if (command.case === "cancel") {
-          running
-            .get(command.value.executionId)
-            ?.abort.abort(new Error(command.value.reason || "canceled"));
+        if (stopping) break session;
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+        if (stopping) break session;
+        try {
+          current = await open();
+          log.info("connected again", { worker_id: current.workerId });
+          break;
+        } catch (error) {
+          log.warn("connecting again failed; retrying", { error: String(error) });
         }
       }
-    } catch (error) {
-      if (!stopping) log.warn("the command stream ended", { error: String(error) });
-    } finally {
-      clearInterval(heartbeat);
     }
+    clearInterval(heartbeat);
   })();
   log.info("gRPC adapter worker started", { backend: backendId, capacity });
 
@@ -256,8 +301,10 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       }, grace);
       await all;
       clearTimeout(timer);
-      await client.disconnectWorker({ workerId, session }).catch(() => undefined);
-      closing.abort();
+      await client
+        .disconnectWorker({ workerId: current.workerId, session: current.session })
+        .catch(() => undefined);
+      current.closing.abort();
       await loop;
     },
   };

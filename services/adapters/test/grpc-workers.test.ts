@@ -169,8 +169,9 @@ describe("gRPC workers (embedded hub)", () => {
       const running = router.execute(r.value);
       await new Promise((resolve) => setTimeout(resolve, 200));
       workers.push(await runGrpcWorker({ adapter, url, heartbeatMs: 100 }));
-      // As after kill -9: the first worker's lease ends while it runs the turn.
-      sessions.end(attached.get(first.workerId) as WorkerSession, "lost");
+      // As after a crash or a missed lease: the first worker's session ends mid-run.
+      const lost = attached.get(first.workerId) as WorkerSession;
+      sessions.end(lost, "lost");
       const result = await running;
       const routed = r.events.filter((e) => e.kind === "routed");
       if (safeToRetry) {
@@ -181,6 +182,12 @@ describe("gRPC workers (embedded hub)", () => {
         expect(result).toMatchObject({ status: "failed", category: "worker_lost" });
         expect(routed).toHaveLength(1);
       }
+      // The SDK worker connects again, as a new session of the same worker id.
+      for (let i = 0; i < 50 && attached.get(first.workerId) === lost; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const again = attached.get(first.workerId);
+      expect(again && again !== lost && !again.ended).toBe(true);
     },
   );
 });
