@@ -29,6 +29,7 @@ import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
 import { formatTurnBench, runTurnBench } from "./turn.bench.js";
 import { formatTurnAbBench, runTurnAbBench, turnAbOptionsFromEnv } from "./turn-ab.bench.js";
 import { formatUiFanoutBench, runUiFanoutBench } from "./ui-fanout.bench.js";
+import { formatWorkerGrpcBench, runWorkerGrpcBench } from "./worker-grpc.bench.js";
 
 interface Bench {
   name: string;
@@ -112,6 +113,15 @@ const benches: Bench[] = [
     async run() {
       const result = await runRoutingBench();
       return { text: formatRoutingBench(result), data: result };
+    },
+  },
+  {
+    // The gRPC worker path against the JetStream one, CPU per turn (issue 23).
+    name: "worker-grpc",
+    async run() {
+      const turns = Number(process.env.TRELLIS_BENCH_WORKER_TURNS ?? 400);
+      const result = await runWorkerGrpcBench({ turns, warmup: Math.min(50, turns) });
+      return { text: formatWorkerGrpcBench(result), data: result };
     },
   },
   {

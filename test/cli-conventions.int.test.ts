@@ -73,6 +73,9 @@ const commands: [string[], string][] = [
   [["keys", "create"], "Usage: trellis keys"],
   [["keys", "list"], "Usage: trellis keys"],
   [["keys", "revoke", "key_x"], "Usage: trellis keys"],
+  [["adapters"], "Usage: trellis adapters conformance"],
+  [["adapters", "conformance"], "Usage: trellis adapters conformance"],
+  [["adapters", "conformance", "--backend", "b"], "Usage: trellis adapters conformance"],
 ];
 
 describe("trellis CLI conventions", () => {

@@ -28,6 +28,8 @@ Commands:
   migrate   Bring every service's PostgreSQL schema up to date, then exit.
   keys create|list|revoke
             Manage the API keys of a workspace.
+  adapters conformance --backend ID
+            Check a live agent backend against the adapter checklist.
   help      Show this help.
 
 \`trellis <command> --help\` shows a command's options and environment; it
@@ -56,6 +58,8 @@ async function run(): Promise<number> {
       return (await import("./migrate.js")).runMigrateCommand(process.env, rest);
     case "keys":
       return (await import("./keys.js")).runKeys(process.env, rest);
+    case "adapters":
+      return (await import("./adapters.js")).runAdapters(process.env, rest);
     case undefined:
     case "help":
     case "--help":

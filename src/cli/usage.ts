@@ -123,6 +123,29 @@ export const keysUsage = `Usage: trellis keys <create|list|revoke> [options]
 `;
 
 /** Usage by command name. */
+/** `trellis adapters --help`. */
+export const adaptersUsage = `Usage: trellis adapters conformance [-h] --backend ID [options]
+
+Run the adapter conformance checklist (BYOH Appendix B) against a live,
+registered backend through a running Trellis's public API, and print one
+line per item: pass, fail or skip, and why (what was degraded, what was
+refused). Exit code 0 when nothing failed, 1 when an item failed, 2 on a
+usage or connection error.
+
+Options:
+  --backend ID        the backend to check (required)
+  --url URL           the gateway (default TRELLIS_URL, else
+                      http://127.0.0.1:$TRELLIS_PORT, port 8080)
+  --api-key KEY       an admin key (default TRELLIS_API_KEY, else
+                      $TRELLIS_DATA_DIR/data/admin-api-key)
+  --input TEXT        a simple message it answers with text (default "Say hello.")
+  --slow-input TEXT   a message it takes over 3 s to answer (timeout and
+                      cancel items; skipped without it)
+  --definition JSON   the test agent's definition (default {})
+  --json              machine-readable output
+  -h, --help          show this help
+`;
+
 export const commandUsage: Readonly<Record<string, string>> = {
   dev: devUsage,
   mesh: meshUsage,
@@ -131,4 +154,5 @@ export const commandUsage: Readonly<Record<string, string>> = {
   serve: serveUsage,
   migrate: migrateUsage,
   keys: keysUsage,
+  adapters: adaptersUsage,
 };

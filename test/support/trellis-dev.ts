@@ -26,11 +26,13 @@ export interface TrellisDev {
 /**
  * Starts `trellis dev` with `env` on top of this process's environment and
  * resolves once it listens and `ready` (extra condition, e.g. a file it
- * writes) holds; fails with its output when it exits or takes over 60 s.
+ * writes) holds; fails with its output when it exits or takes over
+ * `timeoutMs` (default 60 s).
  */
 export async function startTrellisDev(
   env: Record<string, string>,
   ready: (dataDir: string) => boolean = () => true,
+  timeoutMs = 60_000,
 ): Promise<TrellisDev> {
   const dataDir = mkdtempSync(join(tmpdir(), "trellis-dev-"));
   const port = await freePort();
@@ -54,13 +56,13 @@ export async function startTrellisDev(
     }
     rmSync(dataDir, { recursive: true, force: true });
   };
-  const deadline = Date.now() + 60_000;
+  const deadline = Date.now() + timeoutMs;
   while (!(output.includes("is listening on") && ready(dataDir))) {
     const problem =
       child.exitCode !== null
         ? "exited"
         : Date.now() > deadline
-          ? "did not start within 60 s"
+          ? `did not start within ${timeoutMs / 1000} s`
           : undefined;
     if (problem) {
       await stop();

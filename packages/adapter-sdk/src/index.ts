@@ -7,6 +7,7 @@
  *   await runWorkerMain(defineAdapter({ backendId: "echo", capabilities, run }));
  */
 export { type AdapterSpec, BACKEND_ID_PATTERN, defineAdapter } from "./define-adapter.js";
+export { type GrpcWorkerOptions, runGrpcWorker } from "./grpc-worker.js";
 export {
   capabilitiesFromProto,
   capabilitiesToProto,

@@ -3,3 +3,4 @@ export * from "./gen/trellis/adapters/v1/execution_pb.js";
 export * from "./gen/trellis/adapters/v1/routing_pb.js";
 export * from "./gen/trellis/adapters/v1/vaults_pb.js";
 export * from "./gen/trellis/adapters/v1/worker_pb.js";
+export * from "./gen/trellis/adapters/v1/worker_service_pb.js";

@@ -14,10 +14,16 @@ import {
   RoutingService,
   VaultAccessService,
   VaultService,
+  WorkerService,
 } from "@trellis/contracts/adapters";
 import type { ServiceDefinition } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
+import { type AdaptersConfig, loadAdaptersConfig } from "./config.js";
 import type { ExecutionAdapter } from "./executor.js";
+import { NatsWorkerBridge } from "./grpc-workers/bridge.js";
+import { createWorkerHandlers } from "./grpc-workers/handlers.js";
+import { embeddedWorkerHub } from "./grpc-workers/hub.js";
+import { WorkerSessions } from "./grpc-workers/sessions.js";
 import { withErrorDetails } from "./handlers/errors.js";
 import { createRegistryHandlers } from "./handlers/registry-handlers.js";
 import { createRoutingHandlers } from "./handlers/routing-handlers.js";
@@ -42,7 +48,13 @@ export interface AdaptersServiceOptions {
 export function createAdaptersService(options: AdaptersServiceOptions = {}): ServiceDefinition {
   return {
     name: "adapters",
-    provides: [AdapterRegistryService, RoutingService, VaultService, VaultAccessService],
+    provides: [
+      AdapterRegistryService,
+      RoutingService,
+      VaultService,
+      VaultAccessService,
+      WorkerService,
+    ],
     migrations: adaptersMigrations,
     defaultPort: DEFAULT_PORTS.adapters ?? 0,
     async create(context) {
@@ -75,6 +87,13 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
             vaultAccess: (workspaceId, agentId) => vaultStore.accessFor(workspaceId, agentId),
           })
         ).adapters;
+      const config = loadAdaptersConfig(context.env);
+      // gRPC workers: embedded, one in-memory hub shared with the tasks
+      // service's router; distributed, bridged onto the JetStream work queue.
+      const hub =
+        context.mode === "embedded"
+          ? embeddedWorkerHub(context.signals, hubOptions(config))
+          : undefined;
       const routed = createRoutedExecutor({
         mode: context.mode,
         env: context.env,
@@ -83,7 +102,21 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         fingerprints: context.fingerprints,
         // Remote workers' harness tools read vault secrets through the router.
         vaultAccess: (workspaceId, agentId) => vaultStore.accessFor(workspaceId, agentId),
+        ...(hub ? { workerHub: hub } : {}),
       });
+      const sessions = new WorkerSessions({
+        port:
+          hub ??
+          new NatsWorkerBridge({
+            nats: () =>
+              routed.connection && routed.remote
+                ? { connection: routed.connection, names: routed.remote.names }
+                : undefined,
+            storage: config.TRELLIS_ADAPTERS_WORK_STORAGE,
+            logger: context.logger,
+          }),
+      });
+      const workers = withErrorDetails(WorkerService, createWorkerHandlers(sessions));
       const registry = withErrorDetails(
         AdapterRegistryService,
         createRegistryHandlers({
@@ -98,12 +131,26 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
             .service(AdapterRegistryService, registry)
             .service(RoutingService, routing)
             .service(VaultService, vaults)
-            .service(VaultAccessService, vaultAccess);
+            .service(VaultAccessService, vaultAccess)
+            .service(WorkerService, workers);
         },
         start: () => routed.start(),
-        stop: () => routed.stop(),
+        async stop() {
+          sessions.close();
+          hub?.close();
+          await routed.stop();
+        },
       };
     },
+  };
+}
+
+/** The embedded hub's settings, from routing's. */
+export function hubOptions(config: AdaptersConfig) {
+  return {
+    graceMs: config.TRELLIS_ADAPTERS_GRACE,
+    maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
+    unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
   };
 }
 

@@ -4,6 +4,7 @@ export {
   type AdaptersServiceOptions,
   adaptersService,
   createAdaptersService,
+  hubOptions,
 } from "./definition.js";
 export type {
   AgentExecutor,
@@ -22,6 +23,14 @@ export type {
   RunMemory,
   RunMemoryRecord,
 } from "./executor.js";
+export { createWorkerHandlers } from "./grpc-workers/handlers.js";
+export {
+  embeddedWorkerHub,
+  LocalWorkerHub,
+  type LocalWorkerHubOptions,
+} from "./grpc-workers/hub.js";
+export type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./grpc-workers/session.js";
+export { WorkerSessions, type WorkerSessionsOptions } from "./grpc-workers/sessions.js";
 export * from "./harness/index.js";
 export {
   type BuiltinAdaptersOptions,

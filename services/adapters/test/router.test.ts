@@ -259,6 +259,40 @@ describe("Router (in process)", () => {
     }
   });
 
+  it("checks a definition against every in-process backend of its routing list", () => {
+    const registry = new BackendRegistry();
+    registry.addLocal(probeAdapter({ backendId: "lenient" }));
+    registry.addLocal({
+      ...probeAdapter({ backendId: "strict" }),
+      validateDefinition(definition) {
+        if (!("graph" in definition)) throw new Error("definition.graph is required");
+      },
+    });
+    const router = new Router({ registry });
+    // The primary backend accepts it; one the turn may be routed to does not.
+    try {
+      router.validateDefinition("lenient", { routing: { backends: ["strict"] } } as never);
+      expect.unreachable("accepted a definition backend strict refuses");
+    } catch (error) {
+      expect(isTrellisError(error) && [error.reason, error.param, error.metadata]).toEqual([
+        "agent_definition_invalid",
+        "agent.definition",
+        { backend_id: "strict" },
+      ]);
+      expect(String(error)).toMatch(
+        /backend strict of routing.backends refuses it: definition.graph/,
+      );
+    }
+    expect(() =>
+      router.validateDefinition("lenient", {
+        graph: {},
+        routing: { backends: ["strict"] },
+      } as never),
+    ).not.toThrow();
+    // Without it in the routing list, backend strict is not asked.
+    expect(() => router.validateDefinition("lenient", {} as never)).not.toThrow();
+  });
+
   it("stops a backend that outlives maxElapsedMs: failed, timeout, retryable", async () => {
     const { router } = threeBackends();
     const { result } = await run(

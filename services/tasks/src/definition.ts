@@ -13,7 +13,10 @@ import {
   type AgentExecutor,
   createInProcessBackends,
   createRoutedExecutor,
+  embeddedWorkerHub,
   type HarnessTool,
+  hubOptions,
+  loadAdaptersConfig,
   vaultAccessThrough,
   withAgentFacts,
 } from "@trellis/adapters";
@@ -159,12 +162,22 @@ async function createTasksModule(
         // A remote worker's tools read vault secrets through the router that
         // placed the turn; the vaults live in the adapters service.
         vaultAccess: vaultAccessThrough(context.clients),
+        // Embedded: gRPC workers connected to the adapters service in this process.
+        ...(context.mode === "embedded"
+          ? {
+              workerHub: embeddedWorkerHub(
+                context.signals,
+                hubOptions(loadAdaptersConfig(context.env)),
+              ),
+            }
+          : {}),
       })
     : undefined;
   const replayTools =
     options.replayTools ?? (backends?.harnessTools.length ? backends.harnessTools : undefined);
   let executor: AgentExecutor = options.executor ?? routed!.router;
-  if (routed && context.mode === "distributed") {
+  // Embedded too: turns may run on gRPC workers, retried after a lost one.
+  if (routed) {
     executor = withAgentFacts(routed.router, (id) => store.getAgent(id));
   }
   // Replay tasks run from their source's recording, never calling providers or tools again.

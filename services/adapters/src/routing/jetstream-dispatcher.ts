@@ -59,6 +59,7 @@ import {
   type SecretFingerprints,
 } from "@trellis/runtime";
 import { announcementFromProto } from "./announcement.js";
+import { afterLostWorker, holdsAttempt } from "./lease.js";
 import type { BackendRegistry, WorkerEntry } from "./registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "./router.js";
 
@@ -426,49 +427,41 @@ export class JetStreamDispatcher implements RemoteDispatcher {
 
   #current(executionId: string, attempt: number, workerId: string): Pending | undefined {
     const pending = this.#pending.get(executionId);
-    if (
-      pending?.state !== "running" ||
-      pending.attempt !== attempt ||
-      pending.workerId !== workerId
-    ) {
-      return undefined;
-    }
-    return pending;
+    return holdsAttempt(pending, attempt, workerId) ? pending : undefined;
   }
 
   #workerLost(worker: WorkerEntry): void {
     for (const pending of this.#pending.values()) {
       if (pending.state !== "running" || pending.workerId !== worker.workerId) continue;
       const { plan } = pending;
-      if (plan.request.agent.safeToRetry && pending.attempt < this.#maxAttempts) {
-        this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
-          execution_id: plan.executionId,
-          worker_id: worker.workerId,
-          attempt: pending.attempt + 1,
-        });
-        pending.attempt++;
-        pending.state = "queued";
-        pending.workerId = undefined;
-        this.#enqueue(pending).catch((error: unknown) =>
-          this.#finish(pending, {
-            result: this.#failed(
-              "backend_unavailable",
-              `re-queuing after a lost worker failed: ${String(error)}`,
-              true,
-            ),
-          }),
-        );
+      const decision = afterLostWorker({
+        safeToRetry: plan.request.agent.safeToRetry === true,
+        attempt: pending.attempt,
+        maxAttempts: this.#maxAttempts,
+        workerId: worker.workerId,
+        backendId: worker.backendId,
+      });
+      if (!decision.retry) {
+        this.#finish(pending, { result: decision.result });
         continue;
       }
-      this.#finish(pending, {
-        result: this.#failed(
-          "worker_lost",
-          plan.request.agent.safeToRetry
-            ? `worker ${worker.workerId} of backend ${worker.backendId} was lost mid-execution, and ${this.#maxAttempts} attempts are used up`
-            : `worker ${worker.workerId} of backend ${worker.backendId} stopped responding mid-execution; the agent is not marked safe to retry, so it was not run again`,
-          false,
-        ),
+      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
+        execution_id: plan.executionId,
+        worker_id: worker.workerId,
+        attempt: pending.attempt + 1,
       });
+      pending.attempt++;
+      pending.state = "queued";
+      pending.workerId = undefined;
+      this.#enqueue(pending).catch((error: unknown) =>
+        this.#finish(pending, {
+          result: this.#failed(
+            "backend_unavailable",
+            `re-queuing after a lost worker failed: ${String(error)}`,
+            true,
+          ),
+        }),
+      );
     }
   }
 

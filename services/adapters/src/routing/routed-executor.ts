@@ -40,6 +40,16 @@ export interface RoutedExecutorOptions {
   vaultAccess?: VaultAccessLoader;
   /** The deployment's secret fingerprints, sent with granted secrets (see JetStreamDispatcherOptions). */
   fingerprints?: SecretFingerprints;
+  /**
+   * Embedded mode: the gRPC workers of this process (`grpc-workers/hub.ts`),
+   * placed on like remote workers. Ignored when remote work goes through NATS.
+   */
+  workerHub?: WorkerHubLike;
+}
+
+/** A dispatcher that also announces its workers to a router's registry. */
+export interface WorkerHubLike extends RemoteDispatcher {
+  addRegistry(registry: BackendRegistry): () => void;
 }
 
 /** A router with its lifecycle. */
@@ -48,6 +58,8 @@ export interface RoutedExecutor {
   registry: BackendRegistry;
   /** The remote dispatcher once started in distributed mode. */
   readonly remote: JetStreamDispatcher | undefined;
+  /** The NATS connection once started in distributed mode. */
+  readonly connection: NatsConnection | undefined;
   /**
    * Share a worker announcement with every router of the mesh (distributed
    * mode with remote workers; undefined otherwise).
@@ -85,10 +97,12 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
   }
   const remoteWanted = options.mode === "distributed" && config.TRELLIS_ADAPTERS_REMOTE;
   const late = new LateDispatcher();
+  const hub = remoteWanted ? undefined : options.workerHub;
+  const removeFromHub = hub?.addRegistry(registry);
   const router = new Router({
     registry,
     graceMs: config.TRELLIS_ADAPTERS_GRACE,
-    ...(remoteWanted ? { remote: late } : {}),
+    ...(remoteWanted ? { remote: late } : hub ? { remote: hub } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
   let connection: NatsConnection | undefined;
@@ -98,6 +112,9 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
     registry,
     get remote() {
       return dispatcher;
+    },
+    get connection() {
+      return connection;
     },
     announce: remoteWanted
       ? (announcement) => {
@@ -137,6 +154,7 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
       late.target = dispatcher;
     },
     async stop() {
+      removeFromHub?.();
       late.target = undefined;
       await dispatcher?.close();
       dispatcher = undefined;

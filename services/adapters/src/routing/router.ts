@@ -104,9 +104,9 @@ export class Router implements AgentExecutor {
   }
 
   /**
-   * Check an agent definition: its routing policy here, the rest by the
-   * backend when it runs in this process (a remote backend checks it when
-   * it runs). Throws `agent_definition_invalid`.
+   * Check an agent definition: its routing policy here, the rest by every
+   * backend it may be routed to that runs in this process (a remote backend
+   * checks it when it runs). Throws `agent_definition_invalid`.
    */
   validateDefinition(backend: string, definition: JsonObject): void {
     const { policy, definition: rest } = routingFromDefinition(definition);
@@ -120,7 +120,24 @@ export class Router implements AgentExecutor {
         });
       }
     }
-    this.registry.localAdapter(backend)?.validateDefinition?.(rest);
+    // Every backend the turn may be routed to must accept the definition, not
+    // only the primary one (a remote backend checks it when it runs).
+    const backends = [backend, ...(policy?.allowedBackends ?? []).filter((b) => b !== backend)];
+    for (const id of backends) {
+      const adapter = this.registry.localAdapter(id);
+      if (!adapter?.validateDefinition) continue;
+      try {
+        adapter.validateDefinition(rest);
+      } catch (error) {
+        if (id === backend) throw error;
+        throw new TrellisError({
+          reason: "agent_definition_invalid",
+          message: `agent.definition: backend ${id} of routing.backends refuses it: ${error instanceof Error ? error.message : String(error)}`,
+          param: "agent.definition",
+          metadata: { backend_id: id },
+        });
+      }
+    }
   }
 
   /** Negotiate a request with one backend as the router sees it (pure). */

@@ -236,6 +236,11 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
 
   // Adapter workers and the tasks service talk to routing inside the mesh.
   "trellis.adapters.v1.AdapterRegistryService/*": "internal",
+  // Operators see the live backends (`trellis adapters conformance`); any
+  // client that may read agents may dry-run where a request would run and why
+  // (pure: nothing runs, nothing is stored).
+  "trellis.adapters.v1.AdapterRegistryService/ListBackends": "admin",
+  "trellis.adapters.v1.RoutingService/Negotiate": "agents:read",
   "trellis.tasks.v1.MemoryService/CreateMemory": "memory:write",
   "trellis.tasks.v1.MemoryService/GetMemory": "memory:read",
   "trellis.tasks.v1.MemoryService/ListMemories": "memory:read",
@@ -245,6 +250,8 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   // Vault secrets for the routers that place turns on remote workers.
   "trellis.adapters.v1.VaultAccessService/*": "internal",
   "trellis.adapters.v1.RoutingService/*": "internal",
+  // Adapter workers over gRPC (any language): a worker serves every workspace's turns.
+  "trellis.adapters.v1.WorkerService/*": "admin",
 };
 
 /** The rule of a REST route (by its path pattern); undefined when it has none. */

@@ -3,7 +3,12 @@
  * distributed mode). Add a service here when its area becomes public.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import { VaultService } from "@trellis/contracts/adapters";
+import {
+  AdapterRegistryService,
+  RoutingService,
+  VaultService,
+  WorkerService,
+} from "@trellis/contracts/adapters";
 import { ChatService } from "@trellis/contracts/chat";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import {
@@ -38,4 +43,8 @@ export const publicServices: readonly DescService[] = [
   ConnectorService,
   MemoryService,
   SkillService,
+  WorkerService,
+  // Only ListBackends and Negotiate pass the gateway (admin); the rest are internal.
+  AdapterRegistryService,
+  RoutingService,
 ];

@@ -1,0 +1,197 @@
+/**
+ * gRPC worker path vs JetStream worker path: CPU per turn, same run.
+ *
+ * One router (a Router over the JetStream dispatcher, as the tasks service
+ * runs it) places sequential executions (one in flight) on a zero-latency
+ * probe backend served
+ *
+ * - by a JetStream worker process (`runWorker`: NATS client), and
+ * - by a gRPC worker process (`runGrpcWorker`: WorkerService over h2c),
+ *   whose session this process bridges onto the same work queue, as the
+ *   adapters service does in a mesh.
+ *
+ * CPU is read from /proc for this process (router, and the bridge on the gRPC
+ * path) and the worker process, per turn, over `turns` executions after a
+ * warm-up. The issue's target: the gRPC path ≤ 1.2× the JetStream path.
+ * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222).
+ */
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ExecutionRequest } from "@trellis/adapter-sdk";
+import { WorkerService } from "@trellis/contracts/adapters";
+import { chatToMessage } from "@trellis/messages";
+import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { NatsWorkerBridge } from "../services/adapters/src/grpc-workers/bridge.js";
+import { createWorkerHandlers } from "../services/adapters/src/grpc-workers/handlers.js";
+import { WorkerSessions } from "../services/adapters/src/grpc-workers/sessions.js";
+import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
+import { createRoutedExecutor } from "../services/adapters/src/routing/routed-executor.js";
+import {
+  probeWorkerScript,
+  startWorkerProcess,
+  type WorkerProcess,
+} from "../services/adapters/test/support/processes.js";
+import { quantile } from "./lib/load.js";
+import { cpuMs } from "./lib/proc.js";
+
+/** Options of {@link runWorkerGrpcBench}. */
+export interface WorkerGrpcBenchOptions {
+  /** Measured executions per path (default 400). */
+  turns?: number;
+  /** Warm-up executions per path (default 50). */
+  warmup?: number;
+}
+
+/** One path's figures. */
+export interface WorkerPathPoint {
+  path: "jetstream" | "grpc";
+  turns: number;
+  routerCpuMsPerTurn: number;
+  workerCpuMsPerTurn: number;
+  totalCpuMsPerTurn: number;
+  p50Ms: number;
+  p99Ms: number;
+  errors: number;
+}
+
+/** Both paths, and grpc / jetstream total CPU per turn. */
+export interface WorkerGrpcBenchResult {
+  points: WorkerPathPoint[];
+  cpuRatio: number;
+}
+
+const probeGrpcWorkerScript = new URL(
+  "../services/adapters/test/support/probe-grpc-worker.ts",
+  import.meta.url,
+).pathname;
+
+function requestFor(backend: string, n: number): ExecutionRequest {
+  return {
+    taskId: `tsk_bench_${n}`,
+    sessionId: "ses_bench",
+    workspaceId: "ws_bench",
+    agent: { id: "agt_bench", backend, definition: {}, tools: [] },
+    history: [],
+    input: chatToMessage({ role: "user", content: "hi" }),
+    signal: new AbortController().signal,
+  };
+}
+
+/** Run the benchmark. */
+export async function runWorkerGrpcBench(
+  options: WorkerGrpcBenchOptions = {},
+): Promise<WorkerGrpcBenchResult> {
+  const turns = options.turns ?? 400;
+  const warmup = options.warmup ?? 50;
+  const prefix = uniqueName("benchwg").toLowerCase();
+  const routed = createRoutedExecutor({
+    mode: "distributed",
+    adapters: [],
+    env: {
+      NATS_URL: testNatsUrl,
+      TRELLIS_NATS_PREFIX: prefix,
+      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+    },
+  });
+  await routed.start();
+  const sessions = new WorkerSessions({
+    port: new NatsWorkerBridge({
+      nats: () =>
+        routed.connection && routed.remote
+          ? { connection: routed.connection, names: routed.remote.names }
+          : undefined,
+      storage: "memory",
+    }),
+  });
+  const server = http2.createServer(
+    connectNodeAdapter({
+      routes: (r) => {
+        r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
+      },
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const workers: WorkerProcess[] = [];
+  let n = 0;
+  const measure = async (
+    path: "jetstream" | "grpc",
+    backend: string,
+    worker: WorkerProcess,
+  ): Promise<WorkerPathPoint> => {
+    await eventually(() => routed.registry.backend(backend)?.workers.length === 1, {
+      timeoutMs: 30_000,
+      what: `the ${path} worker of ${backend}`,
+    });
+    for (let i = 0; i < warmup; i++) await routed.router.execute(requestFor(backend, ++n));
+    const pid = worker.child.pid as number;
+    const routerBefore = process.cpuUsage();
+    const workerBefore = cpuMs(pid);
+    const latencies: number[] = [];
+    let errors = 0;
+    for (let i = 0; i < turns; i++) {
+      const started = performance.now();
+      const result = await routed.router.execute(requestFor(backend, ++n));
+      latencies.push(performance.now() - started);
+      if (result.status !== "completed") errors++;
+    }
+    const routerUsage = process.cpuUsage(routerBefore);
+    const routerCpu = (routerUsage.user + routerUsage.system) / 1000 / turns;
+    const workerCpu = (cpuMs(pid) - workerBefore) / turns;
+    return {
+      path,
+      turns,
+      routerCpuMsPerTurn: routerCpu,
+      workerCpuMsPerTurn: workerCpu,
+      totalCpuMsPerTurn: routerCpu + workerCpu,
+      p50Ms: quantile(latencies, 0.5),
+      p99Ms: quantile(latencies, 0.99),
+      errors,
+    };
+  };
+  try {
+    const js = await startWorkerProcess(probeWorkerScript, {
+      PROBE_BACKEND: "bench-js",
+      NATS_URL: testNatsUrl,
+      TRELLIS_NATS_PREFIX: prefix,
+      TRELLIS_WORKER_ID: `bench-js-${prefix}`,
+    });
+    workers.push(js);
+    const grpc = await startWorkerProcess(probeGrpcWorkerScript, {
+      PROBE_BACKEND: "bench-grpc",
+      TRELLIS_WORKER_URL: url,
+      TRELLIS_WORKER_ID: `bench-grpc-${prefix}`,
+    });
+    workers.push(grpc);
+    const points = [
+      await measure("jetstream", "bench-js", js),
+      await measure("grpc", "bench-grpc", grpc),
+    ];
+    const [jetstreamPoint, grpcPoint] = points as [WorkerPathPoint, WorkerPathPoint];
+    return {
+      points,
+      cpuRatio: grpcPoint.totalCpuMsPerTurn / jetstreamPoint.totalCpuMsPerTurn,
+    };
+  } finally {
+    await Promise.all(workers.map((w) => w.stop()));
+    sessions.close();
+    server.close();
+    await routed.stop();
+    await deleteTestStreams(prefix);
+  }
+}
+
+/** The result as a table. */
+export function formatWorkerGrpcBench(result: WorkerGrpcBenchResult): string {
+  const rows = result.points.map(
+    (p) =>
+      `  ${p.path.padEnd(10)} ${String(p.turns).padStart(5)}  ${p.routerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.workerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.totalCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.p50Ms.toFixed(2).padStart(7)}  ${p.p99Ms.toFixed(2).padStart(7)}  ${p.errors}`,
+  );
+  return [
+    "worker paths: CPU per turn, one in flight, zero-latency probe backend",
+    "  path       turns  router ms  worker ms  total ms   p50 ms   p99 ms  errors",
+    ...rows,
+    `  gRPC / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (target ≤ 1.2×)`,
+  ].join("\n");
+}

@@ -1,0 +1,379 @@
+/**
+ * A mesh's gRPC workers: each session becomes a JetStream worker of the
+ * mesh (proto/trellis/adapters/v1/worker.proto), run by the adapters service
+ * on its behalf — so every router of the mesh (the tasks service's, any
+ * adapters replica's) places work on it exactly as on an in-cluster worker,
+ * with the same claims, fences, leases and retries:
+ *
+ * - the worker's `WorkerHeartbeat` becomes its NATS heartbeat (nothing is
+ *   beaten for it otherwise: a dead worker's lease runs out at every router
+ *   after three missed beats, and its executions are retried or fail
+ *   `worker_lost` there);
+ * - `capacity` slots pull from the backend's shared work-queue consumer; a
+ *   pulled item is offered to the worker, its `ClaimWork` (with its own
+ *   negotiation) is forwarded to the router that queued the item, and the
+ *   router's answer is the worker's;
+ * - `ReportWorkEvents` / `CompleteWork` go to that router's inbox; the
+ *   router's cancel notices become `cancel` commands.
+ */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampMs } from "@bufbuild/protobuf/wkt";
+import { type Consumer, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import {
+  type ExecutionEvent,
+  type ExecutionNegotiation,
+  type ExecutionResult,
+  ensureBackendConsumer,
+  ensureWorkStream,
+  eventToProto,
+  isNoResponders,
+  negotiationToProto,
+  type WireNames,
+} from "@trellis/adapter-sdk";
+import {
+  CancelNoticeSchema,
+  ClaimRequestSchema,
+  ClaimResponseSchema,
+  WorkerRegistrationSchema,
+  WorkerReportSchema,
+  type WorkItem,
+  WorkItemSchema,
+} from "@trellis/contracts/adapters";
+import { type Logger, TrellisError } from "@trellis/runtime";
+import { announcementToProto } from "../routing/announcement.js";
+import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./session.js";
+
+/** Options of {@link NatsWorkerBridge}. */
+export interface NatsWorkerBridgeOptions {
+  /** The service's NATS connection and wire names, once it is connected. */
+  nats(): { connection: NatsConnection; names: WireNames } | undefined;
+  /** Storage of the work-queue stream if the bridge creates it (default file). */
+  storage?: "file" | "memory";
+  /** An offer not claimed this long goes back to the queue (default 10000 ms). */
+  claimTimeoutMs?: number;
+  /** How long the router may take to answer a claim (default 2000 ms). */
+  routerTimeoutMs?: number;
+  logger?: Logger;
+}
+
+interface ClaimAnswer {
+  granted: boolean;
+  reason: string;
+}
+
+interface Held {
+  item: WorkItem;
+  /** Resolved with the worker's negotiation (or undefined: no claim came). */
+  claimed(negotiation: ExecutionNegotiation | undefined): void;
+  /** The router's answer to the worker's claim, once it claimed. */
+  answer?: Promise<ClaimAnswer>;
+  resolveAnswer?: (answer: ClaimAnswer) => void;
+  granted: boolean;
+  /** Resolved when the attempt is over for this session. */
+  finished(): void;
+}
+
+interface Bridged {
+  session: WorkerSession;
+  held: Map<string, Held>;
+  subscriptions: Subscription[];
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The JetStream-backed {@link WorkerPort} of distributed mode. */
+export class NatsWorkerBridge implements WorkerPort {
+  readonly #options: NatsWorkerBridgeOptions;
+  readonly #bridged = new Map<WorkerSession, Bridged>();
+  readonly #claimTimeoutMs: number;
+  readonly #routerTimeoutMs: number;
+
+  constructor(options: NatsWorkerBridgeOptions) {
+    this.#options = options;
+    this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
+    this.#routerTimeoutMs = options.routerTimeoutMs ?? 2000;
+  }
+
+  #nats(): { connection: NatsConnection; names: WireNames } {
+    const nats = this.#options.nats();
+    if (!nats || nats.connection.isClosed()) {
+      throw new TrellisError({
+        reason: "service_unavailable",
+        message: "the adapters service is not connected to NATS yet; retry",
+      });
+    }
+    return nats;
+  }
+
+  #announce(session: WorkerSession, leaving: boolean): void {
+    const nats = this.#options.nats();
+    if (!nats || nats.connection.isClosed()) return;
+    nats.connection.publish(
+      nats.names.heartbeats(session.backendId),
+      toBinary(
+        WorkerRegistrationSchema,
+        announcementToProto({ ...session.announcement, inFlight: session.load, leaving }),
+      ),
+    );
+  }
+
+  attach(session: WorkerSession): void {
+    const { connection, names } = this.#nats();
+    const bridged: Bridged = { session, held: new Map(), subscriptions: [] };
+    bridged.subscriptions.push(
+      connection.subscribe(names.discover, { callback: () => this.#announce(session, false) }),
+      connection.subscribe(names.cancel(session.workerId), {
+        callback: (_err, msg) => {
+          try {
+            const notice = fromBinary(CancelNoticeSchema, msg.data);
+            const held = bridged.held.get(notice.executionId);
+            if (held?.granted) {
+              session.cancel(
+                { executionId: notice.executionId, attempt: held.item.attempt },
+                notice.reason || "canceled by the router",
+              );
+            }
+          } catch (error) {
+            this.#options.logger?.warn("ignoring an unreadable cancel notice", {
+              error: String(error),
+            });
+          }
+        },
+      }),
+    );
+    this.#bridged.set(session, bridged);
+    this.#announce(session, false);
+    void this.#run(bridged, connection, names);
+  }
+
+  beat(session: WorkerSession): void {
+    if (this.#bridged.has(session)) this.#announce(session, false);
+  }
+
+  detach(session: WorkerSession, how: SessionEnd): void {
+    const bridged = this.#bridged.get(session);
+    if (!bridged) return;
+    this.#bridged.delete(session);
+    // A worker that said goodbye leaves at once; a lost one simply stops
+    // beating, and every router notices when its lease runs out.
+    if (how === "left") this.#announce(session, true);
+    for (const sub of bridged.subscriptions) sub.unsubscribe();
+    for (const held of bridged.held.values()) {
+      held.claimed(undefined);
+      held.finished();
+    }
+    this.#options.logger?.info("gRPC worker session ended", {
+      worker_id: session.workerId,
+      backend: session.backendId,
+      how,
+    });
+  }
+
+  async claim(
+    session: WorkerSession,
+    work: WorkAttempt,
+    negotiation: ExecutionNegotiation,
+  ): Promise<{ granted: boolean; reason: string }> {
+    const held = this.#bridged.get(session)?.held.get(work.executionId);
+    if (!held || held.item.attempt !== work.attempt || held.answer) {
+      return { granted: false, reason: "the attempt is not offered to this worker" };
+    }
+    held.answer = new Promise<ClaimAnswer>((resolve) => {
+      held.resolveAnswer = resolve;
+    });
+    held.claimed(negotiation);
+    return held.answer;
+  }
+
+  events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean {
+    const held = this.#bridged.get(session)?.held.get(work.executionId);
+    const nats = this.#options.nats();
+    if (!held?.granted || held.item.attempt !== work.attempt || !nats) return false;
+    for (const event of events) {
+      nats.connection.publish(`${held.item.replyTo}.event`, this.#report(session, held, event));
+    }
+    return true;
+  }
+
+  async complete(
+    session: WorkerSession,
+    work: WorkAttempt,
+    result: ExecutionResult,
+  ): Promise<boolean> {
+    const held = this.#bridged.get(session)?.held.get(work.executionId);
+    if (!held?.granted || held.item.attempt !== work.attempt) return false;
+    const { connection } = this.#nats();
+    const body = this.#report(session, held, { kind: "turn_finished", result });
+    try {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await connection.request(`${held.item.replyTo}.result`, body, {
+            timeout: this.#routerTimeoutMs,
+          });
+          return true;
+        } catch (error) {
+          // The router that queued it is gone: nobody waits for this result.
+          if (isNoResponders(error) || attempt >= 5) return false;
+          await delay(100 * attempt);
+        }
+      }
+    } finally {
+      held.finished();
+    }
+  }
+
+  #report(session: WorkerSession, held: Held, event: ExecutionEvent): Uint8Array {
+    return toBinary(
+      WorkerReportSchema,
+      create(WorkerReportSchema, {
+        executionId: held.item.executionId,
+        attempt: held.item.attempt,
+        workerId: session.workerId,
+        body: { case: "event", value: eventToProto(event) },
+      }),
+    );
+  }
+
+  async #run(bridged: Bridged, connection: NatsConnection, names: WireNames): Promise<void> {
+    const { session } = bridged;
+    let consumer: Consumer;
+    const setUp = async () => {
+      const jsm = await jetstreamManager(connection);
+      await ensureWorkStream(
+        jsm,
+        names,
+        this.#options.storage ? { storage: this.#options.storage } : {},
+      );
+      await ensureBackendConsumer(jsm, names, session.backendId, 30_000);
+      return jetstream(connection).consumers.get(names.stream, names.consumer(session.backendId));
+    };
+    try {
+      consumer = await setUp();
+    } catch (error) {
+      this.#options.logger?.error("a gRPC worker cannot reach the work queue", {
+        worker_id: session.workerId,
+        error: String(error),
+      });
+      session.end("lost");
+      this.detach(session, "lost");
+      return;
+    }
+    const slot = async () => {
+      while (!session.ended) {
+        let msg: JsMsg | null;
+        try {
+          msg = await consumer.next({ expires: 1000 });
+        } catch (error) {
+          if (session.ended || connection.isClosed()) return;
+          this.#options.logger?.warn("pulling work for a gRPC worker failed; retrying", {
+            error: String(error),
+          });
+          await delay(500);
+          consumer = await setUp().catch(() => consumer);
+          continue;
+        }
+        if (!msg) continue;
+        if (session.ended) {
+          msg.nak();
+          return;
+        }
+        await this.#handle(bridged, connection, msg);
+      }
+    };
+    await Promise.all(Array.from({ length: session.announcement.capacity }, () => slot()));
+  }
+
+  async #handle(bridged: Bridged, connection: NatsConnection, msg: JsMsg): Promise<void> {
+    const { session } = bridged;
+    let item: WorkItem;
+    try {
+      item = fromBinary(WorkItemSchema, msg.data);
+    } catch {
+      msg.term();
+      return;
+    }
+    if ((item.deadline && timestampMs(item.deadline) <= Date.now()) || !item.request) {
+      msg.term();
+      return;
+    }
+    let finished!: () => void;
+    const over = new Promise<void>((resolve) => {
+      finished = resolve;
+    });
+    let claimed!: (negotiation: ExecutionNegotiation | undefined) => void;
+    const claim = new Promise<ExecutionNegotiation | undefined>((resolve) => {
+      claimed = resolve;
+    });
+    const held: Held = { item, claimed, granted: false, finished };
+    bridged.held.set(item.executionId, held);
+    const work = { executionId: item.executionId, attempt: item.attempt };
+    try {
+      session.offer(work, item.request, item.deadline ? timestampMs(item.deadline) : undefined);
+      const timer = setTimeout(() => claimed(undefined), this.#claimTimeoutMs);
+      const negotiation = await claim;
+      clearTimeout(timer);
+      session.offered.delete(item.executionId);
+      if (!negotiation) {
+        // No claim came (or the worker is gone): another worker takes it.
+        msg.nak(100);
+        return;
+      }
+      let granted = false;
+      let reason = "";
+      try {
+        const answer = await connection.request(
+          `${item.replyTo}.claim`,
+          toBinary(
+            ClaimRequestSchema,
+            create(ClaimRequestSchema, {
+              executionId: item.executionId,
+              attempt: item.attempt,
+              workerId: session.workerId,
+              negotiation: negotiationToProto(negotiation),
+            }),
+          ),
+          { timeout: this.#routerTimeoutMs },
+        );
+        const response = fromBinary(ClaimResponseSchema, answer.data);
+        granted = response.granted;
+        reason = response.reason;
+        msg.ack();
+      } catch (error) {
+        if (isNoResponders(error)) {
+          msg.term();
+          reason = "the router that queued the execution is gone";
+        } else {
+          // The router may have granted it after we stopped waiting: give it back.
+          connection.publish(
+            `${item.replyTo}.event`,
+            toBinary(
+              WorkerReportSchema,
+              create(WorkerReportSchema, {
+                executionId: item.executionId,
+                attempt: item.attempt,
+                workerId: session.workerId,
+                body: { case: "released", value: { reason: "claim answer lost" } },
+              }),
+            ),
+          );
+          msg.nak(100);
+          reason = "the router did not answer the claim in time";
+        }
+      }
+      held.granted = granted && !session.ended;
+      held.resolveAnswer?.({ granted: held.granted, reason });
+      if (!held.granted) return;
+      session.running.set(item.executionId, item.attempt);
+      await over;
+    } finally {
+      // A claim that came too late is refused, never left hanging.
+      held.resolveAnswer?.({ granted: false, reason: "the offer is withdrawn" });
+      session.offered.delete(item.executionId);
+      session.running.delete(item.executionId);
+      if (bridged.held.get(item.executionId) === held) bridged.held.delete(item.executionId);
+    }
+  }
+}

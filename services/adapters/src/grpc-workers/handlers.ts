@@ -1,0 +1,77 @@
+/** WorkerService: adapter workers in any language over gRPC (see proto/trellis/adapters/v1/worker_service.proto). */
+import type { ServiceImpl } from "@connectrpc/connect";
+import {
+  contractInvalid,
+  type ExecutionEvent,
+  eventFromProto,
+  negotiationFromProto,
+  resultFromProto,
+} from "@trellis/adapter-sdk";
+import type { WorkerService, WorkRef } from "@trellis/contracts/adapters";
+import { announcementFromProto } from "../routing/announcement.js";
+import type { WorkAttempt, WorkerSession } from "./session.js";
+import type { WorkerSessions } from "./sessions.js";
+
+/** Most events one ReportWorkEvents call may carry. */
+export const MAX_EVENTS_PER_REPORT = 256;
+
+export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<typeof WorkerService> {
+  const fenced = (ref: WorkRef | undefined): { session: WorkerSession; work: WorkAttempt } => {
+    if (!ref) throw contractInvalid("work", "is required");
+    if (ref.executionId === "") throw contractInvalid("work.execution_id", "is required");
+    if (ref.attempt < 1) throw contractInvalid("work.attempt", "must be at least 1");
+    const session = sessions.live(ref.workerId, ref.session);
+    return { session, work: { executionId: ref.executionId, attempt: ref.attempt } };
+  };
+  return {
+    async *connectWorker(request, context) {
+      const session = sessions.connect(announcementFromProto(request.worker, "worker"));
+      try {
+        yield {
+          command: {
+            case: "connected",
+            value: { workerId: session.workerId, session: session.token, ttlMs: session.ttlMs },
+          },
+        };
+        yield* session.commands(context.signal);
+      } finally {
+        // The stream is gone (the worker left, died, or the call was canceled): so is the lease.
+        sessions.end(session, session.ended ?? "lost");
+      }
+    },
+    async workerHeartbeat(request) {
+      const session = sessions.live(request.workerId, request.session);
+      sessions.beat(session, request.inFlight);
+      return { ttlMs: session.ttlMs };
+    },
+    async claimWork(request) {
+      const { session, work } = fenced(request.work);
+      const negotiation = negotiationFromProto(request.negotiation, "negotiation");
+      return sessions.port.claim(session, work, negotiation);
+    },
+    async reportWorkEvents(request) {
+      const { session, work } = fenced(request.work);
+      if (request.events.length > MAX_EVENTS_PER_REPORT) {
+        throw contractInvalid("events", `at most ${MAX_EVENTS_PER_REPORT} per call`);
+      }
+      const events: ExecutionEvent[] = request.events.map((e, i) => {
+        const event = eventFromProto(e, `events[${i}]`);
+        if (event.kind === "turn_finished") {
+          throw contractInvalid(`events[${i}]`, "turn_finished is reported with CompleteWork");
+        }
+        return event;
+      });
+      return { current: sessions.port.events(session, work, events) };
+    },
+    async completeWork(request) {
+      const { session, work } = fenced(request.work);
+      const result = resultFromProto(request.result, "result");
+      return { accepted: await sessions.port.complete(session, work, result) };
+    },
+    async disconnectWorker(request) {
+      const session = sessions.live(request.workerId, request.session);
+      sessions.end(session, "left");
+      return {};
+    },
+  };
+}

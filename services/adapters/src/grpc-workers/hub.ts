@@ -1,0 +1,426 @@
+/**
+ * Embedded mode's dispatch to gRPC workers: no NATS, so the queue is in
+ * memory, shared by every router of the process (the tasks service's and the
+ * adapters service's; see {@link embeddedWorkerHub}). The semantics are the
+ * JetStream path's (`routing/jetstream-dispatcher.ts`, rules in
+ * `routing/lease.ts`):
+ *
+ * - an execution is offered, one attempt at a time, to a live session of its
+ *   backend with a free slot; only the claim of the session it was offered
+ *   to, for that attempt, is granted — a stale claim never runs;
+ * - the worker's own negotiation may refuse it: the router tries the next
+ *   backend;
+ * - a session lost mid-execution (stream gone, heartbeats stopped): the
+ *   execution runs again (attempt + 1) when the agent is safe to retry, else
+ *   fails with `worker_lost`; an offer never claimed goes back to the queue;
+ * - `maxElapsedMs` and caller cancels reach the worker as `cancel`; after the
+ *   grace the router ends the execution itself. A queued execution whose
+ *   backend has no live worker for `unavailableAfterMs` fails with
+ *   `backend_unavailable` (retryable). Nothing waits forever.
+ */
+import {
+  type ExecutionEvent,
+  type ExecutionNegotiation,
+  type ExecutionResult,
+  effectiveRequirements,
+  requestToProto,
+  timeoutResult,
+} from "@trellis/adapter-sdk";
+import type { Logger } from "@trellis/runtime";
+import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.js";
+import type { BackendRegistry } from "../routing/registry.js";
+import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "../routing/router.js";
+import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./session.js";
+
+/** Options of {@link LocalWorkerHub}. */
+export interface LocalWorkerHubOptions {
+  /** How long a canceled or timed-out worker may take to report (default 2000 ms). */
+  graceMs?: number;
+  /** Placements of one execution at most, counting retries after lost workers (default 3). */
+  maxAttempts?: number;
+  /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
+  unavailableAfterMs?: number;
+  /** An offer not claimed this long goes back to the queue (default 10000 ms). */
+  claimTimeoutMs?: number;
+  /** How often offers and orphaned executions are checked (default 200 ms). */
+  sweepMs?: number;
+  logger?: Logger;
+}
+
+interface Pending {
+  plan: DispatchPlan;
+  attempt: number;
+  state: "queued" | "running" | "done";
+  /** The session the current attempt is offered to (queued) or runs on (running). */
+  session?: WorkerSession;
+  workerId?: string;
+  offeredAt?: number;
+  orphanedSince?: number;
+  deadline?: number;
+  limitMs?: number;
+  timedOut?: boolean;
+  resolve(outcome: DispatchOutcome): void;
+  timers: NodeJS.Timeout[];
+  onAbort(): void;
+}
+
+/** The in-memory dispatcher and worker port of embedded mode. */
+export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
+  readonly #registries = new Set<BackendRegistry>();
+  readonly #sessions = new Map<string, WorkerSession>();
+  /** Executions by id, in the order they were queued. */
+  readonly #pending = new Map<string, Pending>();
+  readonly #graceMs: number;
+  readonly #maxAttempts: number;
+  readonly #unavailableAfterMs: number;
+  readonly #claimTimeoutMs: number;
+  readonly #logger: Logger | undefined;
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(options: LocalWorkerHubOptions = {}) {
+    this.#graceMs = options.graceMs ?? 2000;
+    this.#maxAttempts = options.maxAttempts ?? 3;
+    this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
+    this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
+    this.#logger = options.logger;
+    this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
+    this.#sweep.unref();
+  }
+
+  /** Make the live sessions known to a router's registry (until the returned function is called). */
+  addRegistry(registry: BackendRegistry): () => void {
+    this.#registries.add(registry);
+    for (const session of this.#sessions.values()) {
+      try {
+        registry.announce(session.announcement);
+      } catch (error) {
+        this.#logger?.warn("a router refused a connected worker", { error: String(error) });
+      }
+    }
+    return () => this.#registries.delete(registry);
+  }
+
+  // ------------------------------------------------------------ worker port
+
+  attach(session: WorkerSession): void {
+    const done: BackendRegistry[] = [];
+    try {
+      for (const registry of this.#registries) {
+        registry.announce(session.announcement);
+        done.push(registry);
+      }
+    } catch (error) {
+      for (const registry of done) registry.remove(session.workerId);
+      throw error;
+    }
+    this.#sessions.set(session.workerId, session);
+    this.#pump();
+  }
+
+  beat(session: WorkerSession): void {
+    for (const registry of this.#registries) {
+      if (!registry.heartbeat(session.workerId, session.announcement.inFlight)) {
+        registry.announce(session.announcement);
+      }
+    }
+  }
+
+  detach(session: WorkerSession, how: SessionEnd): void {
+    if (this.#sessions.get(session.workerId) === session) this.#sessions.delete(session.workerId);
+    for (const registry of this.#registries) {
+      if (registry.worker(session.workerId)?.workerId) registry.remove(session.workerId);
+    }
+    this.#logger?.info("gRPC worker session ended", {
+      worker_id: session.workerId,
+      backend: session.backendId,
+      how,
+      running: session.running.size,
+    });
+    for (const pending of [...this.#pending.values()]) {
+      if (pending.session !== session || pending.state === "done") continue;
+      if (pending.state === "queued") {
+        // Offered, never claimed: another worker may take it.
+        this.#requeue(pending);
+        continue;
+      }
+      const decision = afterLostWorker({
+        safeToRetry: pending.plan.request.agent.safeToRetry === true,
+        attempt: pending.attempt,
+        maxAttempts: this.#maxAttempts,
+        workerId: session.workerId,
+        backendId: session.backendId,
+      });
+      if (!decision.retry) {
+        this.#finish(pending, { result: decision.result });
+        continue;
+      }
+      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
+        execution_id: pending.plan.executionId,
+        worker_id: session.workerId,
+        attempt: pending.attempt + 1,
+      });
+      pending.attempt++;
+      this.#requeue(pending);
+    }
+    this.#pump();
+  }
+
+  async claim(
+    session: WorkerSession,
+    work: WorkAttempt,
+    negotiation: ExecutionNegotiation,
+  ): Promise<{ granted: boolean; reason: string }> {
+    const pending = this.#pending.get(work.executionId);
+    if (session.offered.get(work.executionId) === work.attempt) {
+      session.offered.delete(work.executionId);
+    }
+    if (
+      pending?.state !== "queued" ||
+      pending.attempt !== work.attempt ||
+      pending.session !== session
+    ) {
+      return { granted: false, reason: "the execution is not waiting for this attempt" };
+    }
+    if (!negotiation.supported) {
+      this.#finish(pending, { refused: negotiation });
+      this.#pump();
+      return { granted: false, reason: "the worker cannot run it" };
+    }
+    pending.state = "running";
+    pending.workerId = session.workerId;
+    pending.orphanedSince = undefined;
+    session.running.set(work.executionId, work.attempt);
+    const router = pending.plan.negotiation;
+    const reasons = [...router.reasons, ...negotiation.reasons].filter(
+      (r, i, all) =>
+        r.severity !== "blocking" &&
+        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
+    );
+    pending.plan.emit({
+      kind: "routed",
+      backendId: pending.plan.view.backendId,
+      workerId: session.workerId,
+      attempt: pending.attempt,
+      degraded: router.degraded || negotiation.degraded,
+      reasons,
+    });
+    if (pending.plan.request.signal.aborted) this.#cancel(pending, "canceled by the caller");
+    return { granted: true, reason: "" };
+  }
+
+  events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean {
+    const pending = this.#current(session, work);
+    if (!pending) return false;
+    for (const event of events) {
+      if (event.kind === "turn_finished" || event.kind === "routed") continue;
+      pending.plan.emit(event);
+    }
+    return true;
+  }
+
+  async complete(
+    session: WorkerSession,
+    work: WorkAttempt,
+    result: ExecutionResult,
+  ): Promise<boolean> {
+    const pending = this.#current(session, work);
+    if (!pending) return false;
+    session.running.delete(work.executionId);
+    this.#finish(pending, {
+      result:
+        pending.timedOut && result.status === "cancelled"
+          ? timeoutResult(pending.limitMs ?? 0, result.messages)
+          : result,
+    });
+    this.#pump();
+    return true;
+  }
+
+  // ------------------------------------------------------------- dispatcher
+
+  dispatch(plan: DispatchPlan): Promise<DispatchOutcome> {
+    const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
+    return new Promise<DispatchOutcome>((resolve) => {
+      const pending: Pending = {
+        plan,
+        attempt: 1,
+        state: "queued",
+        resolve,
+        timers: [],
+        onAbort: () => this.#cancel(pending, "canceled by the caller"),
+        ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+      };
+      this.#pending.set(plan.executionId, pending);
+      if (pending.deadline !== undefined) {
+        pending.timers.push(
+          setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
+        );
+      }
+      if (plan.request.signal.aborted) {
+        this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+        return;
+      }
+      plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
+      this.#pump();
+    });
+  }
+
+  /** Executions waiting or running now. */
+  get pending(): number {
+    return this.#pending.size;
+  }
+
+  /** Stop: waiting executions fail (retryably). */
+  close(): void {
+    clearInterval(this.#sweep);
+    for (const pending of [...this.#pending.values()]) {
+      this.#notifyCancel(pending, "the router is shutting down");
+      this.#finish(pending, {
+        result: routerFailure("backend_unavailable", "the router shut down mid-execution", true),
+      });
+    }
+  }
+
+  #current(session: WorkerSession, work: WorkAttempt): Pending | undefined {
+    const pending = this.#pending.get(work.executionId);
+    if (!holdsAttempt(pending, work.attempt, session.workerId) || pending?.session !== session) {
+      return undefined;
+    }
+    return pending;
+  }
+
+  #requeue(pending: Pending): void {
+    pending.session?.offered.delete(pending.plan.executionId);
+    pending.session?.running.delete(pending.plan.executionId);
+    pending.state = "queued";
+    pending.session = undefined;
+    pending.workerId = undefined;
+    pending.offeredAt = undefined;
+  }
+
+  /** Offer queued executions to free sessions of their backend, oldest first. */
+  #pump(): void {
+    for (const pending of this.#pending.values()) {
+      if (pending.state !== "queued" || pending.session) continue;
+      const backendId = pending.plan.view.backendId;
+      let best: WorkerSession | undefined;
+      for (const session of this.#sessions.values()) {
+        if (session.backendId !== backendId || !session.free) continue;
+        if (!best || session.load < best.load) best = session;
+      }
+      if (!best) continue;
+      pending.session = best;
+      pending.offeredAt = Date.now();
+      best.offer(
+        { executionId: pending.plan.executionId, attempt: pending.attempt },
+        requestToProto(pending.plan.request),
+        pending.deadline,
+      );
+    }
+  }
+
+  #check(): void {
+    const now = Date.now();
+    for (const pending of this.#pending.values()) {
+      if (pending.state !== "queued") continue;
+      if (
+        pending.session &&
+        pending.offeredAt !== undefined &&
+        now - pending.offeredAt > this.#claimTimeoutMs
+      ) {
+        this.#logger?.warn("an offer was not claimed in time; offering it again", {
+          execution_id: pending.plan.executionId,
+          worker_id: pending.session.workerId,
+        });
+        this.#requeue(pending);
+      }
+      const backendId = pending.plan.view.backendId;
+      const live = [...this.#sessions.values()].some((s) => s.backendId === backendId);
+      if (live) {
+        pending.orphanedSince = undefined;
+        continue;
+      }
+      pending.orphanedSince ??= now;
+      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
+        this.#finish(pending, {
+          result: routerFailure(
+            "backend_unavailable",
+            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
+            true,
+          ),
+        });
+      }
+    }
+    this.#pump();
+  }
+
+  #timeout(pending: Pending): void {
+    if (pending.state === "done") return;
+    const limitMs = pending.limitMs ?? 0;
+    pending.timedOut = true;
+    if (pending.state === "running") {
+      // A gRPC worker need not watch the deadline itself: tell it now, and
+      // end the execution if it does not report within the grace.
+      this.#notifyCancel(pending, "maxElapsedMs exceeded");
+      pending.timers.push(
+        setTimeout(() => this.#finish(pending, { result: timeoutResult(limitMs) }), this.#graceMs),
+      );
+      return;
+    }
+    this.#finish(pending, { result: timeoutResult(limitMs) });
+  }
+
+  #cancel(pending: Pending, reason: string): void {
+    if (pending.state === "done") return;
+    if (pending.state === "running") {
+      this.#notifyCancel(pending, reason);
+      pending.timers.push(
+        setTimeout(
+          () => this.#finish(pending, { result: { status: "cancelled", messages: [] } }),
+          this.#graceMs,
+        ),
+      );
+      return;
+    }
+    this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+  }
+
+  #notifyCancel(pending: Pending, reason: string): void {
+    if (pending.state !== "running" || !pending.session) return;
+    pending.session.cancel(
+      { executionId: pending.plan.executionId, attempt: pending.attempt },
+      reason,
+    );
+  }
+
+  #finish(pending: Pending, outcome: DispatchOutcome): void {
+    if (pending.state === "done") return;
+    pending.state = "done";
+    for (const timer of pending.timers) clearTimeout(timer);
+    pending.timers = [];
+    pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
+    pending.session?.offered.delete(pending.plan.executionId);
+    pending.session?.running.delete(pending.plan.executionId);
+    this.#pending.delete(pending.plan.executionId);
+    pending.resolve(outcome);
+  }
+}
+
+const hubs = new WeakMap<object, LocalWorkerHub>();
+
+/**
+ * The one hub of an embedded host, found by an object every service of that
+ * host shares (its `ServiceContext.signals`): the tasks service places turns
+ * on the gRPC workers that connected to the adapters service.
+ */
+export function embeddedWorkerHub(
+  host: object,
+  options: LocalWorkerHubOptions = {},
+): LocalWorkerHub {
+  let hub = hubs.get(host);
+  if (!hub) {
+    hub = new LocalWorkerHub(options);
+    hubs.set(host, hub);
+  }
+  return hub;
+}
