@@ -41,6 +41,7 @@ export {
 } from "./limits.js";
 export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.js";
 export { createLogger, isSecretKey, parseLogLevel } from "./logger.js";
+export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from "./media-type.js";
 export type {
   MetricExporterKind,
   Metrics,

@@ -2,6 +2,7 @@
  * Reading requests and writing responses of the REST surface, on either HTTP
  * version (Node's http and http2-compat objects share what is used here).
  */
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { HttpRequest, HttpResponse } from "@trellis/runtime";
 import { TrellisError } from "@trellis/runtime";
@@ -36,13 +37,37 @@ export function errorResponse(error: HarnErrorResponse): RestResponse {
   return jsonResponse(error.status, error.body as unknown as JsonValue, error.headers ?? {});
 }
 
-/** Write a response (unless the connection is gone or headers were sent). */
+/**
+ * Write a response (unless the connection is gone or headers were sent). A
+ * header Node refuses (a CR/LF in a value, say) turns the whole response into
+ * a 500 envelope before anything is set, so the status logged afterwards
+ * (`res.statusCode`) is the status actually sent.
+ */
 export function send(res: HttpResponse, response: RestResponse): void {
   if (res.headersSent || res.destroyed) return;
-  res.statusCode = response.status;
-  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
-  const body =
-    typeof response.body === "string" ? Buffer.from(response.body, "utf8") : response.body;
+  let headers = response.headers;
+  let status = response.status;
+  let payload = response.body;
+  try {
+    for (const [name, value] of Object.entries(headers)) {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    }
+  } catch {
+    status = 500;
+    payload = JSON.stringify({
+      error: {
+        code: "internal_error",
+        message: "the response could not be encoded",
+        type: "server_error",
+        request_id: String(res.getHeader("x-request-id") ?? ""),
+      },
+    });
+    headers = { "content-type": jsonContentType };
+  }
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  const body = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
   res.setHeader("content-length", String(body.byteLength));
   res.end(body);
 }
