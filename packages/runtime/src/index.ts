@@ -89,6 +89,15 @@ export { withErrorDetails } from "./service-errors.js";
 export type { ShutdownSignalsOptions } from "./signals.js";
 export { onShutdownSignals } from "./signals.js";
 export { sleep } from "./sleep.js";
+export type { FieldLimits, StructureLimits, StructureViolation } from "./structure-limits.js";
+export {
+  checkJsonStructure,
+  defaultStructureLimits,
+  findStructureViolation,
+  structureError,
+  structureLimitsFromEnv,
+  structureLimitsSchema,
+} from "./structure-limits.js";
 export type {
   HeaderRecord,
   Telemetry,

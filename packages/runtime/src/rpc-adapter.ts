@@ -53,13 +53,19 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { errorDetailOf } from "./errors.js";
+import { errorDetailOf, toConnectError } from "./errors.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
 import { requestBody } from "./request-body.js";
 import { requestIdKey } from "./request-id.js";
 import type { HttpRequest, HttpResponse } from "./server.js";
+import {
+  defaultStructureLimits,
+  findStructureViolation,
+  type StructureLimits,
+  structureError,
+} from "./structure-limits.js";
 
 /** Options of {@link createRpcHandler}. */
 export interface RpcHandlerOptions
@@ -71,6 +77,8 @@ export interface RpcHandlerOptions
   /** The request id of a request (for error messages and logs). */
   requestIdOf: (req: HttpRequest) => string;
   limits: RequestLimits;
+  /** Structure limits of JSON requests (defaults when absent). */
+  structure?: StructureLimits;
   logger: Logger;
 }
 
@@ -82,17 +90,40 @@ const grpcWebType = /^application\/grpc-web(?:-text)?(?:\+|;|$)/i;
 const grpcType = /^application\/grpc(?:\+|;|$)/i;
 const connectStreamType = /^application\/connect\+/i;
 
-/** JSON text must be UTF-8: refuse other bytes instead of decoding them to U+FFFD. */
-function strictUtf8Decoder(): { decode(input?: Uint8Array): string } {
+/**
+ * JSON text must be UTF-8: refuse other bytes instead of decoding them to
+ * U+FFFD. It is also the one hook between the bytes and protobuf's JSON
+ * conversion, so the structure limits (keys per object, values, key length)
+ * are checked here, on the parsed JSON, before a Struct of 200,000 keys is
+ * built. Text too short to break any of them is not parsed twice.
+ */
+function strictUtf8Decoder(structure: StructureLimits): { decode(input?: Uint8Array): string } {
   const fatal = new TextDecoder("utf-8", { fatal: true });
+  const worthParsing = Math.min(
+    structure.maxKeys * 4,
+    structure.maxNodes * 2,
+    structure.maxKeyLength,
+  );
   return {
     decode(input) {
+      let text: string;
       try {
-        return fatal.decode(input);
+        text = fatal.decode(input);
       } catch {
         // A ConnectError passes through Connect's JSON parse unchanged.
         throw invalidUtf8();
       }
+      if (text.length > worthParsing) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(text);
+        } catch {
+          return text; // Connect reports the syntax error itself.
+        }
+        const violation = findStructureViolation(parsed, structure);
+        if (violation !== undefined) throw toConnectError(structureError(violation, structure));
+      }
+      return text;
     },
   };
 }
@@ -111,14 +142,21 @@ interface CallInfo {
 export function createRpcHandler(
   options: RpcHandlerOptions,
 ): (req: HttpRequest, res: HttpResponse) => void {
-  const { routes, fallback, contextValues, requestIdOf, limits, logger, ...connect } = options;
+  const { routes, fallback, contextValues, requestIdOf, limits, logger, structure, ...connect } =
+    options;
   const jsonOptions = {
     // Strict JSON: an unknown field or enum name is refused, not dropped. With
     // Connect's default (ignore) a misspelt field or enum value silently
     // becomes the default value — `"BUSY_POLICY_REJECTT"` would enqueue.
     ignoreUnknownFields: false,
     recursionLimit: limits.maxNestingDepth,
-    textDecoder: strictUtf8Decoder(),
+    textDecoder: strictUtf8Decoder(
+      structure ?? {
+        ...defaultStructureLimits,
+        // Depth stays with Connect's recursion limit (message levels).
+        maxDepth: limits.maxNestingDepth,
+      },
+    ),
   };
   const router = createConnectRouter({
     acceptCompression: compressions,

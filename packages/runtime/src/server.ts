@@ -47,6 +47,7 @@ import { afterResponse } from "./request-body.js";
 import { createRequestChecksInterceptor } from "./request-checks.js";
 import { acceptOrCreateRequestId, requestIdHeader, requestIdKey } from "./request-id.js";
 import { createRpcHandler } from "./rpc-adapter.js";
+import { structureLimitsFromEnv } from "./structure-limits.js";
 import { createServerTracingInterceptor } from "./telemetry.js";
 
 /** An incoming request on either HTTP version. */
@@ -253,6 +254,7 @@ export function createService(options: ServiceOptions): TrellisService {
     interceptors,
     shutdownSignal: cancelAll.signal,
     limits,
+    structure: structureLimitsFromEnv(options.env ?? process.env, limits.maxNestingDepth),
     logger,
     requestIdOf: httpRequestId,
     contextValues: (req) =>

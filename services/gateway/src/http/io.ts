@@ -5,7 +5,12 @@
 import { validateHeaderName, validateHeaderValue } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { HttpRequest, HttpResponse } from "@trellis/runtime";
-import { TrellisError } from "@trellis/runtime";
+import {
+  checkJsonStructure,
+  defaultStructureLimits,
+  type StructureLimits,
+  TrellisError,
+} from "@trellis/runtime";
 import type { HarnErrorResponse } from "../domain/errors.js";
 
 /** A complete response of a REST route. */
@@ -104,6 +109,8 @@ export interface JsonBodyLimits {
   maxBytes: number;
   /** Deepest nesting of objects and arrays (400 `invalid_request` below it). */
   maxDepth: number;
+  /** Keys per object, values per body, key length (400 naming the field); defaults when absent. */
+  structure?: Omit<StructureLimits, "maxDepth">;
 }
 
 // JSON media types: application/json and the structured-syntax suffix +json.
@@ -121,7 +128,11 @@ export async function readJsonBody(
   const body = await readBody(req, limits.maxBytes);
   if (body.byteLength === 0) return undefined;
   checkJsonContentType(req.headers["content-type"]);
-  return parseJsonBody(body, limits.maxDepth);
+  return parseJsonBody(body, {
+    ...defaultStructureLimits,
+    ...limits.structure,
+    maxDepth: limits.maxDepth,
+  });
 }
 
 function checkJsonContentType(raw: string | string[] | undefined): void {
@@ -141,10 +152,18 @@ function checkJsonContentType(raw: string | string[] | undefined): void {
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Parse a JSON body; empty → undefined; not UTF-8, malformed or nested deeper
- * than `maxDepth` → 400 `invalid_request`.
+ * Parse a JSON body; empty → undefined; not UTF-8, malformed, nested deeper
+ * than `maxDepth` or past the other structure limits (keys per object, values
+ * per body, key length: `@trellis/runtime` structure-limits) → 400
+ * `invalid_request` naming the field. A number is the depth, with the
+ * default structure limits.
  */
-export function parseJsonBody(body: Buffer, maxDepth = 64): JsonValue | undefined {
+export function parseJsonBody(
+  body: Buffer,
+  limits: StructureLimits | number = 64,
+): JsonValue | undefined {
+  const structure =
+    typeof limits === "number" ? { ...defaultStructureLimits, maxDepth: limits } : limits;
   let text: string;
   try {
     text = strictUtf8.decode(body);
@@ -165,14 +184,9 @@ export function parseJsonBody(body: Buffer, maxDepth = 64): JsonValue | undefine
       message: "the request body is not valid JSON",
     });
   }
-  const shape = inspectJson(value, maxDepth);
-  if (shape.depth > maxDepth) {
-    throw new TrellisError({
-      reason: "invalid_request",
-      message: `the request body nests deeper than ${maxDepth} levels`,
-      metadata: { limit_depth: String(maxDepth) },
-    });
-  }
+  // Before anything converts it (a Struct of 200,000 keys stalls the process for seconds).
+  checkJsonStructure(value, structure);
+  const shape = inspectJson(value, structure.maxDepth);
   if (shape.nul) {
     // PostgreSQL stores no NUL in text or jsonb: refuse it here, for every route.
     throw new TrellisError({

@@ -34,6 +34,7 @@ import {
   requestIdHeader,
   requestLimitsFromEnv,
   sleep,
+  structureLimitsFromEnv,
   TrellisError,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
@@ -110,9 +111,11 @@ export function createRestHandler(
   const router = new Router([...routes, ...notServedRoutes(routes)]);
 
   const cors = loadCorsPolicy(deps.env);
+  const jsonDepth = jsonDepthFor(requestLimitsFromEnv(deps.env));
   const jsonLimits = {
     maxBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
-    maxDepth: jsonDepthFor(requestLimitsFromEnv(deps.env)),
+    maxDepth: jsonDepth,
+    structure: structureLimitsFromEnv(deps.env, jsonDepth),
   };
 
   return async (req, res) => {
