@@ -71,6 +71,7 @@ import {
   type ToolRunOutcome,
 } from "./tool-run-ledger.js";
 import { type HarnessTool, resultText, ToolRegistry } from "./tools.js";
+import { unstorableReason } from "./unstorable-text.js";
 
 /** Backend id of the built-in harness. */
 export const HARNESS_BACKEND = "harness";
@@ -555,11 +556,20 @@ class HarnessTurn {
           secret: (name) => reads.secret(name),
           ...(this.request.memory ? { memory: this.request.memory } : {}),
         });
-        outcome = { status: "ok", output: resultText(value) };
+        const output = resultText(value);
+        const poison = unstorableReason(output);
+        // Text no store can hold is the tool's error, not a turn that can never be recorded.
+        outcome = poison
+          ? {
+              status: "error",
+              output: `Error: ${job.name} returned ${poison}, which cannot be recorded`,
+            }
+          : { status: "ok", output };
       } catch (error) {
+        const message = error instanceof Error ? error.message : String(error);
         outcome = {
           status: "error",
-          output: `Error: ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`,
+          output: `Error: ${job.name} failed: ${unstorableReason(message) ? "(an error message that cannot be recorded)" : message}`,
         };
       }
       try {
