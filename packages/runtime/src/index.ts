@@ -58,6 +58,7 @@ export type { ProtocolErrorContext } from "./protocol-errors.js";
 export { inputRejectedByDatabase, reasonForCode, typedRpcError } from "./protocol-errors.js";
 export {
   acceptOrCreateRequestId,
+  peerAddressKey,
   requestIdFromContext,
   requestIdHeader,
   requestIdKey,

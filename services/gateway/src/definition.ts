@@ -12,6 +12,11 @@
 import type { ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
+import {
+  AuthThrottle,
+  authThrottleOptionsFromEnv,
+  withAuthThrottle,
+} from "./auth/auth-throttle.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
 import { ApiKeyCache } from "./auth/key-cache.js";
@@ -137,9 +142,9 @@ export const gatewayService: ServiceDefinition = {
     }
     const keyCache = await ApiKeyCache.listen(ctx.db);
     const agentPolicies = new AgentPolicyStore(ctx.db, ctx.schema);
-    const authenticator = withAgentPolicies(
-      createAuthenticator({ keys, keyCache, tokens }),
-      agentPolicies,
+    const authenticator = withAuthThrottle(
+      withAgentPolicies(createAuthenticator({ keys, keyCache, tokens }), agentPolicies),
+      new AuthThrottle(authThrottleOptionsFromEnv(ctx.env)),
     );
     const oauth = createOAuthHandler({ clients: oauthClients, tokens, logger: ctx.logger });
     const webhookConfig = loadWebhookConfig(ctx.env);

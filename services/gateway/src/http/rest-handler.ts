@@ -282,9 +282,12 @@ export function createRestHandler(
           }),
         );
       }
-      const auth = await deps.authenticator.authenticate(header(req, "authorization"));
+      const auth = await deps.authenticator.authenticate(
+        header(req, "authorization"),
+        req.socket?.remoteAddress,
+      );
       if (!auth.ok) {
-        return errorResponse(authRefusal(auth.failure, requestId));
+        return errorResponse(authRefusal(auth.failure, requestId, auth.retryAfterSeconds));
       }
       caller = auth.caller;
       const decision = route.notServed
