@@ -48,6 +48,7 @@ import {
   supportedProtocolVersions,
 } from "../domain/protocol.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
+import { clientWentAway } from "./client-abort.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
 import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
 import { notServedRoutes } from "./harn-surface.js";
@@ -212,6 +213,17 @@ export function createRestHandler(
     try {
       response = await dispatch(req, res, url, requestId, match);
     } catch (error) {
+      if (clientWentAway(req, res, error)) {
+        deps.logger.debug("rest request abandoned by the client", {
+          request_id: requestId,
+          method: req.method,
+          path: url.pathname,
+        });
+        // 499: what the access log records; nothing is sent.
+        res.statusCode = 499;
+        if (!res.destroyed) res.destroy();
+        return true;
+      }
       const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
       logFailure(envelope, {
         request_id: requestId,
