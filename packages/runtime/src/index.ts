@@ -32,6 +32,7 @@ export type {
   HealthReporter,
   ServingStatus,
 } from "./health.js";
+export { scanJsonStructure } from "./json-scan.js";
 export type { RequestLimits } from "./limits.js";
 export {
   defaultRequestLimits,

@@ -54,6 +54,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { errorDetailOf, toConnectError } from "./errors.js";
+import { scanJsonStructure } from "./json-scan.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
@@ -62,7 +63,6 @@ import { requestIdKey } from "./request-id.js";
 import type { HttpRequest, HttpResponse } from "./server.js";
 import {
   defaultStructureLimits,
-  findStructureViolation,
   type StructureLimits,
   structureError,
 } from "./structure-limits.js";
@@ -94,36 +94,29 @@ const connectStreamType = /^application\/connect\+/i;
  * JSON text must be UTF-8: refuse other bytes instead of decoding them to
  * U+FFFD. It is also the one hook between the bytes and protobuf's JSON
  * conversion, so the structure limits (keys per object, values, key length)
- * are checked here, on the parsed JSON, before a Struct of 200,000 keys is
- * built. Text too short to break any of them is not parsed twice.
+ * are checked here, on the bytes (`json-scan.ts`), before anything is parsed
+ * or a Struct of 200,000 keys is built. Text too short to break any of them
+ * is not scanned.
  */
 function strictUtf8Decoder(structure: StructureLimits): { decode(input?: Uint8Array): string } {
   const fatal = new TextDecoder("utf-8", { fatal: true });
-  const worthParsing = Math.min(
+  const worthScanning = Math.min(
     structure.maxKeys * 4,
     structure.maxNodes * 2,
     structure.maxKeyLength,
   );
   return {
     decode(input) {
-      let text: string;
+      if (input !== undefined && input.byteLength > worthScanning) {
+        const violation = scanJsonStructure(input, structure);
+        if (violation !== undefined) throw toConnectError(structureError(violation, structure));
+      }
       try {
-        text = fatal.decode(input);
+        return fatal.decode(input);
       } catch {
         // A ConnectError passes through Connect's JSON parse unchanged.
         throw invalidUtf8();
       }
-      if (text.length > worthParsing) {
-        let parsed: unknown;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          return text; // Connect reports the syntax error itself.
-        }
-        const violation = findStructureViolation(parsed, structure);
-        if (violation !== undefined) throw toConnectError(structureError(violation, structure));
-      }
-      return text;
     },
   };
 }

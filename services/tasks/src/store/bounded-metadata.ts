@@ -39,3 +39,25 @@ export function boundedStruct<T>(value: T): T | Record<string, string> {
   const violation = findStructureViolation(value, defaultStructureLimits);
   return violation === undefined ? value : omittedMarker(violation.message);
 }
+
+/** JSON values a list page's metadata may hold in all (see `paging.ts` PageBudget). */
+export const PAGE_METADATA_BUDGET = 10_000;
+
+/** How many JSON values `value` holds (each object, array and scalar counts one). */
+export function jsonWeight(value: unknown): number {
+  let count = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    count += 1;
+    if (v === null || typeof v !== "object") continue;
+    if (Array.isArray(v)) {
+      for (const child of v) stack.push(child);
+    } else {
+      for (const key in v) {
+        if (Object.hasOwn(v, key)) stack.push((v as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return count;
+}

@@ -12,7 +12,7 @@ import { sessionEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import type { RunState } from "../domain/mailbox.js";
 import { forkLength, planTruncation } from "../domain/transcript.js";
-import { boundedMetadataColumn } from "./bounded-metadata.js";
+import { boundedMetadataColumn, jsonWeight, PAGE_METADATA_BUDGET } from "./bounded-metadata.js";
 import { jsonText } from "./codec.js";
 import { afterSeq, readPage } from "./paging.js";
 import { toSession } from "./rows.js";
@@ -180,6 +180,8 @@ export class Sessions {
       },
       (r) => r.seq,
       toSession,
+      // Fewer sessions on a page whose metadata is large: each value is converted to a Struct.
+      { weigh: (r) => jsonWeight(r.metadata), max: PAGE_METADATA_BUDGET },
     );
   }
 
