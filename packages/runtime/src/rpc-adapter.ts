@@ -57,6 +57,7 @@ import { errorDetailOf, toConnectError } from "./errors.js";
 import { scanJsonStructure } from "./json-scan.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
+import { requestStructureGuard } from "./proto-scan.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
 import { requestBody } from "./request-body.js";
 import { requestIdKey } from "./request-id.js";
@@ -137,19 +138,18 @@ export function createRpcHandler(
 ): (req: HttpRequest, res: HttpResponse) => void {
   const { routes, fallback, contextValues, requestIdOf, limits, logger, structure, ...connect } =
     options;
+  // Depth stays with Connect's recursion limit (message levels).
+  const structureLimits = structure ?? {
+    ...defaultStructureLimits,
+    maxDepth: limits.maxNestingDepth,
+  };
   const jsonOptions = {
     // Strict JSON: an unknown field or enum name is refused, not dropped. With
     // Connect's default (ignore) a misspelt field or enum value silently
     // becomes the default value — `"BUSY_POLICY_REJECTT"` would enqueue.
     ignoreUnknownFields: false,
     recursionLimit: limits.maxNestingDepth,
-    textDecoder: strictUtf8Decoder(
-      structure ?? {
-        ...defaultStructureLimits,
-        // Depth stays with Connect's recursion limit (message levels).
-        maxDepth: limits.maxNestingDepth,
-      },
-    ),
+    textDecoder: strictUtf8Decoder(structureLimits),
   };
   const router = createConnectRouter({
     acceptCompression: compressions,
@@ -388,9 +388,23 @@ export function createRpcHandler(
     }
     let uReq: UniversalServerRequest;
     try {
+      const method = paths.get(path)?.method;
+      const body = requestBody(req, limits.maxBodyBytes);
       uReq = {
         ...universalRequestFromNodeRequest(req, res, undefined, contextValues(req)),
-        body: requestBody(req, limits.maxBodyBytes),
+        // Binary protobuf is checked against the structure limits before it is decoded.
+        body:
+          method === undefined
+            ? body
+            : requestStructureGuard(body, {
+                desc: method.input,
+                contentType: String(req.headers["content-type"] ?? ""),
+                encoding: encodingOf(req),
+                compressions,
+                limits: structureLimits,
+                maxDepth: limits.maxNestingDepth,
+                maxBytes: limits.maxBodyBytes,
+              }),
       };
     } catch {
       // HTTP/1.0 without Host, HTTP/2 without :authority: Connect cannot build a URL.
@@ -418,6 +432,15 @@ export function createRpcHandler(
         (res as unknown as EventEmitter & { destroy(): void }).destroy();
       });
   };
+}
+
+/** The compression a request's messages say they use, whichever protocol's header names it. */
+function encodingOf(req: HttpRequest): string | null {
+  for (const name of ["grpc-encoding", "connect-content-encoding", "content-encoding"]) {
+    const value = req.headers[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return null;
 }
 
 /** The same error without its metadata (the response headers it was read from). */

@@ -4,6 +4,10 @@
  * size, depth — over REST and Connect, refused as InvalidArgument / 400
  * naming the field; list reads stay cheap.
  */
+
+import { Code, ConnectError, createClient, type UnaryRequest } from "@connectrpc/connect";
+import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
+import { SessionService } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -65,6 +69,41 @@ describe("structure limits before conversion", () => {
     expect(body.code).toBe("invalid_argument");
     expect(body.message).toMatch(/metadata has more than 1000 keys/);
   });
+
+  it.each(["grpc", "connect"] as const)(
+    "refuses it in binary protobuf (%s) before decoding, naming the field",
+    async (protocol) => {
+      const options = {
+        baseUrl: trellis.address.url,
+        interceptors: [
+          (next: (req: UnaryRequest) => Promise<unknown>) => (req: UnaryRequest) => {
+            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
+            return next(req);
+          },
+        ],
+      };
+      const transport =
+        protocol === "grpc"
+          ? createGrpcTransport(options as Parameters<typeof createGrpcTransport>[0])
+          : createConnectTransport({
+              ...(options as Parameters<typeof createConnectTransport>[0]),
+              httpVersion: "1.1",
+              useBinaryFormat: true,
+            });
+      const client = createClient(SessionService, transport);
+      const error = await client
+        .createSession({ workspaceId: "default", metadata: manyKeys(200_000) })
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
+      expect(error?.code).toBe(Code.InvalidArgument);
+      expect(error?.rawMessage).toMatch(/metadata has more than 1000 keys/);
+      // Within the limits, the same call goes through.
+      const ok = await client.createSession({ workspaceId: "default", metadata: manyKeys(10) });
+      expect(Object.keys(ok.session?.metadata ?? {})).toHaveLength(10);
+    },
+  );
 
   it("refuses too many values, long keys and long strings, each naming where", async () => {
     const wide = await admin.post("/v1/sessions", {
