@@ -71,7 +71,7 @@ import {
   type ToolRunOutcome,
 } from "./tool-run-ledger.js";
 import { type HarnessTool, resultText, ToolRegistry } from "./tools.js";
-import { unstorableReason } from "./unstorable-text.js";
+import { storableToolOutcome } from "./unstorable-text.js";
 
 /** Backend id of the built-in harness. */
 export const HARNESS_BACKEND = "harness";
@@ -556,22 +556,14 @@ class HarnessTurn {
           secret: (name) => reads.secret(name),
           ...(this.request.memory ? { memory: this.request.memory } : {}),
         });
-        const output = resultText(value);
-        const poison = unstorableReason(output);
-        // Text no store can hold is the tool's error, not a turn that can never be recorded.
-        outcome = poison
-          ? {
-              status: "error",
-              output: `Error: ${job.name} returned ${poison}, which cannot be recorded`,
-            }
-          : { status: "ok", output };
+        outcome = { status: "ok", output: resultText(value) };
       } catch (error) {
-        const message = error instanceof Error ? error.message : String(error);
         outcome = {
           status: "error",
-          output: `Error: ${job.name} failed: ${unstorableReason(message) ? "(an error message that cannot be recorded)" : message}`,
+          output: `Error: ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`,
         };
       }
+      outcome = storableToolOutcome(job.name, outcome);
       try {
         await this.ledger.finish(key, outcome);
       } catch (error) {

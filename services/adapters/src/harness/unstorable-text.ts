@@ -53,3 +53,23 @@ export function findUnstorableText(
   }
   return undefined;
 }
+
+/**
+ * A tool's outcome, with text no store can hold turned into the tool's error
+ * (naming what was wrong, never quoting it): the turn goes on, recordable.
+ */
+export function storableToolOutcome<O extends { status: "ok" | "error"; output: string }>(
+  name: string,
+  outcome: O,
+): O {
+  const poison = unstorableReason(outcome.output);
+  if (poison === undefined) return outcome;
+  return {
+    ...outcome,
+    status: "error",
+    output:
+      outcome.status === "ok"
+        ? `Error: ${name} returned ${poison}, which cannot be recorded`
+        : `Error: ${name} failed (with an error message holding ${poison})`,
+  };
+}
