@@ -142,11 +142,18 @@ export const gatewayService: ServiceDefinition = {
     }
     const keyCache = await ApiKeyCache.listen(ctx.db);
     const agentPolicies = new AgentPolicyStore(ctx.db, ctx.schema);
+    // One count per source for every way of failing to authenticate.
+    const throttle = new AuthThrottle(authThrottleOptionsFromEnv(ctx.env));
     const authenticator = withAuthThrottle(
       withAgentPolicies(createAuthenticator({ keys, keyCache, tokens }), agentPolicies),
-      new AuthThrottle(authThrottleOptionsFromEnv(ctx.env)),
+      throttle,
     );
-    const oauth = createOAuthHandler({ clients: oauthClients, tokens, logger: ctx.logger });
+    const oauth = createOAuthHandler({
+      clients: oauthClients,
+      tokens,
+      logger: ctx.logger,
+      throttle,
+    });
     const webhookConfig = loadWebhookConfig(ctx.env);
     const webhookStore = new WebhookStore(
       ctx.db,

@@ -104,4 +104,15 @@ describe("failed authentication over the wire", () => {
     expect(rpc.status).toBe(429);
     expect(((await rpc.json()) as { code: string }).code).toBe("resource_exhausted");
   });
+
+  it("throttles the OAuth token endpoint's client authentication from the same count", async () => {
+    const res = await fetch(`${trellis.address.url}/oauth/token`, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+      body: "grant_type=client_credentials&client_id=cli_nobody&client_secret=nope",
+    });
+    expect(res.status).toBe(429);
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect(((await res.json()) as { error: string }).error).toBe("temporarily_unavailable");
+  });
 });
