@@ -5,7 +5,7 @@
  * naming the field; list reads stay cheap.
  */
 
-import { Code, ConnectError, createClient, type UnaryRequest } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
@@ -73,20 +73,17 @@ describe("structure limits before conversion", () => {
   it.each(["grpc", "connect"] as const)(
     "refuses it in binary protobuf (%s) before decoding, naming the field",
     async (protocol) => {
-      const options = {
-        baseUrl: trellis.address.url,
-        interceptors: [
-          (next: (req: UnaryRequest) => Promise<unknown>) => (req: UnaryRequest) => {
-            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
-            return next(req);
-          },
-        ],
+      const auth: Interceptor = (next) => (req) => {
+        req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
+        return next(req);
       };
+      const baseUrl = trellis.address.url;
       const transport =
         protocol === "grpc"
-          ? createGrpcTransport(options as Parameters<typeof createGrpcTransport>[0])
+          ? createGrpcTransport({ baseUrl, interceptors: [auth] })
           : createConnectTransport({
-              ...(options as Parameters<typeof createConnectTransport>[0]),
+              baseUrl,
+              interceptors: [auth],
               httpVersion: "1.1",
               useBinaryFormat: true,
             });
