@@ -14,6 +14,7 @@ import type { Task } from "@trellis/contracts/tasks";
 import type { RestCall } from "../context.js";
 import { receiptsAvailable } from "./discovery.js";
 
+const CONCURRENCY = 8;
 const finished = new Set([TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED]);
 
 /** `tasks`, each finished one given its receipt id when the receipts service has it. */
@@ -22,22 +23,24 @@ export async function withReceiptIds(call: RestCall, tasks: Task[]): Promise<Tas
   if (missing.length === 0 || !(await receiptsAvailable(call))) return tasks;
   const client = call.deps.clients.get(ReceiptService);
   const options = call.options();
-  await Promise.all(
-    missing.map(async (task) => {
-      try {
-        const { receipts } = await client.listTaskReceipts(
-          { taskId: task.id, pageSize: 200 },
-          { ...options, timeoutMs: 1000 },
-        );
-        const own = receipts.filter(
-          (r) => r.subject?.object === "task" && r.subject.id === task.id,
-        );
-        const last = own.at(-1);
-        if (last) task.receiptId = last.id;
-      } catch {
-        // Not issued yet, or the receipts service is busy: the field stays null.
-      }
-    }),
-  );
+  const fill = async (task: Task) => {
+    try {
+      const { receipts } = await client.listTaskReceipts(
+        { taskId: task.id, pageSize: 200 },
+        { ...options, timeoutMs: 1000 },
+      );
+      const own = receipts.filter((r) => r.subject?.object === "task" && r.subject.id === task.id);
+      const last = own.at(-1);
+      if (last) task.receiptId = last.id;
+    } catch {
+      // Not issued yet, or the receipts service is busy: the field stays null.
+    }
+  };
+  // A few reads at a time: a page may hold up to 1,000 tasks.
+  let next = 0;
+  const worker = async () => {
+    while (next < missing.length) await fill(missing[next++] as Task);
+  };
+  await Promise.all(Array.from({ length: Math.min(CONCURRENCY, missing.length) }, worker));
   return tasks;
 }
