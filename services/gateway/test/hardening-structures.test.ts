@@ -5,6 +5,7 @@
  * naming the field; list reads stay cheap.
  */
 
+import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
@@ -101,6 +102,27 @@ describe("structure limits before conversion", () => {
       expect(Object.keys(ok.session?.metadata ?? {})).toHaveLength(10);
     },
   );
+
+  it("lists a session stored with metadata past 2 MiB as a marker, and reads it whole by id", async () => {
+    // Within the key and value counts, so gRPC accepts it; too large to list cheaply.
+    const auth: Interceptor = (next) => (req) => {
+      req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
+      return next(req);
+    };
+    const client = createClient(
+      SessionService,
+      createGrpcTransport({ baseUrl: trellis.address.url, interceptors: [auth] }),
+    );
+    const metadata: Record<string, string> = {};
+    for (let i = 0; i < 800; i++) metadata[`k${i}`] = randomBytes(3000).toString("base64");
+    const { session } = await client.createSession({ workspaceId: "default", metadata });
+    const list = await admin.get("/v1/sessions?limit=100");
+    expect(list.status).toBe(200);
+    const listed = list.json.data.find((s: { id: string }) => s.id === session?.id);
+    expect(Object.keys(listed.metadata)).toEqual(["trellis_omitted"]);
+    const whole = await admin.get(`/v1/sessions/${session?.id}`);
+    expect(Object.keys(whole.json.metadata)).toHaveLength(800);
+  });
 
   it("refuses too many values, long keys and long strings, each naming where", async () => {
     const wide = await admin.post("/v1/sessions", {
