@@ -21,6 +21,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatHostileMetadataBench, runHostileMetadataBench } from "./hostile-metadata.bench.js";
 import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
@@ -136,6 +137,14 @@ const benches: Bench[] = [
     async run() {
       const result = await runAuthBench();
       return { text: formatAuthBench(result), data: result };
+    },
+  },
+  {
+    // Issue 22: a 200,000-key metadata refusal while GET /v1 is probed.
+    name: "hostile-metadata",
+    async run() {
+      const result = await runHostileMetadataBench();
+      return { text: formatHostileMetadataBench(result), data: result };
     },
   },
   {

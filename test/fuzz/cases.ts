@@ -108,6 +108,8 @@ const hostileStrings = [
   "null",
   "\r\nx-injected: 1",
   "<script>alert(1)</script>",
+  "text/plain\r\nSet-Cookie: a=b",
+  "text/html",
   "ses_doesnotexist",
   "-1",
   "9".repeat(40),
@@ -369,6 +371,7 @@ function mutateJson(
     [3, "unknown-enum"],
     [2, "unknown-field"],
     [3, "deep"],
+    [2, "wide"],
     [2, "huge"],
     [3, "bad-utf8"],
     [3, "syntax"],
@@ -410,6 +413,21 @@ function mutateJson(
       const marker = "\u0001DEEP\u0001";
       const text = JSON.stringify(setAt(copy, place, marker)).replace(JSON.stringify(marker), deep);
       return { text: enc(text), label: `json:deep-${levels}` };
+    }
+    case "wide": {
+      // An object of many keys (issue 22: 200,000 metadata keys froze the process).
+      const keys = Math.min(
+        rng.pick([1_001, 20_000, 200_000]),
+        Math.floor(setup.maxBodyBytes / 16),
+      );
+      const parts: string[] = [];
+      for (let i = 0; i < keys; i++) parts.push(`"k${i}":${i % 7 === 0 ? '"v"' : i}`);
+      const marker = "\u0001WIDE\u0001";
+      const text = JSON.stringify(setAt(copy, place, marker)).replace(
+        JSON.stringify(marker),
+        `{${parts.join(",")}}`,
+      );
+      return { text: enc(text), label: `json:wide-${keys}` };
     }
     case "huge": {
       const over = rng.chance(0.5);

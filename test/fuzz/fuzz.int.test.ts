@@ -218,6 +218,9 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
         TRELLIS_MAX_BODY_BYTES: String(maxBodyBytes),
         TRELLIS_LOG_LEVEL: "warn",
         TRELLIS_SHUTDOWN_GRACE: "1s",
+        // One source sends hundreds of bad credentials on purpose; throttled,
+        // the valid cases after them would only ever see 429.
+        TRELLIS_AUTH_FAILURES_PER_SOURCE: "0",
       },
       readyTimeoutMs: 60_000,
     });

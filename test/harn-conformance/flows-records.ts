@@ -77,6 +77,9 @@ export function receiptFlows(api: () => HarnClient): void {
         object: "receipt",
         subject: { object: "task", id: task.id },
       });
+      // The task names its receipt once it is issued (issue 22).
+      const read = await api().get(`/v1/tasks/${task.id}`);
+      expect(read.json.receipt_id).toBe(receipt.id);
       const got = await api().get(`/v1/receipts/${receipt.id}`);
       expect(got.status).toBe(200);
       expect(got.json.id).toBe(receipt.id);

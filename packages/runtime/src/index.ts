@@ -33,6 +33,7 @@ export type {
   ServingStatus,
 } from "./health.js";
 export { IdleBackoff, type IdleBackoffOptions } from "./idle-backoff.js";
+export { scanJsonStructure } from "./json-scan.js";
 export type { RequestLimits } from "./limits.js";
 export {
   defaultRequestLimits,
@@ -42,6 +43,7 @@ export {
 } from "./limits.js";
 export type { LogFields, Logger, LoggerOptions, LogLevel } from "./logger.js";
 export { createLogger, isSecretKey, parseLogLevel } from "./logger.js";
+export { isValidMediaType, MAX_MEDIA_TYPE_LENGTH } from "./media-type.js";
 export type {
   MetricExporterKind,
   Metrics,
@@ -58,6 +60,7 @@ export type { ProtocolErrorContext } from "./protocol-errors.js";
 export { inputRejectedByDatabase, reasonForCode, typedRpcError } from "./protocol-errors.js";
 export {
   acceptOrCreateRequestId,
+  peerAddressKey,
   requestIdFromContext,
   requestIdHeader,
   requestIdKey,
@@ -89,6 +92,15 @@ export { withErrorDetails } from "./service-errors.js";
 export type { ShutdownSignalsOptions } from "./signals.js";
 export { onShutdownSignals } from "./signals.js";
 export { sleep } from "./sleep.js";
+export type { FieldLimits, StructureLimits, StructureViolation } from "./structure-limits.js";
+export {
+  checkJsonStructure,
+  defaultStructureLimits,
+  findStructureViolation,
+  structureError,
+  structureLimitsFromEnv,
+  structureLimitsSchema,
+} from "./structure-limits.js";
 export type {
   HeaderRecord,
   Telemetry,

@@ -19,6 +19,14 @@ export const requestIdKey: ContextKey<string> = createContextKey("", {
   description: "trellis request id",
 });
 
+/**
+ * Connect context key under which the server stores the address of the peer
+ * that sent a call ("" when unknown), e.g. to throttle failed authentication.
+ */
+export const peerAddressKey: ContextKey<string> = createContextKey("", {
+  description: "trellis peer address",
+});
+
 // The same id in the OpenTelemetry context: that context follows async work made
 // on behalf of the call (AsyncLocalStorage), so logs and outgoing calls find it
 // without it being passed around.

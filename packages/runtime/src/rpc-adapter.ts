@@ -53,13 +53,20 @@ import {
   universalRequestFromNodeRequest,
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
-import { errorDetailOf } from "./errors.js";
+import { errorDetailOf, toConnectError } from "./errors.js";
+import { scanJsonStructure } from "./json-scan.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
+import { requestStructureGuard } from "./proto-scan.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
 import { requestBody } from "./request-body.js";
 import { requestIdKey } from "./request-id.js";
 import type { HttpRequest, HttpResponse } from "./server.js";
+import {
+  defaultStructureLimits,
+  type StructureLimits,
+  structureError,
+} from "./structure-limits.js";
 
 /** Options of {@link createRpcHandler}. */
 export interface RpcHandlerOptions
@@ -71,6 +78,8 @@ export interface RpcHandlerOptions
   /** The request id of a request (for error messages and logs). */
   requestIdOf: (req: HttpRequest) => string;
   limits: RequestLimits;
+  /** Structure limits of JSON requests (defaults when absent). */
+  structure?: StructureLimits;
   logger: Logger;
 }
 
@@ -82,11 +91,27 @@ const grpcWebType = /^application\/grpc-web(?:-text)?(?:\+|;|$)/i;
 const grpcType = /^application\/grpc(?:\+|;|$)/i;
 const connectStreamType = /^application\/connect\+/i;
 
-/** JSON text must be UTF-8: refuse other bytes instead of decoding them to U+FFFD. */
-function strictUtf8Decoder(): { decode(input?: Uint8Array): string } {
+/**
+ * JSON text must be UTF-8: refuse other bytes instead of decoding them to
+ * U+FFFD. It is also the one hook between the bytes and protobuf's JSON
+ * conversion, so the structure limits (keys per object, values, key length)
+ * are checked here, on the bytes (`json-scan.ts`), before anything is parsed
+ * or a Struct of 200,000 keys is built. Text too short to break any of them
+ * is not scanned.
+ */
+function strictUtf8Decoder(structure: StructureLimits): { decode(input?: Uint8Array): string } {
   const fatal = new TextDecoder("utf-8", { fatal: true });
+  const worthScanning = Math.min(
+    structure.maxKeys * 4,
+    structure.maxNodes * 2,
+    structure.maxKeyLength,
+  );
   return {
     decode(input) {
+      if (input !== undefined && input.byteLength > worthScanning) {
+        const violation = scanJsonStructure(input, structure);
+        if (violation !== undefined) throw toConnectError(structureError(violation, structure));
+      }
       try {
         return fatal.decode(input);
       } catch {
@@ -111,14 +136,20 @@ interface CallInfo {
 export function createRpcHandler(
   options: RpcHandlerOptions,
 ): (req: HttpRequest, res: HttpResponse) => void {
-  const { routes, fallback, contextValues, requestIdOf, limits, logger, ...connect } = options;
+  const { routes, fallback, contextValues, requestIdOf, limits, logger, structure, ...connect } =
+    options;
+  // Depth stays with Connect's recursion limit (message levels).
+  const structureLimits = structure ?? {
+    ...defaultStructureLimits,
+    maxDepth: limits.maxNestingDepth,
+  };
   const jsonOptions = {
     // Strict JSON: an unknown field or enum name is refused, not dropped. With
     // Connect's default (ignore) a misspelt field or enum value silently
     // becomes the default value — `"BUSY_POLICY_REJECTT"` would enqueue.
     ignoreUnknownFields: false,
     recursionLimit: limits.maxNestingDepth,
-    textDecoder: strictUtf8Decoder(),
+    textDecoder: strictUtf8Decoder(structureLimits),
   };
   const router = createConnectRouter({
     acceptCompression: compressions,
@@ -357,9 +388,23 @@ export function createRpcHandler(
     }
     let uReq: UniversalServerRequest;
     try {
+      const method = paths.get(path)?.method;
+      const body = requestBody(req, limits.maxBodyBytes);
       uReq = {
         ...universalRequestFromNodeRequest(req, res, undefined, contextValues(req)),
-        body: requestBody(req, limits.maxBodyBytes),
+        // Binary protobuf is checked against the structure limits before it is decoded.
+        body:
+          method === undefined
+            ? body
+            : requestStructureGuard(body, {
+                desc: method.input,
+                contentType: String(req.headers["content-type"] ?? ""),
+                encoding: encodingOf(req),
+                compressions,
+                limits: structureLimits,
+                maxDepth: limits.maxNestingDepth,
+                maxBytes: limits.maxBodyBytes,
+              }),
       };
     } catch {
       // HTTP/1.0 without Host, HTTP/2 without :authority: Connect cannot build a URL.
@@ -387,6 +432,15 @@ export function createRpcHandler(
         (res as unknown as EventEmitter & { destroy(): void }).destroy();
       });
   };
+}
+
+/** The compression a request's messages say they use, whichever protocol's header names it. */
+function encodingOf(req: HttpRequest): string | null {
+  for (const name of ["grpc-encoding", "connect-content-encoding", "content-encoding"]) {
+    const value = req.headers[name];
+    if (typeof value === "string" && value !== "") return value;
+  }
+  return null;
 }
 
 /** The same error without its metadata (the response headers it was read from). */

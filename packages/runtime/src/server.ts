@@ -45,8 +45,14 @@ import { typed, typedRpcError } from "./protocol-errors.js";
 import { createReflectionImpls, ReflectionIndex } from "./reflection.js";
 import { afterResponse } from "./request-body.js";
 import { createRequestChecksInterceptor } from "./request-checks.js";
-import { acceptOrCreateRequestId, requestIdHeader, requestIdKey } from "./request-id.js";
+import {
+  acceptOrCreateRequestId,
+  peerAddressKey,
+  requestIdHeader,
+  requestIdKey,
+} from "./request-id.js";
 import { createRpcHandler } from "./rpc-adapter.js";
+import { structureLimitsFromEnv } from "./structure-limits.js";
 import { createServerTracingInterceptor } from "./telemetry.js";
 
 /** An incoming request on either HTTP version. */
@@ -253,10 +259,13 @@ export function createService(options: ServiceOptions): TrellisService {
     interceptors,
     shutdownSignal: cancelAll.signal,
     limits,
+    structure: structureLimitsFromEnv(options.env ?? process.env, limits.maxNestingDepth),
     logger,
     requestIdOf: httpRequestId,
     contextValues: (req) =>
-      createContextValues().set(requestIdKey, (req as TaggedRequest)[kRequestId] ?? ""),
+      createContextValues()
+        .set(requestIdKey, (req as TaggedRequest)[kRequestId] ?? "")
+        .set(peerAddressKey, req.socket?.remoteAddress ?? ""),
     fallback: serveHttp,
     routes(router) {
       options.routes?.(router);

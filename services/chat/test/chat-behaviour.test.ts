@@ -4,6 +4,7 @@
  * exactly-once contract across replicas and reconnects (§8.2), streaming
  * (§9), idempotent retries, final state and history.
  */
+import { Code } from "@connectrpc/connect";
 import type { ChatTurnOutcome, SubscribeResponse } from "@trellis/contracts/chat";
 import type { Message } from "@trellis/contracts/core";
 import { chatToMessage, messageToChat, textOf } from "@trellis/messages";
@@ -93,9 +94,17 @@ describe("harness-chat §5.3: one session, concurrent Sends", () => {
 });
 
 describe("harness-chat §8.2: the subscribed listener", () => {
+  it("answers NotFound for a session that does not exist, instead of subscribing (issue 22)", async () => {
+    const stream = h.chat.subscribe({ sessionId: newSession() });
+    await expect(stream[Symbol.asyncIterator]().next()).rejects.toMatchObject({
+      code: Code.NotFound,
+    });
+  });
+
   it("fires exactly once per resumed turn on every replica's stream, never for the suspending turn", async () => {
     const agentId = await scriptedAgent(h, "approval-listener", approvalGraph);
     const sessionId = newSession();
+    await h.sessions.createSession({ sessionId, agentId });
     const second = await h.replica();
     const a = await subscribed(h.chat, sessionId);
     const b = await subscribed(second, sessionId);
@@ -146,6 +155,7 @@ describe("harness-chat §8.2: the subscribed listener", () => {
   it("resumes from a cursor on any replica without losing or repeating an outcome", async () => {
     const agentId = await scriptedAgent(h, "approval-reconnect", approvalGraph);
     const sessionId = newSession();
+    await h.sessions.createSession({ sessionId, agentId });
     const first = await subscribed(h.chat, sessionId);
 
     const t1 = (await h.chat.send({ sessionId, agentId, message: user("one") })).outcome;
@@ -198,6 +208,7 @@ describe("harness-chat §8.2: the subscribed listener", () => {
       ],
     });
     const sessionId = newSession();
+    await h.sessions.createSession({ sessionId, agentId });
     const listener = await subscribed(h.chat, sessionId);
     const t = (await h.chat.send({ sessionId, agentId, message: user("go") })).outcome;
     expect(t?.kind.case === "suspended" && t.kind.value.pendingMessages).toEqual([]);

@@ -236,6 +236,8 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
     it("6. suspend → signal → the subscribed listener gets the post-resume reply", async () => {
       const agentId = await scriptedAgent(h, "approval-6", approvalGraph);
       const sessionId = newSession();
+      // Subscribe answers NotFound for a session that does not exist: create it first.
+      await h.sessions.createSession({ sessionId, agentId });
       const listener = subscribe(sessionId, "", true);
       expect((await listener.next()).kind.case).toBe("subscribed");
 

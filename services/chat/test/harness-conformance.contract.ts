@@ -112,6 +112,8 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
     it("003 signal resume: the payload reaches the state, the graph completes", async () => {
       const agentId = await scriptedAgent(h, "h003", gateGraph("approval-test-001"));
       const sessionId = newSession();
+      // Subscribe answers NotFound for a session that does not exist: create it first.
+      await h.sessions.createSession({ sessionId, agentId });
       const listener = listen(sessionId);
       expect((await listener.next()).kind.case).toBe("subscribed");
       const paused = variant(await send(sessionId, agentId), "suspended");
@@ -198,6 +200,8 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
     it("007 signal coordinator round trip: the signal id resolves to the paused invocation", async () => {
       const agentId = await scriptedAgent(h, "h007", gateGraph("roundtrip-approval-001"));
       const sessionId = newSession();
+      // Subscribe answers NotFound for a session that does not exist: create it first.
+      await h.sessions.createSession({ sessionId, agentId });
       const listener = listen(sessionId);
       expect((await listener.next()).kind.case).toBe("subscribed");
       const paused = variant(await send(sessionId, agentId), "suspended");

@@ -26,8 +26,13 @@ function heldBy(signal: AbortSignal): number {
 function openSubscribe(closing: AbortSignal) {
   const client = new AbortController();
   const context = directCallContext(ChatService.method.subscribe, client.signal);
-  // From the session's origin, which does not exist yet: the stream waits for it.
+  // From the origin of a session that has no events yet: the stream waits for them.
   const port = {
+    sessions: {
+      async getSession() {
+        return { session: { id: "ses_leak" } };
+      },
+    },
     events: {
       // biome-ignore lint/correctness/useYield: a stream that fails at once
       async *streamEvents() {
@@ -57,7 +62,7 @@ describe("Subscribe leaves nothing on the host's closing signal", () => {
     const { stream } = openSubscribe(closing.signal);
     await stream.next();
     const next = stream.next();
-    // Let it find that the session does not exist yet and wait for it.
+    // Let it find that the session has no events yet and wait for them.
     await new Promise((resolve) => setTimeout(resolve, 0));
     closing.abort(new Error("shutting down"));
     expect((await next).done).toBe(true);

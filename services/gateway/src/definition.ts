@@ -13,6 +13,11 @@ import type { ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
 import { createA2aHandler } from "./a2a/http.js";
+import {
+  AuthThrottle,
+  authThrottleOptionsFromEnv,
+  withAuthThrottle,
+} from "./auth/auth-throttle.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
 import { ApiKeyCache } from "./auth/key-cache.js";
@@ -138,11 +143,18 @@ export const gatewayService: ServiceDefinition = {
     }
     const keyCache = await ApiKeyCache.listen(ctx.db);
     const agentPolicies = new AgentPolicyStore(ctx.db, ctx.schema);
-    const authenticator = withAgentPolicies(
-      createAuthenticator({ keys, keyCache, tokens }),
-      agentPolicies,
+    // One count per source for every way of failing to authenticate.
+    const throttle = new AuthThrottle(authThrottleOptionsFromEnv(ctx.env));
+    const authenticator = withAuthThrottle(
+      withAgentPolicies(createAuthenticator({ keys, keyCache, tokens }), agentPolicies),
+      throttle,
     );
-    const oauth = createOAuthHandler({ clients: oauthClients, tokens, logger: ctx.logger });
+    const oauth = createOAuthHandler({
+      clients: oauthClients,
+      tokens,
+      logger: ctx.logger,
+      throttle,
+    });
     const webhookConfig = loadWebhookConfig(ctx.env);
     const webhookStore = new WebhookStore(
       ctx.db,

@@ -612,6 +612,9 @@ describe("authorization matrix (every REST route)", () => {
         TRELLIS_SSE_HEARTBEAT: "1s",
         TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
         TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
+        // Hundreds of refused credentials from one address on purpose: the
+        // throttle (auth-throttle.test.ts) would answer them 429.
+        TRELLIS_AUTH_FAILURES_PER_SOURCE: "0",
       },
     });
     base = trellis.address.url;

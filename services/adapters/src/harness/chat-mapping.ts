@@ -12,6 +12,7 @@ import {
   messageToChat,
 } from "@trellis/messages";
 import { ProviderError } from "./provider-error.js";
+import { findUnstorableText } from "./unstorable-text.js";
 
 /** A message ready for a wire mapping: a chat role the providers know. */
 export interface WireMessage {
@@ -88,6 +89,14 @@ export function assistantMessage(
     return { id: call.id, name: call.name, arguments: valid ? (args as JsonObject) : null };
   });
   const content = blocks.filter((block) => block.type !== "text" || block.text !== "");
+  // Text no store can hold fails here, typed, instead of at every recording attempt.
+  const poison = findUnstorableText(content, "content") ?? findUnstorableText(calls, "tool_calls");
+  if (poison) {
+    throw new ProviderError({
+      category: "provider_invalid_response",
+      message: `the response's ${poison.path} holds ${poison.reason}, which cannot be recorded`,
+    });
+  }
   return chatToMessage({
     role: "assistant",
     content,

@@ -73,6 +73,7 @@ import {
   type ToolRunOutcome,
 } from "./tool-run-ledger.js";
 import { type HarnessTool, resultText, ToolRegistry } from "./tools.js";
+import { storableToolOutcome } from "./unstorable-text.js";
 
 /** Backend id of the built-in harness. */
 export const HARNESS_BACKEND = "harness";
@@ -575,6 +576,7 @@ class HarnessTurn {
           output: `Error: ${job.name} failed: ${error instanceof Error ? error.message : String(error)}`,
         };
       }
+      outcome = storableToolOutcome(job.name, outcome);
       try {
         await this.ledger.finish(key, outcome);
       } catch (error) {

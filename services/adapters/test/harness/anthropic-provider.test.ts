@@ -188,6 +188,20 @@ describe("Anthropic provider (Messages API)", () => {
     expect(response.usage.totalTokens).toBe(498 + 38);
   });
 
+  it("refuses a NUL in the text as provider_invalid_response (issue 22)", async () => {
+    server.enqueue(ANTHROPIC_MESSAGES, fixture("anthropic/messages-poison-nul.http"));
+    const error = await failure(
+      provider().complete({
+        messages: question,
+        tools: [WEATHER],
+        maxOutputTokens: 512,
+        stream: false,
+      }),
+    );
+    expect(error).toMatchObject({ category: "provider_invalid_response", retryable: false });
+    expect(error.message).toMatch(/holds a NUL character/);
+  });
+
   it("sends a thinking block back verbatim with its signature (§8.2.1.1)", async () => {
     server.enqueue(ANTHROPIC_MESSAGES, fixture("anthropic/messages-weather-final.http"));
     await provider().complete({

@@ -6,7 +6,7 @@
  */
 import { create, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { type Message, PartSchema, Role } from "@trellis/contracts/core";
+import { type Message, MessageSchema, PartSchema, Role } from "@trellis/contracts/core";
 import { isTrellisError } from "@trellis/runtime";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -237,6 +237,30 @@ describe("harness tool loop over OpenAI (recorded)", () => {
         status: "error",
       },
     ]);
+  });
+
+  it("turns a tool result holding a NUL into the tool's error (issue 22), never poison output", async () => {
+    server.enqueue(
+      OPENAI_CHAT,
+      fixture("openai/chat-weather-tool-call.http"),
+      fixture("openai/chat-weather-final.http"),
+    );
+    const { tools } = createTools();
+    const poisoned = tools.map((tool) =>
+      tool.name === "get_weather" ? { ...tool, run: () => "18\u0000C and sunny" } : tool,
+    );
+    const adapter = createHarnessAdapter({
+      providers: recordedProviders(server.url),
+      tools: poisoned,
+    });
+    const { request, events } = turnRequest(openaiAgent(), "Weather?");
+    const result = completed(await adapter.execute(request));
+    const tool = result.messages[1] as Message;
+    expect(shape([tool])[0]?.text).toBe(
+      "Error: get_weather returned a NUL character (U+0000), which cannot be recorded",
+    );
+    expect(JSON.stringify(toJson(MessageSchema, tool))).not.toContain("\\u0000");
+    expect(events.find((e) => e.kind === "tool_finished")).toMatchObject({ status: "error" });
   });
 
   it("fails with budget_exceeded when the step budget runs out before a final answer", async () => {

@@ -288,4 +288,26 @@ describe("OpenAI provider (Chat Completions)", () => {
     expect(error.category).toBe("provider_invalid_request");
     expect(server.requests).toEqual([]);
   });
+
+  // Issue 22, finding 2: text PostgreSQL cannot store fails at the boundary, typed.
+  it.each([
+    ["a NUL in the text", "openai/chat-poison-nul.http", /content\[0\]\.text holds a NUL/],
+    [
+      "a lone surrogate in the text",
+      "openai/chat-poison-surrogate.http",
+      /lone UTF-16 surrogate \(U\+D83D\)/,
+    ],
+    [
+      "a NUL in tool-call arguments",
+      "openai/chat-poison-tool-arguments.http",
+      /tool_calls\[0\]\.arguments\.city holds a NUL/,
+    ],
+  ])("refuses %s as provider_invalid_response (not retryable)", async (_name, file, message) => {
+    server.enqueue(OPENAI_CHAT, fixture(file));
+    const error = await failure(
+      provider().complete({ messages: question, tools: [WEATHER], stream: false }),
+    );
+    expect(error).toMatchObject({ category: "provider_invalid_response", retryable: false });
+    expect(error.message).toMatch(message);
+  });
 });

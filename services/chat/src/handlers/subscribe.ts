@@ -219,6 +219,10 @@ async function* listen(
   signal: AbortSignal,
 ): AsyncGenerator<MessageInitShape<typeof SubscribeResponseSchema>> {
   const options = onBehalfOf(context);
+  // A missing session, or another workspace's (the tasks service scopes the
+  // read to the caller's), is NotFound — not "subscribed" and a stream that
+  // polls for a session that will never appear.
+  await deps.port.sessions.getSession({ sessionId }, options);
   const start = await open(deps.port, sessionId, request.afterCursor, options, signal);
   // Registered: any signal delivered from here on is seen by the stream below.
   yield { kind: { case: "subscribed", value: { sessionId } }, cursor: start.cursor };

@@ -30,7 +30,14 @@ export interface AuthenticatorOptions {
  * Why authentication failed (never includes the presented credential):
  * `unavailable` when the external issuer's keys could not be fetched.
  */
-export type AuthFailure = "missing" | "malformed" | "invalid" | "expired" | "unavailable";
+export type AuthFailure =
+  | "missing"
+  | "malformed"
+  | "invalid"
+  | "expired"
+  | "unavailable"
+  /** Too many failed attempts from this source (`auth-throttle.ts`). */
+  | "throttled";
 
 /** How the caller authenticated. */
 export type Credential =
@@ -40,11 +47,15 @@ export type Credential =
 /** Result of {@link Authenticator.authenticate}. */
 export type AuthResult =
   | { ok: true; caller: Caller; credential: Credential }
-  | { ok: false; failure: AuthFailure };
+  | { ok: false; failure: AuthFailure; retryAfterSeconds?: number };
 
 /** Turns an Authorization header into a caller. */
 export interface Authenticator {
-  authenticate(authorization: string | null | undefined): Promise<AuthResult>;
+  /**
+   * `source` is the peer's address, for throttling failed attempts
+   * (`auth-throttle.ts`); absent for re-checks that are no new attempt.
+   */
+  authenticate(authorization: string | null | undefined, source?: string): Promise<AuthResult>;
 }
 
 /** The credential in an `Authorization: Bearer <credential>` header, or why there is none. */
@@ -72,6 +83,8 @@ export function authFailureMessage(failure: AuthFailure): string {
       return "the access token has expired; request a new one";
     case "unavailable":
       return "the access token cannot be checked now (its issuer's keys are unreachable); retry later";
+    case "throttled":
+      return "too many failed authentication attempts from this address; retry later";
   }
 }
 
@@ -86,7 +99,17 @@ export function authChallenge(failure: AuthFailure): string {
  * The error answer of a refused credential: 503 with `Retry-After` when it
  * cannot be checked now, else 401 with its `WWW-Authenticate` challenge.
  */
-export function authRefusal(failure: AuthFailure, requestId: string): HarnErrorResponse {
+export function authRefusal(
+  failure: AuthFailure,
+  requestId: string,
+  retryAfterSeconds?: number,
+): HarnErrorResponse {
+  if (failure === "throttled") {
+    return harnError("rate_limited", authFailureMessage(failure), {
+      requestId,
+      headers: { "retry-after": String(retryAfterSeconds ?? 60) },
+    });
+  }
   return failure === "unavailable"
     ? harnError("service_unavailable", authFailureMessage(failure), {
         requestId,

@@ -18,6 +18,7 @@ import type { HttpHandler, HttpRequest, HttpResponse, Logger } from "@trellis/ru
 import { httpRequestId } from "@trellis/runtime";
 import { isScope, parseScopeList } from "../domain/scopes.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
+import type { AuthThrottle } from "./auth-throttle.js";
 import type { AccessTokens } from "./tokens.js";
 
 /** Path of the token endpoint. */
@@ -33,6 +34,8 @@ export interface OAuthEndpointDeps {
   clients: OAuthClientStore;
   tokens: AccessTokens;
   logger: Logger;
+  /** Failed client authentication per source address (`auth-throttle.ts`); none = unthrottled. */
+  throttle?: AuthThrottle;
 }
 
 type OAuthErrorCode =
@@ -211,8 +214,19 @@ export function createOAuthHandler(deps: OAuthEndpointDeps): HttpHandler {
         );
       }
       const credentials = clientCredentials(req, form);
+      const source = req.socket?.remoteAddress ?? "";
+      const wait = deps.throttle?.retryAfterSeconds(source);
+      if (wait !== undefined) {
+        throw new OAuthError(
+          429,
+          "temporarily_unavailable",
+          "too many failed authentication attempts from this address; retry later",
+          { "retry-after": String(wait) },
+        );
+      }
       const client = await deps.clients.authenticate(credentials.id, credentials.secret);
       if (client === undefined) {
+        deps.throttle?.failed(source);
         throw new OAuthError(
           401,
           "invalid_client",

@@ -5,7 +5,7 @@
  * fields (the spec's nullable fields).
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { errors } from "@trellis/runtime";
+import { checkJsonStructure, defaultStructureLimits, errors } from "@trellis/runtime";
 
 /** `parent.key` / `parent[index]` paths, without a leading dot. */
 export function fieldPath(parent: string, key: string | number): string {
@@ -62,10 +62,22 @@ export class JsonReader {
     return v !== undefined && v !== null;
   }
 
-  /** The raw value (undefined when absent or null). */
+  /**
+   * The raw value (undefined when absent or null): bounded only by the
+   * body-wide limits (task input may carry a long document).
+   */
   raw(key: string): JsonValue | undefined {
     const v = this.value[key];
     return v === null ? undefined : v;
+  }
+
+  /**
+   * Free-form values (metadata, definitions, arguments) become protobuf
+   * Structs further in: bound their strings and total size, naming the field.
+   * Key counts, depth and value counts were checked on the whole body.
+   */
+  private bounded(key: string, value: JsonValue): void {
+    checkJsonStructure(value, defaultStructureLimits, this.at(key), defaultStructureLimits);
   }
 
   string(key: string): string | undefined {
@@ -118,7 +130,14 @@ export class JsonReader {
     return v as V;
   }
 
+  /** A free-form object (metadata, a definition): strings and total size bounded too. */
   object(key: string): JsonObject | undefined {
+    const v = this.plainObject(key);
+    if (v !== undefined) this.bounded(key, v);
+    return v;
+  }
+
+  private plainObject(key: string): JsonObject | undefined {
     const v = this.value[key];
     if (v === undefined || v === null) return undefined;
     if (!isJsonObject(v)) this.wrong(key, "an object");
@@ -127,7 +146,7 @@ export class JsonReader {
 
   /** A nested reader (undefined when absent). */
   reader(key: string): JsonReader | undefined {
-    const v = this.object(key);
+    const v = this.plainObject(key);
     return v === undefined ? undefined : new JsonReader(v, this.at(key));
   }
 

@@ -13,7 +13,7 @@
  */
 import type { Interceptor } from "@connectrpc/connect";
 import { callerKey } from "@trellis/platform";
-import { TrellisError } from "@trellis/runtime";
+import { peerAddressKey, TrellisError } from "@trellis/runtime";
 import { type Authenticator, authFailureMessage } from "../auth/authenticator.js";
 import { authorize, rpcRuleOf } from "../auth/scope-table.js";
 
@@ -27,12 +27,23 @@ export function createAuthInterceptor(options: AuthInterceptorOptions): Intercep
   return (next) => async (req) => {
     const rule = rpcRuleOf(req.service.typeName, req.method.name);
     if (rule === "public") return next(req);
-    const result = await options.authenticator.authenticate(req.header.get("authorization"));
+    const result = await options.authenticator.authenticate(
+      req.header.get("authorization"),
+      req.contextValues.get(peerAddressKey),
+    );
     if (!result.ok) {
       throw new TrellisError({
-        reason: result.failure === "unavailable" ? "service_unavailable" : "unauthenticated",
+        reason:
+          result.failure === "unavailable"
+            ? "service_unavailable"
+            : result.failure === "throttled"
+              ? "rate_limited"
+              : "unauthenticated",
         message: authFailureMessage(result.failure),
         domain: "gateway",
+        ...(result.retryAfterSeconds !== undefined
+          ? { metadata: { retry_after_seconds: String(result.retryAfterSeconds) } }
+          : {}),
       });
     }
     const decision = authorize(result.caller.scopes, rule);

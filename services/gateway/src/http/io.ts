@@ -2,9 +2,16 @@
  * Reading requests and writing responses of the REST surface, on either HTTP
  * version (Node's http and http2-compat objects share what is used here).
  */
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import type { JsonValue } from "@bufbuild/protobuf";
 import type { HttpRequest, HttpResponse } from "@trellis/runtime";
-import { TrellisError } from "@trellis/runtime";
+import {
+  defaultStructureLimits,
+  type StructureLimits,
+  scanJsonStructure,
+  structureError,
+  TrellisError,
+} from "@trellis/runtime";
 import type { HarnErrorResponse } from "../domain/errors.js";
 
 /** A complete response of a REST route. */
@@ -36,13 +43,37 @@ export function errorResponse(error: HarnErrorResponse): RestResponse {
   return jsonResponse(error.status, error.body as unknown as JsonValue, error.headers ?? {});
 }
 
-/** Write a response (unless the connection is gone or headers were sent). */
+/**
+ * Write a response (unless the connection is gone or headers were sent). A
+ * header Node refuses (a CR/LF in a value, say) turns the whole response into
+ * a 500 envelope before anything is set, so the status logged afterwards
+ * (`res.statusCode`) is the status actually sent.
+ */
 export function send(res: HttpResponse, response: RestResponse): void {
   if (res.headersSent || res.destroyed) return;
-  res.statusCode = response.status;
-  for (const [name, value] of Object.entries(response.headers)) res.setHeader(name, value);
-  const body =
-    typeof response.body === "string" ? Buffer.from(response.body, "utf8") : response.body;
+  let headers = response.headers;
+  let status = response.status;
+  let payload = response.body;
+  try {
+    for (const [name, value] of Object.entries(headers)) {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    }
+  } catch {
+    status = 500;
+    payload = JSON.stringify({
+      error: {
+        code: "internal_error",
+        message: "the response could not be encoded",
+        type: "server_error",
+        request_id: String(res.getHeader("x-request-id") ?? ""),
+      },
+    });
+    headers = { "content-type": jsonContentType };
+  }
+  res.statusCode = status;
+  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  const body = typeof payload === "string" ? Buffer.from(payload, "utf8") : payload;
   res.setHeader("content-length", String(body.byteLength));
   res.end(body);
 }
@@ -79,6 +110,8 @@ export interface JsonBodyLimits {
   maxBytes: number;
   /** Deepest nesting of objects and arrays (400 `invalid_request` below it). */
   maxDepth: number;
+  /** Keys per object, values per body, key length (400 naming the field); defaults when absent. */
+  structure?: Omit<StructureLimits, "maxDepth">;
 }
 
 // JSON media types: application/json and the structured-syntax suffix +json.
@@ -96,7 +129,11 @@ export async function readJsonBody(
   const body = await readBody(req, limits.maxBytes);
   if (body.byteLength === 0) return undefined;
   checkJsonContentType(req.headers["content-type"]);
-  return parseJsonBody(body, limits.maxDepth);
+  return parseJsonBody(body, {
+    ...defaultStructureLimits,
+    ...limits.structure,
+    maxDepth: limits.maxDepth,
+  });
 }
 
 function checkJsonContentType(raw: string | string[] | undefined): void {
@@ -116,10 +153,22 @@ function checkJsonContentType(raw: string | string[] | undefined): void {
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Parse a JSON body; empty → undefined; not UTF-8, malformed or nested deeper
- * than `maxDepth` → 400 `invalid_request`.
+ * Parse a JSON body; empty → undefined; not UTF-8, malformed, nested deeper
+ * than `maxDepth` or past the other structure limits (keys per object, values
+ * per body, key length: `@trellis/runtime` structure-limits) → 400
+ * `invalid_request` naming the field. A number is the depth, with the
+ * default structure limits.
  */
-export function parseJsonBody(body: Buffer, maxDepth = 64): JsonValue | undefined {
+export function parseJsonBody(
+  body: Buffer,
+  limits: StructureLimits | number = 64,
+): JsonValue | undefined {
+  const structure =
+    typeof limits === "number" ? { ...defaultStructureLimits, maxDepth: limits } : limits;
+  // On the bytes, before anything is decoded, parsed or converted (a Struct
+  // of 200,000 keys stalled the process for seconds; even parsing it costs).
+  const violation = scanJsonStructure(body, structure);
+  if (violation !== undefined) throw structureError(violation, structure);
   let text: string;
   try {
     text = strictUtf8.decode(body);
@@ -140,14 +189,7 @@ export function parseJsonBody(body: Buffer, maxDepth = 64): JsonValue | undefine
       message: "the request body is not valid JSON",
     });
   }
-  const shape = inspectJson(value, maxDepth);
-  if (shape.depth > maxDepth) {
-    throw new TrellisError({
-      reason: "invalid_request",
-      message: `the request body nests deeper than ${maxDepth} levels`,
-      metadata: { limit_depth: String(maxDepth) },
-    });
-  }
+  const shape = inspectJson(value, structure.maxDepth);
   if (shape.nul) {
     // PostgreSQL stores no NUL in text or jsonb: refuse it here, for every route.
     throw new TrellisError({

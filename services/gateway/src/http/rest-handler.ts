@@ -34,6 +34,7 @@ import {
   requestIdHeader,
   requestLimitsFromEnv,
   sleep,
+  structureLimitsFromEnv,
   TrellisError,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
@@ -47,6 +48,7 @@ import {
   supportedProtocolVersions,
 } from "../domain/protocol.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
+import { clientWentAway } from "./client-abort.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
 import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
 import { notServedRoutes } from "./harn-surface.js";
@@ -110,9 +112,11 @@ export function createRestHandler(
   const router = new Router([...routes, ...notServedRoutes(routes)]);
 
   const cors = loadCorsPolicy(deps.env);
+  const jsonDepth = jsonDepthFor(requestLimitsFromEnv(deps.env));
   const jsonLimits = {
     maxBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
-    maxDepth: jsonDepthFor(requestLimitsFromEnv(deps.env)),
+    maxDepth: jsonDepth,
+    structure: structureLimitsFromEnv(deps.env, jsonDepth),
   };
 
   return async (req, res) => {
@@ -209,6 +213,17 @@ export function createRestHandler(
     try {
       response = await dispatch(req, res, url, requestId, match);
     } catch (error) {
+      if (clientWentAway(req, res, error)) {
+        deps.logger.debug("rest request abandoned by the client", {
+          request_id: requestId,
+          method: req.method,
+          path: url.pathname,
+        });
+        // 499: what the access log records; nothing is sent.
+        res.statusCode = 499;
+        if (!res.destroyed) res.destroy();
+        return true;
+      }
       const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
       logFailure(envelope, {
         request_id: requestId,
@@ -279,9 +294,12 @@ export function createRestHandler(
           }),
         );
       }
-      const auth = await deps.authenticator.authenticate(header(req, "authorization"));
+      const auth = await deps.authenticator.authenticate(
+        header(req, "authorization"),
+        req.socket?.remoteAddress,
+      );
       if (!auth.ok) {
-        return errorResponse(authRefusal(auth.failure, requestId));
+        return errorResponse(authRefusal(auth.failure, requestId, auth.retryAfterSeconds));
       }
       caller = auth.caller;
       const decision = route.notServed

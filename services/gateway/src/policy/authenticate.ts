@@ -9,8 +9,8 @@ import { type AgentPolicyStore, policyKeyOf } from "./store.js";
 
 export function withAgentPolicies(inner: Authenticator, store: AgentPolicyStore): Authenticator {
   return {
-    async authenticate(authorization) {
-      const result = await inner.authenticate(authorization);
+    async authenticate(authorization, source) {
+      const result = await inner.authenticate(authorization, source);
       if (!result.ok) return result;
       const key = policyKeyOf(result.credential);
       const policy = key === undefined ? undefined : await store.get(key);

@@ -163,9 +163,13 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
       );
     }
     const authorization = header(req, "authorization") ?? subprotocolBearer(req);
-    const auth = await deps.authenticator.authenticate(authorization);
+    const auth = await deps.authenticator.authenticate(authorization, req.socket?.remoteAddress);
     if (!auth.ok) {
-      return refuse(socket, authRefusal(auth.failure, requestId), requestId);
+      return refuse(
+        socket,
+        authRefusal(auth.failure, requestId, auth.retryAfterSeconds),
+        requestId,
+      );
     }
     const caller = auth.caller;
     const decision = authorize(caller.scopes, restRuleOf("GET", match.route.path));

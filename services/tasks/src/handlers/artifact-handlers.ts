@@ -5,6 +5,7 @@ import {
   type OutcomeService,
   RegisterArtifactRequestSchema,
 } from "@trellis/contracts/tasks";
+import { isValidMediaType } from "@trellis/runtime";
 import { invalidRequest } from "../domain/errors.js";
 import {
   type HandlerDeps,
@@ -21,6 +22,14 @@ export function createArtifactHandlers({
   return {
     async registerArtifact(request, context) {
       if (!request.artifact) throw invalidRequest("artifact is required", "artifact");
+      const mimeType = request.artifact.mimeType;
+      if (mimeType !== "" && !isValidMediaType(mimeType)) {
+        // It becomes a Content-Type header when the content is served.
+        throw invalidRequest(
+          "artifact.mime_type must be a media type (type/subtype[; name=value]…, at most 255 characters, no control characters)",
+          "artifact.mime_type",
+        );
+      }
       const idempotency = idempotencyOf(
         RegisterArtifactRequestSchema,
         request,

@@ -12,6 +12,7 @@ import {
 } from "../domain/defaults.js";
 import { conflict, invalidRequest, notFound, permissionDenied } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
+import { jsonWeight, PAGE_METADATA_BUDGET } from "./bounded-metadata.js";
 import { jsonText } from "./codec.js";
 import { afterSeq, readPage } from "./paging.js";
 import { toAgent, toWorkspace } from "./rows.js";
@@ -88,6 +89,7 @@ export class Directory {
       },
       (r) => r.seq,
       toWorkspace,
+      { weigh: (r) => jsonWeight(r.metadata), max: PAGE_METADATA_BUDGET },
     );
   }
 
@@ -267,6 +269,11 @@ export class Directory {
       },
       (r) => r.seq,
       toAgent,
+      // Fewer agents on a page whose definitions and metadata are large (Structs on the way out).
+      {
+        weigh: (r) => jsonWeight(r.definition) + jsonWeight(r.metadata),
+        max: PAGE_METADATA_BUDGET,
+      },
     );
   }
 

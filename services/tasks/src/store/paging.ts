@@ -25,10 +25,34 @@ export async function readPage<R, T>(
   read: (window: PageWindow) => Promise<R[]>,
   cursor: (row: R) => bigint,
   map: (row: R) => T,
+  budget?: PageBudget<R>,
 ): Promise<Page<T>> {
   const limit = pageLimit(page.pageSize);
   const after = pageAfter(page.pageToken);
-  return paged(await read({ after, limit: limit + 1 }), limit, cursor, map);
+  const rows = await read({ after, limit: limit + 1 });
+  return paged(rows, budget ? keptWithin(rows, limit, budget) : limit, cursor, map);
+}
+
+/**
+ * A bound on the work one page may cost besides its row count: rows are
+ * weighed (say, the JSON values of their metadata, which become protobuf
+ * Structs) and the page ends before the row that would pass `max` — at
+ * least one row, and with a next token, so nothing is skipped.
+ */
+export interface PageBudget<R> {
+  weigh: (row: R) => number;
+  max: number;
+}
+
+/** How many of `rows` the page keeps: `limit`, or fewer when they weigh more than the budget. */
+function keptWithin<R>(rows: readonly R[], limit: number, budget: PageBudget<R>): number {
+  let spent = 0;
+  const n = Math.min(rows.length, limit);
+  for (let i = 0; i < n; i++) {
+    spent += budget.weigh(rows[i] as R);
+    if (spent > budget.max && i > 0) return i;
+  }
+  return limit;
 }
 
 /** A query's rows in `seq` order, in the page's window (for tables keyed by `seq`). */

@@ -23,6 +23,7 @@ import {
   WorkspaceSchema,
 } from "@trellis/contracts/tasks";
 import { isSuspended } from "../domain/lifecycle.js";
+import { boundedStruct } from "./bounded-metadata.js";
 import { decodeMessage, decodeMessages } from "./codec.js";
 import type {
   AgentRow,
@@ -87,7 +88,7 @@ export function toSession(row: SessionRow): Session {
     forkedMessageCount: row.forked_message_count,
     createdAt: ts(row.created_at),
     updatedAt: ts(row.updated_at),
-    metadata: row.metadata,
+    metadata: boundedStruct(row.metadata),
   });
 }
 

@@ -12,6 +12,7 @@ import { sessionEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import type { RunState } from "../domain/mailbox.js";
 import { forkLength, planTruncation } from "../domain/transcript.js";
+import { boundedMetadataColumn, jsonWeight, PAGE_METADATA_BUDGET } from "./bounded-metadata.js";
 import { jsonText } from "./codec.js";
 import { afterSeq, readPage } from "./paging.js";
 import { toSession } from "./rows.js";
@@ -20,6 +21,28 @@ import { type StoreContext, visible } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Idempotency, NewSession, Page, PageRequest, WriteContext } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
+
+const sessionColumnsButMetadata = [
+  "seq",
+  "id",
+  "workspace_id",
+  "state",
+  "agent_id",
+  "root_session_id",
+  "parent_session_id",
+  "branch_id",
+  "forked_from_event_id",
+  "forked_from_message_id",
+  "forked_message_count",
+  "summary",
+  "last_event_id",
+  "transcript_epoch",
+  "message_count",
+  "turn_count",
+  "next_queue_seq",
+  "created_at",
+  "updated_at",
+] as const satisfies readonly (keyof SessionRow)[];
 
 const MESSAGE_EVENT_KINDS = [
   "user.message",
@@ -144,12 +167,21 @@ export class Sessions {
     return readPage(
       page,
       (window) => {
-        let query = afterSeq(this.#ctx.db.selectFrom("sessions").selectAll(), window);
+        // Every column but metadata, which comes bounded (bounded-metadata.ts).
+        let query = afterSeq(
+          this.#ctx.db
+            .selectFrom("sessions")
+            .select(sessionColumnsButMetadata)
+            .select(boundedMetadataColumn().as("metadata")),
+          window,
+        );
         if (workspace) query = query.where("workspace_id", "=", workspace);
-        return query.execute();
+        return query.execute() as Promise<SessionRow[]>;
       },
       (r) => r.seq,
       toSession,
+      // Fewer sessions on a page whose metadata is large: each value is converted to a Struct.
+      { weigh: (r) => jsonWeight(r.metadata), max: PAGE_METADATA_BUDGET },
     );
   }
 

@@ -24,7 +24,14 @@ import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/adapte
 import type { Message } from "@trellis/contracts/core";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
 import type { SignalBus } from "@trellis/eventlog";
-import { IdleBackoff, isTrellisError, type Logger, sleep, withSpan } from "@trellis/runtime";
+import {
+  IdleBackoff,
+  inputRejectedByDatabase,
+  isTrellisError,
+  type Logger,
+  sleep,
+  withSpan,
+} from "@trellis/runtime";
 import type { Database, Unlisten } from "@trellis/storage";
 import type { ContextCompactor } from "../compaction/index.js";
 import { SYSTEM_ACTOR } from "../domain/events.js";
@@ -33,6 +40,11 @@ import type { RunOutcome } from "../domain/run.js";
 import type { Claim, TaskStore } from "../store/task-store.js";
 import { type ProgressItem, ProgressRecorder } from "./progress.js";
 import { TranscriptCache } from "./transcript-cache.js";
+
+/** A deterministic refusal by the database: retrying the same write cannot help. */
+function isUnrecordable(error: unknown): boolean {
+  return inputRejectedByDatabase(error) !== undefined;
+}
 
 /** Options of {@link TurnRunner}. */
 export interface TurnRunnerOptions {
@@ -303,7 +315,7 @@ export class TurnRunner {
   }
 
   async #runOne(run: LocalRun): Promise<Claim | undefined> {
-    const { store, owner } = this.#o;
+    const { store } = this.#o;
     const { claim } = run;
     // Storage trouble is not the agent's failure: retried, and if it persists
     // the claim's lease runs out and recovery takes the turn over.
@@ -362,8 +374,7 @@ export class TurnRunner {
       await this.#release(claim, "the replica shut down while the turn ran");
       return undefined;
     }
-    // A retry after a commit whose answer was lost is fenced off: applied once.
-    const result = await this.#retry(() => store.finishRun(claim, outcome, owner));
+    const result = await this.#finish(claim, outcome);
     const output = result.task?.output ?? [];
     if (
       result.applied &&
@@ -379,12 +390,46 @@ export class TurnRunner {
     return result.next;
   }
 
-  async #retry<T>(work: () => Promise<T>): Promise<T> {
+  /**
+   * Record the outcome. A retry after a commit whose answer was lost is
+   * fenced off: applied once. When the store refuses the outcome itself (a
+   * PostgreSQL data exception: text it cannot hold, say), no number of
+   * attempts or re-runs would record it: the turn is failed with that cause
+   * and without the output, at once — never left to lease expiry and
+   * recovery (which re-ran a safe-to-retry agent forever and blamed a lost
+   * worker otherwise).
+   */
+  async #finish(claim: Claim, outcome: RunOutcome): ReturnType<TaskStore["finishRun"]> {
+    const { store, owner } = this.#o;
+    try {
+      return await this.#retry(() => store.finishRun(claim, outcome, owner), isUnrecordable);
+    } catch (error) {
+      const refused = inputRejectedByDatabase(error);
+      if (refused === undefined) throw error;
+      this.#o.logger.warn("the turn's outcome cannot be stored; failing the turn", {
+        task_id: claim.task.id,
+        sqlstate: refused.metadata.sqlstate,
+      });
+      const failed: RunOutcome = {
+        status: "failed",
+        messages: [],
+        category: "output_unrecordable",
+        message: `the turn's output cannot be stored (${refused.message}; SQLSTATE ${refused.metadata.sqlstate}); it was not recorded`,
+        retryable: false,
+        ...(outcome.cancelConfirmed !== undefined
+          ? { cancelConfirmed: outcome.cancelConfirmed }
+          : {}),
+      };
+      return this.#retry(() => store.finishRun(claim, failed, owner));
+    }
+  }
+
+  async #retry<T>(work: () => Promise<T>, giveUp?: (error: unknown) => boolean): Promise<T> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await work();
       } catch (error) {
-        if (attempt >= 3 || this.#stop.signal.aborted) throw error;
+        if (attempt >= 3 || this.#stop.signal.aborted || giveUp?.(error)) throw error;
         this.#o.logger.warn("storage call failed; retrying", { attempt, error: String(error) });
         await sleep(50 * 4 ** (attempt - 1));
       }

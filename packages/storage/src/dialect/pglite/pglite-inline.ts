@@ -57,7 +57,11 @@ function identChar(c: string | undefined): boolean {
 
 function quote(text: string): string {
   if (text.includes("\0")) {
-    throw new Error('invalid byte sequence for encoding "UTF8": 0x00');
+    // What PostgreSQL itself raises (SQLSTATE 22021), so callers classify it alike.
+    throw Object.assign(new Error('invalid byte sequence for encoding "UTF8": 0x00'), {
+      code: "22021",
+      severity: "ERROR",
+    });
   }
   return `'${text.replaceAll("'", "''")}'`;
 }

@@ -1,6 +1,6 @@
 /** Artifacts (registered with their content) and outcomes. */
 import { type Artifact, ArtifactService, OutcomeService } from "@trellis/contracts/tasks";
-import { errors } from "@trellis/runtime";
+import { errors, isValidMediaType } from "@trellis/runtime";
 import { sha256Hex } from "../../domain/canonical-json.js";
 import {
   artifactToHarn,
@@ -77,6 +77,13 @@ export async function registerArtifact(call: RestCall): Promise<RestResponse> {
     sha = actual;
   }
   const metadata = body.object("metadata");
+  const mimeType = body.string("mime_type") ?? "application/octet-stream";
+  if (!isValidMediaType(mimeType)) {
+    throw errors.invalid(
+      "mime_type must be a media type (type/subtype[; name=value]…, at most 255 characters, no control characters)",
+      "mime_type",
+    );
+  }
   const { artifact } = await call.deps.clients.get(ArtifactService).registerArtifact(
     {
       artifact: {
@@ -85,7 +92,7 @@ export async function registerArtifact(call: RestCall): Promise<RestResponse> {
         taskId: body.string("task_id") ?? "",
         kind,
         name: body.string("name") ?? "",
-        mimeType: body.string("mime_type") ?? "application/octet-stream",
+        mimeType,
         uri: body.string("uri") ?? "",
         visibility,
         sha256: sha === undefined ? "" : `sha256:${sha}`,
@@ -118,12 +125,48 @@ export async function getArtifactContent(call: RestCall): Promise<RestResponse> 
   const response = await call.deps.clients
     .get(ArtifactService)
     .getArtifactContent({ artifactId: id }, call.options());
-  const type = response.mimeType || artifact.mimeType || "application/octet-stream";
   return {
     status: 200,
     body: response.content,
-    headers: { "content-type": type, "x-content-type-options": "nosniff" },
+    headers: artifactContentHeaders(response.mimeType || artifact.mimeType, artifact.name, id),
   };
+}
+
+/**
+ * Headers of served artifact content. Content is whatever a tool or caller
+ * uploaded, served from the API's origin — the origin of `/ui` — so it is
+ * never rendered there: always an attachment, under a CSP that sandboxes it
+ * (no scripts, no same-origin access, no subresources) and `nosniff`. A
+ * stored media type that is not well formed (stored before it was checked)
+ * is served as `application/octet-stream`.
+ */
+export function artifactContentHeaders(
+  mimeType: string,
+  name: string,
+  id: string,
+): Record<string, string> {
+  const type =
+    mimeType !== "" && isValidMediaType(mimeType) ? mimeType : "application/octet-stream";
+  const fallback = (name || id).replace(/[^A-Za-z0-9._-]/g, "_").slice(0, 100) || "artifact";
+  return {
+    "content-type": type,
+    "content-disposition": `attachment; filename="${fallback}"; filename*=UTF-8''${encodeRFC5987(name || id)}`,
+    "content-security-policy": "default-src 'none'; sandbox",
+    "x-content-type-options": "nosniff",
+    "cross-origin-resource-policy": "same-origin",
+    "cache-control": "private, no-store",
+  };
+}
+
+function encodeRFC5987(value: string): string {
+  let encoded: string;
+  try {
+    encoded = encodeURIComponent(value.slice(0, 200));
+  } catch {
+    // A lone surrogate: no UTF-8 form to give.
+    encoded = "artifact";
+  }
+  return encoded.replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
 export async function resolveArtifacts(

@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { type JsonObject, toJson } from "@bufbuild/protobuf";
 import { timestampNow, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Message, MessageSchema, type TaskStatus } from "@trellis/contracts/core";
-import { BusyPolicy, SignalService, TaskService } from "@trellis/contracts/tasks";
+import { BusyPolicy, SignalService, type Task, TaskService } from "@trellis/contracts/tasks";
 import { errors, TrellisError } from "@trellis/runtime";
 import {
   listJson,
@@ -30,6 +30,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
+import { withReceiptIds } from "./task-receipts.js";
 
 export const busyPolicies = {
   enqueue: BusyPolicy.ENQUEUE,
@@ -103,11 +104,13 @@ export async function listTasks(
     },
     call.options(),
   );
-  return ok(listJson(response.tasks.map(taskToHarn), { nextCursor: response.nextPageToken }));
+  const tasks = await withReceiptIds(call, response.tasks);
+  return ok(listJson(tasks.map(taskToHarn), { nextCursor: response.nextPageToken }));
 }
 
 export async function getTask(call: RestCall): Promise<RestResponse> {
-  return ok(taskToHarn(await visibleTask(call, param(call, "task_id"))));
+  const [task] = await withReceiptIds(call, [await visibleTask(call, param(call, "task_id"))]);
+  return ok(taskToHarn(task as Task));
 }
 
 export async function cancelTask(call: RestCall): Promise<RestResponse> {
