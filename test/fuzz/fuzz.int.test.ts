@@ -151,7 +151,13 @@ function judgeRest(fuzzCase: FuzzCase, res: RawResponse): Verdict {
       bucket,
       why: `HTTP ${res.status}: ${res.body.toString("utf8").slice(0, 300)}`,
     };
-  if (res.status < 400) return { ok: true, bucket };
+  if (fuzzCase.leakStatuses?.includes(res.status))
+    return { ok: false, bucket, why: `HTTP ${res.status} leaks: ${fuzzCase.mustRefuse ?? ""}` };
+  if (res.status < 400) {
+    return fuzzCase.mustRefuse !== undefined
+      ? { ok: false, bucket, why: `HTTP ${res.status} for ${fuzzCase.mustRefuse}` }
+      : { ok: true, bucket };
+  }
   const path = fuzzCase.request.path.split("?")[0] ?? "";
   const rest = path === "/v1" || path.startsWith("/v1/");
   let json: unknown;
