@@ -21,6 +21,12 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { envelope, type RawRequest } from "../../packages/runtime/test/wire.js";
 import { Rng } from "./prng.js";
 
+/**
+ * A vault id the pool's workspace holds: another workspace creating one of
+ * the same id must not be told it exists (ids are unique per workspace).
+ */
+export const TAKEN_VAULT_ID = "vlt_fuzz_taken";
+
 /** Ids of real resources, so that some requests reach deep into handlers. */
 export interface Pool {
   workspaceId: string;
@@ -915,6 +921,14 @@ function restBody(route: RestRouteInfo, pool: Pool, rng?: Rng): JsonValue {
       content: "hello",
       session_id: pool.sessionId,
     };
+  if (p === "/v1/vaults")
+    return {
+      id: TAKEN_VAULT_ID,
+      // Another workspace each time (the admin key may name any).
+      workspace_id: `ws_fuzz_${rng ? rng.int(0, 1_000_000_000) : 0}`,
+      provider: "trellis",
+      capabilities: ["read"],
+    };
   if (p === "/v1/webhooks")
     return {
       url: rng ? rng.pick(privateUrlSpellings) : "http://[::7f00:1]/hook",
@@ -1025,6 +1039,10 @@ function restCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
       // Sent intact: a private target must be refused, whatever its spelling.
       body = Buffer.from(JSON.stringify(json));
       mutations.push("private-url");
+    } else if (route.method === "POST" && route.path === "/v1/vaults" && rng.chance(0.5)) {
+      // Sent intact: another workspace's id is no conflict (and says nothing).
+      body = Buffer.from(JSON.stringify(json));
+      mutations.push("foreign-id");
     } else if (rng.chance(0.85)) {
       const m = mutateJson(rng, json, setup);
       body = m.text;
@@ -1067,6 +1085,9 @@ function restCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
     target: `${route.method} ${route.path}`,
     ...(mutations.includes("private-url") && method === "POST" && !unknownPath
       ? { mustRefuse: "a webhook to a loopback, private or metadata address" }
+      : {}),
+    ...(mutations.includes("foreign-id") && method === "POST" && !unknownPath
+      ? { leakStatuses: [409] }
       : {}),
   };
 }
