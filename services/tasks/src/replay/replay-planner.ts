@@ -440,7 +440,6 @@ async function readOverrides(
       family,
       target: override.target || target,
       kind,
-      value,
       // A secret is kept sealed (tasks.replays holds no plain value): the
       // executor opens it when a re-run tool reads it.
       ...(family === "secret" && typeof value === "string"
@@ -448,7 +447,7 @@ async function readOverrides(
             value: replaySecretBox(deps.fingerprints).seal(value),
             fingerprint: deps.fingerprints.of(value),
           }
-        : { sha256 }),
+        : { value, sha256 }),
       visibility: VISIBILITY[override.visibility] ?? "receipt_only",
       eventId: override.eventId,
       reason: override.reason || request.reason,
