@@ -151,7 +151,7 @@ async function createTasksModule(
     options.replayTools ?? (backends?.harnessTools.length ? backends.harnessTools : undefined);
   let executor: AgentExecutor = options.executor ?? routed!.router;
   if (routed && context.mode === "distributed") {
-    executor = withAgentFacts(routed.router, (id) => store.getAgent(id));
+    executor = withAgentFacts(routed.router, (id, workspaceId) => store.getAgent(id, workspaceId));
   }
   // Replay tasks run from their source's recording, never calling providers or tools again.
   executor = createReplayExecutor(executor, {
