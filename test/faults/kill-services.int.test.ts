@@ -71,10 +71,20 @@ describe("kill -9 of each service under load", () => {
       await mesh.kill(service);
       await new Promise((r) => setTimeout(r, 500));
       await mesh.restart(service);
+      const restarted = Date.now();
       await load;
       const verified = await verifyInvariants(clients, record);
+      // From the restart until every ended task has its receipt (the
+      // invariants wait for that last) and everything else checks out.
+      const catchUpMs = Date.now() - restarted;
       expect(verified.tasks).toBe(faultSize * turnsPerSession + faultSize);
-      console.log(summary(`kill -9 ${service}`, Date.now() - started, verified, record));
+      console.log(
+        `${summary(`kill -9 ${service}`, Date.now() - started, verified, record)}; caught up ${catchUpMs} ms after the restart`,
+      );
+      // Issue 22: receipts took 30.7 s here while its consumer's events
+      // waited out a 30 s ack wait (measured 26.7 s with that wait, 3.8 s
+      // with the 4 s wait and keep-alive, TRELLIS_FAULT_SIZE 6).
+      if (service === "receipts") expect(catchUpMs).toBeLessThan(10_000);
     }, 180_000);
   }
 });

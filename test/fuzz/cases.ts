@@ -21,6 +21,12 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { envelope, type RawRequest } from "../../packages/runtime/test/wire.js";
 import { Rng } from "./prng.js";
 
+/**
+ * A vault id the pool's workspace holds: another workspace creating one of
+ * the same id must not be told it exists (ids are unique per workspace).
+ */
+export const TAKEN_VAULT_ID = "vlt_fuzz_taken";
+
 /** Ids of real resources, so that some requests reach deep into handlers. */
 export interface Pool {
   workspaceId: string;
@@ -89,6 +95,13 @@ export interface FuzzCase {
   unknownPath: boolean;
   /** The RPC (for the report). */
   target: string;
+  /**
+   * Why this request must not succeed (a hostile shape sent intact, e.g. a
+   * webhook to an IPv6 spelling of loopback): a 2xx is a failure.
+   */
+  mustRefuse?: string;
+  /** Statuses that would leak something here (e.g. 409 for another workspace's id). */
+  leakStatuses?: readonly number[];
 }
 
 // --- values ------------------------------------------------------------------
@@ -867,7 +880,26 @@ function rpcCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
   };
 }
 
-function restBody(route: RestRouteInfo, pool: Pool): JsonValue {
+/**
+ * Loopback, private and metadata addresses in the URL spellings an outside
+ * review got past the webhook guard, and their relatives (issue 22).
+ */
+export const privateUrlSpellings = [
+  "http://[::127.0.0.1]/hook",
+  "http://[::7f00:1]/hook",
+  "http://[::ffff:0:7f00:1]/hook",
+  "http://[2002:7f00:1::]/hook",
+  "http://[::ffff:7f00:1]/hook",
+  "http://[64:ff9b::a9fe:a9fe]/latest/meta-data",
+  "http://[2002:a9fe:a9fe::]/latest/meta-data",
+  "http://[fe80::1%25lo]/hook",
+  "http://[fd00:ec2::254]/latest/meta-data",
+  "http://0x7f.1/hook",
+  "http://2130706433/hook",
+  "http://[::1]:8080/hook",
+];
+
+function restBody(route: RestRouteInfo, pool: Pool, rng?: Rng): JsonValue {
   const message = { role: "user", parts: [{ type: "text", text: "hello", visibility: "public" }] };
   const p = route.path;
   if (p === "/v1/sessions")
@@ -906,6 +938,19 @@ function restBody(route: RestRouteInfo, pool: Pool): JsonValue {
       name: "a.log",
       content: "hello",
       session_id: pool.sessionId,
+    };
+  if (p === "/v1/vaults")
+    return {
+      id: TAKEN_VAULT_ID,
+      // Another workspace each time (the admin key may name any).
+      workspace_id: `ws_fuzz_${rng ? rng.int(0, 1_000_000_000) : 0}`,
+      provider: "trellis",
+      capabilities: ["read"],
+    };
+  if (p === "/v1/webhooks")
+    return {
+      url: rng ? rng.pick(privateUrlSpellings) : "http://[::7f00:1]/hook",
+      event_types: ["session.closed"],
     };
   if (p.includes("keys")) return { name: "k", scopes: ["sessions:read"] };
   if (p.includes("oauth")) return { name: "c", scopes: ["sessions:read"] };
@@ -1007,8 +1052,16 @@ function restCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
   }
   let body: Uint8Array | undefined;
   if (method === "POST" || (method !== "GET" && rng.chance(0.3))) {
-    const json = restBody(route, setup.pool);
-    if (rng.chance(0.85)) {
+    const json = restBody(route, setup.pool, rng);
+    if (route.method === "POST" && route.path === "/v1/webhooks" && rng.chance(0.5)) {
+      // Sent intact: a private target must be refused, whatever its spelling.
+      body = Buffer.from(JSON.stringify(json));
+      mutations.push("private-url");
+    } else if (route.method === "POST" && route.path === "/v1/vaults" && rng.chance(0.5)) {
+      // Sent intact: another workspace's id is no conflict (and says nothing).
+      body = Buffer.from(JSON.stringify(json));
+      mutations.push("foreign-id");
+    } else if (rng.chance(0.85)) {
       const m = mutateJson(rng, json, setup);
       body = m.text;
       mutations.push(m.label);
@@ -1048,6 +1101,12 @@ function restCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
     deadlineSet: false,
     unknownPath,
     target: `${route.method} ${route.path}`,
+    ...(mutations.includes("private-url") && method === "POST" && !unknownPath
+      ? { mustRefuse: "a webhook to a loopback, private or metadata address" }
+      : {}),
+    ...(mutations.includes("foreign-id") && method === "POST" && !unknownPath
+      ? { leakStatuses: [409] }
+      : {}),
   };
 }
 

@@ -40,7 +40,14 @@ import { publicServices } from "../../services/gateway/src/grpc/public-services.
 import { restRoutes } from "../../services/gateway/src/http/routes/index.js";
 import { checkHealth, type Mesh, startMesh } from "../../src/mesh.js";
 import { allServices } from "../../src/services.js";
-import { type FuzzCase, type FuzzSetup, generateCase, type Pool, type RpcTarget } from "./cases.js";
+import {
+  type FuzzCase,
+  type FuzzSetup,
+  generateCase,
+  type Pool,
+  type RpcTarget,
+  TAKEN_VAULT_ID,
+} from "./cases.js";
 
 const count = Number(process.env.TRELLIS_FUZZ_COUNT ?? 10_000);
 const seed = Number(process.env.TRELLIS_FUZZ_SEED ?? 20_261_122);
@@ -151,7 +158,13 @@ function judgeRest(fuzzCase: FuzzCase, res: RawResponse): Verdict {
       bucket,
       why: `HTTP ${res.status}: ${res.body.toString("utf8").slice(0, 300)}`,
     };
-  if (res.status < 400) return { ok: true, bucket };
+  if (fuzzCase.leakStatuses?.includes(res.status))
+    return { ok: false, bucket, why: `HTTP ${res.status} leaks another workspace's id` };
+  if (res.status < 400) {
+    return fuzzCase.mustRefuse !== undefined
+      ? { ok: false, bucket, why: `HTTP ${res.status} for ${fuzzCase.mustRefuse}` }
+      : { ok: true, bucket };
+  }
   const path = fuzzCase.request.path.split("?")[0] ?? "";
   const rest = path === "/v1" || path.startsWith("/v1/");
   let json: unknown;
@@ -293,6 +306,13 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
       if (messageId === "msg_none" || eventId === "evt_none")
         await new Promise((r) => setTimeout(r, 100));
     }
+    // An id other workspaces' requests reuse (see TAKEN_VAULT_ID).
+    await rest("POST", "/v1/vaults", {
+      id: TAKEN_VAULT_ID,
+      workspace_id: "default",
+      provider: "trellis",
+      capabilities: ["read"],
+    });
     return {
       workspaceId: "default",
       agentId,

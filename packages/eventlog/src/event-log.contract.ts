@@ -518,6 +518,52 @@ export function describeEventLogContract(
       await next[0]!.ack();
     });
 
+    it("keeps what a live consumer holds past a short ack wait (keepAliveMs), and hands it on once that consumer is gone", async () => {
+      const target = await open();
+      const ws = uid("ws");
+      const events = Array.from({ length: 4 }, () =>
+        makeEvent({ workspaceId: ws, resourceId: "r" }),
+      );
+      await target.log.append(events);
+      const options = {
+        name: uid("keepalive"),
+        filter: { workspaceId: ws },
+        ackWaitMs: 1_200,
+        keepAliveMs: 300,
+      };
+      // A holds the first event (and, on JetStream, what it pulled ahead).
+      const a = target.log.consume(options)[Symbol.asyncIterator]();
+      const held = (await a.next()).value!;
+      // B competes for the same durable and acks whatever it gets.
+      const stopB = new AbortController();
+      const bSeen: { id: string; at: number; count: number }[] = [];
+      const b = (async () => {
+        for await (const m of target.log.consume({ ...options, signal: stopB.signal })) {
+          bSeen.push({ id: m.event.id, at: Date.now(), count: m.deliveryCount });
+          await m.ack();
+          if (new Set(bSeen.map((s) => s.id)).size === events.length) break;
+        }
+      })();
+      // Well past the ack wait, A is alive and still works on its event: B never gets it.
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      expect(bSeen.map((s) => s.id)).not.toContain(held.event.id);
+      // A dies without acking: its event comes back to B within the ack wait.
+      const gone = Date.now();
+      await a.return?.(undefined);
+      const deadline = Date.now() + 8_000;
+      while (!bSeen.some((s) => s.id === held.event.id) && Date.now() < deadline) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      stopB.abort();
+      await b;
+      const back = bSeen.find((s) => s.id === held.event.id);
+      expect(back, "the dead consumer's event came back").toBeDefined();
+      expect(back!.at - gone).toBeLessThan(options.ackWaitMs + 2_500);
+      // Delivered twice in all: to A, then to B — never again while A held it.
+      expect(back!.count).toBe(2);
+      expect(new Set(bSeen.map((s) => s.id))).toEqual(new Set(events.map((e) => e.id)));
+    });
+
     it("redelivers a nak'ed event with a higher delivery count, and competes across iterators", async () => {
       const target = await open();
       const ws = uid("ws");

@@ -108,6 +108,15 @@ export interface DurableConsumerOptions {
   filter: EventFilter | { workspaceId: "*" };
   /** Redeliver an unacked event after this long (default 30 s). */
   ackWaitMs?: number;
+  /**
+   * While this iterator holds an event — handed out, or pulled ahead and not
+   * yet handed out — neither acked nor naked, tell the log every this many
+   * ms that it is still being worked on (JetStream: an in-progress ack), so
+   * the ack wait runs out only for what a dead consumer held. With it a
+   * short `ackWaitMs` brings a crashed consumer's events back within
+   * seconds without redelivering those of a live but slow one. Default: off.
+   */
+  keepAliveMs?: number;
   signal?: AbortSignal;
 }
 

@@ -57,6 +57,16 @@ export {
   processMeshCredentials,
   verifyMeshHttp,
 } from "./mesh.js";
+export {
+  checkOutboundUrl,
+  isOutboundAddressAllowed,
+  OUTBOUND_BLOCKED,
+  type OutboundPolicy,
+  outboundAddressRefusal,
+  outboundLookup,
+  redirectTarget,
+  resolveOutbound,
+} from "./outbound-address.js";
 export type {
   Mode,
   ServiceClients,

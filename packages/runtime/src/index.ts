@@ -25,6 +25,7 @@ export {
   TrellisError,
   toConnectError,
 } from "./errors.js";
+export { generatedKeyFile, memoryKey } from "./generated-key.js";
 export type {
   DependencyStatus,
   HealthDependency,

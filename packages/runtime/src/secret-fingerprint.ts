@@ -16,6 +16,7 @@
  * The key comes from the host (`@trellis/platform`, `ServiceContext.fingerprints`).
  */
 import { createHmac } from "node:crypto";
+import { SecretBox } from "./secret-box.js";
 
 /** A keyed fingerprint as recorded: `hmac-sha256:` and 64 lowercase hex digits. */
 export type SecretFingerprint = `hmac-sha256:${string}`;
@@ -56,5 +57,19 @@ export class SecretFingerprints {
   of(value: string): SecretFingerprint {
     const mac = createHmac("sha256", this.#key).update(JSON.stringify(value), "utf8");
     return `hmac-sha256:${mac.digest("hex")}`;
+  }
+
+  /**
+   * A box that seals secrets a service must keep to use later (a replay's
+   * `secret:` override values), under a key derived from this deployment key
+   * for `purpose` (HMAC-SHA256, so it is never the fingerprint key itself and
+   * differs per purpose). Every service and restart of the deployment
+   * derives the same key, so what one sealed another opens.
+   */
+  sealingBox(purpose: string): SecretBox {
+    const key = createHmac("sha256", this.#key)
+      .update(`trellis sealing key v1:${purpose}`, "utf8")
+      .digest();
+    return new SecretBox(key, { keyName: `the deployment's ${purpose} sealing key` });
   }
 }

@@ -138,7 +138,7 @@ describe("vaults in distributed mode", () => {
       metadata: {},
       createdBy: "test",
     });
-    await store.putSecret(vault.id, "TOKEN", value);
+    await store.putSecret(vault, "TOKEN", value);
     const rows = await sql<{
       sealed_value: string;
     }>`select * from ${sql.id(SCHEMA, "vault_secrets")} where vault_id = ${vault.id}`.execute(
@@ -232,6 +232,65 @@ describe("vaults in distributed mode", () => {
       admin.client.createVault({ vaultId: vault?.id ?? "", workspaceId: "w_s" }, admin.options),
     );
     expect(conflict.code).toBe(Code.Aborted);
+  });
+});
+
+describe("vault ids per workspace (issue 22)", () => {
+  it("lets two workspaces use one id, neither learning of the other, each tool resolving its own", async () => {
+    const store = await storeWith({ TRELLIS_VAULT_KEY: KEY });
+    const scopes = "vaults:read vaults:write";
+    const alice = serviceFor(store, { workspace: "w_id_a", scopes });
+    const bob = serviceFor(store, { workspace: "w_id_b", scopes });
+    const admin = serviceFor(store, { workspace: "w_id_admin", scopes: "*" });
+    const body = { vaultId: "vlt_weather", allowedAgentIds: ["agent_x"] };
+    const a = await alice.client.createVault(body, alice.options);
+    expect(a.vault?.workspaceId).toBe("w_id_a");
+    // Another workspace takes the same id: no 409, no hint that it is used.
+    const b = await bob.client.createVault(body, bob.options);
+    expect(b.vault).toMatchObject({ id: "vlt_weather", workspaceId: "w_id_b" });
+    // Within one workspace the id is still unique.
+    expect((await failure(alice.client.createVault(body, alice.options))).code).toBe(Code.Aborted);
+    await alice.client.putSecret(
+      { vaultId: "vlt_weather", name: "API_KEY", value: "alice-key" },
+      alice.options,
+    );
+    await bob.client.putSecret(
+      { vaultId: "vlt_weather", name: "API_KEY", value: "bob-key" },
+      bob.options,
+    );
+    // Each workspace sees, lists and deletes only its own.
+    expect(
+      (await bob.client.listSecrets({ vaultId: "vlt_weather" }, bob.options)).secrets.map(
+        (x) => x.name,
+      ),
+    ).toEqual(["API_KEY"]);
+    // A tool's `vlt_weather/API_KEY` resolves inside the caller's workspace.
+    const forAlice = (await store.accessFor("w_id_a", "agent_x")).get("vlt_weather");
+    const forBob = (await store.accessFor("w_id_b", "agent_x")).get("vlt_weather");
+    expect(forAlice).toEqual({ allowed: true, secrets: new Map([["API_KEY", "alice-key"]]) });
+    expect(forBob).toEqual({ allowed: true, secrets: new Map([["API_KEY", "bob-key"]]) });
+    // A tenant-global vault of the same id is hidden by a workspace's own.
+    await admin.client.createVault(
+      { vaultId: "vlt_weather", tenantGlobal: true, allowedAgentIds: ["agent_x"] },
+      admin.options,
+    );
+    // (An admin reaching a vault by id alone gets its own workspace's, else the tenant-global one.)
+    await admin.client.putSecret(
+      { vaultId: "vlt_weather", name: "API_KEY", value: "global-key" },
+      admin.options,
+    );
+    expect((await store.accessFor("w_id_a", "agent_x")).get("vlt_weather")).toEqual(forAlice);
+    expect((await store.accessFor("w_id_c", "agent_x")).get("vlt_weather")).toEqual({
+      allowed: true,
+      secrets: new Map([["API_KEY", "global-key"]]),
+    });
+    await bob.client.deleteVault({ vaultId: "vlt_weather" }, bob.options);
+    expect((await alice.client.getVault({ vaultId: "vlt_weather" }, alice.options)).vault?.id).toBe(
+      "vlt_weather",
+    );
+    expect((await failure(bob.client.getVault({ vaultId: "vlt_weather" }, bob.options))).code).toBe(
+      Code.NotFound,
+    );
   });
 });
 

@@ -47,7 +47,7 @@ import { PostgresOAuthClientStore } from "./store/oauth-client-store.js";
 import { gatewayMigrations } from "./store/schema.js";
 import { withUiAssets } from "./ui/assets.js";
 import { SessionDetailCache } from "./ui/session-detail-cache.js";
-import { loadWebhookConfig, webhookSecretBox } from "./webhooks/config.js";
+import { loadWebhookConfig, loadWebhookSecretBox } from "./webhooks/config.js";
 import { WebhookDispatcher } from "./webhooks/dispatcher.js";
 import { webhookMigrations } from "./webhooks/schema.js";
 import { WebhookStore } from "./webhooks/store.js";
@@ -156,11 +156,18 @@ export const gatewayService: ServiceDefinition = {
       throttle,
     });
     const webhookConfig = loadWebhookConfig(ctx.env);
-    const webhookStore = new WebhookStore(
-      ctx.db,
-      ctx.schema,
-      webhookSecretBox(webhookConfig.TRELLIS_WEBHOOK_SECRET_KEY),
-    );
+    const webhookBox = await loadWebhookSecretBox({
+      mode: ctx.mode,
+      material: webhookConfig.TRELLIS_WEBHOOK_SECRET_KEY,
+      dataDir: ctx.dataDir,
+      db: ctx.db,
+    });
+    if (!webhookBox.canSeal) {
+      ctx.logger.warn(
+        "no TRELLIS_WEBHOOK_SECRET_KEY: webhook signing secrets are stored as given (set it to encrypt them at rest)",
+      );
+    }
+    const webhookStore = new WebhookStore(ctx.db, ctx.schema, webhookBox);
     const webhooks = {
       store: webhookStore,
       config: webhookConfig,

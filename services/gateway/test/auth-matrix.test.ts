@@ -8,7 +8,15 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
-import { AgentService, SessionService, SignalService, TaskService } from "@trellis/contracts/tasks";
+import {
+  AgentService,
+  BranchKind,
+  BranchService,
+  ConnectorService,
+  SessionService,
+  SignalService,
+  TaskService,
+} from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger, errorDetailOf } from "@trellis/runtime";
@@ -1005,6 +1013,99 @@ describe("authorization matrix (every REST route)", () => {
     expect((await suspended())?.suspension?.signalId).toBe(signalId);
     const allowed = await sessions.createSession({ agentId: fx.personaId });
     expect(allowed.session?.agentId).toBe(fx.personaId);
+  });
+
+  it("holds a restricted credential to its agents when it forks, branches or wires a connector", async () => {
+    const scopes = [
+      "sessions:write",
+      "sessions:read",
+      "tasks:write",
+      "connectors:write",
+      "connectors:read",
+      "connectors:deliver",
+    ];
+    const made = await admin.post("/v1/api-keys", {
+      name: "fork guard",
+      scopes,
+      agent_ids: [fx.personaId],
+    });
+    expect(made.status).toBe(201);
+    const restricted = harnClient(base, made.json.key);
+    const deniedWith = (response: { status: number; json: Json }) => {
+      expect({ status: response.status, code: response.json?.error?.code }).toEqual({
+        status: 403,
+        code: "permission_denied",
+      });
+    };
+    const own = await newSession(fx.personaId);
+    const foreign = await newSession(fx.waiterId);
+
+    // REST: a fork or a branch of a session of another agent runs that agent.
+    expect((await restricted.post(`/v1/sessions/${own}/fork`, {})).status).toBe(201);
+    deniedWith(await restricted.post(`/v1/sessions/${foreign}/fork`, {}));
+    const branch = { kind: "session", base_ref: "head" };
+    expect((await restricted.post(`/v1/sessions/${own}/branches`, branch)).status).toBe(201);
+    deniedWith(await restricted.post(`/v1/sessions/${foreign}/branches`, branch));
+    // A connector's deliveries run its target persona or its target session's agent.
+    const connector = (body: Record<string, unknown>) =>
+      restricted.post("/v1/connectors", { provider: "github", workspace_id: "default", ...body });
+    expect((await connector({ target_persona_id: fx.personaId })).status).toBe(201);
+    deniedWith(await connector({ target_persona_id: fx.waiterId }));
+    deniedWith(await connector({ target_session_id: foreign }));
+    deniedWith(await connector({}));
+    const wide = await admin.post("/v1/connectors", {
+      provider: "github",
+      workspace_id: "default",
+      target_persona_id: fx.waiterId,
+    });
+    expect(wide.status).toBe(201);
+    deniedWith(
+      await restricted.post(`/v1/connectors/${wide.json.id}/deliveries`, {
+        delivery_id: "fork-guard-1",
+        event_kind: "push",
+        payload: {},
+      }),
+    );
+
+    // gRPC on the public port: the same rules.
+    const transport = createGrpcTransport({
+      baseUrl: base,
+      interceptors: [
+        (next) => (req) => {
+          req.header.set("authorization", `Bearer ${made.json.key}`);
+          return next(req);
+        },
+      ],
+    });
+    const sessions = createClient(SessionService, transport);
+    const forked = await sessions.forkSession({ sessionId: own });
+    expect(forked.session?.agentId).toBe(fx.personaId);
+    const refusals = await Promise.all([
+      sessions.forkSession({ sessionId: foreign }).catch((e: unknown) => e),
+      createClient(BranchService, transport)
+        .createBranch({ sessionId: foreign, kind: BranchKind.SESSION, baseRef: "head" })
+        .catch((e: unknown) => e),
+      createClient(ConnectorService, transport)
+        .createConnector({
+          workspaceId: "default",
+          provider: "github",
+          targetPersonaId: fx.waiterId,
+        })
+        .catch((e: unknown) => e),
+      createClient(ConnectorService, transport)
+        .deliverConnectorEvent({
+          connectorId: wide.json.id,
+          deliveryId: "fork-guard-2",
+          eventKind: "push",
+        })
+        .catch((e: unknown) => e),
+    ]);
+    for (const refusal of refusals) {
+      expect(ConnectError.from(refusal).code).toBe(Code.PermissionDenied);
+    }
+    // Nothing was made for the refused calls.
+    const branches = await admin.get(`/v1/sessions/${foreign}/branches`);
+    expect(branches.json.data).toEqual([]);
   });
 
   it("answers cross-workspace reads of sessions, tasks, events, receipts and artifacts with 404, never 403", async () => {

@@ -268,6 +268,11 @@ describe("webhook URLs that resolve to private addresses (no TRELLIS_WEBHOOKS_AL
       "http://192.168.0.10/hook",
       "http://[::ffff:127.0.0.1]/hook",
       "http://0.0.0.0/hook",
+      // Issue 22: the spellings an outside review got through.
+      "http://[::127.0.0.1]/hook",
+      "http://[::7f00:1]/hook",
+      "http://[::ffff:0:7f00:1]/hook",
+      "http://[2002:7f00:1::]/hook",
     ]) {
       const response = await api.post("/v1/webhooks", { url });
       expect(response.status, url).toBe(400);
@@ -305,6 +310,12 @@ describe("webhook building blocks", () => {
       "::ffff:127.0.0.1",
       "::ffff:7f00:1",
       "64:ff9b::a9fe:a9fe",
+      // Issue 22: IPv4-compatible, translated and 6to4 spellings of loopback.
+      "::127.0.0.1",
+      "::7f00:1",
+      "::ffff:0:7f00:1",
+      "2002:7f00:1::",
+      "2002:a9fe:a9fe::",
       "not-an-ip",
     ]) {
       expect(isBlockedAddress(a), a).toBe(true);

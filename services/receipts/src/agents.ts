@@ -19,7 +19,7 @@ import {
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
-import type { ServiceClients } from "@trellis/platform";
+import { type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import type { Logger } from "@trellis/runtime";
 import { type AgentProfile, isDeterministicBackend } from "./domain/build.js";
 import { parsePolicyName, policyName, type ReceiptPolicyName } from "./domain/policy.js";
@@ -42,7 +42,12 @@ export interface WorkspaceFacts {
 /** Port: where agent and workspace facts come from. */
 export interface AgentDirectory {
   /** The agent of a task (`agentId` when an event named it). */
-  agentOfTask(taskId: string, agentId: string | undefined): Promise<AgentFacts>;
+  agentOfTask(
+    taskId: string,
+    agentId: string | undefined,
+    /** The task's workspace: agent ids are unique per workspace only. */
+    workspaceId?: string,
+  ): Promise<AgentFacts>;
   workspace(workspaceId: string): Promise<WorkspaceFacts>;
 }
 
@@ -147,7 +152,7 @@ export function createAgentDirectory(options: AgentDirectoryOptions): AgentDirec
   });
 
   return {
-    async agentOfTask(taskId, agentId) {
+    async agentOfTask(taskId, agentId, workspaceId) {
       let id = agentId ?? taskAgents.get(taskId);
       if (!id) {
         const response = await call("GetTask", () =>
@@ -158,13 +163,20 @@ export function createAgentDirectory(options: AgentDirectoryOptions): AgentDirec
       if (!id) return unknown();
       taskAgents.set(taskId, id);
       if (taskAgents.size > 10_000) taskAgents.clear();
-      const cached = agents.get(id);
+      // Agent ids are unique per workspace: looked up (and cached) in the task's.
+      const key = JSON.stringify([workspaceId ?? "", id]);
+      const cached = agents.get(key);
       if (cached && cached.until > now()) return cached.value;
+      const headers = new Headers();
+      if (workspaceId) {
+        setCallerHeaders(headers, { actorId: "receipts", workspaceId, scopes: [] });
+      }
+      const lookup = { agentId: id };
       const response = await call("GetAgent", () =>
-        options.clients.get(AgentService).getAgent({ agentId: id }, { timeoutMs: CALL_TIMEOUT_MS }),
+        options.clients.get(AgentService).getAgent(lookup, { timeoutMs: CALL_TIMEOUT_MS, headers }),
       );
       const facts = response?.agent ? agentFacts(response.agent) : unknown(id);
-      agents.set(id, { value: facts, until: now() + (facts.known ? TTL_MS : BACKOFF_MS) });
+      agents.set(key, { value: facts, until: now() + (facts.known ? TTL_MS : BACKOFF_MS) });
       return facts;
     },
     async workspace(workspaceId) {

@@ -12,7 +12,7 @@
  * | `TRELLIS_RECEIPT_SCHEMA_FILE` | path of `receipt-2026-04-25.schema.json`; verification then also validates against it | unset (not checked) |
  * | `TRELLIS_RECEIPT_GAP_WAIT` | how long a terminal event waits for missing earlier events of its task before the receipt is issued without them | `30s` |
  * | `TRELLIS_RECEIPT_MODEL_PRICES` | model prices for `cost`: JSON `{"<provider>/<model>[*]": {"input_usd_per_mtok": n, "output_usd_per_mtok": n}}` (see `domain/pricing.ts`); a call it does not price costs 0 with `pricing: unknown` | none |
- * | `TRELLIS_RECEIPT_ACK_WAIT` | the consumer's ack wait: an event handed out but not acknowledged (the service stopped or crashed) comes back after this long | `30s` |
+ * | `TRELLIS_RECEIPT_ACK_WAIT` | the consumer's ack wait: an event handed out but not acknowledged by a replica that stopped or crashed comes back after this long (a live replica keeps what it holds with in-progress acks) | `4s` |
  *
  * Every public key ever used is also kept in the `signing_keys` table, so
  * rotating `TRELLIS_RECEIPT_SIGNING_KEY` keeps old receipts verifiable even
@@ -23,6 +23,14 @@ import { env, loadConfig, TrellisError } from "@trellis/runtime";
 import { type PriceTable, PriceTableError, parsePriceTable } from "./domain/pricing.js";
 import { createSchemaValidator, type SchemaValidator } from "./domain/schema.js";
 
+/**
+ * Default ack wait of the receipts consumer. Short, so that after a crash
+ * (kill -9) the events the dead replica held come back within seconds — it
+ * was 30 s, and catching up after a crash took as long; a live replica
+ * renews what it holds (`keepAliveMs`), so a slow batch is not redelivered.
+ */
+export const DEFAULT_ACK_WAIT_MS = 4_000;
+
 /** Environment variables the receipts service reads. */
 export const receiptsConfigSchema = {
   TRELLIS_RECEIPT_SIGNING_KEY: env.string().optional().secret(),
@@ -32,7 +40,7 @@ export const receiptsConfigSchema = {
   TRELLIS_RECEIPT_ISSUER_NAME: env.string().default("Trellis"),
   TRELLIS_RECEIPT_SCHEMA_FILE: env.string().optional(),
   TRELLIS_RECEIPT_GAP_WAIT: env.duration().default(30_000),
-  TRELLIS_RECEIPT_ACK_WAIT: env.duration({ minMs: 1_000 }).default(30_000),
+  TRELLIS_RECEIPT_ACK_WAIT: env.duration({ minMs: 1_000 }).default(DEFAULT_ACK_WAIT_MS),
   TRELLIS_RECEIPT_MODEL_PRICES: env.string().optional(),
 };
 

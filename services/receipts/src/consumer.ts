@@ -11,7 +11,10 @@
  * A restart resumes after the last acknowledged event (the event log keeps
  * the position: JetStream's durable consumer, or the embedded outbox), and
  * what was handed out but not acknowledged comes back: recording and issuing
- * are idempotent, so it is handled again without effect.
+ * are idempotent, so it is handled again without effect. After a crash that
+ * takes the ack wait (default 4 s, `DEFAULT_ACK_WAIT_MS`): while the
+ * consumer lives it renews every event it holds (`keepAliveMs`), so the
+ * short wait never redelivers what a slow batch is still working on.
  *
  * A failure (the database restarting) is retried in place a few times so
  * events of a task keep their order; after that the batch's events are tried
@@ -20,6 +23,7 @@
  */
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
 import { type Logger, sleep } from "@trellis/runtime";
+import { DEFAULT_ACK_WAIT_MS } from "./config.js";
 import type { ReceiptProcessor } from "./processor.js";
 
 /** Name of the durable consumer. */
@@ -41,13 +45,14 @@ export function startReceiptConsumer(options: {
   eventLog: EventLog;
   processor: ReceiptProcessor;
   logger: Logger;
-  /** Redelivery delay of an event handed out but not acknowledged. */
+  /** Redelivery delay of an event a dead consumer held (default {@link DEFAULT_ACK_WAIT_MS}). */
   ackWaitMs?: number;
   /** Most events handled in one transaction (default {@link DEFAULT_BATCH_SIZE}). */
   batchSize?: number;
 }): ReceiptConsumer {
   const { eventLog, processor, logger } = options;
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
+  const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const abort = new AbortController();
   const signal = abort.signal;
 
@@ -101,7 +106,10 @@ export function startReceiptConsumer(options: {
       .consume({
         name: CONSUMER_NAME,
         filter: { workspaceId: "*" },
-        ackWaitMs: options.ackWaitMs ?? 30_000,
+        ackWaitMs,
+        // What this replica holds stays its own while it lives; only a dead
+        // replica's events wait out the (short) ack wait.
+        keepAliveMs: Math.max(250, Math.floor(ackWaitMs / 3)),
         signal,
       })
       [Symbol.asyncIterator]();

@@ -134,7 +134,11 @@ export class ReceiptProcessor {
       const facts = extractFacts(event, taskId);
       // The agent's tier when the task starts (trust.start_tier).
       if (facts.status === "WORKING" && event.kind === "task.started") {
-        const agent = await this.#o.directory.agentOfTask(taskId, agentIdOf(event));
+        const agent = await this.#o.directory.agentOfTask(
+          taskId,
+          agentIdOf(event),
+          workspaceOf(event),
+        );
         if (agent.profile.tier) facts.agentTier = agent.profile.tier;
       }
       recorded.push({
@@ -301,7 +305,11 @@ export class ReceiptProcessor {
       });
     }
     const workspaceId = workspaceOf(event);
-    const agent = await directory.agentOfTask(taskId, summary.agentId ?? agentIdOf(event));
+    const agent = await directory.agentOfTask(
+      taskId,
+      summary.agentId ?? agentIdOf(event),
+      workspaceId,
+    );
     const { policy, tenantId } = await this.#policy(workspaceId, agent.policy);
     if (policy === "disabled") {
       logger.debug("receipt policy is disabled; no receipt", { task_id: taskId });
@@ -380,7 +388,7 @@ export class ReceiptProcessor {
       }
     }
     const workspaceId = workspaceOf(event);
-    const agent = await directory.agentOfTask(taskId, summary.agentId);
+    const agent = await directory.agentOfTask(taskId, summary.agentId, workspaceId);
     const { policy, tenantId } = await this.#policy(workspaceId, agent.policy);
     if (policy === "disabled") return undefined;
     const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };

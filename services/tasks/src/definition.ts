@@ -178,7 +178,7 @@ async function createTasksModule(
   let executor: AgentExecutor = options.executor ?? routed!.router;
   // Embedded too: turns may run on gRPC workers, retried after a lost one.
   if (routed) {
-    executor = withAgentFacts(routed.router, (id) => store.getAgent(id));
+    executor = withAgentFacts(routed.router, (id, workspaceId) => store.getAgent(id, workspaceId));
   }
   // Replay tasks run from their source's recording, never calling providers or tools again.
   executor = createReplayExecutor(executor, {

@@ -425,6 +425,18 @@ export function describeReplay(name: string, startHost: StartHost): void {
           expect(json).not.toContain(plain);
         }
         expect(JSON.stringify(toJson(TaskSchema, done))).not.toContain(plain);
+        // At rest too: the replay's stored overrides and plan hold the value sealed.
+        if (host.sql) {
+          const { rows } = await host.sql(
+            "select overrides::text as overrides, plan::text as plan from replays where task_id = $1",
+            [done.id],
+          );
+          expect(rows).toHaveLength(1);
+          const stored = JSON.stringify(rows[0]);
+          expect(stored).not.toContain(secret);
+          expect(stored).not.toContain(plain);
+          expect(stored).toMatch(/enc:v1:/);
+        }
         // The override is named by the deployment's keyed fingerprint, never a plain hash.
         expect(dataOf(events.find((e) => e.kind === "replay.started"))).toMatchObject({
           overrides: [

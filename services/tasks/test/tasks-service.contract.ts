@@ -1044,6 +1044,56 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
       });
     });
 
+    describe("agent ids per workspace", () => {
+      it("lets two workspaces use one agent id, neither learning of the other, each running its own", async () => {
+        const carol = h.as({ actorId: "carol", workspaceId: "ws_carol" });
+        const dave = h.as({ actorId: "dave", workspaceId: "ws_dave" });
+        const id = `agent_standup_${Date.now()}`;
+        const make = (who: typeof carol, reply: string) =>
+          who.agents.createAgent({
+            agent: {
+              id,
+              name: "standup",
+              backend: "scripted",
+              definition: {
+                entry: "reply",
+                nodes: { reply: { update: { messages: [{ role: "assistant", content: reply }] } } },
+                edges: [{ from: "reply", to: "END" }],
+              },
+            },
+          });
+        expect((await make(carol, "carol's")).agent?.workspaceId).toBe("ws_carol");
+        // Another workspace takes the same id: no conflict, nothing revealed.
+        expect((await make(dave, "dave's")).agent?.workspaceId).toBe("ws_dave");
+        // Within one workspace the id stays unique.
+        await expectReason(make(carol, "again"), "conflict");
+        expect((await dave.agents.getAgent({ agentId: id })).agent?.workspaceId).toBe("ws_dave");
+        // A session names the agent of its own workspace.
+        for (const [who, reply] of [
+          [carol, "carol's"],
+          [dave, "dave's"],
+        ] as const) {
+          const { session } = await who.sessions.createSession({ agentId: id });
+          const { task } = await who.tasks.submitTask({
+            sessionId: session?.id as string,
+            input: text("hi"),
+          });
+          const done = await watchUntil(who, task?.id as string);
+          expect(done.task.status).toBe(TaskStatus.COMPLETED);
+          const { messages } = await who.sessions.listMessages({
+            sessionId: session?.id as string,
+          });
+          const last = JSON.stringify(messages.at(-1), (_k, v: unknown) =>
+            typeof v === "bigint" ? String(v) : v,
+          );
+          expect(last).toContain(reply);
+        }
+        // The built-in echo agent stays usable everywhere.
+        const { session } = await carol.sessions.createSession({ agentId: "agent_echo" });
+        expect(session?.agentId).toBe("agent_echo");
+      });
+    });
+
     describe("artifacts", () => {
       it("stores content in the database with its sha256 and size", async () => {
         const sessionId = await newSession();

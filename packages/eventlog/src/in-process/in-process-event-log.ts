@@ -464,6 +464,13 @@ export class InProcessEventLog implements EventLog {
     if (!options.name) throw invalidRequest("a durable consumer needs a name", "name");
     const cursor = await this.#cursor(options);
     const held = new Set<bigint>();
+    const keepAlive =
+      options.keepAliveMs !== undefined && options.keepAliveMs > 0
+        ? setInterval(() => {
+            for (const position of held) cursor.touch(position);
+          }, options.keepAliveMs)
+        : undefined;
+    keepAlive?.unref();
     try {
       for (;;) {
         const delivery = await cursor.take(options.signal);
@@ -485,6 +492,7 @@ export class InProcessEventLog implements EventLog {
         };
       }
     } finally {
+      clearInterval(keepAlive);
       // Closing hands unacked events back at once (see EventLog docs).
       for (const position of held) cursor.nak(position);
     }

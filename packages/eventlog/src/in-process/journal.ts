@@ -309,6 +309,15 @@ export class DurableCursor<T> {
     this.#advanceFloor();
     await this.#saving;
   }
+  /** Still being worked on: the ack wait of a held entry starts again. */
+  touch(position: bigint): void {
+    const held = this.#inflight.get(position);
+    if (!held) return;
+    clearTimeout(held.timer);
+    this.#inflight.delete(position);
+    this.#hold(held.entry);
+  }
+
   /** Hand back for redelivery after `delayMs`. */
   nak(position: bigint, delayMs = 0): void {
     const held = this.#inflight.get(position);
@@ -339,6 +348,12 @@ export class DurableCursor<T> {
   #deliver(entry: JournalEntry<T>): Delivery<T> {
     const deliveryCount = (this.#deliveries.get(entry.position) ?? 0) + 1;
     this.#deliveries.set(entry.position, deliveryCount);
+    this.#hold(entry);
+    return { entry, deliveryCount };
+  }
+
+  /** Hold an entry out until it is acked, naked or its ack wait runs out. */
+  #hold(entry: JournalEntry<T>): void {
     const timer = setTimeout(() => {
       // Ack wait expired: give it to whoever asks next.
       if (this.#inflight.get(entry.position)?.timer !== timer) return;
@@ -347,7 +362,6 @@ export class DurableCursor<T> {
     }, this.ackWaitMs);
     timer.unref();
     this.#inflight.set(entry.position, { entry, timer });
-    return { entry, deliveryCount };
   }
 
   #settle(position: bigint): void {

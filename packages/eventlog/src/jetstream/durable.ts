@@ -36,6 +36,8 @@ export interface ConsumeDurableParams {
    * for the ack wait before another replica gets it.
    */
   maxMessages: number;
+  /** In-progress acks of held messages this often (see `DurableConsumerOptions`). */
+  keepAliveMs?: number;
   signal?: AbortSignal;
   /** Registry of live iterators, so the owner can end them all on close. */
   live: Set<{ end(): void }>;
@@ -60,6 +62,15 @@ export async function* consumeDurable(
   let messages: ConsumerMessages;
   const queue = new AsyncQueue<JsMsg>();
   let stopping = false;
+  // Pulled and neither acked nor naked: what a keep-alive reports as in progress.
+  const held = new Set<JsMsg>();
+  const keepAlive =
+    params.keepAliveMs !== undefined && params.keepAliveMs > 0
+      ? setInterval(() => {
+          for (const msg of held) msg.working();
+        }, params.keepAliveMs)
+      : undefined;
+  keepAlive?.unref();
   try {
     // On nats-server 2.9 adding an existing durable updates its mutable fields
     // (filter, ack wait): the latest definition wins.
@@ -76,10 +87,13 @@ export async function* consumeDurable(
       max_messages: params.maxMessages,
       callback: (m) => {
         // After close, leave it to the ack wait (see above).
-        if (!stopping) queue.push(m);
+        if (stopping) return;
+        if (keepAlive) held.add(m);
+        queue.push(m);
       },
     });
   } catch (err) {
+    clearInterval(keepAlive);
     throw natsError(err);
   }
   void messages.closed().then((err) => queue.end(err ? natsError(err) : undefined));
@@ -93,6 +107,7 @@ export async function* consumeDurable(
       yield {
         msg,
         ack: async () => {
+          held.delete(msg);
           try {
             await msg.ackAck();
           } catch (err) {
@@ -100,12 +115,16 @@ export async function* consumeDurable(
           }
         },
         nak: async (delayMs?: number) => {
+          held.delete(msg);
           msg.nak(delayMs);
         },
       };
     }
   } finally {
     stopping = true;
+    // What this iterator still holds is left to the ack wait (see above).
+    clearInterval(keepAlive);
+    held.clear();
     params.live.delete(handle);
     params.signal?.removeEventListener("abort", onAbort);
     queue.close();

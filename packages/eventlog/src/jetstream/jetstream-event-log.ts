@@ -473,6 +473,7 @@ export class JetStreamEventLog implements EventLog {
       filterSubject: filterSubject(this.prefix, options.filter),
       ackWaitMs: options.ackWaitMs ?? 30_000,
       maxMessages: 256,
+      ...(options.keepAliveMs !== undefined ? { keepAliveMs: options.keepAliveMs } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       live: this.#live,
     });

@@ -18,23 +18,25 @@ export interface AgentFactsOptions {
 
 /**
  * Wrap `executor` so requests that do not say whether the agent is safe to
- * retry get it from `lookup` (cached per agent id). A failing lookup leaves
+ * retry get it from `lookup` (cached per workspace and agent id). A failing lookup leaves
  * the request as it is (not safe to retry: the cautious default).
  */
 export function withAgentFacts<E extends AgentExecutor>(
   executor: E,
-  lookup: (agentId: string) => Promise<AgentFacts>,
+  lookup: (agentId: string, workspaceId: string) => Promise<AgentFacts>,
   options: AgentFactsOptions = {},
 ): AgentExecutor {
   const max = options.maxAgents ?? 1000;
   const cache = new Map<string, AgentFacts>();
-  const factsOf = async (agentId: string): Promise<AgentFacts | undefined> => {
-    const known = cache.get(agentId);
+  // Agent ids are unique per workspace: the cache is keyed by both.
+  const factsOf = async (agentId: string, workspaceId: string): Promise<AgentFacts | undefined> => {
+    const key = JSON.stringify([workspaceId, agentId]);
+    const known = cache.get(key);
     if (known) return known;
     try {
-      const facts = await lookup(agentId);
+      const facts = await lookup(agentId, workspaceId);
       if (cache.size >= max) cache.delete(cache.keys().next().value as string);
-      cache.set(agentId, facts);
+      cache.set(key, facts);
       return facts;
     } catch {
       return undefined;
@@ -45,7 +47,7 @@ export function withAgentFacts<E extends AgentExecutor>(
     validateDefinition: (backend, definition) => executor.validateDefinition(backend, definition),
     async execute(request: ExecutionRequest) {
       if (request.agent.safeToRetry !== undefined) return executor.execute(request);
-      const facts = await factsOf(request.agent.id);
+      const facts = await factsOf(request.agent.id, request.workspaceId);
       return executor.execute(
         facts
           ? { ...request, agent: { ...request.agent, safeToRetry: facts.safeToRetry } }

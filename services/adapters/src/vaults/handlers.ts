@@ -129,10 +129,14 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
   /** The vault, when the caller may see it (else `resource_not_found`). */
   async function visible(id: string, context: HandlerContext): Promise<VaultRecord> {
     const caller = callerOf(context);
-    const vault = id ? await store.get(id) : undefined;
-    if (!vault || (!isAdmin(caller) && vault.workspaceId !== caller?.workspaceId)) {
-      throw errors.notFound("vault", id);
-    }
+    // Ids are unique per workspace: a caller bound to one finds only its own
+    // (another workspace's vault of the same id is not there for it).
+    let vault: VaultRecord | undefined;
+    if (id === "") vault = undefined;
+    else if (caller !== undefined && !isAdmin(caller))
+      vault = await store.get(id, caller.workspaceId);
+    else vault = await store.getAny(id, caller?.workspaceId);
+    if (!vault) throw errors.notFound("vault", id);
     return vault;
   }
 
@@ -223,7 +227,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
         );
       }
       const vault = await visible(request.vaultId, context);
-      const updated = await store.update(vault.id, {
+      const updated = await store.update(vault, {
         ...(paths.includes("capabilities")
           ? { capabilities: capabilitiesOf(request.capabilities, vault.provider) }
           : {}),
@@ -238,7 +242,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
 
     async deleteVault(request, context) {
       const vault = await visible(request.vaultId, context);
-      if (!(await store.delete(vault.id))) throw errors.notFound("vault", vault.id);
+      if (!(await store.delete(vault))) throw errors.notFound("vault", vault.id);
       return {};
     },
 
@@ -254,7 +258,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
           param: "value",
         });
       }
-      const secret = await store.putSecret(vault.id, request.name, request.value);
+      const secret = await store.putSecret(vault, request.name, request.value);
       return { secret: secretToProto(secret) };
     },
 
@@ -262,7 +266,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
       const vault = await visible(request.vaultId, context);
       writable(vault);
       checkSecretName(request.name);
-      if (!(await store.deleteSecret(vault.id, request.name))) {
+      if (!(await store.deleteSecret(vault, request.name))) {
         throw errors.notFound("secret", `${vault.id}/${request.name}`);
       }
       return {};
@@ -270,7 +274,7 @@ export function createVaultHandlers(store: VaultStore): ServiceImpl<typeof Vault
 
     async listSecrets(request, context) {
       const vault = await visible(request.vaultId, context);
-      return { secrets: (await store.listSecrets(vault.id)).map(secretToProto) };
+      return { secrets: (await store.listSecrets(vault)).map(secretToProto) };
     },
   };
 }

@@ -3,10 +3,13 @@
  * policy, and secrets sealed with the vault key (`vault-key.ts`); a value is
  * never stored in the clear.
  */
-import { type Kysely, type Migration, sql } from "kysely";
+import { type Generated, type Kysely, type Migration, sql } from "kysely";
 
 export interface VaultTable {
+  /** Unique per scope: another workspace may use the same id. */
   id: string;
+  /** The workspace id, "" for a tenant-global vault (the key is (scope, id)). */
+  scope: Generated<string>;
   /** Null: tenant-global. */
   workspace_id: string | null;
   provider: string;
@@ -22,6 +25,8 @@ export interface VaultTable {
 }
 
 export interface VaultSecretTable {
+  /** The vault's scope (see {@link VaultTable.scope}). */
+  vault_scope: Generated<string>;
   vault_id: string;
   name: string;
   /** `enc:v1:…` (AES-256-GCM). */
@@ -72,7 +77,40 @@ const createVaults: Migration = {
   },
 };
 
+/**
+ * Vault ids unique per workspace (issue 22): a vault's key becomes (scope,
+ * id), scope being its workspace id or "" for a tenant-global vault, so
+ * another workspace can neither take an id nor learn that it is used.
+ * Secrets follow their vault by (vault_scope, vault_id).
+ */
+const vaultIdsPerWorkspace: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`alter table vaults add column scope text not null default ''`.execute(db);
+    await sql`update vaults set scope = coalesce(workspace_id, '')`.execute(db);
+    await sql`alter table vault_secrets add column vault_scope text not null default ''`.execute(
+      db,
+    );
+    await sql`update vault_secrets s set vault_scope = v.scope from vaults v where v.id = s.vault_id`.execute(
+      db,
+    );
+    await sql`alter table vault_secrets drop constraint vault_secrets_vault_id_fkey`.execute(db);
+    await sql`alter table vault_secrets drop constraint vault_secrets_pk`.execute(db);
+    await sql`alter table vaults drop constraint vaults_pkey`.execute(db);
+    await sql`alter table vaults add constraint vaults_pkey primary key (scope, id)`.execute(db);
+    await sql`alter table vault_secrets add constraint vault_secrets_pk primary key (vault_scope, vault_id, name)`.execute(
+      db,
+    );
+    await sql`alter table vault_secrets add constraint vault_secrets_vault_fkey
+      foreign key (vault_scope, vault_id) references vaults (scope, id) on delete cascade`.execute(
+      db,
+    );
+    // Lookups by id alone (admin and internal callers) find every scope's.
+    await sql`create index vaults_id_idx on vaults (id)`.execute(db);
+  },
+};
+
 /** The adapters service's migrations (schema `adapters`), by name. */
 export const adaptersMigrations: Record<string, Migration> = {
   "2026_12_20_create_vaults": createVaults,
+  "2027_01_04_vault_ids_per_workspace": vaultIdsPerWorkspace,
 };

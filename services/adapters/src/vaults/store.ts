@@ -53,6 +53,22 @@ export interface NewVault {
   createdBy: string;
 }
 
+/**
+ * What names one vault: its id is unique within its scope — its workspace,
+ * or the tenant-global scope (`workspaceId` null) — not across them.
+ */
+export type VaultKey = Pick<VaultRecord, "id" | "workspaceId">;
+
+/** The stored scope of a vault: its workspace id, "" when tenant-global. */
+export function scopeOf(vault: { workspaceId: string | null }): string {
+  return vault.workspaceId ?? "";
+}
+
+/** A vault's name across scopes (the OAuth token cache's key; ids hold no ":"). */
+function cacheKey(vault: VaultKey): string {
+  return vault.workspaceId === null ? vault.id : `${vault.workspaceId}:${vault.id}`;
+}
+
 /** One vault as an agent's tool call sees it (see {@link VaultStore.accessFor}). */
 export type VaultAccess = VaultGrant;
 
@@ -111,7 +127,10 @@ export class VaultStore {
     return this.box.canSeal;
   }
 
-  /** @throws TrellisError `conflict` when the id is taken; `invalid_request` for a bad id. */
+  /**
+   * @throws TrellisError `conflict` when the id is taken in the same scope
+   *   (the same workspace, or tenant-global); `invalid_request` for a bad id.
+   */
   async create(input: NewVault): Promise<VaultRecord> {
     const id = input.id || `vlt_${randomBytes(12).toString("hex")}`;
     if (!ID.test(id)) {
@@ -127,6 +146,7 @@ export class VaultStore {
         .insertInto("vaults")
         .values({
           id,
+          scope: input.workspaceId ?? "",
           workspace_id: input.workspaceId,
           provider: input.provider,
           capabilities: JSON.stringify(input.capabilities),
@@ -150,18 +170,38 @@ export class VaultStore {
     }
   }
 
-  async get(id: string): Promise<VaultRecord | undefined> {
+  /** The vault `id` of `workspaceId` (null: the tenant-global one). */
+  async get(id: string, workspaceId: string | null): Promise<VaultRecord | undefined> {
     const row = await this.#db
       .selectFrom("vaults")
       .selectAll()
+      .where("scope", "=", workspaceId ?? "")
       .where("id", "=", id)
       .executeTakeFirst();
     return row ? toRecord(row) : undefined;
   }
 
+  /**
+   * A vault named `id` in any scope, for callers that see every workspace
+   * (admin, internal): `preferred`'s own first, then the tenant-global one,
+   * then the oldest of another workspace.
+   */
+  async getAny(id: string, preferred: string | undefined): Promise<VaultRecord | undefined> {
+    const rows = await this.#db
+      .selectFrom("vaults")
+      .selectAll()
+      .where("id", "=", id)
+      .orderBy("created_at")
+      .execute();
+    const rank = (row: Selectable<VaultTable>) =>
+      preferred !== undefined && row.scope === preferred ? 0 : row.scope === "" ? 1 : 2;
+    const [best] = rows.sort((a, b) => rank(a) - rank(b));
+    return best ? toRecord(best) : undefined;
+  }
+
   /** Sets the given fields; undefined when there is no such vault. */
   async update(
-    id: string,
+    vault: VaultKey,
     changes: { capabilities?: string[]; allowedAgentIds?: string[]; metadata?: JsonObject },
   ): Promise<VaultRecord | undefined> {
     const row = await this.#db
@@ -174,17 +214,22 @@ export class VaultStore {
         ...(changes.metadata ? { metadata: JSON.stringify(changes.metadata) } : {}),
         updated_at: new Date(),
       })
-      .where("id", "=", id)
+      .where("scope", "=", scopeOf(vault))
+      .where("id", "=", vault.id)
       .returningAll()
       .executeTakeFirst();
     return row ? toRecord(row) : undefined;
   }
 
   /** Deletes the vault and its secrets; whether it existed. */
-  async delete(id: string): Promise<boolean> {
+  async delete(vault: VaultKey): Promise<boolean> {
     // Secrets go with it (foreign key on delete cascade).
-    this.oauth.forget(id);
-    const result = await this.#db.deleteFrom("vaults").where("id", "=", id).executeTakeFirst();
+    this.oauth.forget(cacheKey(vault));
+    const result = await this.#db
+      .deleteFrom("vaults")
+      .where("scope", "=", scopeOf(vault))
+      .where("id", "=", vault.id)
+      .executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
@@ -210,7 +255,7 @@ export class VaultStore {
    *
    * @throws TrellisError `config_invalid` when no vault key is configured.
    */
-  async putSecret(vaultId: string, name: string, value: string): Promise<SecretInfo> {
+  async putSecret(vault: VaultKey, name: string, value: string): Promise<SecretInfo> {
     if (!this.box.canSeal) {
       throw new TrellisError({
         reason: "config_invalid",
@@ -221,12 +266,13 @@ export class VaultStore {
       });
     }
     // A changed grant: the next token comes from it, not from the cache.
-    this.oauth.forget(vaultId);
+    this.oauth.forget(cacheKey(vault));
     const now = new Date();
     const row = await this.#db
       .insertInto("vault_secrets")
       .values({
-        vault_id: vaultId,
+        vault_scope: scopeOf(vault),
+        vault_id: vault.id,
         name,
         sealed_value: this.box.seal(value),
         size_bytes: Buffer.byteLength(value, "utf8"),
@@ -234,7 +280,7 @@ export class VaultStore {
         updated_at: now,
       })
       .onConflict((oc) =>
-        oc.columns(["vault_id", "name"]).doUpdateSet((eb) => ({
+        oc.columns(["vault_scope", "vault_id", "name"]).doUpdateSet((eb) => ({
           sealed_value: eb.ref("excluded.sealed_value"),
           size_bytes: eb.ref("excluded.size_bytes"),
           updated_at: eb.ref("excluded.updated_at"),
@@ -246,21 +292,23 @@ export class VaultStore {
   }
 
   /** Whether the secret existed. */
-  async deleteSecret(vaultId: string, name: string): Promise<boolean> {
-    this.oauth.forget(vaultId);
+  async deleteSecret(vault: VaultKey, name: string): Promise<boolean> {
+    this.oauth.forget(cacheKey(vault));
     const result = await this.#db
       .deleteFrom("vault_secrets")
-      .where("vault_id", "=", vaultId)
+      .where("vault_scope", "=", scopeOf(vault))
+      .where("vault_id", "=", vault.id)
       .where("name", "=", name)
       .executeTakeFirst();
     return result.numDeletedRows > 0n;
   }
 
-  async listSecrets(vaultId: string): Promise<SecretInfo[]> {
+  async listSecrets(vault: VaultKey): Promise<SecretInfo[]> {
     const rows = await this.#db
       .selectFrom("vault_secrets")
       .select(["name", "size_bytes", "created_at", "updated_at"])
-      .where("vault_id", "=", vaultId)
+      .where("vault_scope", "=", scopeOf(vault))
+      .where("vault_id", "=", vault.id)
       .orderBy("name")
       .execute();
     return rows.map(toInfo);
@@ -268,27 +316,33 @@ export class VaultStore {
 
   /**
    * The vaults a tool call of `agentId` in `workspaceId` can name (that
-   * workspace's and the tenant-global ones), each with its decision under the
+   * workspace's and the tenant-global ones; a workspace's vault hides a
+   * tenant-global one of the same id), each with its decision under the
    * vault access policy; only an allowed vault's secrets are opened. None
    * when the vault tables do not exist (an embedded deployment without the
    * adapters service).
    */
   async accessFor(workspaceId: string, agentId: string): Promise<Map<string, VaultAccess>> {
     const access = new Map<string, VaultAccess>();
-    let vaults: Selectable<VaultTable>[];
+    let rows: Selectable<VaultTable>[];
     try {
-      vaults = await this.#db
+      rows = await this.#db
         .selectFrom("vaults")
         .selectAll()
-        .where((eb) =>
-          eb.or([eb("workspace_id", "=", workspaceId), eb("workspace_id", "is", null)]),
-        )
+        .where("scope", "in", [workspaceId, ""])
         .execute();
     } catch (error) {
       // No vault tables: the adapters service is not part of this deployment — no vaults.
       if ((error as { code?: unknown } | null)?.code === "42P01") return access;
       throw error;
     }
+    // One vault per id: the workspace's own over a tenant-global one.
+    const byId = new Map<string, Selectable<VaultTable>>();
+    for (const row of rows) {
+      if (row.scope === workspaceId || !byId.has(row.id)) byId.set(row.id, row);
+    }
+    const vaults = [...byId.values()];
+    const scopeById = new Map(vaults.map((v) => [v.id, v.scope]));
     const allowed: string[] = [];
     const oauthVaults = new Set(
       vaults.filter((v) => v.provider === OAUTH_PROVIDER).map((v) => v.id),
@@ -306,11 +360,14 @@ export class VaultStore {
       }
     }
     if (allowed.length === 0) return access;
-    const secrets = await this.#db
-      .selectFrom("vault_secrets")
-      .select(["vault_id", "name", "sealed_value"])
-      .where("vault_id", "in", allowed)
-      .execute();
+    const secrets = (
+      await this.#db
+        .selectFrom("vault_secrets")
+        .select(["vault_scope", "vault_id", "name", "sealed_value"])
+        .where("vault_scope", "in", [workspaceId, ""])
+        .where("vault_id", "in", allowed)
+        .execute()
+    ).filter((secret) => scopeById.get(secret.vault_id) === secret.vault_scope);
     const byVault = new Map<string, Map<string, string>>(allowed.map((id) => [id, new Map()]));
     const unreadable = new Set<string>();
     for (const secret of secrets) {
@@ -323,7 +380,11 @@ export class VaultStore {
     for (const [id, values] of byVault) {
       if (oauthVaults.has(id) && !unreadable.has(id)) {
         // An OAuth vault lends an access token, never its grant.
-        access.set(id, await this.#lendToken(id, values));
+        const scope = scopeById.get(id) ?? "";
+        access.set(
+          id,
+          await this.#lendToken({ id, workspaceId: scope === "" ? null : scope }, values),
+        );
         continue;
       }
       access.set(
@@ -340,9 +401,9 @@ export class VaultStore {
   }
 
   /** An OAuth vault's grant as a tool sees it: its access token only, or why not. */
-  async #lendToken(vaultId: string, secrets: ReadonlyMap<string, string>): Promise<VaultAccess> {
+  async #lendToken(vault: VaultKey, secrets: ReadonlyMap<string, string>): Promise<VaultAccess> {
     try {
-      const token = await this.#token(vaultId, secrets);
+      const token = await this.#token(vault, secrets);
       return { allowed: true, secrets: new Map([[ACCESS_TOKEN_NAME, token.accessToken]]) };
     } catch (error) {
       if (!(error instanceof OAuthRefreshError)) throw error;
@@ -350,13 +411,13 @@ export class VaultStore {
     }
   }
 
-  async #token(vaultId: string, secrets: ReadonlyMap<string, string>): Promise<AccessToken> {
+  async #token(vault: VaultKey, secrets: ReadonlyMap<string, string>): Promise<AccessToken> {
     const found = grantOf(secrets);
     if ("missing" in found) {
-      throw new OAuthRefreshError(vaultId, `its grant has no ${found.missing} secret`);
+      throw new OAuthRefreshError(vault.id, `its grant has no ${found.missing} secret`);
     }
-    return this.oauth.token(vaultId, found.grant, async (refreshToken) => {
-      await this.putSecret(vaultId, "refresh_token", refreshToken);
+    return this.oauth.token(cacheKey(vault), found.grant, async (refreshToken) => {
+      await this.putSecret(vault, "refresh_token", refreshToken);
     });
   }
 
@@ -369,8 +430,9 @@ export class VaultStore {
    *   `upstream_unavailable` when the token endpoint refuses.
    */
   async accessToken(workspaceId: string, vaultId: string): Promise<AccessToken> {
-    const vault = await this.get(vaultId);
-    if (!vault || (vault.workspaceId !== null && vault.workspaceId !== workspaceId)) {
+    // The workspace's own, else the tenant-global one: never another workspace's.
+    const vault = (await this.get(vaultId, workspaceId)) ?? (await this.get(vaultId, null));
+    if (!vault) {
       throw new TrellisError({
         reason: "resource_not_found",
         message: `vault ${JSON.stringify(vaultId)} was not found`,
@@ -387,11 +449,12 @@ export class VaultStore {
     const rows = await this.#db
       .selectFrom("vault_secrets")
       .select(["name", "sealed_value"])
-      .where("vault_id", "=", vaultId)
+      .where("vault_scope", "=", scopeOf(vault))
+      .where("vault_id", "=", vault.id)
       .execute();
     const secrets = new Map(rows.map((r) => [r.name, this.box.open(r.sealed_value)]));
     try {
-      return await this.#token(vaultId, secrets);
+      return await this.#token(vault, secrets);
     } catch (error) {
       if (!(error instanceof OAuthRefreshError)) throw error;
       throw new TrellisError({

@@ -5,7 +5,7 @@
  * WebSocket command frames check the same in their routes.
  */
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { SessionService, TaskService } from "@trellis/contracts/tasks";
+import { ConnectorService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { type Caller, callerKey, type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import {
   agentPolicyOf,
@@ -23,6 +23,8 @@ interface AgentLookup {
   session(sessionId: string): Promise<string>;
   /** The task's agent ("" when it is not there). */
   task(taskId: string): Promise<string>;
+  /** What a connector's deliveries run (undefined when it is not there). */
+  connector(connectorId: string): Promise<{ personaId: string; sessionId: string } | undefined>;
   /**
    * The agents of the tasks waiting for the signal (none: nothing to resume);
    * with a session id, also those waiting on it as the author's label.
@@ -51,6 +53,48 @@ const chatTurn: Check = async (caller, message, lookup) => {
   return ensureRunAllowed(caller, field(message, "agentId"), async () => "", "agent_id");
 };
 
+/**
+ * A fork (or a branch, which forks) copies the session with its agent: the
+ * new session runs that agent, so the caller must be allowed it. A session
+ * that is not there (or not visible) is left to the call to refuse.
+ */
+const forkOf: Check = async (caller, message, lookup) => {
+  const sessionId = field(message, "sessionId");
+  if (sessionId === "") return;
+  await ensureRunAllowed(caller, "", () => lookup.session(sessionId), "session_id");
+};
+
+/** A connector's deliveries run its target persona, else its target session's agent. */
+const connectorTarget = async (
+  caller: Caller,
+  personaId: string,
+  sessionId: string,
+  lookup: AgentLookup,
+  param: string,
+) =>
+  ensureRunAllowed(
+    caller,
+    personaId,
+    async () => (sessionId === "" ? "" : lookup.session(sessionId)),
+    param,
+  );
+
+const createConnector: Check = (caller, message, lookup) =>
+  connectorTarget(
+    caller,
+    field(message, "targetPersonaId"),
+    field(message, "targetSessionId"),
+    lookup,
+    "target_persona_id",
+  );
+
+const deliverToConnector: Check = async (caller, message, lookup) => {
+  const target = await lookup.connector(field(message, "connectorId"));
+  // Not there: the delivery itself answers not found.
+  if (target === undefined) return;
+  await connectorTarget(caller, target.personaId, target.sessionId, lookup, "connector_id");
+};
+
 /** A replay runs the source task's agent again. */
 const replay: Check = async (caller, message, lookup) => {
   const agentId = await lookup.task(field(message, "taskId"));
@@ -71,6 +115,10 @@ const checks: Readonly<Record<string, Check>> = {
     ensureAgentAllowed(caller, field(message, "agentId"), "agent_id"),
   "trellis.tasks.v1.SessionService/CreateSession": (caller, message) =>
     ensureRunAllowed(caller, field(message, "agentId"), async () => "", "agent_id"),
+  "trellis.tasks.v1.SessionService/ForkSession": forkOf,
+  "trellis.tasks.v1.BranchService/CreateBranch": forkOf,
+  "trellis.tasks.v1.ConnectorService/CreateConnector": createConnector,
+  "trellis.tasks.v1.ConnectorService/DeliverConnectorEvent": deliverToConnector,
   "trellis.tasks.v1.TaskService/SubmitTask": turn,
   "trellis.tasks.v1.TaskService/ReplayTask": replay,
   "trellis.tasks.v1.SignalService/Deliver": deliver,
@@ -195,6 +243,20 @@ function agentLookup(
         taskId,
         async () => (await clients.get(TaskService).getTask({ taskId }, options())).task,
       ),
+    async connector(connectorId) {
+      if (connectorId === "") return undefined;
+      try {
+        const { connector } = await clients
+          .get(ConnectorService)
+          .getConnector({ connectorId }, options());
+        return connector
+          ? { personaId: connector.targetPersonaId, sessionId: connector.targetSessionId }
+          : undefined;
+      } catch (error) {
+        if (ConnectError.from(error).code === Code.NotFound) return undefined;
+        throw error;
+      }
+    },
     async waitingFor(signalId, sessionId) {
       if (signalId === "") return [];
       const { tasks } = await clients

@@ -15,8 +15,18 @@
  * - `TRELLIS_WEBHOOK_CONCURRENCY` (default 8): attempts in flight per replica.
  * - `TRELLIS_WEBHOOK_SECRET_KEY` (optional): encrypts signing secrets at rest
  *   (`SecretBox` of `@trellis/runtime`); every replica needs the same value.
+ *   Embedded mode without it seals them with a generated key, as vaults do:
+ *   `<data dir>/webhook-key` (mode 0600), or in memory for the database's
+ *   lifetime. Distributed mode without it stores them as given (warned).
  */
-import { type ConfigOf, env, loadConfig, SecretBox } from "@trellis/runtime";
+import {
+  type ConfigOf,
+  env,
+  generatedKeyFile,
+  loadConfig,
+  memoryKey,
+  SecretBox,
+} from "@trellis/runtime";
 
 export const webhookConfigSchema = {
   TRELLIS_WEBHOOKS_ALLOW_PRIVATE: env.bool().default(false),
@@ -51,4 +61,26 @@ export function retryDelayMs(
 /** The box webhook signing secrets are sealed with (`TRELLIS_WEBHOOK_SECRET_KEY`; none: stored as given). */
 export function webhookSecretBox(material: string | undefined): SecretBox {
   return new SecretBox(material, { keyName: "TRELLIS_WEBHOOK_SECRET_KEY" });
+}
+
+/** File name of the generated webhook key in the embedded data directory. */
+export const WEBHOOK_KEY_FILE = "webhook-key";
+
+/**
+ * The box of webhook signing secrets for a gateway: the operator's key when
+ * set; in embedded mode a generated one (data directory file, else in memory
+ * for `db`'s lifetime); in distributed mode without a key none (stored as given).
+ */
+export async function loadWebhookSecretBox(options: {
+  mode: "embedded" | "distributed";
+  material: string | undefined;
+  dataDir?: string | undefined;
+  db: object;
+}): Promise<SecretBox> {
+  if (options.material) return webhookSecretBox(options.material);
+  if (options.mode === "distributed") return webhookSecretBox(undefined);
+  const key = options.dataDir
+    ? await generatedKeyFile(options.dataDir, WEBHOOK_KEY_FILE)
+    : memoryKey(options.db, WEBHOOK_KEY_FILE);
+  return new SecretBox(key, { keyName: `the generated webhook key (${WEBHOOK_KEY_FILE})` });
 }

@@ -18,7 +18,7 @@ import type { Event } from "@trellis/contracts/core";
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
 import { type Logger, sleep } from "@trellis/runtime";
 import { eventToHarn } from "../domain/harn-json.js";
-import { guardedLookup, resolveAllowed } from "./address-guard.js";
+import { guardedLookup, resolveAllowed, WEBHOOK_BLOCKED } from "./address-guard.js";
 import { retryDelayMs, type WebhookConfig } from "./config.js";
 import { signWebhook } from "./signing.js";
 import type { DeliveryRow, SubscriptionRow, WebhookStore } from "./store.js";
@@ -255,7 +255,7 @@ export class WebhookDispatcher {
       req.on("error", (e: NodeJS.ErrnoException) =>
         reject(
           new Error(
-            e.code === "EWEBHOOKBLOCKED"
+            e.code === WEBHOOK_BLOCKED
               ? e.message
               : `could not reach the receiver (${e.code ?? e.message})`,
           ),

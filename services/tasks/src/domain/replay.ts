@@ -29,7 +29,12 @@ import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { type Message, Role } from "@trellis/contracts/core";
 import { ReplayMode } from "@trellis/contracts/tasks";
-import { type SecretFingerprint, TrellisError } from "@trellis/runtime";
+import {
+  SecretBox,
+  type SecretFingerprint,
+  type SecretFingerprints,
+  TrellisError,
+} from "@trellis/runtime";
 import { canonicalize } from "json-canonicalize";
 import { ERROR_DOMAIN, invalidRequest } from "./errors.js";
 
@@ -100,6 +105,11 @@ export interface StoredOverride {
   /** The dependency label after the family (`main:1`, a tool call id, …). */
   target: string;
   kind: string;
+  /**
+   * The value; a `secret` family value sealed ({@link replaySecretBox},
+   * `enc:v1:…`) — stored before sealing, plain — read with
+   * {@link openSecretOverride}.
+   */
   value: JsonValue;
   /**
    * `sha256:<hex>` of the value's RFC 8785 form — not for the `secret`
@@ -114,6 +124,28 @@ export interface StoredOverride {
   reason: string;
   /** The artifact the value was read from, when it was. */
   artifactId: string;
+}
+
+const secretBoxes = new WeakMap<SecretFingerprints, SecretBox>();
+
+/**
+ * The box `secret:` override values are sealed with before they are stored
+ * (`replays.overrides`): a key derived from the deployment's fingerprint key,
+ * so every replica and restart opens what another sealed.
+ */
+export function replaySecretBox(fingerprints: SecretFingerprints): SecretBox {
+  let box = secretBoxes.get(fingerprints);
+  if (!box) {
+    box = fingerprints.sealingBox("replay override");
+    secretBoxes.set(fingerprints, box);
+  }
+  return box;
+}
+
+/** The plain value of a stored `secret:` override (sealed, or plain from before sealing). */
+export function openSecretOverride(fingerprints: SecretFingerprints, value: JsonValue): string {
+  const stored = String(value);
+  return SecretBox.isSealed(stored) ? replaySecretBox(fingerprints).open(stored) : stored;
 }
 
 /** The family and label of an override key; throws `invalid_request` for any other form. */

@@ -57,7 +57,8 @@ export function createConnectorHandlers(
         );
       }
     }
-    if (personaId) await store.getAgent(personaId, scope);
+    // Agent ids are unique per workspace: the persona is the connector's workspace's.
+    if (personaId) await store.getAgent(personaId, workspaceId);
   }
 
   /** Makes what a recorded delivery becomes, idempotently (keyed by the stored row). */

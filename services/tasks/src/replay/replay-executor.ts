@@ -56,6 +56,7 @@ import {
 } from "@trellis/runtime";
 import {
   markerFor,
+  openSecretOverride,
   type PlannedMessage,
   REPLAY_KEY,
   REPLAY_REQUEST_KEY,
@@ -302,7 +303,10 @@ class ReplayRun {
 
   /** A `secret:` override's fingerprint (made now for one stored before fingerprints). */
   #fingerprintOf(override: StoredOverride): SecretFingerprint {
-    return override.fingerprint ?? this.fingerprints.of(String(override.value));
+    return (
+      override.fingerprint ??
+      this.fingerprints.of(openSecretOverride(this.fingerprints, override.value))
+    );
   }
 
   /** The next unmatched source message (from the cursor) with the same content. */
@@ -628,7 +632,11 @@ class ReplayRun {
         before: legacy,
         beforeFingerprint: fingerprint,
       });
-      return override.value as string;
+      try {
+        return openSecretOverride(this.fingerprints, override.value);
+      } catch {
+        throw this.#fail(key, `the ${key} override cannot be opened: the deployment key changed`);
+      }
     }
     if (recorded?.set === false) return undefined;
     throw this.#fail(

@@ -38,6 +38,7 @@ import {
   REPLAY_KEY,
   type ReplayPlan,
   recordKeysOf,
+  replaySecretBox,
   replayUnavailable,
   type StoredOverride,
   sha256Of,
@@ -439,10 +440,14 @@ async function readOverrides(
       family,
       target: override.target || target,
       kind,
-      value,
+      // A secret is kept sealed (tasks.replays holds no plain value): the
+      // executor opens it when a re-run tool reads it.
       ...(family === "secret" && typeof value === "string"
-        ? { fingerprint: deps.fingerprints.of(value) }
-        : { sha256 }),
+        ? {
+            value: replaySecretBox(deps.fingerprints).seal(value),
+            fingerprint: deps.fingerprints.of(value),
+          }
+        : { value, sha256 }),
       visibility: VISIBILITY[override.visibility] ?? "receipt_only",
       eventId: override.eventId,
       reason: override.reason || request.reason,

@@ -220,37 +220,65 @@ export class Directory {
           safe_to_retry: agent.safeToRetry,
           metadata: jsonText(agent.metadata),
         })
-        .onConflict((oc) => oc.column("id").doNothing())
+        // Unique per workspace: another workspace's agent of this id is no conflict.
+        .onConflict((oc) => oc.columns(["workspace_id", "id"]).doNothing())
         .returning("id")
         .executeTakeFirst();
       if (!inserted) throw conflict(`agent ${id} already exists`, { agent_id: id });
       return id;
     });
-    return this.getAgent(created, context.scope);
+    return this.getAgent(created, workspaceId);
   }
 
-  /** The built-in echo agent is a system agent: every workspace may see and use it. */
-  #visible(agent: Agent, scope: string | undefined): boolean {
-    return scope === undefined || agent.workspaceId === scope || agent.id === DEFAULT_AGENT_ID;
-  }
-
-  async loadAgent(tx: Tx | undefined, id: string): Promise<Agent | undefined> {
-    const cached = this.#ctx.agents.get(id);
+  /**
+   * The agent `id` of `workspaceId`. Agent ids are unique per workspace; the
+   * built-in echo agent (of the default workspace) is a system agent every
+   * workspace may use unless it has an agent of that id itself.
+   */
+  async loadAgent(tx: Tx | undefined, id: string, workspaceId: string): Promise<Agent | undefined> {
+    const key = JSON.stringify([workspaceId, id]);
+    const cached = this.#ctx.agents.get(key);
     if (cached) return cached;
-    const row = await (tx?.db ?? this.#ctx.db)
-      .selectFrom("agents")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+    const db = tx?.db ?? this.#ctx.db;
+    const read = (workspace: string) =>
+      db
+        .selectFrom("agents")
+        .selectAll()
+        .where("workspace_id", "=", workspace)
+        .where("id", "=", id)
+        .executeTakeFirst();
+    let row = await read(workspaceId);
+    if (!row && id === DEFAULT_AGENT_ID && workspaceId !== DEFAULT_WORKSPACE_ID) {
+      row = await read(DEFAULT_WORKSPACE_ID);
+    }
     if (!row) return undefined;
     const agent = toAgent(row);
-    this.#ctx.agents.set(id, agent);
+    this.#ctx.agents.set(key, agent);
     return agent;
   }
 
+  /**
+   * An agent by id for a caller bound to no workspace (admin, internal):
+   * the default workspace's, else the oldest of that id.
+   */
+  async #anyAgent(id: string): Promise<Agent | undefined> {
+    const own = await this.loadAgent(undefined, id, DEFAULT_WORKSPACE_ID);
+    if (own) return own;
+    const row = await this.#ctx.db
+      .selectFrom("agents")
+      .selectAll()
+      .where("id", "=", id)
+      .orderBy("seq")
+      .limit(1)
+      .executeTakeFirst();
+    return row ? toAgent(row) : undefined;
+  }
+
+  /** The agent `id` of workspace `scope` (none: see {@link #anyAgent}). */
   async getAgent(id: string, scope?: string): Promise<Agent> {
-    const agent = await this.loadAgent(undefined, id);
-    if (!agent || !this.#visible(agent, scope)) throw notFound("agent", id);
+    const agent =
+      scope === undefined ? await this.#anyAgent(id) : await this.loadAgent(undefined, id, scope);
+    if (!agent) throw notFound("agent", id);
     return agent;
   }
 
@@ -280,8 +308,8 @@ export class Directory {
   /** The agent a session or task in `workspaceId` runs: `agentId`, else the workspace default. */
   async resolveAgent(tx: Tx, agentId: string, workspaceId: string, param: string): Promise<Agent> {
     const id = agentId || (await this.#defaultAgentId(tx, workspaceId));
-    const agent = await this.loadAgent(tx, id);
-    if (!agent || !this.#visible(agent, workspaceId)) {
+    const agent = await this.loadAgent(tx, id, workspaceId);
+    if (!agent) {
       throw invalidRequest(
         `agent ${JSON.stringify(id)} does not exist in workspace ${workspaceId}`,
         param,

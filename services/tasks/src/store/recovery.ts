@@ -58,7 +58,7 @@ export class Recovery {
 
   /** A run whose worker is gone: closed if canceled, re-queued when safe to retry, else failed. */
   async #recover(tx: Tx, session: LockedSession, row: TaskRow, reason: string): Promise<void> {
-    const agent = await this.#p.directory.loadAgent(tx, row.agent_id);
+    const agent = await this.#p.directory.loadAgent(tx, row.agent_id, row.workspace_id);
     const safe = agent !== undefined && this.#p.directory.safeToRetry(agent);
     const action = recoveryAction(
       { canceled: row.status === TaskStatus.CANCELED || cancelRequested(row) },

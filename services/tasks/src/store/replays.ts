@@ -43,7 +43,7 @@ export class Replays {
   async getReplaySource(taskId: string, scope?: string): Promise<ReplaySource> {
     const row = await this.#p.resources.taskRow(this.#ctx.db, taskId, scope);
     const task = toTask(row);
-    const agent = await this.#p.directory.loadAgent(undefined, row.agent_id);
+    const agent = await this.#p.directory.loadAgent(undefined, row.agent_id, row.workspace_id);
     if (!agent) throw notFound("agent", row.agent_id);
     let historyIntact = false;
     if (row.input_position !== null) {

@@ -7,6 +7,7 @@ import { BranchService } from "@trellis/contracts/tasks";
 import { branchKindNames, branchToHarn, parseBranchKind } from "../../domain/harn-extended-json.js";
 import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
+import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { created, ensureVisible, ok, pageOf, param, required, visibleSession } from "./common.js";
@@ -27,7 +28,9 @@ async function createBranch(call: RestCall): Promise<RestResponse> {
     idempotencyKey: call.idempotencyKey,
     ...(metadata ? { metadata } : {}),
   };
-  await visibleSession(call, sessionId);
+  const source = await visibleSession(call, sessionId);
+  // A branch forks the session, which runs its agent: a restricted credential must be allowed it.
+  await ensureRunAllowed(call.caller, "", async () => source.agentId, "session_id");
   const { branch } = await call.deps.clients
     .get(BranchService)
     .createBranch(request, call.options());

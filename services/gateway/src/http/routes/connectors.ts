@@ -18,6 +18,7 @@ import {
 } from "../../domain/harn-extended-json.js";
 import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
+import { agentPolicyOf, ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
@@ -28,6 +29,7 @@ import {
   param,
   queryString,
   required,
+  visibleSession,
   workspaceOf,
 } from "./common.js";
 
@@ -48,6 +50,9 @@ async function createConnector(call: RestCall): Promise<RestResponse> {
   const status = body.enum("status", connectorStatusNames);
   const mode = body.enum("delivery_mode", deliveryModeNames);
   const metadata = body.object("metadata");
+  const targetPersonaId = body.string("target_persona_id") ?? "";
+  const targetSessionId = body.string("target_session_id") ?? "";
+  await ensureTargetAllowed(call, targetPersonaId, targetSessionId, "target_persona_id");
   const { connector } = await call.deps.clients.get(ConnectorService).createConnector(
     {
       workspaceId: workspaceOf(call, body.string("workspace_id")),
@@ -55,14 +60,33 @@ async function createConnector(call: RestCall): Promise<RestResponse> {
       eventKinds: body.strings("event_kinds") ?? [],
       status: status === undefined ? 0 : parseConnectorStatus(status),
       deliveryMode: mode === undefined ? 0 : parseDeliveryMode(mode),
-      targetPersonaId: body.string("target_persona_id") ?? "",
-      targetSessionId: body.string("target_session_id") ?? "",
+      targetPersonaId,
+      targetSessionId,
       idempotencyKey: call.idempotencyKey,
       ...(metadata ? { metadata } : {}),
     },
     call.options(),
   );
   return created(connectorToHarn(required(connector, "connector", "")));
+}
+
+/**
+ * A connector's deliveries run its target persona, else its target session's
+ * agent: a restricted credential must be allowed that agent to create the
+ * connector or deliver to it (a target session it cannot see: 404).
+ */
+async function ensureTargetAllowed(
+  call: RestCall,
+  personaId: string,
+  sessionId: string,
+  paramName: string,
+): Promise<void> {
+  await ensureRunAllowed(
+    call.caller,
+    personaId,
+    async () => (sessionId === "" ? "" : (await visibleSession(call, sessionId)).agentId),
+    paramName,
+  );
 }
 
 async function visibleConnector(call: RestCall, id: string) {
@@ -98,6 +122,10 @@ async function deliver(call: RestCall): Promise<RestResponse> {
   const id = param(call, "connector_id");
   const body = JsonReader.body(call.body);
   const payload = body.object("payload");
+  if (agentPolicyOf(call.caller) !== undefined) {
+    const target = await visibleConnector(call, id);
+    await ensureTargetAllowed(call, target.targetPersonaId, target.targetSessionId, "connector_id");
+  }
   const request = {
     connectorId: id,
     deliveryId: body.requiredString("delivery_id"),

@@ -68,7 +68,9 @@ export async function closeSession(call: RestCall): Promise<RestResponse> {
 
 export async function forkSession(call: RestCall): Promise<RestResponse> {
   const id = param(call, "session_id");
-  await visibleSession(call, id);
+  const source = await visibleSession(call, id);
+  // The fork runs the source's agent: a restricted credential must be allowed it.
+  await ensureRunAllowed(call.caller, "", async () => source.agentId, "session_id");
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
   const { session } = await call.deps.clients.get(SessionService).forkSession(

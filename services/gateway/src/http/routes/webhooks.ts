@@ -77,7 +77,10 @@ function eventTypesOf(body: JsonReader): string[] {
 async function createWebhook(call: RestCall): Promise<RestResponse> {
   const webhooks = facade(call);
   const body = JsonReader.body(call.body);
-  const url = parseWebhookUrl(body.requiredString("url"));
+  const url = parseWebhookUrl(
+    body.requiredString("url"),
+    webhooks.config.TRELLIS_WEBHOOKS_ALLOW_PRIVATE,
+  );
   const eventTypes = eventTypesOf(body);
   const description = body.string("description") ?? "";
   if (description.length > 500) {

@@ -9,6 +9,7 @@ import { branchesAndConnectors } from "./2026_12_28_branches_and_connectors.js";
 import { memories } from "./2026_12_28_memories.js";
 import { agentState } from "./2026_12_30_agent_state.js";
 import { turnJournal } from "./2027_01_01_turn_journal.js";
+import { agentIdsPerWorkspace } from "./2027_01_04_agent_ids_per_workspace.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
@@ -20,4 +21,5 @@ export const tasksMigrations: Record<string, Migration> = {
   "2026_12_28_memories": memories,
   "2026_12_30_agent_state": agentState,
   "2027_01_01_turn_journal": turnJournal,
+  "2027_01_04_agent_ids_per_workspace": agentIdsPerWorkspace,
 };
