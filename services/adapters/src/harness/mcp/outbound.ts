@@ -11,49 +11,14 @@
  * that changes in between (rebinding) is not caught here.
  */
 import { lookup } from "node:dns/promises";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
+import { outboundAddressRefusal } from "@trellis/platform";
 
-const blocked = new BlockList();
-for (const [net, bits] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.0.2.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["198.51.100.0", 24],
-  ["203.0.113.0", 24],
-  ["224.0.0.0", 4],
-  ["240.0.0.0", 4],
-] as const) {
-  blocked.addSubnet(net, bits, "ipv4");
-}
-for (const [net, bits] of [
-  ["::", 128],
-  ["::1", 128],
-  ["64:ff9b::", 96],
-  ["64:ff9b:1::", 48],
-  ["100::", 64],
-  ["2001:db8::", 32],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["fec0::", 10],
-  ["ff00::", 8],
-] as const) {
-  blocked.addSubnet(net, bits, "ipv6");
-}
-
-/** Whether an IP address (v4 or v6, IPv4-mapped included) is not a public unicast one. */
 export function isPrivateAddress(address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped?.[1]) return blocked.check(mapped[1], "ipv4");
-  const family = isIP(address);
-  if (family === 0) return true;
-  return blocked.check(address, family === 4 ? "ipv4" : "ipv6");
+  // One policy decides what is private for every outbound call (webhooks,
+  // A2A, MCP): every IPv4-mapped, NAT64, 6to4 spelling of loopback, private
+  // and metadata addresses included.
+  return outboundAddressRefusal(address) !== undefined;
 }
 
 /** An outbound request the policy refuses. */
