@@ -6,6 +6,14 @@
  *   import { defineAdapter, runWorkerMain } from "@trellis/adapter-sdk";
  *   await runWorkerMain(defineAdapter({ backendId: "echo", capabilities, run }));
  */
+
+// Message helpers an adapter needs to read its input and write its replies.
+export {
+  type ChatMessageJson,
+  chatToMessage,
+  messageToChat,
+  textOf,
+} from "@trellis/messages";
 export { type AdapterSpec, BACKEND_ID_PATTERN, defineAdapter } from "./define-adapter.js";
 export { type GrpcWorkerOptions, runGrpcWorker } from "./grpc-worker.js";
 export {

@@ -1,7 +1,12 @@
 /** The adapter of the README, as written there, does what the README says. */
-import { chatToMessage, textOf } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
-import { defineAdapter, EXECUTION_SCHEMA_VERSION, type ExecutionEvent } from "../src/index.js";
+import {
+  chatToMessage,
+  defineAdapter,
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionEvent,
+  textOf,
+} from "../src/index.js";
 
 const adapter = defineAdapter({
   backendId: "shouty",
