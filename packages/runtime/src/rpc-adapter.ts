@@ -54,12 +54,12 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { errorDetailOf } from "./errors.js";
+import type { HttpRequest, HttpResponse } from "./http-types.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
 import { requestBody } from "./request-body.js";
 import { requestIdKey } from "./request-id.js";
-import type { HttpRequest, HttpResponse } from "./server.js";
 
 /** Options of {@link createRpcHandler}. */
 export interface RpcHandlerOptions
