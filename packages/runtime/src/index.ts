@@ -33,6 +33,13 @@ export type {
   ServingStatus,
 } from "./health.js";
 export { IdleBackoff, type IdleBackoffOptions } from "./idle-backoff.js";
+export {
+  type CanonicalJsonOptions,
+  canonicalJson,
+  hasLoneSurrogate,
+  isJsonObject,
+  isRecord,
+} from "./json.js";
 export type { RequestLimits } from "./limits.js";
 export {
   defaultRequestLimits,
