@@ -34,6 +34,13 @@ export type {
   ServingStatus,
 } from "./health.js";
 export { IdleBackoff, type IdleBackoffOptions } from "./idle-backoff.js";
+export {
+  type CanonicalJsonOptions,
+  canonicalJson,
+  hasLoneSurrogate,
+  isJsonObject,
+  isRecord,
+} from "./json.js";
 export { scanJsonStructure } from "./json-scan.js";
 export type { RequestLimits } from "./limits.js";
 export {

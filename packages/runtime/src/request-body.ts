@@ -15,7 +15,7 @@
  */
 import * as http2 from "node:http2";
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { HttpRequest } from "./server.js";
+import type { HttpRequest } from "./http-types.js";
 
 const discarding = new WeakSet<HttpRequest>();
 

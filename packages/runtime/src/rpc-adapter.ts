@@ -54,6 +54,7 @@ import {
   universalResponseToNodeResponse,
 } from "@connectrpc/connect-node";
 import { errorDetailOf, toConnectError } from "./errors.js";
+import type { HttpRequest, HttpResponse } from "./http-types.js";
 import { scanJsonStructure } from "./json-scan.js";
 import type { RequestLimits } from "./limits.js";
 import type { Logger } from "./logger.js";
@@ -61,7 +62,6 @@ import { requestStructureGuard } from "./proto-scan.js";
 import { invalidUtf8, typedRpcError } from "./protocol-errors.js";
 import { requestBody } from "./request-body.js";
 import { requestIdKey } from "./request-id.js";
-import type { HttpRequest, HttpResponse } from "./server.js";
 import {
   defaultStructureLimits,
   type StructureLimits,

@@ -38,6 +38,7 @@ import {
   type HealthOptions,
   type HealthReporter,
 } from "./health.js";
+import type { HttpRequest, HttpResponse } from "./http-types.js";
 import { type RequestLimits, requestLimitsFromEnv } from "./limits.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createServerMetricsInterceptor } from "./metrics.js";
@@ -55,10 +56,7 @@ import { createRpcHandler } from "./rpc-adapter.js";
 import { structureLimitsFromEnv } from "./structure-limits.js";
 import { createServerTracingInterceptor } from "./telemetry.js";
 
-/** An incoming request on either HTTP version. */
-export type HttpRequest = http.IncomingMessage | http2.Http2ServerRequest;
-/** The response of an {@link HttpRequest}. */
-export type HttpResponse = http.ServerResponse | http2.Http2ServerResponse;
+export type { HttpRequest, HttpResponse };
 
 /**
  * A plain-HTTP handler, tried for every request that is not an RPC. Return

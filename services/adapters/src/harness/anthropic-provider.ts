@@ -12,6 +12,7 @@ import Anthropic, {
 } from "@anthropic-ai/sdk";
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatBlockJson } from "@trellis/messages";
+import { isRecord } from "@trellis/runtime";
 import { assistantMessage, plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
 import type {
   FinishReason,
@@ -35,10 +36,6 @@ const PROVIDER = "Anthropic";
 export const ANTHROPIC_PROVIDER = "anthropic";
 
 type Json = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function invalidRequest(message: string): ProviderError {
   return new ProviderError({ category: "provider_invalid_request", message });

@@ -13,6 +13,7 @@
  * suspension metadata; the turn logic lives in `harness-adapter.ts`.
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { isRecord } from "@trellis/runtime";
 import type { ModelTool } from "./provider.js";
 import type { InputProblem } from "./tools.js";
 
@@ -47,16 +48,12 @@ export const ASK_USER_TOOL: ModelTool = {
   },
 };
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * The question of an `ask_user` call, or the problems with its input (the
  * model gets them back as an error result, like any malformed tool call).
  */
 export function questionOf(input: JsonValue): { question: string } | { problems: InputProblem[] } {
-  if (!isObject(input)) {
+  if (!isRecord(input)) {
     return { problems: [{ path: "", message: "the input must be a JSON object" }] };
   }
   const problems: InputProblem[] = [];
@@ -84,7 +81,7 @@ export function questionOf(input: JsonValue): { question: string } | { problems:
 
 /** The answer of a clarification resume payload `{"answer": "<text>"}`, or why it is not one. */
 export function answerOf(payload: JsonValue): { answer: string } | { problem: string } {
-  if (!isObject(payload)) return { problem: "the payload is not a JSON object" };
+  if (!isRecord(payload)) return { problem: "the payload is not a JSON object" };
   const extra = Object.keys(payload).filter((key) => key !== "answer");
   if (extra.length > 0) return { problem: `unknown field(s) ${extra.join(", ")}` };
   const { answer } = payload;

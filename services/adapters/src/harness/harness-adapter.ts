@@ -42,7 +42,7 @@ import {
 } from "@trellis/adapter-sdk";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
-import { sleep, TrellisError, withSpan } from "@trellis/runtime";
+import { isRecord, sleep, TrellisError, withSpan } from "@trellis/runtime";
 import type {
   ExecutionAdapter,
   ExecutionEvent,
@@ -166,10 +166,6 @@ interface Suspension {
   awaiting: Awaiting;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function isCount(value: unknown): value is number {
   return typeof value === "number" && Number.isInteger(value) && value >= 0;
 }
@@ -194,7 +190,7 @@ function encodeCheckpoint(state: TurnState, pending: ToolCallJob, awaiting: Awai
 
 function decodeJob(value: unknown): ToolCallJob {
   if (
-    !isObject(value) ||
+    !isRecord(value) ||
     typeof value.id !== "string" ||
     typeof value.name !== "string" ||
     typeof value.call_id !== "string" ||
@@ -211,14 +207,14 @@ function decodeJob(value: unknown): ToolCallJob {
 }
 
 function decodeCheckpoint(value: JsonValue): Suspension {
-  if (!isObject(value) || value.v !== CHECKPOINT_VERSION) {
+  if (!isRecord(value) || value.v !== CHECKPOINT_VERSION) {
     throw new Error(`not a harness checkpoint of version ${CHECKPOINT_VERSION}`);
   }
   const usage = value.usage;
   if (
     !Array.isArray(value.turn) ||
     !isCount(value.steps) ||
-    !isObject(usage) ||
+    !isRecord(usage) ||
     !isCount(usage.prompt) ||
     !isCount(usage.completion) ||
     !isCount(usage.total) ||
@@ -250,7 +246,7 @@ function decodeCheckpoint(value: JsonValue): Suspension {
 
 /** `{"approved": bool, "reason"?: string}`, or undefined when the payload is not one. */
 function approvalOf(payload: JsonValue): { approved: boolean; reason?: string } | undefined {
-  if (!isObject(payload) || typeof payload.approved !== "boolean") return undefined;
+  if (!isRecord(payload) || typeof payload.approved !== "boolean") return undefined;
   return {
     approved: payload.approved,
     ...(typeof payload.reason === "string" && payload.reason !== ""

@@ -45,6 +45,7 @@
  *   out fails the turn with `budget_exceeded`.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
+import { isRecord } from "@trellis/runtime";
 import { ASK_USER } from "./clarification.js";
 import {
   isMcpToolOf,
@@ -102,10 +103,6 @@ const BUDGET_KEYS = new Set(["max_steps", "max_total_tokens"]);
 /** Default upper bound on model calls in one turn. */
 export const DEFAULT_MAX_STEPS = 10;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function positiveInteger(value: unknown, path: string, max: number): number {
   if (typeof value !== "number" || !Number.isInteger(value) || value < 1 || value > max) {
     throw new HarnessDefinitionError(`must be an integer in 1…${max}`, path);
@@ -146,7 +143,7 @@ export function parseHarnessDefinition(
     }
   }
   const { provider, model, system, temperature, stream, budgets } = document;
-  if (document.context !== undefined && !isObject(document.context)) {
+  if (document.context !== undefined && !isRecord(document.context)) {
     throw new HarnessDefinitionError("must be an object", "context");
   }
   if (typeof provider !== "string" || !knownProviders.includes(provider)) {
@@ -219,7 +216,7 @@ export function parseHarnessDefinition(
   let maxSteps = DEFAULT_MAX_STEPS;
   let maxTotalTokens: number | undefined;
   if (budgets !== undefined) {
-    if (!isObject(budgets)) throw new HarnessDefinitionError("must be an object", "budgets");
+    if (!isRecord(budgets)) throw new HarnessDefinitionError("must be an object", "budgets");
     for (const key of Object.keys(budgets)) {
       if (!BUDGET_KEYS.has(key))
         throw new HarnessDefinitionError("unknown budget", `budgets.${key}`);

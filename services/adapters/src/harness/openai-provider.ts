@@ -6,6 +6,7 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatBlockJson } from "@trellis/messages";
+import { isRecord } from "@trellis/runtime";
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
 import { assistantMessage, plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
 import type {
@@ -24,10 +25,6 @@ const PROVIDER = "OpenAI";
 export const OPENAI_PROVIDER = "openai";
 
 type Json = Record<string, unknown>;
-
-function isRecord(value: unknown): value is Json {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 /** §8.1.1: one canonical message as a Chat Completions message (thinking stripped). */
 function wireMessage(message: WireMessage): Json {

@@ -28,7 +28,7 @@ import {
   type RoutingPolicy,
   requirementProblems,
 } from "@trellis/adapter-sdk";
-import { TrellisError } from "@trellis/runtime";
+import { isJsonObject, TrellisError } from "@trellis/runtime";
 import type { BackendHints, BackendView } from "./registry.js";
 
 /** Most backends a routing policy may allow (each one is negotiated per turn). */
@@ -60,10 +60,6 @@ const REQUIREMENT_KEYS: Record<string, keyof ExecutionRequirements> = {
   max_elapsed_ms: "maxElapsedMs",
 };
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * Read the routing policy out of an agent definition. Returns the policy
  * and the definition without it; throws `agent_definition_invalid` naming
@@ -76,7 +72,7 @@ export function routingFromDefinition(definition: JsonObject): {
   const raw = definition[ROUTING_KEY];
   if (raw === undefined) return { definition };
   const base = `agent.definition.${ROUTING_KEY}`;
-  if (!isObject(raw)) throw definitionInvalid(base, "must be an object");
+  if (!isJsonObject(raw)) throw definitionInvalid(base, "must be an object");
   const known = new Set(["backends", "pinned", "prefer", "requirements"]);
   for (const key of Object.keys(raw)) {
     if (!known.has(key)) throw definitionInvalid(`${base}.${key}`, "is not a routing field");
@@ -113,7 +109,7 @@ export function routingFromDefinition(definition: JsonObject): {
     policy.preference = raw.prefer;
   }
   if (raw.requirements !== undefined) {
-    if (!isObject(raw.requirements)) {
+    if (!isJsonObject(raw.requirements)) {
       throw definitionInvalid(`${base}.requirements`, "must be an object");
     }
     const requirements: Record<string, unknown> = {};
@@ -144,7 +140,7 @@ export function wrapCheckpoint(backendId: string, checkpoint: JsonValue): JsonVa
 /** Unwrap a checkpoint; a foreign one (not wrapped) is returned as it is. */
 export function unwrapCheckpoint(checkpoint: JsonValue): { backend?: string; state: JsonValue } {
   if (
-    isObject(checkpoint) &&
+    isJsonObject(checkpoint) &&
     checkpoint[CHECKPOINT_MARK] === 1 &&
     typeof checkpoint.backend === "string" &&
     "state" in checkpoint

@@ -1,15 +1,13 @@
 /** Validation of the parts of a graph document: messages and stream options. */
-import { GraphDefinitionError, type GraphMessage } from "./graph-types.js";
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { isRecord } from "@trellis/runtime";
+import { GraphDefinitionError, type GraphMessage } from "./graph-types.js";
 
 const ROLES = new Set(["system", "user", "assistant", "tool"]);
 
 /** Check one message of an update node (llm-provider §3 shape). */
 export function checkMessage(value: unknown, path: string): GraphMessage {
-  if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
+  if (!isRecord(value)) throw new GraphDefinitionError("must be an object", path);
   if (typeof value.role !== "string" || !ROLES.has(value.role)) {
     throw new GraphDefinitionError("role must be system, user, assistant or tool", `${path}.role`);
   }
@@ -28,7 +26,7 @@ export function checkMessage(value: unknown, path: string): GraphMessage {
       throw new GraphDefinitionError("tool_calls must be a list", `${path}.tool_calls`);
     }
     value.tool_calls.forEach((call, i) => {
-      if (!isObject(call) || typeof call.id !== "string" || typeof call.name !== "string") {
+      if (!isRecord(call) || typeof call.id !== "string" || typeof call.name !== "string") {
         throw new GraphDefinitionError(
           "a tool call needs string id and name",
           `${path}.tool_calls[${i}]`,
@@ -46,7 +44,7 @@ const STREAM_FIELDS = new Set(["chunk_chars", "delay_ms"]);
 
 /** Check an update node's `stream` option. */
 export function checkStream(value: unknown, path: string): void {
-  if (!isObject(value)) {
+  if (!isRecord(value)) {
     throw new GraphDefinitionError("stream must be an object like {chunk_chars, delay_ms}", path);
   }
   for (const key of Object.keys(value)) {

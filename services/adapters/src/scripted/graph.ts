@@ -47,6 +47,7 @@
  * it against a session is the adapter's job.
  */
 
+import { isRecord } from "@trellis/runtime";
 import { checkMessage, checkStream } from "./graph-checks.js";
 import { GraphDefinitionError, type GraphMessage, type Json } from "./graph-types.js";
 import {
@@ -135,10 +136,6 @@ export interface ScriptedGraph {
   keepsState: boolean;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Node kinds as the harness fixtures spell them, and the names they stand for. */
 const NODE_ALIASES: Readonly<Record<string, "suspend" | "raise">> = {
   suspend_with_descriptor: "suspend",
@@ -146,7 +143,7 @@ const NODE_ALIASES: Readonly<Record<string, "suspend" | "raise">> = {
 };
 
 function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode {
-  if (!isObject(value)) throw new GraphDefinitionError("must be an object", path);
+  if (!isRecord(value)) throw new GraphDefinitionError("must be an object", path);
   const kinds = Object.keys(value).filter(
     (k) =>
       value[k] !== undefined &&
@@ -160,7 +157,7 @@ function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode
   const body = value[written];
   const at = `${path}.${written}`;
   if (kind === "update") {
-    if (!isObject(body)) throw new GraphDefinitionError("update must be an object", at);
+    if (!isRecord(body)) throw new GraphDefinitionError("update must be an object", at);
     const messages = body.messages ?? [];
     if (!Array.isArray(messages)) {
       throw new GraphDefinitionError("messages must be a list", `${at}.messages`);
@@ -194,10 +191,10 @@ function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode
     };
   }
   if (kind === "suspend") {
-    if (!isObject(body) || typeof body.signal_id !== "string" || body.signal_id === "") {
+    if (!isRecord(body) || typeof body.signal_id !== "string" || body.signal_id === "") {
       throw new GraphDefinitionError("suspend needs a non-empty signal_id", at);
     }
-    if (body.metadata !== undefined && !isObject(body.metadata)) {
+    if (body.metadata !== undefined && !isRecord(body.metadata)) {
       throw new GraphDefinitionError("metadata must be an object", `${at}.metadata`);
     }
     if (body.kind !== undefined && body.kind !== "input" && body.kind !== "auth") {
@@ -205,7 +202,7 @@ function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode
     }
     return { suspend: body as SuspendNode["suspend"] };
   }
-  if (!isObject(body) || typeof body.category !== "string" || typeof body.message !== "string") {
+  if (!isRecord(body) || typeof body.category !== "string" || typeof body.message !== "string") {
     throw new GraphDefinitionError("raise needs string category and message", at);
   }
   return { raise: body as RaiseNode["raise"] };
@@ -216,9 +213,9 @@ function checkNode(value: unknown, path: string, schema: StateSchema): GraphNode
  * first problem's path (e.g. `nodes.greet.update.messages[0].role`).
  */
 export function parseGraph(document: unknown): ScriptedGraph {
-  if (!isObject(document)) throw new GraphDefinitionError("must be an object", "graph");
+  if (!isRecord(document)) throw new GraphDefinitionError("must be an object", "graph");
   const { entry, nodes: written, edges } = document;
-  if (!isObject(written) || Object.keys(written).length === 0) {
+  if (!isRecord(written) || Object.keys(written).length === 0) {
     throw new GraphDefinitionError("needs at least one node", "nodes");
   }
   const stateSchema = parseStateSchema(document.state);
@@ -235,7 +232,7 @@ export function parseGraph(document: unknown): ScriptedGraph {
   }
   const checkedEdges = (edges ?? []).map((edge, i): GraphEdge => {
     const path = `edges[${i}]`;
-    if (!isObject(edge) || typeof edge.from !== "string" || typeof edge.to !== "string") {
+    if (!isRecord(edge) || typeof edge.from !== "string" || typeof edge.to !== "string") {
       throw new GraphDefinitionError("an edge needs string from and to", path);
     }
     if (!(edge.from in nodes))
@@ -244,7 +241,7 @@ export function parseGraph(document: unknown): ScriptedGraph {
       throw new GraphDefinitionError(`unknown node ${edge.to}`, `${path}.to`);
     }
     if (edge.when !== undefined) {
-      if (!isObject(edge.when) || typeof edge.when.path !== "string" || !("equals" in edge.when)) {
+      if (!isRecord(edge.when) || typeof edge.when.path !== "string" || !("equals" in edge.when)) {
         throw new GraphDefinitionError("when needs path and equals", `${path}.when`);
       }
     }
@@ -320,7 +317,7 @@ export type RunResult = (
 function valueAt(payload: Json, path: string): Json | undefined {
   let current: Json | undefined = payload;
   for (const key of path.split(".").filter((k) => k !== "")) {
-    if (!isObject(current)) return undefined;
+    if (!isRecord(current)) return undefined;
     current = (current as { [key: string]: Json })[key];
   }
   return current;
@@ -351,7 +348,7 @@ function renderMessage(message: GraphMessage, vars: Record<string, string>): Gra
     typeof message.content === "string"
       ? render(message.content, vars)
       : message.content?.map((block) =>
-          isObject(block) && typeof block.text === "string"
+          isRecord(block) && typeof block.text === "string"
             ? { ...block, text: render(block.text, vars) }
             : block,
         );

@@ -19,6 +19,8 @@
  * A field's `default` is its value until something writes it; `type` is
  * documentation only. Pure: no I/O.
  */
+
+import { isRecord } from "@trellis/runtime";
 import { GraphDefinitionError, type Json } from "./graph-types.js";
 
 /** How a field's updates merge into its value. */
@@ -44,24 +46,20 @@ export const STEP_OPTIONS: ReadonlySet<string> = new Set(["delay_ms", "stream"])
 
 const FIELD_KEYS = new Set(["type", "reducer", "default"]);
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Validate a graph's `state` section (absent: no declared fields). */
 export function parseStateSchema(value: unknown): StateSchema {
   if (value === undefined) return {};
-  if (!isObject(value)) throw new GraphDefinitionError("must be an object like {fields}", "state");
+  if (!isRecord(value)) throw new GraphDefinitionError("must be an object like {fields}", "state");
   for (const key of Object.keys(value)) {
     if (key !== "fields")
       throw new GraphDefinitionError("unknown key (expected fields)", `state.${key}`);
   }
   const fields = value.fields ?? {};
-  if (!isObject(fields)) throw new GraphDefinitionError("must be an object", "state.fields");
+  if (!isRecord(fields)) throw new GraphDefinitionError("must be an object", "state.fields");
   const schema: Record<string, StateField> = {};
   for (const [name, spec] of Object.entries(fields)) {
     const path = `state.fields.${name}`;
-    if (!isObject(spec)) throw new GraphDefinitionError("must be an object", path);
+    if (!isRecord(spec)) throw new GraphDefinitionError("must be an object", path);
     for (const key of Object.keys(spec)) {
       if (!FIELD_KEYS.has(key)) {
         throw new GraphDefinitionError(
@@ -144,7 +142,7 @@ export function applyUpdate(schema: StateSchema, state: GraphState, update: Grap
  * Other payload fields only steer the edges.
  */
 export function payloadUpdate(schema: StateSchema, payload: Json | undefined): GraphState {
-  if (!isObject(payload)) return {};
+  if (!isRecord(payload)) return {};
   const update: GraphState = {};
   for (const [name, value] of Object.entries(payload)) {
     if (name in schema && value !== undefined) update[name] = value as Json;

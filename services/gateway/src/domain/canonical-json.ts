@@ -1,9 +1,9 @@
 /**
- * Canonical JSON: object keys sorted (by UTF-16 code units, as RFC 8785 does),
- * no whitespace. Used to compare request bodies for idempotency ("equivalent
- * request body" means the same JSON value, whatever the key order or spacing)
- * and to give free-form values (metadata, tool input) one stable key order so
- * that two reads of the same data serialize byte-identically.
+ * Sorted keys and hashes. {@link sortKeys} gives free-form values (metadata,
+ * tool input) one stable key order so that two reads of the same data
+ * serialize byte-identically. Canonical JSON itself (idempotency request
+ * hashes: "equivalent request body" means the same JSON value, whatever the
+ * key order or spacing) is `canonicalJson` of `@trellis/runtime` (RFC 8785).
  */
 import { createHash } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
@@ -20,11 +20,6 @@ export function sortKeys(value: JsonValue): JsonValue {
     return out;
   }
   return value;
-}
-
-/** The canonical text of a JSON value. */
-export function canonicalJson(value: JsonValue): string {
-  return JSON.stringify(sortKeys(value));
 }
 
 /** Hex SHA-256 of a string (UTF-8) or bytes. */

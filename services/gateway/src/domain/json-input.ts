@@ -5,7 +5,7 @@
  * fields (the spec's nullable fields).
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { checkJsonStructure, defaultStructureLimits, errors } from "@trellis/runtime";
+import { checkJsonStructure, defaultStructureLimits, errors, isJsonObject } from "@trellis/runtime";
 
 /** `parent.key` / `parent[index]` paths, without a leading dot. */
 export function fieldPath(parent: string, key: string | number): string {
@@ -19,10 +19,8 @@ function typeName(value: JsonValue | undefined): string {
   return `a ${typeof value}`;
 }
 
-/** Whether `value` is a JSON object (not an array, not null). */
-export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+/** Whether `value` is a JSON object (the shared one, `@trellis/runtime`). */
+export { isJsonObject };
 
 /** `value` as an object, or a 400 naming `path`. */
 export function requireObject(value: JsonValue | undefined, path: string): JsonObject {

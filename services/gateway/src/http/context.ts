@@ -9,7 +9,7 @@ import type { Authenticator } from "../auth/authenticator.js";
 import type { GatewayConfig } from "../config.js";
 import type { Scope } from "../domain/scopes.js";
 import type { AgentPolicyStore } from "../policy/store.js";
-import type { RequestLimits } from "../quota/limits.js";
+import type { Admission, GuardedOperation, QuotaReport } from "../quota/admission.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
 import type { KeyStore } from "../store/key-store.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
@@ -42,11 +42,29 @@ export interface GatewayDeps {
   /** Log-derived state of recently read session details (`GET /v1/ui/sessions/{id}`). */
   sessionDetails: SessionDetailCache;
   /** Rate limits and hard quotas on writes (`quota/limits.ts`); none when absent. */
-  limits?: RequestLimits;
+  limits?: RouteLimits;
   /** Agent policies of credentials (`policy/`); creating a restricted credential needs it. */
   agentPolicies?: AgentPolicyStore;
   /** Webhook subscriptions and delivery (`webhooks/`); the routes answer 503 when absent. */
   webhooks?: { store: WebhookStore; dispatcher: WebhookDispatcher; config: WebhookConfig };
+}
+
+/**
+ * What the REST surface uses of the rate limits and hard quotas; the
+ * implementation is `RequestLimits` (`quota/limits.ts`).
+ */
+export interface RouteLimits {
+  /** The route with its handler behind the limits. */
+  wrap(route: RouteSpec): RouteSpec;
+  /** Check and count one operation of `caller` (any transport). */
+  admit(
+    caller: Caller,
+    requestId: string,
+    operation: GuardedOperation,
+    agentOfSession: (sessionId: string) => Promise<string>,
+  ): Promise<Admission>;
+  /** The quotas and limits that apply to a workspace, with its current usage. */
+  report(workspaceId: string, actorId?: string): Promise<QuotaReport[]>;
 }
 
 /** One REST call being served. */

@@ -23,6 +23,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import { context as otelContext, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { type Caller, serviceUrl, setCallerHeaders } from "@trellis/platform";
 import {
+  canonicalJson,
   extractTraceContext,
   type HttpHandler,
   type HttpRequest,
@@ -39,7 +40,7 @@ import {
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
-import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
+import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
   checkProtocolVersion,
@@ -427,7 +428,7 @@ export function createRestHandler(
       target,
       key,
     };
-    const requestHash = sha256Hex(canonicalJson(call.body ?? {}));
+    const requestHash = sha256Hex(canonicalJson(call.body ?? {}, { loneSurrogates: "escape" }));
     call.idempotencyKey = `idem_${scopeHash(scope)}`;
     const config = deps.config;
     const deadline = Date.now() + config.TRELLIS_IDEMPOTENCY_WAIT;

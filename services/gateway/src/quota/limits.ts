@@ -20,9 +20,10 @@
 import type { Caller } from "@trellis/platform";
 import { type HarnErrorResponse, harnError } from "../domain/errors.js";
 import { JsonReader } from "../domain/json-input.js";
-import type { RestCall, RouteSpec } from "../http/context.js";
+import type { RestCall, RouteLimits, RouteSpec } from "../http/context.js";
 import { errorResponse, type RestResponse } from "../http/io.js";
 import { visibleSession } from "../http/routes/common.js";
+import type { Admission, GuardedOperation, QuotaReport } from "./admission.js";
 import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 import { WriteBehindCounters } from "./write-behind-counters.js";
@@ -51,26 +52,7 @@ function deliveryMadeTask(response: RestResponse): boolean {
   }
 }
 
-/** What a guarded operation is. */
-export type GuardedOperation =
-  | { kind: "read" }
-  | { kind: "write" }
-  | { kind: "task"; sessionId: string | undefined; agentId: string | undefined };
-
-/** One quota as the `GET /v1/quotas` resource reports it. */
-export interface QuotaReport {
-  id: string;
-  scope: "workspace" | "persona";
-  /** What is counted: `tasks_per_day`, `writes` or `reads` (per window). */
-  counts: "tasks_per_day" | "writes" | "reads";
-  /** Set for the caller's own rates: the actor they count. */
-  actorId?: string;
-  limit: number;
-  periodMs: number;
-  used: number;
-  resetAt: Date;
-  hard: boolean;
-}
+export type { Admission, GuardedOperation, QuotaReport };
 
 /** The key a quota's limit and usage go under, e.g. `tasks_per_day`, `writes_per_60s`. */
 export function quotaLimitName(q: QuotaReport): string {
@@ -83,7 +65,7 @@ export function quotaExhaustion(q: QuotaReport): "quota_exceeded" | "rate_limite
   return q.hard ? "quota_exceeded" : "rate_limited";
 }
 
-export class RequestLimits {
+export class RequestLimits implements RouteLimits {
   private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
   private readonly reads: WriteBehindCounters;
   private readonly writes: WriteBehindCounters;
@@ -163,10 +145,7 @@ export class RequestLimits {
     requestId: string,
     operation: GuardedOperation,
     agentOfSession: (sessionId: string) => Promise<string>,
-  ): Promise<
-    | { ok: true; settle(started: boolean): Promise<void> }
-    | { ok: false; refusal: HarnErrorResponse }
-  > {
+  ): Promise<Admission> {
     const admitted = { ok: true as const, settle: async () => {} };
     const { actorId, workspaceId } = caller;
     if (actorId === "" && workspaceId === "") return admitted;

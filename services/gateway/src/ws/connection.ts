@@ -37,6 +37,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
 import {
+  canonicalJson,
   inputRejectedByDatabase,
   isTrellisError,
   requestIdHeader,
@@ -45,7 +46,7 @@ import {
 import type { WebSocket } from "ws";
 import { authFailureMessage } from "../auth/authenticator.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
-import { canonicalJson, sha256Hex } from "../domain/canonical-json.js";
+import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn } from "../domain/harn-json.js";
 import { credentialChecksOf } from "../feed/credential-checks.js";
@@ -324,7 +325,7 @@ export function serveWebSocket(options: WsConnectionOptions): void {
       key,
     };
     call.idempotencyKey = `idem_${scopeHash(scope)}`;
-    const requestHash = sha256Hex(canonicalJson(call.body ?? {}));
+    const requestHash = sha256Hex(canonicalJson(call.body ?? {}, { loneSurrogates: "escape" }));
     const config = deps.config;
     const deadline = Date.now() + config.TRELLIS_IDEMPOTENCY_WAIT;
     for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {

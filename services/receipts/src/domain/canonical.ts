@@ -6,7 +6,8 @@
  * SHA-256 of the canonical receipt with `chain.receipt_hash` and `signatures`
  * removed, written `sha256:<64 hex>`.
  *
- * Canonicalization is the maintained `json-canonicalize` package (RFC 8785:
+ * Canonicalization is `canonicalJson` of @trellis/runtime (json.ts), the
+ * maintained `json-canonicalize` package (RFC 8785:
  * keys sorted by UTF-16 code units, ECMAScript number serialization, no
  * whitespace; checked against the RFC's test vectors in
  * test/canonical.test.ts). It rejects NaN and Infinity; lone surrogates,
@@ -30,32 +31,12 @@
 import { createHash } from "node:crypto";
 import { toJson } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "@trellis/contracts/core";
-import { canonicalize } from "json-canonicalize";
+import { canonicalJson, hasLoneSurrogate } from "@trellis/runtime";
 import { isJsonObject, type Sha256 } from "./receipt.js";
 
+export { canonicalJson };
+
 const SHA256_PATTERN = /^sha256:[0-9a-f]{64}$/;
-
-/** RFC 8785 canonical text of a JSON value. Throws for values JSON cannot carry. */
-export function canonicalJson(value: unknown): string {
-  if (value === undefined) throw new TypeError("cannot canonicalize undefined");
-  const text = canonicalize(value);
-  if (hasLoneSurrogate(text)) {
-    throw new TypeError("a string holds a lone surrogate, which RFC 8785 (I-JSON) does not allow");
-  }
-  return text;
-}
-
-/**
- * Whether JSON text escapes a lone surrogate (`\udXXX` with XXX in d800–dfff).
- * ECMAScript's JSON.stringify, which RFC 8785 serializers use for strings,
- * writes a paired surrogate as the character itself and a lone one as a
- * lower-case escape; an escape counts only after an even run of backslashes.
- */
-function hasLoneSurrogate(text: string): boolean {
-  return text.includes("\\ud") && LONE_SURROGATE_ESCAPE.test(text);
-}
-
-const LONE_SURROGATE_ESCAPE = /(?:^|[^\\])(?:\\\\)*\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 
 /**
  * A member name as RFC 8785 writes it (§3.2.3: a string, serialized as

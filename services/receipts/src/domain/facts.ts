@@ -38,6 +38,7 @@ import {
   ToolResultStatus,
 } from "@trellis/contracts/core";
 import { roleName as wireRoleName } from "@trellis/messages";
+import { isJsonObject } from "@trellis/runtime";
 import { canonicalJson, isSha256, sha256Of } from "./canonical.js";
 import type {
   A2aHandoff,
@@ -253,10 +254,6 @@ function toolStatusFromText(text: string, fallback: ToolCallEffect["status"]) {
 
 type JsonObject = { [key: string]: JsonValue };
 
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function str(data: JsonObject, ...keys: string[]): string {
   for (const key of keys) {
     const value = data[key];
@@ -294,7 +291,7 @@ function toolRecordOf(
   callId: string,
 ): Pick<ToolResultFact, "status" | "outputHash" | "tool"> | undefined {
   const record = message.metadata?.[`tool:${callId}`];
-  if (!isObject(record) || record.kind !== "tool_result") return undefined;
+  if (!isJsonObject(record) || record.kind !== "tool_result") return undefined;
   const stated = str(record, "status");
   // A call the harness refused (bad input) never ran: it failed; a denied one was canceled.
   const status = stated === "rejected" ? "failed" : toolStatusFromText(stated, "succeeded");
@@ -368,7 +365,7 @@ function approvalFacts(
   payload: JsonValue | undefined,
   redactions: RedactionDescriptor[],
 ): ApprovalFact {
-  const data = isObject(payload) ? payload : {};
+  const data = isJsonObject(payload) ? payload : {};
   let decision: ApprovalFact["decision"] = "denied";
   const stated = str(data, "decision").toLowerCase();
   if (
@@ -452,7 +449,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       if (!chosen) return;
       const alternatives = Array.isArray(data.alternatives)
         ? data.alternatives.flatMap((a) => {
-            const ref = isObject(a) ? modelRef(a) : undefined;
+            const ref = isJsonObject(a) ? modelRef(a) : undefined;
             return ref ? [ref] : [];
           })
         : [];

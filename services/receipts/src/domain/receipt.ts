@@ -6,6 +6,7 @@
  *
  * Pure: no I/O.
  */
+import { isJsonObject } from "@trellis/runtime";
 
 /** The schema marker of every receipt Trellis issues. */
 export const RECEIPT_SCHEMA = "receipt-2026-04-25";
@@ -223,7 +224,4 @@ export interface ReceiptDocument {
 /** A receipt before it is chained and signed: no `chain`, no `signatures`. */
 export type UnsignedReceipt = Omit<ReceiptDocument, "chain" | "signatures">;
 
-/** Whether `value` is a plain JSON object (not an array, not null). */
-export function isJsonObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+export { isJsonObject };

@@ -22,7 +22,7 @@
  * `metadata.fingerprint`.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import { isSecretFingerprint, type SecretFingerprint } from "@trellis/runtime";
+import { isJsonObject, isSecretFingerprint, type SecretFingerprint } from "@trellis/runtime";
 import type { ReceiptDelta, ReplayMaterial, ReplayMaterialKind, Sha256 } from "./receipt.js";
 
 type JsonObject = { [key: string]: JsonValue };
@@ -106,10 +106,6 @@ export const REPLAY_DEPENDENCY_UNAVAILABLE = "replay_dependency_unavailable";
 
 const SHA256 = /^sha256:[0-9a-f]{64}$/;
 
-function isObject(value: JsonValue | undefined): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function text(data: JsonObject, key: string): string {
   const value = data[key];
   return typeof value === "string" ? value : "";
@@ -173,7 +169,7 @@ export function replayFactOfData(
   if (kind === "replay.started") {
     const overrides: ReplayOverrideFact[] = [];
     for (const entry of Array.isArray(data.overrides) ? data.overrides : []) {
-      if (!isObject(entry)) continue;
+      if (!isJsonObject(entry)) continue;
       const key = text(entry, "override_key");
       if (!key) continue;
       const sha = hashOrNull(entry.sha256);
@@ -195,12 +191,12 @@ export function replayFactOfData(
   const replayTaskId = text(data, "replay_task_id");
   const deltas: ReplayDeltaFact[] = [];
   for (const entry of Array.isArray(data.deltas) ? data.deltas : []) {
-    if (!isObject(entry)) continue;
+    if (!isJsonObject(entry)) continue;
     const key = text(entry, "override_key");
     const delta = deltaFact(entry, `${replayTaskId}:${key}`, clean);
     if (delta) deltas.push(delta);
   }
-  const failure = isObject(data.failure) ? data.failure : undefined;
+  const failure = isJsonObject(data.failure) ? data.failure : undefined;
   fact.ended = {
     status: text(data, "status") || (kind === "replay.completed" ? "COMPLETED" : "FAILED"),
     deltas,
@@ -224,13 +220,13 @@ export function replayFactOfMarker(
   marker: JsonValue | undefined,
   clean: (s: string, field: string) => string,
 ): ReplayFact | undefined {
-  if (!isObject(marker)) return undefined;
+  if (!isJsonObject(marker)) return undefined;
   const sourceTaskId = text(marker, "source_task_id");
   if (!sourceTaskId) return undefined;
   const fact: ReplayFact = { sourceTaskId, mode: text(marker, "mode") || "exact" };
   const cursor = text(marker, "replay_cursor");
   if (cursor) fact.cursor = cursor;
-  const override = isObject(marker.override) ? marker.override : undefined;
+  const override = isJsonObject(marker.override) ? marker.override : undefined;
   const key = text(marker, "override_key");
   if (override && key) {
     const delta = deltaFact(
@@ -246,7 +242,7 @@ export function replayFactOfMarker(
     if (delta) fact.delta = delta;
     const more: ReplayDeltaFact[] = [];
     for (const entry of Array.isArray(marker.more_overrides) ? marker.more_overrides : []) {
-      if (!isObject(entry) || !isObject(entry.override)) continue;
+      if (!isJsonObject(entry) || !isJsonObject(entry.override)) continue;
       const moreKey = text(entry, "override_key");
       const extra = deltaFact(
         {

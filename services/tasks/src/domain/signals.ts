@@ -3,6 +3,7 @@
  * Pure: no I/O.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { isJsonObject } from "@trellis/runtime";
 
 /** The signal id a suspended task waits on: `<task_id>:<label>`. */
 export function signalIdFor(taskId: string, label: string): string {
@@ -16,19 +17,15 @@ export interface SignalMeaning {
   eventKind: string;
 }
 
-function isObject(value: JsonValue | undefined): value is { [key: string]: JsonValue } {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * `{cancel: true}` cancels; a payload with an `approved` field is a tool
  * confirmation (approve / deny); anything else is input.
  */
 export function classifySignal(payload: JsonValue | undefined): SignalMeaning {
-  if (isObject(payload) && payload.cancel === true) {
+  if (isJsonObject(payload) && payload.cancel === true) {
     return { cancel: true, eventKind: "user.cancel_requested" };
   }
-  if (isObject(payload) && "approved" in payload) {
+  if (isJsonObject(payload) && "approved" in payload) {
     return { cancel: false, eventKind: "user.tool_confirmation" };
   }
   return { cancel: false, eventKind: "user.input_submitted" };

@@ -5,7 +5,7 @@
  * A write that breaks one is refused before anything is stored.
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { TrellisError } from "@trellis/runtime";
+import { isJsonObject, TrellisError } from "@trellis/runtime";
 
 /** Whose memory it is (Harn v1 "Memory" scopes). */
 export const MEMORY_SCOPES = ["persona", "session", "workspace", "tenant"] as const;
@@ -47,17 +47,13 @@ export function memoryScopeOf(value: string): MemoryScopeName {
   });
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /**
  * Checks content: a non-empty string or a JSON object, within the size limit.
  *
  * @throws TrellisError `invalid_request` for another shape, `payload_too_large` past the limit.
  */
 export function checkMemoryContent(content: JsonValue | undefined): JsonValue {
-  if (!(typeof content === "string" && content !== "") && !isObject(content)) {
+  if (!(typeof content === "string" && content !== "") && !isJsonObject(content)) {
     throw new TrellisError({
       reason: "invalid_request",
       message: "memory content is a non-empty string or a JSON object",

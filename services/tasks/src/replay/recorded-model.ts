@@ -9,11 +9,8 @@ import { clone, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { FinishReason, ModelResponse } from "@trellis/adapters";
 import { type Message, MessageSchema } from "@trellis/contracts/core";
 import { type ChatBlockJson, type ChatToolCallJson, chatToMessage } from "@trellis/messages";
+import { isJsonObject } from "@trellis/runtime";
 import { invalidRequest } from "../domain/errors.js";
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
 
 function count(value: unknown): number | null {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : null;
@@ -38,7 +35,7 @@ export function recordedResponse(record: JsonObject, message: Message): ModelRes
   copy.id = "";
   copy.createdAt = undefined;
   copy.metadata = undefined;
-  const usage = isObject(record.usage) ? record.usage : {};
+  const usage = isJsonObject(record.usage) ? record.usage : {};
   const finish = FINISH_REASONS.find((r) => r === record.finish_reason) ?? "stop";
   const cached = count(usage.cached_tokens);
   return {
@@ -50,17 +47,17 @@ export function recordedResponse(record: JsonObject, message: Message): ModelRes
       totalTokens: count(usage.total_tokens),
       ...(cached !== null ? { cachedTokens: cached } : {}),
     },
-    raw: isObject(record.response) ? record.response : {},
+    raw: isJsonObject(record.response) ? record.response : {},
     model: typeof record.model === "string" ? record.model : "",
   };
 }
 
 function toolArguments(text: unknown, param: string): JsonObject {
-  if (isObject(text)) return text;
+  if (isJsonObject(text)) return text;
   if (typeof text !== "string" || text.trim() === "") return {};
   try {
     const parsed = JSON.parse(text) as JsonValue;
-    if (isObject(parsed)) return parsed;
+    if (isJsonObject(parsed)) return parsed;
   } catch {
     // reported below
   }
@@ -69,7 +66,7 @@ function toolArguments(text: unknown, param: string): JsonObject {
 
 function fromOpenAI(raw: JsonObject, param: string): Omit<ModelResponse, "model"> {
   const choice = Array.isArray(raw.choices) ? raw.choices[0] : undefined;
-  if (!isObject(choice) || !isObject(choice.message)) {
+  if (!isJsonObject(choice) || !isJsonObject(choice.message)) {
     throw invalidRequest("an OpenAI chat completion needs choices[0].message", param);
   }
   const message = choice.message;
@@ -84,8 +81,8 @@ function fromOpenAI(raw: JsonObject, param: string): Omit<ModelResponse, "model"
   const calls: ChatToolCallJson[] = (
     Array.isArray(message.tool_calls) ? message.tool_calls : []
   ).map((call, index) => {
-    const fn = isObject(call) && isObject(call.function) ? call.function : undefined;
-    if (!isObject(call) || typeof call.id !== "string" || !fn || typeof fn.name !== "string") {
+    const fn = isJsonObject(call) && isJsonObject(call.function) ? call.function : undefined;
+    if (!isJsonObject(call) || typeof call.id !== "string" || !fn || typeof fn.name !== "string") {
       throw invalidRequest(
         `choices[0].message.tool_calls[${index}] needs an id and function.name`,
         param,
@@ -97,7 +94,7 @@ function fromOpenAI(raw: JsonObject, param: string): Omit<ModelResponse, "model"
       arguments: toolArguments(fn.arguments, `${param}.tool_calls[${index}]`),
     };
   });
-  const usage = isObject(raw.usage) ? raw.usage : {};
+  const usage = isJsonObject(raw.usage) ? raw.usage : {};
   return {
     message: assistant(blocks, calls, param),
     finishReason: finishOf(choice.finish_reason, calls.length, {
@@ -120,7 +117,7 @@ function fromAnthropic(raw: JsonObject, param: string): Omit<ModelResponse, "mod
   const blocks: ChatBlockJson[] = [];
   const calls: ChatToolCallJson[] = [];
   for (const [index, block] of (raw.content as JsonValue[]).entries()) {
-    if (!isObject(block)) throw invalidRequest(`content[${index}] must be an object`, param);
+    if (!isJsonObject(block)) throw invalidRequest(`content[${index}] must be an object`, param);
     if (block.type === "text" && typeof block.text === "string" && block.text !== "") {
       blocks.push({ type: "text", text: block.text });
     } else if (block.type === "thinking" && typeof block.thinking === "string") {
@@ -136,7 +133,7 @@ function fromAnthropic(raw: JsonObject, param: string): Omit<ModelResponse, "mod
       });
     }
   }
-  const usage = isObject(raw.usage) ? raw.usage : {};
+  const usage = isJsonObject(raw.usage) ? raw.usage : {};
   const prompt = count(usage.input_tokens);
   const completion = count(usage.output_tokens);
   return {
@@ -186,7 +183,7 @@ function assistant(blocks: ChatBlockJson[], calls: ChatToolCallJson[], param: st
  */
 export function overrideResponse(value: JsonValue, key: string, model: string): ModelResponse {
   const param = `overrides.${key}.value`;
-  if (!isObject(value)) {
+  if (!isJsonObject(value)) {
     throw invalidRequest("an llm: override's value must be a provider response object", param);
   }
   const mapped = Array.isArray(value.choices)

@@ -50,6 +50,7 @@ import {
 } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import {
+  isJsonObject,
   isSecretFingerprint,
   type SecretFingerprint,
   type SecretFingerprints,
@@ -130,10 +131,6 @@ interface Applied {
   before: string | null;
   /** A `secret:` override: the source's recorded fingerprint (null: none recorded). */
   beforeFingerprint?: SecretFingerprint | null;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
 /** The message without what a replay changes by design (ids, times, metadata). */
@@ -329,7 +326,7 @@ class ReplayRun {
   #serveRecorded(request: ExecutionRequest): ExecutionResult {
     const state = request.resume ? unwrapCheckpoint(request.resume.checkpoint).state : undefined;
     const start =
-      isObject(state) && typeof state.replay_recorded_offset === "number"
+      isJsonObject(state) && typeof state.replay_recorded_offset === "number"
         ? state.replay_recorded_offset
         : (this.#plan.checkpoint?.outputCount ?? 0);
     const source = this.#plan.source;
@@ -458,11 +455,13 @@ class ReplayRun {
             override,
             material: `metadata.${key}.response`,
             before:
-              isObject(record) && record.response !== undefined ? sha256Of(record.response) : null,
+              isJsonObject(record) && record.response !== undefined
+                ? sha256Of(record.response)
+                : null,
           });
           return overrideResponse(override.value, key, model);
         }
-        if (!recorded || !isObject(record)) {
+        if (!recorded || !isJsonObject(record)) {
           throw this.#fail(key, `no recorded model response for call main:${n}`);
         }
         return recordedResponse(record, recorded);
@@ -494,7 +493,7 @@ class ReplayRun {
     const called = new Set<string>();
     for (const [key, at] of this.#byKey) {
       const record = key.startsWith("tool:") ? this.#source[at]?.message.metadata?.[key] : null;
-      if (isObject(record) && isObject(record.mcp) && typeof record.name === "string") {
+      if (isJsonObject(record) && isJsonObject(record.mcp) && typeof record.name === "string") {
         called.add(record.name);
       }
     }
@@ -519,7 +518,7 @@ class ReplayRun {
         const record = at === undefined ? undefined : this.#source[at]?.message.metadata?.[key];
         return (
           key.startsWith("tool:") &&
-          isObject(record) &&
+          isJsonObject(record) &&
           record.name === name &&
           "approval" in record
         );
@@ -576,7 +575,7 @@ class ReplayRun {
   #readRecord(toolCallId: string, key: string): JsonObject | undefined {
     const at = this.#byKey.get(`tool:${toolCallId}`);
     const record = at === undefined ? undefined : this.#source[at]?.message.metadata?.[key];
-    return isObject(record) ? record : undefined;
+    return isJsonObject(record) ? record : undefined;
   }
 
   /**
@@ -655,11 +654,12 @@ class ReplayRun {
         key,
         override,
         material: `metadata.${key}.output`,
-        before: isObject(record) && record.output !== undefined ? sha256Of(record.output) : null,
+        before:
+          isJsonObject(record) && record.output !== undefined ? sha256Of(record.output) : null,
       });
       return override.value;
     }
-    if (!isObject(record)) {
+    if (!isJsonObject(record)) {
       throw this.#fail(key, `no recorded result for tool call ${toolCallId} (${name})`);
     }
     const output = typeof record.output === "string" ? record.output : "";

@@ -21,6 +21,13 @@ import type { StoreParts } from "./store-parts.js";
 import type { Idempotency, Page, PageRequest, WorkspacePatch, WriteContext } from "./task-store.js";
 import type { Tx } from "./write-unit.js";
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** Workspaces and agents. */
+    directory: Directory;
+  }
+}
+
 /** Workspaces and agents (see the module header). */
 export class Directory {
   readonly #ctx: StoreContext;

@@ -41,6 +41,13 @@ import type {
 } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** A session's queue: submit, claim, cancel, signals. */
+    mailbox: Mailbox;
+  }
+}
+
 /** A session's queue of tasks (see the module header). */
 export class Mailbox {
   readonly #ctx: StoreContext;

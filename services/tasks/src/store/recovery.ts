@@ -15,6 +15,13 @@ import type { StoreParts } from "./store-parts.js";
 import type { Claim } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** Leases: renewal, release, lost workers. */
+    recovery: Recovery;
+  }
+}
+
 /** Leases and recovery of lost runs (see the module header). */
 export class Recovery {
   readonly #ctx: StoreContext;

@@ -30,6 +30,13 @@ import type {
 } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** Replays: source, create, read, end events. */
+    replays: Replays;
+  }
+}
+
 /** Replays of tasks (see the module header). */
 export class Replays {
   readonly #ctx: StoreContext;

@@ -44,6 +44,13 @@ const ARTIFACT_COLUMNS = [
   "created_at",
 ] as const;
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** Tasks, outcomes, artifacts and events as resources. */
+    resources: Resources;
+  }
+}
+
 /** Reads of tasks, outcomes, artifacts and events; artifact registration. */
 export class Resources {
   readonly #ctx: StoreContext;

@@ -45,6 +45,13 @@ export interface TaskEnd {
   event?: Event;
 }
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** How a run and a task end: finish, progress, outcomes. */
+    runs: Runs;
+  }
+}
+
 /** The end of runs and tasks (see the module header). */
 export class Runs {
   readonly #ctx: StoreContext;

@@ -53,6 +53,13 @@ const MESSAGE_EVENT_KINDS = [
 
 const NOT_DONE: RunState[] = ["queued", "running", "waiting"];
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** Sessions: create, read, list, close, fork, truncate. */
+    sessions: Sessions;
+  }
+}
+
 /** Sessions (see the module header). */
 export class Sessions {
   readonly #ctx: StoreContext;

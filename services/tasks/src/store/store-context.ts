@@ -5,13 +5,12 @@
  */
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@trellis/contracts/core";
-import type { Agent } from "@trellis/contracts/tasks";
+import type { Agent, Task } from "@trellis/contracts/tasks";
 import type { Database, OutboxWriter, Projector } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import type { TasksDatabase } from "./schema.js";
-import type { CommittedChanges, HotStatements } from "./write-unit.js";
 
 /** The state every module of the store reads (built once by `PostgresTaskStore`). */
 export interface StoreContext {
@@ -33,6 +32,30 @@ export interface StoreContext {
   readonly defaultAgentOf: Map<string, string>;
   /** The turn journal, when on (TRELLIS_TASKS_JOURNAL): steps are appended to it. */
   readonly journal: StoreJournal | undefined;
+}
+
+/** The tasks a committed write changed, with their new state when the write knew it. */
+export interface CommittedChanges {
+  readonly taskIds: readonly string[];
+  /** The task as committed (computed on demand), or undefined when it must be read back. */
+  snapshot(taskId: string): Task | undefined;
+}
+
+/**
+ * The texts of the statements every turn runs, written once per store (the
+ * same text kysely compiled them to): building and compiling them per call
+ * cost more than the database spent on them.
+ */
+export interface HotStatements {
+  /** `$1` session id. */
+  lockSession: string;
+  /** The running task and the queue's head: `$1` session id, `$2` 'queued', `$3` 'running', `$4` 2. */
+  mailbox: string;
+  /**
+   * A finished run's task and the queue's head: `$1` session id, `$2` task
+   * id, `$3` 'queued', `$4` task id, `$5` 2.
+   */
+  finishedRun: string;
 }
 
 /** The store's side of the turn journal (see step-records.ts, read-model.ts). */

@@ -1,7 +1,11 @@
 /**
  * The modules of the tasks store, as each of them sees the others. Built and
  * wired by `PostgresTaskStore`; a module calls another through this record
- * (type-only imports here, so no module imports another at run time).
+ * (type-only imports, so no module imports another at run time).
+ *
+ * Each module adds its own entry to {@link StoreParts} (a `declare module
+ * "./store-parts.js"` block beside its class), so this file imports none of
+ * them and the import graph has no cycle through it.
  *
  * | module | what it owns |
  * |---|---|
@@ -15,25 +19,6 @@
  * | `replays` | replays: source, create, read, end events |
  * | `resources` | tasks, outcomes, artifacts and events as resources |
  */
-import type { Directory } from "./directory.js";
-import type { Mailbox } from "./mailbox.js";
-import type { Recovery } from "./recovery.js";
-import type { Replays } from "./replays.js";
-import type { Resources } from "./resources.js";
-import type { Runs } from "./runs.js";
-import type { Sessions } from "./sessions.js";
-import type { Transcript } from "./transcript.js";
-import type { WriteUnit } from "./write-unit.js";
-
-/** Every module of the store, by role. */
-export interface StoreParts {
-  unit: WriteUnit;
-  directory: Directory;
-  sessions: Sessions;
-  transcript: Transcript;
-  mailbox: Mailbox;
-  runs: Runs;
-  recovery: Recovery;
-  replays: Replays;
-  resources: Resources;
-}
+/** Every module of the store, by role (each module declares its own entry). */
+// biome-ignore lint/suspicious/noEmptyInterface: filled by declaration merging in each module.
+export interface StoreParts {}

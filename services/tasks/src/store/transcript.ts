@@ -24,6 +24,13 @@ import type { StoreParts } from "./store-parts.js";
 import type { Idempotency, Page, PageRequest, WriteContext } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** A session's messages: append, list, read, load. */
+    transcript: Transcript;
+  }
+}
+
 /** A session's transcript (see the module header). */
 export class Transcript {
   readonly #ctx: StoreContext;

@@ -16,7 +16,7 @@
 import { randomUUID } from "node:crypto";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Event } from "@trellis/contracts/core";
-import type { Session, Task } from "@trellis/contracts/tasks";
+import type { Session } from "@trellis/contracts/tasks";
 import { appendInTransaction, type OutboxFold, type OutboxUnit } from "@trellis/storage";
 import {
   CompiledQuery,
@@ -33,16 +33,17 @@ import { toSession, toTask } from "./rows.js";
 import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
 import { qualified, StatementWriter } from "./statement.js";
 import { type PendingStep, stepEntries } from "./step-records.js";
-import { NOW, type StoreContext, visible } from "./store-context.js";
+import {
+  type CommittedChanges,
+  type HotStatements,
+  NOW,
+  type StoreContext,
+  visible,
+} from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Idempotency, WriteContext } from "./task-store.js";
 
-/** The tasks a committed write changed, with their new state when the write knew it. */
-export interface CommittedChanges {
-  readonly taskIds: readonly string[];
-  /** The task as committed (computed on demand), or undefined when it must be read back. */
-  snapshot(taskId: string): Task | undefined;
-}
+export type { CommittedChanges, HotStatements };
 
 /** The NOTIFY channel on which a replica learns that a task it may be running was canceled. */
 export function cancelChannel(schema: string): string {
@@ -78,23 +79,6 @@ export type TaskWrite =
   | { kind: "insert"; values: InsertObject<TasksDatabase, "tasks"> }
   | { kind: "update"; id: string; set: UpdateObject<TasksDatabase, "tasks"> };
 
-/**
- * The texts of the statements every turn runs, written once per store (the
- * same text kysely compiled them to): building and compiling them per call
- * cost more than the database spent on them.
- */
-export interface HotStatements {
-  /** `$1` session id. */
-  lockSession: string;
-  /** The running task and the queue's head: `$1` session id, `$2` 'queued', `$3` 'running', `$4` 2. */
-  mailbox: string;
-  /**
-   * A finished run's task and the queue's head: `$1` session id, `$2` task
-   * id, `$3` 'queued', `$4` task id, `$5` 2.
-   */
-  finishedRun: string;
-}
-
 /** The {@link HotStatements} of the store whose tables are in `schema`. */
 export function hotStatements(schema: string): HotStatements {
   return {
@@ -113,6 +97,13 @@ const MAX_FOLDED_EVENTS = 200;
 
 /** The column of the save statement's result carrying its outbox rows' positions. */
 const OUTBOX_POSITIONS = "trellis_outbox_positions";
+
+declare module "./store-parts.js" {
+  interface StoreParts {
+    /** The write transaction, its events and outbox unit. */
+    unit: WriteUnit;
+  }
+}
 
 /** The write transaction and the session saves every module writes with. */
 export class WriteUnit {

@@ -29,6 +29,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { ExecutionEvent } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
 import type { Logger } from "@trellis/runtime";
+import { isJsonObject } from "@trellis/runtime";
 
 /** One recorded progress item: an event kind and its `data` payload. */
 export interface ProgressItem {
@@ -46,10 +47,6 @@ export interface ModelCallRecord {
   cachedTokens?: number;
 }
 
-function isRecord(value: unknown): value is { [key: string]: JsonValue } {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function count(value: JsonValue | undefined): number | undefined {
   return typeof value === "number" && Number.isInteger(value) && value >= 0 ? value : undefined;
 }
@@ -57,11 +54,11 @@ function count(value: JsonValue | undefined): number | undefined {
 /** The model call record (`llm:<call_id>`, kind `llm_provider_response`) of a message, if any. */
 export function modelCallRecordOf(message: Message): ModelCallRecord | undefined {
   for (const [key, record] of Object.entries(message.metadata ?? {})) {
-    if (!key.startsWith("llm:") || !isRecord(record)) continue;
+    if (!key.startsWith("llm:") || !isJsonObject(record)) continue;
     if (record.kind !== "llm_provider_response") continue;
     const { provider, model } = record;
     if (typeof provider !== "string" || provider === "" || typeof model !== "string") continue;
-    const usage = isRecord(record.usage) ? record.usage : {};
+    const usage = isJsonObject(record.usage) ? record.usage : {};
     const input = count(usage.prompt_tokens);
     const output = count(usage.completion_tokens);
     const cached = count(usage.cached_tokens);

@@ -28,6 +28,7 @@
  * allows private addresses (tests and local development only).
  */
 import { isIP } from "node:net";
+import { isRecord } from "@trellis/runtime";
 import { isPrivateAddress } from "./outbound.js";
 
 /** How a server is reached. */
@@ -130,10 +131,6 @@ const VAULT_SECRET = /^[A-Za-z0-9_.:-]{1,128}\/[A-Za-z0-9_.-]{1,128}$/;
 const SERVER_TOOL = /^[A-Za-z0-9_.\-/]{1,128}$/;
 const MAX_SERVERS = 16;
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 function stringList(value: unknown, path: string, pattern?: RegExp): string[] {
   if (!Array.isArray(value) || value.some((v) => typeof v !== "string")) {
     throw new McpDefinitionError("must be a list of strings", path);
@@ -168,7 +165,7 @@ function stdioOf(
   const args = server.args === undefined ? [] : stringList(server.args, `${path}.args`);
   const env: Record<string, string> = {};
   if (server.env !== undefined) {
-    if (!isObject(server.env)) throw new McpDefinitionError("must be an object", `${path}.env`);
+    if (!isRecord(server.env)) throw new McpDefinitionError("must be an object", `${path}.env`);
     for (const [key, value] of Object.entries(server.env)) {
       if (!ENV_NAME.test(key) || typeof value !== "string" || value.length > 4096) {
         throw new McpDefinitionError(
@@ -232,7 +229,7 @@ function httpOf(
 }
 
 function serverOf(value: unknown, path: string, policy: ResolvedMcpPolicy): McpServerSpec {
-  if (!isObject(value)) throw new McpDefinitionError("must be an object", path);
+  if (!isRecord(value)) throw new McpDefinitionError("must be an object", path);
   for (const key of Object.keys(value)) {
     if (!SERVER_KEYS.has(key)) {
       throw new McpDefinitionError(

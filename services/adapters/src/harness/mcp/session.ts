@@ -24,6 +24,7 @@ import {
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { isRecord } from "@trellis/runtime";
 import { Ajv, type ValidateFunction } from "ajv";
 import type { InputProblem } from "../tools.js";
 import { type McpServerSpec, mcpToolName, type ResolvedMcpPolicy } from "./definition.js";
@@ -228,18 +229,14 @@ function validatorOf(schema: JsonObject): ((input: unknown) => InputProblem[]) |
         }));
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** The text of a tool result's content (llm-provider §3: tool content is a string). */
 function contentText(result: Record<string, unknown>): string {
   const content = Array.isArray(result.content) ? result.content : [];
   const parts: string[] = [];
   for (const item of content) {
-    if (!isObject(item)) continue;
+    if (!isRecord(item)) continue;
     if (item.type === "text" && typeof item.text === "string") parts.push(item.text);
-    else if (item.type === "resource" && isObject(item.resource)) {
+    else if (item.type === "resource" && isRecord(item.resource)) {
       const { resource } = item;
       parts.push(
         typeof resource.text === "string"
@@ -428,7 +425,7 @@ export class McpSession {
         }
         continue;
       }
-      const schema = isObject(tool.inputSchema) ? (tool.inputSchema as JsonObject) : {};
+      const schema = isRecord(tool.inputSchema) ? (tool.inputSchema as JsonObject) : {};
       const inputSchema: JsonObject = { type: "object", ...schema };
       const validate = validatorOf(inputSchema);
       tools.push({
@@ -440,7 +437,7 @@ export class McpSession {
         requiresApproval:
           spec.requireApproval === "all" || spec.requireApproval.includes(tool.name),
         check: (input) => {
-          if (!isObject(input)) return [{ path: "", message: "the input must be a JSON object" }];
+          if (!isRecord(input)) return [{ path: "", message: "the input must be a JSON object" }];
           return validate ? validate(input) : [];
         },
       });
