@@ -89,9 +89,9 @@ describeAdapterContract("harness (OpenAI, recorded)", {
   ],
   // BYOH §1.2's 200 lines are a guideline for adapters that translate to a
   // harness living elsewhere; these files are the harness itself (tool loop,
-  // approvals, clarifications, ledger, budgets, replay records) — about 790
-  // counted lines.
-  maxLines: 820,
+  // approvals, clarifications, ledger, budgets, replay records, MCP tools in
+  // the loop; connecting MCP servers lives in mcp/) — about 830 counted lines.
+  maxLines: 850,
   scenarios: {
     simple: { input: "What's the weather in Paris?", definition: agent("simple") },
     toolUse: {

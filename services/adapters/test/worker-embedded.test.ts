@@ -82,14 +82,14 @@ async function turn(agentId: string, text: string): Promise<{ task: Task; sessio
 }
 
 describe("the harness in embedded mode", () => {
-  it("is an in-process backend beside scripted", async () => {
+  it("is an in-process backend beside scripted and a2a", async () => {
     const { backends } = await trellis.client(AdapterRegistryService).listBackends({});
     expect(
       backends
         .filter((b) => b.inProcess)
         .map((b) => b.backendId)
         .sort(),
-    ).toEqual(["harness", "scripted"]);
+    ).toEqual(["a2a", "harness", "scripted"]);
   });
 
   it("runs a tool-loop turn with the deployment's provider and tools", async () => {

@@ -351,10 +351,11 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     if (last && cursor !== undefined && last.position > cursor) cursor = last.position;
     if (taken.length > 0) {
       try {
-        await publish(batch);
+        await publishRaw(batch);
       } catch (error) {
         // The hand-over is only a shortcut: rows the log refuses as handed
-        // over are read from the outbox instead (the round is retried).
+        // over are read from the outbox instead (the round is retried), and
+        // only what the outbox holds is ever dead-lettered.
         cursor = (taken[0] as LoggedEvent).position - 1n;
         handed = [];
         throw error;

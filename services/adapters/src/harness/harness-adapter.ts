@@ -63,7 +63,7 @@ import {
   parseHarnessDefinition,
 } from "./harness-definition.js";
 import { type McpPolicy, resolveMcpPolicy } from "./mcp/definition.js";
-import { isMcpHarnessTool, openTurnMcp } from "./mcp/turn-tools.js";
+import { isMcpHarnessTool, runWithTurnMcp } from "./mcp/turn-tools.js";
 import { withMemoryTools } from "./memory-tools.js";
 import type { ModelProvider, ModelProviderFactory, ModelResponse, ModelTool } from "./provider.js";
 import { isProviderError } from "./provider-error.js";
@@ -882,32 +882,9 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
         }
       }
       const environment = options.environment ?? {};
-      // The agent's MCP servers: connected for this turn, closed when it ends.
-      const mcp =
-        definition.mcpServers.length > 0
-          ? await openTurnMcp(definition.mcpServers, request, environment, mcpPolicy)
-          : undefined;
-      if (mcp && "category" in mcp) {
-        if (request.signal.aborted) return { status: "cancelled", messages: [] };
-        return {
-          status: "failed",
-          messages: [],
-          category: mcp.category,
-          message: `harness agent: ${mcp.message}`,
-          retryable: mcp.retryable,
-        };
-      }
-      try {
-        for (const tool of mcp?.tools ?? []) {
-          if (tools.has(tool.name)) {
-            return failed(
-              "agent_definition_invalid",
-              `harness agent: the registry tool ${tool.name} has the name of an MCP server's tool`,
-            );
-          }
-          tools.set(tool.name, tool);
-        }
-        const turn = new HarnessTurn(
+      // The agent's MCP servers: their tools join this turn's, closed when it ends.
+      return runWithTurnMcp(definition.mcpServers, request, environment, mcpPolicy, tools, () =>
+        new HarnessTurn(
           request,
           definition,
           factory(definition.model),
@@ -917,11 +894,8 @@ export function createHarnessAdapter(options: HarnessAdapterOptions): ExecutionA
           inFlightWaitMs,
           state,
           environment,
-        );
-        return await turn.run(resume);
-      } finally {
-        await mcp?.session.close();
-      }
+        ).run(resume),
+      );
     },
   });
 }

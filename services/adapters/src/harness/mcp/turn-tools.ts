@@ -7,7 +7,7 @@
  * `tool_started` event's `mcpServer`, the tool record's `mcp`).
  */
 import type { JsonObject } from "@bufbuild/protobuf";
-import type { ExecutionRequest } from "@trellis/adapter-sdk";
+import type { ExecutionRequest, ExecutionResult } from "@trellis/adapter-sdk";
 import {
   type HarnessEnvironment,
   loadVaultSecrets,
@@ -126,4 +126,48 @@ export async function openTurnMcp(
     }),
   );
   return { session, tools };
+}
+
+/**
+ * Runs a turn with the agent's MCP servers' tools added to `tools`: connects
+ * them first (a failure fails the turn, typed), closes them when the turn
+ * ends however it ends. Without servers it only runs the turn.
+ */
+export async function runWithTurnMcp(
+  servers: readonly McpServerSpec[],
+  request: ExecutionRequest,
+  environment: HarnessEnvironment,
+  policy: ResolvedMcpPolicy,
+  tools: Map<string, HarnessTool>,
+  run: () => Promise<ExecutionResult>,
+): Promise<ExecutionResult> {
+  if (servers.length === 0) return run();
+  const mcp = await openTurnMcp(servers, request, environment, policy);
+  if ("category" in mcp) {
+    if (request.signal.aborted) return { status: "cancelled", messages: [] };
+    return {
+      status: "failed",
+      messages: [],
+      category: mcp.category,
+      message: `harness agent: ${mcp.message}`,
+      retryable: mcp.retryable,
+    };
+  }
+  try {
+    for (const tool of mcp.tools) {
+      if (tools.has(tool.name)) {
+        return {
+          status: "failed",
+          messages: [],
+          category: "agent_definition_invalid",
+          message: `harness agent: the registry tool ${tool.name} has the name of an MCP server's tool`,
+          retryable: false,
+        };
+      }
+      tools.set(tool.name, tool);
+    }
+    return await run();
+  } finally {
+    await mcp.session.close();
+  }
 }
