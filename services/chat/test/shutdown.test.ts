@@ -7,6 +7,8 @@ import { startChatHarness } from "./support.js";
 describe("chat shutdown", () => {
   it("ends open Subscribe streams when the host starts closing", async () => {
     const harness = await startChatHarness();
+    // Subscribe answers NotFound for a session that does not exist: create it first.
+    await harness.sessions.createSession({ sessionId: "ses_shutdown_1" });
     const stream = harness.chat.subscribe({ sessionId: "ses_shutdown_1" });
     const iterator = stream[Symbol.asyncIterator]();
     const first = await iterator.next();

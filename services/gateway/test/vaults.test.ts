@@ -121,6 +121,13 @@ describe("vaults over REST", () => {
       capabilities: ["oauth_refresh"],
     });
     expect([conformance.status, conformance.json.error.code]).toEqual([501, "not_implemented"]);
+    // Not a provider name at all (a fuzz case: 200 KB of "h"): the request is wrong, 400.
+    const junk = await admin.post("/v1/vaults", { provider: "h".repeat(200_000) });
+    expect([junk.status, junk.json.error.code, junk.json.error.param]).toEqual([
+      400,
+      "invalid_request",
+      "provider",
+    ]);
     const oauth = await admin.post("/v1/vaults", {
       provider: "oauth",
       capabilities: ["oauth_refresh"],

@@ -11,15 +11,42 @@
  * the two is not caught.
  */
 import { lookup } from "node:dns/promises";
-import { isIP } from "node:net";
-import { outboundAddressRefusal } from "@trellis/platform";
+import { BlockList, isIP } from "node:net";
 import { TrellisError } from "@trellis/runtime";
 
+const blocked = new BlockList();
+for (const [net, bits] of [
+  ["0.0.0.0", 8],
+  ["10.0.0.0", 8],
+  ["100.64.0.0", 10],
+  ["127.0.0.0", 8],
+  ["169.254.0.0", 16],
+  ["172.16.0.0", 12],
+  ["192.0.0.0", 24],
+  ["192.168.0.0", 16],
+  ["198.18.0.0", 15],
+  ["224.0.0.0", 4],
+  ["240.0.0.0", 4],
+] as const) {
+  blocked.addSubnet(net, bits, "ipv4");
+}
+for (const [net, bits] of [
+  ["::", 128],
+  ["::1", 128],
+  ["fc00::", 7],
+  ["fe80::", 10],
+  ["ff00::", 8],
+] as const) {
+  blocked.addSubnet(net, bits, "ipv6");
+}
+
 function isPrivate(address: string): boolean {
-  // One policy decides what is private for every outbound call (webhooks,
-  // A2A, MCP): every IPv4-mapped, NAT64, 6to4 spelling of loopback, private
-  // and metadata addresses included.
-  return outboundAddressRefusal(address) !== undefined;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
+  if (mapped) return blocked.check(mapped, "ipv4");
+  const family = isIP(address);
+  if (family === 4) return blocked.check(address, "ipv4");
+  if (family === 6) return blocked.check(address, "ipv6");
+  return true;
 }
 
 function refused(message: string): TrellisError {

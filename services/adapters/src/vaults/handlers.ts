@@ -80,6 +80,13 @@ function capabilitiesOf(given: readonly string[], provider: string): string[] {
  */
 function providerOf(given: string): string {
   const provider = given || VAULT_PROVIDER;
+  // Not a provider name at all (too long, odd characters): the request is wrong.
+  if (!/^[a-z][a-z0-9_.-]{0,63}$/.test(provider)) {
+    throw errors.invalid(
+      "provider must be a provider name (lower-case letters, digits, _ . -; at most 64)",
+      "provider",
+    );
+  }
   if (VAULT_PROVIDERS[provider] === undefined) {
     throw new TrellisError({
       reason: "not_implemented",

@@ -162,7 +162,8 @@ async function open(
   });
   if (afterCursor === ORIGIN_CURSOR) return from("", ORIGIN_CURSOR);
   if (afterCursor !== "") return from(afterCursor, afterCursor);
-  const stream = port.events.streamEvents({ sessionId, fromNow: true }, options);
+  // The host's closing (and the call's end) must end this stream too.
+  const stream = port.events.streamEvents({ sessionId, fromNow: true }, { ...options, signal });
   const iterator = stream[Symbol.asyncIterator]();
   let first: IteratorResult<{ event?: Event | undefined; startAfterEventId: string }>;
   try {
@@ -175,7 +176,14 @@ async function open(
   async function* rest(): AsyncGenerator<Event> {
     try {
       for (;;) {
-        const next = await iterator.next();
+        let next: IteratorResult<{ event?: Event | undefined }>;
+        try {
+          next = await iterator.next();
+        } catch (error) {
+          // Ended by the host closing or the call ending: the stream is over.
+          if (signal.aborted) return;
+          throw error;
+        }
         if (next.done) return;
         if (next.value.event) yield next.value.event;
       }
