@@ -1,7 +1,6 @@
 /**
  * Keys an embedded deployment generates for itself when the operator set
- * none (webhook signing secrets' sealing key; the vault key has its own,
- * `services/adapters/src/vaults/vault-key.ts`): 32 random bytes kept in a
+ * none (the vault key, webhook signing secrets' sealing key): 32 random bytes kept in a
  * file of the data directory (mode 0600, base64), or — in memory, without a
  * data directory — for the lifetime of an owner object (the database), so
  * the key lives exactly as long as what it seals.
@@ -10,23 +9,32 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
-function decode(text: string, file: string): Buffer {
+/** The error for a key file that does not hold a key. */
+export type KeyFileInvalid = (file: string) => Error;
+
+const defaultInvalid: KeyFileInvalid = (file) =>
+  new Error(`${file} must hold 32 bytes in base64 (delete it to make a new key)`);
+
+function decode(text: string, file: string, invalid: KeyFileInvalid): Buffer {
   const trimmed = text.trim();
   const key = Buffer.from(trimmed, "base64");
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) || key.length !== 32) {
-    throw new Error(`${file} must hold 32 bytes in base64 (delete it to make a new key)`);
-  }
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(trimmed) || key.length !== 32) throw invalid(file);
   return key;
 }
 
 /**
  * The key in `<dataDir>/<fileName>`, made on first use. Two processes
  * starting at once keep the first one written (the file is never overwritten).
+ * `invalid` makes the error for a file that holds no key (default: an Error).
  */
-export async function generatedKeyFile(dataDir: string, fileName: string): Promise<Buffer> {
+export async function generatedKeyFile(
+  dataDir: string,
+  fileName: string,
+  invalid: KeyFileInvalid = defaultInvalid,
+): Promise<Buffer> {
   const file = join(dataDir, fileName);
   try {
-    return decode(await readFile(file, "utf8"), file);
+    return decode(await readFile(file, "utf8"), file, invalid);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
   }
@@ -37,7 +45,7 @@ export async function generatedKeyFile(dataDir: string, fileName: string): Promi
     },
   );
   await chmod(file, 0o600);
-  return decode(await readFile(file, "utf8"), file);
+  return decode(await readFile(file, "utf8"), file, invalid);
 }
 
 const memoryKeys = new WeakMap<object, Map<string, Buffer>>();

@@ -10,10 +10,8 @@
  * 4. distributed mode without a key: none — vault metadata still works, but
  *    writing a secret is refused (`config_invalid`) and none can be read.
  */
-import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
-import { join } from "node:path";
-import { SecretBox, TrellisError } from "@trellis/runtime";
+import { readFile } from "node:fs/promises";
+import { generatedKeyFile, memoryKey, SecretBox, TrellisError } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 
 /** The setting named in errors. */
@@ -48,27 +46,6 @@ function decodeKey(text: string, source: string): Buffer {
   return key;
 }
 
-async function keyFromDataDir(dataDir: string): Promise<Buffer> {
-  const file = join(dataDir, VAULT_KEY_FILE);
-  try {
-    return decodeKey(await readFile(file, "utf8"), file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
-  await mkdir(dataDir, { recursive: true });
-  // wx: never overwrite a key another process wrote meanwhile.
-  await writeFile(file, randomBytes(32).toString("base64"), { mode: 0o600, flag: "wx" }).catch(
-    (error: NodeJS.ErrnoException) => {
-      if (error.code !== "EEXIST") throw error;
-    },
-  );
-  await chmod(file, 0o600);
-  return decodeKey(await readFile(file, "utf8"), file);
-}
-
-/** Keys of in-memory embedded databases (every service of the process shares one). */
-const memoryKeys = new WeakMap<object, Buffer>();
-
 /**
  * The box of vault secrets (see the module comment); {@link SecretBox.canSeal}
  * is false in distributed mode without a key.
@@ -93,11 +70,13 @@ export async function loadVaultBox(options: VaultKeyOptions): Promise<SecretBox>
     return box(decodeKey(text, "TRELLIS_VAULT_KEY_FILE"));
   }
   if (options.mode === "distributed") return box(undefined);
-  if (options.dataDir) return box(await keyFromDataDir(options.dataDir));
-  let key = memoryKeys.get(options.db);
-  if (!key) {
-    key = randomBytes(32);
-    memoryKeys.set(options.db, key);
+  if (options.dataDir) {
+    return box(
+      await generatedKeyFile(options.dataDir, VAULT_KEY_FILE, (file) =>
+        keyInvalid(`${file} must be 32 bytes in base64 (e.g. \`openssl rand -base64 32\`)`),
+      ),
+    );
   }
-  return box(key);
+  // In-memory embedded databases: one key per database, shared by every service of the process.
+  return box(memoryKey(options.db, VAULT_KEY_NAME));
 }
