@@ -550,12 +550,12 @@ export function describeEventLogContract(
       // A dies without acking: its event comes back to B within the ack wait.
       const gone = Date.now();
       await a.return?.(undefined);
-      const deadline = Date.now() + 8_000;
-      while (!bSeen.some((s) => s.id === held.event.id) && Date.now() < deadline) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      stopB.abort();
+      // Wait for B to have everything: what A pulled ahead comes back on its
+      // own ack-wait clock, a few milliseconds apart from the held event, so
+      // stopping B as soon as the held one arrives would race them.
+      const deadline = setTimeout(() => stopB.abort(), 8_000);
       await b;
+      clearTimeout(deadline);
       const back = bSeen.find((s) => s.id === held.event.id);
       expect(back, "the dead consumer's event came back").toBeDefined();
       expect(back!.at - gone).toBeLessThan(options.ackWaitMs + 2_500);
