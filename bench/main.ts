@@ -41,6 +41,18 @@ interface Bench {
 
 const natsUrl = process.env.TRELLIS_TEST_NATS_URL ?? "nats://127.0.0.1:4222";
 
+/** `TRELLIS_BENCH_MODES=embedded` (or `distributed`): the turn benches run only those targets. */
+function turnModes(): { modes?: ("embedded" | "distributed")[] } {
+  const raw = process.env.TRELLIS_BENCH_MODES;
+  if (!raw) return {};
+  const modes = raw.split(",").map((m) => m.trim());
+  for (const mode of modes) {
+    if (mode !== "embedded" && mode !== "distributed")
+      throw new Error(`TRELLIS_BENCH_MODES: embedded and/or distributed, not ${mode}`);
+  }
+  return { modes: modes as ("embedded" | "distributed")[] };
+}
+
 const benches: Bench[] = [
   {
     name: "event-log",
@@ -52,7 +64,7 @@ const benches: Bench[] = [
   {
     name: "task-turn",
     async run() {
-      const points = await runTurnBench({ kind: "task" });
+      const points = await runTurnBench({ kind: "task", ...turnModes() });
       return {
         text: formatTurnBench(points, "task turn: submit → terminal, zero-latency agent"),
         data: points,
@@ -62,7 +74,7 @@ const benches: Bench[] = [
   {
     name: "chat-turn",
     async run() {
-      const points = await runTurnBench({ kind: "chat" });
+      const points = await runTurnBench({ kind: "chat", ...turnModes() });
       return {
         text: formatTurnBench(points, "chat turn: ChatService.Send, zero-latency agent"),
         data: points,

@@ -24,9 +24,12 @@ export const tasksConfigSchema = {
    * The turn journal (docs/turn-journal.md), off by default while it is
    * built: submit and finish also append their step records to the tasks
    * journal, and Outcome rows are projected from it by `tasks-read-model`
-   * (its lag shows in `trellis health`).
+   * (its lag shows in `trellis health`). `owner` (embedded only): the
+   * session owner makes submit and finish in memory, each ONE journal
+   * append, and the read model projects tasks, messages, sessions and the
+   * outbox rows behind (docs/turn-journal.md, step 2).
    */
-  TRELLIS_TASKS_JOURNAL: env.bool().default(false),
+  TRELLIS_TASKS_JOURNAL: env.enum(["false", "true", "owner"]).default("false"),
   /** Largest artifact content stored in the database (bytes). */
   TRELLIS_TASKS_MAX_ARTIFACT_BYTES: env
     .int({ min: 0, max: 1_073_741_824 })

@@ -36,6 +36,7 @@ import {
 } from "@trellis/contracts/tasks";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
+import { createJournal, type Journal } from "@trellis/storage";
 import {
   ContextCompactor,
   loadCompactionConfig,
@@ -61,7 +62,12 @@ import { createSkillHandlers } from "./skills/skill-handlers.js";
 import { PostgresBranchStore } from "./store/branch-store.js";
 import { PostgresConnectorStore } from "./store/connector-store.js";
 import { tasksMigrations } from "./store/migrations/index.js";
-import { cancelChannel, PostgresTaskStore } from "./store/postgres-task-store.js";
+import { OwnedTaskStore } from "./store/owned-task-store.js";
+import {
+  type CommittedChanges,
+  cancelChannel,
+  PostgresTaskStore,
+} from "./store/postgres-task-store.js";
 import { createTasksReadModel, readModelHealth } from "./store/read-model.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
 import { TurnRunner } from "./worker/turn-runner.js";
@@ -114,29 +120,52 @@ async function createTasksModule(
   const config = loadTasksConfig(context.env);
   const owner = options.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const watchers = new TaskWatchers();
-  // The turn journal's read model (off unless TRELLIS_TASKS_JOURNAL): every
-  // replica runs it; the projector's claim lets one apply each batch.
-  const readModel = config.TRELLIS_TASKS_JOURNAL
-    ? await createTasksReadModel({
-        database: context.db,
-        schema: context.schema,
-        listen: context.db.kind === "postgres",
-        onError: (error, where) => context.logger.warn(where, { error: String(error) }),
-      })
-    : undefined;
-  const store = new PostgresTaskStore({
-    ...(readModel ? { journal: { readModel } } : {}),
+  // The turn journal (off unless TRELLIS_TASKS_JOURNAL): "true" appends step
+  // records beside the relational writes; "owner" (embedded) makes the turn
+  // path in memory, one append per step, and projects the rows behind.
+  const journalMode = config.TRELLIS_TASKS_JOURNAL;
+  if (journalMode === "owner" && context.mode !== "embedded") {
+    throw new Error(
+      "TRELLIS_TASKS_JOURNAL=owner needs embedded mode (one process owns every session); use true",
+    );
+  }
+  const journal: Journal | undefined =
+    journalMode === "owner" ? createJournal(context.db, { schema: context.schema }) : undefined;
+  // The read model: every replica runs it; the projector's claim lets one apply each batch.
+  const readModel =
+    journalMode !== "false"
+      ? await createTasksReadModel({
+          database: context.db,
+          schema: context.schema,
+          listen: context.db.kind === "postgres",
+          onError: (error, where) => context.logger.warn(where, { error: String(error) }),
+          ...(journal
+            ? {
+                journal,
+                outbox: { schema: context.outboxSchema, kick: () => context.outbox.kick() },
+              }
+            : {}),
+        })
+      : undefined;
+  const storeOptions = {
     database: context.db,
     schema: context.schema,
     outbox: context.outbox,
     leaseMs: config.TRELLIS_TASKS_LEASE,
     maxArtifactBytes: config.TRELLIS_TASKS_MAX_ARTIFACT_BYTES,
-    onCommit: (changes) => {
+    onCommit: (changes: CommittedChanges) => {
       for (const id of changes.taskIds) {
         if (watchers.watched(id)) watchers.notify(id, () => changes.snapshot(id));
       }
     },
-  });
+  };
+  const store =
+    journal && readModel
+      ? new OwnedTaskStore({ ...storeOptions, owner: { journal, readModel } })
+      : new PostgresTaskStore({
+          ...storeOptions,
+          ...(readModel ? { journal: { readModel } } : {}),
+        });
   // Turns go through routing: in-process backends (embedded: scripted and
   // the built-in harness; distributed: scripted), and in distributed mode
   // the remote adapter workers (NATS). Agents are immutable, so whether one
@@ -265,6 +294,12 @@ async function createTasksModule(
     stop: async () => {
       await runner.stop();
       await routed?.stop();
+      if (journal && readModel) {
+        // What the owner appended reaches the tables before the projector stops.
+        await journal.close();
+        await readModel.waitFor(journal.head(), { timeoutMs: 10_000 }).catch(() => undefined);
+        if (store instanceof OwnedTaskStore) store.close();
+      }
       await readModel?.stop();
     },
   };

@@ -47,6 +47,11 @@ export interface ProjectorOptions<DB> {
   meter?: Meter;
   /** Where failures are reported while it retries (default: a console warning). */
   onError?: (error: unknown, context: string) => void;
+  /**
+   * Called after a batch this instance applied has committed (e.g. to wake
+   * an outbox relay for rows `project` wrote). Errors are reported to `onError`.
+   */
+  onApplied?: (batch: readonly JournalRecord[]) => void;
 }
 
 /** Options of {@link Projector.waitFor}. */
@@ -209,6 +214,13 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     });
     position = moved;
     settle();
+    if (moved === last.position && options.onApplied) {
+      try {
+        options.onApplied(batch);
+      } catch (error) {
+        onError(error, `projector ${name}: onApplied failed`);
+      }
+    }
     // Look again at once only when there may be more than was read, or
     // another instance moved the position; otherwise wait for a wake-up.
     return batch.length === batchSize || moved !== last.position;

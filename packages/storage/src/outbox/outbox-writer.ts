@@ -56,6 +56,12 @@ export interface OutboxWriter {
    * Returns what `work` returned; an error from `work` rolls everything back.
    */
   transaction<DB, T>(kysely: Kysely<DB>, work: (unit: OutboxUnit<DB>) => Promise<T>): Promise<T>;
+  /**
+   * Wakes the relay (when there is one) to look for committed rows now: for
+   * a writer that appended outbox rows in a transaction of its own (e.g. a
+   * journal projector, `appendToOutbox`) after that transaction committed.
+   */
+  kick(): void;
 }
 
 /** One transaction's events on their way to the outbox. */
@@ -130,6 +136,9 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
       });
       if (relay && unit?.wrote) relay.kick(unit.committed());
       return result;
+    },
+    kick() {
+      relay?.kick();
     },
   };
 }

@@ -313,7 +313,12 @@ export class Directory {
   }
 
   /** The agent a session or task in `workspaceId` runs: `agentId`, else the workspace default. */
-  async resolveAgent(tx: Tx, agentId: string, workspaceId: string, param: string): Promise<Agent> {
+  async resolveAgent(
+    tx: Tx | undefined,
+    agentId: string,
+    workspaceId: string,
+    param: string,
+  ): Promise<Agent> {
     const id = agentId || (await this.#defaultAgentId(tx, workspaceId));
     const agent = await this.loadAgent(tx, id, workspaceId);
     if (!agent) {

@@ -50,6 +50,9 @@ export interface PostgresTaskStoreOptions {
 export class PostgresTaskStore implements TaskStore {
   readonly #database: Database<unknown>;
   readonly #p: StoreParts;
+  /** The modules, for a subclass that routes calls (owned-task-store.ts). */
+  protected readonly parts: StoreParts;
+  protected readonly context: StoreContext;
 
   constructor(options: PostgresTaskStoreOptions) {
     this.#database = options.database;
@@ -87,6 +90,8 @@ export class PostgresTaskStore implements TaskStore {
     parts.replays = new Replays(context, parts);
     parts.resources = new Resources(context, parts);
     this.#p = parts;
+    this.parts = parts;
+    this.context = context;
   }
 
   // ------------------------------------------------------------ workspaces and agents

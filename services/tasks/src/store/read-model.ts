@@ -3,10 +3,16 @@
  * (step-records.ts) to the read model, one transaction per batch, behind
  * the writers (docs/turn-journal.md, "Projectors").
  *
- * Built so far: **outcomes**. With the journal on, a finish no longer
+ * Step 1 (`TRELLIS_TASKS_JOURNAL=true`): **outcomes**. A finish no longer
  * inserts its Outcome row; the step record carries the Outcome and this
  * projector writes it. Tasks, messages and sessions rows are still written
- * by the turn's own transaction (the next step of the plan moves them here).
+ * by the turn's own transaction.
+ *
+ * Step 2 (`TRELLIS_TASKS_JOURNAL=owner`, embedded): an owned submit or
+ * finish writes nothing but its append; this projector also applies its
+ * row changes (tasks, messages, sessions, checkpoints, agent state,
+ * idempotency keys: row-changes.ts) and writes its public events to the
+ * outbox, in journal order, then wakes the outbox relay.
  *
  * Reads of outcomes keep read-your-writes by waiting for the projector to
  * pass the journal's head (see `Resources`); listings across sessions may
@@ -14,18 +20,22 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { type Event, EventSchema } from "@trellis/contracts/core";
 import { StepRecordSchema } from "@trellis/contracts/tasks";
 import {
+  appendToOutbox,
   createProjector,
   type Database,
+  type Journal,
   type JournalRecord,
   type Projector,
   projectorHealth,
 } from "@trellis/storage";
 import type { Insertable, Transaction } from "kysely";
 import { encodeMessages } from "./codec.js";
+import { applyRowChanges, decodeRowChanges, ROWS_STEP, type RowChange } from "./row-changes.js";
 import type { OutcomeTable, TasksDatabase } from "./schema.js";
-import { FINISHED_STEP } from "./step-records.js";
+import { FINISHED_STEP, SUBMITTED_STEP } from "./step-records.js";
 
 /** The projector's durable name. */
 export const READ_MODEL_PROJECTOR = "tasks-read-model";
@@ -39,11 +49,18 @@ export interface TasksReadModelOptions {
   /** Wait this long after a wake-up to gather more steps in one batch (default 5 ms). */
   delayMs?: number;
   onError?: (error: unknown, context: string) => void;
+  /** The journal of this process (owner mode): its commits wake the projector at once. */
+  journal?: Journal;
+  /**
+   * Where owned steps' public events go (owner mode): the outbox of this
+   * schema, in the projector's transaction; `kick` wakes its relay after.
+   */
+  outbox?: { schema: string; kick(): void };
 }
 
 /** Starts the read model's projector from its durable position. */
 export function createTasksReadModel(options: TasksReadModelOptions): Promise<Projector> {
-  const { schema } = options;
+  const { schema, outbox } = options;
   return createProjector({
     database: options.database,
     schema,
@@ -51,8 +68,13 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
     delayMs: options.delayMs ?? 5,
     listen: options.listen ?? false,
     ...(options.onError ? { onError: options.onError } : {}),
+    ...(options.journal ? { journal: options.journal } : {}),
+    ...(outbox ? { onApplied: () => outbox.kick() } : {}),
     project: (batch, trx) =>
-      applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema)),
+      applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema), {
+        raw: trx as Transaction<TasksDatabase>,
+        ...(outbox ? { outboxSchema: outbox.schema } : {}),
+      }),
   });
 }
 
@@ -63,10 +85,21 @@ export { projectorHealth as readModelHealth };
 export async function applySteps(
   batch: readonly JournalRecord[],
   db: Transaction<TasksDatabase>,
+  owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
 ): Promise<void> {
   const outcomes: Insertable<OutcomeTable>[] = [];
+  const rows: RowChange[] = [];
+  const events: Event[] = [];
   for (const entry of batch) {
-    if (entry.kind !== FINISHED_STEP) continue;
+    if (entry.kind === ROWS_STEP) {
+      rows.push(...decodeRowChanges(entry.body));
+      continue;
+    }
+    if (entry.kind !== FINISHED_STEP) {
+      // Anything but a step record is an owned step's public event.
+      if (entry.kind !== SUBMITTED_STEP) events.push(fromBinary(EventSchema, entry.body));
+      continue;
+    }
     const record = fromBinary(StepRecordSchema, entry.body);
     if (record.step.case !== "finished") continue;
     const outcome = record.step.value.outcome;
@@ -83,12 +116,17 @@ export async function applySteps(
       ...(outcome.createdAt ? { created_at: timestampDate(outcome.createdAt) } : {}),
     });
   }
-  if (outcomes.length === 0) return;
+  await applyRowChanges(rows, db);
   // Exactly once already (the position moves in this transaction); the
   // conflict clause only keeps a task's first Outcome, as the store did.
-  await db
-    .insertInto("outcomes")
-    .values(outcomes)
-    .onConflict((oc) => oc.doNothing())
-    .execute();
+  if (outcomes.length > 0)
+    await db
+      .insertInto("outcomes")
+      .values(outcomes)
+      .onConflict((oc) => oc.doNothing())
+      .execute();
+  if (events.length === 0) return;
+  if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
+  // Sequenced by the outbox now, in journal order (one owner per session).
+  await appendToOutbox(owned.raw, owned.outboxSchema, events);
 }

@@ -1,13 +1,19 @@
 import type { TasksTarget } from "./harness.js";
 
-/** `target` with the turn journal on (TRELLIS_TASKS_JOURNAL) in every start. */
-export function journaled<T extends TasksTarget>(makeTarget: () => T): () => T {
+/**
+ * `target` with the turn journal on (TRELLIS_TASKS_JOURNAL) in every start:
+ * `"true"` (step records beside the rows) or `"owner"` (the embedded session owner).
+ */
+export function journaled<T extends TasksTarget>(
+  makeTarget: () => T,
+  mode: "true" | "owner" = "true",
+): () => T {
   return () => {
     const target = makeTarget();
     const start: TasksTarget["start"] = (options = {}) =>
-      target.start({ ...options, env: { TRELLIS_TASKS_JOURNAL: "true", ...options.env } });
+      target.start({ ...options, env: { TRELLIS_TASKS_JOURNAL: mode, ...options.env } });
     return Object.assign(Object.create(Object.getPrototypeOf(target)), target, {
-      name: `${target.name}, journal on`,
+      name: `${target.name}, journal ${mode === "owner" ? "owner" : "on"}`,
       start,
     }) as T;
   };

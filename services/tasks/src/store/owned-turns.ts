@@ -1,0 +1,610 @@
+/**
+ * A turn's steps made by the session owner in memory (owner mode, see
+ * session-owner.ts): submit, finish and claim decide on the session's
+ * state in memory and write ONE journal append each — the step's public
+ * events, its step record (step-records.ts) and its row changes
+ * (row-changes.ts) — which the `tasks-read-model` projector applies behind.
+ *
+ * The common steps are made here; the rare ones return `undefined` and the
+ * caller runs the relational path under the owner instead (see
+ * `OwnedTaskStore`): a submit that interrupts a running turn, answers a tool
+ * call, creates its session or reuses a key already projected; a finish of a
+ * canceled turn, of a replay, of a resumed or suspending turn.
+ */
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import {
+  ErrorDetailSchema,
+  type Event,
+  EventSchema,
+  type Message,
+  MessageSchema,
+  Role,
+  SessionState,
+  TaskStatus,
+} from "@trellis/contracts/core";
+import {
+  type Agent,
+  OutcomeSchema,
+  OutcomeStatus,
+  TaskFailureSchema,
+} from "@trellis/contracts/tasks";
+import type { JournalEntry } from "@trellis/storage";
+import { notFound } from "../domain/errors.js";
+import { agentActor, messageEvent, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
+import { newId } from "../domain/ids.js";
+import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
+import { decideSubmit } from "../domain/mailbox.js";
+import type { RunOutcome } from "../domain/run.js";
+import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
+import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
+import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
+import { toTask } from "./rows.js";
+import type { SessionRow, TaskRow } from "./schema.js";
+import type { OwnedSession, SessionOwner } from "./session-owner.js";
+import { finishedStep, type PendingStep, stepEntries, submittedStep } from "./step-records.js";
+import { creatorActor, type StoreContext, withIds } from "./store-context.js";
+import type { StoreParts } from "./store-parts.js";
+import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
+
+/** What one owned step changes, collected before its append. */
+class Step {
+  readonly now = new Date();
+  readonly events: Event[] = [];
+  readonly rows: RowChange[] = [];
+  readonly steps: PendingStep[] = [];
+  /** Task rows as the step leaves them. */
+  readonly tasks = new Map<string, TaskRow>();
+
+  constructor(
+    readonly session: SessionRow,
+    readonly mailbox: TaskRow[],
+  ) {}
+
+  emit(event: Event): void {
+    event.id = `evt_${crypto.randomUUID().replaceAll("-", "")}`;
+    event.createdAt = timestampNow();
+    this.events.push(event);
+    this.session.last_event_id = event.id;
+  }
+
+  insertTask(row: TaskRow): void {
+    this.tasks.set(row.id, row);
+    this.rows.push({ op: "insert", table: "tasks", values: taskValues(row) });
+  }
+
+  updateTask(row: TaskRow, set: Partial<TaskRow>): TaskRow {
+    const updated = { ...row, ...set, updated_at: this.now };
+    this.tasks.set(row.id, updated);
+    const values = taskValues({ ...set, updated_at: this.now } as TaskRow);
+    this.rows.push({ op: "update", table: "tasks", id: row.id, set: values });
+    return updated;
+  }
+
+  /** The journal entries of the step: events, step records, row changes (one append). */
+  entries(): JournalEntry[] {
+    const s = this.session;
+    this.rows.push({
+      op: "update",
+      table: "sessions",
+      id: s.id,
+      set: {
+        state: s.state,
+        transcript_epoch: s.transcript_epoch,
+        message_count: s.message_count,
+        turn_count: s.turn_count,
+        next_queue_seq: s.next_queue_seq,
+        last_event_id: s.last_event_id,
+        updated_at: this.now,
+      },
+    });
+    s.updated_at = this.now;
+    return [
+      ...this.events.map((event) => ({
+        stream: s.id,
+        kind: event.kind,
+        body: toBinary(EventSchema, event),
+      })),
+      ...stepEntries(this.steps),
+      { stream: s.id, kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
+    ];
+  }
+
+  /** The session's state after the step. */
+  state(): OwnedSession {
+    const mailbox = this.mailbox
+      .map((row) => this.tasks.get(row.id) ?? row)
+      .concat([...this.tasks.values()].filter((row) => !this.mailbox.some((m) => m.id === row.id)))
+      .filter((row) => row.run_state === "queued" || row.run_state === "running")
+      .sort((a, b) => (a.queue_seq < b.queue_seq ? -1 : a.queue_seq > b.queue_seq ? 1 : 0));
+    return { session: this.session, mailbox, usedAt: Date.now() };
+  }
+}
+
+/** Column values of a task row as the tables take them (jsonb as text). */
+function taskValues(row: Partial<TaskRow>): Row {
+  const values: Row = { ...row };
+  delete values.seq;
+  for (const column of ["metadata", "checkpoint", "resume_payload", "state"] as const) {
+    if (column in row) {
+      const value = row[column];
+      values[column] = value === null || value === undefined ? null : JSON.stringify(value);
+    }
+  }
+  if ("metadata" in row && values.metadata === null) values.metadata = "{}";
+  return values;
+}
+
+/** Submit, finish and claim in memory (see the module header). */
+export class OwnedTurns {
+  readonly #ctx: StoreContext;
+  readonly #p: StoreParts;
+  readonly #owner: SessionOwner;
+
+  constructor(ctx: StoreContext, parts: StoreParts, owner: SessionOwner) {
+    this.#ctx = ctx;
+    this.#p = parts;
+    this.#owner = owner;
+  }
+
+  /** A submit to an existing session (the caller holds its lock); undefined: not made here. */
+  async submit(
+    state: OwnedSession,
+    input: NewTask,
+    context: WriteContext,
+    owner: string,
+  ): Promise<SubmitResult | undefined> {
+    const found = state.session;
+    if (context.scope !== undefined && found.workspace_id !== context.scope) {
+      throw notFound("session", found.id);
+    }
+    const input0 = withIds(input.input);
+    if (input0.role === Role.TOOL) return undefined;
+    const key = input.idempotency?.key ? input.idempotency : undefined;
+    const keyScope = this.#p.unit.keyScope(
+      context.scope ?? input.workspaceId,
+      context,
+      "SubmitTask",
+      input.sessionId,
+    );
+    if (key && (await this.#keyProjected(keyScope, key.key))) return undefined;
+    this.#p.transcript.assertOpen(found);
+    // An existing session runs its own agent when the request may create one (harness §3.2).
+    const agent = await this.#p.directory.resolveAgent(
+      undefined,
+      (input.createSession ? "" : input.agentId) || found.agent_id,
+      found.workspace_id,
+      "agent_id",
+    );
+    const running = state.mailbox.find((row) => row.run_state === "running");
+    const head = state.mailbox.find((row) => row.run_state === "queued");
+    const decision = decideSubmit(
+      input.busyPolicy,
+      {
+        ...(running ? { running: { id: running.id, canceled: cancelRequested(running) } } : {}),
+        queued: head ? 1 : 0,
+      },
+      found.id,
+    );
+    if (decision.interrupt) return undefined;
+
+    const step = new Step({ ...found }, state.mailbox);
+    const session = step.session;
+    const taskId = newId("task");
+    step.emit(
+      taskSubmittedEvent(this.#p.unit.scopeOf(session, context.actor, key?.key), taskId, agent.id),
+    );
+    const queueSeq = session.next_queue_seq;
+    session.next_queue_seq += 1n;
+    let inputPosition: bigint | null = null;
+    let status = TaskStatus.SUBMITTED;
+    if (decision.runNow) {
+      status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
+      step.emit(
+        taskStatusEvent(
+          this.#p.unit.scopeOf(session),
+          taskId,
+          status,
+          TaskStatus.SUBMITTED,
+          "started",
+          undefined,
+          agent.id,
+        ),
+      );
+      inputPosition = session.message_count;
+      this.#appendMessages(step, [input0], taskId, context.actor);
+    }
+    const row: TaskRow = {
+      seq: 0n,
+      id: taskId,
+      workspace_id: session.workspace_id,
+      session_id: session.id,
+      agent_id: agent.id,
+      status,
+      run_state: decision.runNow ? "running" : "queued",
+      queue_seq: queueSeq,
+      input: encodeMessage(input0),
+      input_position: inputPosition,
+      created_by: context.actor.id,
+      branch_id: "",
+      parent_task_id: input.parentTaskId,
+      assigned_backend: agent.backend,
+      receipt_id: "",
+      outcome_id: "",
+      busy_policy: input.busyPolicy,
+      idempotency_key: key?.key ?? "",
+      metadata: (input.metadata ?? {}) as TaskRow["metadata"],
+      created_at: step.now,
+      updated_at: step.now,
+      started_at: decision.runNow ? step.now : null,
+      completed_at: null,
+      canceled_at: null,
+      cancel_reason: "",
+      failure: null,
+      suspension: null,
+      signal_id: null,
+      checkpoint: null,
+      resume_payload: null,
+      output: null,
+      lease_owner: decision.runNow ? owner : null,
+      lease_expires_at: decision.runNow ? this.#leaseUntil(step.now) : null,
+      state: null,
+    };
+    step.insertTask(row);
+    if (key) {
+      step.rows.push({
+        op: "insert_key",
+        table: "idempotency_keys",
+        values: {
+          scope: keyScope,
+          key: key.key,
+          request_hash: key.requestHash,
+          resource_id: taskId,
+        },
+      });
+    }
+    const task = toTask(row);
+    step.steps.push(
+      submittedStep(session, task, input0, {
+        queueSeq,
+        runNow: decision.runNow,
+        inputPosition: inputPosition ?? undefined,
+        createdBy: context.actor.id,
+        idempotencyKey: key?.key ?? "",
+      }),
+    );
+    const appended = await this.#owner.append(
+      session.id,
+      step.entries(),
+      key ? `tasks|${keyScope}|${key.key}` : undefined,
+    );
+    // The same key in an append not yet projected: the relational path, once
+    // it is projected, answers the retry as it answers any other.
+    if (appended.duplicate) return undefined;
+    this.#commit(step);
+    return {
+      task,
+      replayed: false,
+      ...(decision.runNow
+        ? { claim: this.#claimOf(task, agent, inputPosition ?? 0n, owner, row, session) }
+        : {}),
+    };
+  }
+
+  /** A run's end (the caller holds its session's lock); undefined: not made here. */
+  async finish(
+    state: OwnedSession,
+    claim: Claim,
+    outcome: RunOutcome,
+    owner: string,
+  ): Promise<FinishResult | undefined> {
+    const row = state.mailbox.find((r) => r.id === claim.task.id);
+    // Fencing: only the run that still holds the claim may commit.
+    if (row?.run_state !== "running" || row.lease_owner !== owner) return { applied: false };
+    if (
+      row.status === TaskStatus.CANCELED ||
+      cancelRequested(row) ||
+      row.parent_task_id !== "" ||
+      row.suspension !== null ||
+      row.input_position === null ||
+      outcome.status === "suspended"
+    ) {
+      return undefined;
+    }
+    const step = new Step({ ...state.session }, state.mailbox);
+    const session = step.session;
+    const from = row.status as TaskStatus;
+    const scope = this.#p.unit.scopeOf(session, agentActor(row.agent_id));
+    const end = this.#endOf(outcome, from, row.id, scope);
+    const earlier = decodeMessages(row.output);
+    const already = new Set(earlier.map((m) => m.id));
+    const output = closeToolCalls([...outcome.messages], end.note).filter(
+      (m) => m.id === "" || !already.has(m.id),
+    );
+    const appended = this.#appendMessages(step, output, row.id, agentActor(row.agent_id));
+    const messages = [...earlier, ...appended];
+    step.emit(end.event);
+    const outcomeId = row.outcome_id || newId("out");
+    const record = finishedStep(session, row.id, {
+      status: end.status,
+      output: appended,
+      ...(outcome.backendId ? { assignedBackend: outcome.backendId } : {}),
+      ...(row.outcome_id
+        ? {}
+        : {
+            outcome: create(OutcomeSchema, {
+              id: outcomeId,
+              taskId: row.id,
+              sessionId: row.session_id,
+              workspaceId: row.workspace_id,
+              status:
+                end.status === TaskStatus.COMPLETED
+                  ? OutcomeStatus.SUCCEEDED
+                  : end.status === TaskStatus.CANCELED
+                    ? OutcomeStatus.CANCELED
+                    : OutcomeStatus.FAILED,
+              summary: summarize(messages, end.failure?.message ?? end.note),
+              messages,
+              artifactIds: [],
+              createdAt: timestampNow(),
+            }),
+          }),
+    });
+    step.steps.push(record);
+    const set: Partial<TaskRow> = {
+      status: end.status,
+      run_state: "done",
+      output: encodeMessages(messages),
+      outcome_id: outcomeId,
+      failure: end.failure
+        ? toBinary(
+            TaskFailureSchema,
+            create(TaskFailureSchema, {
+              ...end.failure,
+              detail: create(ErrorDetailSchema, {
+                reason: end.failure.category,
+                domain: "tasks.trellis.dev",
+                metadata: { task_id: row.id },
+              }),
+            }),
+          )
+        : row.failure,
+      suspension: null,
+      signal_id: null,
+      checkpoint: null,
+      resume_payload: null,
+      lease_owner: null,
+      lease_expires_at: null,
+      ...(end.status === TaskStatus.CANCELED
+        ? { canceled_at: step.now }
+        : { completed_at: step.now }),
+      ...(outcome.backendId ? { assigned_backend: outcome.backendId } : {}),
+    };
+    if (outcome.status === "completed" && outcome.state !== undefined) {
+      set.state = outcome.state as TaskRow["state"];
+      step.rows.push({
+        op: "upsert",
+        table: "session_states",
+        values: {
+          session_id: row.session_id,
+          state: JSON.stringify(outcome.state),
+          task_id: row.id,
+          updated_at: step.now,
+        },
+      });
+    }
+    const updated = step.updateTask(row, set);
+    const head = state.mailbox.find((r) => r.run_state === "queued");
+    const next = head ? await this.#claimHead(step, head, owner) : undefined;
+    await this.#owner.append(session.id, step.entries(), undefined);
+    this.#commit(step);
+    return {
+      applied: true,
+      task: toTask(updated),
+      transcriptLength: session.message_count,
+      ...(next ? { next } : {}),
+    };
+  }
+
+  /** Claims the head of the queue when nothing runs (the caller holds the session's lock). */
+  async claimNext(state: OwnedSession, owner: string): Promise<Claim | undefined> {
+    if (state.mailbox.some((r) => r.run_state === "running")) return undefined;
+    const head = state.mailbox.find((r) => r.run_state === "queued");
+    if (!head) return undefined;
+    const step = new Step({ ...state.session }, state.mailbox);
+    const claim = await this.#claimHead(step, head, owner);
+    if (!claim) return undefined;
+    await this.#owner.append(state.session.id, step.entries(), undefined);
+    this.#commit(step);
+    return claim;
+  }
+
+  async #claimHead(step: Step, head: TaskRow, owner: string): Promise<Claim | undefined> {
+    const session = step.session;
+    if (session.state === SessionState.CLOSED) return undefined;
+    const from = head.status as TaskStatus;
+    if (from !== TaskStatus.WORKING) {
+      transition(from, TaskStatus.WORKING, head.id);
+      step.emit(
+        taskStatusEvent(
+          this.#p.unit.scopeOf(session),
+          head.id,
+          TaskStatus.WORKING,
+          from,
+          isSuspended(from) ? "resumed after its signal arrived" : "started",
+          undefined,
+          head.agent_id,
+        ),
+      );
+    }
+    let inputPosition = head.input_position;
+    if (inputPosition === null) {
+      inputPosition = session.message_count;
+      this.#appendMessages(
+        step,
+        [fromBinary(MessageSchema, head.input)],
+        head.id,
+        creatorActor(head.created_by),
+      );
+    }
+    const row = step.updateTask(head, {
+      status: TaskStatus.WORKING,
+      run_state: "running",
+      input_position: inputPosition,
+      lease_owner: owner,
+      lease_expires_at: this.#leaseUntil(step.now),
+      started_at: head.started_at ?? step.now,
+    });
+    const agent = await this.#p.directory.resolveAgent(
+      undefined,
+      row.agent_id,
+      row.workspace_id,
+      "agent_id",
+    );
+    return this.#claimOf(toTask(row), agent, inputPosition, owner, row, session);
+  }
+
+  /** Appends messages at the end of the step's session transcript, with their events. */
+  #appendMessages(
+    step: Step,
+    messages: readonly Message[],
+    taskId: string,
+    actor: ReturnType<typeof agentActor>,
+  ): Message[] {
+    if (messages.length === 0) return [];
+    const session = step.session;
+    const prepared = messages.map(withIds);
+    const { turns, turnCount } = assignTurns(session.turn_count, prepared);
+    const start = session.message_count;
+    prepared.forEach((message, i) => {
+      step.rows.push({
+        op: "insert",
+        table: "messages",
+        values: {
+          id: message.id,
+          session_id: session.id,
+          position: start + BigInt(i),
+          turn: turns[i] as bigint,
+          task_id: taskId,
+          role: message.role,
+          body: encodeMessage(message),
+          created_at: step.now,
+        },
+      });
+    });
+    session.message_count = start + BigInt(prepared.length);
+    session.turn_count = turnCount;
+    const scope = this.#p.unit.scopeOf(session, actor);
+    prepared.forEach((message, i) => {
+      step.emit(messageEvent(scope, message, start + BigInt(i), taskId));
+    });
+    return prepared;
+  }
+
+  #endOf(
+    outcome: Exclude<RunOutcome, { status: "suspended" }> | RunOutcome,
+    from: TaskStatus,
+    taskId: string,
+    scope: ReturnType<StoreParts["unit"]["scopeOf"]>,
+  ): {
+    status: TaskStatus;
+    note: string;
+    event: Event;
+    failure?: { category: string; message: string; retryable: boolean };
+  } {
+    switch (outcome.status) {
+      case "completed":
+        transition(from, TaskStatus.COMPLETED, taskId);
+        return {
+          status: TaskStatus.COMPLETED,
+          note: "the turn ended without its result",
+          event: taskStatusEvent(scope, taskId, TaskStatus.COMPLETED, from, "completed"),
+        };
+      case "failed":
+        transition(from, TaskStatus.FAILED, taskId);
+        return {
+          status: TaskStatus.FAILED,
+          note: "the turn failed",
+          failure: {
+            category: outcome.category,
+            message: outcome.message,
+            retryable: outcome.retryable,
+          },
+          event: taskStatusEvent(
+            scope,
+            taskId,
+            TaskStatus.FAILED,
+            from,
+            outcome.message,
+            create(ErrorDetailSchema, { reason: outcome.category, domain: "tasks.trellis.dev" }),
+          ),
+        };
+      case "cancelled":
+        transition(from, TaskStatus.CANCELED, taskId);
+        return {
+          status: TaskStatus.CANCELED,
+          note: "the turn was canceled",
+          event: taskStatusEvent(
+            scope,
+            taskId,
+            TaskStatus.CANCELED,
+            from,
+            "the agent canceled the turn",
+          ),
+        };
+      default:
+        throw new Error(`owned finish: unexpected outcome ${outcome.status}`);
+    }
+  }
+
+  #claimOf(
+    task: ReturnType<typeof toTask>,
+    agent: Agent,
+    inputPosition: bigint,
+    owner: string,
+    row: TaskRow,
+    session: SessionRow,
+  ): Claim {
+    return {
+      task,
+      agent,
+      safeToRetry: this.#p.directory.safeToRetry(agent),
+      inputPosition,
+      transcriptEpoch: session.transcript_epoch,
+      leaseOwner: owner,
+      ...(row.resume_payload !== null
+        ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
+        : {}),
+    };
+  }
+
+  #leaseUntil(now: Date): Date {
+    return new Date(now.getTime() + this.#ctx.leaseMs);
+  }
+
+  /** Whether a key is in the idempotency table (a projected or relational submit took it). */
+  async #keyProjected(scope: string, key: string): Promise<boolean> {
+    const row = await this.#ctx.db
+      .selectFrom("idempotency_keys")
+      .select("resource_id")
+      .where("scope", "=", scope)
+      .where("key", "=", key)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** Adopts a step's state once appended, and tells the watchers. */
+  #commit(step: Step): void {
+    this.#owner.adopt(step.session.id, step.state());
+    if (this.#ctx.onCommit) {
+      const rows = step.tasks;
+      this.#ctx.onCommit({
+        taskIds: [...rows.keys()],
+        snapshot: (id) => {
+          const row = rows.get(id);
+          return row ? toTask(row) : undefined;
+        },
+      });
+    }
+  }
+}

@@ -1,0 +1,127 @@
+/**
+ * The row changes of an owned step (`TRELLIS_TASKS_JOURNAL=owner`): what the
+ * session owner decided in memory, as the inserts and updates the
+ * `tasks-read-model` projector applies to the tables behind it.
+ *
+ * One journal entry of kind {@link ROWS_STEP} per owned step, in the same
+ * append as the step's public events and its step record. The owner has
+ * already computed every column (timestamps included, on its clock), so the
+ * projector copies them instead of re-deriving rows from the step record —
+ * simpler, and what makes a row's projection equal to the owner's memory.
+ *
+ * A batch's changes are coalesced before they are written: a task inserted
+ * and updated in one batch is one insert; several updates of one row are one
+ * update; inserts of one table are one statement.
+ */
+import type { Transaction } from "kysely";
+import type { TasksDatabase } from "./schema.js";
+
+/** Journal kind of an owned step's row changes. */
+export const ROWS_STEP = "tasks.step.rows";
+
+/** One change to one row. */
+export type RowChange =
+  | { op: "insert"; table: "tasks" | "messages" | "task_checkpoints"; values: Row }
+  | { op: "update"; table: "sessions" | "tasks"; id: string; set: Row }
+  | { op: "upsert"; table: "session_states"; values: Row }
+  | { op: "insert_key"; table: "idempotency_keys"; values: Row };
+
+/** Column values: strings, numbers, booleans, bigints, bytes, dates, null. */
+export type Row = Record<string, unknown>;
+
+/** Encodes a step's row changes for the journal (JSON with tagged bigints, bytes and dates). */
+export function encodeRowChanges(changes: readonly RowChange[]): Uint8Array {
+  const text = JSON.stringify(changes, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    if (typeof raw === "bigint") return { $n: raw.toString() };
+    if (raw instanceof Uint8Array) return { $b: Buffer.from(raw).toString("base64") };
+    if (raw instanceof Date) return { $t: raw.toISOString() };
+    return value;
+  });
+  return new TextEncoder().encode(text);
+}
+
+/** Decodes {@link encodeRowChanges}. */
+export function decodeRowChanges(body: Uint8Array): RowChange[] {
+  return JSON.parse(new TextDecoder().decode(body), (_key, value) => {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      if (typeof value.$n === "string") return BigInt(value.$n);
+      if (typeof value.$b === "string") return new Uint8Array(Buffer.from(value.$b, "base64"));
+      if (typeof value.$t === "string") return new Date(value.$t);
+    }
+    return value;
+  }) as RowChange[];
+}
+
+/** Applies changes (in journal order) to the tables of `db` (scoped to the service's schema). */
+export async function applyRowChanges(
+  changes: readonly RowChange[],
+  db: Transaction<TasksDatabase>,
+): Promise<void> {
+  if (changes.length === 0) return;
+  const insertedTasks = new Map<string, Row>();
+  const messages: Row[] = [];
+  const checkpoints: Row[] = [];
+  const updates = new Map<string, { table: "sessions" | "tasks"; id: string; set: Row }>();
+  const states = new Map<string, Row>();
+  const keys: Row[] = [];
+  for (const change of changes) {
+    switch (change.op) {
+      case "insert":
+        if (change.table === "tasks") insertedTasks.set(String(change.values.id), change.values);
+        else if (change.table === "messages") messages.push(change.values);
+        else checkpoints.push(change.values);
+        break;
+      case "update": {
+        const inserted = change.table === "tasks" ? insertedTasks.get(change.id) : undefined;
+        if (inserted) {
+          Object.assign(inserted, change.set);
+          break;
+        }
+        const key = `${change.table}:${change.id}`;
+        const earlier = updates.get(key);
+        if (earlier) Object.assign(earlier.set, change.set);
+        else updates.set(key, { table: change.table, id: change.id, set: { ...change.set } });
+        break;
+      }
+      case "upsert":
+        states.set(String(change.values.session_id), change.values);
+        break;
+      case "insert_key":
+        keys.push(change.values);
+        break;
+    }
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+  const anyDb = db as Transaction<any>;
+  if (insertedTasks.size > 0)
+    await anyDb
+      .insertInto("tasks")
+      .values([...insertedTasks.values()])
+      .execute();
+  if (messages.length > 0) await anyDb.insertInto("messages").values(messages).execute();
+  if (checkpoints.length > 0)
+    await anyDb.insertInto("task_checkpoints").values(checkpoints).execute();
+  for (const { table, id, set } of updates.values()) {
+    await anyDb.updateTable(table).set(set).where("id", "=", id).execute();
+  }
+  if (states.size > 0) {
+    await anyDb
+      .insertInto("session_states")
+      .values([...states.values()])
+      .onConflict((oc) =>
+        oc.column("session_id").doUpdateSet((eb) => ({
+          state: eb.ref("excluded.state"),
+          task_id: eb.ref("excluded.task_id"),
+          updated_at: eb.ref("excluded.updated_at"),
+        })),
+      )
+      .execute();
+  }
+  if (keys.length > 0)
+    await anyDb
+      .insertInto("idempotency_keys")
+      .values(keys)
+      .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
+      .execute();
+}

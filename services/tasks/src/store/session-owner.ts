@@ -1,0 +1,265 @@
+/**
+ * The embedded session owner (`TRELLIS_TASKS_JOURNAL=owner`,
+ * docs/turn-journal.md step 2): the one process owns every session, keeps
+ * the live mailbox of the sessions in use in memory, and writes a turn's
+ * step as ONE group-committed journal append; the `tasks-read-model`
+ * projector writes the rows behind it.
+ *
+ * | rule | how |
+ * |---|---|
+ * | one session's steps are decided one at a time, on current state | a per-session async lock (instead of the session row lock); the state in memory is what the step appends |
+ * | memory equals the tables once projected | an owned step changes copies of its rows and adopts them only after its append resolved; a failed append drops the session's state (reloaded next time) |
+ * | loading a session sees every step it ever took | it waits for the projector to pass the session's last append, then reads the session row and its queued / running tasks |
+ * | a relational write of a session (cancel, close, truncate, fork, a step the owner does not make in memory) is consistent with the owner | under the session's lock, after the projector passed the session's last append; the session's state is dropped after it |
+ * | a relational write that may touch any session (signals, replays, lease recovery) | under the owner's gate held exclusively: no owned step runs meanwhile, everything is projected first, every state is dropped after |
+ * | reads see the caller's writes | `settled()`: wait for the projector to pass the journal's head at the call (a no-op when it has) |
+ * | bounded memory | sessions unused for `idleMs` are evicted (and over `maxSessions`, the least recently used) |
+ */
+import type { Journal, JournalEntry, Projector } from "@trellis/storage";
+import type { SessionRow, TaskRow } from "./schema.js";
+import type { StoreContext } from "./store-context.js";
+
+/** A session's live state, as its owner holds it. */
+export interface OwnedSession {
+  session: SessionRow;
+  /** Its tasks in the mailbox (queued or running), by queue_seq. */
+  mailbox: TaskRow[];
+  usedAt: number;
+}
+
+/** Options of {@link SessionOwner}. */
+export interface SessionOwnerOptions {
+  journal: Journal;
+  readModel: Projector;
+  /** Evict a session unused this long (default 60 s). */
+  idleMs?: number;
+  /** Most sessions in memory (default 10,000). */
+  maxSessions?: number;
+  /** How long a read or a load waits for the projector (default 10 s). */
+  waitMs?: number;
+}
+
+/** See the module header. */
+export class SessionOwner {
+  readonly #ctx: StoreContext;
+  readonly #journal: Journal;
+  readonly #readModel: Projector;
+  readonly #idleMs: number;
+  readonly #maxSessions: number;
+  readonly #waitMs: number;
+  readonly #sessions = new Map<string, OwnedSession>();
+  /** The last position each session appended (kept until projected). */
+  readonly #positions = new Map<string, bigint>();
+  readonly #locks = new Map<string, Promise<void>>();
+  readonly #gate = new Gate();
+  readonly #sweep: NodeJS.Timeout;
+
+  constructor(ctx: StoreContext, options: SessionOwnerOptions) {
+    this.#ctx = ctx;
+    this.#journal = options.journal;
+    this.#readModel = options.readModel;
+    this.#idleMs = options.idleMs ?? 60_000;
+    this.#maxSessions = options.maxSessions ?? 10_000;
+    this.#waitMs = options.waitMs ?? 10_000;
+    this.#sweep = setInterval(() => this.#evictIdle(), Math.max(1_000, this.#idleMs / 2));
+    this.#sweep.unref();
+  }
+
+  /** Runs `work` holding `sessionId`'s lock (and the gate, shared). */
+  async withSession<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const leaveGate = await this.#gate.shared();
+    try {
+      const unlock = await this.#lock(sessionId);
+      try {
+        return await work();
+      } finally {
+        unlock();
+      }
+    } finally {
+      leaveGate();
+    }
+  }
+
+  /**
+   * Runs a relational write of `sessionId` (the caller holds its lock): after
+   * the projector passed the session's appends; the session's state is
+   * dropped after it, whatever it did.
+   */
+  async relational<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    await this.drain(sessionId);
+    try {
+      return await work();
+    } finally {
+      this.#sessions.delete(sessionId);
+    }
+  }
+
+  /** Runs `work` alone: no owned step meanwhile, everything projected first, all state dropped after. */
+  async exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const leave = await this.#gate.exclusive();
+    try {
+      await this.settled();
+      return await work();
+    } finally {
+      this.#sessions.clear();
+      leave();
+    }
+  }
+
+  /** Resolves once the projector has applied everything appended before the call. */
+  async settled(): Promise<void> {
+    await this.#waitFor(this.#journal.head());
+  }
+
+  /** Resolves once the projector has applied `sessionId`'s appends. */
+  async drain(sessionId: string): Promise<void> {
+    const position = this.#positions.get(sessionId);
+    if (position !== undefined) await this.#waitFor(position);
+  }
+
+  /** The session's state (the caller holds its lock), loaded when not in memory; undefined if it does not exist. */
+  async load(sessionId: string): Promise<OwnedSession | undefined> {
+    const known = this.#sessions.get(sessionId);
+    if (known) {
+      known.usedAt = Date.now();
+      // Most recently used last (the eviction order).
+      this.#sessions.delete(sessionId);
+      this.#sessions.set(sessionId, known);
+      return known;
+    }
+    await this.drain(sessionId);
+    const session = await this.#ctx.db
+      .selectFrom("sessions")
+      .selectAll()
+      .where("id", "=", sessionId)
+      .executeTakeFirst();
+    if (!session) return undefined;
+    const mailbox = await this.#ctx.db
+      .selectFrom("tasks")
+      .selectAll()
+      .where("session_id", "=", sessionId)
+      .where("run_state", "in", ["queued", "running"])
+      .orderBy("queue_seq")
+      .execute();
+    const state: OwnedSession = { session, mailbox, usedAt: Date.now() };
+    this.#sessions.set(sessionId, state);
+    if (this.#sessions.size > this.#maxSessions) this.#evictOldest();
+    return state;
+  }
+
+  /**
+   * Appends one owned step of `sessionId` (the caller holds its lock) and
+   * resolves once it is durable. On failure the session's state is dropped.
+   */
+  async append(
+    sessionId: string,
+    entries: readonly JournalEntry[],
+    idempotencyKey: string | undefined,
+  ): Promise<{ positions: bigint[]; duplicate: boolean }> {
+    try {
+      const result = await this.#journal.append(entries, {
+        ...(idempotencyKey ? { idempotencyKey } : {}),
+      });
+      const last = result.positions.at(-1);
+      if (!result.duplicate && last !== undefined) this.#positions.set(sessionId, last);
+      this.#readModel.wake();
+      return result;
+    } catch (error) {
+      this.#sessions.delete(sessionId);
+      throw error;
+    }
+  }
+
+  /** Stops the eviction timer. */
+  close(): void {
+    clearInterval(this.#sweep);
+  }
+
+  /** Sessions in memory (tests, health). */
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  async #waitFor(position: bigint): Promise<void> {
+    if (position <= 0n || this.#readModel.status().position >= position) return;
+    await this.#readModel.waitFor(position, { timeoutMs: this.#waitMs });
+  }
+
+  async #lock(sessionId: string): Promise<() => void> {
+    const previous = this.#locks.get(sessionId) ?? Promise.resolve();
+    let release!: () => void;
+    const mine = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const tail = previous.then(() => mine);
+    this.#locks.set(sessionId, tail);
+    await previous;
+    return () => {
+      release();
+      if (this.#locks.get(sessionId) === tail) this.#locks.delete(sessionId);
+    };
+  }
+
+  #evictIdle(): void {
+    const before = Date.now() - this.#idleMs;
+    for (const [id, state] of this.#sessions) {
+      if (state.usedAt < before && !this.#locks.has(id)) this.#sessions.delete(id);
+    }
+    // Positions the projector has passed are no longer needed to drain.
+    const projected = this.#readModel.status().position;
+    for (const [id, position] of this.#positions) {
+      if (position <= projected) this.#positions.delete(id);
+    }
+  }
+
+  #evictOldest(): void {
+    for (const id of this.#sessions.keys()) {
+      if (this.#sessions.size <= this.#maxSessions) return;
+      if (!this.#locks.has(id)) this.#sessions.delete(id);
+    }
+  }
+
+  /** Adopts a step's new state once its append resolved. */
+  adopt(sessionId: string, state: OwnedSession): void {
+    state.usedAt = Date.now();
+    this.#sessions.set(sessionId, state);
+  }
+}
+
+/**
+ * Shared / exclusive gate: owned steps hold it shared; a write that may touch
+ * any session holds it alone. Writers are not starved: once one waits, new
+ * shared holders wait behind it.
+ */
+class Gate {
+  #shared = 0;
+  #writer: Promise<void> | undefined;
+  #drained: (() => void) | undefined;
+
+  async shared(): Promise<() => void> {
+    while (this.#writer) await this.#writer;
+    this.#shared += 1;
+    return () => {
+      this.#shared -= 1;
+      if (this.#shared === 0) this.#drained?.();
+    };
+  }
+
+  async exclusive(): Promise<() => void> {
+    while (this.#writer) await this.#writer;
+    let done!: () => void;
+    this.#writer = new Promise<void>((resolve) => {
+      done = resolve;
+    });
+    if (this.#shared > 0) {
+      await new Promise<void>((resolve) => {
+        this.#drained = resolve;
+      });
+    }
+    this.#drained = undefined;
+    return () => {
+      this.#writer = undefined;
+      done();
+    };
+  }
+}
