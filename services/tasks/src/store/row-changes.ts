@@ -11,7 +11,9 @@
  *
  * A batch's changes are coalesced before they are written: a task inserted
  * and updated in one batch is one insert; several updates of one row are one
- * update; inserts of one table are one statement.
+ * update; inserts of one table are one statement. Updates go first, those
+ * that make a task running last, then inserts: a session's one running task
+ * (a unique index) is released before another takes the mailbox.
  */
 import type { Transaction } from "kysely";
 import type { TasksDatabase } from "./schema.js";
@@ -94,6 +96,14 @@ export async function applyRowChanges(
   }
   // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
   const anyDb = db as Transaction<any>;
+  // One running task per session (a unique index): rows leaving the mailbox
+  // first, then the ones taking it (updated, then inserted).
+  const ordered = [...updates.values()].sort(
+    (a, b) => Number(a.set.run_state === "running") - Number(b.set.run_state === "running"),
+  );
+  for (const { table, id, set } of ordered) {
+    await anyDb.updateTable(table).set(set).where("id", "=", id).execute();
+  }
   if (insertedTasks.size > 0)
     await anyDb
       .insertInto("tasks")
@@ -102,9 +112,6 @@ export async function applyRowChanges(
   if (messages.length > 0) await anyDb.insertInto("messages").values(messages).execute();
   if (checkpoints.length > 0)
     await anyDb.insertInto("task_checkpoints").values(checkpoints).execute();
-  for (const { table, id, set } of updates.values()) {
-    await anyDb.updateTable(table).set(set).where("id", "=", id).execute();
-  }
   if (states.size > 0) {
     await anyDb
       .insertInto("session_states")

@@ -1,0 +1,193 @@
+// The embedded session owner (TRELLIS_TASKS_JOURNAL=owner) at the store: a
+// submit and a finish to a known session are each ONE journal append (the
+// step's events, its step record, its row changes); the read model writes
+// the rows and the outbox rows behind, and reads see the caller's writes.
+import { create } from "@bufbuild/protobuf";
+import { Role, TaskStatus } from "@trellis/contracts/core";
+import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import {
+  createDatabase,
+  createJournal,
+  createOutboxWriter,
+  type Database,
+  type Journal,
+  migrate,
+  outboxMigrations,
+  type Projector,
+  readJournal,
+  readOutbox,
+} from "@trellis/storage";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { userActor } from "../../src/domain/events.js";
+import { tasksMigrations } from "../../src/store/migrations/index.js";
+import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
+import { createTasksReadModel } from "../../src/store/read-model.js";
+import { ROWS_STEP } from "../../src/store/row-changes.js";
+import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
+import { text, textOf } from "../support/fixtures.js";
+
+const context = { actor: userActor("usr_1") };
+
+describe("tasks store, embedded session owner (PGlite)", () => {
+  let database: Database;
+  let journal: Journal;
+  let readModel: Projector;
+  let store: OwnedTaskStore;
+  let agentId: string;
+
+  beforeAll(async () => {
+    database = await createDatabase({ kind: "pglite" });
+    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
+    await migrate(database, { schema: "outbox_o", migrations: outboxMigrations("outbox_o") });
+    journal = createJournal(database, { schema: "tasks" });
+    readModel = await createTasksReadModel({
+      database,
+      schema: "tasks",
+      delayMs: 20,
+      journal,
+      outbox: { schema: "outbox_o", kick: () => {} },
+    });
+    store = new OwnedTaskStore({
+      database,
+      schema: "tasks",
+      outbox: createOutboxWriter({ schema: "outbox_o" }),
+      leaseMs: 30_000,
+      owner: { journal, readModel },
+    });
+    const agent = await store.createAgent(
+      create(AgentSchema, {
+        workspaceId: "default",
+        name: "echo",
+        backend: "scripted",
+        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+      }),
+      undefined,
+      context,
+    );
+    agentId = agent.id;
+  }, 180_000);
+  afterAll(async () => {
+    store?.close();
+    await journal?.close();
+    await readModel?.stop();
+    await database?.close();
+  });
+
+  const submit = (sessionId: string, words: string, key?: string) =>
+    store.submitTask(
+      {
+        sessionId,
+        agentId,
+        input: text(words),
+        busyPolicy: BusyPolicy.ENQUEUE,
+        parentTaskId: "",
+        createSession: true,
+        workspaceId: "default",
+        ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
+      },
+      context,
+      "owner_1",
+    );
+
+  const kinds = async (stream: string) =>
+    (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((e) => e.kind);
+
+  it("writes a submit and a finish as one append each; rows and outbox rows follow", async () => {
+    // The first submit creates the session (relational), so the owner knows it after.
+    const first = await submit("ses_owner_1", "hello");
+    expect(first.claim).toBeDefined();
+    expect(await kinds("ses_owner_1")).toEqual([]);
+    const done = await store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("hi there", Role.ASSISTANT)] },
+      "owner_1",
+    );
+    expect(done).toMatchObject({ applied: true, transcriptLength: 2n });
+    expect(done.task?.status).toBe(TaskStatus.COMPLETED);
+    const before = journal.stats();
+    const { task, claim } = await submit("ses_owner_1", "again");
+    expect(claim?.inputPosition).toBe(2n);
+    expect(journal.stats().appends - before.appends).toBe(1);
+    expect(await kinds("ses_owner_1")).toEqual([
+      // The finish of the first turn (owned: its session was known by then).
+      "agent.message",
+      "task.completed",
+      FINISHED_STEP,
+      ROWS_STEP,
+      "task.submitted",
+      "task.started",
+      "user.message",
+      SUBMITTED_STEP,
+      ROWS_STEP,
+    ]);
+    // Reads wait for the projector: the caller sees its own submit.
+    expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
+    const finished = await store.finishRun(
+      claim!,
+      { status: "completed", messages: [text("second answer", Role.ASSISTANT)] },
+      "owner_1",
+    );
+    expect(journal.stats().appends - before.appends).toBe(2);
+    expect(finished.transcriptLength).toBe(4n);
+    const read = await store.getTask(task.id);
+    expect(read.status).toBe(TaskStatus.COMPLETED);
+    expect(textOf(read.output[0])).toBe("second answer");
+    const outcome = await store.getOutcome(read.outcomeId);
+    expect(outcome.taskId).toBe(task.id);
+    const messages = await store.listMessages(
+      "ses_owner_1",
+      { taskId: "" },
+      { pageSize: 10, pageToken: "" },
+    );
+    expect(messages.items.map((m) => [m.position, textOf(m.message)])).toEqual([
+      [0n, "hello"],
+      [1n, "hi there"],
+      [2n, "again"],
+      [3n, "second answer"],
+    ]);
+    const session = await store.getSession("ses_owner_1");
+    expect(session.messageCount).toBe(4n);
+    // The projected outbox rows: this task's events, in order, sequenced per resource.
+    const outbox = (await readOutbox(database, "outbox_o", { limit: 1000 }))
+      .map((row) => row.event)
+      .filter((event) => event.taskId === task.id);
+    expect(outbox.map((e) => e.kind)).toEqual([
+      "task.submitted",
+      "task.started",
+      "user.message",
+      "agent.message",
+      "task.completed",
+    ]);
+  });
+
+  it("queues a second submit behind the running one and claims it on finish", async () => {
+    const running = await submit("ses_owner_2", "one");
+    const queued = await submit("ses_owner_2", "two");
+    expect(queued.claim).toBeUndefined();
+    expect(queued.task.status).toBe(TaskStatus.SUBMITTED);
+    const done = await store.finishRun(
+      running.claim!,
+      { status: "completed", messages: [] },
+      "owner_1",
+    );
+    expect(done.next?.task.id).toBe(queued.task.id);
+    // A finish by a run that no longer holds the claim commits nothing.
+    expect(
+      await store.finishRun(running.claim!, { status: "completed", messages: [] }, "owner_1"),
+    ).toEqual({ applied: false });
+    expect((await store.getTask(queued.task.id)).status).toBe(TaskStatus.WORKING);
+  });
+
+  it("answers a retried submit with the task its key created", async () => {
+    await submit("ses_owner_3", "first");
+    const keyed = await submit("ses_owner_3", "keyed", "key-1");
+    const again = await submit("ses_owner_3", "keyed", "key-1");
+    expect(again).toMatchObject({ replayed: true, task: { id: keyed.task.id } });
+    await expect(submit("ses_owner_3", "other body", "key-1")).rejects.toThrow(/idempotency/i);
+    const listed = await store.listTasks(
+      { sessionId: "ses_owner_3", statuses: [] },
+      { pageSize: 10, pageToken: "" },
+    );
+    expect(listed.items).toHaveLength(2);
+  });
+});
