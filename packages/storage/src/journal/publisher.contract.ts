@@ -478,7 +478,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
         s.handle.positioned !== undefined,
       );
       expect(restarted.stats()).toMatchObject({ published: 30, duplicates: 13 });
-    });
+    }, 180_000); // a child process starting with tsx on a loaded 2-core box
 
     describe("pruneJournal", () => {
       it("deletes what every projector applied, keeps each stream's newest entry, never reuses positions", async () => {
