@@ -105,10 +105,11 @@ export function describePublisherContract(name: string, target: PublisherContrac
     const publishers: Publisher[] = [];
     const logs: PublisherLogHandle[] = [];
 
+    // Opening PGlite (WebAssembly) took over 60 s on the loaded 2-core box.
     beforeAll(async () => {
       storage = await target.storage();
       database = await storage.open();
-    });
+    }, 180_000);
     afterAll(async () => {
       await Promise.all(publishers.map((p) => p.stop()));
       await Promise.all(journals.map((j) => j.close()));
@@ -228,6 +229,31 @@ export function describePublisherContract(name: string, target: PublisherContrac
         s.handle.positioned !== undefined,
       );
       expect(second.stats()).toMatchObject({ published: 3, duplicates: 0 });
+    });
+
+    it("wakes on a NOTIFY from a journal in another process, without polling", async () => {
+      const s = await setup();
+      const elsewhere = createJournal(await storage.open(), { schema: s.schema, notify: true });
+      journals.push(elsewhere);
+      // No in-process journal to wake it, no poll to speak of.
+      const publisher = await start(s, {
+        journal: undefined,
+        listen: true,
+        pollIntervalMs: 600_000,
+      });
+      const events = Array.from({ length: 3 }, (_, i) => eventOf(s.workspaceId, "task_n", i + 1));
+      await appendEvents(elsewhere, events);
+      // Not waitFor (it would wake the publisher itself): only the NOTIFY can.
+      await eventually(async () => (await seen(s.handle.log, s.workspaceId)).length === 3, {
+        timeoutMs: 30_000,
+        what: "the events in the log",
+      });
+      expectOnce(
+        await seen(s.handle.log, s.workspaceId),
+        events,
+        s.handle.positioned !== undefined,
+      );
+      expect(publisher.stats().published).toBe(3);
     });
 
     for (const crashAfter of ["half", "all"] as const) {
