@@ -40,7 +40,7 @@ export async function freePort(): Promise<number> {
 export const repoRoot = fileURLToPath(new URL("../..", import.meta.url));
 
 /**
- * Start `node --import tsx <script> …args` (in `cwd`, default this checkout)
+ * Start `node …nodeArgs --import tsx <script> …args` (in `cwd`, default this checkout)
  * and wait for a line matching `ready`.
  */
 export async function startNode(
@@ -50,8 +50,9 @@ export async function startNode(
   ready: RegExp,
   timeoutMs = 60_000,
   cwd = repoRoot,
+  nodeArgs: readonly string[] = [],
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", script, ...args], {
     cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

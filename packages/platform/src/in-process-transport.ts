@@ -107,6 +107,13 @@ function collectSpecs(routes: (router: ConnectRouter) => void): Map<DescMethod, 
   return specs;
 }
 
+/**
+ * The reason a handler's signal aborts with when its call is over. One shared
+ * value: `abort()` without a reason builds a DOMException (and its stack)
+ * per call. Canceled, as `ConnectError.from` reads an AbortError.
+ */
+const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
+
 /** A copy of `message` as the other side of a wire would parse it. */
 function copy<T extends DescMessage>(
   schema: T,
@@ -249,7 +256,7 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
             context.abort(error);
             throw asReceived(error, context);
           } finally {
-            context.abort();
+            context.abort(CALL_ENDED);
           }
         },
       });
@@ -285,7 +292,7 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
                 // The handler's signal aborts however the stream ends (once:
                 // a later abort is a no-op).
                 if (result.done) {
-                  context.abort();
+                  context.abort(CALL_ENDED);
                   return { done: true, value: undefined };
                 }
                 return { done: false, value: copy(method.output, result.value as MessageShape<O>) };
@@ -296,7 +303,7 @@ export function createInProcessTransport(options: InProcessTransportOptions): Tr
               }
             },
             async return() {
-              context.abort();
+              context.abort(CALL_ENDED);
               await outputs.return?.();
               return { done: true, value: undefined };
             },

@@ -192,6 +192,8 @@ describe("in-process transport", () => {
     await client.check({ service: "x" });
     await rejection(client.check({ service: "crash" }));
     expect(seen.contexts.map((c) => c.signal.aborted)).toEqual([true, true]);
+    // An answered call ends with a Canceled reason (as an AbortError reads).
+    expect(ConnectError.from(seen.contexts[0]?.signal.reason).code).toBe(Code.Canceled);
   });
 
   it("answers a caller whose deadline passed at once, and aborts the handler's signal", async () => {

@@ -38,12 +38,13 @@ export interface Database<DB = unknown> {
    */
   acquireLock(name: string, options?: AcquireLockOptions): Promise<Lease>;
   /**
-   * Calls `onNotify` after every committed `NOTIFY channel` (payload ignored),
-   * and once more after a lost listening connection comes back. Never throws
+   * Calls `onNotify` with the payload after every committed `NOTIFY channel`,
+   * and once more (with payload "") after a lost listening connection comes
+   * back. Never throws
    * for connection trouble: it reports it to the database's background error
    * handler and keeps retrying, so callers must also poll.
    */
-  listen(channel: string, onNotify: () => void): Promise<Unlisten>;
+  listen(channel: string, onNotify: (payload: string) => void): Promise<Unlisten>;
   /** Closes the pool / the owned PGlite instance and every lock and listener. */
   close(): Promise<void>;
 }

@@ -237,6 +237,16 @@ export function describeStorageContract(
         await eventually(() => calls === 1, { what: "notification" });
         await unlisten();
       });
+
+      it("hands listeners the NOTIFY's payload", async () => {
+        const channel = uniqueName("ch");
+        const payloads: string[] = [];
+        const unlisten = await database.listen(channel, (payload) => payloads.push(payload));
+        await sql`select pg_notify(${channel}, '42')`.execute(database.kysely);
+        await eventually(() => payloads.length === 1, { what: "notification" });
+        expect(payloads).toEqual(["42"]);
+        await unlisten();
+      });
     });
 
     describe("migrate", () => {
@@ -263,7 +273,11 @@ export function describeStorageContract(
         const schema = uniqueName("st");
         const migrations = { ...outboxMigrations(schema), ...things };
         const first = await migrate(database, { schema, migrations });
-        expect(first.applied).toEqual(["2026_11_22_000_create_outbox", "2026_11_22_create_things"]);
+        expect(first.applied).toEqual([
+          "2026_11_22_000_create_outbox",
+          "2026_11_22_create_things",
+          "2027_02_03_000_outbox_notify_position",
+        ]);
         const second = await migrate(database, { schema, migrations });
         expect(second.applied).toEqual([]);
         expect(await tablesOf(schema)).toEqual([
@@ -670,6 +684,69 @@ export function describeStorageContract(
         console.info(
           `[storage contract ${name}] commit → published via NOTIFY: ${(performance.now() - started).toFixed(1)} ms`,
         );
+        await relay.stop();
+      });
+
+      it("NOTIFYs the highest position a statement inserted", async () => {
+        const schema = await outboxSchema();
+        const payloads: string[] = [];
+        const unlisten = await database.listen(`trellis_outbox_${schema}`, (payload) =>
+          payloads.push(payload),
+        );
+        const workspaceId = uniqueName("ws");
+        const appended = await inTransaction(database, (trx) =>
+          appendToOutbox(trx, schema, [event(workspaceId, "task_a"), event(workspaceId, "task_b")]),
+        );
+        await eventually(() => payloads.length === 1, { what: "notification" });
+        const rows = await readOutbox(database, schema, { limit: 100 });
+        const positions = rows
+          .filter((row) => appended.some((e) => e.id === row.event.id))
+          .map((row) => row.position);
+        expect(positions).toHaveLength(2);
+        expect(payloads).toEqual([String(positions.reduce((a, b) => (a > b ? a : b)))]);
+        await unlisten();
+      });
+
+      it("one round per commit when the writer kicks and the outbox NOTIFYs", async () => {
+        const schema = await outboxSchema();
+        const log = await newEventLog();
+        // Count the relay's reads of unpublished rows: one per round.
+        let rounds = 0;
+        const counting: Database = {
+          kind: database.kind,
+          kysely: database.kysely.withPlugin({
+            transformQuery: (args) => {
+              if (args.node.kind === "SelectQueryNode") rounds++;
+              return args.node;
+            },
+            transformResult: async (args) => args.result,
+          }),
+          ping: (o) => database.ping(o),
+          acquireLock: (n, o) => database.acquireLock(n, o),
+          listen: (c, f) => database.listen(c, f),
+          close: () => database.close(),
+        };
+        const relay = startRelay(log, schema, { pollIntervalMs: 60_000 }, counting);
+        await eventually(() => relay.active && rounds >= 1, { what: "relay's first round" });
+        const notified: string[] = [];
+        const unlisten = await database.listen(`trellis_outbox_${schema}`, (p) => notified.push(p));
+        const writer = createOutboxWriter({ schema, relay });
+        for (let commit = 1; commit <= 5; commit++) {
+          const workspaceId = uniqueName("ws");
+          const before = rounds;
+          await writer.transaction(database.kysely, async (unit) => {
+            unit.add([event(workspaceId, "task_x"), event(workspaceId, "task_y")]);
+          });
+          await eventually(async () => (await readLog(log, workspaceId)).length === 2, {
+            what: "events published",
+          });
+          await eventually(() => notified.length === commit, { what: "the commit's NOTIFY" });
+          // The kick and the NOTIFY reported the same rows: whichever came
+          // second starts no round of its own (before: two rounds per commit).
+          await new Promise((r) => setTimeout(r, 200));
+          expect(rounds - before).toBe(1);
+        }
+        await unlisten();
         await relay.stop();
       });
 

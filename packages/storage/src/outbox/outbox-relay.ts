@@ -220,27 +220,72 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   const stopping = new AbortController();
   let running: Promise<void> | undefined;
   let active = false;
-  // Wake-up: `kicked` remembers a kick that arrived while a round was running,
-  // so it is never lost; `wake` ends the current wait early.
-  let kicked = false;
+  // Wake-ups. A wake asks for a round that starts after it (the commit it
+  // reports happened before it). Every round clears what was asked before it
+  // started; what arrives while a round runs is kept, so it is never lost:
+  // `wakeAny` for a wake that names no rows, `wakeFor` for the positions a
+  // wake named (a kick's committed rows, a NOTIFY's position). A wake whose
+  // positions this relay already published is answered and dropped: each
+  // commit in a server process both kicks and NOTIFYs, and the second of the
+  // two would otherwise run a round that finds nothing (issue 20, point 5).
+  // `wake` ends the current wait early.
+  let wakeAny = false;
+  const wakeFor = new Set<bigint>();
+  // Positions the last rounds published (insertion order; bounded).
+  const published = new Set<bigint>();
+  const publishedBound = batchSize * 4;
   let wake: (() => void) | undefined;
 
-  const kick = (committed?: readonly LoggedEvent[]) => {
-    if (committed !== undefined && committed.length > 0 && takesHandOver) handOver(committed);
-    kicked = true;
+  const signal = (positions: readonly bigint[] | undefined): void => {
+    if (positions === undefined || positions.length === 0) wakeAny = true;
+    else {
+      if (positions.every((p) => published.has(p))) return;
+      for (const p of positions) wakeFor.add(p);
+      if (wakeFor.size > publishedBound) {
+        wakeFor.clear();
+        wakeAny = true;
+      }
+    }
     wake?.();
   };
 
-  async function waitForWork(ms: number, lost: AbortSignal): Promise<void> {
-    if (kicked) {
-      kicked = false;
-      return;
+  const kick = (committed?: readonly LoggedEvent[]) => {
+    if (committed !== undefined && committed.length > 0 && takesHandOver) handOver(committed);
+    signal(committed?.map((entry) => entry.position));
+  };
+
+  // A NOTIFY's payload: the highest outbox position its statement inserted
+  // (see `outboxMigrations`), or "" (an older trigger, a reconnect).
+  const notified = (payload?: string): void =>
+    signal(payload && /^[0-9]{1,19}$/.test(payload) ? [BigInt(payload)] : undefined);
+
+  // Positions a round published answer the wakes that named them.
+  function publishedRows(positions: Iterable<bigint>): void {
+    for (const p of positions) {
+      published.add(p);
+      wakeFor.delete(p);
     }
+    if (published.size > publishedBound) {
+      let excess = published.size - publishedBound;
+      for (const p of published) {
+        if (excess-- <= 0) break;
+        published.delete(p);
+      }
+    }
+  }
+
+  // Called as a round starts: it answers every wake asked for before it.
+  function roundStarts(): void {
+    wakeAny = false;
+    wakeFor.clear();
+  }
+
+  async function waitForWork(ms: number, lost: AbortSignal): Promise<void> {
+    if (wakeAny || wakeFor.size > 0) return;
     const woken = new AbortController();
     wake = () => woken.abort(WOKEN);
     await sleep(ms, woken.signal, lost, stopping.signal);
     wake = undefined;
-    kicked = false;
   }
 
   // Rows marked published whose append failed (logRebuiltFromOutbox): sent
@@ -352,6 +397,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     if (taken.length > 0) {
       try {
         await publishRaw(batch);
+        publishedRows(batch.map((entry) => entry.position));
       } catch (error) {
         // The hand-over is only a shortcut: rows the log refuses as handed
         // over are read from the outbox instead (the round is retried), and
@@ -364,6 +410,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       unsent = batch;
       await publish(batch);
       unsent = undefined;
+      publishedRows(batch.map((entry) => entry.position));
     }
     if (Date.now() - markedAt >= MARK_INTERVAL_MS) await markPublished();
     return batch.length;
@@ -409,6 +456,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
         rows.map((row) => row.position),
       )
       .execute();
+    publishedRows(rows.map((row) => row.position));
     return rows.length;
   }
 
@@ -417,6 +465,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     while (!stopping.signal.aborted && !lease.lost.aborted) {
       let handled: number;
       try {
+        roundStarts();
         handled = await relayBatch(lease.lost);
         delay = minDelay;
       } catch (error) {
@@ -435,7 +484,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   async function run(): Promise<void> {
     let unlisten: Unlisten | undefined;
     try {
-      if (options.listen !== false) unlisten = await database.listen(outboxChannel(schema), kick);
+      if (options.listen !== false)
+        unlisten = await database.listen(outboxChannel(schema), notified);
     } catch (error) {
       // Polling still works; say why latency is higher.
       onError(error);

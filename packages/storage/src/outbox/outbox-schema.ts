@@ -166,5 +166,43 @@ export function outboxMigrations(schema: string): Record<string, Migration> {
         await sql`drop function ${sql.id(schema, "outbox_notify")}()`.execute(db);
       },
     },
+    // The NOTIFY names the highest position its statement inserted, so a
+    // relay that already published that row (it was kicked by the writer in
+    // its own process) skips the round the notification would start. The
+    // positions come from the statement's transition table: no sequence
+    // state, correct for any insert.
+    "2027_02_03_000_outbox_notify_position": {
+      async up(db: Kysely<unknown>) {
+        const fn = sql.id(schema, "outbox_notify");
+        const table = sql.id(schema, "outbox");
+        await sql`
+          create or replace function ${fn}() returns trigger language plpgsql as $$
+          begin
+            perform pg_notify(
+              ${sql.lit(outboxChannel(schema))},
+              coalesce((select max(position) from inserted)::text, ''));
+            return null;
+          end $$`.execute(db);
+        await sql`drop trigger outbox_notify on ${table}`.execute(db);
+        await sql`
+          create trigger outbox_notify after insert on ${table}
+          referencing new table as inserted
+          for each statement execute function ${fn}()`.execute(db);
+      },
+      async down(db: Kysely<unknown>) {
+        const fn = sql.id(schema, "outbox_notify");
+        const table = sql.id(schema, "outbox");
+        await sql`drop trigger outbox_notify on ${table}`.execute(db);
+        await sql`
+          create or replace function ${fn}() returns trigger language plpgsql as $$
+          begin
+            perform pg_notify(${sql.lit(outboxChannel(schema))}, '');
+            return null;
+          end $$`.execute(db);
+        await sql`
+          create trigger outbox_notify after insert on ${table}
+          for each statement execute function ${fn}()`.execute(db);
+      },
+    },
   };
 }

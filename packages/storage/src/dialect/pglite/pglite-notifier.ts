@@ -3,7 +3,7 @@ import type { Unlisten } from "../../database.js";
 
 /** The notification half of a PGlite {@link Database}. */
 export interface PGliteNotifier {
-  listen(channel: string, onNotify: () => void): Promise<Unlisten>;
+  listen(channel: string, onNotify: (payload: string) => void): Promise<Unlisten>;
   close(): Promise<void>;
 }
 
@@ -16,7 +16,7 @@ export function createPGliteNotifier(pglite: PGlite): PGliteNotifier {
   const active = new Set<Unlisten>();
   return {
     async listen(channel, onNotify) {
-      const unsubscribe = await pglite.listen(channel, () => onNotify());
+      const unsubscribe = await pglite.listen(channel, (payload) => onNotify(payload ?? ""));
       let done = false;
       const unlisten: Unlisten = async () => {
         if (done) return;

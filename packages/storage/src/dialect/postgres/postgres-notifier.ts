@@ -12,7 +12,7 @@ export interface PostgresNotifierOptions {
 
 /** The notification half of a Postgres {@link Database}. */
 export interface PostgresNotifier {
-  listen(channel: string, onNotify: () => void): Promise<Unlisten>;
+  listen(channel: string, onNotify: (payload: string) => void): Promise<Unlisten>;
   close(): Promise<void>;
 }
 
@@ -27,7 +27,7 @@ export interface PostgresNotifier {
  */
 export function createPostgresNotifier(options: PostgresNotifierOptions): PostgresNotifier {
   const baseDelay = options.reconnectDelayMs ?? 250;
-  const handlers = new Map<string, Set<() => void>>();
+  const handlers = new Map<string, Set<(payload: string) => void>>();
   let client: pg.Client | undefined;
   let connecting: Promise<pg.Client | undefined> | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
@@ -36,8 +36,8 @@ export function createPostgresNotifier(options: PostgresNotifierOptions): Postgr
   // LISTEN / UNLISTEN of concurrent callers share the one connection.
   const serial = createSerialQueue();
 
-  const fire = (channel: string) => {
-    for (const handler of handlers.get(channel) ?? []) handler();
+  const fire = (channel: string, payload = "") => {
+    for (const handler of handlers.get(channel) ?? []) handler(payload);
   };
 
   function scheduleReconnect(): void {
@@ -71,7 +71,7 @@ export function createPostgresNotifier(options: PostgresNotifierOptions): Postgr
       };
       c.on("error", onLost);
       c.on("end", () => onLost(new Error("connection ended")));
-      c.on("notification", (message) => fire(message.channel));
+      c.on("notification", (message) => fire(message.channel, message.payload));
       try {
         await c.connect();
         for (const channel of handlers.keys()) {
