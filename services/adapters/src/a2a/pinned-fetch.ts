@@ -100,18 +100,20 @@ function send(
   return new Promise((resolve, reject) => {
     const req = request(url, {
       method,
-      headers: Object.fromEntries(headers),
+      headers: {
+        ...Object.fromEntries(headers),
+        ...(body === undefined ? {} : { "content-length": String(body.length) }),
+      },
       ...(options.allowPrivate ? {} : { lookup: pinnedLookup(options.refusal) as never }),
       ...(signal ? { signal } : {}),
     });
     req.once("response", resolve);
-    req.once("error", (error: Error & { code?: string }) =>
-      reject(
-        error instanceof TrellisError
-          ? error
-          : Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }),
-      ),
-    );
+    req.once("error", (error: Error) => {
+      // As fetch: an abort rejects with the signal's reason, a refusal as itself.
+      if (signal?.aborted) reject(signal.reason ?? error);
+      else if (error instanceof TrellisError) reject(error);
+      else reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
+    });
     req.end(body);
   });
 }
