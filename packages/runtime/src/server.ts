@@ -45,7 +45,7 @@ import { createServerMetricsInterceptor } from "./metrics.js";
 import { typed, typedRpcError } from "./protocol-errors.js";
 import { createReflectionImpls, ReflectionIndex } from "./reflection.js";
 import { afterResponse } from "./request-body.js";
-import { createRequestChecksInterceptor } from "./request-checks.js";
+import { createRequestChecksInterceptor, fieldCapsFromEnv } from "./request-checks.js";
 import {
   acceptOrCreateRequestId,
   peerAddressKey,
@@ -240,7 +240,9 @@ export function createService(options: ServiceOptions): TrellisService {
   const reflectionFiles = [file_trellis_core_v1_error, ...(options.reflection?.files ?? [])];
 
   const errorInterceptor = createErrorInterceptor(logger, limits);
-  const requestChecks = createRequestChecksInterceptor();
+  const requestChecks = createRequestChecksInterceptor(
+    fieldCapsFromEnv(options.env ?? process.env),
+  );
   const interceptors: Interceptor[] = [
     // Outermost: the span sees the final, mapped status code.
     createServerTracingInterceptor(options.tracer ? { tracer: options.tracer } : {}),

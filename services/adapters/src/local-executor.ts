@@ -9,6 +9,7 @@
  * the scripted one — the harness runs in adapter workers
  * (`trellis serve adapter-worker`).
  */
+import { outboundAddressRefusal } from "@trellis/platform";
 import type { SecretFingerprints } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import { createA2aAdapter } from "./a2a/a2a-adapter.js";
@@ -113,6 +114,8 @@ export async function createInProcessBackends(
   // The A2A backend calls remote agents over HTTP: in process in both modes.
   const a2a = createA2aAdapter({
     allowPrivate: options.env.TRELLIS_A2A_ALLOW_PRIVATE === "1",
+    // The platform's one outbound address policy, checked at connect.
+    addressRefusal: outboundAddressRefusal,
     ...(options.vaultAccess ? { vaults: options.vaultAccess } : {}),
   });
   if (options.mode === "distributed") {

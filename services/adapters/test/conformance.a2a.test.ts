@@ -21,9 +21,11 @@ describeAdapterContract("a2a (remote agent built with @a2a-js/sdk)", {
   sourceFiles: [
     fileURLToPath(new URL("../src/a2a/a2a-adapter.ts", import.meta.url)),
     fileURLToPath(new URL("../src/a2a/outbound.ts", import.meta.url)),
+    fileURLToPath(new URL("../src/a2a/pinned-fetch.ts", import.meta.url)),
   ],
-  // The card, the client, the stream, cancel and the vault credential: more than the guideline.
-  maxLines: 700,
+  // The card, the client, the stream, cancel and the vault credential: more than the guideline;
+  // plus the fetch that pins connections to checked addresses (pinned-fetch.ts, ~110 lines).
+  maxLines: 780,
   scenarios: {
     simple: { input: "hello" },
     clarification: { input: "ask the weather", resumePayload: { answer: "Lyon" } },

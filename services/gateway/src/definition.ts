@@ -20,6 +20,7 @@ import {
 } from "./auth/auth-throttle.js";
 import { createAuthenticator } from "./auth/authenticator.js";
 import { bootstrapAdminKey } from "./auth/bootstrap.js";
+import { clientSourceFromEnv } from "./auth/client-source.js";
 import { ApiKeyCache } from "./auth/key-cache.js";
 import { createOAuthHandler } from "./auth/oauth-endpoint.js";
 import { loadSigningKeys } from "./auth/signing-keys.js";
@@ -145,6 +146,8 @@ export const gatewayService: ServiceDefinition = {
     const agentPolicies = new AgentPolicyStore(ctx.db, ctx.schema);
     // One count per source for every way of failing to authenticate.
     const throttle = new AuthThrottle(authThrottleOptionsFromEnv(ctx.env));
+    // Behind trusted proxies (TRELLIS_TRUSTED_PROXIES), the X-Forwarded-For client.
+    const clientSource = clientSourceFromEnv(ctx.env);
     const authenticator = withAuthThrottle(
       withAgentPolicies(createAuthenticator({ keys, keyCache, tokens }), agentPolicies),
       throttle,
@@ -154,6 +157,7 @@ export const gatewayService: ServiceDefinition = {
       tokens,
       logger: ctx.logger,
       throttle,
+      clientSource,
     });
     const webhookConfig = loadWebhookConfig(ctx.env);
     const webhookBox = await loadWebhookSecretBox({
@@ -181,6 +185,7 @@ export const gatewayService: ServiceDefinition = {
     const deps: GatewayDeps = {
       clients: ctx.clients,
       authenticator,
+      clientSource,
       idempotency,
       config,
       logger: ctx.logger,
@@ -232,7 +237,7 @@ export const gatewayService: ServiceDefinition = {
       upgrade: webSockets.upgrade,
       // Auth first: the limits read the caller it sets.
       interceptors: [
-        createAuthInterceptor({ authenticator }),
+        createAuthInterceptor({ authenticator, clientSource }),
         createAgentPolicyInterceptor(ctx.clients),
         createLimitsInterceptor(limits, ctx.clients),
       ],

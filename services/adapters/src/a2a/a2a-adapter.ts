@@ -68,7 +68,8 @@ import type { Message } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { TrellisError } from "@trellis/runtime";
 import type { ExecutionAdapter } from "../executor.js";
-import { checkA2aTarget, guardedFetch, parseA2aUrl } from "./outbound.js";
+import { builtinRefusal, checkA2aTarget, guardedFetch, parseA2aUrl } from "./outbound.js";
+import type { AddressRefusal } from "./pinned-fetch.js";
 
 export const A2A_BACKEND = "a2a";
 
@@ -153,6 +154,12 @@ export function parseA2aDefinition(definition: JsonObject): A2aDefinition {
 export interface A2aAdapterOptions {
   /** Allow loopback and private targets (`TRELLIS_A2A_ALLOW_PRIVATE=1`; tests, single hosts). */
   allowPrivate?: boolean;
+  /**
+   * Why an address may not be connected to (the host's outbound address
+   * policy, injected: an adapter does not import the platform); default
+   * `builtinRefusal`.
+   */
+  addressRefusal?: AddressRefusal;
   /** The vaults an agent may read (the host's vault access), when the request brings none. */
   vaults?(workspaceId: string, agentId: string): Promise<ReadonlyMap<string, VaultGrant>>;
 }
@@ -254,13 +261,16 @@ const settledStates = new Set([
 
 /** Create the A2A backend. */
 export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdapter {
-  const allowPrivate = options.allowPrivate ?? false;
+  const target = {
+    allowPrivate: options.allowPrivate ?? false,
+    refusal: options.addressRefusal ?? builtinRefusal,
+  };
   const cards = new Map<string, { card: AgentCard; at: number }>();
 
   async function readCard(cardUrl: string): Promise<AgentCard> {
     const cached = cards.get(cardUrl);
     if (cached && Date.now() - cached.at < cardTtlMs) return cached.card;
-    const resolver = new DefaultAgentCardResolver({ fetchImpl: guardedFetch({ allowPrivate }) });
+    const resolver = new DefaultAgentCardResolver({ fetchImpl: guardedFetch(target) });
     const card = await resolver.resolve(cardUrl, cardUrl);
     cards.set(cardUrl, { card, at: Date.now() });
     return card;
@@ -314,7 +324,7 @@ export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdap
     const definition = parseA2aDefinition(request.agent.definition);
     let card: AgentCard;
     try {
-      await checkA2aTarget(parseA2aUrl(definition.cardUrl), allowPrivate);
+      await checkA2aTarget(parseA2aUrl(definition.cardUrl), target);
       card = await readCard(definition.cardUrl);
     } catch (error) {
       if (error instanceof TrellisError && error.reason === "permission_denied") {
@@ -345,7 +355,7 @@ export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdap
       return failed("secret_denied", `the A2A agent's credential: ${credential.problem}`);
     }
     const fetchImpl = guardedFetch({
-      allowPrivate,
+      ...target,
       ...(credential.token !== undefined ? { token: credential.token } : {}),
     });
     const client: Client = await new ClientFactory(
@@ -606,7 +616,7 @@ export function createA2aAdapter(options: A2aAdapterOptions = {}): ExecutionAdap
     validateDefinition(definition) {
       const parsed = parseA2aDefinition(definition);
       // Start reading the card, so negotiation has it (failures show at the run).
-      void checkA2aTarget(parseA2aUrl(parsed.cardUrl), allowPrivate)
+      void checkA2aTarget(parseA2aUrl(parsed.cardUrl), target)
         .then(() => readCard(parsed.cardUrl))
         .catch(() => undefined);
     },

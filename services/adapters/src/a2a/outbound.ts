@@ -4,15 +4,17 @@
  * not reach the mesh's own services or a cloud metadata endpoint); tests and
  * single-host setups allow them explicitly with `TRELLIS_A2A_ALLOW_PRIVATE=1`.
  *
- * The whole policy is {@link checkA2aTarget}, one function, so a shared
- * outbound address policy can replace it. Redirects are not followed (a
- * public URL must not bounce the call to a private one). Known gap: the
- * address is checked on resolution, not at connect, so DNS rebinding between
- * the two is not caught.
+ * Which addresses are refused is the host's decision, injected as
+ * `refusal` (the host wiring passes the platform's outbound address policy,
+ * which an adapter may not import); {@link builtinRefusal} is the fallback
+ * of an adapter created without one. Every HTTP request goes through
+ * `pinnedFetch`: the address is checked inside the connection's own lookup
+ * and that address is the one connected to; redirects are re-checked.
  */
 import { lookup } from "node:dns/promises";
 import { BlockList, isIP } from "node:net";
 import { TrellisError } from "@trellis/runtime";
+import { type AddressRefusal, pinnedFetch, refusedTarget } from "./pinned-fetch.js";
 
 const blocked = new BlockList();
 for (const [net, bits] of [
@@ -40,17 +42,20 @@ for (const [net, bits] of [
   blocked.addSubnet(net, bits, "ipv6");
 }
 
-function isPrivate(address: string): boolean {
+/** The fallback address check (no host policy injected): private, special, mapped ranges. */
+export const builtinRefusal: AddressRefusal = (raw) => {
+  const address = raw.replace(/^\[|\]$/g, "").replace(/%.*$/, "");
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1];
-  if (mapped) return blocked.check(mapped, "ipv4");
-  const family = isIP(address);
-  if (family === 4) return blocked.check(address, "ipv4");
-  if (family === 6) return blocked.check(address, "ipv6");
-  return true;
-}
+  const family = mapped ? 4 : isIP(address);
+  if (family === 0) return "not an IP address";
+  const hit = blocked.check(mapped ?? address, family === 4 ? "ipv4" : "ipv6");
+  return hit ? "private or special address" : undefined;
+};
 
-function refused(message: string): TrellisError {
-  return new TrellisError({ reason: "permission_denied", message, domain: "adapters" });
+/** The address policy of an A2A connection. */
+export interface A2aTargetPolicy {
+  allowPrivate: boolean;
+  refusal: AddressRefusal;
 }
 
 /** The scheme and credential-free shape of an A2A URL (no I/O). */
@@ -77,31 +82,27 @@ export function parseA2aUrl(raw: string): URL {
 }
 
 /**
- * Refuse a target whose host is, or resolves to, a private address, unless
- * `allowPrivate`. Throws `permission_denied`.
+ * Refuse a target whose host is, or resolves to, a refused address, unless
+ * `allowPrivate`. Throws `permission_denied`. An early answer for the run's
+ * error; the connection itself is checked again at connect (`pinnedFetch`).
  */
-export async function checkA2aTarget(url: URL, allowPrivate: boolean): Promise<void> {
-  if (allowPrivate) return;
+export async function checkA2aTarget(url: URL, policy: A2aTargetPolicy): Promise<void> {
+  if (policy.allowPrivate) return;
   const host = url.hostname.replace(/^\[|\]$/g, "");
   const addresses = isIP(host)
     ? [host]
     : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
-  const bad = addresses.find(isPrivate);
+  const bad = addresses.find((a) => policy.refusal(a) !== undefined);
   if (bad !== undefined || addresses.length === 0) {
-    throw refused(
-      `the A2A agent at ${url.host} resolves to a private or special address (${bad ?? "none"}); set TRELLIS_A2A_ALLOW_PRIVATE=1 to allow it`,
-    );
+    throw refusedTarget(url.host, bad ? `${bad}: ${policy.refusal(bad)}` : "none");
   }
 }
 
-/** A fetch that checks every target first, never follows redirects, and adds `authorization`. */
-export function guardedFetch(options: { allowPrivate: boolean; token?: string }): typeof fetch {
-  return async (input, init) => {
-    const url = new URL(input instanceof Request ? input.url : String(input));
-    await checkA2aTarget(parseA2aUrl(url.href), options.allowPrivate);
-    const headers = new Headers(input instanceof Request ? input.headers : undefined);
-    for (const [name, value] of new Headers(init?.headers)) headers.set(name, value);
-    if (options.token !== undefined) headers.set("authorization", `Bearer ${options.token}`);
-    return fetch(input, { ...init, headers, redirect: "error" });
+/** A fetch that connects only to checked addresses, re-checks redirects, and adds `authorization`. */
+export function guardedFetch(options: A2aTargetPolicy & { token?: string }): typeof fetch {
+  const fetchImpl = pinnedFetch(options);
+  return (input, init) => {
+    parseA2aUrl(input instanceof Request ? input.url : String(input));
+    return fetchImpl(input, init);
   };
 }

@@ -19,6 +19,7 @@ import { httpRequestId } from "@trellis/runtime";
 import { isScope, parseScopeList } from "../domain/scopes.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
 import type { AuthThrottle } from "./auth-throttle.js";
+import { type ClientSourceOf, sourceOf } from "./client-source.js";
 import type { AccessTokens } from "./tokens.js";
 
 /** Path of the token endpoint. */
@@ -36,6 +37,8 @@ export interface OAuthEndpointDeps {
   logger: Logger;
   /** Failed client authentication per source address (`auth-throttle.ts`); none = unthrottled. */
   throttle?: AuthThrottle;
+  /** The source a failure counts against (`client-source.ts`); default the peer. */
+  clientSource?: ClientSourceOf;
 }
 
 type OAuthErrorCode =
@@ -214,7 +217,7 @@ export function createOAuthHandler(deps: OAuthEndpointDeps): HttpHandler {
         );
       }
       const credentials = clientCredentials(req, form);
-      const source = req.socket?.remoteAddress ?? "";
+      const source = sourceOf(deps, req) ?? "";
       const wait = deps.throttle?.retryAfterSeconds(source);
       if (wait !== undefined) {
         throw new OAuthError(

@@ -15,21 +15,25 @@ import type { Interceptor } from "@connectrpc/connect";
 import { callerKey } from "@trellis/platform";
 import { peerAddressKey, TrellisError } from "@trellis/runtime";
 import { type Authenticator, authFailureMessage } from "../auth/authenticator.js";
+import { type ClientSourceOf, peerSource } from "../auth/client-source.js";
 import { authorize, rpcRuleOf } from "../auth/scope-table.js";
 
 /** Options of {@link createAuthInterceptor}. */
 export interface AuthInterceptorOptions {
   authenticator: Authenticator;
+  /** The source a failure counts against (`auth/client-source.ts`); default the peer. */
+  clientSource?: ClientSourceOf;
 }
 
 /** The server interceptor that authenticates and authorizes public RPCs. */
 export function createAuthInterceptor(options: AuthInterceptorOptions): Interceptor {
+  const sourceOf = options.clientSource ?? peerSource;
   return (next) => async (req) => {
     const rule = rpcRuleOf(req.service.typeName, req.method.name);
     if (rule === "public") return next(req);
     const result = await options.authenticator.authenticate(
       req.header.get("authorization"),
-      req.contextValues.get(peerAddressKey),
+      sourceOf(req.contextValues.get(peerAddressKey), req.header.get("x-forwarded-for")),
     );
     if (!result.ok) {
       throw new TrellisError({

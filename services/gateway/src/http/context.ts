@@ -6,6 +6,7 @@ import type { CallOptions } from "@connectrpc/connect";
 import type { Caller, MeshCredentials, Mode, ServiceClients } from "@trellis/platform";
 import type { HttpRequest, HttpResponse, Logger } from "@trellis/runtime";
 import type { Authenticator } from "../auth/authenticator.js";
+import type { ClientSourceOf } from "../auth/client-source.js";
 import type { GatewayConfig } from "../config.js";
 import type { Scope } from "../domain/scopes.js";
 import type { AgentPolicyStore } from "../policy/store.js";
@@ -23,6 +24,8 @@ import type { RestResponse } from "./io.js";
 export interface GatewayDeps {
   clients: ServiceClients;
   authenticator: Authenticator;
+  /** The source failed authentication counts against (`auth/client-source.ts`); default the peer. */
+  clientSource?: ClientSourceOf;
   idempotency: IdempotencyStore;
   config: GatewayConfig;
   logger: Logger;

@@ -39,6 +39,7 @@ import {
   TrellisError,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
+import { sourceOf } from "../auth/client-source.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
@@ -297,7 +298,7 @@ export function createRestHandler(
       }
       const auth = await deps.authenticator.authenticate(
         header(req, "authorization"),
-        req.socket?.remoteAddress,
+        sourceOf(deps, req),
       );
       if (!auth.ok) {
         return errorResponse(authRefusal(auth.failure, requestId, auth.retryAfterSeconds));

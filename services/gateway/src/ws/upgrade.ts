@@ -20,6 +20,7 @@ import { setCallerHeaders } from "@trellis/platform";
 import { requestIdHeader, type UpgradeHandler } from "@trellis/runtime";
 import { WebSocketServer } from "ws";
 import { authRefusal } from "../auth/authenticator.js";
+import { sourceOf } from "../auth/client-source.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
@@ -163,7 +164,7 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
       );
     }
     const authorization = header(req, "authorization") ?? subprotocolBearer(req);
-    const auth = await deps.authenticator.authenticate(authorization, req.socket?.remoteAddress);
+    const auth = await deps.authenticator.authenticate(authorization, sourceOf(deps, req));
     if (!auth.ok) {
       return refuse(
         socket,
