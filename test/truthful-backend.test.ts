@@ -125,4 +125,71 @@ describe("records name the backend that ran the turn", () => {
     const document = JSON.parse(receipt?.documentJson ?? "{}");
     expect(document.model_route.chosen_model).toEqual({ provider: "trellis", model: "scripted" });
   });
+
+  it("a refused turn's blocking reasons arrive typed (backend, capability, code), summarised", async () => {
+    const transport = createGrpcTransport({
+      baseUrl: trellis.address.url,
+      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
+    });
+    const agents = createClient(AgentService, transport);
+    const sessions = createClient(SessionService, transport);
+    const tasks = createClient(TaskService, transport);
+    const events = createClient(EventService, transport);
+    // "plain" cannot pause for approvals; twenty more allowed backends have no worker.
+    const ghosts = Array.from({ length: 20 }, (_, i) => `ghost-${i}`);
+    const { agent } = await agents.createAgent({
+      agent: {
+        name: "refused",
+        backend: "plain",
+        definition: {
+          routing: {
+            backends: ["plain", ...ghosts],
+            requirements: { approval_interrupts: "required" },
+          },
+        },
+      },
+    });
+    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
+    const submitted = await tasks.submitTask({
+      sessionId: session?.id ?? "",
+      input: chatToMessage({ role: "user", content: "go" }),
+    });
+    const taskId = submitted.task?.id ?? "";
+    const task = await eventually(async () => {
+      const { task } = await tasks.getTask({ taskId });
+      expect(task?.status).toBe(TaskStatus.FAILED);
+      return task;
+    });
+    expect(task?.failure?.category).toBe("unsupported");
+
+    const { events: log } = await events.listEvents({ taskId, limit: 1000 });
+    const kinds = log.map((e) => e.kind);
+    const blockedAt = kinds.indexOf("agent.blocked");
+    expect(blockedAt, kinds.join(",")).toBeGreaterThanOrEqual(0);
+    // Before the failure it explains.
+    expect(blockedAt).toBeLessThan(kinds.indexOf("task.failed"));
+    const payload = log[blockedAt]?.payload?.kind;
+    const data = (payload?.case === "data" ? payload.value : {}) as Record<string, unknown>;
+    expect(data.category).toBe("unsupported");
+    expect(data.retryable).toBe(false);
+    const reasons = data.reasons as Record<string, unknown>[];
+    // 21 blocking reasons: 16 listed, 5 counted.
+    expect(reasons).toHaveLength(16);
+    expect(data.omitted).toBe(5);
+    expect(reasons).toContainEqual(
+      expect.objectContaining({
+        backend_id: "plain",
+        code: "approval_interrupt_unsupported",
+        capability: "approval_interrupts",
+        severity: "blocking",
+      }),
+    );
+    expect(reasons).toContainEqual(
+      expect.objectContaining({
+        backend_id: "ghost-0",
+        code: "backend_unavailable",
+        capability: "",
+      }),
+    );
+  });
 });

@@ -29,6 +29,7 @@ import {
   negotiationToProto,
   requestFromProto,
   resultToProto,
+  vaultGrantsFromProto,
 } from "./mapping.js";
 import { capabilitiesOf, capabilityProblems, negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
@@ -56,6 +57,9 @@ export interface GrpcWorkerOptions {
   graceMs?: number;
   logger?: Logger;
 }
+
+/** Most events one ReportWorkEvents / CompleteWork call carries (the server's bound). */
+const MAX_EVENTS_PER_CALL = 256;
 
 interface Running {
   abort: AbortController;
@@ -172,26 +176,39 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       attempt: offer.attempt,
     };
     const abort = new AbortController();
-    // Progress goes out in order, one call after the other; what comes in
-    // while a call is in flight goes in the next one (a batch).
-    let sending: Promise<unknown> = Promise.resolve();
+    // Progress goes out in order, one call after the other, batched: what
+    // comes in before the next turn of the event loop (or while a call is in
+    // flight) goes in one call. Whatever is still queued when the result is
+    // ready rides on CompleteWork, so a short turn costs no extra call.
     const queued: PbEvent[] = [];
-    let scheduled = false;
+    let flushing: Promise<void> | undefined;
+    let tick: NodeJS.Immediate | undefined;
+    const report = (events: PbEvent[]) =>
+      client
+        .reportWorkEvents({ work, events })
+        .catch((error: unknown) => log.warn("reporting progress failed", { error: String(error) }));
+    const flush = async () => {
+      while (queued.length) await report(queued.splice(0, MAX_EVENTS_PER_CALL));
+    };
     const send = (event: PbEvent) => {
       queued.push(event);
-      if (scheduled) return;
-      scheduled = true;
-      sending = sending.then(async () => {
-        scheduled = false;
-        while (queued.length) {
-          const events = queued.splice(0, 256);
-          await client
-            .reportWorkEvents({ work, events })
-            .catch((error: unknown) =>
-              log.warn("reporting progress failed", { error: String(error) }),
-            );
-        }
+      if (flushing || tick) return;
+      tick = setImmediate(() => {
+        tick = undefined;
+        flushing = flush().finally(() => {
+          flushing = undefined;
+        });
       });
+    };
+    /** The events not reported yet, once every earlier call is done (at most one call's worth). */
+    const trailing = async (): Promise<PbEvent[]> => {
+      if (tick) clearImmediate(tick);
+      tick = undefined;
+      while (flushing) await flushing;
+      while (queued.length > MAX_EVENTS_PER_CALL) {
+        await report(queued.splice(0, MAX_EVENTS_PER_CALL));
+      }
+      return queued.splice(0, queued.length);
     };
     let request: ReturnType<typeof requestFromProto>;
     try {
@@ -201,6 +218,10 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
         onEvent: (event: Parameters<NonNullable<typeof request.onEvent>>[0]) => {
           if (event.kind !== "turn_finished") send(eventToProto(event));
         },
+        // The agent's vault grants, from the server that granted the claim
+        // (only while this attempt runs), as a JetStream worker asks its router.
+        vaultSecrets: async () =>
+          vaultGrantsFromProto((await client.getWorkSecrets({ work })).vaults),
       });
     } catch (error) {
       await client.claimWork({
@@ -229,8 +250,8 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
         request,
         deadline === undefined ? { graceMs } : { graceMs, deadline },
       );
-      await sending;
-      await client.completeWork({ work, result: resultToProto(result) });
+      const events = await trailing();
+      await client.completeWork({ work, result: resultToProto(result), events });
     })();
     running.set(offer.executionId, { abort, done });
     try {

@@ -3,25 +3,31 @@
 // with the JetStream path's semantics — claim fences, cancels, lost workers.
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createClient } from "@connectrpc/connect";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import {
   type AdapterWorker,
+  defineAdapter,
   type ExecutionEvent,
   type ExecutionRequest,
   runGrpcWorker,
+  type VaultGrant,
 } from "@trellis/adapter-sdk";
-import { WorkerService } from "@trellis/contracts/adapters";
+import { ExecutionEventSchema, WorkerService } from "@trellis/contracts/adapters";
 import { chatToMessage, textOf } from "@trellis/messages";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { SecretFingerprints } from "@trellis/runtime";
+import { eventually } from "@trellis/testkit";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
 import { LocalWorkerHub } from "../src/grpc-workers/hub.js";
 import type { WorkerPort, WorkerSession } from "../src/grpc-workers/session.js";
 import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { BackendRegistry } from "../src/routing/registry.js";
+import { createRoutedExecutor } from "../src/routing/routed-executor.js";
 import { Router } from "../src/routing/router.js";
-import { probeAdapter } from "./support/fake-adapters.js";
+import { capabilities, probeAdapter, secretsReaderAdapter } from "./support/fake-adapters.js";
 
 function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
   const events: ExecutionEvent[] = [];
@@ -56,8 +62,11 @@ describe("gRPC workers (embedded hub)", () => {
     claim: (session, work, negotiation) => hub.claim(session, work, negotiation),
     events: (session, work, events) => hub.events(session, work, events),
     complete: (session, work, result) => hub.complete(session, work, result),
+    secrets: (session, work) => hub.secrets(session, work),
   };
   const sessions = new WorkerSessions({ port });
+  // Calls per method, to show what a turn costs on the wire.
+  const calls = new Map<string, number>();
   const registry = new BackendRegistry();
   hub.addRegistry(registry);
   const router = new Router({ registry, remote: hub });
@@ -67,7 +76,17 @@ describe("gRPC workers (embedded hub)", () => {
     server = http2.createServer(
       connectNodeAdapter({
         routes: (r) => {
-          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
+          const handlers = createWorkerHandlers(sessions);
+          const counted = Object.fromEntries(
+            Object.entries(handlers).map(([name, handler]) => [
+              name,
+              (...args: unknown[]) => {
+                calls.set(name, (calls.get(name) ?? 0) + 1);
+                return (handler as (...a: unknown[]) => unknown)(...args);
+              },
+            ]),
+          ) as typeof handlers;
+          r.service(WorkerService, withErrorDetails(WorkerService, counted));
         },
       }),
     );
@@ -97,6 +116,75 @@ describe("gRPC workers (embedded hub)", () => {
     expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "g1", attempt: 1 });
     expect(r.events.some((e) => e.kind === "text_delta")).toBe(true);
     expect(r.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+  });
+
+  it("a short turn is one claim and one CompleteWork carrying its progress, in order", async () => {
+    workers.push(
+      await runGrpcWorker({ adapter: probeAdapter({ backendId: "g9" }), url, heartbeatMs: 200 }),
+    );
+    calls.clear();
+    const r = request("g9", "folded");
+    const result = await router.execute(r.value);
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    expect(r.events.map((e) => e.kind)).toEqual([
+      "routed",
+      "text_delta",
+      "step_finished",
+      "turn_finished",
+    ]);
+    expect(r.events[1]).toMatchObject({ text: "g9 says: folded" });
+    expect(calls.get("claimWork")).toBe(1);
+    expect(calls.get("completeWork")).toBe(1);
+    expect(calls.get("reportWorkEvents") ?? 0).toBe(0);
+  });
+
+  it("a slow turn's progress is reported while it runs, in order, then CompleteWork", async () => {
+    workers.push(
+      await runGrpcWorker({
+        adapter: defineAdapter({
+          backendId: "g10",
+          capabilities: capabilities(),
+          async run(request) {
+            request.onEvent?.({ kind: "text_delta", text: "one" });
+            // Seen by the caller before the turn ends.
+            await eventually(() => seen.includes("one"), { timeoutMs: 10_000, what: "one" });
+            request.onEvent?.({ kind: "text_delta", text: "two" });
+            return { status: "completed", messages: [] };
+          },
+        }),
+        url,
+        heartbeatMs: 200,
+      }),
+    );
+    const seen: string[] = [];
+    calls.clear();
+    const r = request("g10", "x", {
+      onEvent: (event) => {
+        if (event.kind === "text_delta") seen.push(event.text);
+      },
+    });
+    const result = await router.execute(r.value);
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    // "one" reached the caller while the turn ran (the adapter waited for it).
+    expect(seen).toEqual(["one", "two"]);
+    expect(calls.get("reportWorkEvents")).toBeGreaterThanOrEqual(1);
+    expect(calls.get("completeWork")).toBe(1);
+  });
+
+  it("CompleteWork refuses more trailing events than one call may carry, naming the field", async () => {
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const error = await client
+      .completeWork({
+        work: { workerId: "w", session: "s", executionId: "exe_1", attempt: 1 },
+        result: { outcome: { case: "completed", value: {} } },
+        events: Array.from({ length: 257 }, () =>
+          create(ExecutionEventSchema, { kind: { case: "textDelta", value: { text: "x" } } }),
+        ),
+      })
+      .catch((e: unknown) => ConnectError.from(e));
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((error as ConnectError).message).toMatch(/events: at most 256/);
   });
 
   it("refuses a bad registration with InvalidArgument naming the field", async () => {
@@ -151,6 +239,66 @@ describe("gRPC workers (embedded hub)", () => {
         work: { workerId: worker.workerId, session: "forged", executionId: "exe_1", attempt: 1 },
       }),
     ).rejects.toThrow(/no live session/);
+  });
+
+  it("gives a running attempt's worker its agent's vault grants, and no one else", async () => {
+    const access = vi.fn(async (workspaceId: string, agentId: string) => {
+      return new Map<string, VaultGrant>([
+        ["vlt_a", { allowed: true, secrets: new Map([["token", `${workspaceId}/${agentId}`]]) }],
+        ["vlt_b", { allowed: false, reason: "not attached to this agent" }],
+      ]);
+    });
+    const fingerprints = new SecretFingerprints(new Uint8Array(32).fill(7));
+    const routed = createRoutedExecutor({
+      mode: "embedded",
+      env: {},
+      adapters: [],
+      workerHub: hub,
+      vaultAccess: access,
+      fingerprints,
+    });
+    await routed.start();
+    try {
+      const worker = await runGrpcWorker({
+        adapter: secretsReaderAdapter("g11"),
+        url,
+        heartbeatMs: 200,
+      });
+      workers.push(worker);
+      await eventually(() => routed.registry.backend("g11")?.workers.length === 1, {
+        timeoutMs: 10_000,
+        what: "the router knows g11",
+      });
+      const result = await routed.router.execute(request("g11", "x").value);
+      expect(result.status, JSON.stringify(result)).toBe("completed");
+      const answer = JSON.parse(textOf(result.messages[0] as never));
+      expect(answer).toEqual({
+        vlt_a: {
+          allowed: true,
+          secrets: { token: "wsp_1/agt_1" },
+          fingerprints: { token: fingerprints.of("wsp_1/agt_1") },
+        },
+        vlt_b: { allowed: false, reason: "not attached to this agent" },
+      });
+      expect(access).toHaveBeenCalledWith("wsp_1", "agt_1");
+      // A live session that does not run the attempt gets nothing.
+      const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+      const session = attached.get(worker.workerId) as WorkerSession;
+      const refused = await client
+        .getWorkSecrets({
+          work: {
+            workerId: worker.workerId,
+            session: session.token,
+            executionId: "exe_not_running",
+            attempt: 1,
+          },
+        })
+        .catch((e: unknown) => ConnectError.from(e));
+      expect((refused as ConnectError).code).toBe(Code.PermissionDenied);
+      expect(access).toHaveBeenCalledTimes(1);
+    } finally {
+      await routed.stop();
+    }
   });
 
   it.each([

@@ -35,6 +35,8 @@ import {
   CancelNoticeSchema,
   ClaimRequestSchema,
   ClaimResponseSchema,
+  SecretsRequestSchema,
+  SecretsResponseSchema,
   WorkerRegistrationSchema,
   WorkerReportSchema,
   type WorkItem,
@@ -42,7 +44,14 @@ import {
 } from "@trellis/contracts/adapters";
 import { type Logger, TrellisError } from "@trellis/runtime";
 import { announcementToProto } from "../routing/announcement.js";
-import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./session.js";
+import {
+  type SessionEnd,
+  secretsRefused,
+  type VaultGrantInit,
+  type WorkAttempt,
+  type WorkerPort,
+  type WorkerSession,
+} from "./session.js";
 
 /** Options of {@link NatsWorkerBridge}. */
 export interface NatsWorkerBridgeOptions {
@@ -223,6 +232,35 @@ export class NatsWorkerBridge implements WorkerPort {
     } finally {
       held.finished();
     }
+  }
+
+  async secrets(session: WorkerSession, work: WorkAttempt): Promise<VaultGrantInit[]> {
+    const held = this.#bridged.get(session)?.held.get(work.executionId);
+    if (!held?.granted || held.item.attempt !== work.attempt) {
+      throw secretsRefused(session.workerId, "it is not running this attempt");
+    }
+    // The router that granted the claim answers, as it does a JetStream worker.
+    const { connection } = this.#nats();
+    let response: ReturnType<typeof fromBinary<typeof SecretsResponseSchema>>;
+    try {
+      const answer = await connection.request(
+        `${held.item.replyTo}.secrets`,
+        toBinary(
+          SecretsRequestSchema,
+          create(SecretsRequestSchema, {
+            executionId: held.item.executionId,
+            attempt: held.item.attempt,
+            workerId: session.workerId,
+          }),
+        ),
+        { timeout: this.#routerTimeoutMs },
+      );
+      response = fromBinary(SecretsResponseSchema, answer.data);
+    } catch (error) {
+      throw secretsRefused(session.workerId, `the router did not answer: ${String(error)}`);
+    }
+    if (response.error !== "") throw secretsRefused(session.workerId, response.error);
+    return response.vaults;
   }
 
   #report(session: WorkerSession, held: Held, event: ExecutionEvent): Uint8Array {

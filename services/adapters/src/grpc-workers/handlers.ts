@@ -7,7 +7,11 @@ import {
   negotiationFromProto,
   resultFromProto,
 } from "@trellis/adapter-sdk";
-import type { WorkerService, WorkRef } from "@trellis/contracts/adapters";
+import type {
+  ExecutionEvent as PbEvent,
+  WorkerService,
+  WorkRef,
+} from "@trellis/contracts/adapters";
 import { announcementFromProto } from "../routing/announcement.js";
 import type { WorkAttempt, WorkerSession } from "./session.js";
 import type { WorkerSessions } from "./sessions.js";
@@ -22,6 +26,18 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
     if (ref.attempt < 1) throw contractInvalid("work.attempt", "must be at least 1");
     const session = sessions.live(ref.workerId, ref.session);
     return { session, work: { executionId: ref.executionId, attempt: ref.attempt } };
+  };
+  const progress = (events: readonly PbEvent[]): ExecutionEvent[] => {
+    if (events.length > MAX_EVENTS_PER_REPORT) {
+      throw contractInvalid("events", `at most ${MAX_EVENTS_PER_REPORT} per call`);
+    }
+    return events.map((e, i) => {
+      const event = eventFromProto(e, `events[${i}]`);
+      if (event.kind === "turn_finished") {
+        throw contractInvalid(`events[${i}]`, "turn_finished is reported with CompleteWork");
+      }
+      return event;
+    });
   };
   return {
     async *connectWorker(request, context) {
@@ -51,22 +67,22 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
     },
     async reportWorkEvents(request) {
       const { session, work } = fenced(request.work);
-      if (request.events.length > MAX_EVENTS_PER_REPORT) {
-        throw contractInvalid("events", `at most ${MAX_EVENTS_PER_REPORT} per call`);
-      }
-      const events: ExecutionEvent[] = request.events.map((e, i) => {
-        const event = eventFromProto(e, `events[${i}]`);
-        if (event.kind === "turn_finished") {
-          throw contractInvalid(`events[${i}]`, "turn_finished is reported with CompleteWork");
-        }
-        return event;
-      });
-      return { current: sessions.port.events(session, work, events) };
+      return { current: sessions.port.events(session, work, progress(request.events)) };
     },
     async completeWork(request) {
-      const { session, work } = fenced(request.work);
+      const events = progress(request.events);
       const result = resultFromProto(request.result, "result");
+      const { session, work } = fenced(request.work);
+      // The trailing progress first, in order, then the result (a stale
+      // attempt's events are refused by the same fence as ReportWorkEvents).
+      if (events.length > 0 && !sessions.port.events(session, work, events)) {
+        return { accepted: false };
+      }
       return { accepted: await sessions.port.complete(session, work, result) };
+    },
+    async getWorkSecrets(request) {
+      const { session, work } = fenced(request.work);
+      return { vaults: await sessions.port.secrets(session, work) };
     },
     async disconnectWorker(request) {
       const session = sessions.live(request.workerId, request.session);

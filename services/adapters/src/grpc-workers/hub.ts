@@ -25,12 +25,29 @@ import {
   effectiveRequirements,
   requestToProto,
   timeoutResult,
+  type VaultGrant,
+  vaultGrantsToProto,
 } from "@trellis/adapter-sdk";
 import type { Logger } from "@trellis/runtime";
 import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.js";
 import type { BackendRegistry } from "../routing/registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "../routing/router.js";
-import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./session.js";
+import {
+  type SessionEnd,
+  secretsRefused,
+  type VaultGrantInit,
+  type WorkAttempt,
+  type WorkerPort,
+  type WorkerSession,
+} from "./session.js";
+
+/**
+ * A plan as the hub takes it: with the vault grants of its agent, when the
+ * router that placed it reads vaults (see `routed-executor.ts`).
+ */
+export interface HubPlan extends DispatchPlan {
+  secrets?(): Promise<ReadonlyMap<string, VaultGrant>>;
+}
 
 /** Options of {@link LocalWorkerHub}. */
 export interface LocalWorkerHubOptions {
@@ -48,7 +65,7 @@ export interface LocalWorkerHubOptions {
 }
 
 interface Pending {
-  plan: DispatchPlan;
+  plan: HubPlan;
   attempt: number;
   state: "queued" | "running" | "done";
   /** The session the current attempt is offered to (queued) or runs on (running). */
@@ -236,9 +253,24 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     return true;
   }
 
+  async secrets(session: WorkerSession, work: WorkAttempt): Promise<VaultGrantInit[]> {
+    const pending = this.#current(session, work);
+    if (!pending) throw secretsRefused(session.workerId, "it is not running this attempt");
+    if (!pending.plan.secrets) return [];
+    try {
+      return vaultGrantsToProto(await pending.plan.secrets());
+    } catch (error) {
+      this.#logger?.warn("reading vault secrets for a gRPC worker failed", {
+        execution_id: work.executionId,
+        error: String(error),
+      });
+      throw secretsRefused(session.workerId, `the vaults cannot be read now: ${String(error)}`);
+    }
+  }
+
   // ------------------------------------------------------------- dispatcher
 
-  dispatch(plan: DispatchPlan): Promise<DispatchOutcome> {
+  dispatch(plan: HubPlan): Promise<DispatchOutcome> {
     const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
     return new Promise<DispatchOutcome>((resolve) => {
       const pending: Pending = {

@@ -18,6 +18,7 @@ import {
   type ConnectWorkerResponse,
   ConnectWorkerResponseSchema,
   type ExecutionRequest as PbRequest,
+  type VaultGrantSchema,
 } from "@trellis/contracts/adapters";
 import { TrellisError } from "@trellis/runtime";
 import type { WorkerAnnouncement } from "../routing/registry.js";
@@ -48,6 +49,26 @@ export interface WorkerPort {
   events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean;
   /** The result of a granted attempt; false when it is not taken. */
   complete(session: WorkerSession, work: WorkAttempt, result: ExecutionResult): Promise<boolean>;
+  /**
+   * The vault grants of a granted, running attempt's agent (with the
+   * deployment's fingerprints), as the JetStream path's SecretsRequest
+   * answers them. Throws {@link secretsRefused} for anyone else.
+   */
+  secrets(session: WorkerSession, work: WorkAttempt): Promise<VaultGrantInit[]>;
+}
+
+/** One vault grant as GetWorkSecrets answers it. */
+export type VaultGrantInit = MessageInitShape<typeof VaultGrantSchema>;
+
+/** GetWorkSecrets for an attempt the session does not run now (or the vaults cannot be read). */
+export function secretsRefused(workerId: string, why: string): TrellisError {
+  return new TrellisError({
+    reason: "permission_denied",
+    message: `worker ${JSON.stringify(workerId)} gets no vault secrets: ${why}`,
+    param: "work",
+    metadata: { worker_id: workerId },
+    domain: "adapters.trellis.dev",
+  });
 }
 
 /** A call that names a session that is not (or no longer) live (NotFound: connect again). */

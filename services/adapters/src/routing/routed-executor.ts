@@ -8,14 +8,18 @@
 
 import { toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { ExecutionAdapter, ExecutionResult } from "@trellis/adapter-sdk";
+import type { ExecutionAdapter, ExecutionResult, VaultGrant } from "@trellis/adapter-sdk";
 import { WorkerRegistrationSchema } from "@trellis/contracts/adapters";
 import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
 import { type Logger, type SecretFingerprints, TrellisError } from "@trellis/runtime";
 import { loadAdaptersConfig } from "../config.js";
 import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
 import { announcementToProto } from "./announcement.js";
-import { JetStreamDispatcher, type VaultAccessLoader } from "./jetstream-dispatcher.js";
+import {
+  JetStreamDispatcher,
+  type VaultAccessLoader,
+  withFingerprints,
+} from "./jetstream-dispatcher.js";
 import { BackendRegistry, type LocalBackendOptions, type WorkerAnnouncement } from "./registry.js";
 import {
   type DispatchOutcome,
@@ -48,7 +52,11 @@ export interface RoutedExecutorOptions {
 }
 
 /** A dispatcher that also announces its workers to a router's registry. */
-export interface WorkerHubLike extends RemoteDispatcher {
+export interface WorkerHubLike {
+  /** As {@link RemoteDispatcher}; `secrets` answers the running worker's GetWorkSecrets. */
+  dispatch(
+    plan: DispatchPlan & { secrets?(): Promise<ReadonlyMap<string, VaultGrant>> },
+  ): Promise<DispatchOutcome>;
   addRegistry(registry: BackendRegistry): () => void;
 }
 
@@ -102,7 +110,7 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
   const router = new Router({
     registry,
     graceMs: config.TRELLIS_ADAPTERS_GRACE,
-    ...(remoteWanted ? { remote: late } : hub ? { remote: hub } : {}),
+    ...(remoteWanted ? { remote: late } : hub ? { remote: withPlanSecrets(hub, options) } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
   });
   let connection: NatsConnection | undefined;
@@ -161,5 +169,29 @@ export function createRoutedExecutor(options: RoutedExecutorOptions): RoutedExec
       if (connection && !options.connection) await connection.drain().catch(() => undefined);
       connection = undefined;
     },
+  };
+}
+
+/**
+ * The hub's dispatcher for one router: each plan carries its agent's vault
+ * grants (with fingerprints), read only when the gRPC worker running it asks
+ * (`GetWorkSecrets`), as a JetStream worker's SecretsRequest is answered.
+ */
+function withPlanSecrets(
+  hub: WorkerHubLike,
+  options: Pick<RoutedExecutorOptions, "vaultAccess" | "fingerprints">,
+): RemoteDispatcher {
+  const { vaultAccess, fingerprints } = options;
+  if (!vaultAccess) return hub;
+  return {
+    dispatch: (plan) =>
+      hub.dispatch({
+        ...plan,
+        secrets: async () =>
+          withFingerprints(
+            await vaultAccess(plan.request.workspaceId, plan.request.agent.id),
+            fingerprints,
+          ),
+      }),
   };
 }

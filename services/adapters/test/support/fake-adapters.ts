@@ -84,3 +84,39 @@ export function probeAdapter(options: ProbeOptions): ExecutionAdapter {
     },
   });
 }
+
+/**
+ * A backend whose answer is the vault grants its host gives it
+ * (`request.vaultSecrets`), as JSON: vault id → allowed, secrets,
+ * fingerprints or reason; `{"error": …}` when reading them failed.
+ */
+export function secretsReaderAdapter(backendId: string): ExecutionAdapter {
+  return defineAdapter({
+    backendId,
+    capabilities: capabilities(),
+    async run(request) {
+      let answer: unknown;
+      try {
+        const grants = (await request.vaultSecrets?.()) ?? new Map();
+        answer = Object.fromEntries(
+          [...grants].map(([vaultId, grant]) => [
+            vaultId,
+            grant.allowed
+              ? {
+                  allowed: true,
+                  secrets: Object.fromEntries(grant.secrets),
+                  fingerprints: Object.fromEntries(grant.fingerprints ?? []),
+                }
+              : { allowed: false, reason: grant.reason },
+          ]),
+        );
+      } catch (error) {
+        answer = { error: String(error) };
+      }
+      return {
+        status: "completed",
+        messages: [chatToMessage({ role: "assistant", content: JSON.stringify(answer) })],
+      };
+    },
+  });
+}

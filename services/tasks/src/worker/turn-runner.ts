@@ -39,6 +39,7 @@ import { REPLAY_REQUEST_KEY } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 import type { Claim, TaskStore } from "../store/task-store.js";
 import { type ProgressItem, ProgressRecorder } from "./progress.js";
+import { blockedItem } from "./refusal.js";
 import { TranscriptCache } from "./transcript-cache.js";
 
 /** A deterministic refusal by the database: retrying the same write cannot help. */
@@ -368,6 +369,9 @@ export class TurnRunner {
         ...(run.abort.signal.aborted ? { cancelConfirmed: true } : {}),
       };
     }
+    // A refusal's blocking reasons, typed (backend, capability, code), just before the failure.
+    const blocked = blockedItem(outcome);
+    if (blocked) progress.record(blocked);
     // Progress reaches the log before the outcome it leads to.
     await progress.close();
     if (run.shutdown) {

@@ -27,6 +27,9 @@ type WorkerServiceClient interface {
 	ReportWorkEvents(ctx context.Context, in *ReportWorkEventsRequest, opts ...grpc.CallOption) (*ReportWorkEventsResponse, error)
 	// The result of a granted attempt (once; later calls are acknowledged and ignored).
 	CompleteWork(ctx context.Context, in *CompleteWorkRequest, opts ...grpc.CallOption) (*CompleteWorkResponse, error)
+	// The vault secrets the agent of a granted, running attempt may read (same
+	// grants and scoping as the JetStream path; refused to anyone else).
+	GetWorkSecrets(ctx context.Context, in *GetWorkSecretsRequest, opts ...grpc.CallOption) (*GetWorkSecretsResponse, error)
 	// Leave: no more offers; the command stream ends.
 	DisconnectWorker(ctx context.Context, in *DisconnectWorkerRequest, opts ...grpc.CallOption) (*DisconnectWorkerResponse, error)
 }
@@ -107,6 +110,15 @@ func (c *workerServiceClient) CompleteWork(ctx context.Context, in *CompleteWork
 	return out, nil
 }
 
+func (c *workerServiceClient) GetWorkSecrets(ctx context.Context, in *GetWorkSecretsRequest, opts ...grpc.CallOption) (*GetWorkSecretsResponse, error) {
+	out := new(GetWorkSecretsResponse)
+	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.WorkerService/GetWorkSecrets", in, out, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *workerServiceClient) DisconnectWorker(ctx context.Context, in *DisconnectWorkerRequest, opts ...grpc.CallOption) (*DisconnectWorkerResponse, error) {
 	out := new(DisconnectWorkerResponse)
 	err := c.cc.Invoke(ctx, "/trellis.adapters.v1.WorkerService/DisconnectWorker", in, out, opts...)
@@ -130,6 +142,9 @@ type WorkerServiceServer interface {
 	ReportWorkEvents(context.Context, *ReportWorkEventsRequest) (*ReportWorkEventsResponse, error)
 	// The result of a granted attempt (once; later calls are acknowledged and ignored).
 	CompleteWork(context.Context, *CompleteWorkRequest) (*CompleteWorkResponse, error)
+	// The vault secrets the agent of a granted, running attempt may read (same
+	// grants and scoping as the JetStream path; refused to anyone else).
+	GetWorkSecrets(context.Context, *GetWorkSecretsRequest) (*GetWorkSecretsResponse, error)
 	// Leave: no more offers; the command stream ends.
 	DisconnectWorker(context.Context, *DisconnectWorkerRequest) (*DisconnectWorkerResponse, error)
 	mustEmbedUnimplementedWorkerServiceServer()
@@ -153,6 +168,9 @@ func (UnimplementedWorkerServiceServer) ReportWorkEvents(context.Context, *Repor
 }
 func (UnimplementedWorkerServiceServer) CompleteWork(context.Context, *CompleteWorkRequest) (*CompleteWorkResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CompleteWork not implemented")
+}
+func (UnimplementedWorkerServiceServer) GetWorkSecrets(context.Context, *GetWorkSecretsRequest) (*GetWorkSecretsResponse, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method GetWorkSecrets not implemented")
 }
 func (UnimplementedWorkerServiceServer) DisconnectWorker(context.Context, *DisconnectWorkerRequest) (*DisconnectWorkerResponse, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method DisconnectWorker not implemented")
@@ -263,6 +281,24 @@ func _WorkerService_CompleteWork_Handler(srv interface{}, ctx context.Context, d
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkerService_GetWorkSecrets_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkSecretsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkerServiceServer).GetWorkSecrets(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: "/trellis.adapters.v1.WorkerService/GetWorkSecrets",
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkerServiceServer).GetWorkSecrets(ctx, req.(*GetWorkSecretsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _WorkerService_DisconnectWorker_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(DisconnectWorkerRequest)
 	if err := dec(in); err != nil {
@@ -300,6 +336,10 @@ var _WorkerService_serviceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CompleteWork",
 			Handler:    _WorkerService_CompleteWork_Handler,
+		},
+		{
+			MethodName: "GetWorkSecrets",
+			Handler:    _WorkerService_GetWorkSecrets_Handler,
 		},
 		{
 			MethodName: "DisconnectWorker",

@@ -14,47 +14,52 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from trellis.adapters.v1 import execution_pb2 as trellis_dot_adapters_dot_v1_dot_execution__pb2
 from trellis.adapters.v1 import routing_pb2 as trellis_dot_adapters_dot_v1_dot_routing__pb2
+from trellis.adapters.v1 import vaults_pb2 as trellis_dot_adapters_dot_v1_dot_vaults__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(trellis/adapters/v1/worker_service.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\x1a!trellis/adapters/v1/routing.proto\"W\n\x14\x43onnectWorkerRequest\x12?\n\x06worker\x18\x01 \x01(\x0b\x32\'.trellis.adapters.v1.WorkerRegistrationR\x06worker\"\xdb\x01\n\x15\x43onnectWorkerResponse\x12\x44\n\tconnected\x18\x01 \x01(\x0b\x32$.trellis.adapters.v1.WorkerConnectedH\x00R\tconnected\x12\x36\n\x05offer\x18\x02 \x01(\x0b\x32\x1e.trellis.adapters.v1.WorkOfferH\x00R\x05offer\x12\x39\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x1f.trellis.adapters.v1.CancelWorkH\x00R\x06\x63\x61ncelB\t\n\x07\x63ommand\"_\n\x0fWorkerConnected\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x15\n\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\xc1\x01\n\tWorkOffer\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12?\n\x07request\x18\x03 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\x12\x36\n\x08\x64\x65\x61\x64line\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line\"a\n\nCancelWork\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"}\n\x07WorkRef\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12!\n\x0c\x65xecution_id\x18\x03 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x04 \x01(\rR\x07\x61ttempt\"l\n\x16WorkerHeartbeatRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x1b\n\tin_flight\x18\x03 \x01(\rR\x08inFlight\"0\n\x17WorkerHeartbeatResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"\x91\x01\n\x10\x43laimWorkRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12K\n\x0bnegotiation\x18\x02 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"E\n\x11\x43laimWorkResponse\x12\x18\n\x07granted\x18\x01 \x01(\x08R\x07granted\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"\x88\x01\n\x17ReportWorkEventsRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12;\n\x06\x65vents\x18\x02 \x03(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x06\x65vents\"4\n\x18ReportWorkEventsResponse\x12\x18\n\x07\x63urrent\x18\x01 \x01(\x08R\x07\x63urrent\"\x85\x01\n\x13\x43ompleteWorkRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12<\n\x06result\x18\x02 \x01(\x0b\x32$.trellis.adapters.v1.ExecutionResultR\x06result\"2\n\x14\x43ompleteWorkResponse\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08R\x08\x61\x63\x63\x65pted\"P\n\x17\x44isconnectWorkerRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\"\x1a\n\x18\x44isconnectWorkerResponse2\x8a\x05\n\rWorkerService\x12h\n\rConnectWorker\x12).trellis.adapters.v1.ConnectWorkerRequest\x1a*.trellis.adapters.v1.ConnectWorkerResponse0\x01\x12l\n\x0fWorkerHeartbeat\x12+.trellis.adapters.v1.WorkerHeartbeatRequest\x1a,.trellis.adapters.v1.WorkerHeartbeatResponse\x12Z\n\tClaimWork\x12%.trellis.adapters.v1.ClaimWorkRequest\x1a&.trellis.adapters.v1.ClaimWorkResponse\x12o\n\x10ReportWorkEvents\x12,.trellis.adapters.v1.ReportWorkEventsRequest\x1a-.trellis.adapters.v1.ReportWorkEventsResponse\x12\x63\n\x0c\x43ompleteWork\x12(.trellis.adapters.v1.CompleteWorkRequest\x1a).trellis.adapters.v1.CompleteWorkResponse\x12o\n\x10\x44isconnectWorker\x12,.trellis.adapters.v1.DisconnectWorkerRequest\x1a-.trellis.adapters.v1.DisconnectWorkerResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(trellis/adapters/v1/worker_service.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\x1a!trellis/adapters/v1/routing.proto\x1a trellis/adapters/v1/vaults.proto\"W\n\x14\x43onnectWorkerRequest\x12?\n\x06worker\x18\x01 \x01(\x0b\x32\'.trellis.adapters.v1.WorkerRegistrationR\x06worker\"\xdb\x01\n\x15\x43onnectWorkerResponse\x12\x44\n\tconnected\x18\x01 \x01(\x0b\x32$.trellis.adapters.v1.WorkerConnectedH\x00R\tconnected\x12\x36\n\x05offer\x18\x02 \x01(\x0b\x32\x1e.trellis.adapters.v1.WorkOfferH\x00R\x05offer\x12\x39\n\x06\x63\x61ncel\x18\x03 \x01(\x0b\x32\x1f.trellis.adapters.v1.CancelWorkH\x00R\x06\x63\x61ncelB\t\n\x07\x63ommand\"_\n\x0fWorkerConnected\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x15\n\x06ttl_ms\x18\x03 \x01(\rR\x05ttlMs\"\xc1\x01\n\tWorkOffer\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12?\n\x07request\x18\x03 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\x12\x36\n\x08\x64\x65\x61\x64line\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line\"a\n\nCancelWork\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x16\n\x06reason\x18\x03 \x01(\tR\x06reason\"}\n\x07WorkRef\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12!\n\x0c\x65xecution_id\x18\x03 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x04 \x01(\rR\x07\x61ttempt\"l\n\x16WorkerHeartbeatRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\x12\x1b\n\tin_flight\x18\x03 \x01(\rR\x08inFlight\"0\n\x17WorkerHeartbeatResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"\x91\x01\n\x10\x43laimWorkRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12K\n\x0bnegotiation\x18\x02 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"E\n\x11\x43laimWorkResponse\x12\x18\n\x07granted\x18\x01 \x01(\x08R\x07granted\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"\x88\x01\n\x17ReportWorkEventsRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12;\n\x06\x65vents\x18\x02 \x03(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x06\x65vents\"4\n\x18ReportWorkEventsResponse\x12\x18\n\x07\x63urrent\x18\x01 \x01(\x08R\x07\x63urrent\"\xc2\x01\n\x13\x43ompleteWorkRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\x12<\n\x06result\x18\x02 \x01(\x0b\x32$.trellis.adapters.v1.ExecutionResultR\x06result\x12;\n\x06\x65vents\x18\x03 \x03(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x06\x65vents\"2\n\x14\x43ompleteWorkResponse\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08R\x08\x61\x63\x63\x65pted\"I\n\x15GetWorkSecretsRequest\x12\x30\n\x04work\x18\x01 \x01(\x0b\x32\x1c.trellis.adapters.v1.WorkRefR\x04work\"Q\n\x16GetWorkSecretsResponse\x12\x37\n\x06vaults\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.VaultGrantR\x06vaults\"P\n\x17\x44isconnectWorkerRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x18\n\x07session\x18\x02 \x01(\tR\x07session\"\x1a\n\x18\x44isconnectWorkerResponse2\xf5\x05\n\rWorkerService\x12h\n\rConnectWorker\x12).trellis.adapters.v1.ConnectWorkerRequest\x1a*.trellis.adapters.v1.ConnectWorkerResponse0\x01\x12l\n\x0fWorkerHeartbeat\x12+.trellis.adapters.v1.WorkerHeartbeatRequest\x1a,.trellis.adapters.v1.WorkerHeartbeatResponse\x12Z\n\tClaimWork\x12%.trellis.adapters.v1.ClaimWorkRequest\x1a&.trellis.adapters.v1.ClaimWorkResponse\x12o\n\x10ReportWorkEvents\x12,.trellis.adapters.v1.ReportWorkEventsRequest\x1a-.trellis.adapters.v1.ReportWorkEventsResponse\x12\x63\n\x0c\x43ompleteWork\x12(.trellis.adapters.v1.CompleteWorkRequest\x1a).trellis.adapters.v1.CompleteWorkResponse\x12i\n\x0eGetWorkSecrets\x12*.trellis.adapters.v1.GetWorkSecretsRequest\x1a+.trellis.adapters.v1.GetWorkSecretsResponse\x12o\n\x10\x44isconnectWorker\x12,.trellis.adapters.v1.DisconnectWorkerRequest\x1a-.trellis.adapters.v1.DisconnectWorkerResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.adapters.v1.worker_service_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _CONNECTWORKERREQUEST._serialized_start=170
-  _CONNECTWORKERREQUEST._serialized_end=257
-  _CONNECTWORKERRESPONSE._serialized_start=260
-  _CONNECTWORKERRESPONSE._serialized_end=479
-  _WORKERCONNECTED._serialized_start=481
-  _WORKERCONNECTED._serialized_end=576
-  _WORKOFFER._serialized_start=579
-  _WORKOFFER._serialized_end=772
-  _CANCELWORK._serialized_start=774
-  _CANCELWORK._serialized_end=871
-  _WORKREF._serialized_start=873
-  _WORKREF._serialized_end=998
-  _WORKERHEARTBEATREQUEST._serialized_start=1000
-  _WORKERHEARTBEATREQUEST._serialized_end=1108
-  _WORKERHEARTBEATRESPONSE._serialized_start=1110
-  _WORKERHEARTBEATRESPONSE._serialized_end=1158
-  _CLAIMWORKREQUEST._serialized_start=1161
-  _CLAIMWORKREQUEST._serialized_end=1306
-  _CLAIMWORKRESPONSE._serialized_start=1308
-  _CLAIMWORKRESPONSE._serialized_end=1377
-  _REPORTWORKEVENTSREQUEST._serialized_start=1380
-  _REPORTWORKEVENTSREQUEST._serialized_end=1516
-  _REPORTWORKEVENTSRESPONSE._serialized_start=1518
-  _REPORTWORKEVENTSRESPONSE._serialized_end=1570
-  _COMPLETEWORKREQUEST._serialized_start=1573
-  _COMPLETEWORKREQUEST._serialized_end=1706
-  _COMPLETEWORKRESPONSE._serialized_start=1708
-  _COMPLETEWORKRESPONSE._serialized_end=1758
-  _DISCONNECTWORKERREQUEST._serialized_start=1760
-  _DISCONNECTWORKERREQUEST._serialized_end=1840
-  _DISCONNECTWORKERRESPONSE._serialized_start=1842
-  _DISCONNECTWORKERRESPONSE._serialized_end=1868
-  _WORKERSERVICE._serialized_start=1871
-  _WORKERSERVICE._serialized_end=2521
+  _CONNECTWORKERREQUEST._serialized_start=204
+  _CONNECTWORKERREQUEST._serialized_end=291
+  _CONNECTWORKERRESPONSE._serialized_start=294
+  _CONNECTWORKERRESPONSE._serialized_end=513
+  _WORKERCONNECTED._serialized_start=515
+  _WORKERCONNECTED._serialized_end=610
+  _WORKOFFER._serialized_start=613
+  _WORKOFFER._serialized_end=806
+  _CANCELWORK._serialized_start=808
+  _CANCELWORK._serialized_end=905
+  _WORKREF._serialized_start=907
+  _WORKREF._serialized_end=1032
+  _WORKERHEARTBEATREQUEST._serialized_start=1034
+  _WORKERHEARTBEATREQUEST._serialized_end=1142
+  _WORKERHEARTBEATRESPONSE._serialized_start=1144
+  _WORKERHEARTBEATRESPONSE._serialized_end=1192
+  _CLAIMWORKREQUEST._serialized_start=1195
+  _CLAIMWORKREQUEST._serialized_end=1340
+  _CLAIMWORKRESPONSE._serialized_start=1342
+  _CLAIMWORKRESPONSE._serialized_end=1411
+  _REPORTWORKEVENTSREQUEST._serialized_start=1414
+  _REPORTWORKEVENTSREQUEST._serialized_end=1550
+  _REPORTWORKEVENTSRESPONSE._serialized_start=1552
+  _REPORTWORKEVENTSRESPONSE._serialized_end=1604
+  _COMPLETEWORKREQUEST._serialized_start=1607
+  _COMPLETEWORKREQUEST._serialized_end=1801
+  _COMPLETEWORKRESPONSE._serialized_start=1803
+  _COMPLETEWORKRESPONSE._serialized_end=1853
+  _GETWORKSECRETSREQUEST._serialized_start=1855
+  _GETWORKSECRETSREQUEST._serialized_end=1928
+  _GETWORKSECRETSRESPONSE._serialized_start=1930
+  _GETWORKSECRETSRESPONSE._serialized_end=2011
+  _DISCONNECTWORKERREQUEST._serialized_start=2013
+  _DISCONNECTWORKERREQUEST._serialized_end=2093
+  _DISCONNECTWORKERRESPONSE._serialized_start=2095
+  _DISCONNECTWORKERRESPONSE._serialized_end=2121
+  _WORKERSERVICE._serialized_start=2124
+  _WORKERSERVICE._serialized_end=2881
 # @@protoc_insertion_point(module_scope)

@@ -1,6 +1,7 @@
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from trellis.adapters.v1 import execution_pb2 as _execution_pb2
 from trellis.adapters.v1 import routing_pb2 as _routing_pb2
+from trellis.adapters.v1 import vaults_pb2 as _vaults_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -35,12 +36,14 @@ class ClaimWorkResponse(_message.Message):
     def __init__(self, granted: bool = ..., reason: _Optional[str] = ...) -> None: ...
 
 class CompleteWorkRequest(_message.Message):
-    __slots__ = ["result", "work"]
+    __slots__ = ["events", "result", "work"]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
     RESULT_FIELD_NUMBER: _ClassVar[int]
     WORK_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[_execution_pb2.ExecutionEvent]
     result: _execution_pb2.ExecutionResult
     work: WorkRef
-    def __init__(self, work: _Optional[_Union[WorkRef, _Mapping]] = ..., result: _Optional[_Union[_execution_pb2.ExecutionResult, _Mapping]] = ...) -> None: ...
+    def __init__(self, work: _Optional[_Union[WorkRef, _Mapping]] = ..., result: _Optional[_Union[_execution_pb2.ExecutionResult, _Mapping]] = ..., events: _Optional[_Iterable[_Union[_execution_pb2.ExecutionEvent, _Mapping]]] = ...) -> None: ...
 
 class CompleteWorkResponse(_message.Message):
     __slots__ = ["accepted"]
@@ -75,6 +78,18 @@ class DisconnectWorkerRequest(_message.Message):
 class DisconnectWorkerResponse(_message.Message):
     __slots__ = []
     def __init__(self) -> None: ...
+
+class GetWorkSecretsRequest(_message.Message):
+    __slots__ = ["work"]
+    WORK_FIELD_NUMBER: _ClassVar[int]
+    work: WorkRef
+    def __init__(self, work: _Optional[_Union[WorkRef, _Mapping]] = ...) -> None: ...
+
+class GetWorkSecretsResponse(_message.Message):
+    __slots__ = ["vaults"]
+    VAULTS_FIELD_NUMBER: _ClassVar[int]
+    vaults: _containers.RepeatedCompositeFieldContainer[_vaults_pb2.VaultGrant]
+    def __init__(self, vaults: _Optional[_Iterable[_Union[_vaults_pb2.VaultGrant, _Mapping]]] = ...) -> None: ...
 
 class ReportWorkEventsRequest(_message.Message):
     __slots__ = ["events", "work"]

@@ -24,7 +24,10 @@ class WorkerServiceStub(object):
     granted claim may run: a stale offer (an old attempt, an execution the
     router gave up on) is refused, so it never runs twice.
     3. While it runs, the worker streams progress with `ReportWorkEvents` and
-    ends it with exactly one `CompleteWork` (the result). A `cancel` command
+    ends it with exactly one `CompleteWork` (the result, with the events not
+    reported yet: a short turn needs no ReportWorkEvents call at all). When
+    a tool needs a vault secret, `GetWorkSecrets` returns the agent's vault
+    grants (the JetStream path's SecretsRequest). A `cancel` command
     (the caller canceled, or `max_elapsed_ms` passed) asks it to stop and
     complete with status cancelled.
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
@@ -65,6 +68,11 @@ class WorkerServiceStub(object):
                 request_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkRequest.SerializeToString,
                 response_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkResponse.FromString,
                 )
+        self.GetWorkSecrets = channel.unary_unary(
+                '/trellis.adapters.v1.WorkerService/GetWorkSecrets',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsResponse.FromString,
+                )
         self.DisconnectWorker = channel.unary_unary(
                 '/trellis.adapters.v1.WorkerService/DisconnectWorker',
                 request_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.DisconnectWorkerRequest.SerializeToString,
@@ -91,7 +99,10 @@ class WorkerServiceServicer(object):
     granted claim may run: a stale offer (an old attempt, an execution the
     router gave up on) is refused, so it never runs twice.
     3. While it runs, the worker streams progress with `ReportWorkEvents` and
-    ends it with exactly one `CompleteWork` (the result). A `cancel` command
+    ends it with exactly one `CompleteWork` (the result, with the events not
+    reported yet: a short turn needs no ReportWorkEvents call at all). When
+    a tool needs a vault secret, `GetWorkSecrets` returns the agent's vault
+    grants (the JetStream path's SecretsRequest). A `cancel` command
     (the caller canceled, or `max_elapsed_ms` passed) asks it to stop and
     complete with status cancelled.
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
@@ -136,6 +147,14 @@ class WorkerServiceServicer(object):
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetWorkSecrets(self, request, context):
+        """The vault secrets the agent of a granted, running attempt may read (same
+        grants and scoping as the JetStream path; refused to anyone else).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def DisconnectWorker(self, request, context):
         """Leave: no more offers; the command stream ends.
         """
@@ -171,6 +190,11 @@ def add_WorkerServiceServicer_to_server(servicer, server):
                     request_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkRequest.FromString,
                     response_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkResponse.SerializeToString,
             ),
+            'GetWorkSecrets': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetWorkSecrets,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsResponse.SerializeToString,
+            ),
             'DisconnectWorker': grpc.unary_unary_rpc_method_handler(
                     servicer.DisconnectWorker,
                     request_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.DisconnectWorkerRequest.FromString,
@@ -202,7 +226,10 @@ class WorkerService(object):
     granted claim may run: a stale offer (an old attempt, an execution the
     router gave up on) is refused, so it never runs twice.
     3. While it runs, the worker streams progress with `ReportWorkEvents` and
-    ends it with exactly one `CompleteWork` (the result). A `cancel` command
+    ends it with exactly one `CompleteWork` (the result, with the events not
+    reported yet: a short turn needs no ReportWorkEvents call at all). When
+    a tool needs a vault secret, `GetWorkSecrets` returns the agent's vault
+    grants (the JetStream path's SecretsRequest). A `cancel` command
     (the caller canceled, or `max_elapsed_ms` passed) asks it to stop and
     complete with status cancelled.
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
@@ -294,6 +321,23 @@ class WorkerService(object):
         return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.WorkerService/CompleteWork',
             trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkRequest.SerializeToString,
             trellis_dot_adapters_dot_v1_dot_worker__service__pb2.CompleteWorkResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
+
+    @staticmethod
+    def GetWorkSecrets(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(request, target, '/trellis.adapters.v1.WorkerService/GetWorkSecrets',
+            trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_worker__service__pb2.GetWorkSecretsResponse.FromString,
             options, channel_credentials,
             insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 

@@ -10,13 +10,15 @@ import type { ExecutionEvent, ExecutionNegotiation, ExecutionRequest, ExecutionR
 import { file_trellis_adapters_v1_execution } from "./execution_pb.js";
 import type { WorkerRegistration } from "./routing_pb.js";
 import { file_trellis_adapters_v1_routing } from "./routing_pb.js";
+import type { VaultGrant } from "./vaults_pb.js";
+import { file_trellis_adapters_v1_vaults } from "./vaults_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file trellis/adapters/v1/worker_service.proto.
  */
 export const file_trellis_adapters_v1_worker_service: GenFile = /*@__PURE__*/
-  fileDesc("Cih0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlcl9zZXJ2aWNlLnByb3RvEhN0cmVsbGlzLmFkYXB0ZXJzLnYxIk8KFENvbm5lY3RXb3JrZXJSZXF1ZXN0EjcKBndvcmtlchgBIAEoCzInLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VyUmVnaXN0cmF0aW9uIsEBChVDb25uZWN0V29ya2VyUmVzcG9uc2USOQoJY29ubmVjdGVkGAEgASgLMiQudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJDb25uZWN0ZWRIABIvCgVvZmZlchgCIAEoCzIeLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya09mZmVySAASMQoGY2FuY2VsGAMgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5DYW5jZWxXb3JrSABCCQoHY29tbWFuZCJFCg9Xb3JrZXJDb25uZWN0ZWQSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Nlc3Npb24YAiABKAkSDgoGdHRsX21zGAMgASgNIpgBCglXb3JrT2ZmZXISFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoKQ2FuY2VsV29yaxIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiVAoHV29ya1JlZhIRCgl3b3JrZXJfaWQYASABKAkSDwoHc2Vzc2lvbhgCIAEoCRIUCgxleGVjdXRpb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDSJPChZXb3JrZXJIZWFydGJlYXRSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDSIpChdXb3JrZXJIZWFydGJlYXRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0ifgoQQ2xhaW1Xb3JrUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEj4KC25lZ290aWF0aW9uGAIgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25OZWdvdGlhdGlvbiI0ChFDbGFpbVdvcmtSZXNwb25zZRIPCgdncmFudGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSJ6ChdSZXBvcnRXb3JrRXZlbnRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEjMKBmV2ZW50cxgCIAMoCzIjLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uRXZlbnQiKwoYUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlEg8KB2N1cnJlbnQYASABKAgidwoTQ29tcGxldGVXb3JrUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEjQKBnJlc3VsdBgCIAEoCzIkLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVzdWx0IigKFENvbXBsZXRlV29ya1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIj0KF0Rpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJIhoKGERpc2Nvbm5lY3RXb3JrZXJSZXNwb25zZTKKBQoNV29ya2VyU2VydmljZRJoCg1Db25uZWN0V29ya2VyEikudHJlbGxpcy5hZGFwdGVycy52MS5Db25uZWN0V29ya2VyUmVxdWVzdBoqLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29ubmVjdFdvcmtlclJlc3BvbnNlMAESbAoPV29ya2VySGVhcnRiZWF0EisudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXF1ZXN0GiwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXNwb25zZRJaCglDbGFpbVdvcmsSJS50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1JlcXVlc3QaJi50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1Jlc3BvbnNlEm8KEFJlcG9ydFdvcmtFdmVudHMSLC50cmVsbGlzLmFkYXB0ZXJzLnYxLlJlcG9ydFdvcmtFdmVudHNSZXF1ZXN0Gi0udHJlbGxpcy5hZGFwdGVycy52MS5SZXBvcnRXb3JrRXZlbnRzUmVzcG9uc2USYwoMQ29tcGxldGVXb3JrEigudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXF1ZXN0GikudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXNwb25zZRJvChBEaXNjb25uZWN0V29ya2VyEiwudHJlbGxpcy5hZGFwdGVycy52MS5EaXNjb25uZWN0V29ya2VyUmVxdWVzdBotLnRyZWxsaXMuYWRhcHRlcnMudjEuRGlzY29ubmVjdFdvcmtlclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution, file_trellis_adapters_v1_routing]);
+  fileDesc("Cih0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlcl9zZXJ2aWNlLnByb3RvEhN0cmVsbGlzLmFkYXB0ZXJzLnYxIk8KFENvbm5lY3RXb3JrZXJSZXF1ZXN0EjcKBndvcmtlchgBIAEoCzInLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VyUmVnaXN0cmF0aW9uIsEBChVDb25uZWN0V29ya2VyUmVzcG9uc2USOQoJY29ubmVjdGVkGAEgASgLMiQudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJDb25uZWN0ZWRIABIvCgVvZmZlchgCIAEoCzIeLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya09mZmVySAASMQoGY2FuY2VsGAMgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5DYW5jZWxXb3JrSABCCQoHY29tbWFuZCJFCg9Xb3JrZXJDb25uZWN0ZWQSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Nlc3Npb24YAiABKAkSDgoGdHRsX21zGAMgASgNIpgBCglXb3JrT2ZmZXISFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoKQ2FuY2VsV29yaxIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiVAoHV29ya1JlZhIRCgl3b3JrZXJfaWQYASABKAkSDwoHc2Vzc2lvbhgCIAEoCRIUCgxleGVjdXRpb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDSJPChZXb3JrZXJIZWFydGJlYXRSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDSIpChdXb3JrZXJIZWFydGJlYXRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0ifgoQQ2xhaW1Xb3JrUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEj4KC25lZ290aWF0aW9uGAIgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25OZWdvdGlhdGlvbiI0ChFDbGFpbVdvcmtSZXNwb25zZRIPCgdncmFudGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSJ6ChdSZXBvcnRXb3JrRXZlbnRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEjMKBmV2ZW50cxgCIAMoCzIjLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uRXZlbnQiKwoYUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlEg8KB2N1cnJlbnQYASABKAgirAEKE0NvbXBsZXRlV29ya1JlcXVlc3QSKgoEd29yaxgBIAEoCzIcLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya1JlZhI0CgZyZXN1bHQYAiABKAsyJC50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvblJlc3VsdBIzCgZldmVudHMYAyADKAsyIy50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvbkV2ZW50IigKFENvbXBsZXRlV29ya1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIkMKFUdldFdvcmtTZWNyZXRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmIkkKFkdldFdvcmtTZWNyZXRzUmVzcG9uc2USLwoGdmF1bHRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50Ij0KF0Rpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJIhoKGERpc2Nvbm5lY3RXb3JrZXJSZXNwb25zZTL1BQoNV29ya2VyU2VydmljZRJoCg1Db25uZWN0V29ya2VyEikudHJlbGxpcy5hZGFwdGVycy52MS5Db25uZWN0V29ya2VyUmVxdWVzdBoqLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29ubmVjdFdvcmtlclJlc3BvbnNlMAESbAoPV29ya2VySGVhcnRiZWF0EisudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXF1ZXN0GiwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXNwb25zZRJaCglDbGFpbVdvcmsSJS50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1JlcXVlc3QaJi50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1Jlc3BvbnNlEm8KEFJlcG9ydFdvcmtFdmVudHMSLC50cmVsbGlzLmFkYXB0ZXJzLnYxLlJlcG9ydFdvcmtFdmVudHNSZXF1ZXN0Gi0udHJlbGxpcy5hZGFwdGVycy52MS5SZXBvcnRXb3JrRXZlbnRzUmVzcG9uc2USYwoMQ29tcGxldGVXb3JrEigudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXF1ZXN0GikudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXNwb25zZRJpCg5HZXRXb3JrU2VjcmV0cxIqLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0V29ya1NlY3JldHNSZXF1ZXN0GisudHJlbGxpcy5hZGFwdGVycy52MS5HZXRXb3JrU2VjcmV0c1Jlc3BvbnNlEm8KEERpc2Nvbm5lY3RXb3JrZXISLC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0Gi0udHJlbGxpcy5hZGFwdGVycy52MS5EaXNjb25uZWN0V29ya2VyUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution, file_trellis_adapters_v1_routing, file_trellis_adapters_v1_vaults]);
 
 /**
  * @generated from message trellis.adapters.v1.ConnectWorkerRequest
@@ -363,6 +365,14 @@ export type CompleteWorkRequest = Message<"trellis.adapters.v1.CompleteWorkReque
    * @generated from field: trellis.adapters.v1.ExecutionResult result = 2;
    */
   result?: ExecutionResult | undefined;
+
+  /**
+   * Progress events not reported yet (at most 256, as ReportWorkEvents),
+   * applied in order before the result: one call ends a short turn.
+   *
+   * @generated from field: repeated trellis.adapters.v1.ExecutionEvent events = 3;
+   */
+  events: ExecutionEvent[];
 };
 
 /**
@@ -392,6 +402,43 @@ export const CompleteWorkResponseSchema: GenMessage<CompleteWorkResponse> = /*@_
   messageDesc(file_trellis_adapters_v1_worker_service, 13);
 
 /**
+ * @generated from message trellis.adapters.v1.GetWorkSecretsRequest
+ */
+export type GetWorkSecretsRequest = Message<"trellis.adapters.v1.GetWorkSecretsRequest"> & {
+  /**
+   * @generated from field: trellis.adapters.v1.WorkRef work = 1;
+   */
+  work?: WorkRef | undefined;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetWorkSecretsRequest.
+ * Use `create(GetWorkSecretsRequestSchema)` to create a new message.
+ */
+export const GetWorkSecretsRequestSchema: GenMessage<GetWorkSecretsRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker_service, 14);
+
+/**
+ * @generated from message trellis.adapters.v1.GetWorkSecretsResponse
+ */
+export type GetWorkSecretsResponse = Message<"trellis.adapters.v1.GetWorkSecretsResponse"> & {
+  /**
+   * One grant per vault attached to the agent: allowed with its secrets and
+   * their fingerprints, or refused with the reason.
+   *
+   * @generated from field: repeated trellis.adapters.v1.VaultGrant vaults = 1;
+   */
+  vaults: VaultGrant[];
+};
+
+/**
+ * Describes the message trellis.adapters.v1.GetWorkSecretsResponse.
+ * Use `create(GetWorkSecretsResponseSchema)` to create a new message.
+ */
+export const GetWorkSecretsResponseSchema: GenMessage<GetWorkSecretsResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker_service, 15);
+
+/**
  * @generated from message trellis.adapters.v1.DisconnectWorkerRequest
  */
 export type DisconnectWorkerRequest = Message<"trellis.adapters.v1.DisconnectWorkerRequest"> & {
@@ -411,7 +458,7 @@ export type DisconnectWorkerRequest = Message<"trellis.adapters.v1.DisconnectWor
  * Use `create(DisconnectWorkerRequestSchema)` to create a new message.
  */
 export const DisconnectWorkerRequestSchema: GenMessage<DisconnectWorkerRequest> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_worker_service, 14);
+  messageDesc(file_trellis_adapters_v1_worker_service, 16);
 
 /**
  * @generated from message trellis.adapters.v1.DisconnectWorkerResponse
@@ -424,7 +471,7 @@ export type DisconnectWorkerResponse = Message<"trellis.adapters.v1.DisconnectWo
  * Use `create(DisconnectWorkerResponseSchema)` to create a new message.
  */
 export const DisconnectWorkerResponseSchema: GenMessage<DisconnectWorkerResponse> = /*@__PURE__*/
-  messageDesc(file_trellis_adapters_v1_worker_service, 15);
+  messageDesc(file_trellis_adapters_v1_worker_service, 17);
 
 /**
  * WorkerService: adapter workers in any language, over plain gRPC. The
@@ -445,7 +492,10 @@ export const DisconnectWorkerResponseSchema: GenMessage<DisconnectWorkerResponse
  *    granted claim may run: a stale offer (an old attempt, an execution the
  *    router gave up on) is refused, so it never runs twice.
  * 3. While it runs, the worker streams progress with `ReportWorkEvents` and
- *    ends it with exactly one `CompleteWork` (the result). A `cancel` command
+ *    ends it with exactly one `CompleteWork` (the result, with the events not
+ *    reported yet: a short turn needs no ReportWorkEvents call at all). When
+ *    a tool needs a vault secret, `GetWorkSecrets` returns the agent's vault
+ *    grants (the JetStream path's SecretsRequest). A `cancel` command
  *    (the caller canceled, or `max_elapsed_ms` passed) asks it to stop and
  *    complete with status cancelled.
  * 4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
@@ -506,6 +556,17 @@ export const WorkerService: GenService<{
     methodKind: "unary";
     input: typeof CompleteWorkRequestSchema;
     output: typeof CompleteWorkResponseSchema;
+  },
+  /**
+   * The vault secrets the agent of a granted, running attempt may read (same
+   * grants and scoping as the JetStream path; refused to anyone else).
+   *
+   * @generated from rpc trellis.adapters.v1.WorkerService.GetWorkSecrets
+   */
+  getWorkSecrets: {
+    methodKind: "unary";
+    input: typeof GetWorkSecretsRequestSchema;
+    output: typeof GetWorkSecretsResponseSchema;
   },
   /**
    * Leave: no more offers; the command stream ends.
