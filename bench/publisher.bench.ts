@@ -3,15 +3,21 @@
  * event log — the journal's publisher (`createPublisher`) against today's
  * outbox relay (`createOutboxRelay`)?
  *
- * Each window prepares a backlog in a fresh schema (not measured): N events
- * as turn steps, 3 events per step, 16 sessions, sequences per task. The
- * journal holds them plus one step record per step (passed over by the
- * publisher); the outbox holds the same events written by
- * `appendToOutbox`. Then the publisher or the relay starts and the window
- * measures until the log holds all N: CPU of this process (kysely, pg or
- * PGlite, decoding, the log client) plus, on Postgres, the server backends
- * serving it. nats-server's CPU is left out: it is shared with everyone on
- * the machine. Each runs as its mode would:
+ * N events as turn steps, 3 events per step, 16 sessions, sequences per
+ * task, each step one write by one of 32 writers: to the journal (its
+ * events plus one step record, passed over by the publisher) or through an
+ * outbox unit of work (`createOutboxWriter`, which hands its committed rows
+ * to the relay). Each window uses a fresh schema and measures until the log
+ * holds all N: CPU of this process (kysely, pg or PGlite, decoding, the log
+ * client) plus, on Postgres, the server backends serving it. nats-server's
+ * CPU is left out: it is shared with everyone on the machine.
+ *
+ * - `backlog`: the N events are written first (not measured), then the
+ *   publisher or relay starts: the cost of publishing alone;
+ * - `live`: the publisher or relay runs while the 32 writers write: writing
+ *   plus publishing, as a turn's events take it today and would take it.
+ *
+ * Each runs as its mode would:
  *
  * - `pglite + in-process`: embedded mode — the relay with
  *   `logRebuiltFromOutbox` + `positionedLog`, the publisher with
@@ -36,10 +42,10 @@ import {
   type LoggedEvent,
 } from "@trellis/eventlog";
 import {
-  appendToOutbox,
   createDatabase,
   createJournal,
   createOutboxRelay,
+  createOutboxWriter,
   createPublisher,
   type Database,
   type JournalEntry,
@@ -59,15 +65,19 @@ export interface PublisherBenchOptions {
   /** Windows per mode (default 3; the median is reported). */
   rounds?: number;
   databaseUrl?: string;
+  /** Default both. */
+  scenarios?: readonly PublisherBenchPoint["scenario"][];
 }
 
 /** One measured point. */
 export interface PublisherBenchPoint {
   backend: string;
+  /** `backlog`: drain N events written before; `live`: 32 writers write N events while it publishes. */
+  scenario: "backlog" | "live";
   mode: "publisher" | "outbox relay";
   events: number;
   eventsPerSecond: number;
-  /** CPU of this process per event (ms). */
+  /** CPU of this process per event (ms); `live` includes writing the events. */
   clientCpuMs: number;
   /** CPU of the Postgres backends per event (ms; 0 on PGlite). */
   serverCpuMs: number;
@@ -178,9 +188,10 @@ function steps(events: number, workspaceId: string): Event[][] {
 
 async function window(
   backend: Backend,
+  scenario: PublisherBenchPoint["scenario"],
   mode: PublisherBenchPoint["mode"],
   events: number,
-): Promise<Omit<PublisherBenchPoint, "backend" | "mode" | "events">> {
+): Promise<Omit<PublisherBenchPoint, "backend" | "scenario" | "mode" | "events">> {
   const { database } = backend;
   const schema = `pb_${uniqueSuffix()}`.toLowerCase();
   await migrate(database, {
@@ -189,39 +200,7 @@ async function window(
   });
   const workspaceId = `ws_${uniqueSuffix()}`;
   const backlog = steps(events, workspaceId);
-  if (mode === "publisher") {
-    const journal = createJournal(database, { schema });
-    for (let from = 0; from < backlog.length; from += 256) {
-      await Promise.all(
-        backlog.slice(from, from + 256).map((step, i) => {
-          const entries: JournalEntry[] = step.map((event) => ({
-            stream: event.sessionId,
-            kind: event.kind,
-            body: toBinary(EventSchema, event),
-          }));
-          const session = `ses_${(from + i) % SESSIONS}`;
-          entries.push({ stream: session, kind: "tasks.step.finished", body: STEP });
-          return journal.append(entries);
-        }),
-      );
-    }
-    await journal.close();
-  } else {
-    for (let s = 0; s < backlog.length; s += 32) {
-      await Promise.all(
-        backlog.slice(s, s + 32).map((step) =>
-          database.kysely.transaction().execute((trx) =>
-            appendToOutbox(
-              trx,
-              schema,
-              // The outbox assigns sequences itself.
-              step.map((event) => Object.assign(clone(EventSchema, event), { sequence: 0n })),
-            ),
-          ),
-        ),
-      );
-    }
-  }
+  const journal = createJournal(database, { schema });
   const { log, positioned, close } = await backend.openLog();
   let stored = 0;
   let finished: (() => void) | undefined;
@@ -240,6 +219,48 @@ async function window(
     appendLogged: async (batch: readonly LoggedEvent[], options?: { adopt?: boolean }) =>
       count(await positioned.appendLogged(batch, options)),
   };
+  const relay =
+    mode === "outbox relay"
+      ? createOutboxRelay({
+          database,
+          schema,
+          eventLog: counted,
+          ...(countedPositioned
+            ? { logRebuiltFromOutbox: true, positionedLog: countedPositioned, listen: false }
+            : {}),
+        })
+      : undefined;
+  const writer = createOutboxWriter({ schema, ...(relay ? { relay } : {}) });
+  // One turn step: its events (and, in the journal, its step record) in one write.
+  const write = async (s: number): Promise<void> => {
+    const step = backlog[s] as Event[];
+    if (mode === "publisher") {
+      const entries: JournalEntry[] = step.map((event) => ({
+        stream: event.sessionId,
+        kind: event.kind,
+        body: toBinary(EventSchema, event),
+      }));
+      entries.push({ stream: `ses_${s % SESSIONS}`, kind: "tasks.step.finished", body: STEP });
+      await journal.append(entries);
+    } else {
+      // The outbox assigns sequences itself.
+      await writer.transaction(database.kysely, async (unit) =>
+        unit.add(
+          step.map((event) => Object.assign(clone(EventSchema, event), { sequence: 0n })),
+          { adopt: true },
+        ),
+      );
+    }
+  };
+  const writeAll = async (): Promise<void> => {
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 32 }, async () => {
+        for (let s = next++; s < backlog.length; s = next++) await write(s);
+      }),
+    );
+  };
+  if (scenario === "backlog") await writeAll();
 
   const pids = await backend.serverPids();
   const server0 = cpuOf(pids);
@@ -251,28 +272,23 @@ async function window(
       database,
       schema,
       name: "events",
+      journal,
       log: counted,
       ...(countedPositioned ? { positionedLog: countedPositioned } : {}),
       isEvent: (record) => !record.kind.startsWith("tasks.step."),
     });
     stop = () => publisher.stop();
   } else {
-    const relay = createOutboxRelay({
-      database,
-      schema,
-      eventLog: counted,
-      ...(countedPositioned
-        ? { logRebuiltFromOutbox: true, positionedLog: countedPositioned, listen: false }
-        : {}),
-    });
-    relay.start();
-    stop = () => relay.stop();
+    relay?.start();
+    stop = async () => relay?.stop();
   }
+  if (scenario === "live") await writeAll();
   await done;
   const elapsed = performance.now() - started;
   const cpu = process.cpuUsage(cpu0);
   const server1 = cpuOf([...new Set([...pids, ...(await backend.serverPids())])]);
   await stop();
+  await journal.close();
   await close();
   await sql`drop schema ${sql.id(schema)} cascade`.execute(database.kysely);
   let server = 0;
@@ -310,27 +326,33 @@ export async function runPublisherBench(
   const events = options.events ?? 6000;
   const rounds = options.rounds ?? 3;
   const modes = ["publisher", "outbox relay"] as const;
+  const scenarios = options.scenarios ?? (["backlog", "live"] as const);
   const points: PublisherBenchPoint[] = [];
   for (const backend of await openBackends(options.databaseUrl)) {
     try {
       // A throwaway window each first (JIT, caches); then the modes alternate.
-      for (const mode of modes) await window(backend, mode, Math.min(events, 1000));
-      const windows = new Map<string, Awaited<ReturnType<typeof window>>[]>();
-      for (let r = 0; r < rounds; r++) {
-        for (const mode of modes) {
-          windows.set(mode, [...(windows.get(mode) ?? []), await window(backend, mode, events)]);
+      for (const mode of modes) await window(backend, "backlog", mode, Math.min(events, 1000));
+      for (const scenario of scenarios) {
+        const windows = new Map<string, Awaited<ReturnType<typeof window>>[]>();
+        for (let r = 0; r < rounds; r++) {
+          for (const mode of modes) {
+            const list = windows.get(mode) ?? [];
+            list.push(await window(backend, scenario, mode, events));
+            windows.set(mode, list);
+          }
         }
-      }
-      for (const mode of modes) {
-        const list = windows.get(mode) ?? [];
-        points.push({
-          backend: backend.name,
-          mode,
-          events,
-          eventsPerSecond: median(list.map((w) => w.eventsPerSecond)),
-          clientCpuMs: median(list.map((w) => w.clientCpuMs)),
-          serverCpuMs: median(list.map((w) => w.serverCpuMs)),
-        });
+        for (const mode of modes) {
+          const list = windows.get(mode) ?? [];
+          points.push({
+            backend: backend.name,
+            scenario,
+            mode,
+            events,
+            eventsPerSecond: median(list.map((w) => w.eventsPerSecond)),
+            clientCpuMs: median(list.map((w) => w.clientCpuMs)),
+            serverCpuMs: median(list.map((w) => w.serverCpuMs)),
+          });
+        }
       }
     } finally {
       await backend.close();
@@ -343,6 +365,7 @@ export async function runPublisherBench(
 export function formatPublisherBench(points: readonly PublisherBenchPoint[]): string {
   const header = [
     "backend             ",
+    "scenario",
     "mode        ",
     "events/s",
     "client CPU ms/event",
@@ -350,13 +373,14 @@ export function formatPublisherBench(points: readonly PublisherBenchPoint[]): st
   ];
   const rows = points.map((p) => [
     p.backend.padEnd(20),
+    p.scenario.padEnd(8),
     p.mode.padEnd(12),
     p.eventsPerSecond.toFixed(0).padStart(8),
     p.clientCpuMs.toFixed(4).padStart(19),
     p.serverCpuMs.toFixed(4).padStart(19),
   ]);
   return [
-    `publisher bench: a backlog of ${points[0]?.events ?? "?"} events to the log; median of windows`,
+    `publisher bench: ${points[0]?.events ?? "?"} events to the log per window (backlog: publishing only; live: 32 writers + publishing); median of windows`,
     ...[header, ...rows].map((cells) => cells.join("  ")),
   ].join("\n");
 }

@@ -34,6 +34,7 @@ import {
   decodeOutboxBody,
   isPermanentRefusal,
 } from "../outbox/dead-letter.js";
+import { invalidJournalInput } from "./journal-errors.js";
 import type { JournalRecord } from "./journal-read.js";
 import { createProjector, type Projector, type ProjectorOptions } from "./projector.js";
 
@@ -114,6 +115,9 @@ function logUnwell(error: unknown): boolean {
 export async function createPublisher<DB>(options: PublisherOptions<DB>): Promise<Publisher> {
   const { log, positionedLog, isEvent, name } = options;
   const maxAttempts = options.maxAttempts ?? 5;
+  if (!Number.isInteger(maxAttempts) || maxAttempts < 1) {
+    throw invalidJournalInput("maxAttempts must be a positive integer", "maxAttempts");
+  }
   const meter: Meter = options.meter ?? metrics.getMeter("@trellis/storage");
   const counter = meter.createCounter(publisherDeadLetterMetric, {
     description:
