@@ -223,7 +223,7 @@ async function startDistributed(): Promise<Host> {
 describe.skipIf(!python).each([
   { mode: "trellis dev (embedded)", start: startDev },
   { mode: "the distributed mesh", start: startDistributed },
-])("a Python gRPC worker against $mode", ({ start }) => {
+])("a Python gRPC worker against $mode", ({ mode, start }) => {
   let host: Host;
   let keyFile: string;
   let agents: Client<typeof AgentService>;
@@ -399,6 +399,83 @@ describe.skipIf(!python).each([
       liar.kill("SIGKILL");
     }
   }, 90_000);
+
+  // The command and harness backends, joined over gRPC as a backend author
+  // would run them next to `trellis dev` (checked against the dev host).
+  it.runIf(mode === "trellis dev (embedded)").each([
+    {
+      backend: "cmd-echo",
+      // The command adapter's worker (--grpc-url) running the example
+      // line-protocol program; "sleep <ms>" is its slow input.
+      args: [
+        "services/adapters/src/command/main.ts",
+        "--backend",
+        "cmd-echo",
+        "--grpc-url",
+        "{url}",
+        "--",
+        process.execPath,
+        "services/adapters/src/command/examples/echo-agent.mjs",
+      ],
+      conformance: ["--slow-input", "sleep 20000"],
+      passes: ["registered", "blocks", "degrades", "pure", "completes", "streams", "refuses"],
+    },
+    {
+      backend: "harness-rec",
+      // The built-in harness before a local provider stub (recorded answer).
+      args: ["test/workers/harness-grpc-worker.ts"],
+      conformance: [
+        "--definition",
+        JSON.stringify({ provider: "openai", model: "gpt-4o-mini", stream: true }),
+        "--slow-input",
+        "please be slow",
+      ],
+      passes: ["registered", "blocks", "pure", "completes", "streams"],
+    },
+  ])(
+    "trellis adapters conformance passes for the $backend backend",
+    async (c) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", ...c.args.map((a) => (a === "{url}" ? host.url : a))],
+        {
+          cwd: root,
+          env: {
+            ...process.env,
+            TRELLIS_WORKER_URL: host.url,
+            TRELLIS_API_KEY: readFileSync(keyFile, "utf8").trim(),
+            TRELLIS_LOG_LEVEL: "error",
+          },
+        },
+      );
+      try {
+        let out = "";
+        child.stdout?.on("data", (chunk) => {
+          out += chunk;
+        });
+        child.stderr?.on("data", (chunk) => {
+          out += chunk;
+        });
+        const deadline = Date.now() + 60_000;
+        while (!out.includes("ready") && Date.now() < deadline && child.exitCode === null) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(out).toContain("ready");
+        const result = await conformance(host.url, keyFile, [
+          "--backend",
+          c.backend,
+          ...c.conformance,
+        ]);
+        expect(result.code, `${result.out}\n${out}`).toBe(0);
+        for (const item of [...c.passes, "timeout", "cancel"]) {
+          expect(result.out).toMatch(new RegExp(`PASS +${item} `));
+        }
+      } finally {
+        child.kill("SIGKILL");
+      }
+    },
+    120_000,
+  );
 
   it.skipIf(!haveGo)(
     "Go: the same worker from the Go stubs passes conformance (turn, stream, cancel, timeout)",

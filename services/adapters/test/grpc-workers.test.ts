@@ -1,8 +1,10 @@
 // gRPC workers in one process (no NATS): the router places executions on a
 // worker connected over a real h2c WorkerService (the SDK's runGrpcWorker),
 // with the JetStream path's semantics — claim fences, cancels, lost workers.
+import { spawn } from "node:child_process";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
+import { fileURLToPath } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
@@ -186,6 +188,47 @@ describe("gRPC workers (embedded hub)", () => {
     expect((error as ConnectError).code).toBe(Code.InvalidArgument);
     expect((error as ConnectError).message).toMatch(/events: at most 256/);
   });
+
+  it("the command adapter's worker joins over gRPC (--grpc-url) and runs a turn", async () => {
+    const root = fileURLToPath(new URL("../../..", import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        "services/adapters/src/command/main.ts",
+        "--backend",
+        "cmd-g",
+        "--grpc-url",
+        url,
+        "--",
+        process.execPath,
+        "services/adapters/src/command/examples/echo-agent.mjs",
+      ],
+      { cwd: root, env: { ...process.env, TRELLIS_LOG_LEVEL: "error" } },
+    );
+    let out = "";
+    child.stdout?.on("data", (chunk) => {
+      out += chunk;
+    });
+    child.stderr?.on("data", (chunk) => {
+      out += chunk;
+    });
+    try {
+      await eventually(() => router.backends().includes("cmd-g"), {
+        timeoutMs: 60_000,
+        what: `the command worker (${out})`,
+      });
+      const r = request("cmd-g", "hello");
+      const result = await router.execute(r.value);
+      expect(result.status, `${JSON.stringify(result)}\n${out}`).toBe("completed");
+      const streamed = r.events.map((e) => (e.kind === "text_delta" ? e.text : "")).join("");
+      expect(streamed).toBe("echo: hello");
+      expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "cmd-g" });
+    } finally {
+      child.kill("SIGKILL");
+    }
+  }, 90_000);
 
   it("refuses a bad registration with InvalidArgument naming the field", async () => {
     await expect(
