@@ -19,8 +19,9 @@ import * as http from "node:http";
 import * as net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { DescService } from "@bufbuild/protobuf";
+import { create, type DescService, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
+import { ClaimWorkRequestSchema, ReportWorkEventsRequestSchema } from "@trellis/contracts/adapters";
 import { AgentService } from "@trellis/contracts/tasks";
 import {
   createTestDatabase,
@@ -31,6 +32,7 @@ import {
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  envelope,
   Http2Wire,
   type RawResponse,
   rpcOutcome,
@@ -234,10 +236,13 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
         // One source sends hundreds of bad credentials on purpose; throttled,
         // the valid cases after them would only ever see 429.
         TRELLIS_AUTH_FAILURES_PER_SOURCE: "0",
+        // Low enough for a list past it to fit under maxBodyBytes.
+        TRELLIS_MAX_RPC_LIST_LENGTH: "1000",
       },
-      readyTimeoutMs: 60_000,
+      // Generous: five tsx processes starting on a loaded 2-core machine.
+      readyTimeoutMs: 180_000,
     });
-  }, 120_000);
+  }, 240_000);
 
   afterAll(async () => {
     await mesh?.stop();
@@ -324,9 +329,15 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
     };
   }
 
+  let seeded: Promise<Pool> | undefined;
+  const poolOf = (gateway: string) => {
+    seeded ??= seedPool(gateway);
+    return seeded;
+  };
+
   it(`answers ${only.length > 0 ? only.length : count} generated malformed requests without a 5xx, untyped error, hang or crash`, async () => {
     const gateway = mesh.urls.gateway as string;
-    const pool = await seedPool(gateway);
+    const pool = await poolOf(gateway);
 
     const rpcTargets: RpcTarget[] = [];
     const owner = new Map<string, string>();
@@ -526,4 +537,187 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
       }
     }
   }, 600_000);
+  // Issue 22 leftovers: shapes aimed at the A2A JSON-RPC endpoint and the
+  // gRPC WorkerService, which the generated cases reach rarely or not at all.
+  it("answers hostile shapes on /a2a and WorkerService with typed refusals, and stays responsive", async () => {
+    const gateway = mesh.urls.gateway as string;
+    const pool = await poolOf(gateway);
+    const pidsBefore = mesh.pids();
+    const failures: string[] = [];
+
+    // --- /a2a (JSON-RPC over HTTP): a Harn 4xx, or a JSON-RPC error that is not "internal".
+    // `mayServe`: a shape with a well-defined answer (a lone surrogate becomes U+FFFD).
+    const a2a = async (name: string, body: string, mayServe = false) => {
+      const res = await fetch(`${gateway}/a2a/${pool.agentId}`, {
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${apiKey}`,
+          "content-type": "application/json",
+          "a2a-version": "1.0",
+        },
+        body,
+        signal: AbortSignal.timeout(30_000),
+      });
+      const text = await res.text();
+      let error: { code?: unknown } | undefined;
+      try {
+        error = (JSON.parse(text) as { error?: { code?: unknown } }).error;
+      } catch {
+        error = undefined;
+      }
+      const typed4xx = res.status >= 400 && res.status < 500 && harnEnvelope(Buffer.from(text));
+      const rpcError =
+        res.status === 200 &&
+        typeof error?.code === "number" &&
+        error.code !== -32603 &&
+        error.code <= -32000;
+      const served = mayServe && res.status === 200 && error === undefined;
+      if (!typed4xx && !rpcError && !served)
+        failures.push(`a2a ${name}: ${res.status} ${text.slice(0, 300)}`);
+    };
+    const call = (method: string, params: unknown, id: unknown = 1) =>
+      JSON.stringify({ jsonrpc: "2.0", id, method, params });
+    const message = (text: string, extra: Record<string, unknown> = {}) => ({
+      message: { messageId: "m1", role: "ROLE_USER", parts: [{ text }], ...extra },
+    });
+    const manyKeys = `{${Array.from({ length: 20_000 }, (_, i) => `"k${i}":1`).join(",")}}`;
+    const shapes: [string, string, boolean?][] = [
+      ["not json", "{not json"],
+      ["empty body", ""],
+      ["array batch of junk", "[1,2,3]"],
+      ["method is a number", JSON.stringify({ jsonrpc: "2.0", id: 1, method: 42 })],
+      ["wrong jsonrpc", JSON.stringify({ jsonrpc: "1.0", id: 1, method: "GetTask" })],
+      ["id is an object", call("GetTask", { id: "t" }, { a: 1 })],
+      ["unknown method", call("DropTables", {})],
+      ["params a string", call("GetTask", "task")],
+      ["params an array", call("SendMessage", [1, 2])],
+      ["task id a number", call("GetTask", { id: 12345 })],
+      ["parts not a list", call("SendMessage", { message: { messageId: "m", parts: "hi" } })],
+      ["huge params", `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":${manyKeys}}`],
+      [
+        "huge metadata",
+        `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":${manyKeys}}}}`,
+      ],
+      [
+        "nested params",
+        `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":${"[".repeat(5_000)}${"]".repeat(5_000)}}`,
+      ],
+      [
+        "nested metadata",
+        `{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"hi"}],"metadata":${'{"a":'.repeat(2_000)}1${"}".repeat(2_000)}}}}`,
+      ],
+      ["NUL text", call("SendMessage", message("a\u0000b"))],
+      ["lone surrogate text", call("SendMessage", message("a\ud800b")), true],
+      ["NUL message id", call("SendMessage", message("hi", { messageId: "m\u0000" }))],
+      ["oversized task id", call("GetTask", { id: "t".repeat(100_000) })],
+      ["oversized cancel id", call("CancelTask", { id: "t".repeat(100_000) })],
+      [
+        "oversized message id",
+        call("SendMessage", message("hi", { messageId: "m".repeat(100_000) })),
+      ],
+      [
+        "oversized context id",
+        call("SendMessage", message("hi", { contextId: "c".repeat(100_000) })),
+      ],
+      ["NUL task id", call("GetTask", { id: "t\u0000" })],
+      ["body past the limit", call("SendMessage", message("x".repeat(maxBodyBytes + 10)))],
+    ];
+    for (const [name, body, mayServe] of shapes) await a2a(name, body, mayServe);
+
+    // --- WorkerService over Connect JSON and gRPC: InvalidArgument with an ErrorDetail.
+    const wire = new Http2Wire(gateway);
+    const worker = async (name: string, method: string, json: string, binary?: Uint8Array) => {
+      const path = `/trellis.adapters.v1.WorkerService/${method}`;
+      const connect = await sendHttp1(gateway, {
+        path,
+        headers: { "content-type": "application/json", authorization: `Bearer ${apiKey}` },
+        body: Buffer.from(json),
+        timeoutMs: 30_000,
+      });
+      const grpc = binary
+        ? await wire.send({
+            path,
+            headers: {
+              "content-type": "application/grpc",
+              te: "trailers",
+              authorization: `Bearer ${apiKey}`,
+            },
+            body: envelope(binary),
+            timeoutMs: 30_000,
+          })
+        : undefined;
+      for (const [protocol, res] of [
+        ["connect", connect],
+        ["grpc", grpc],
+      ] as const) {
+        if (res === undefined) continue;
+        const outcome = rpcOutcome(res);
+        const ok =
+          outcome.kind === "error" &&
+          outcome.code === Code.InvalidArgument &&
+          outcome.detail?.reason === "invalid_request" &&
+          res.status < 500;
+        if (!ok)
+          failures.push(
+            `worker ${name} (${protocol}): ${res.status} ${JSON.stringify(outcome).slice(0, 300)}`,
+          );
+      }
+    };
+    const ref = (fields: Record<string, unknown>) => JSON.stringify({ work: fields });
+    const claim = (init: MessageInitShape<typeof ClaimWorkRequestSchema>) =>
+      toBinary(ClaimWorkRequestSchema, create(ClaimWorkRequestSchema, init));
+    await worker(
+      "oversized worker id",
+      "ClaimWork",
+      ref({ workerId: "w".repeat(100_000), executionId: "e" }),
+      claim({ work: { workerId: "w".repeat(100_000), executionId: "e" } }),
+    );
+    await worker(
+      "oversized execution id",
+      "CompleteWork",
+      ref({ workerId: "w", executionId: "e".repeat(10_000) }),
+    );
+    await worker(
+      "NUL worker id",
+      "ClaimWork",
+      ref({ workerId: "w\u0000", executionId: "e" }),
+      claim({ work: { workerId: "w\u0000", executionId: "e" } }),
+    );
+    await worker("work a string", "ClaimWork", JSON.stringify({ work: "w" }));
+    await worker("attempt not a number", "ClaimWork", ref({ attempt: "many" }));
+    await worker("events not a list", "ReportWorkEvents", JSON.stringify({ events: 5 }));
+    await worker(
+      "too many events",
+      "ReportWorkEvents",
+      JSON.stringify({
+        work: { workerId: "w" },
+        events: Array.from({ length: 20_000 }, () => ({})),
+      }),
+      toBinary(
+        ReportWorkEventsRequestSchema,
+        create(ReportWorkEventsRequestSchema, {
+          work: { workerId: "w" },
+          events: Array.from({ length: 20_000 }, () => ({})),
+        }),
+      ),
+    );
+    await worker(
+      "nested junk",
+      "ReportWorkEvents",
+      `{"events":[${'{"a":'.repeat(3_000)}1${"}".repeat(3_000)}]}`,
+    );
+    await worker("unknown field", "WorkerHeartbeat", JSON.stringify({ notAField: 1 }));
+    await worker(
+      "oversized heartbeat id",
+      "WorkerHeartbeat",
+      JSON.stringify({ workerId: "w".repeat(100_000) }),
+    );
+    wire.close();
+
+    // Still responsive: a discovery read answers within a generous deadline.
+    const probe = await fetch(`${gateway}/v1`, { signal: AbortSignal.timeout(30_000) });
+    expect(probe.status).toBe(200);
+    expect(mesh.pids()).toEqual(pidsBefore);
+    expect(failures).toEqual([]);
+  }, 300_000);
 });

@@ -67,6 +67,12 @@ export {
 export type { ProtocolErrorContext } from "./protocol-errors.js";
 export { inputRejectedByDatabase, reasonForCode, typedRpcError } from "./protocol-errors.js";
 export {
+  defaultFieldCaps,
+  type FieldCaps,
+  fieldCapsFromEnv,
+  fieldCapsSchema,
+} from "./request-checks.js";
+export {
   acceptOrCreateRequestId,
   peerAddressKey,
   requestIdFromContext,

@@ -32,13 +32,19 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentService } from "@trellis/contracts/tasks";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
 import {
+  fieldCapsFromEnv,
   type HttpHandler,
   type HttpRequest,
   type HttpResponse,
   isTrellisError,
+  jsonDepthFor,
   requestIdHeader,
+  requestLimitsFromEnv,
+  structureLimitsFromEnv,
+  TrellisError,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
+import { sourceOf } from "../auth/client-source.js";
 import { authorize, restRuleOf } from "../auth/scope-table.js";
 import { harnError, toHarnError } from "../domain/errors.js";
 import { isAdmin } from "../domain/scopes.js";
@@ -77,6 +83,9 @@ const readMethods = new Set(["GetTask", "SubscribeToTask", "ListTasks"]);
 export function createA2aHandler(deps: GatewayDeps): HttpHandler {
   const transport = (handler: TrellisA2aHandler) => new JsonRpcTransportHandler(handler);
   const routes = new Map<string, RouteSpec>(restRoutes.map((r) => [`${r.method} ${r.path}`, r]));
+  // The REST body limits (keys, values, depth) and the RPC id cap, on every JSON-RPC body.
+  const structure = structureLimitsFromEnv(deps.env, jsonDepthFor(requestLimitsFromEnv(deps.env)));
+  const maxIdLength = fieldCapsFromEnv(deps.env).maxIdLength;
 
   return async (req, res) => {
     const path = (req.url ?? "/").split("?")[0] ?? "/";
@@ -160,7 +169,11 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       return true;
     }
     const header = req.headers.authorization;
-    const auth = await deps.authenticator.authenticate(Array.isArray(header) ? header[0] : header);
+    // With its source: failed guesses here count against the throttle as on REST.
+    const auth = await deps.authenticator.authenticate(
+      Array.isArray(header) ? header[0] : header,
+      sourceOf(deps, req),
+    );
     return (
       auth.ok && (auth.caller.workspaceId === agent.workspaceId || isAdmin(auth.caller.scopes))
     );
@@ -190,9 +203,13 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
 
   async function serveRpc(req: HttpRequest, res: HttpResponse, agentId: string, requestId: string) {
     const header = req.headers.authorization;
-    const auth = await deps.authenticator.authenticate(Array.isArray(header) ? header[0] : header);
+    // With its source: failed guesses here count against the throttle as on REST.
+    const auth = await deps.authenticator.authenticate(
+      Array.isArray(header) ? header[0] : header,
+      sourceOf(deps, req),
+    );
     if (!auth.ok) {
-      sendError(res, authRefusal(auth.failure, requestId));
+      sendError(res, authRefusal(auth.failure, requestId, auth.retryAfterSeconds));
       return;
     }
     const caller = auth.caller;
@@ -215,9 +232,21 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     const raw = await readBody(req, deps.config.TRELLIS_MAX_BODY_BYTES);
     let body: unknown;
     try {
-      body = parseJsonBody(raw);
-    } catch {
+      body = parseJsonBody(raw, structure);
+    } catch (error) {
+      // Past a structure limit: refused here (400 naming the field), never
+      // handed to the SDK to parse and convert.
+      if (isStructureRefusal(error)) throw error;
+      if (error instanceof TrellisError && error.message.includes("NUL")) {
+        // Valid JSON holding U+0000: name where it is when it is in params.
+        const parsed = JSON.parse(raw.toString("utf8")) as { params?: unknown } | null;
+        checkParams(parsed?.params, "params", maxIdLength);
+        throw error;
+      }
       body = raw.toString("utf8"); // the SDK answers a JSON-RPC parse error
+    }
+    if (body !== null && typeof body === "object" && !Array.isArray(body)) {
+      checkParams((body as JsonObject).params, "params", maxIdLength);
     }
     const method =
       body !== null && typeof body === "object" && !Array.isArray(body)
@@ -362,4 +391,57 @@ function sendJson(res: HttpResponse, status: number, body: unknown): void {
 
 function sendError(res: HttpResponse, error: Parameters<typeof errorResponse>[0]): void {
   send(res, errorResponse(error));
+}
+
+function isStructureRefusal(error: unknown): boolean {
+  return (
+    error instanceof TrellisError &&
+    Object.keys(error.metadata).some((key) => key.startsWith("limit_"))
+  );
+}
+
+/** An id-like member: `id`, `messageId`, `referenceTaskIds`, `task_id`… */
+function isIdKey(key: string): boolean {
+  return key === "id" || /(?:Id|Ids|_id|_ids)$/.test(key);
+}
+
+/**
+ * Refuse a JSON-RPC `params` holding a string with U+0000 anywhere (no
+ * store keeps one) or an id-like member longer than `maxIdLength` (what the
+ * RPC field caps allow), as `invalid_request` naming the member. Iterative;
+ * the structure limits already bound its size.
+ */
+function checkParams(params: unknown, root: string, maxIdLength: number): void {
+  const stack: { value: unknown; path: string; id: boolean }[] = [
+    { value: params, path: root, id: false },
+  ];
+  while (stack.length > 0) {
+    const { value, path, id } = stack.pop() as { value: unknown; path: string; id: boolean };
+    if (typeof value === "string") {
+      if (value.includes("\u0000")) {
+        throw new TrellisError({
+          reason: "invalid_request",
+          message: `${path} contains a NUL character (U+0000), which no field may hold`,
+          param: path,
+        });
+      }
+      if (id && value.length > maxIdLength) {
+        throw new TrellisError({
+          reason: "invalid_request",
+          message: `${path} is longer than ${maxIdLength} characters`,
+          param: path,
+          metadata: { limit_id_length: String(maxIdLength) },
+        });
+      }
+    } else if (Array.isArray(value)) {
+      value.forEach((item, i) => {
+        stack.push({ value: item, path: `${path}[${i}]`, id });
+      });
+    } else if (value !== null && typeof value === "object") {
+      for (const [key, member] of Object.entries(value)) {
+        const safe = /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? key : JSON.stringify(key.slice(0, 64));
+        stack.push({ value: member, path: `${path}.${safe}`, id: isIdKey(key) });
+      }
+    }
+  }
 }
