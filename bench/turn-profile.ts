@@ -112,7 +112,11 @@ try {
   await rm(dataDir, { recursive: true, force: true });
 }
 
-const file = (await readdir(profDir)).find((f) => f.endsWith(".cpuprofile"));
+// The main thread's profile is the first one written (`….0.001.cpuprofile`).
+const file = (await readdir(profDir))
+  .filter((f) => f.endsWith(".cpuprofile"))
+  .sort()
+  .find((f) => f.includes(".0.001."));
 if (!file) throw new Error(`no profile written to ${profDir}`);
 const profile = JSON.parse(await readFile(join(profDir, file), "utf8")) as Profile;
 if (process.env.TRELLIS_PROFILE_KEEP) {

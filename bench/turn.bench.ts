@@ -175,7 +175,8 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
       TRELLIS_LOG_LEVEL: "warn",
     },
     /listening on/,
-    60_000,
+    // A loaded shared machine can take over a minute to start one.
+    180_000,
     root,
   );
   const transport = createGrpcTransport({
