@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { runLoad } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMs, freePort, repoRoot, startNode } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 interface CallFrame {
@@ -108,7 +108,15 @@ try {
     `${turns} turns at ${concurrency} in flight, ${result.perSecond.toFixed(0)}/s, p50 ${result.p50Ms.toFixed(1)} ms, server CPU ${(cpu / turns).toFixed(2)} ms/turn (errors ${result.errors})`,
   );
 } finally {
-  await stopChild(child);
+  // Writing the profile at exit takes a while on a loaded machine: a longer
+  // grace than stopChild's 10 s before SIGKILL (which would lose it).
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    await exited;
+    clearTimeout(timer);
+  }
   await rm(dataDir, { recursive: true, force: true });
 }
 
