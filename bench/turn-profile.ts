@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { runLoad } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMs, freePort, repoRoot, startNode } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 interface CallFrame {
@@ -108,11 +108,23 @@ try {
     `${turns} turns at ${concurrency} in flight, ${result.perSecond.toFixed(0)}/s, p50 ${result.p50Ms.toFixed(1)} ms, server CPU ${(cpu / turns).toFixed(2)} ms/turn (errors ${result.errors})`,
   );
 } finally {
-  await stopChild(child);
+  // Writing the profile at exit takes a while on a loaded machine: a longer
+  // grace than stopChild's 10 s before SIGKILL (which would lose it).
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
+    await exited;
+    clearTimeout(timer);
+  }
   await rm(dataDir, { recursive: true, force: true });
 }
 
-const file = (await readdir(profDir)).find((f) => f.endsWith(".cpuprofile"));
+// The main thread's profile is the first one written (`….0.001.cpuprofile`).
+const file = (await readdir(profDir))
+  .filter((f) => f.endsWith(".cpuprofile"))
+  .sort()
+  .find((f) => f.includes(".0.001."));
 if (!file) throw new Error(`no profile written to ${profDir}`);
 const profile = JSON.parse(await readFile(join(profDir, file), "utf8")) as Profile;
 if (process.env.TRELLIS_PROFILE_KEEP) {

@@ -176,7 +176,7 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
     },
     /listening on/,
     // A loaded shared machine can take over a minute to start it.
-    Number(process.env.TRELLIS_BENCH_START_MS ?? 60_000),
+    Number(process.env.TRELLIS_BENCH_START_MS ?? 180_000),
     root,
   );
   const transport = createGrpcTransport({
