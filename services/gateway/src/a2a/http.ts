@@ -39,7 +39,7 @@ import {
   requestIdHeader,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { harnError, toHarnError } from "../domain/errors.js";
 import { isAdmin } from "../domain/scopes.js";
 import type { GatewayDeps, RouteSpec } from "../http/context.js";
@@ -47,6 +47,7 @@ import { errorResponse, parseJsonBody, readBody, send } from "../http/io.js";
 import { ensureVisible } from "../http/routes/common.js";
 import { publicBaseUrl } from "../http/routes/discovery.js";
 import { restRoutes } from "../http/routes/index.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { ensureAgentAllowed } from "../policy/agent-policy.js";
 import { agentCardJson, agentCardOf, defaultAgentId } from "./card.js";
 import { TrellisA2aHandler } from "./request-handler.js";

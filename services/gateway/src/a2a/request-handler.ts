@@ -62,10 +62,11 @@ import {
 } from "@trellis/contracts/tasks";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
 import { type HttpRequest, type HttpResponse, requestIdHeader } from "@trellis/runtime";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { toHarnError } from "../domain/errors.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import {
   a2aTaskOf,
   harnMessageOf,

@@ -6,8 +6,8 @@ import type { CallOptions } from "@connectrpc/connect";
 import type { Caller, MeshCredentials, Mode, ServiceClients } from "@trellis/platform";
 import type { HttpRequest, HttpResponse, Logger } from "@trellis/runtime";
 import type { Authenticator } from "../auth/authenticator.js";
+import type { Rule } from "../auth/scope-table.js";
 import type { GatewayConfig } from "../config.js";
-import type { Scope } from "../domain/scopes.js";
 import type { AgentPolicyStore } from "../policy/store.js";
 import type { Admission, GuardedOperation, QuotaReport } from "../quota/admission.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
@@ -95,16 +95,14 @@ export interface RouteSpec {
   /** Path pattern, e.g. `/v1/sessions/{session_id}`. */
   path: string;
   /**
-   * Documentation only: who may call it is decided by the route's entry in
-   * `auth/scope-table.ts` (`public` there: no version header, no
-   * authentication). When given, it must equal that entry (a test checks).
+   * Who may call it, declared here and nowhere else (`auth/scope-table.ts`
+   * says what each rule means; `routes/rules.ts` is the table derived from
+   * the routes): `public` skips the version header and authentication.
    */
-  public?: boolean;
-  /** Documentation only, like {@link public}: must equal the scope-table entry. */
-  scope?: Scope;
+  scope: Rule;
   /**
-   * A protocol operation this gateway does not serve (`harn-surface.ts`):
-   * any valid credential reaches it, and it answers 501 `not_implemented`.
+   * A protocol operation this gateway does not serve (`harn-surface.ts`,
+   * scope `authenticated`): it answers 501 `not_implemented`.
    */
   notServed?: boolean;
   /** A non-idempotent write: takes `Idempotency-Key`. */

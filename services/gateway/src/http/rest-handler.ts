@@ -10,8 +10,7 @@
  *      everything else in the request is read, the supported versions are
  *      public (discovery), and a client on the wrong version learns that
  *      first instead of debugging its key;
- *   3. authentication → 401, then the route's rule in `auth/scope-table.ts`
- *      → 403;
+ *   3. authentication → 401, then the route's rule (its `scope`) → 403;
  *   4. body (writes) → 413 / 400;
  *   5. idempotency (writes with `Idempotency-Key`) → replay / 409;
  *   6. the route.
@@ -39,7 +38,7 @@ import {
   TrellisError,
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
@@ -278,7 +277,7 @@ export function createRestHandler(
     const { route, params } = match;
 
     // Who may call the route: its entry in the one authorization table.
-    const rule = restRuleOf(route.method, route.path);
+    const rule = route.scope;
     let caller = anonymous;
     if (rule !== "public") {
       const version = checkProtocolVersion(req.headers[protocolVersionHeader]);
@@ -303,13 +302,8 @@ export function createRestHandler(
         return errorResponse(authRefusal(auth.failure, requestId, auth.retryAfterSeconds));
       }
       caller = auth.caller;
-      const decision = route.notServed
-        ? { allowed: true as const }
-        : authorize(caller.scopes, rule);
+      const decision = authorize(caller.scopes, rule);
       if (!decision.allowed) {
-        if (rule === undefined) {
-          deps.logger.error("REST route without an authorization rule", { route: route.path });
-        }
         return errorResponse(
           harnError("permission_denied", decision.message, {
             requestId,

@@ -45,7 +45,7 @@ import {
 } from "@trellis/runtime";
 import type { WebSocket } from "ws";
 import { authFailureMessage } from "../auth/authenticator.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn } from "../domain/harn-json.js";
@@ -55,6 +55,7 @@ import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
 import { isReplayable } from "../http/rest-handler.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";

@@ -20,7 +20,7 @@ import { setCallerHeaders } from "@trellis/platform";
 import { requestIdHeader, type UpgradeHandler } from "@trellis/runtime";
 import { WebSocketServer } from "ws";
 import { authRefusal } from "../auth/authenticator.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
   checkProtocolVersion,
@@ -32,6 +32,7 @@ import { loadCorsPolicy } from "../http/cors.js";
 import { Router } from "../http/router.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
 import { restRoutes } from "../http/routes/index.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { serveWebSocket, type WsTarget } from "./connection.js";
 
 interface UpgradePath {

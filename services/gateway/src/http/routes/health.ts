@@ -21,7 +21,7 @@ export const healthRoutes: readonly RouteSpec[] = [
   {
     method: "GET",
     path: "/v1/health",
-    public: true,
+    scope: "public",
     handle: async (call) => ok((await probeOf(call.deps).check()) as unknown as JsonValue),
   },
 ];
