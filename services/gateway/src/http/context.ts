@@ -56,6 +56,12 @@ export interface GatewayDeps {
 export interface RouteLimits {
   /** The route with its handler behind the limits. */
   wrap(route: RouteSpec): RouteSpec;
+  /** Run `work`, a call of `route`, behind the limits. */
+  limit(
+    route: RouteSpec,
+    call: RestCall,
+    work: () => Promise<RestResponse | undefined>,
+  ): Promise<RestResponse | undefined>;
   /** Check and count one operation of `caller` (any transport). */
   admit(
     caller: Caller,

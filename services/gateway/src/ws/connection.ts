@@ -54,7 +54,7 @@ import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
 import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
-import { isReplayable } from "../http/rest-handler.js";
+import { isReplayable } from "../http/pipeline/idempotency.js";
 import { restRuleOf } from "../http/routes/rules.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
