@@ -44,6 +44,7 @@ import { harnError, toHarnError } from "../domain/errors.js";
 import { isAdmin } from "../domain/scopes.js";
 import type { GatewayDeps, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, readBody, send } from "../http/io.js";
+import { routePortsOf } from "../http/ports.js";
 import { ensureVisible } from "../http/routes/common.js";
 import { publicBaseUrl } from "../http/routes/discovery.js";
 import { restRoutes } from "../http/routes/index.js";
@@ -133,7 +134,9 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
   }
 
   function baseOf(req: HttpRequest, requestId: string): string {
-    return publicBaseUrl({ req, deps, requestId } as Parameters<typeof publicBaseUrl>[0]);
+    return publicBaseUrl({ req, ports: routePortsOf(deps), requestId } as Parameters<
+      typeof publicBaseUrl
+    >[0]);
   }
 
   /** The agent, read as the caller (or internally, for a public card). */
@@ -208,7 +211,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       return;
     }
     ensureVisible(
-      { caller, deps } as Parameters<typeof ensureVisible>[0],
+      { caller, ports: routePortsOf(deps) } as Parameters<typeof ensureVisible>[0],
       agent.workspaceId,
       "agent",
       agentId,

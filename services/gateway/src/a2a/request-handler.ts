@@ -65,6 +65,7 @@ import { type HttpRequest, type HttpResponse, requestIdHeader } from "@trellis/r
 import { authorize } from "../auth/scope-table.js";
 import { toHarnError } from "../domain/errors.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
+import { routePortsOf } from "../http/ports.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
 import { restRuleOf } from "../http/routes/rules.js";
 import {
@@ -234,7 +235,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
       body,
       idempotencyKey: key,
       options: (overrides = {}) => this.#options(overrides.streaming ?? false),
-      deps: this.scope.deps,
+      ports: routePortsOf(this.scope.deps),
     };
   }
 

@@ -13,11 +13,44 @@ import type { Admission, GuardedOperation, QuotaReport } from "../quota/admissio
 import type { IdempotencyStore } from "../store/idempotency-store.js";
 import type { KeyStore } from "../store/key-store.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
+import type { MeshHealthProbe } from "../topology/mesh-health.js";
 import type { SessionDetailCache } from "../ui/session-detail-cache.js";
 import type { WebhookConfig } from "../webhooks/config.js";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
 import type { WebhookStore } from "../webhooks/store.js";
 import type { RestResponse } from "./io.js";
+
+/**
+ * What a route handler may use: the gateway's dependencies without the
+ * pipeline's own (idempotency store, mesh credentials, mode and environment,
+ * the limits' admission). Built once per gateway from {@link GatewayDeps}
+ * (`ports.ts`).
+ */
+export interface RoutePorts {
+  clients: ServiceClients;
+  config: GatewayConfig;
+  logger: Logger;
+  /** Fires at shutdown: open streams end. */
+  closing: AbortSignal;
+  /** When this gateway started (the agent card's timestamps). */
+  startedAt: Date;
+  /** Long streams check the caller's credential again at each heartbeat. */
+  authenticator: Authenticator;
+  /** API keys (key management routes). */
+  keys: KeyStore;
+  /** OAuth clients (key management routes). */
+  oauthClients: OAuthClientStore;
+  /** Log-derived state of recently read session details (`GET /v1/ui/sessions/{id}`). */
+  sessionDetails: SessionDetailCache;
+  /** The mesh as this gateway sees it (`GET /v1/health`). */
+  meshHealth: Pick<MeshHealthProbe, "check">;
+  /** The quotas that apply and their usage (`GET /v1/quotas`); none when absent. */
+  limits?: Pick<RouteLimits, "report">;
+  /** Agent policies of credentials (`policy/`); creating a restricted credential needs it. */
+  agentPolicies?: AgentPolicyStore;
+  /** Webhook subscriptions and delivery (`webhooks/`); the routes answer 503 when absent. */
+  webhooks?: GatewayDeps["webhooks"];
+}
 
 /** Everything the REST surface depends on; built once in the service factory. */
 export interface GatewayDeps {
@@ -92,7 +125,8 @@ export interface RestCall {
   idempotencyKey: string;
   /** Options for a call to an internal service on behalf of this request. */
   options(overrides?: { streaming?: boolean }): CallOptions;
-  deps: GatewayDeps;
+  /** What the handler may use of the gateway. */
+  ports: RoutePorts;
 }
 
 /** A REST route. */

@@ -48,6 +48,7 @@ import { limitsStage } from "./pipeline/limits.js";
 import { paramsStage } from "./pipeline/params.js";
 import { compose, type Exchange, requestHeader, routeStage } from "./pipeline/stage.js";
 import { versionStage } from "./pipeline/version.js";
+import { routePortsOf } from "./ports.js";
 import { Router } from "./router.js";
 import { restRoutes } from "./routes/index.js";
 
@@ -71,6 +72,7 @@ export function createRestHandler(
     maxDepth: jsonDepth,
     structure: structureLimitsFromEnv(deps.env, jsonDepth),
   };
+  const ports = routePortsOf(deps);
   const pipeline = compose(
     [
       versionStage,
@@ -239,7 +241,7 @@ export function createRestHandler(
       idempotencyKey: "",
       options: (overrides = {}) =>
         outgoingOptions(req, requestId, call.caller, overrides.streaming ?? false),
-      deps,
+      ports,
     };
     const exchange: Exchange = { route, url, call, handedOn: false };
     const response = await pipeline(exchange);

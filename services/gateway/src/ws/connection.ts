@@ -55,6 +55,7 @@ import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
 import { isReplayable } from "../http/pipeline/idempotency.js";
+import { routePortsOf } from "../http/ports.js";
 import { restRuleOf } from "../http/routes/rules.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
@@ -250,7 +251,7 @@ export function serveWebSocket(options: WsConnectionOptions): void {
         body: command.body,
         idempotencyKey: "",
         options: (overrides = {}) => callOptions(caller, requestId, overrides.streaming ?? false),
-        deps,
+        ports: routePortsOf(deps),
       };
       const guarded = deps.limits?.wrap(route) ?? route;
       const target = command.path.replace(/\{(\w+)\}/g, (_, n: string) =>

@@ -29,6 +29,7 @@ import {
 } from "../domain/protocol.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { loadCorsPolicy } from "../http/cors.js";
+import { routePortsOf } from "../http/ports.js";
 import { Router } from "../http/router.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
 import { restRoutes } from "../http/routes/index.js";
@@ -200,7 +201,7 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
         headers.set(requestIdHeader, requestId);
         return { headers, timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT };
       },
-      deps,
+      ports: routePortsOf(deps),
     };
     let target: WsTarget;
     try {

@@ -2,7 +2,7 @@
 // body, headers, and a call as the REST handler builds it.
 import { Readable } from "node:stream";
 import type { HttpRequest, HttpResponse } from "@trellis/runtime";
-import type { GatewayDeps, RestCall, RouteSpec } from "../../src/http/context.js";
+import type { RestCall, RoutePorts, RouteSpec } from "../../src/http/context.js";
 import { jsonResponse } from "../../src/http/io.js";
 import type { Exchange, Next, Outcome } from "../../src/http/pipeline/stage.js";
 
@@ -47,7 +47,7 @@ export function exchangeOf(spec: RouteSpec, request: FakeRequest = {}): Exchange
     body: undefined,
     idempotencyKey: "",
     options: () => ({}),
-    deps: {} as GatewayDeps,
+    ports: {} as RoutePorts,
   };
   return { route: spec, url, call, handedOn: false };
 }

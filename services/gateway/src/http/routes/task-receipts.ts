@@ -21,7 +21,7 @@ const finished = new Set([TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CA
 export async function withReceiptIds(call: RestCall, tasks: Task[]): Promise<Task[]> {
   const missing = tasks.filter((t) => t.receiptId === "" && finished.has(t.status));
   if (missing.length === 0 || !(await receiptsAvailable(call))) return tasks;
-  const client = call.deps.clients.get(ReceiptService);
+  const client = call.ports.clients.get(ReceiptService);
   const options = call.options();
   const fill = async (task: Task) => {
     try {
