@@ -56,7 +56,7 @@ async function listBranches(call: RestCall): Promise<RestResponse> {
   return ok(listJson(response.branches.map(branchToHarn), { nextCursor: response.nextPageToken }));
 }
 
-/** The branch routes (rules in `auth/scope-table.ts`: a branch is part of its session). */
+/** The branch routes (session scopes: a branch is part of its session). */
 export const branchRoutes: readonly RouteSpec[] = [
   {
     method: "GET",

@@ -143,7 +143,7 @@ async function deliver(call: RestCall): Promise<RestResponse> {
   return response.deduplicated ? ok(delivery) : created(delivery);
 }
 
-/** The connector routes (rules in `auth/scope-table.ts`). */
+/** The connector routes (each declares its rule, `scope`). */
 export const connectorRoutes: readonly RouteSpec[] = [
   { method: "GET", path: "/v1/connectors", scope: "connectors:read", handle: listConnectors },
   {
