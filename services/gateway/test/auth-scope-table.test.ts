@@ -1,16 +1,19 @@
-// The one authorization table (src/auth/scope-table.ts) covers every REST
-// route and every RPC method the public port can serve — and nothing else.
-// Adding a route or an RPC without a rule fails here (and is refused at run
-// time: no rule means closed).
+// One authorization table: every REST route declares its rule once (its
+// `scope`, from which src/http/routes/rules.ts is derived), and
+// src/auth/scope-table.ts covers every RPC method the public port can serve —
+// and nothing else. Adding an RPC without a rule fails here (and is refused at
+// run time: no rule means closed); a route without one does not compile.
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { DescService } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { jwksPath, tokenPath } from "../src/auth/oauth-endpoint.js";
-import { authorize, restRuleOf, restRules, rpcRuleOf, rpcRules } from "../src/auth/scope-table.js";
+import { authorize, rpcRuleOf, rpcRules } from "../src/auth/scope-table.js";
 import { isScope, scopeNames } from "../src/domain/scopes.js";
+import { notServedRoutes } from "../src/http/harn-surface.js";
 import { restRoutes } from "../src/http/routes/index.js";
+import { oauthRoutes, restRuleOf, restRules } from "../src/http/routes/rules.js";
 
 const genDir = fileURLToPath(new URL("../../../packages/contracts/src/gen/", import.meta.url));
 
@@ -37,38 +40,61 @@ async function allServices(): Promise<DescService[]> {
   return [...services.values()];
 }
 
-/** The OAuth endpoints, served outside the REST router. */
-const oauthRoutes = [
-  { method: "POST", path: tokenPath },
-  { method: "GET", path: jwksPath },
-];
+/** Every rule a route or RPC may carry besides a scope. */
+const kinds = ["public", "admin", "authenticated", "internal"];
 
 describe("the authorization table", () => {
-  it("has a rule for every REST route", () => {
-    const missing = [...restRoutes, ...oauthRoutes]
-      .filter((r) => restRuleOf(r.method, r.path) === undefined)
-      .map((r) => `${r.method} ${r.path}`);
-    expect(missing).toEqual([]);
+  it("is the routes' own declarations: one rule per route, none elsewhere", () => {
+    const routes = [...restRoutes, ...oauthRoutes];
+    const keys = routes.map((r) => `${r.method} ${r.path}`);
+    // No route is declared twice (two declarations could disagree).
+    expect(keys.filter((key, i) => keys.indexOf(key) !== i)).toEqual([]);
+    expect(Object.keys(restRules).sort()).toEqual([...keys].sort());
+    for (const route of routes) {
+      expect(isScope(route.scope) || kinds.includes(route.scope), route.path).toBe(true);
+      expect(restRuleOf(route.method, route.path)).toBe(route.scope);
+    }
+    expect(restRuleOf("GET", "/v1/no-such-route")).toBeUndefined();
+    expect(restRuleOf("GET", "constructor")).toBeUndefined();
   });
 
-  it("has no REST rule for a route that does not exist", () => {
-    const served = new Set([...restRoutes, ...oauthRoutes].map((r) => `${r.method} ${r.path}`));
-    expect(Object.keys(restRules).filter((key) => !served.has(key))).toEqual([]);
+  it("lists the public routes explicitly, and only these", () => {
+    const open = [...restRoutes, ...oauthRoutes]
+      .filter((r) => r.scope === "public")
+      .map((r) => `${r.method} ${r.path}`)
+      .sort();
+    expect(open).toEqual([
+      `GET ${jwksPath}`,
+      "GET /v1",
+      "GET /v1/agent-card",
+      "GET /v1/health",
+      `POST ${tokenPath}`,
+    ]);
   });
 
-  it("agrees with what a route declares about itself", () => {
-    const disagreeing = restRoutes.flatMap((route) => {
-      const rule = restRuleOf(route.method, route.path);
-      const problems: string[] = [];
-      if (route.scope !== undefined && route.scope !== rule) {
-        problems.push(`${route.method} ${route.path}: declares ${route.scope}, table says ${rule}`);
-      }
-      if (route.public === true && rule !== "public") {
-        problems.push(`${route.method} ${route.path}: declares public, table says ${rule}`);
-      }
-      return problems;
-    });
-    expect(disagreeing).toEqual([]);
+  it("serves no route as internal or as any-credential; the 501 answers need a credential", () => {
+    expect(restRoutes.filter((r) => r.scope === "internal" || r.scope === "authenticated")).toEqual(
+      [],
+    );
+    const notServed = notServedRoutes(restRoutes);
+    expect(notServed.length).toBeGreaterThan(0);
+    expect(notServed.every((r) => r.scope === "authenticated" && r.notServed)).toBe(true);
+    expect(authorize([], "authenticated").allowed).toBe(true);
+  });
+
+  it("keeps the rules the surface relies on", () => {
+    const rule = (key: string) => {
+      const [method, path] = key.split(" ") as [string, string];
+      return restRuleOf(method, path);
+    };
+    expect(rule("POST /v1/workspaces")).toBe("admin");
+    expect(rule("PATCH /v1/workspaces/{workspace_id}")).toBe("admin");
+    expect(rule("POST /v1/workspaces/{workspace_id}/archive")).toBe("admin");
+    expect(rule("POST /v1/api-keys")).toBe("keys:admin");
+    expect(rule("POST /v1/oauth-clients/{client_id}/revoke")).toBe("keys:admin");
+    expect(rule("GET /v1/sessions/{session_id}/ws")).toBe("events:read");
+    expect(rule("POST /v1/receipts/verify")).toBe("receipts:read");
+    expect(rule("POST /v1/connectors/{connector_id}/deliveries")).toBe("connectors:deliver");
   });
 
   it("has a rule for every method of every RPC service", async () => {
@@ -113,9 +139,7 @@ describe("the authorization table", () => {
 
   it("names only known scopes", () => {
     const rules = [...Object.values(restRules), ...Object.values(rpcRules)];
-    const unknown = rules.filter(
-      (r) => !["public", "admin", "internal"].includes(r) && !isScope(r),
-    );
+    const unknown = rules.filter((r) => !kinds.includes(r) && !isScope(r));
     expect(unknown).toEqual([]);
     // Every scope guards something.
     const used = new Set(rules);

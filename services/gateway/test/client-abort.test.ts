@@ -36,7 +36,12 @@ describe("a client that aborts its request", () => {
     });
     const env = {};
     const routes: RouteSpec[] = [
-      { method: "POST", path: "/v1/sessions", handle: async () => jsonResponse(200, {}) },
+      {
+        method: "POST",
+        path: "/v1/sessions",
+        scope: "sessions:write",
+        handle: async () => jsonResponse(200, {}),
+      },
     ];
     const deps = {
       authenticator,

@@ -9,6 +9,7 @@ import { restRoutes } from "../src/http/routes/index.js";
 const served = (method: RouteSpec["method"], path: string): RouteSpec => ({
   method,
   path,
+  scope: "tasks:read",
   handle: async () => undefined,
 });
 

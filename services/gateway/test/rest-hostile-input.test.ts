@@ -35,8 +35,8 @@ const echo = async (call: Parameters<RouteSpec["handle"]>[0]) =>
   jsonResponse(200, { params: call.params, body: call.body ?? null });
 
 const routes: RouteSpec[] = [
-  { method: "POST", path: "/v1/sessions", handle: echo },
-  { method: "GET", path: "/v1/sessions/{session_id}", handle: echo },
+  { method: "POST", path: "/v1/sessions", scope: "sessions:write", handle: echo },
+  { method: "GET", path: "/v1/sessions/{session_id}", scope: "sessions:read", handle: echo },
 ];
 
 describe("REST: hostile input", () => {

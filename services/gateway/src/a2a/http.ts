@@ -45,14 +45,16 @@ import {
 } from "@trellis/runtime";
 import { authRefusal } from "../auth/authenticator.js";
 import { sourceOf } from "../auth/client-source.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { harnError, toHarnError } from "../domain/errors.js";
 import { isAdmin } from "../domain/scopes.js";
 import type { GatewayDeps, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, readBody, send } from "../http/io.js";
+import { routePortsOf } from "../http/ports.js";
 import { ensureVisible } from "../http/routes/common.js";
 import { publicBaseUrl } from "../http/routes/discovery.js";
 import { restRoutes } from "../http/routes/index.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { ensureAgentAllowed } from "../policy/agent-policy.js";
 import { agentCardJson, agentCardOf, defaultAgentId } from "./card.js";
 import { TrellisA2aHandler } from "./request-handler.js";
@@ -141,7 +143,9 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
   }
 
   function baseOf(req: HttpRequest, requestId: string): string {
-    return publicBaseUrl({ req, deps, requestId } as Parameters<typeof publicBaseUrl>[0]);
+    return publicBaseUrl({ req, ports: routePortsOf(deps), requestId } as Parameters<
+      typeof publicBaseUrl
+    >[0]);
   }
 
   /** The agent, read as the caller (or internally, for a public card). */
@@ -224,7 +228,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       return;
     }
     ensureVisible(
-      { caller, deps } as Parameters<typeof ensureVisible>[0],
+      { caller, ports: routePortsOf(deps) } as Parameters<typeof ensureVisible>[0],
       agent.workspaceId,
       "agent",
       agentId,

@@ -62,10 +62,12 @@ import {
 } from "@trellis/contracts/tasks";
 import { type Caller, setCallerHeaders } from "@trellis/platform";
 import { type HttpRequest, type HttpResponse, requestIdHeader } from "@trellis/runtime";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { toHarnError } from "../domain/errors.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
+import { routePortsOf } from "../http/ports.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import {
   a2aTaskOf,
   harnMessageOf,
@@ -233,7 +235,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
       body,
       idempotencyKey: key,
       options: (overrides = {}) => this.#options(overrides.streaming ?? false),
-      deps: this.scope.deps,
+      ports: routePortsOf(this.scope.deps),
     };
   }
 

@@ -1,12 +1,16 @@
 /**
- * THE authorization table: what every REST route and every RPC on the public
- * port requires. The REST handler and the gRPC interceptor both decide from
- * it and from nothing else; `test/auth-scope-table.test.ts` fails when a
- * route or an RPC method has no entry (or an entry names nothing served).
+ * Authorization rules: what a caller needs, and what every RPC on the public
+ * port requires. A REST route declares its rule once, as its `scope`
+ * (`http/routes/`); `http/routes/rules.ts` is the REST table derived from the
+ * routes. The REST pipeline and the gRPC interceptor both decide with
+ * {@link authorize} and from nothing else; `test/auth-scope-table.test.ts`
+ * fails when an RPC method has no entry (or an entry names nothing served).
  *
  * A rule is
  * - a scope (`sessions:read`, …): an authenticated caller holding it;
  * - `admin`: a caller holding `*` (the admin key: every workspace);
+ * - `authenticated`: any valid credential, whatever its scopes (the protocol
+ *   operations this gateway does not serve: 501 once authenticated);
  * - `public`: no credentials (discovery, OAuth token endpoint, health,
  *   reflection);
  * - `internal`: never through the gateway — only other Trellis services call
@@ -15,138 +19,13 @@
  * Workspace membership is checked after this, on the resource itself: a
  * resource of another workspace is `404 resource_not_found`, never 403.
  *
- * Keys: REST `"<METHOD> <path pattern>"`; RPC `"<package.Service>/<Method>"`,
- * or `"<package.Service>/*"` for a rule covering every method of a service.
+ * RPC keys: `"<package.Service>/<Method>"`, or `"<package.Service>/*"` for a
+ * rule covering every method of a service.
  */
 import { hasScope, isAdmin, type Scope } from "../domain/scopes.js";
 
 /** What a route or RPC requires. */
-export type Rule = Scope | "admin" | "public" | "internal";
-
-/** REST routes (the Harn surface, key management, OAuth). */
-export const restRules: Readonly<Record<string, Rule>> = {
-  // Discovery (Harn v1: public).
-  "GET /v1": "public",
-  "GET /v1/agent-card": "public",
-  // Every service and worker behind this gateway (topology/mesh-health.ts).
-  "GET /v1/health": "public",
-
-  "GET /v1/workspaces": "workspaces:read",
-  "POST /v1/workspaces": "admin",
-  "GET /v1/workspaces/{workspace_id}": "workspaces:read",
-  "PATCH /v1/workspaces/{workspace_id}": "admin",
-  "POST /v1/workspaces/{workspace_id}/archive": "admin",
-
-  "GET /v1/personas": "agents:read",
-  "POST /v1/personas": "agents:write",
-  "GET /v1/personas/{persona_id}": "agents:read",
-
-  "GET /v1/sessions": "sessions:read",
-  "POST /v1/sessions": "sessions:write",
-  "GET /v1/sessions/{session_id}": "sessions:read",
-  "POST /v1/sessions/{session_id}/close": "sessions:write",
-  "POST /v1/sessions/{session_id}/fork": "sessions:write",
-  "POST /v1/sessions/{session_id}/truncate": "sessions:write",
-  "GET /v1/sessions/{session_id}/messages": "sessions:read",
-  "POST /v1/sessions/{session_id}/messages": "sessions:write",
-  "GET /v1/sessions/{session_id}/tasks": "tasks:read",
-  "POST /v1/sessions/{session_id}/tasks": "tasks:write",
-  "GET /v1/sessions/{session_id}/events": "events:read",
-  "GET /v1/sessions/{session_id}/events/stream": "events:read",
-  // The WebSocket channel; each command frame also needs its REST write's rule.
-  "GET /v1/sessions/{session_id}/ws": "events:read",
-  "GET /v1/messages/{message_id}": "sessions:read",
-
-  "GET /v1/tasks": "tasks:read",
-  "POST /v1/tasks": "tasks:write",
-  "GET /v1/tasks/{task_id}": "tasks:read",
-  "POST /v1/tasks/{task_id}/cancel": "tasks:write",
-  "POST /v1/tasks/{task_id}/messages": "tasks:write",
-  "GET /v1/tasks/{task_id}/events": "events:read",
-  "GET /v1/tasks/{task_id}/stream": "events:read",
-  "POST /v1/tasks/{task_id}/replay": "tasks:write",
-  "GET /v1/outcomes": "tasks:read",
-  "GET /v1/outcomes/{outcome_id}": "tasks:read",
-
-  "GET /v1/events": "events:read",
-  "GET /v1/events/stream": "events:read",
-  "GET /v1/events/{event_id}": "events:read",
-  // The frontend event contract (operator UI).
-  "GET /v1/ui/sessions/{session_id}/events/stream": "events:read",
-  "GET /v1/ui/event-types": "events:read",
-  "GET /v1/ui/sessions/{session_id}/health": "events:read",
-  "GET /v1/ui/sessions/{session_id}/health/stream": "events:read",
-  "GET /v1/ui/sessions/{session_id}": "events:read",
-
-  "GET /v1/artifacts": "artifacts:read",
-  "POST /v1/artifacts": "artifacts:write",
-  "GET /v1/artifacts/{artifact_id}": "artifacts:read",
-  "GET /v1/artifacts/{artifact_id}/content": "artifacts:read",
-
-  // Verification only reads.
-  "GET /v1/receipts/public-keys": "receipts:read",
-  "POST /v1/receipts/verify": "receipts:read",
-  "GET /v1/receipts/{receipt_id}": "receipts:read",
-  "POST /v1/receipts/{receipt_id}/verify": "receipts:read",
-  "GET /v1/tasks/{task_id}/receipts": "receipts:read",
-
-  // Quotas and rate limits of a workspace, with usage.
-  "GET /v1/quotas": "workspaces:read",
-  "GET /v1/quotas/{quota_id}": "workspaces:read",
-
-  // Webhooks send a workspace's events to a URL. `keys:admin` (what they
-  // needed before they had scopes of their own) still grants both.
-  "GET /v1/webhooks": "webhooks:read",
-  "POST /v1/webhooks": "webhooks:write",
-  "GET /v1/webhooks/{webhook_id}": "webhooks:read",
-  "DELETE /v1/webhooks/{webhook_id}": "webhooks:write",
-  "GET /v1/webhooks/{webhook_id}/deliveries": "webhooks:read",
-
-  // Vaults of secrets: metadata and secret names only; values are write-only.
-  // Tenant-global vaults need an admin key (the adapters service decides).
-  "GET /v1/vaults": "vaults:read",
-  "POST /v1/vaults": "vaults:write",
-  "GET /v1/vaults/{vault_id}": "vaults:read",
-  "POST /v1/vaults/{vault_id}": "vaults:write",
-  "DELETE /v1/vaults/{vault_id}": "vaults:write",
-  "GET /v1/vaults/{vault_id}/secrets": "vaults:read",
-  "PUT /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
-  "DELETE /v1/vaults/{vault_id}/secrets/{name}": "vaults:write",
-
-  // Branches are part of their session (a branch is a recorded fork).
-  "GET /v1/sessions/{session_id}/branches": "sessions:read",
-  "POST /v1/sessions/{session_id}/branches": "sessions:write",
-  "GET /v1/branches/{branch_id}": "sessions:read",
-
-  // Connectors; deliveries need a scope of their own, so a provider's key does nothing else.
-  "GET /v1/connectors": "connectors:read",
-  "POST /v1/connectors": "connectors:write",
-  "GET /v1/connectors/{connector_id}": "connectors:read",
-  "POST /v1/connectors/{connector_id}": "connectors:write",
-  "POST /v1/connectors/{connector_id}/deliveries": "connectors:deliver",
-  // Memory: durable knowledge of a persona, session, workspace or the tenant.
-  "GET /v1/memories": "memory:read",
-  "POST /v1/memories": "memory:write",
-  "GET /v1/memories/{memory_id}": "memory:read",
-  "DELETE /v1/memories/{memory_id}": "memory:write",
-  // Skills are derived from agents and tools: reading them is reading agents.
-  "GET /v1/skills": "agents:read",
-  "GET /v1/skills/{skill_id}": "agents:read",
-
-  // Credentials of a workspace.
-  "GET /v1/api-keys": "keys:admin",
-  "POST /v1/api-keys": "keys:admin",
-  "GET /v1/api-keys/{key_id}": "keys:admin",
-  "POST /v1/api-keys/{key_id}/revoke": "keys:admin",
-  "GET /v1/oauth-clients": "keys:admin",
-  "POST /v1/oauth-clients": "keys:admin",
-  "GET /v1/oauth-clients/{client_id}": "keys:admin",
-  "POST /v1/oauth-clients/{client_id}/revoke": "keys:admin",
-
-  // OAuth2 (RFC 6749 §4.4): the client authenticates in the request itself.
-  "POST /oauth/token": "public",
-  "GET /.well-known/jwks.json": "public",
-};
+export type Rule = Scope | "admin" | "authenticated" | "public" | "internal";
 
 /** RPC methods of every service the public port can route to. */
 export const rpcRules: Readonly<Record<string, Rule>> = {
@@ -254,11 +133,6 @@ export const rpcRules: Readonly<Record<string, Rule>> = {
   "trellis.adapters.v1.WorkerService/*": "admin",
 };
 
-/** The rule of a REST route (by its path pattern); undefined when it has none. */
-export function restRuleOf(method: string, pathPattern: string): Rule | undefined {
-  return restRules[`${method} ${pathPattern}`];
-}
-
 /** The rule of an RPC; undefined when it has none. */
 export function rpcRuleOf(serviceTypeName: string, methodName: string): Rule | undefined {
   return rpcRules[`${serviceTypeName}/${methodName}`] ?? rpcRules[`${serviceTypeName}/*`];
@@ -289,6 +163,7 @@ export function authorize(granted: readonly string[], rule: Rule | undefined): D
         requiredScope: undefined,
       };
     case "public":
+    case "authenticated":
       return { allowed: true };
     case "internal":
       return {

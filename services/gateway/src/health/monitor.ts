@@ -39,7 +39,7 @@ export interface HealthContext {
 }
 
 function contextOf(call: RestCall): HealthContext {
-  return { clients: call.deps.clients, logger: call.deps.logger, options: () => call.options() };
+  return { clients: call.ports.clients, logger: call.ports.logger, options: () => call.options() };
 }
 
 /** The session's events after `afterId` ("" for all), in log order. */
@@ -152,10 +152,10 @@ interface CachedTracker {
 /** `GET /v1/ui/sessions/{id}/health`. */
 export async function sessionHealth(call: RestCall, sessionId: string): Promise<JsonObject> {
   const session = await visibleSession(call, sessionId);
-  let cache = readTrackers.get(call.deps);
+  let cache = readTrackers.get(call.ports);
   if (cache === undefined) {
     cache = new Map();
-    readTrackers.set(call.deps, cache);
+    readTrackers.set(call.ports, cache);
   }
   let cached = cache.get(session.id);
   if (cached === undefined) {
@@ -183,7 +183,7 @@ export async function sessionHealth(call: RestCall, sessionId: string): Promise<
 
 /** `GET /v1/ui/sessions/{id}/health/stream`. */
 export async function streamSessionHealth(call: RestCall, sessionId: string): Promise<void> {
-  const { res, deps } = call;
+  const { res, ports } = call;
   const session = await visibleSession(call, sessionId);
   // A bad policy or an unreadable log is a plain error response, before the stream opens.
   const { tracker, policy, lastId } = await trackerOf(call, session);
@@ -192,7 +192,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   const abort = new AbortController();
   const onClose = () => abort.abort();
   res.on("close", onClose);
-  deps.closing.addEventListener("abort", onClose);
+  ports.closing.addEventListener("abort", onClose);
   startSse(call);
 
   let lastKey = "";
@@ -224,13 +224,13 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   ticker.unref();
   const heartbeat = setInterval(() => {
     void writeSse(res, sseComment("ping"));
-  }, deps.config.TRELLIS_SSE_HEARTBEAT);
+  }, ports.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
   try {
     await writeSse(res, sseComment("stream open"));
     await publish();
-    const stream = deps.clients
+    const stream = ports.clients
       .get(EventService)
       .streamEvents(
         { sessionId: session.id, afterEventId: lastId },
@@ -247,7 +247,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
     if (!abort.signal.aborted) {
       const envelope = toHarnError(error, call.requestId);
       if (envelope.status >= 500) {
-        deps.logger.warn("health stream failed", { session_id: session.id, error });
+        ports.logger.warn("health stream failed", { session_id: session.id, error });
       }
       await writeSse(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
     }
@@ -255,7 +255,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
     clearInterval(ticker);
     clearInterval(heartbeat);
     res.off("close", onClose);
-    deps.closing.removeEventListener("abort", onClose);
+    ports.closing.removeEventListener("abort", onClose);
     abort.abort();
     await queue.catch(() => undefined);
     if (!res.writableEnded && !res.destroyed) res.end();

@@ -7,18 +7,51 @@ import type { Caller, MeshCredentials, Mode, ServiceClients } from "@trellis/pla
 import type { HttpRequest, HttpResponse, Logger } from "@trellis/runtime";
 import type { Authenticator } from "../auth/authenticator.js";
 import type { ClientSourceOf } from "../auth/client-source.js";
+import type { Rule } from "../auth/scope-table.js";
 import type { GatewayConfig } from "../config.js";
-import type { Scope } from "../domain/scopes.js";
 import type { AgentPolicyStore } from "../policy/store.js";
 import type { Admission, GuardedOperation, QuotaReport } from "../quota/admission.js";
 import type { IdempotencyStore } from "../store/idempotency-store.js";
 import type { KeyStore } from "../store/key-store.js";
 import type { OAuthClientStore } from "../store/oauth-client-store.js";
+import type { MeshHealthProbe } from "../topology/mesh-health.js";
 import type { SessionDetailCache } from "../ui/session-detail-cache.js";
 import type { WebhookConfig } from "../webhooks/config.js";
 import type { WebhookDispatcher } from "../webhooks/dispatcher.js";
 import type { WebhookStore } from "../webhooks/store.js";
 import type { RestResponse } from "./io.js";
+
+/**
+ * What a route handler may use: the gateway's dependencies without the
+ * pipeline's own (idempotency store, mesh credentials, mode and environment,
+ * the limits' admission). Built once per gateway from {@link GatewayDeps}
+ * (`ports.ts`).
+ */
+export interface RoutePorts {
+  clients: ServiceClients;
+  config: GatewayConfig;
+  logger: Logger;
+  /** Fires at shutdown: open streams end. */
+  closing: AbortSignal;
+  /** When this gateway started (the agent card's timestamps). */
+  startedAt: Date;
+  /** Long streams check the caller's credential again at each heartbeat. */
+  authenticator: Authenticator;
+  /** API keys (key management routes). */
+  keys: KeyStore;
+  /** OAuth clients (key management routes). */
+  oauthClients: OAuthClientStore;
+  /** Log-derived state of recently read session details (`GET /v1/ui/sessions/{id}`). */
+  sessionDetails: SessionDetailCache;
+  /** The mesh as this gateway sees it (`GET /v1/health`). */
+  meshHealth: Pick<MeshHealthProbe, "check">;
+  /** The quotas that apply and their usage (`GET /v1/quotas`); none when absent. */
+  limits?: Pick<RouteLimits, "report">;
+  /** Agent policies of credentials (`policy/`); creating a restricted credential needs it. */
+  agentPolicies?: AgentPolicyStore;
+  /** Webhook subscriptions and delivery (`webhooks/`); the routes answer 503 when absent. */
+  webhooks?: GatewayDeps["webhooks"];
+}
 
 /** Everything the REST surface depends on; built once in the service factory. */
 export interface GatewayDeps {
@@ -59,6 +92,12 @@ export interface GatewayDeps {
 export interface RouteLimits {
   /** The route with its handler behind the limits. */
   wrap(route: RouteSpec): RouteSpec;
+  /** Run `work`, a call of `route`, behind the limits. */
+  limit(
+    route: RouteSpec,
+    call: RestCall,
+    work: () => Promise<RestResponse | undefined>,
+  ): Promise<RestResponse | undefined>;
   /** Check and count one operation of `caller` (any transport). */
   admit(
     caller: Caller,
@@ -89,7 +128,8 @@ export interface RestCall {
   idempotencyKey: string;
   /** Options for a call to an internal service on behalf of this request. */
   options(overrides?: { streaming?: boolean }): CallOptions;
-  deps: GatewayDeps;
+  /** What the handler may use of the gateway. */
+  ports: RoutePorts;
 }
 
 /** A REST route. */
@@ -98,16 +138,14 @@ export interface RouteSpec {
   /** Path pattern, e.g. `/v1/sessions/{session_id}`. */
   path: string;
   /**
-   * Documentation only: who may call it is decided by the route's entry in
-   * `auth/scope-table.ts` (`public` there: no version header, no
-   * authentication). When given, it must equal that entry (a test checks).
+   * Who may call it, declared here and nowhere else (`auth/scope-table.ts`
+   * says what each rule means; `routes/rules.ts` is the table derived from
+   * the routes): `public` skips the version header and authentication.
    */
-  public?: boolean;
-  /** Documentation only, like {@link public}: must equal the scope-table entry. */
-  scope?: Scope;
+  scope: Rule;
   /**
-   * A protocol operation this gateway does not serve (`harn-surface.ts`):
-   * any valid credential reaches it, and it answers 501 `not_implemented`.
+   * A protocol operation this gateway does not serve (`harn-surface.ts`,
+   * scope `authenticated`): it answers 501 `not_implemented`.
    */
   notServed?: boolean;
   /** A non-idempotent write: takes `Idempotency-Key`. */

@@ -94,7 +94,13 @@ export function notServedRoutes(served: readonly RouteSpec[]): RouteSpec[] {
     if (have.has(operation)) continue;
     const space = operation.indexOf(" ");
     const method = operation.slice(0, space) as RouteSpec["method"];
-    out.push({ method, path: operation.slice(space + 1), notServed: true, handle: notImplemented });
+    out.push({
+      method,
+      path: operation.slice(space + 1),
+      scope: "authenticated",
+      notServed: true,
+      handle: notImplemented,
+    });
   }
   return out;
 }

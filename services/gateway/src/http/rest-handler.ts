@@ -1,29 +1,25 @@
 /**
  * The REST + SSE surface, as the server's plain-HTTP handler.
  *
- * Order of checks for a request under `/v1`:
- *   1. route: unknown path → 404, known path with another method → 405;
- *      a protocol operation no route serves reaches a route answering 501
- *      `not_implemented` once authenticated (`harn-surface.ts`);
- *   2. protocol version (every route but discovery) → 426 when missing or
- *      unsupported. It comes before authentication: the version decides how
- *      everything else in the request is read, the supported versions are
- *      public (discovery), and a client on the wrong version learns that
- *      first instead of debugging its key;
- *   3. authentication → 401, then the route's rule in `auth/scope-table.ts`
- *      → 403;
- *   4. body (writes) → 413 / 400;
- *   5. idempotency (writes with `Idempotency-Key`) → replay / 409;
- *   6. the route.
+ * For a request under `/v1` this handler sets CORS headers (answering a
+ * preflight), matches the route (unknown path → 404, known path with another
+ * method → 405; a protocol operation no route serves reaches a route
+ * answering 501 `not_implemented` once authenticated, `harn-surface.ts`),
+ * opens the request's span, builds the one {@link RestCall} the route will
+ * get, and runs it through the pipeline of named stages (`pipeline/`):
+ *
+ *   version (426) → authenticate (401) → authorize (403) → params (400)
+ *     → hand-on (receipts) → body (413 / 400) → idempotency (replay / 409)
+ *     → limits (429) → route
+ *
+ * A stage that throws, or a route, is answered here with the Harn envelope.
  * Every response carries `x-request-id` (set by the runtime) and every error
  * the Harn envelope with the same id in `request_id`.
  */
-import type { JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 import { context as otelContext, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { type Caller, serviceUrl, setCallerHeaders } from "@trellis/platform";
+import { type Caller, setCallerHeaders } from "@trellis/platform";
 import {
-  canonicalJson,
   extractTraceContext,
   type HttpHandler,
   type HttpRequest,
@@ -31,79 +27,35 @@ import {
   httpRequestId,
   inputRejectedByDatabase,
   jsonDepthFor,
-  type LogFields,
   requestIdHeader,
   requestLimitsFromEnv,
-  sleep,
   structureLimitsFromEnv,
-  TrellisError,
 } from "@trellis/runtime";
-import { authRefusal } from "../auth/authenticator.js";
-import { sourceOf } from "../auth/client-source.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
-import { sha256Hex } from "../domain/canonical-json.js";
-import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
-import {
-  checkProtocolVersion,
-  currentProtocolVersion,
-  protocolVersionHeader,
-  supportedProtocolVersions,
-} from "../domain/protocol.js";
-import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
+import { harnError, toHarnError } from "../domain/errors.js";
+import { currentProtocolVersion, protocolVersionHeader } from "../domain/protocol.js";
 import { clientWentAway } from "./client-abort.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
 import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
 import { notServedRoutes } from "./harn-surface.js";
-import { errorResponse, type RestResponse, readJsonBody, send } from "./io.js";
-import { forwardHttp, stampCaller } from "./proxy.js";
+import { errorResponse, type RestResponse, send } from "./io.js";
+import { authenticateStage } from "./pipeline/authenticate.js";
+import { authorizeStage } from "./pipeline/authorize.js";
+import { bodyStage } from "./pipeline/body.js";
+import { logFailure } from "./pipeline/failure.js";
+import { handOnStage } from "./pipeline/hand-on.js";
+import { idempotencyStage } from "./pipeline/idempotency.js";
+import { limitsStage } from "./pipeline/limits.js";
+import { paramsStage } from "./pipeline/params.js";
+import { compose, type Exchange, requestHeader, routeStage } from "./pipeline/stage.js";
+import { versionStage } from "./pipeline/version.js";
+import { routePortsOf } from "./ports.js";
 import { Router } from "./router.js";
 import { restRoutes } from "./routes/index.js";
 
 const anonymous: Caller = { actorId: "", workspaceId: "", scopes: [] };
-// Marks a request handed on to another module's HTTP handler (embedded mode).
-const handOn = Symbol("hand on");
 const tracer = trace.getTracer("@trellis/gateway");
-const idempotencyKeyHeader = "idempotency-key";
-
-/**
- * Path parameters and query values are text that ends up in lookups: refuse
- * NUL and other control characters (no id or cursor has them, and PostgreSQL
- * cannot even compare a NUL) with 400 naming the parameter.
- */
-function checkTextInputs(params: Readonly<Record<string, string>>, query: URLSearchParams): void {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching them is the point
-  const control = /[\u0000-\u001f\u007f]/;
-  for (const [name, value] of Object.entries(params)) {
-    if (control.test(value)) {
-      throw new TrellisError({
-        reason: "invalid_request",
-        message: `path parameter ${name} contains a control character`,
-        param: name,
-      });
-    }
-  }
-  for (const [name, value] of query) {
-    if (control.test(value) || control.test(name)) {
-      throw new TrellisError({
-        reason: "invalid_request",
-        message: `query parameter ${JSON.stringify(name.slice(0, 64))} contains a control character`,
-        param: name.slice(0, 64),
-      });
-    }
-  }
-}
-
-/** Statuses whose response is kept for idempotent replay (others release the key). */
-export function isReplayable(status: number): boolean {
-  if (status >= 500) return false;
-  // Transient refusals: a retry with the same key should run again.
-  return ![408, 409, 423, 425, 429, 499].includes(status);
-}
-
-function header(req: HttpRequest, name: string): string | undefined {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
+// Marks a request handed on to another module's HTTP handler (embedded mode).
+const handedOn = Symbol("handed on");
 
 /** Build the gateway's plain-HTTP handler. */
 export function createRestHandler(
@@ -120,6 +72,20 @@ export function createRestHandler(
     maxDepth: jsonDepth,
     structure: structureLimitsFromEnv(deps.env, jsonDepth),
   };
+  const ports = routePortsOf(deps);
+  const pipeline = compose(
+    [
+      versionStage,
+      authenticateStage(deps.authenticator, deps.clientSource),
+      authorizeStage,
+      paramsStage,
+      handOnStage(deps),
+      bodyStage(jsonLimits),
+      idempotencyStage(deps),
+      limitsStage(deps.limits),
+    ],
+    routeStage,
+  );
 
   return async (req, res) => {
     let url: URL;
@@ -132,14 +98,14 @@ export function createRestHandler(
     const path = url.pathname;
     if (path !== "/v1" && !path.startsWith("/v1/")) return false;
     const requestId = httpRequestId(req);
-    const origin = header(req, "origin");
+    const origin = requestHeader(req, "origin");
     for (const [name, value] of Object.entries(corsHeaders(cors, origin))) {
       res.setHeader(name, value);
     }
     if (
       req.method === "OPTIONS" &&
       origin !== undefined &&
-      header(req, "access-control-request-method")
+      requestHeader(req, "access-control-request-method")
     ) {
       send(res, preflight(origin, path, requestId));
       return true;
@@ -211,7 +177,7 @@ export function createRestHandler(
     match: ReturnType<typeof router.match>,
   ): Promise<boolean> {
     res.setHeader(protocolVersionHeader, currentProtocolVersion);
-    let response: RestResponse | typeof handOn | undefined;
+    let response: RestResponse | typeof handedOn | undefined;
     try {
       response = await dispatch(req, res, url, requestId, match);
     } catch (error) {
@@ -227,7 +193,7 @@ export function createRestHandler(
         return true;
       }
       const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
-      logFailure(envelope, {
+      logFailure(deps.logger, envelope, {
         request_id: requestId,
         method: req.method,
         path: url.pathname,
@@ -235,23 +201,9 @@ export function createRestHandler(
       });
       response = errorResponse(envelope);
     }
-    if (response === handOn) return false;
+    if (response === handedOn) return false;
     if (response !== undefined) send(res, response);
     return true;
-  }
-
-  /**
-   * Log a request that failed on the server's side: a dependency that did not
-   * answer (503, retryable) is a warning, anything else but 501 an error.
-   */
-  function logFailure(envelope: HarnErrorResponse, fields: LogFields): void {
-    // 501: a deliberate answer (an operation or provider not offered), no fault.
-    if (envelope.status === 501) return;
-    if (envelope.status === 503) {
-      deps.logger.warn("rest request failed: a dependency is unavailable", fields);
-    } else if (envelope.status >= 500) {
-      deps.logger.error("rest request failed", fields);
-    }
   }
 
   async function dispatch(
@@ -260,7 +212,7 @@ export function createRestHandler(
     url: URL,
     requestId: string,
     match: ReturnType<typeof router.match>,
-  ): Promise<RestResponse | typeof handOn | undefined> {
+  ): Promise<RestResponse | typeof handedOn | undefined> {
     if (match.kind === "not_found") {
       return errorResponse(
         harnError("resource_not_found", `no such endpoint: ${req.method} ${url.pathname}`, {
@@ -277,110 +229,23 @@ export function createRestHandler(
       return errorResponse({ ...error, status: 405 });
     }
     const { route, params } = match;
-
-    // Who may call the route: its entry in the one authorization table.
-    const rule = restRuleOf(route.method, route.path);
-    let caller = anonymous;
-    if (rule !== "public") {
-      const version = checkProtocolVersion(req.headers[protocolVersionHeader]);
-      if (!version.ok) {
-        const message =
-          version.reason === "missing"
-            ? `the Harn-Agents-Protocol-Version header is required; supported: ${supportedProtocolVersions.join(", ")}`
-            : `protocol version ${JSON.stringify(version.given?.slice(0, 64))} is not supported; supported: ${supportedProtocolVersions.join(", ")}`;
-        return errorResponse(
-          harnError("unsupported_protocol_version", message, {
-            requestId,
-            param: "Harn-Agents-Protocol-Version",
-            details: { supported_versions: [...supportedProtocolVersions] },
-          }),
-        );
-      }
-      const auth = await deps.authenticator.authenticate(
-        header(req, "authorization"),
-        sourceOf(deps, req),
-      );
-      if (!auth.ok) {
-        return errorResponse(authRefusal(auth.failure, requestId, auth.retryAfterSeconds));
-      }
-      caller = auth.caller;
-      const decision = route.notServed
-        ? { allowed: true as const }
-        : authorize(caller.scopes, rule);
-      if (!decision.allowed) {
-        if (rule === undefined) {
-          deps.logger.error("REST route without an authorization rule", { route: route.path });
-        }
-        return errorResponse(
-          harnError("permission_denied", decision.message, {
-            requestId,
-            details: { required_scope: decision.requiredScope ?? "" },
-            ...(decision.requiredScope && decision.requiredScope !== "*"
-              ? {
-                  headers: {
-                    "www-authenticate": `Bearer realm="trellis", error="insufficient_scope", scope="${decision.requiredScope}"`,
-                  },
-                }
-              : {}),
-          }),
-        );
-      }
-    }
-
-    checkTextInputs(params, url.searchParams);
-    if (route.delegateTo !== undefined) {
-      await route.beforeHandOn?.({
-        req,
-        res,
-        requestId,
-        params,
-        query: url.searchParams,
-        caller,
-        body: undefined,
-        idempotencyKey: "",
-        options: (overrides = {}) =>
-          outgoingOptions(req, requestId, caller, overrides.streaming ?? false),
-        deps,
-      });
-      if (deps.mode === "embedded") {
-        // The owning module's handler comes after this one on the same server.
-        stampCaller(req, caller, deps.mesh);
-        return handOn;
-      }
-      return forwardHttp(req, serviceUrl(route.delegateTo, deps.env as NodeJS.ProcessEnv), {
-        caller,
-        requestId,
-        mesh: deps.mesh,
-        timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT,
-        maxBodyBytes: deps.config.TRELLIS_MAX_BODY_BYTES,
-      });
-    }
-
-    let body: JsonValue | undefined;
-    if (req.method === "POST" || req.method === "PUT" || req.method === "PATCH") {
-      body = await readJsonBody(req, jsonLimits);
-    }
-
+    // The one call the route gets; the stages fill in caller, body and idempotency key.
     const call: RestCall = {
       req,
       res,
       requestId,
       params,
       query: url.searchParams,
-      caller,
-      body,
+      caller: anonymous,
+      body: undefined,
       idempotencyKey: "",
       options: (overrides = {}) =>
-        outgoingOptions(req, requestId, caller, overrides.streaming ?? false),
-      deps,
+        outgoingOptions(req, requestId, call.caller, overrides.streaming ?? false),
+      ports,
     };
-
-    // Rate limits and hard quotas (quota/limits.ts) run before the route's work.
-    const guarded = deps.limits?.wrap(route) ?? route;
-    if (!route.write) return guarded.handle(call);
-    const key = header(req, idempotencyKeyHeader);
-    if (key === undefined) return guarded.handle(call);
-    return runIdempotent(call, guarded, url.pathname, key);
+    const exchange: Exchange = { route, url, call, handedOn: false };
+    const response = await pipeline(exchange);
+    return exchange.handedOn ? handedOn : response;
   }
 
   function outgoingOptions(
@@ -395,133 +260,9 @@ export function createRestHandler(
     // Keep the caller's trace; the client tracing interceptor replaces it with
     // a child span when tracing is active in this process.
     for (const name of ["traceparent", "tracestate", "baggage"]) {
-      const value = header(req, name);
+      const value = requestHeader(req, name);
       if (value) headers.set(name, value);
     }
     return { headers, timeoutMs: streaming ? 0 : deps.config.TRELLIS_UPSTREAM_TIMEOUT };
   }
-
-  /**
-   * Idempotent execution of a write (Harn v1 "Idempotency"). The first request
-   * claims the scope and runs; an equivalent retry gets the stored response
-   * (`Idempotent-Replayed: true`); a retry with another body gets 409
-   * `idempotency_key_reused`; a retry while the first still runs waits for it
-   * (up to TRELLIS_IDEMPOTENCY_WAIT), then gets 409 `conflict` with
-   * `Retry-After` — it never runs the write a second time.
-   */
-  async function runIdempotent(
-    call: RestCall,
-    route: RouteSpec,
-    target: string,
-    key: string,
-  ): Promise<RestResponse> {
-    if (key.length < 1 || key.length > 255 || !/^[\x20-\x7e]+$/.test(key)) {
-      throw new TrellisError({
-        reason: "invalid_request",
-        message: "Idempotency-Key must be 1–255 printable ASCII characters",
-        param: "Idempotency-Key",
-      });
-    }
-    const scope: IdempotencyScope = {
-      actorId: call.caller.actorId,
-      workspaceId: call.caller.workspaceId,
-      method: route.method,
-      target,
-      key,
-    };
-    const requestHash = sha256Hex(canonicalJson(call.body ?? {}, { loneSurrogates: "escape" }));
-    call.idempotencyKey = `idem_${scopeHash(scope)}`;
-    const config = deps.config;
-    const deadline = Date.now() + config.TRELLIS_IDEMPOTENCY_WAIT;
-    let delay = 20;
-    for (;;) {
-      const claim = await deps.idempotency.claim(scope, requestHash, {
-        leaseMs: config.TRELLIS_IDEMPOTENCY_LEASE,
-        ttlMs: config.TRELLIS_IDEMPOTENCY_TTL,
-      });
-      switch (claim.kind) {
-        case "mismatch":
-          throw new TrellisError({
-            reason: "idempotency_key_reused",
-            message: "this Idempotency-Key was already used with a different request body",
-            param: "Idempotency-Key",
-          });
-        case "replay":
-          return {
-            status: claim.response.status,
-            body: withRequestId(claim.response.body, call.requestId),
-            headers: { ...claim.response.headers, "idempotent-replayed": "true" },
-          };
-        case "in_flight": {
-          const left = deadline - Date.now();
-          if (left <= 0 || call.deps.closing.aborted) {
-            return errorResponse(
-              harnError(
-                "conflict",
-                "a request with this Idempotency-Key is still in progress; retry later",
-                {
-                  requestId: call.requestId,
-                  param: "Idempotency-Key",
-                  headers: { "retry-after": "1" },
-                },
-              ),
-            );
-          }
-          await sleep(Math.min(delay, left), call.deps.closing);
-          delay = Math.min(delay * 2, 250);
-          continue;
-        }
-        case "claimed": {
-          let response: RestResponse;
-          try {
-            response =
-              (await route.handle(call)) ?? errorResponse(toHarnError(undefined, call.requestId));
-          } catch (error) {
-            const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, call.requestId);
-            logFailure(envelope, { request_id: call.requestId, path: target, error });
-            response = errorResponse(envelope);
-          }
-          try {
-            if (isReplayable(response.status) && typeof response.body === "string") {
-              const kept: Record<string, string> = {};
-              for (const name of ["content-type", "location"]) {
-                const value = response.headers[name];
-                if (value !== undefined) kept[name] = value;
-              }
-              await deps.idempotency.complete(
-                claim.claim,
-                { status: response.status, body: response.body, headers: kept },
-                config.TRELLIS_IDEMPOTENCY_TTL,
-              );
-            } else {
-              await deps.idempotency.release(claim.claim);
-            }
-          } catch (error) {
-            // The write happened; only its record failed. The lease expires and
-            // the downstream idempotency key still prevents a duplicate.
-            deps.logger.warn("could not record idempotent response", {
-              request_id: call.requestId,
-              error,
-            });
-          }
-          return response;
-        }
-      }
-    }
-  }
-}
-
-/** A stored error envelope names the request that produced it; a replay names the current one. */
-function withRequestId(body: string, requestId: string): string {
-  if (!body.startsWith('{"error":')) return body;
-  try {
-    const parsed = JSON.parse(body) as { error?: { request_id?: unknown } };
-    if (parsed.error && typeof parsed.error === "object") {
-      parsed.error.request_id = requestId;
-      return JSON.stringify(parsed);
-    }
-  } catch {
-    // Not ours to fix: send it as stored.
-  }
-  return body;
 }

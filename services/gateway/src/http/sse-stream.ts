@@ -114,12 +114,12 @@ export async function streamEvents(
   target: StreamTarget,
   options: StreamEventsOptions = {},
 ): Promise<void> {
-  const { res, deps } = call;
+  const { res, ports } = call;
   const abort = new AbortController();
   const onClose = () => abort.abort();
   res.on("close", onClose);
   const onShutdown = () => abort.abort();
-  deps.closing.addEventListener("abort", onShutdown);
+  ports.closing.addEventListener("abort", onShutdown);
 
   startSse(call);
   // The first write sends the headers.
@@ -128,7 +128,7 @@ export async function streamEvents(
   // Each heartbeat also checks the credential again: a revoked key or an
   // expired token ends the stream with an `error` event (unauthenticated).
   const authorization = headerOf(call, "authorization");
-  const checks = credentialChecksOf(deps.authenticator, deps.config.TRELLIS_SSE_HEARTBEAT);
+  const checks = credentialChecksOf(ports.authenticator, ports.config.TRELLIS_SSE_HEARTBEAT);
   let refused: AuthFailure | undefined;
   const heartbeat = setInterval(() => {
     void writeSse(res, sseComment("ping"));
@@ -137,7 +137,7 @@ export async function streamEvents(
       refused ??= failure;
       abort.abort();
     });
-  }, deps.config.TRELLIS_SSE_HEARTBEAT);
+  }, ports.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
   const cursor = resumeCursor(call);
@@ -151,8 +151,8 @@ export async function streamEvents(
     } else if (sessionId !== undefined) {
       // A session or task stream: the session's shared feed.
       await followSession({
-        feeds: eventFeedsOf(deps.clients),
-        clients: deps.clients,
+        feeds: eventFeedsOf(ports.clients),
+        clients: ports.clients,
         sessionId,
         ...(target.taskId ? { taskId: target.taskId } : {}),
         cursor,
@@ -179,7 +179,7 @@ export async function streamEvents(
       });
     } else {
       // A workspace's stream: its own upstream subscription.
-      const stream = deps.clients.get(EventService).streamEvents(
+      const stream = ports.clients.get(EventService).streamEvents(
         {
           sessionId: "",
           taskId: target.taskId ?? "",
@@ -197,7 +197,7 @@ export async function streamEvents(
     if (!abort.signal.aborted) {
       const envelope = toHarnError(error, call.requestId);
       if (envelope.status >= 500 && !isSlowConsumer(error)) {
-        deps.logger.warn("event stream failed", {
+        ports.logger.warn("event stream failed", {
           request_id: call.requestId,
           error,
           ...target,
@@ -209,7 +209,7 @@ export async function streamEvents(
     clearInterval(heartbeat);
     clearTimeout(stalled);
     res.off("close", onClose);
-    deps.closing.removeEventListener("abort", onShutdown);
+    ports.closing.removeEventListener("abort", onShutdown);
     abort.abort();
     if (refused !== undefined) {
       const envelope = harnError("unauthenticated", authFailureMessage(refused), {
@@ -229,7 +229,7 @@ async function replayRest(
   callOptions: CallOptions,
   signal: AbortSignal,
 ): Promise<void> {
-  const events = call.deps.clients.get(EventService);
+  const events = call.ports.clients.get(EventService);
   let cursor = after;
   for (;;) {
     const page = await events.listEvents({ taskId, afterEventId: cursor, limit: 200 }, callOptions);

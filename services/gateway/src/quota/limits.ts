@@ -65,8 +65,16 @@ export function quotaExhaustion(q: QuotaReport): "quota_exceeded" | "rate_limite
   return q.hard ? "quota_exceeded" : "rate_limited";
 }
 
+/** How the calls of one route are counted. */
+interface RoutePlan {
+  operation(call: RestCall): GuardedOperation;
+  /** Whether the response means a task started (undefined: any success). */
+  startedBy: ((response: RestResponse) => boolean) | undefined;
+}
+
 export class RequestLimits implements RouteLimits {
   private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
+  private readonly plans = new WeakMap<RouteSpec, RoutePlan>();
   private readonly reads: WriteBehindCounters;
   private readonly writes: WriteBehindCounters;
 
@@ -87,22 +95,42 @@ export class RequestLimits implements RouteLimits {
 
   /** The route with its handler behind the limits (reads as they are when reads are not limited). */
   wrap(route: RouteSpec): RouteSpec {
-    const isRead = route.method === "GET";
-    if (isRead && this.config.reads === undefined) return route;
+    if (this.planOf(route) === undefined) return route;
     let guarded = this.wrapped.get(route);
     if (guarded === undefined) {
-      const key = `${route.method} ${route.path}`;
-      const isTask = taskRoutes.has(key);
-      const operation = (call: RestCall): GuardedOperation =>
-        isRead ? { kind: "read" } : isTask ? taskOperation(call, route.path) : { kind: "write" };
-      const startedBy = key === deliveryRoute ? deliveryMadeTask : undefined;
-      guarded = {
-        ...route,
-        handle: (call) => this.guard(call, operation(call), () => route.handle(call), startedBy),
-      };
+      guarded = { ...route, handle: (call) => this.limit(route, call, () => route.handle(call)) };
       this.wrapped.set(route, guarded);
     }
     return guarded;
+  }
+
+  /** Run `work`, a call of `route`, behind the limits (the REST pipeline's `limits` stage). */
+  limit(
+    route: RouteSpec,
+    call: RestCall,
+    work: () => Promise<RestResponse | undefined>,
+  ): Promise<RestResponse | undefined> {
+    const plan = this.planOf(route);
+    if (plan === undefined) return work();
+    return this.guard(call, plan.operation(call), work, plan.startedBy);
+  }
+
+  /** What a route counts as; undefined when nothing limits it (reads, when not limited). */
+  private planOf(route: RouteSpec): RoutePlan | undefined {
+    const isRead = route.method === "GET";
+    if (isRead && this.config.reads === undefined) return undefined;
+    let plan = this.plans.get(route);
+    if (plan === undefined) {
+      const key = `${route.method} ${route.path}`;
+      const isTask = taskRoutes.has(key);
+      plan = {
+        operation: (call) =>
+          isRead ? { kind: "read" } : isTask ? taskOperation(call, route.path) : { kind: "write" },
+        startedBy: key === deliveryRoute ? deliveryMadeTask : undefined,
+      };
+      this.plans.set(route, plan);
+    }
+    return plan;
   }
 
   /**

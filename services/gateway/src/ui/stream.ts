@@ -73,12 +73,12 @@ function cursorOf(call: RestCall): { text: string; cursor?: UiCursor } {
 
 /** Serve the UI event stream of session `sessionId`. */
 export async function streamUiEvents(call: RestCall, sessionId: string): Promise<void> {
-  const { deps } = call;
+  const { ports } = call;
   const tier = tierOf(call);
   const { text: cursorText, cursor } = cursorOf(call);
   const until = queryString(call, "until");
   const session = await visibleSession(call, sessionId);
-  const events = deps.clients.get(EventService);
+  const events = ports.clients.get(EventService);
 
   // Live events come from the session's shared feed (./fanout.ts): joined
   // before the history is read, so every event is in one or the other.
@@ -111,8 +111,8 @@ export async function streamUiEvents(call: RestCall, sessionId: string): Promise
   // A finite replay (`until`) never goes live: no feed.
   const leave =
     until === undefined
-      ? await fanoutOf(deps.clients).subscribe(
-          deps.clients,
+      ? await fanoutOf(ports.clients).subscribe(
+          ports.clients,
           session,
           () => call.options({ streaming: true }),
           listener,
@@ -157,7 +157,7 @@ async function serveStream(
   until: string | undefined,
   queue: LiveQueue,
 ): Promise<void> {
-  const { res, deps } = call;
+  const { res, ports } = call;
   // The history, read before anything is written so a bad cursor is a plain 400.
   const history: Event[] = [];
   for (let after = ""; ; ) {
@@ -187,12 +187,12 @@ async function serveStream(
   const abort = new AbortController();
   const onClose = () => abort.abort();
   res.on("close", onClose);
-  deps.closing.addEventListener("abort", onClose);
+  ports.closing.addEventListener("abort", onClose);
   startSse(call);
   await writeSse(res, sseComment("stream open"));
   const heartbeat = setInterval(() => {
     void writeSse(res, sseComment("ping"));
-  }, deps.config.TRELLIS_SSE_HEARTBEAT);
+  }, ports.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
   const projector = projectorFor(session);
@@ -265,7 +265,7 @@ async function serveStream(
     if (!abort.signal.aborted) {
       const envelope = toHarnError(error, call.requestId);
       if (envelope.status >= 500) {
-        deps.logger.warn("UI event stream failed", {
+        ports.logger.warn("UI event stream failed", {
           request_id: call.requestId,
           session_id: session.id,
           error,
@@ -277,7 +277,7 @@ async function serveStream(
   } finally {
     clearInterval(heartbeat);
     res.off("close", onClose);
-    deps.closing.removeEventListener("abort", onClose);
+    ports.closing.removeEventListener("abort", onClose);
     abort.abort();
     if (!res.writableEnded && !res.destroyed) res.end();
   }

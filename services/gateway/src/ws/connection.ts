@@ -45,7 +45,7 @@ import {
 } from "@trellis/runtime";
 import type { WebSocket } from "ws";
 import { authFailureMessage } from "../auth/authenticator.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn } from "../domain/harn-json.js";
@@ -54,7 +54,9 @@ import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
 import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
-import { isReplayable } from "../http/rest-handler.js";
+import { isReplayable } from "../http/pipeline/idempotency.js";
+import { routePortsOf } from "../http/ports.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";
@@ -249,7 +251,7 @@ export function serveWebSocket(options: WsConnectionOptions): void {
         body: command.body,
         idempotencyKey: "",
         options: (overrides = {}) => callOptions(caller, requestId, overrides.streaming ?? false),
-        deps,
+        ports: routePortsOf(deps),
       };
       const guarded = deps.limits?.wrap(route) ?? route;
       const target = command.path.replace(/\{(\w+)\}/g, (_, n: string) =>

@@ -21,7 +21,7 @@ import { requestIdHeader, type UpgradeHandler } from "@trellis/runtime";
 import { WebSocketServer } from "ws";
 import { authRefusal } from "../auth/authenticator.js";
 import { sourceOf } from "../auth/client-source.js";
-import { authorize, restRuleOf } from "../auth/scope-table.js";
+import { authorize } from "../auth/scope-table.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import {
   checkProtocolVersion,
@@ -30,9 +30,11 @@ import {
 } from "../domain/protocol.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { loadCorsPolicy } from "../http/cors.js";
+import { routePortsOf } from "../http/ports.js";
 import { Router } from "../http/router.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
 import { restRoutes } from "../http/routes/index.js";
+import { restRuleOf } from "../http/routes/rules.js";
 import { serveWebSocket, type WsTarget } from "./connection.js";
 
 interface UpgradePath {
@@ -200,7 +202,7 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
         headers.set(requestIdHeader, requestId);
         return { headers, timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT };
       },
-      deps,
+      ports: routePortsOf(deps),
     };
     let target: WsTarget;
     try {

@@ -26,7 +26,7 @@ import {
 } from "./common.js";
 
 export async function listArtifacts(call: RestCall): Promise<RestResponse> {
-  const response = await call.deps.clients.get(ArtifactService).listArtifacts(
+  const response = await call.ports.clients.get(ArtifactService).listArtifacts(
     {
       workspaceId: workspaceOf(call, queryString(call, "workspace_id")),
       sessionId: queryString(call, "session_id") ?? "",
@@ -84,7 +84,7 @@ export async function registerArtifact(call: RestCall): Promise<RestResponse> {
       "mime_type",
     );
   }
-  const { artifact } = await call.deps.clients.get(ArtifactService).registerArtifact(
+  const { artifact } = await call.ports.clients.get(ArtifactService).registerArtifact(
     {
       artifact: {
         workspaceId: workspaceOf(call, body.string("workspace_id")),
@@ -107,7 +107,7 @@ export async function registerArtifact(call: RestCall): Promise<RestResponse> {
 }
 
 export async function visibleArtifact(call: RestCall, id: string): Promise<Artifact> {
-  const { artifact } = await call.deps.clients
+  const { artifact } = await call.ports.clients
     .get(ArtifactService)
     .getArtifact({ artifactId: id }, call.options());
   const found = required(artifact, "artifact", id);
@@ -122,7 +122,7 @@ export async function getArtifact(call: RestCall): Promise<RestResponse> {
 export async function getArtifactContent(call: RestCall): Promise<RestResponse> {
   const id = param(call, "artifact_id");
   const artifact = await visibleArtifact(call, id);
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(ArtifactService)
     .getArtifactContent({ artifactId: id }, call.options());
   return {
@@ -173,7 +173,7 @@ export async function resolveArtifacts(
   call: RestCall,
   ids: readonly string[],
 ): Promise<Artifact[]> {
-  const client = call.deps.clients.get(ArtifactService);
+  const client = call.ports.clients.get(ArtifactService);
   const found = await Promise.all(
     ids.map((artifactId) =>
       client.getArtifact({ artifactId }, call.options()).then(
@@ -190,7 +190,7 @@ export async function listOutcomes(call: RestCall): Promise<RestResponse> {
   const sessionId = queryString(call, "session_id");
   if (taskId !== undefined) await visibleTask(call, taskId);
   if (sessionId !== undefined) await visibleSession(call, sessionId);
-  const response = await call.deps.clients.get(OutcomeService).listOutcomes(
+  const response = await call.ports.clients.get(OutcomeService).listOutcomes(
     {
       workspaceId:
         taskId === undefined && sessionId === undefined
@@ -212,7 +212,7 @@ export async function listOutcomes(call: RestCall): Promise<RestResponse> {
 
 export async function getOutcome(call: RestCall): Promise<RestResponse> {
   const id = param(call, "outcome_id");
-  const { outcome } = await call.deps.clients
+  const { outcome } = await call.ports.clients
     .get(OutcomeService)
     .getOutcome({ outcomeId: id }, call.options());
   const found = required(outcome, "outcome", id);

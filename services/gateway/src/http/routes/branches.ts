@@ -31,7 +31,7 @@ async function createBranch(call: RestCall): Promise<RestResponse> {
   const source = await visibleSession(call, sessionId);
   // A branch forks the session, which runs its agent: a restricted credential must be allowed it.
   await ensureRunAllowed(call.caller, "", async () => source.agentId, "session_id");
-  const { branch } = await call.deps.clients
+  const { branch } = await call.ports.clients
     .get(BranchService)
     .createBranch(request, call.options());
   return created(branchToHarn(required(branch, "branch", "")));
@@ -39,7 +39,7 @@ async function createBranch(call: RestCall): Promise<RestResponse> {
 
 async function getBranch(call: RestCall): Promise<RestResponse> {
   const id = param(call, "branch_id");
-  const { branch } = await call.deps.clients
+  const { branch } = await call.ports.clients
     .get(BranchService)
     .getBranch({ branchId: id }, call.options());
   const found = required(branch, "branch", id);
@@ -50,13 +50,13 @@ async function getBranch(call: RestCall): Promise<RestResponse> {
 async function listBranches(call: RestCall): Promise<RestResponse> {
   const sessionId = param(call, "session_id");
   await visibleSession(call, sessionId);
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(BranchService)
     .listBranches({ sessionId, ...pageOf(call) }, call.options());
   return ok(listJson(response.branches.map(branchToHarn), { nextCursor: response.nextPageToken }));
 }
 
-/** The branch routes (rules in `auth/scope-table.ts`: a branch is part of its session). */
+/** The branch routes (session scopes: a branch is part of its session). */
 export const branchRoutes: readonly RouteSpec[] = [
   {
     method: "GET",

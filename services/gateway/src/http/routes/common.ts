@@ -72,7 +72,7 @@ export function param(call: RestCall, name: string): string {
 
 /** Load a session the caller may see (404 otherwise). */
 export async function visibleSession(call: RestCall, id: string) {
-  const { session } = await call.deps.clients
+  const { session } = await call.ports.clients
     .get(SessionService)
     .getSession({ sessionId: id }, call.options());
   const found = required(session, "session", id);
@@ -82,7 +82,9 @@ export async function visibleSession(call: RestCall, id: string) {
 
 /** Load a task the caller may see (404 otherwise). */
 export async function visibleTask(call: RestCall, id: string) {
-  const { task } = await call.deps.clients.get(TaskService).getTask({ taskId: id }, call.options());
+  const { task } = await call.ports.clients
+    .get(TaskService)
+    .getTask({ taskId: id }, call.options());
   const found = required(task, "task", id);
   ensureVisible(call, found.workspaceId, "task", id);
   return found;

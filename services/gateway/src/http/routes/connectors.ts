@@ -34,7 +34,7 @@ import {
 } from "./common.js";
 
 async function listConnectors(call: RestCall): Promise<RestResponse> {
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(ConnectorService)
     .listConnectors(
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
@@ -53,7 +53,7 @@ async function createConnector(call: RestCall): Promise<RestResponse> {
   const targetPersonaId = body.string("target_persona_id") ?? "";
   const targetSessionId = body.string("target_session_id") ?? "";
   await ensureTargetAllowed(call, targetPersonaId, targetSessionId, "target_persona_id");
-  const { connector } = await call.deps.clients.get(ConnectorService).createConnector(
+  const { connector } = await call.ports.clients.get(ConnectorService).createConnector(
     {
       workspaceId: workspaceOf(call, body.string("workspace_id")),
       provider: body.requiredString("provider"),
@@ -90,7 +90,7 @@ async function ensureTargetAllowed(
 }
 
 async function visibleConnector(call: RestCall, id: string) {
-  const { connector } = await call.deps.clients
+  const { connector } = await call.ports.clients
     .get(ConnectorService)
     .getConnector({ connectorId: id }, call.options());
   const found = required(connector, "connector", id);
@@ -109,7 +109,7 @@ async function updateConnector(call: RestCall): Promise<RestResponse> {
   const status = body.enum("status", connectorStatusNames);
   const reason = body.string("reason") ?? "";
   // The tasks service answers 404 for a connector of another workspace.
-  const { connector } = await call.deps.clients
+  const { connector } = await call.ports.clients
     .get(ConnectorService)
     .updateConnector(
       { connectorId: id, status: status === undefined ? 0 : parseConnectorStatus(status), reason },
@@ -133,7 +133,7 @@ async function deliver(call: RestCall): Promise<RestResponse> {
     text: body.string("text") ?? "",
     ...(payload ? { payload } : {}),
   };
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(ConnectorService)
     .deliverConnectorEvent(request, call.options());
   const delivery = deliveryToHarn(
@@ -143,7 +143,7 @@ async function deliver(call: RestCall): Promise<RestResponse> {
   return response.deduplicated ? ok(delivery) : created(delivery);
 }
 
-/** The connector routes (rules in `auth/scope-table.ts`). */
+/** The connector routes (each declares its rule, `scope`). */
 export const connectorRoutes: readonly RouteSpec[] = [
   { method: "GET", path: "/v1/connectors", scope: "connectors:read", handle: listConnectors },
   {

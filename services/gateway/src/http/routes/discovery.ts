@@ -35,21 +35,21 @@ export const probes = new WeakMap<object, { at: number; value: Promise<boolean> 
 
 export function receiptsAvailable(call: RestCall): Promise<boolean> {
   const now = Date.now();
-  const last = probes.get(call.deps);
+  const last = probes.get(call.ports);
   if (last !== undefined && now - last.at < 30_000) return last.value;
-  const value = call.deps.clients
+  const value = call.ports.clients
     .get(ReceiptService)
     .getPublicKeys({}, { timeoutMs: 1000, headers: { [requestIdHeader]: call.requestId } })
     .then(
       () => true,
       () => false,
     );
-  probes.set(call.deps, { at: now, value });
+  probes.set(call.ports, { at: now, value });
   return value;
 }
 
 export function publicBaseUrl(call: RestCall): string {
-  const configured = call.deps.config.TRELLIS_PUBLIC_URL;
+  const configured = call.ports.config.TRELLIS_PUBLIC_URL;
   if (configured) return configured.replace(/\/+$/, "");
   const host = call.req.headers.host ?? call.req.headers[":authority"];
   const name = typeof host === "string" && /^[A-Za-z0-9.:[\]-]+$/.test(host) ? host : "localhost";
@@ -72,10 +72,10 @@ function defaultAgent(agents: readonly Agent[]): Agent {
 
 export async function cardAgents(call: RestCall): Promise<Agent[]> {
   try {
-    const response = await call.deps.clients
+    const response = await call.ports.clients
       .get(AgentService)
       .listAgents(
-        { workspaceId: call.deps.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
+        { workspaceId: call.ports.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
         { timeoutMs: 2000, headers: { "x-request-id": call.requestId } },
       );
     return response.agents;
@@ -88,10 +88,10 @@ export async function cardAgents(call: RestCall): Promise<Agent[]> {
 /** The skills of the default workspace's agents and of the deployment's tools (none when unreachable). */
 async function cardSkills(call: RestCall): Promise<Skill[]> {
   try {
-    const response = await call.deps.clients
+    const response = await call.ports.clients
       .get(SkillService)
       .listSkills(
-        { workspaceId: call.deps.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
+        { workspaceId: call.ports.config.TRELLIS_DEFAULT_WORKSPACE, pageSize: 100 },
         { timeoutMs: 2000, headers: { "x-request-id": call.requestId } },
       );
     return response.skills;
@@ -103,7 +103,7 @@ async function cardSkills(call: RestCall): Promise<Skill[]> {
 export async function agentCard(call: RestCall): Promise<RestResponse> {
   const base = publicBaseUrl(call);
   const [agents, receipts] = await Promise.all([cardAgents(call), receiptsAvailable(call)]);
-  const started = call.deps.startedAt.toISOString();
+  const started = call.ports.startedAt.toISOString();
   const description =
     "Trellis hosts AI agents behind sessions, tasks, an append-only event log and artifacts " +
     "(Harn Agents Protocol: the Core level — REST + SSE, API keys — plus, of the Extended " +

@@ -28,7 +28,7 @@ export interface EventTarget {
 export async function listEvents(call: RestCall, target: EventTarget): Promise<RestResponse> {
   const limit = limitOf(call, 50);
   const afterEventId = queryString(call, "after_event_id") ?? queryString(call, "cursor") ?? "";
-  const response = await call.deps.clients.get(EventService).listEvents(
+  const response = await call.ports.clients.get(EventService).listEvents(
     {
       sessionId: target.sessionId ?? "",
       taskId: target.taskId ?? "",
@@ -67,7 +67,7 @@ export async function eventTargetOf(call: RestCall): Promise<EventTarget> {
 
 export async function getEvent(call: RestCall): Promise<RestResponse> {
   const id = param(call, "event_id");
-  const { event } = await call.deps.clients
+  const { event } = await call.ports.clients
     .get(EventService)
     .getEvent({ eventId: id }, call.options());
   const found = required(event, "event", id);

@@ -60,21 +60,22 @@ import {
 } from "./workspaces.js";
 
 /**
- * Every REST route of the gateway. Who may call each one is its entry in
- * `auth/scope-table.ts` (the `scope` / `public` fields here only repeat it).
+ * Every REST route of the gateway. Who may call each one is its `scope`, the
+ * one declaration of its rule (`auth/scope-table.ts` says what a rule means;
+ * `rules.ts` is the table derived from these).
  */
 export const restRoutes: readonly RouteSpec[] = [
   {
     method: "GET",
     path: "/v1",
-    public: true,
+    scope: "public",
     handle: async (call) => ok(discoveryJson({ receipts: await receiptsAvailable(call) })),
   },
-  { method: "GET", path: "/v1/agent-card", public: true, handle: agentCard },
+  { method: "GET", path: "/v1/agent-card", scope: "public", handle: agentCard },
   ...healthRoutes,
 
   { method: "GET", path: "/v1/workspaces", scope: "workspaces:read", handle: listWorkspaces },
-  { method: "POST", path: "/v1/workspaces", write: true, handle: createWorkspace },
+  { method: "POST", path: "/v1/workspaces", scope: "admin", write: true, handle: createWorkspace },
   {
     method: "GET",
     path: "/v1/workspaces/{workspace_id}",
@@ -84,10 +85,16 @@ export const restRoutes: readonly RouteSpec[] = [
   {
     method: "PATCH",
     path: "/v1/workspaces/{workspace_id}",
+    scope: "admin",
     write: true,
     handle: updateWorkspace,
   },
-  { method: "POST", path: "/v1/workspaces/{workspace_id}/archive", handle: archiveWorkspace },
+  {
+    method: "POST",
+    path: "/v1/workspaces/{workspace_id}/archive",
+    scope: "admin",
+    handle: archiveWorkspace,
+  },
 
   { method: "GET", path: "/v1/personas", scope: "agents:read", handle: listPersonas },
   {
@@ -298,12 +305,27 @@ export const restRoutes: readonly RouteSpec[] = [
   ...connectorRoutes,
 
   // Credentials of a workspace (not replayed by Idempotency-Key: see keys.ts).
-  { method: "GET", path: "/v1/api-keys", handle: listApiKeys },
-  { method: "POST", path: "/v1/api-keys", handle: createApiKey },
-  { method: "GET", path: "/v1/api-keys/{key_id}", handle: getApiKey },
-  { method: "POST", path: "/v1/api-keys/{key_id}/revoke", handle: revokeApiKey },
-  { method: "GET", path: "/v1/oauth-clients", handle: listOAuthClients },
-  { method: "POST", path: "/v1/oauth-clients", handle: createOAuthClient },
-  { method: "GET", path: "/v1/oauth-clients/{client_id}", handle: getOAuthClient },
-  { method: "POST", path: "/v1/oauth-clients/{client_id}/revoke", handle: revokeOAuthClient },
+  { method: "GET", path: "/v1/api-keys", scope: "keys:admin", handle: listApiKeys },
+  { method: "POST", path: "/v1/api-keys", scope: "keys:admin", handle: createApiKey },
+  { method: "GET", path: "/v1/api-keys/{key_id}", scope: "keys:admin", handle: getApiKey },
+  {
+    method: "POST",
+    path: "/v1/api-keys/{key_id}/revoke",
+    scope: "keys:admin",
+    handle: revokeApiKey,
+  },
+  { method: "GET", path: "/v1/oauth-clients", scope: "keys:admin", handle: listOAuthClients },
+  { method: "POST", path: "/v1/oauth-clients", scope: "keys:admin", handle: createOAuthClient },
+  {
+    method: "GET",
+    path: "/v1/oauth-clients/{client_id}",
+    scope: "keys:admin",
+    handle: getOAuthClient,
+  },
+  {
+    method: "POST",
+    path: "/v1/oauth-clients/{client_id}/revoke",
+    scope: "keys:admin",
+    handle: revokeOAuthClient,
+  },
 ];

@@ -69,7 +69,7 @@ async function restrict(
   revoke: () => Promise<unknown>,
 ): Promise<void> {
   if (agentIds === undefined) return;
-  const store = call.deps.agentPolicies;
+  const store = call.ports.agentPolicies;
   try {
     if (store === undefined) throw errors.unavailable("agent policies");
     await store.set(credential, agentIds);
@@ -80,7 +80,7 @@ async function restrict(
 }
 
 async function agentIdsOf(call: RestCall, credential: string): Promise<string[] | null> {
-  const policy = await call.deps.agentPolicies?.get(credential);
+  const policy = await call.ports.agentPolicies?.get(credential);
   return policy ? [...policy.agentIds] : null;
 }
 
@@ -148,7 +148,7 @@ export function oauthClientJson(record: OAuthClientRecord, clientSecret?: string
 
 export async function listApiKeys(call: RestCall): Promise<RestResponse> {
   const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
-  const records = await call.deps.keys.list({ workspaceId, includeRevoked: includeRevoked(call) });
+  const records = await call.ports.keys.list({ workspaceId, includeRevoked: includeRevoked(call) });
   return ok(
     listJson(
       records.map((r) => apiKeyJson(r)),
@@ -164,16 +164,16 @@ export async function createApiKey(call: RestCall): Promise<RestResponse> {
   noEscalation(call, scopes);
   const agentIds = agentIdsFrom(call, body);
   const workspaceId = workspaceOf(call, body.string("workspace_id"));
-  const created = await call.deps.keys.create({
+  const created = await call.ports.keys.create({
     name,
     actorId: label(body, "actor_id", name),
     workspaceId,
     scopes,
   });
   await restrict(call, `api_key:${created.record.id}`, agentIds, () =>
-    call.deps.keys.revoke(created.record.id),
+    call.ports.keys.revoke(created.record.id),
   );
-  call.deps.logger.info("api key created", {
+  call.ports.logger.info("api key created", {
     request_id: call.requestId,
     key_id: created.record.id,
     workspace_id: workspaceId,
@@ -188,7 +188,7 @@ export async function createApiKey(call: RestCall): Promise<RestResponse> {
 
 async function visibleKey(call: RestCall): Promise<ApiKeyRecord> {
   const id = param(call, "key_id");
-  const record = await call.deps.keys.get(id);
+  const record = await call.ports.keys.get(id);
   if (record === undefined || !visible(call, record.workspaceId)) {
     throw errors.notFound("api_key", id);
   }
@@ -204,20 +204,20 @@ export async function revokeApiKey(call: RestCall): Promise<RestResponse> {
   const record = await visibleKey(call);
   noEscalation(call, record.scopes);
   if (record.revokedAt === undefined) {
-    await call.deps.keys.revoke(record.id);
-    call.deps.logger.info("api key revoked", {
+    await call.ports.keys.revoke(record.id);
+    call.ports.logger.info("api key revoked", {
       request_id: call.requestId,
       key_id: record.id,
       workspace_id: record.workspaceId,
       by: call.caller.actorId,
     });
   }
-  return ok(apiKeyJson((await call.deps.keys.get(record.id)) ?? record));
+  return ok(apiKeyJson((await call.ports.keys.get(record.id)) ?? record));
 }
 
 export async function listOAuthClients(call: RestCall): Promise<RestResponse> {
   const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
-  const records = await call.deps.oauthClients.list({
+  const records = await call.ports.oauthClients.list({
     workspaceId,
     includeRevoked: includeRevoked(call),
   });
@@ -236,16 +236,16 @@ export async function createOAuthClient(call: RestCall): Promise<RestResponse> {
   noEscalation(call, scopes);
   const agentIds = agentIdsFrom(call, body);
   const workspaceId = workspaceOf(call, body.string("workspace_id"));
-  const created = await call.deps.oauthClients.create({
+  const created = await call.ports.oauthClients.create({
     name,
     workspaceId,
     scopes,
     createdBy: call.caller.actorId,
   });
   await restrict(call, `oauth_client:${created.record.id}`, agentIds, () =>
-    call.deps.oauthClients.revoke(created.record.id),
+    call.ports.oauthClients.revoke(created.record.id),
   );
-  call.deps.logger.info("oauth client registered", {
+  call.ports.logger.info("oauth client registered", {
     request_id: call.requestId,
     client_id: created.record.id,
     workspace_id: workspaceId,
@@ -263,7 +263,7 @@ export async function createOAuthClient(call: RestCall): Promise<RestResponse> {
 
 async function visibleClient(call: RestCall): Promise<OAuthClientRecord> {
   const id = param(call, "client_id");
-  const record = await call.deps.oauthClients.get(id);
+  const record = await call.ports.oauthClients.get(id);
   if (record === undefined || !visible(call, record.workspaceId)) {
     throw errors.notFound("oauth_client", id);
   }
@@ -282,13 +282,13 @@ export async function revokeOAuthClient(call: RestCall): Promise<RestResponse> {
   const record = await visibleClient(call);
   noEscalation(call, record.scopes);
   if (record.revokedAt === undefined) {
-    await call.deps.oauthClients.revoke(record.id);
-    call.deps.logger.info("oauth client revoked", {
+    await call.ports.oauthClients.revoke(record.id);
+    call.ports.logger.info("oauth client revoked", {
       request_id: call.requestId,
       client_id: record.id,
       workspace_id: record.workspaceId,
       by: call.caller.actorId,
     });
   }
-  return ok(oauthClientJson((await call.deps.oauthClients.get(record.id)) ?? record));
+  return ok(oauthClientJson((await call.ports.oauthClients.get(record.id)) ?? record));
 }

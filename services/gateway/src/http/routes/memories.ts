@@ -44,7 +44,7 @@ function memoryJson(memory: Memory): JsonObject {
 }
 
 function memories(call: RestCall) {
-  return call.deps.clients.get(MemoryService);
+  return call.ports.clients.get(MemoryService);
 }
 
 /** A scope query or body field: one of the four, else 400 naming them. */

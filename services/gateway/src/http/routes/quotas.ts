@@ -39,11 +39,11 @@ function quotaToHarn(q: QuotaReport, workspaceId: string, readAt: Date): JsonObj
  * and the caller's own rates when that is the caller's workspace.
  */
 export async function quotaReports(
-  call: Pick<RestCall, "caller" | "deps">,
+  call: Pick<RestCall, "caller" | "ports">,
   workspaceId: string,
 ): Promise<QuotaReport[]> {
   const own = workspaceId === call.caller.workspaceId ? call.caller.actorId : undefined;
-  return (await call.deps.limits?.report(workspaceId, own)) ?? [];
+  return (await call.ports.limits?.report(workspaceId, own)) ?? [];
 }
 
 async function listQuotas(call: RestCall): Promise<RestResponse> {

@@ -87,7 +87,7 @@ export async function replayTask(call: RestCall): Promise<RestResponse> {
   const source = await visibleTask(call, id);
   // A replay runs the source's agent again.
   ensureAgentAllowed(call.caller, source.agentId, "task_id");
-  const { task } = await call.deps.clients.get(TaskService).replayTask(
+  const { task } = await call.ports.clients.get(TaskService).replayTask(
     {
       taskId: id,
       mode: modes[mode ?? "exact"],

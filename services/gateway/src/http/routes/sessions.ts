@@ -23,7 +23,7 @@ import {
 } from "./common.js";
 
 export async function listSessions(call: RestCall): Promise<RestResponse> {
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(SessionService)
     .listSessions(
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
@@ -38,7 +38,7 @@ export async function createSession(call: RestCall): Promise<RestResponse> {
   const initial = body.objects("initial_messages") ?? [];
   const agentId = body.string("persona_id") ?? "";
   await ensureRunAllowed(call.caller, agentId, async () => "", "persona_id");
-  const response = await call.deps.clients.get(SessionService).createSession(
+  const response = await call.ports.clients.get(SessionService).createSession(
     {
       workspaceId: workspaceOf(call, body.string("workspace_id")),
       agentId,
@@ -60,7 +60,7 @@ export async function closeSession(call: RestCall): Promise<RestResponse> {
   const id = param(call, "session_id");
   await visibleSession(call, id);
   const body = JsonReader.body(call.body);
-  const { session } = await call.deps.clients
+  const { session } = await call.ports.clients
     .get(SessionService)
     .closeSession({ sessionId: id, reason: body.string("reason") ?? "" }, call.options());
   return ok(sessionToHarn(required(session, "session", id)));
@@ -73,7 +73,7 @@ export async function forkSession(call: RestCall): Promise<RestResponse> {
   await ensureRunAllowed(call.caller, "", async () => source.agentId, "session_id");
   const body = JsonReader.body(call.body);
   const metadata = body.object("metadata");
-  const { session } = await call.deps.clients.get(SessionService).forkSession(
+  const { session } = await call.ports.clients.get(SessionService).forkSession(
     {
       sessionId: id,
       atEventId: body.string("at_event_id") ?? "",
@@ -95,7 +95,7 @@ export async function truncateSession(call: RestCall): Promise<RestResponse> {
   const body = JsonReader.body(call.body);
   const keep = body.integer("keep_turns");
   if (keep === undefined) throw errors.invalid("missing required field: keep_turns", "keep_turns");
-  const { session } = await call.deps.clients
+  const { session } = await call.ports.clients
     .get(SessionService)
     .truncateSession(
       { sessionId: id, keepTurns: BigInt(keep), idempotencyKey: call.idempotencyKey },
@@ -107,7 +107,7 @@ export async function truncateSession(call: RestCall): Promise<RestResponse> {
 export async function listSessionMessages(call: RestCall): Promise<RestResponse> {
   const id = param(call, "session_id");
   await visibleSession(call, id);
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(SessionService)
     .listMessages({ sessionId: id, ...pageOf(call) }, call.options());
   return ok(
@@ -121,7 +121,7 @@ export async function appendSessionMessage(call: RestCall): Promise<RestResponse
   const body = JsonReader.body(call.body);
   const reader = body.reader("message");
   if (reader === undefined) throw errors.invalid("missing required field: message", "message");
-  const { message } = await call.deps.clients
+  const { message } = await call.ports.clients
     .get(SessionService)
     .appendMessage(
       { sessionId: id, message: messageFromHarn(reader), idempotencyKey: call.idempotencyKey },
@@ -132,7 +132,7 @@ export async function appendSessionMessage(call: RestCall): Promise<RestResponse
 
 export async function getMessage(call: RestCall): Promise<RestResponse> {
   const id = param(call, "message_id");
-  const { message } = await call.deps.clients
+  const { message } = await call.ports.clients
     .get(SessionService)
     .getMessage({ messageId: id }, call.options());
   const found = required(message, "message", id);

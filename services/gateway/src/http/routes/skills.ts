@@ -32,10 +32,10 @@ export function skillJson(skill: Skill, at: string): JsonObject {
 }
 
 async function listSkills(call: RestCall): Promise<RestResponse> {
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(SkillService)
     .listSkills(pageOf(call), call.options());
-  const at = call.deps.startedAt.toISOString();
+  const at = call.ports.startedAt.toISOString();
   return ok(
     listJson(
       response.skills.map((s) => skillJson(s, at)),
@@ -46,10 +46,10 @@ async function listSkills(call: RestCall): Promise<RestResponse> {
 
 async function getSkill(call: RestCall): Promise<RestResponse> {
   const id = param(call, "skill_id");
-  const { skill } = await call.deps.clients
+  const { skill } = await call.ports.clients
     .get(SkillService)
     .getSkill({ skillId: id }, call.options());
-  return ok(skillJson(required(skill, "skill", id), call.deps.startedAt.toISOString()));
+  return ok(skillJson(required(skill, "skill", id), call.ports.startedAt.toISOString()));
 }
 
 /** The skill routes (registered in `index.ts`). */

@@ -127,19 +127,19 @@ async function ownReceipt(
   }
 }
 
-// One index per gateway (its deps object), as the discovery probe is kept.
+// One index per gateway (its ports object), as the discovery probe is kept.
 const indexes = new WeakMap<object, TaskReceiptIndex>();
 
 /** `tasks`, each finished one given its receipt id when the receipts service has it. */
 export async function withReceiptIds(call: RestCall, tasks: Task[]): Promise<Task[]> {
   if (!tasks.some((t) => t.receiptId === "" && finished.has(t.status))) return tasks;
   if (!(await receiptsAvailable(call))) return tasks;
-  let index = indexes.get(call.deps);
+  let index = indexes.get(call.ports);
   if (index === undefined) {
     index = new TaskReceiptIndex();
-    indexes.set(call.deps, index);
+    indexes.set(call.ports, index);
   }
-  const client = call.deps.clients.get(ReceiptService);
+  const client = call.ports.clients.get(ReceiptService);
   const options = call.options();
   return index.fill(tasks, (taskId, pageToken) =>
     client.listTaskReceipts({ taskId, pageSize: 200, pageToken }, { ...options, timeoutMs: 1000 }),

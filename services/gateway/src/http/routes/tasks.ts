@@ -56,7 +56,7 @@ export async function submitTask(
   const session = await visibleSession(call, sessionId);
   // The agent the turn runs: the one named, else the session's.
   await ensureRunAllowed(call.caller, agentId, async () => session.agentId, "persona_id");
-  const { task } = await call.deps.clients.get(TaskService).submitTask(
+  const { task } = await call.ports.clients.get(TaskService).submitTask(
     {
       sessionId,
       agentId,
@@ -94,7 +94,7 @@ export async function listTasks(
 ): Promise<RestResponse> {
   const sessionId = pathSessionId ?? queryString(call, "session_id");
   if (sessionId !== undefined) await visibleSession(call, sessionId);
-  const response = await call.deps.clients.get(TaskService).listTasks(
+  const response = await call.ports.clients.get(TaskService).listTasks(
     {
       sessionId: sessionId ?? "",
       workspaceId:
@@ -117,7 +117,7 @@ export async function cancelTask(call: RestCall): Promise<RestResponse> {
   const id = param(call, "task_id");
   await visibleTask(call, id);
   const body = JsonReader.body(call.body);
-  const { task } = await call.deps.clients
+  const { task } = await call.ports.clients
     .get(TaskService)
     .cancelTask({ taskId: id, reason: body.string("reason") ?? "" }, call.options());
   return ok(taskToHarn(required(task, "task", id)));
@@ -171,7 +171,7 @@ export async function appendTaskMessage(call: RestCall): Promise<RestResponse> {
   ensureAgentAllowed(call.caller, task.agentId, "task_id");
 
   if (kind === "interrupt") {
-    const { task: next } = await call.deps.clients.get(TaskService).submitTask(
+    const { task: next } = await call.ports.clients.get(TaskService).submitTask(
       {
         sessionId: task.sessionId,
         agentId: task.agentId,
@@ -203,7 +203,7 @@ export async function appendTaskMessage(call: RestCall): Promise<RestResponse> {
     ? `msg_${call.idempotencyKey.slice(0, 26)}`
     : `msg_${randomBytes(13).toString("hex")}`;
   message.createdAt = timestampNow();
-  await call.deps.clients
+  await call.ports.clients
     .get(SignalService)
     .deliver(
       { signalId, payload: toValue(signalPayload(kind, message)), deliveryId: call.idempotencyKey },

@@ -50,7 +50,7 @@ async function allPages<T>(
 
 /** The tasks the session's tasks delegated to (`parent_task_id`), in any session, oldest first. */
 async function delegatedTasks(call: RestCall, session: Session): Promise<Task[]> {
-  const tasks = call.deps.clients.get(TaskService);
+  const tasks = call.ports.clients.get(TaskService);
   const own = await allPages(async (pageToken) => {
     const r = await tasks.listTasks(
       { sessionId: session.id, pageSize: PAGE, pageToken },
@@ -101,7 +101,7 @@ function subagentJson(task: Task): JsonObject {
 
 /** The session's artifacts, newest first, typed (kind, media type), named and sized. */
 async function sessionArtifacts(call: RestCall, session: Session): Promise<JsonObject[]> {
-  const client = call.deps.clients.get(ArtifactService);
+  const client = call.ports.clients.get(ArtifactService);
   const artifacts = await allPages(async (pageToken) => {
     const r = await client.listArtifacts(
       { sessionId: session.id, pageSize: PAGE, pageToken },
@@ -123,7 +123,7 @@ export async function sessionDetail(call: RestCall): Promise<RestResponse> {
   const policy = healthPolicyOf(session.metadata);
   // The log is read from where this gateway's last read of the session stopped.
   const [{ projection, evaluation }, subagents, artifacts] = await Promise.all([
-    call.deps.sessionDetails.read(session, envelopes, ({ detail, health }) => ({
+    call.ports.sessionDetails.read(session, envelopes, ({ detail, health }) => ({
       projection: detail.projection(envelopes),
       evaluation: health.snapshot(Date.now(), policy),
     })),

@@ -44,7 +44,7 @@ function secretJson(vaultId: string, secret: SecretInfo): JsonObject {
 }
 
 function vaults(call: RestCall) {
-  return call.deps.clients.get(VaultService);
+  return call.ports.clients.get(VaultService);
 }
 
 async function listVaults(call: RestCall): Promise<RestResponse> {

@@ -18,7 +18,7 @@ const defaultEventTypes = ["task.*", "session.*"];
 const noStore = { "cache-control": "no-store" };
 
 function facade(call: RestCall) {
-  const webhooks = call.deps.webhooks;
+  const webhooks = call.ports.webhooks;
   if (webhooks === undefined) throw errors.unavailable("webhooks");
   return webhooks;
 }
@@ -99,7 +99,7 @@ async function createWebhook(call: RestCall): Promise<RestResponse> {
     createdBy: call.caller.actorId,
   });
   webhooks.dispatcher.invalidate();
-  call.deps.logger.info("webhook subscribed", {
+  call.ports.logger.info("webhook subscribed", {
     request_id: call.requestId,
     webhook_id: row.id,
     workspace_id: workspaceId,

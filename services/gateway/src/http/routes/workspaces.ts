@@ -27,7 +27,7 @@ import {
 
 export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
-  const client = call.deps.clients.get(WorkspaceService);
+  const client = call.ports.clients.get(WorkspaceService);
   if (!isAdmin(call.caller.scopes)) {
     // Its own workspace only; a credential may name one that was never created.
     const workspace = await client
@@ -58,7 +58,7 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
   const metadata = body.object("metadata");
   // The tasks service creates workspaces for unconfined callers only: the
   // admin key (checked here too, for a clear message) or an internal call.
-  const response = await call.deps.clients.get(WorkspaceService).createWorkspace(
+  const response = await call.ports.clients.get(WorkspaceService).createWorkspace(
     {
       name: body.requiredString("name"),
       root: body.string("root") ?? "",
@@ -74,7 +74,7 @@ export async function createWorkspace(call: RestCall): Promise<RestResponse> {
 export async function getWorkspace(call: RestCall): Promise<RestResponse> {
   const id = param(call, "workspace_id");
   ensureVisible(call, id, "workspace", id);
-  const { workspace } = await call.deps.clients
+  const { workspace } = await call.ports.clients
     .get(WorkspaceService)
     .getWorkspace({ workspaceId: id }, call.options());
   return ok(workspaceToHarn(required(workspace, "workspace", id)));
@@ -97,7 +97,7 @@ export async function updateWorkspace(call: RestCall): Promise<RestResponse> {
   }
   const name = body.string("name");
   const metadata = body.object("metadata");
-  const { workspace } = await call.deps.clients.get(WorkspaceService).updateWorkspace(
+  const { workspace } = await call.ports.clients.get(WorkspaceService).updateWorkspace(
     {
       workspaceId: id,
       ...(name !== undefined ? { name } : {}),
@@ -111,14 +111,14 @@ export async function updateWorkspace(call: RestCall): Promise<RestResponse> {
 /** `POST /v1/workspaces/{id}/archive` (Trellis): readable still, no new sessions. */
 export async function archiveWorkspace(call: RestCall): Promise<RestResponse> {
   const id = param(call, "workspace_id");
-  const { workspace } = await call.deps.clients
+  const { workspace } = await call.ports.clients
     .get(WorkspaceService)
     .archiveWorkspace({ workspaceId: id }, call.options());
   return ok(workspaceToHarn(required(workspace, "workspace", id)));
 }
 
 export async function listPersonas(call: RestCall): Promise<RestResponse> {
-  const response = await call.deps.clients
+  const response = await call.ports.clients
     .get(AgentService)
     .listAgents(
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
@@ -133,7 +133,7 @@ export async function createPersona(call: RestCall): Promise<RestResponse> {
   const body = JsonReader.body(call.body);
   const definition = body.object("definition");
   const metadata = body.object("metadata");
-  const response = await call.deps.clients.get(AgentService).createAgent(
+  const response = await call.ports.clients.get(AgentService).createAgent(
     {
       agent: {
         id: body.string("id") ?? "",
@@ -159,7 +159,7 @@ export async function createPersona(call: RestCall): Promise<RestResponse> {
 export async function getPersona(call: RestCall): Promise<RestResponse> {
   const id = param(call, "persona_id");
   ensureAgentAllowed(call.caller, id, "persona_id");
-  const { agent } = await call.deps.clients
+  const { agent } = await call.ports.clients
     .get(AgentService)
     .getAgent({ agentId: id }, call.options());
   const found = required(agent, "persona", id);
