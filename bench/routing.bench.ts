@@ -16,9 +16,9 @@
 import type { ExecutionAdapter, ExecutionRequest } from "@trellis/adapter-sdk";
 import { chatToMessage } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { BackendRegistry } from "../services/adapters/src/routing/registry.js";
-import { createRoutedExecutor } from "../services/adapters/src/routing/routed-executor.js";
-import { Router } from "../services/adapters/src/routing/router.js";
+import { BackendRegistry } from "../packages/execution/src/routing/registry.js";
+import { createRoutedExecutor } from "../packages/execution/src/routing/routed-executor.js";
+import { Router } from "../packages/execution/src/routing/router.js";
 import { probeAdapter } from "../services/adapters/test/support/fake-adapters.js";
 import {
   probeWorkerScript,

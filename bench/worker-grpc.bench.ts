@@ -22,11 +22,11 @@ import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
 import { chatToMessage } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { createRoutedExecutor } from "../packages/execution/src/routing/routed-executor.js";
 import { NatsWorkerBridge } from "../services/adapters/src/grpc-workers/bridge.js";
 import { createWorkerHandlers } from "../services/adapters/src/grpc-workers/handlers.js";
 import { WorkerSessions } from "../services/adapters/src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
-import { createRoutedExecutor } from "../services/adapters/src/routing/routed-executor.js";
 import {
   probeWorkerScript,
   startWorkerProcess,

@@ -14,13 +14,16 @@ import {
 import { WorkerService } from "@trellis/contracts/adapters";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { LocalWorkerHub } from "../../../packages/execution/src/grpc-workers/hub.js";
+import type {
+  WorkerPort,
+  WorkerSession,
+} from "../../../packages/execution/src/grpc-workers/session.js";
+import { BackendRegistry } from "../../../packages/execution/src/routing/registry.js";
+import { Router } from "../../../packages/execution/src/routing/router.js";
 import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
-import { LocalWorkerHub } from "../src/grpc-workers/hub.js";
-import type { WorkerPort, WorkerSession } from "../src/grpc-workers/session.js";
 import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
-import { BackendRegistry } from "../src/routing/registry.js";
-import { Router } from "../src/routing/router.js";
 import { probeAdapter } from "./support/fake-adapters.js";
 
 function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {

@@ -5,11 +5,11 @@ import { AdapterRegistryService, RoutingService } from "@trellis/contracts/adapt
 import { chatToMessage, textOf } from "@trellis/messages";
 import { errorDetailOf } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
+import { BackendRegistry } from "../../../packages/execution/src/routing/registry.js";
+import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { createRegistryHandlers } from "../src/handlers/registry-handlers.js";
 import { createRoutingHandlers } from "../src/handlers/routing-handlers.js";
-import { BackendRegistry } from "../src/routing/registry.js";
-import { createRoutedExecutor } from "../src/routing/routed-executor.js";
 import { capabilities } from "./support/fake-adapters.js";
 
 function embedded() {

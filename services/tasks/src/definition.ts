@@ -9,17 +9,7 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import {
-  type AgentExecutor,
-  createInProcessBackends,
-  createRoutedExecutor,
-  embeddedWorkerHub,
-  type HarnessTool,
-  hubOptions,
-  loadAdaptersConfig,
-  vaultAccessThrough,
-  withAgentFacts,
-} from "@trellis/adapters";
+import { hubOptions } from "@trellis/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -34,6 +24,16 @@ import {
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
+import {
+  type AgentExecutor,
+  createInProcessBackends,
+  createRoutedExecutor,
+  embeddedWorkerHub,
+  type HarnessTool,
+  loadAdaptersConfig,
+  vaultAccessThrough,
+  withAgentFacts,
+} from "@trellis/execution";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import {

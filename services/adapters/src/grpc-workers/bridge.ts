@@ -40,9 +40,9 @@ import {
   type WorkItem,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
+import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "@trellis/execution";
+import { announcementToProto } from "@trellis/execution";
 import { type Logger, TrellisError } from "@trellis/runtime";
-import { announcementToProto } from "../routing/announcement.js";
-import type { SessionEnd, WorkAttempt, WorkerPort, WorkerSession } from "./session.js";
 
 /** Options of {@link NatsWorkerBridge}. */
 export interface NatsWorkerBridgeOptions {

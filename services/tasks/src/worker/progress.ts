@@ -26,8 +26,8 @@
  * the usage they report.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { ExecutionEvent } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
+import type { ExecutionEvent } from "@trellis/execution";
 import type { Logger } from "@trellis/runtime";
 import { isJsonObject } from "@trellis/runtime";
 

@@ -12,8 +12,12 @@ import { connectNats } from "@trellis/eventlog";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  probeWorkerScript,
+  startWorkerProcess,
+  type WorkerProcess,
+} from "../../../services/adapters/test/support/processes.js";
 import { createRoutedExecutor, type RoutedExecutor } from "../src/routing/routed-executor.js";
-import { probeWorkerScript, startWorkerProcess, type WorkerProcess } from "./support/processes.js";
 
 const prefix = uniqueName("adp").toLowerCase();
 const HEARTBEAT = "200";
