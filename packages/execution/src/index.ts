@@ -6,7 +6,12 @@
  * runs turns through it; the adapters service serves its registry, routing
  * and vaults over RPC and runs it in adapter workers.
  */
-export { type AdaptersConfig, adaptersConfigSchema, loadAdaptersConfig } from "./config.js";
+export {
+  type AdaptersConfig,
+  adaptersConfigSchema,
+  hubOptions,
+  loadAdaptersConfig,
+} from "./config.js";
 export type {
   AgentExecutor,
   ExecutionAdapter,

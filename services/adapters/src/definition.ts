@@ -18,11 +18,11 @@ import {
 } from "@trellis/contracts/adapters";
 import type { ExecutionAdapter } from "@trellis/execution";
 import {
-  type AdaptersConfig,
   adaptersMigrations,
   createInProcessBackends,
   createRoutedExecutor,
   embeddedWorkerHub,
+  hubOptions,
   loadAdaptersConfig,
   loadVaultBox,
   VaultStore,
@@ -145,15 +145,6 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         },
       };
     },
-  };
-}
-
-/** The embedded hub's settings, from routing's. */
-export function hubOptions(config: AdaptersConfig) {
-  return {
-    graceMs: config.TRELLIS_ADAPTERS_GRACE,
-    maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
-    unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
   };
 }
 

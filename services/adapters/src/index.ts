@@ -7,7 +7,6 @@ export {
   type AdaptersServiceOptions,
   adaptersService,
   createAdaptersService,
-  hubOptions,
 } from "./definition.js";
 export { createWorkerHandlers } from "./grpc-workers/handlers.js";
 export { WorkerSessions, type WorkerSessionsOptions } from "./grpc-workers/sessions.js";

@@ -9,7 +9,6 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import { hubOptions } from "@trellis/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -30,6 +29,7 @@ import {
   createRoutedExecutor,
   embeddedWorkerHub,
   type HarnessTool,
+  hubOptions,
   loadAdaptersConfig,
   vaultAccessThrough,
   withAgentFacts,
