@@ -1,12 +1,12 @@
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { capabilities } from "../../../services/adapters/test/support/fake-adapters.js";
 import {
   BackendRegistry,
   MAX_WORKERS,
   type WorkerAnnouncement,
   type WorkerEntry,
 } from "../src/routing/registry.js";
+import { capabilities } from "../src/testing/index.js";
 
 const announcement = (over: Partial<WorkerAnnouncement> = {}): WorkerAnnouncement => ({
   workerId: "w1",

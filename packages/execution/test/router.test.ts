@@ -9,10 +9,10 @@ import { RoutingPolicySchema } from "@trellis/contracts/adapters";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { probeAdapter } from "../../../services/adapters/test/support/fake-adapters.js";
 import { decide, noBackendResult, prepareRequest } from "../src/routing/policy.js";
 import { BackendRegistry } from "../src/routing/registry.js";
 import { Router } from "../src/routing/router.js";
+import { probeAdapter } from "../src/testing/index.js";
 
 const withImage = chatToMessage({
   role: "user",

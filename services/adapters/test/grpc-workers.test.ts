@@ -12,6 +12,7 @@ import {
   runGrpcWorker,
 } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
+import { probeAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { LocalWorkerHub } from "../../../packages/execution/src/grpc-workers/hub.js";
@@ -24,7 +25,6 @@ import { Router } from "../../../packages/execution/src/routing/router.js";
 import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
 import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
-import { probeAdapter } from "./support/fake-adapters.js";
 
 function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
   const events: ExecutionEvent[] = [];

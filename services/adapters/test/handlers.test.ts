@@ -2,6 +2,7 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { capabilitiesToProto, eventFromProto, requestToProto } from "@trellis/adapter-sdk";
 import { AdapterRegistryService, RoutingService } from "@trellis/contracts/adapters";
+import { capabilities } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { errorDetailOf } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
@@ -10,7 +11,6 @@ import { createRoutedExecutor } from "../../../packages/execution/src/routing/ro
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { createRegistryHandlers } from "../src/handlers/registry-handlers.js";
 import { createRoutingHandlers } from "../src/handlers/routing-handlers.js";
-import { capabilities } from "./support/fake-adapters.js";
 
 function embedded() {
   const routed = createRoutedExecutor({ mode: "embedded", env: {} });
