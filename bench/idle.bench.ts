@@ -22,7 +22,7 @@ import { createDatabase } from "@trellis/storage";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { startMesh } from "../src/mesh.js";
-import { cpuMs, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMsIfRunning, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis_idle_bench_key_0123456789abcdef";
@@ -59,22 +59,13 @@ function positive(name: string, fallback: number): number {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** CPU ms of a process, or undefined when it is gone (a backend that closed). */
-function cpuOrUndefined(pid: number): number | undefined {
-  try {
-    return cpuMs(pid);
-  } catch {
-    return undefined;
-  }
-}
-
 async function sample(
   named: () => Promise<Record<string, number>>,
   windowMs: number,
 ): Promise<IdleProcess[]> {
   const before = new Map<string, { pid: number; cpu: number }>();
   for (const [name, pid] of Object.entries(await named())) {
-    const cpu = cpuOrUndefined(pid);
+    const cpu = cpuMsIfRunning(pid);
     if (cpu !== undefined) before.set(name, { pid, cpu });
   }
   await sleep(windowMs);
@@ -82,7 +73,7 @@ async function sample(
   const rows: IdleProcess[] = [];
   for (const [name, pid] of Object.entries(after)) {
     const start = before.get(name);
-    const cpu = cpuOrUndefined(pid);
+    const cpu = cpuMsIfRunning(pid);
     if (cpu === undefined) continue;
     // A process that appeared during the window counts from zero: an upper bound.
     const used = start && start.pid === pid ? cpu - start.cpu : cpu;

@@ -41,7 +41,7 @@ import {
   outboxMigrations,
 } from "@trellis/storage";
 import { sql } from "kysely";
-import { cpuMs } from "./lib/proc.js";
+import { cpuMsIfRunning } from "./lib/proc.js";
 
 /** Options of {@link runJournalBench}. */
 export interface JournalBenchOptions {
@@ -292,11 +292,8 @@ async function window(
 function cpuOf(pids: readonly number[]): Map<number, number> {
   const out = new Map<number, number>();
   for (const pid of pids) {
-    try {
-      out.set(pid, cpuMs(pid));
-    } catch {
-      // exited
-    }
+    const cpu = cpuMsIfRunning(pid);
+    if (cpu !== undefined) out.set(pid, cpu);
   }
   return out;
 }

@@ -14,17 +14,11 @@
  * `rounds` windows after a warm-up.
  */
 import type { ExecutionAdapter, ExecutionRequest } from "@trellis/adapter-sdk";
+import { BackendRegistry, createRoutedExecutor, Router } from "@trellis/execution";
+import { probeAdapter, probeWorkerScript } from "@trellis/execution/testing";
 import { chatToMessage } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { BackendRegistry } from "../services/adapters/src/routing/registry.js";
-import { createRoutedExecutor } from "../services/adapters/src/routing/routed-executor.js";
-import { Router } from "../services/adapters/src/routing/router.js";
-import { probeAdapter } from "../services/adapters/test/support/fake-adapters.js";
-import {
-  probeWorkerScript,
-  startWorkerProcess,
-  type WorkerProcess,
-} from "../services/adapters/test/support/processes.js";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
 
 /** Options of {@link runRoutingBench}. */

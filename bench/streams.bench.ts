@@ -29,7 +29,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { quantile } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, stopChild } from "./lib/proc.js";
+import { cpuMs, freePort, repoRoot, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_streams_0123456789abcdefghijklmnopqrst";
 const VERSION = "agents-protocol-2026-04-25";
@@ -132,11 +132,6 @@ function serverMemory(child: ChildProcess): Promise<MemoryPoint> {
     });
     child.send("memory");
   });
-}
-
-function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
 }
 
 const mb = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));

@@ -19,13 +19,12 @@
  */
 
 import { type ChildProcess, fork } from "node:child_process";
-import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { cpuMs, freePort, repoRoot, stopChild } from "./lib/proc.js";
+import { cpuMs, freePort, repoRoot, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_fanout_0123456789abcdefghijklmnopqrstuv";
 const VERSION = "agents-protocol-2026-04-25";
@@ -102,12 +101,6 @@ function serverMemory(child: ChildProcess): Promise<NodeJS.MemoryUsage> {
     child.once("message", (m) => resolve(m as NodeJS.MemoryUsage));
     child.send("memory");
   });
-}
-
-function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kb = /VmRSS:\s+(\d+) kB/.exec(status)?.[1];
-  return Number(kb ?? 0) * 1024;
 }
 
 const quantile = (sorted: number[], q: number) =>

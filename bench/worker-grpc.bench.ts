@@ -20,18 +20,15 @@ import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
+import { probeWorkerScript } from "@trellis/execution/testing";
 import { chatToMessage } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
+import { createRoutedExecutor } from "../packages/execution/src/routing/routed-executor.js";
 import { NatsWorkerBridge } from "../services/adapters/src/grpc-workers/bridge.js";
 import { createWorkerHandlers } from "../services/adapters/src/grpc-workers/handlers.js";
 import { WorkerSessions } from "../services/adapters/src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
-import { createRoutedExecutor } from "../services/adapters/src/routing/routed-executor.js";
-import {
-  probeWorkerScript,
-  startWorkerProcess,
-  type WorkerProcess,
-} from "../services/adapters/test/support/processes.js";
 import { quantile } from "./lib/load.js";
 import { cpuMs } from "./lib/proc.js";
 

@@ -24,13 +24,13 @@ import {
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "../services/adapters/test/harness/support/recorded-server.js";
+} from "../packages/execution/test/harness/support/recorded-server.js";
 import { harnClient, type Json, poll } from "../services/gateway/test/support/harn-client.js";
 
 const ADMIN_KEY = `trellis_sk_${randomBytes(32).toString("base64url")}`;
 const MCP_TOKEN = `mcp-${randomBytes(16).toString("hex")}`;
 const SERVER_SCRIPT = new URL(
-  "../services/adapters/test/harness/support/mcp-test-server.mjs",
+  "../packages/execution/test/harness/support/mcp-test-server.mjs",
   import.meta.url,
 ).pathname;
 

@@ -6,7 +6,9 @@
  * - no import from one service's package into another service's package, and
  *   none from a shared package (`packages/*`) into a service: arrows point
  *   down. The root app (`src/`) wires the services together and may import
- *   them all.
+ *   them all;
+ * - between shared packages, only the arrows of docs/architecture.md's Map
+ *   (`packageArrows`).
  *
  * The graph is dpdm's (the lint's tool), read with `transform: false` so that
  * `import type` edges count.
@@ -22,16 +24,48 @@ const sources = ["src/**/*.ts", "packages/*/src/**/*.ts", "services/*/src/**/*.t
  * Known imports across services, each with why it is still there. Adding one
  * needs a reason here; removing one is progress.
  */
-const allowedAcrossServices: readonly { from: string; to: string; why: string }[] = [
-  {
-    from: "services/tasks",
-    to: "services/adapters",
-    // Issue 21: the executor, router, harness constants and in-process
-    // backends live in @trellis/adapters today; they are to move to an
-    // execution package both services use, after which this entry goes.
-    why: "execution (executor, router, in-process backends) is still in @trellis/adapters",
-  },
-];
+const allowedAcrossServices: readonly { from: string; to: string; why: string }[] = [];
+
+/**
+ * The arrows allowed between shared packages (docs/architecture.md, "Map"):
+ * each package with the packages it may import. Services may import any
+ * package, never another service; the root app (`src/`) may import anything.
+ */
+const packageArrows: Readonly<Record<string, readonly string[]>> = {
+  "packages/contracts": [],
+  "packages/runtime": ["packages/contracts"],
+  "packages/messages": ["packages/contracts"],
+  "packages/eventlog": ["packages/contracts", "packages/runtime"],
+  // storage's contract suites (`*.contract.ts`) run on testkit's databases.
+  "packages/storage": [
+    "packages/contracts",
+    "packages/eventlog",
+    "packages/runtime",
+    "packages/testkit",
+  ],
+  "packages/platform": [
+    "packages/contracts",
+    "packages/eventlog",
+    "packages/runtime",
+    "packages/storage",
+  ],
+  "packages/adapter-sdk": [
+    "packages/contracts",
+    "packages/eventlog",
+    "packages/messages",
+    "packages/runtime",
+  ],
+  "packages/execution": [
+    "packages/adapter-sdk",
+    "packages/contracts",
+    "packages/eventlog",
+    "packages/messages",
+    "packages/platform",
+    "packages/runtime",
+    "packages/storage",
+  ],
+  "packages/testkit": ["packages/contracts", "packages/runtime"],
+};
 
 /** `services/<name>` or `packages/<name>` of a repository-relative path; undefined elsewhere. */
 function unitOf(path: string): string | undefined {
@@ -64,6 +98,26 @@ function boundaryViolations(
   return [...out].sort();
 }
 
+/** Every import from a shared package into a package its arrows do not name. */
+function arrowViolations(
+  tree: DependencyTree,
+  arrows: Readonly<Record<string, readonly string[]>> = packageArrows,
+): string[] {
+  const out = new Set<string>();
+  for (const [issuer, deps] of Object.entries(tree)) {
+    const from = unitOf(issuer);
+    if (from === undefined || !from.startsWith("packages/") || deps === null) continue;
+    for (const dep of deps) {
+      if (dep.id === null) continue;
+      const to = unitOf(dep.id);
+      if (to === undefined || to === from || !to.startsWith("packages/")) continue;
+      if (arrows[from]?.includes(to)) continue;
+      out.add(`${issuer} -> ${dep.id} (${from} -> ${to})`);
+    }
+  }
+  return [...out].sort();
+}
+
 describe("the import graph", () => {
   let tree: DependencyTree;
 
@@ -91,6 +145,17 @@ describe("the import graph", () => {
 
   it("has no import from one service's package into another's (but the listed ones)", () => {
     expect(boundaryViolations(tree)).toEqual([]);
+  });
+
+  it("keeps every shared package to its arrows (docs/architecture.md, Map)", () => {
+    expect(arrowViolations(tree)).toEqual([]);
+    // Every package of the tree is in the table, so a new one needs its arrows.
+    const packages = new Set(
+      Object.keys(tree)
+        .map(unitOf)
+        .filter((u) => u?.startsWith("packages/")),
+    );
+    expect([...packages].sort()).toEqual(Object.keys(packageArrows).sort());
   });
 
   it("still needs every listed exception (remove an entry once its imports are gone)", () => {
@@ -136,9 +201,24 @@ describe("the checks themselves", () => {
     expect(boundaryViolations(tree)).toEqual([
       "packages/storage/src/y.ts -> services/tasks/src/index.ts (services/tasks/src/index.ts)",
       "services/chat/src/x.ts -> services/gateway/src/index.ts (services/gateway/src/index.ts)",
+      "services/tasks/src/z.ts -> services/adapters/src/index.ts (services/adapters/src/index.ts)",
     ]);
-    expect(boundaryViolations(tree, [])).toContain(
+    // A listed exception lets its imports through.
+    expect(
+      boundaryViolations(tree, [{ from: "services/tasks", to: "services/adapters" }]),
+    ).not.toContain(
       "services/tasks/src/z.ts -> services/adapters/src/index.ts (services/adapters/src/index.ts)",
     );
+  });
+  it("find an import between packages that no arrow allows", () => {
+    const tree: DependencyTree = {
+      "packages/runtime/src/a.ts": [
+        dep("packages/runtime/src/a.ts", "packages/contracts/src/index.ts"),
+        dep("packages/runtime/src/a.ts", "packages/storage/src/index.ts"),
+      ],
+    };
+    expect(arrowViolations(tree)).toEqual([
+      "packages/runtime/src/a.ts -> packages/storage/src/index.ts (packages/runtime -> packages/storage)",
+    ]);
   });
 });

@@ -33,7 +33,7 @@ import {
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "../services/adapters/test/harness/support/recorded-server.js";
+} from "../packages/execution/test/harness/support/recorded-server.js";
 import { harnClient, poll } from "../services/gateway/test/support/harn-client.js";
 import { requestToken, TestIdentityProvider } from "../services/gateway/test/support/oauth.js";
 

@@ -6,11 +6,6 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { defineAdapter } from "@trellis/adapter-sdk";
-import {
-  createRoutedExecutor,
-  createScriptedAdapter,
-  SCRIPTED_CAPABILITIES,
-} from "@trellis/adapters";
 import { TaskStatus } from "@trellis/contracts/core";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import {
@@ -20,6 +15,11 @@ import {
   SessionService,
   TaskService,
 } from "@trellis/contracts/tasks";
+import {
+  createRoutedExecutor,
+  createScriptedAdapter,
+  SCRIPTED_CAPABILITIES,
+} from "@trellis/execution";
 import { chatToMessage } from "@trellis/messages";
 import {
   createMeshClientInterceptor,

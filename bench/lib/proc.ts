@@ -19,6 +19,21 @@ export function cpuMs(pid: number): number {
   return ((utime + stime) * 1000) / CLOCK_TICKS_PER_SECOND;
 }
 
+/** {@link cpuMs}, or undefined when the process is gone (it exited or closed). */
+export function cpuMsIfRunning(pid: number): number | undefined {
+  try {
+    return cpuMs(pid);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Resident set size of a process, in bytes (Linux: VmRSS of /proc/<pid>/status). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) * 1024;
+}
+
 /** Total CPU ms of several processes. */
 export function totalCpuMs(pids: readonly number[]): number {
   return pids.reduce((sum, pid) => sum + cpuMs(pid), 0);

@@ -5,7 +5,7 @@
  * shipping. Each item prints pass / fail / skip with why; exit 0 when none
  * failed, 1 when one did, 2 on a usage or connection error.
  *
- * What it checks (services/adapters/src/conformance has the in-repo suite for
+ * What it checks (packages/execution/src/conformance has the in-repo suite for
  * in-process adapters; this one sees only what a client sees):
  *   registered        ListBackends lists it, with valid capabilities
  *   blocks            negotiation blocks each capability it declares absent

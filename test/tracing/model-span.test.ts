@@ -2,20 +2,21 @@
 // `trellis.model.call` span per call to its provider, child of whatever span
 // runs the backend (trellis.adapter.run), run here against recorded OpenAI
 // responses through the real SDK client.
+
+import { createHarnessAdapter } from "@trellis/execution";
 import { initTelemetry, type Telemetry, withSpan } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarnessAdapter } from "../../services/adapters/src/index.js";
 import {
   createTools,
   recordedProviders,
   turnRequest,
-} from "../../services/adapters/test/harness/support/agents.js";
+} from "../../packages/execution/test/harness/support/agents.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "../../services/adapters/test/harness/support/recorded-server.js";
+} from "../../packages/execution/test/harness/support/recorded-server.js";
 
 describe("model call spans", () => {
   let server: RecordedServer;

@@ -7,8 +7,8 @@
 // starts and "finished <task id> <status>" when it returns (before the SDK
 // reports the result to the router).
 import { runWorkerMain } from "@trellis/adapter-sdk";
+import { probeAdapter } from "@trellis/execution/testing";
 import { initTelemetry } from "@trellis/runtime";
-import { probeAdapter } from "../../services/adapters/test/support/fake-adapters.js";
 
 const backendId = process.env.PROBE_BACKEND;
 if (!backendId) {

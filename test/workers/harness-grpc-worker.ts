@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { runGrpcWorker } from "@trellis/adapter-sdk";
-import { createHarnessAdapter, harnessProvidersFromEnv } from "@trellis/adapters";
+import { createHarnessAdapter, harnessProvidersFromEnv } from "@trellis/execution";
 import { createLogger } from "@trellis/runtime";
 
 const url = process.env.TRELLIS_WORKER_URL;

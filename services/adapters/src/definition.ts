@@ -16,23 +16,26 @@ import {
   VaultService,
   WorkerService,
 } from "@trellis/contracts/adapters";
+import type { ExecutionAdapter } from "@trellis/execution";
+import {
+  adaptersMigrations,
+  createInProcessBackends,
+  createRoutedExecutor,
+  embeddedWorkerHub,
+  hubOptions,
+  loadAdaptersConfig,
+  loadVaultBox,
+  VaultStore,
+} from "@trellis/execution";
 import type { ServiceDefinition } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
-import { type AdaptersConfig, loadAdaptersConfig } from "./config.js";
-import type { ExecutionAdapter } from "./executor.js";
 import { NatsWorkerBridge } from "./grpc-workers/bridge.js";
 import { createWorkerHandlers } from "./grpc-workers/handlers.js";
-import { embeddedWorkerHub } from "./grpc-workers/hub.js";
 import { WorkerSessions } from "./grpc-workers/sessions.js";
 import { withErrorDetails } from "./handlers/errors.js";
 import { createRegistryHandlers } from "./handlers/registry-handlers.js";
 import { createRoutingHandlers } from "./handlers/routing-handlers.js";
-import { createInProcessBackends } from "./local-executor.js";
-import { createRoutedExecutor } from "./routing/routed-executor.js";
 import { createVaultAccessHandlers, createVaultHandlers } from "./vaults/handlers.js";
-import { adaptersMigrations } from "./vaults/schema.js";
-import { VaultStore } from "./vaults/store.js";
-import { loadVaultBox } from "./vaults/vault-key.js";
 
 /** Options of {@link createAdaptersService}. */
 export interface AdaptersServiceOptions {
@@ -142,15 +145,6 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         },
       };
     },
-  };
-}
-
-/** The embedded hub's settings, from routing's. */
-export function hubOptions(config: AdaptersConfig) {
-  return {
-    graceMs: config.TRELLIS_ADAPTERS_GRACE,
-    maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
-    unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
   };
 }
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from "node:url";
+import { describeAdapterContract } from "../../../packages/execution/src/conformance/adapter.contract.js";
 import { createCommandAdapter } from "../src/command/command-adapter.js";
-import { describeAdapterContract } from "../src/conformance/adapter.contract.js";
 
 const script = fileURLToPath(new URL("../src/command/examples/echo-agent.mjs", import.meta.url));
 

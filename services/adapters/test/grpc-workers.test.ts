@@ -17,19 +17,22 @@ import {
   type VaultGrant,
 } from "@trellis/adapter-sdk";
 import { ExecutionEventSchema, WorkerService } from "@trellis/contracts/adapters";
+import {
+  BackendRegistry,
+  createRoutedExecutor,
+  LocalWorkerHub,
+  Router,
+  type WorkerPort,
+  type WorkerSession,
+} from "@trellis/execution";
+import { capabilities, probeAdapter, secretsReaderAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { SecretFingerprints } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
-import { LocalWorkerHub } from "../src/grpc-workers/hub.js";
-import type { WorkerPort, WorkerSession } from "../src/grpc-workers/session.js";
 import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
-import { BackendRegistry } from "../src/routing/registry.js";
-import { createRoutedExecutor } from "../src/routing/routed-executor.js";
-import { Router } from "../src/routing/router.js";
-import { capabilities, probeAdapter, secretsReaderAdapter } from "./support/fake-adapters.js";
 
 function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
   const events: ExecutionEvent[] = [];
@@ -266,7 +269,8 @@ describe("gRPC workers (embedded hub)", () => {
     r.abort.abort();
     const result = await running;
     expect(result.status).toBe("cancelled");
-    expect(Date.now() - started).toBeLessThan(450);
+    // Well before the 10 s sleep would end: the cancel ended it (not a timing bound).
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it("a stale or foreign call is refused by the fence", async () => {

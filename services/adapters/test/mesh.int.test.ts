@@ -19,6 +19,7 @@ import {
 } from "@trellis/contracts/adapters";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
+import { capabilities } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import {
   createMeshClientInterceptor,
@@ -38,7 +39,6 @@ import {
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdaptersService } from "../src/definition.js";
-import { capabilities } from "./support/fake-adapters.js";
 import {
   commandWorkerScript,
   echoAgentScript,

@@ -11,17 +11,12 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { VaultAccessService, VaultService } from "@trellis/contracts/adapters";
+import { adaptersMigrations, OAuthTokens, VaultStore } from "@trellis/execution";
 import { errorDetailOf, SecretBox } from "@trellis/runtime";
 import { type Database, migrate } from "@trellis/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withErrorDetails } from "../src/handlers/errors.js";
-import {
-  adaptersMigrations,
-  createVaultAccessHandlers,
-  createVaultHandlers,
-  OAuthTokens,
-  VaultStore,
-} from "../src/index.js";
+import { createVaultAccessHandlers, createVaultHandlers } from "../src/index.js";
 
 /** Opens a fresh database of the backend under test. */
 export type OpenDatabase = () => Promise<{ db: Database; close(): Promise<void> }>;

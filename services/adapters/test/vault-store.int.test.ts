@@ -12,19 +12,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { VaultService } from "@trellis/contracts/adapters";
+import { adaptersMigrations, loadVaultBox, VAULT_KEY_FILE, VaultStore } from "@trellis/execution";
 import { errorDetailOf } from "@trellis/runtime";
 import { createDatabase, type Database, migrate } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withErrorDetails } from "../src/handlers/errors.js";
-import {
-  adaptersMigrations,
-  createVaultHandlers,
-  loadVaultBox,
-  VAULT_KEY_FILE,
-  VaultStore,
-} from "../src/index.js";
+import { createVaultHandlers } from "../src/index.js";
 
 const SCHEMA = "adapters_vaults";
 const KEY = randomBytes(32).toString("base64");

@@ -23,13 +23,13 @@ import { createTasksService } from "@trellis/tasks";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdaptersService } from "../src/definition.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "./harness/support/recorded-server.js";
+} from "../../../packages/execution/test/harness/support/recorded-server.js";
+import { createAdaptersService } from "../src/definition.js";
 import { WEATHER_SECRET } from "./vault-tools.js";
 
 const SECRET_VALUE = `wx-key-${createHash("sha256").update(String(Math.random())).digest("hex")}`;

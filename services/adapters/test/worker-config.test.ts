@@ -8,8 +8,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isTrellisError } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadHarnessTools } from "../../../packages/execution/src/worker/harness-tools.js";
 import { loadAdapterWorkerConfig } from "../src/worker/config.js";
-import { loadHarnessTools } from "../src/worker/harness-tools.js";
 import { workerToolsModule } from "./worker-support.js";
 
 function refusal(run: () => unknown): { param: string | undefined; message: string } {

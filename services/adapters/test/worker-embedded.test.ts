@@ -20,13 +20,13 @@ import { createLogger } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdaptersService } from "../src/definition.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "./harness/support/recorded-server.js";
+} from "../../../packages/execution/test/harness/support/recorded-server.js";
+import { createAdaptersService } from "../src/definition.js";
 import { workerToolsModule } from "./worker-support.js";
 
 let server: RecordedServer;

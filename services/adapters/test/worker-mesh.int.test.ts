@@ -42,14 +42,14 @@ import {
   uniqueName,
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdaptersService } from "../src/definition.js";
-import { createRoutedExecutor } from "../src/routing/routed-executor.js";
+import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "./harness/support/recorded-server.js";
+} from "../../../packages/execution/test/harness/support/recorded-server.js";
+import { createAdaptersService } from "../src/definition.js";
 import {
   type AdapterWorkerProcess,
   startAdapterWorkerProcess,

@@ -20,6 +20,13 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Message, MessageSchema, TaskStatus } from "@trellis/contracts/core";
 import { type Receipt, ReceiptService } from "@trellis/contracts/receipts";
 import { ReplayMode, type Task } from "@trellis/contracts/tasks";
+import {
+  createHarnessAdapter,
+  createLocalExecutor,
+  createScriptedAdapter,
+  type HarnessTool,
+  textSha256,
+} from "@trellis/execution";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import type { SecretFingerprint } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
@@ -27,19 +34,15 @@ import { canonicalize } from "json-canonicalize";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  createHarnessAdapter,
-  createLocalExecutor,
-  createScriptedAdapter,
-  type HarnessTool,
-  textSha256,
-} from "../../adapters/src/index.js";
-import { createTools, recordedProviders } from "../../adapters/test/harness/support/agents.js";
+  createTools,
+  recordedProviders,
+} from "../../../packages/execution/test/harness/support/agents.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "../../adapters/test/harness/support/recorded-server.js";
+} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { createTasksService } from "../../tasks/src/definition.js";
 import { decodeMessages, encodeMessages } from "../../tasks/src/store/codec.js";
 import { createAgent, text, watchUntil } from "../../tasks/test/support/fixtures.js";

@@ -10,17 +10,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import {
-  type AgentExecutor,
-  createInProcessBackends,
-  createRoutedExecutor,
-  embeddedWorkerHub,
-  type HarnessTool,
-  hubOptions,
-  loadAdaptersConfig,
-  vaultAccessThrough,
-  withAgentFacts,
-} from "@trellis/adapters";
-import {
   AgentService,
   ArtifactService,
   BranchService,
@@ -34,6 +23,17 @@ import {
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
+import {
+  type AgentExecutor,
+  createInProcessBackends,
+  createRoutedExecutor,
+  embeddedWorkerHub,
+  type HarnessTool,
+  hubOptions,
+  loadAdaptersConfig,
+  vaultAccessThrough,
+  withAgentFacts,
+} from "@trellis/execution";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import { createJournal, type Journal } from "@trellis/storage";

@@ -3,8 +3,9 @@
  * backend with every tool it may call marked `requiresApproval` (the harness
  * then suspends each call for approval); other tiers add nothing.
  */
-import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
+
 import { AutonomyTier } from "@trellis/contracts/tasks";
+import type { AgentExecutor, ExecutionRequest } from "@trellis/execution";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { approvalPolicy } from "../src/worker/turn-runner.js";
 import { text, watchUntil } from "./support/fixtures.js";

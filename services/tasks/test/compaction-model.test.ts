@@ -4,9 +4,9 @@
 // deterministic summary (and says so) without failing the turn, a replay never
 // calls the model, and scripted agents keep the deterministic summary.
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import type { AgentExecutor, ExecutionRequest, ExecutionResult } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import { AgentSchema, TaskSchema } from "@trellis/contracts/tasks";
+import type { AgentExecutor, ExecutionRequest, ExecutionResult } from "@trellis/execution";
 import { createLogger } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import {

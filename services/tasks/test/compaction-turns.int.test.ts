@@ -4,12 +4,12 @@
 // the whole transcript, `context.compacted` / `context.warning` land in the
 // session's log before the turn's reply, and the transcript in storage stays whole.
 import { create } from "@bufbuild/protobuf";
+import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import {
   createLocalExecutor,
   createScriptedAdapter,
   type ExecutionAdapter,
-} from "@trellis/adapters";
-import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
+} from "@trellis/execution";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, text, textOf, watchUntil } from "./support/fixtures.js";

@@ -11,9 +11,10 @@ import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import type { ModelProviderFactory, ModelResponse } from "@trellis/adapters";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import { MemoryScope, MemoryService, ReplayMode, type Task } from "@trellis/contracts/tasks";
+import type { ModelProviderFactory, ModelResponse } from "@trellis/execution";
+import { createHarnessAdapter, createLocalExecutor } from "@trellis/execution";
 import {
   createMeshClientInterceptor,
   processMeshCredentials,
@@ -21,7 +22,6 @@ import {
 } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createHarnessAdapter, createLocalExecutor } from "../../adapters/src/index.js";
 import { createAgent, text, textOf, watchUntil } from "./support/fixtures.js";
 import type { TasksHarness, TasksTarget } from "./support/harness.js";
 

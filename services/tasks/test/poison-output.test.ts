@@ -5,13 +5,13 @@
  * that is safe to retry. Embedded (PGlite) and distributed (PostgreSQL).
  */
 import { create } from "@bufbuild/protobuf";
+import { MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import {
   type AgentExecutor,
   createLocalExecutor,
   type ExecutionAdapter,
   type ExecutionResult,
-} from "@trellis/adapters";
-import { MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
+} from "@trellis/execution";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, text, watchUntil } from "./support/fixtures.js";
 import { distributedTarget, embeddedTarget, type TasksHarness } from "./support/harness.js";

@@ -4,13 +4,13 @@
  * turn that reports only messages writes nothing extra.
  */
 import { create } from "@bufbuild/protobuf";
+import { MessageSchema, Role } from "@trellis/contracts/core";
 import {
   createLocalExecutor,
   createScriptedAdapter,
   type ExecutionAdapter,
   type ExecutionEvent,
-} from "@trellis/adapters";
-import { MessageSchema, Role } from "@trellis/contracts/core";
+} from "@trellis/execution";
 import { createLogger } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProgressRecorder, progressItem } from "../src/worker/progress.js";

@@ -21,7 +21,6 @@ import {
 import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import type { ExecutionAdapter } from "@trellis/adapters";
 import {
   type Event,
   EventSchema,
@@ -31,22 +30,26 @@ import {
   TaskStatus,
 } from "@trellis/contracts/core";
 import { ReplayMode, type Task, TaskSchema } from "@trellis/contracts/tasks";
+import type { ExecutionAdapter } from "@trellis/execution";
+import {
+  createHarnessAdapter,
+  createLocalExecutor,
+  createScriptedAdapter,
+} from "@trellis/execution";
 import { errorDetailOf } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { canonicalize } from "json-canonicalize";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  createHarnessAdapter,
-  createLocalExecutor,
-  createScriptedAdapter,
-} from "../../adapters/src/index.js";
-import { createTools, recordedProviders } from "../../adapters/test/harness/support/agents.js";
+  createTools,
+  recordedProviders,
+} from "../../../packages/execution/test/harness/support/agents.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "../../adapters/test/harness/support/recorded-server.js";
+} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { APPROVAL_GRAPH, createAgent, expectReason, text, watchUntil } from "./support/fixtures.js";
 import type { TasksClients } from "./support/harness.js";
 

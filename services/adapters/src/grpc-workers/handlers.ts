@@ -12,8 +12,8 @@ import type {
   WorkerService,
   WorkRef,
 } from "@trellis/contracts/adapters";
-import { announcementFromProto } from "../routing/announcement.js";
-import type { WorkAttempt, WorkerSession } from "./session.js";
+import type { WorkAttempt, WorkerSession } from "@trellis/execution";
+import { announcementFromProto } from "@trellis/execution";
 import type { WorkerSessions } from "./sessions.js";
 
 /** Most events one ReportWorkEvents call may carry. */

@@ -4,8 +4,14 @@
  * (`ttlMultiplier` missed beats end it). Every call of a worker is fenced by
  * its worker id and session token.
  */
-import { validateAnnouncement, type WorkerAnnouncement } from "../routing/registry.js";
-import { type SessionEnd, sessionNotFound, type WorkerPort, WorkerSession } from "./session.js";
+import {
+  type SessionEnd,
+  sessionNotFound,
+  validateAnnouncement,
+  type WorkerAnnouncement,
+  type WorkerPort,
+  WorkerSession,
+} from "@trellis/execution";
 
 /** Options of {@link WorkerSessions}. */
 export interface WorkerSessionsOptions {

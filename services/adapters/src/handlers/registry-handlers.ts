@@ -4,8 +4,8 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { capabilitiesToProto } from "@trellis/adapter-sdk";
 import { type AdapterRegistryService, BackendStatusSchema } from "@trellis/contracts/adapters";
-import { announcementFromProto } from "../routing/announcement.js";
-import type { BackendRegistry, WorkerAnnouncement } from "../routing/registry.js";
+import type { BackendRegistry, WorkerAnnouncement } from "@trellis/execution";
+import { announcementFromProto } from "@trellis/execution";
 import { remoteWorkersUnavailable, workerNotFound } from "./errors.js";
 
 /** What the registry handlers need. */

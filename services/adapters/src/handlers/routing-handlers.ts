@@ -13,7 +13,7 @@ import {
   RoutingDecisionSchema,
   type RoutingService,
 } from "@trellis/contracts/adapters";
-import type { Router } from "../routing/router.js";
+import type { Router } from "@trellis/execution";
 
 function decode(request: PbRequest | undefined, signal: AbortSignal) {
   if (!request) throw contractInvalid("request", "is required");

@@ -16,16 +16,18 @@ import {
   VaultSchema,
   type VaultService,
 } from "@trellis/contracts/adapters";
-import { type Caller, callerOf } from "@trellis/platform";
-import { errors, TrellisError } from "@trellis/runtime";
-import { isTokenEndpoint, OAUTH_GRANT_FIELDS, OAUTH_PROVIDER } from "./oauth-refresh.js";
 import {
+  isTokenEndpoint,
+  OAUTH_GRANT_FIELDS,
+  OAUTH_PROVIDER,
   type SecretInfo,
   VAULT_PROVIDER,
   VAULT_PROVIDERS,
   type VaultRecord,
   type VaultStore,
-} from "./store.js";
+} from "@trellis/execution";
+import { type Caller, callerOf } from "@trellis/platform";
+import { errors, TrellisError } from "@trellis/runtime";
 
 /** Names of secrets: `[A-Za-z0-9_.-]`, at most 128 characters. */
 export const SECRET_NAME = /^[A-Za-z0-9_.-]{1,128}$/;

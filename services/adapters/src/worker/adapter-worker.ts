@@ -22,6 +22,12 @@ import {
 } from "@trellis/adapter-sdk";
 import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
 import {
+  createBuiltinAdapters,
+  InMemoryToolRunLedger,
+  loadHarnessTools,
+  PostgresToolRunLedger,
+} from "@trellis/execution";
+import {
   createLogger,
   createService,
   type HealthDependency,
@@ -31,10 +37,7 @@ import {
   TrellisError,
 } from "@trellis/runtime";
 import { createDatabase, type Database } from "@trellis/storage";
-import { InMemoryToolRunLedger, PostgresToolRunLedger } from "../harness/tool-run-ledger.js";
-import { createBuiltinAdapters } from "../local-executor.js";
 import { ADAPTER_WORKER, type AdapterWorkerConfig } from "./config.js";
-import { loadHarnessTools } from "./harness-tools.js";
 
 /** Options of {@link startAdapterWorker}. */
 export interface AdapterWorkerOptions {

@@ -9,9 +9,8 @@
  * `TRELLIS_HARNESS_PROVIDER_*`, read by `harnessProvidersFromEnv`).
  */
 import { workerConfigSchema } from "@trellis/adapter-sdk";
+import { HARNESS_BACKEND, SCRIPTED_BACKEND } from "@trellis/execution";
 import { type ConfigOf, env, loadConfig, TrellisError } from "@trellis/runtime";
-import { HARNESS_BACKEND } from "../harness/harness-adapter.js";
-import { SCRIPTED_BACKEND } from "../scripted/scripted-adapter.js";
 
 /** The name the worker runs under (`trellis serve adapter-worker`, logs, health). */
 export const ADAPTER_WORKER = "adapter-worker";

@@ -2,9 +2,11 @@
  * Reading a turn's progress from its task's events (harness-chat §9): which
  * event is a chunk, and which one says the task settled. Pure.
  */
-import { create, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+
+import { create, type JsonObject } from "@bufbuild/protobuf";
 import { type ChatChunk, ChatChunkSchema, ToolCallPhase } from "@trellis/contracts/chat";
 import { type Event, Role, type TaskStatus, ToolResultStatus } from "@trellis/contracts/core";
+import { EVENT_KIND, textDelta, toolFinished, toolUse } from "@trellis/contracts/event-kinds";
 import { isSettled } from "./outcome.js";
 
 /** The status a task-status event moved the task to, when that settles it. */
@@ -17,14 +19,6 @@ export function settledStatusOf(event: Event): TaskStatus | undefined {
 function dataOf(event: Event): JsonObject {
   const payload = event.payload?.kind;
   return payload?.case === "data" ? payload.value : {};
-}
-
-function stringField(data: JsonObject, ...names: string[]): string {
-  for (const name of names) {
-    const value: JsonValue | undefined = data[name];
-    if (typeof value === "string") return value;
-  }
-  return "";
 }
 
 const toolStatuses: Record<string, ToolResultStatus> = {
@@ -52,47 +46,45 @@ export function chunkOf(event: Event): ChatChunk | undefined {
   }
   const data = dataOf(event);
   switch (event.kind) {
-    case "agent.text_delta":
-    case "agent.token":
+    case EVENT_KIND.textDelta:
+    case EVENT_KIND.token:
     case "token":
       return create(ChatChunkSchema, {
-        kind: { case: "textDelta", value: { text: stringField(data, "text", "delta") } },
+        kind: { case: "textDelta", value: { text: textDelta.decode(data).text } },
       });
-    case "agent.thinking_delta":
-    case "agent.thinking":
+    case EVENT_KIND.thinkingDelta:
+    case EVENT_KIND.thinking:
     case "thinking":
       return create(ChatChunkSchema, {
-        kind: { case: "thinkingDelta", value: { text: stringField(data, "text", "delta") } },
+        kind: { case: "thinkingDelta", value: { text: textDelta.decode(data).text } },
       });
-    case "agent.tool_use":
-    case "agent.mcp_tool_use":
+    case EVENT_KIND.toolUse:
+    case EVENT_KIND.mcpToolUse:
     case "tool.requested":
-    case "tool_call":
+    case "tool_call": {
+      const call = toolUse.decode(data);
       return create(ChatChunkSchema, {
         kind: {
           case: "toolCallProgress",
-          value: {
-            toolCallId: stringField(data, "tool_call_id", "toolCallId", "id"),
-            name: stringField(data, "name", "tool_name"),
-            phase: ToolCallPhase.STARTED,
-          },
+          value: { toolCallId: call.toolCallId, name: call.name, phase: ToolCallPhase.STARTED },
         },
       });
-    case "agent.tool_result":
-    case "tool.completed":
-    case "tool.failed":
+    }
+    case EVENT_KIND.toolResult:
+    case EVENT_KIND.toolCompleted:
+    case EVENT_KIND.toolFailed:
     case "tool_result": {
-      const status = stringField(data, "status").toLowerCase();
+      const finished = toolFinished.decode(data);
       return create(ChatChunkSchema, {
         kind: {
           case: "toolCallProgress",
           value: {
-            toolCallId: stringField(data, "tool_call_id", "toolCallId", "id"),
-            name: stringField(data, "name", "tool_name"),
+            toolCallId: finished.toolCallId,
+            name: finished.name,
             phase: ToolCallPhase.FINISHED,
             status:
-              toolStatuses[status] ??
-              (event.kind === "tool.failed" ? ToolResultStatus.ERROR : ToolResultStatus.OK),
+              toolStatuses[finished.status.toLowerCase()] ??
+              (event.kind === EVENT_KIND.toolFailed ? ToolResultStatus.ERROR : ToolResultStatus.OK),
           },
         },
       });

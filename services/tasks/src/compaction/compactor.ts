@@ -26,8 +26,8 @@
  * log too.
  */
 import { create, type JsonValue } from "@bufbuild/protobuf";
-import { CONTEXT_SUMMARY_NAME } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+import { CONTEXT_SUMMARY_NAME } from "@trellis/execution";
 import type { CompactionSettings } from "./config.js";
 import { estimateTokens } from "./tokens.js";
 

@@ -19,7 +19,7 @@
  *   other backend (scripted agents, remote adapters).
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import { HARNESS_BACKEND } from "@trellis/adapters";
+import { HARNESS_BACKEND } from "@trellis/execution";
 import { type ConfigOf, env, loadConfig } from "@trellis/runtime";
 
 /** Environment variables of compaction. */

@@ -3,8 +3,9 @@
  * is handed when its history passes the token budget, and the hook the turn
  * runner calls before it runs a turn.
  */
-import type { AgentExecutor } from "@trellis/adapters";
+
 import type { Message } from "@trellis/contracts/core";
+import type { AgentExecutor } from "@trellis/execution";
 import type { Logger } from "@trellis/runtime";
 import type { Claim } from "../store/task-store.js";
 import {

@@ -14,8 +14,8 @@
  */
 import { create, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import type { AgentExecutor, ExecutionRequest } from "@trellis/adapters";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+import type { AgentExecutor, ExecutionRequest } from "@trellis/execution";
 import { sha256Of } from "../domain/replay.js";
 
 /** The strategy name recorded on `context.compacted` for a model-written summary. */

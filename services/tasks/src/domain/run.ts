@@ -3,7 +3,7 @@
  * result, or what the runner concluded when the executor threw or never
  * answered). Pure data.
  */
-import type { ExecutionResult } from "@trellis/adapters";
+import type { ExecutionResult } from "@trellis/execution";
 
 /**
  * The end of one run (a turn, or the continuation of a suspended one): the

@@ -5,8 +5,8 @@
 import { createHash } from "node:crypto";
 import { clone, create, type DescMessage, type MessageShape, toBinary } from "@bufbuild/protobuf";
 import type { HandlerContext } from "@connectrpc/connect";
-import type { AgentExecutor } from "@trellis/adapters";
 import type { EventLog, SignalBus } from "@trellis/eventlog";
+import type { AgentExecutor } from "@trellis/execution";
 import { callerOf, confinedWorkspaceOf } from "@trellis/platform";
 import type { Logger, SecretFingerprints } from "@trellis/runtime";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";

@@ -15,7 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { RunMemory, RunMemoryRecord } from "@trellis/adapters";
+import type { RunMemory, RunMemoryRecord } from "@trellis/execution";
 import type { ProgressItem } from "../worker/progress.js";
 import type { Memories } from "./memories.js";
 import { DEFAULT_TENANT, type MemoryRecord, memoryScopeOf } from "./memory-rules.js";

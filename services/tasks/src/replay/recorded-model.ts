@@ -6,8 +6,8 @@
  * expects from its model-provider port.
  */
 import { clone, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
-import type { FinishReason, ModelResponse } from "@trellis/adapters";
 import { type Message, MessageSchema } from "@trellis/contracts/core";
+import type { FinishReason, ModelResponse } from "@trellis/execution";
 import { type ChatBlockJson, type ChatToolCallJson, chatToMessage } from "@trellis/messages";
 import { isJsonObject } from "@trellis/runtime";
 import { invalidRequest } from "../domain/errors.js";

@@ -32,6 +32,7 @@
  * Tasks that are no replay pass straight through.
  */
 import { clone, equals, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import {
   type AgentExecutor,
   createHarnessAdapter,
@@ -47,8 +48,7 @@ import {
   routingFromDefinition,
   type ToolContext,
   unwrapCheckpoint,
-} from "@trellis/adapters";
-import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+} from "@trellis/execution";
 import {
   isJsonObject,
   isSecretFingerprint,

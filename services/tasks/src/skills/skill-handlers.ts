@@ -5,8 +5,8 @@
  */
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { HarnessTool } from "@trellis/adapters";
 import { type Skill, SkillSchema, type SkillService } from "@trellis/contracts/tasks";
+import type { HarnessTool } from "@trellis/execution";
 import { callerOf } from "@trellis/platform";
 import { errors } from "@trellis/runtime";
 import type { TaskStore } from "../store/task-store.js";

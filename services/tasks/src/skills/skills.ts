@@ -11,8 +11,8 @@
  * capabilities.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
-import { ASK_USER_TOOL, type HarnessTool, MEMORY_TOOLS } from "@trellis/adapters";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
+import { ASK_USER_TOOL, type HarnessTool, MEMORY_TOOLS } from "@trellis/execution";
 
 /** One skill, before it becomes a proto message. */
 export interface SkillRecord {

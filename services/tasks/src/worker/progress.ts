@@ -25,9 +25,11 @@
  * receipts take their model route and cost from. Other backends' steps keep
  * the usage they report.
  */
+
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { ExecutionEvent } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
+import { EVENT_KIND, textDelta, toolFinished, toolUse } from "@trellis/contracts/event-kinds";
+import type { ExecutionEvent } from "@trellis/execution";
 import type { Logger } from "@trellis/runtime";
 import { isJsonObject } from "@trellis/runtime";
 
@@ -87,31 +89,35 @@ export function progressItem(
 ): ProgressItem | undefined {
   switch (event.kind) {
     case "text_delta":
-      return { kind: "agent.text_delta", data: { text: event.text } };
+      return { kind: EVENT_KIND.textDelta, data: textDelta.encode({ text: event.text }) };
     case "thinking_delta":
-      return { kind: "agent.thinking_delta", data: { text: event.text } };
+      return { kind: EVENT_KIND.thinkingDelta, data: textDelta.encode({ text: event.text }) };
     case "tool_started":
       // An MCP server's tool: the same payload plus the server (Harn `agent.mcp_tool_use`).
       return {
-        kind: event.mcpServer ? "agent.mcp_tool_use" : "agent.tool_use",
-        data: {
-          tool_call_id: event.toolCallId,
+        kind: event.mcpServer ? EVENT_KIND.mcpToolUse : EVENT_KIND.toolUse,
+        data: toolUse.encode({
+          toolCallId: event.toolCallId,
           name: event.name,
           ...(event.input === undefined ? {} : { input: event.input }),
           ...(event.mcpServer ? { server: event.mcpServer } : {}),
-        },
+        }),
       };
     case "tool_finished":
       return {
-        kind: event.status === "ok" ? "tool.completed" : "tool.failed",
-        data: { tool_call_id: event.toolCallId, name: event.name, status: event.status },
+        kind: event.status === "ok" ? EVENT_KIND.toolCompleted : EVENT_KIND.toolFailed,
+        data: toolFinished.encode({
+          toolCallId: event.toolCallId,
+          name: event.name,
+          status: event.status,
+        }),
       };
     case "step_finished": {
       const usage = event.usage;
       const input = usage?.inputTokens ?? model?.inputTokens;
       const output = usage?.outputTokens ?? model?.outputTokens;
       return {
-        kind: "agent.model_call",
+        kind: EVENT_KIND.modelCall,
         data: {
           step: event.iteration,
           ...(model
@@ -142,7 +148,7 @@ export function progressItem(
         return undefined;
       }
       return {
-        kind: "agent.routed",
+        kind: EVENT_KIND.routed,
         data: {
           backend_id: event.backendId,
           worker_id: event.workerId,
@@ -200,7 +206,7 @@ export class ProgressRecorder {
     if (event.kind === "step_finished") this.#model = undefined;
     if (!item) return;
     const last = this.#buffer.at(-1);
-    const mergeable = item.kind === "agent.text_delta" || item.kind === "agent.thinking_delta";
+    const mergeable = item.kind === EVENT_KIND.textDelta || item.kind === EVENT_KIND.thinkingDelta;
     if (mergeable && last?.kind === item.kind) {
       last.data = { text: `${String(last.data.text)}${String(item.data.text)}` };
     } else {

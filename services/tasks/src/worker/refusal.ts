@@ -18,7 +18,7 @@
  * small whatever the routing policy lists.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import type { NegotiationReason } from "@trellis/adapters";
+import type { NegotiationReason } from "@trellis/execution";
 import type { RunOutcome } from "../domain/run.js";
 import type { ProgressItem } from "./progress.js";
 

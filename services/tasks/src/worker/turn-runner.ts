@@ -20,10 +20,10 @@
  * executes what it was granted.
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/adapters";
 import type { Message } from "@trellis/contracts/core";
 import { type Agent, AutonomyTier } from "@trellis/contracts/tasks";
 import type { SignalBus } from "@trellis/eventlog";
+import type { AgentExecutor, ExecutionRequest, RunMemory } from "@trellis/execution";
 import {
   IdleBackoff,
   inputRejectedByDatabase,

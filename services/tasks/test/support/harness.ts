@@ -6,7 +6,6 @@
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import type { AgentExecutor, HarnessTool } from "@trellis/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -18,6 +17,7 @@ import {
   WorkspaceService,
 } from "@trellis/contracts/tasks";
 import { connectNats } from "@trellis/eventlog";
+import type { AgentExecutor, HarnessTool } from "@trellis/execution";
 import {
   type Caller,
   createMeshClientInterceptor,

@@ -7,6 +7,7 @@
  * probe that records how many turns of one session run at once.
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
+import { MessageSchema, Role } from "@trellis/contracts/core";
 import {
   type AgentExecutor,
   createLocalExecutor,
@@ -14,8 +15,7 @@ import {
   type ExecutionAdapter,
   type ExecutionRequest,
   type ExecutionResult,
-} from "@trellis/adapters";
-import { MessageSchema, Role } from "@trellis/contracts/core";
+} from "@trellis/execution";
 
 /** What the probe saw. */
 export interface ExecutionProbe {

@@ -2,7 +2,7 @@
 // nothing, and sweeps at its base interval again once it finds work. A store
 // that only answers the sweep's two reads; fake timers, counted sweeps.
 
-import type { AgentExecutor } from "@trellis/adapters";
+import type { AgentExecutor } from "@trellis/execution";
 import { createLogger } from "@trellis/runtime";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { TaskStore } from "../../src/store/task-store.js";

@@ -6,7 +6,7 @@ import {
   type WorkerAnnouncement,
   type WorkerEntry,
 } from "../src/routing/registry.js";
-import { capabilities } from "./support/fake-adapters.js";
+import { capabilities } from "../src/testing/index.js";
 
 const announcement = (over: Partial<WorkerAnnouncement> = {}): WorkerAnnouncement => ({
   workerId: "w1",

@@ -1,7 +1,7 @@
 /**
  * A local HTTP server (node:http) that replays recorded provider responses.
  *
- * Recorded responses live in `services/adapters/test/fixtures/<provider>/*.http`:
+ * Recorded responses live in `packages/execution/test/fixtures/<provider>/*.http`:
  * each file is a raw HTTP/1.1 response exactly as the provider sends it —
  * status line, headers, blank line, body (JSON, or a `text/event-stream` body
  * of SSE events). The server sends a recorded body in pieces (one SSE event

@@ -32,3 +32,12 @@ export function loadAdaptersConfig(
 ): AdaptersConfig {
   return loadConfig(adaptersConfigSchema, source);
 }
+
+/** The embedded worker hub's settings (`embeddedWorkerHub`), from routing's. */
+export function hubOptions(config: AdaptersConfig) {
+  return {
+    graceMs: config.TRELLIS_ADAPTERS_GRACE,
+    maxAttempts: config.TRELLIS_ADAPTERS_MAX_ATTEMPTS,
+    unavailableAfterMs: config.TRELLIS_ADAPTERS_UNAVAILABLE_AFTER,
+  };
+}

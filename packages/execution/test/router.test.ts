@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { decide, noBackendResult, prepareRequest } from "../src/routing/policy.js";
 import { BackendRegistry } from "../src/routing/registry.js";
 import { Router } from "../src/routing/router.js";
-import { probeAdapter } from "./support/fake-adapters.js";
+import { probeAdapter } from "../src/testing/index.js";
 
 const withImage = chatToMessage({
   role: "user",

@@ -11,9 +11,10 @@ import { SecretsRequestSchema, SecretsResponseSchema } from "@trellis/contracts/
 import { connectNats } from "@trellis/eventlog";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRoutedExecutor, type RoutedExecutor } from "../src/routing/routed-executor.js";
-import { probeWorkerScript, startWorkerProcess, type WorkerProcess } from "./support/processes.js";
+import { probeWorkerScript } from "../src/testing/index.js";
 
 const prefix = uniqueName("adp").toLowerCase();
 const HEARTBEAT = "200";
