@@ -16,6 +16,9 @@
  *   callers (durable before they resolve, gapless positions in commit
  *   order, idempotency keys); `createProjector()` applies it to read models
  *   exactly once, with `waitFor(position)` for read-your-writes.
+ * - Session leases: `createLeases()` hands out ownership of a stream with a
+ *   fence and the stream's head (`expectedPosition`), renews in batches and
+ *   reports lost leases.
  *
  * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
  */
@@ -64,6 +67,18 @@ export type {
 export { createProjector, projectorLagMetric } from "./journal/projector.js";
 export type { ProjectorHealthOptions } from "./journal/projector-health.js";
 export { projectorHealth } from "./journal/projector-health.js";
+export type { LeaseDatabase, SessionLeaseTable } from "./lease/lease-schema.js";
+export { leaseMigrations } from "./lease/lease-schema.js";
+export type {
+  AcquireResult,
+  HeldLease,
+  LeaseStats,
+  Leases,
+  LeasesOptions,
+  LostLease,
+  LostListener,
+} from "./lease/leases.js";
+export { createLeases } from "./lease/leases.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { migrate } from "./migrate.js";
 export type {
