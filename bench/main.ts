@@ -24,6 +24,7 @@ import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
 import { formatHostileMetadataBench, runHostileMetadataBench } from "./hostile-metadata.bench.js";
 import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
+import { formatLeaseBench, runLeaseBench } from "./lease.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
@@ -100,6 +101,13 @@ const benches: Bench[] = [
     async run() {
       const points = await runJournalBench();
       return { text: formatJournalBench(points), data: points };
+    },
+  },
+  {
+    name: "lease",
+    async run() {
+      const points = await runLeaseBench();
+      return { text: formatLeaseBench(points), data: points };
     },
   },
   {
