@@ -211,6 +211,38 @@ export function describeLeaseContract(
       expect(b.held("ses_t")?.fence).toBe(2n);
     });
 
+    it("reports a lease lost when its owner finds it taken on re-acquire", async () => {
+      const schema = await freshSchema();
+      const lostA: LostLease[] = [];
+      const a = open(schema, { onLost: (lost) => lostA.push(lost) });
+      const b = open(schema, {}, other);
+      await a.acquire("ses_r");
+      await lapse(schema, "ses_r");
+      expect((await b.acquire("ses_r")).acquired).toBe(true);
+      expect(await a.acquire("ses_r")).toMatchObject({ acquired: false, ownedBy: b.owner });
+      expect(lostA).toEqual([{ stream: "ses_r", fence: 1n, reason: "taken", ownedBy: b.owner }]);
+      expect(a.held("ses_r")).toBeUndefined();
+    });
+
+    it("drops leases past their deadline when the database cannot be reached", async () => {
+      const schema = await freshSchema();
+      const gone = await target.open();
+      const lostA: LostLease[] = [];
+      const a = open(
+        schema,
+        { ttlMs: 1_000, renewEveryMs: 100, onError: () => {}, onLost: (lost) => lostA.push(lost) },
+        gone,
+      );
+      await a.acquire("ses_u");
+      await gone.close();
+      // The timer keeps trying and failing; once the local deadline passed,
+      // the lease is reported (a round that ran before the close and found
+      // it expired would report the same).
+      await eventually(() => lostA.length > 0, { timeoutMs: 30_000, what: "lease reported lost" });
+      expect(lostA).toEqual([{ stream: "ses_u", fence: 1n, reason: "expired" }]);
+      expect(a.held("ses_u")).toBeUndefined();
+    });
+
     it("refuses the deposed owner's append once the new owner appended", async () => {
       const schema = await freshSchema();
       const journal = journalOf(schema);

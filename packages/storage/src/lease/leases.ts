@@ -259,9 +259,11 @@ export function createLeases<DB>(options: LeasesOptions<DB>): Leases {
     if (closed) return Promise.reject(closedError());
     const next = (round ?? Promise.resolve([])).catch(() => []).then(runRound);
     round = next;
-    void next.finally(() => {
+    const done = () => {
       if (round === next) round = undefined;
-    });
+    };
+    // Both settle paths handled here: the caller sees the rejection, not this.
+    next.then(done, done);
     return next;
   };
 
@@ -330,6 +332,11 @@ export function createLeases<DB>(options: LeasesOptions<DB>): Leases {
         const other = holder.rows[0];
         if (other !== undefined || attempt >= 2) {
           stats.refused++;
+          // Held here but taken there: report it now, not at the next round.
+          const mine = holding.get(stream);
+          if (mine !== undefined && other !== undefined && other.owner !== owner) {
+            lose({ stream, fence: mine.fence, reason: "taken", ownedBy: other.owner });
+          }
           return {
             acquired: false,
             stream,
