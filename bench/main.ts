@@ -25,6 +25,7 @@ import { formatHostileMetadataBench, runHostileMetadataBench } from "./hostile-m
 import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
 import { formatPublisherBench, runPublisherBench } from "./publisher.bench.js";
+import { formatLeaseBench, runLeaseBench } from "./lease.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
@@ -121,6 +122,13 @@ const benches: Bench[] = [
     async run() {
       const points = await runPublisherBench();
       return { text: formatPublisherBench(points), data: points };
+    },
+  },
+  {
+    name: "lease",
+    async run() {
+      const points = await runLeaseBench();
+      return { text: formatLeaseBench(points), data: points };
     },
   },
   {

@@ -18,6 +18,9 @@
  *   exactly once, with `waitFor(position)` for read-your-writes;
  *   `createPublisher()` hands its events to the event log;
  *   `pruneJournal()` for retention.
+ * - Session leases: `createLeases()` hands out ownership of a stream with a
+ *   fence and the stream's head (`expectedPosition`), renews in batches and
+ *   reports lost leases.
  *
  * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
  */
@@ -75,6 +78,18 @@ export type {
   PublisherStats,
 } from "./journal/publisher.js";
 export { createPublisher, publisherDeadLetterMetric } from "./journal/publisher.js";
+export type { LeaseDatabase, SessionLeaseTable } from "./lease/lease-schema.js";
+export { leaseMigrations } from "./lease/lease-schema.js";
+export type {
+  AcquireResult,
+  HeldLease,
+  LeaseStats,
+  Leases,
+  LeasesOptions,
+  LostLease,
+  LostListener,
+} from "./lease/leases.js";
+export { createLeases } from "./lease/leases.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { migrate } from "./migrate.js";
 export type { DeadLetter } from "./outbox/dead-letter.js";
