@@ -24,6 +24,7 @@ import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
 import { formatHostileMetadataBench, runHostileMetadataBench } from "./hostile-metadata.bench.js";
 import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
+import { formatPublisherBench, runPublisherBench } from "./publisher.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
@@ -112,6 +113,14 @@ const benches: Bench[] = [
     async run() {
       const points = await runJournalBench();
       return { text: formatJournalBench(points), data: points };
+    },
+  },
+  {
+    // The journal's publisher against the outbox relay: CPU per event published.
+    name: "publisher",
+    async run() {
+      const points = await runPublisherBench();
+      return { text: formatPublisherBench(points), data: points };
     },
   },
   {

@@ -15,7 +15,9 @@
  * - The journal: `createJournal()` group-commits appends of concurrent
  *   callers (durable before they resolve, gapless positions in commit
  *   order, idempotency keys); `createProjector()` applies it to read models
- *   exactly once, with `waitFor(position)` for read-your-writes.
+ *   exactly once, with `waitFor(position)` for read-your-writes;
+ *   `createPublisher()` hands its events to the event log;
+ *   `pruneJournal()` for retention.
  *
  * 64-bit integers read as `bigint` on every backend (see `bigint.ts`).
  */
@@ -46,6 +48,8 @@ export type {
 export { createJournal } from "./journal/journal.js";
 export type { JournalRecord, ReadJournalOptions } from "./journal/journal-read.js";
 export { journalHead, readJournal } from "./journal/journal-read.js";
+export type { PruneJournalOptions, PruneJournalResult } from "./journal/journal-retention.js";
+export { pruneJournal } from "./journal/journal-retention.js";
 export type {
   JournalDatabase,
   JournalProjectionTable,
@@ -64,8 +68,17 @@ export type {
 export { createProjector, projectorLagMetric } from "./journal/projector.js";
 export type { ProjectorHealthOptions } from "./journal/projector-health.js";
 export { projectorHealth } from "./journal/projector-health.js";
+export type {
+  PositionedLog,
+  Publisher,
+  PublisherOptions,
+  PublisherStats,
+} from "./journal/publisher.js";
+export { createPublisher, publisherDeadLetterMetric } from "./journal/publisher.js";
 export type { MigrateOptions, MigrateResult } from "./migrate.js";
 export { migrate } from "./migrate.js";
+export type { DeadLetter } from "./outbox/dead-letter.js";
+export { DEAD_LETTER_KIND } from "./outbox/dead-letter.js";
 export type {
   OutboxEntry,
   PruneOutboxOptions,
