@@ -99,7 +99,13 @@ export type {
   PruneOutboxOptions,
   ReadOutboxOptions,
 } from "./outbox/outbox.js";
-export { appendToOutbox, outboxTables, pruneOutbox, readOutbox } from "./outbox/outbox.js";
+export {
+  appendToOutbox,
+  appendToOutboxLogged,
+  outboxTables,
+  pruneOutbox,
+  readOutbox,
+} from "./outbox/outbox.js";
 export { createOutboxArchive, readOutboxTail } from "./outbox/outbox-archive.js";
 export type { OutboxRelay, OutboxRelayOptions } from "./outbox/outbox-relay.js";
 export { createOutboxRelay } from "./outbox/outbox-relay.js";

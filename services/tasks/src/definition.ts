@@ -142,7 +142,7 @@ async function createTasksModule(
           ...(journal
             ? {
                 journal,
-                outbox: { schema: context.outboxSchema, kick: () => context.outbox.kick() },
+                outbox: { schema: context.outboxSchema, kick: (rows) => context.outbox.kick(rows) },
               }
             : {}),
         })

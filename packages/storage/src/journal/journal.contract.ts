@@ -402,6 +402,54 @@ export function describeJournalContract(
       expect(await applied()).toEqual(range(40));
     });
 
+    it("applies what its journal hands over without reading it back, and reads gaps", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const elsewhere = open(schema, {}, other);
+      const { apply, applied } = await projection(schema);
+      // Written before the projector started: only the table has them.
+      await journal.append([entry("before"), entry("before")]);
+      const seen: { position: bigint; stream: string; kind: string; body: number[] }[] = [];
+      const projector = await project(schema, {
+        journal,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          for (const r of batch)
+            seen.push({ position: r.position, stream: r.stream, kind: r.kind, body: [...r.body] });
+          await apply(batch, trx);
+        },
+      });
+      await projector.waitFor(2n);
+      expect(projector.status()).toMatchObject({ readEntries: 2, handedEntries: 0 });
+      // Appended by this process's journal: applied as handed over.
+      for (let i = 0; i < 3; i++) {
+        const { positions } = await journal.append([entry(`s${i}`), entry(`s${i}`)]);
+        await projector.waitFor(positions[1] as bigint);
+      }
+      expect(projector.status()).toMatchObject({ readEntries: 2, handedEntries: 6 });
+      // Another writer's entry makes a gap: it and what follows are read, then handing resumes.
+      await elsewhere.append([entry("other")]);
+      const after = await journal.append([entry("after")]);
+      await projector.waitFor(after.positions[0] as bigint);
+      const last = await journal.append([entry("last")]);
+      await projector.waitFor(last.positions[0] as bigint);
+      expect(await applied()).toEqual(range(11));
+      const status = projector.status();
+      expect(status.readEntries + status.handedEntries).toBe(11);
+      expect(status.readEntries).toBeGreaterThanOrEqual(3);
+      expect(status.handedEntries).toBeGreaterThanOrEqual(7);
+      // What was handed over is what the table holds.
+      const rows = await all(schema);
+      expect(seen).toEqual(
+        rows.map((r) => ({
+          position: r.position,
+          stream: r.stream,
+          kind: r.kind,
+          body: [...r.body],
+        })),
+      );
+    });
+
     it("waitFor gives read-your-writes, times out typed, and rejects once stopped", async () => {
       const schema = await freshSchema();
       const journal = open(schema);

@@ -8,6 +8,7 @@ import {
   journalTooLarge,
   journalUnavailable,
 } from "./journal-errors.js";
+import type { JournalRecord } from "./journal-read.js";
 import { journalChannel } from "./journal-schema.js";
 
 /** One entry to append: what it is, to which stream, and its bytes. */
@@ -97,6 +98,15 @@ export interface Journal {
   head(): bigint;
   /** Calls `listener` with the new head after each committed batch; returns the unsubscribe. */
   onCommit(listener: (head: bigint) => void): () => void;
+  /**
+   * Calls `listener` with the entries each committed batch wrote (position
+   * order; duplicates and conflicts wrote none) before the `onCommit`
+   * listeners — what a projector in this process applies without reading
+   * them back. `createdAt` is this process's clock at the commit, not the
+   * row's `created_at`. The records are shared: listeners must not change
+   * them. Returns the unsubscribe.
+   */
+  onEntries(listener: (records: readonly JournalRecord[]) => void): () => void;
   stats(): JournalStats;
   /** Refuses new appends and resolves once the queued ones have settled. */
   close(): Promise<void>;
@@ -158,6 +168,7 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
 
   const queue: Pending[] = [];
   const listeners = new Set<(head: bigint) => void>();
+  const entryListeners = new Set<(records: readonly JournalRecord[]) => void>();
   let queued = 0;
   let flushing: Promise<void> | undefined;
   let scheduled = false;
@@ -219,6 +230,8 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
       for (const pending of batch) pending.reject(failure);
       return;
     }
+    const records: JournalRecord[] | undefined = entryListeners.size > 0 ? [] : undefined;
+    const createdAt = new Date();
     batch.forEach((pending, i) => {
       const result = results[i] as AppendResult | Error;
       if (result instanceof Error) {
@@ -228,11 +241,28 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
       }
       stats.appends++;
       if (result.duplicate) stats.duplicates++;
-      else stats.entries += result.positions.length;
+      else {
+        stats.entries += result.positions.length;
+        if (records !== undefined) {
+          pending.entries.forEach((entry, at) => {
+            records.push({
+              position: result.positions[at] as bigint,
+              stream: entry.stream,
+              kind: entry.kind,
+              body: entry.body,
+              createdAt,
+            });
+          });
+        }
+      }
       const last = result.positions[result.positions.length - 1];
       if (last !== undefined && last > head) head = last;
       pending.resolve(result);
     });
+    if (records !== undefined && records.length > 0) {
+      records.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+      for (const listener of entryListeners) listener(records);
+    }
     for (const listener of listeners) listener(head);
   };
 
@@ -259,6 +289,10 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
     onCommit(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    onEntries(listener) {
+      entryListeners.add(listener);
+      return () => entryListeners.delete(listener);
     },
     stats: () => ({ ...stats, queued }),
     async close() {

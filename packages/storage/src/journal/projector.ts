@@ -35,7 +35,12 @@ export interface ProjectorOptions<DB> {
    * applies several appends (default 0). A `waitFor` cuts the wait short.
    */
   delayMs?: number;
-  /** A journal in this process: each committed batch wakes the projector at once. */
+  /**
+   * A journal in this process: each committed batch wakes the projector at
+   * once and hands it its entries, which it applies without reading them
+   * back while they continue from its position (a gap — entries of other
+   * writers, a restart, a backlog over the buffer — is read from the table).
+   */
   journal?: Journal;
   /** LISTEN for the journal's NOTIFY (writers in other processes with `notify: true`; default false). */
   listen?: boolean;
@@ -73,6 +78,10 @@ export interface ProjectorStatus {
   /** Consecutive failed rounds (0 when healthy). */
   failures: number;
   lastError?: string;
+  /** Entries applied as the in-process journal handed them over (not read back). */
+  handedEntries: number;
+  /** Entries applied after reading them from the journal table. */
+  readEntries: number;
 }
 
 /**
@@ -159,10 +168,36 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const waiters: Waiter[] = [];
 
   const wake = (): void => wakeUp.abort();
+  // Entries the in-process journal committed, not yet applied (bounded: a
+  // projector that falls behind drops them and reads instead).
+  let handed: JournalRecord[] = [];
+  let readBack = 0;
+  let fromMemory = 0;
+  const unhand = options.journal?.onEntries((records) => {
+    if (handed.length + records.length > batchSize * 4) handed = [];
+    for (const record of records) if (record.position > position) handed.push(record);
+  });
   const unsubscribe = options.journal?.onCommit((committed) => {
     if (committed > head) head = committed;
     wake();
   });
+  /** The handed entries that continue from `position` (none: read the table). */
+  const takeHanded = (): JournalRecord[] => {
+    let first = 0;
+    while (first < handed.length && (handed[first] as JournalRecord).position <= position) first++;
+    let run = 0;
+    while (
+      first + run < handed.length &&
+      run < batchSize &&
+      (handed[first + run] as JournalRecord).position === position + BigInt(run) + 1n
+    ) {
+      run++;
+    }
+    const taken = handed.slice(first, first + run);
+    // A gap: what follows it is read from the table; keep only the later entries.
+    handed = run === 0 && first < handed.length ? handed.slice(first) : handed.slice(first + run);
+    return taken;
+  };
   const unlisten = options.listen ? await database.listen(journalChannel(schema), wake) : undefined;
 
   const settle = (): void => {
@@ -178,16 +213,22 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
 
   /** One batch; true when the position moved (look again at once). */
   const round = async (): Promise<boolean> => {
-    const batch = await readJournal(database.kysely, schema, {
-      afterPosition: position,
-      limit: batchSize,
-    });
+    const taken = takeHanded();
+    const inMemory = taken.length > 0;
+    const batch = inMemory
+      ? taken
+      : await readJournal(database.kysely, schema, {
+          afterPosition: position,
+          limit: batchSize,
+        });
     const last = batch[batch.length - 1];
     if (last === undefined) return false;
+    if (inMemory) fromMemory += batch.length;
+    else readBack += batch.length;
     if (last.position > head) head = last.position;
     // A full batch may not be the end: learn the real head for the lag
     // (before applying, so a batch that keeps failing still shows it).
-    if (batch.length === batchSize) {
+    if (batch.length === batchSize && !inMemory) {
       const seen = await journalHead(database.kysely, schema);
       if (seen > head) head = seen;
     }
@@ -223,7 +264,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     }
     // Look again at once only when there may be more than was read, or
     // another instance moved the position; otherwise wait for a wake-up.
-    return batch.length === batchSize || moved !== last.position;
+    return batch.length === batchSize || moved !== last.position || (inMemory && handed.length > 0);
   };
 
   const loop = (async () => {
@@ -293,6 +334,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       running,
       failures,
       ...(lastError === undefined ? {} : { lastError }),
+      handedEntries: fromMemory,
+      readEntries: readBack,
     }),
     async stop() {
       if (!running) return;
@@ -300,6 +343,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       stopping.abort();
       await loop;
       unsubscribe?.();
+      unhand?.();
+      handed = [];
       await unlisten?.();
       gauge.removeCallback(observe);
       for (const waiter of waiters.splice(0)) {

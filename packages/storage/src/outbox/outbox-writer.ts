@@ -59,9 +59,10 @@ export interface OutboxWriter {
   /**
    * Wakes the relay (when there is one) to look for committed rows now: for
    * a writer that appended outbox rows in a transaction of its own (e.g. a
-   * journal projector, `appendToOutbox`) after that transaction committed.
+   * journal projector, `appendToOutboxLogged`) after that transaction
+   * committed; with `committed` (its rows) the relay need not read them back.
    */
-  kick(): void;
+  kick(committed?: readonly LoggedEvent[]): void;
 }
 
 /** One transaction's events on their way to the outbox. */
@@ -137,8 +138,8 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
       if (relay && unit?.wrote) relay.kick(unit.committed());
       return result;
     },
-    kick() {
-      relay?.kick();
+    kick(committed) {
+      relay?.kick(committed);
     },
   };
 }

@@ -12,7 +12,8 @@
  * finish writes nothing but its append; this projector also applies its
  * row changes (tasks, messages, sessions, checkpoints, agent state,
  * idempotency keys: row-changes.ts) and writes its public events to the
- * outbox, in journal order, then wakes the outbox relay.
+ * outbox, in journal order, then hands those rows to the outbox relay
+ * (which publishes them without reading them back).
  *
  * Reads of outcomes keep read-your-writes by waiting for the projector to
  * pass the journal's head (see `Resources`); listings across sessions may
@@ -22,8 +23,9 @@ import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
 import { StepRecordSchema } from "@trellis/contracts/tasks";
+import type { LoggedEvent } from "@trellis/eventlog";
 import {
-  appendToOutbox,
+  appendToOutboxLogged,
   createProjector,
   type Database,
   type Journal,
@@ -53,14 +55,17 @@ export interface TasksReadModelOptions {
   journal?: Journal;
   /**
    * Where owned steps' public events go (owner mode): the outbox of this
-   * schema, in the projector's transaction; `kick` wakes its relay after.
+   * schema, in the projector's transaction; `kick` hands the committed rows
+   * to its relay after.
    */
-  outbox?: { schema: string; kick(): void };
+  outbox?: { schema: string; kick(committed?: readonly LoggedEvent[]): void };
 }
 
 /** Starts the read model's projector from its durable position. */
 export function createTasksReadModel(options: TasksReadModelOptions): Promise<Projector> {
   const { schema, outbox } = options;
+  // The outbox rows of the batch being applied (replaced on a retry).
+  let logged: LoggedEvent[] = [];
   return createProjector({
     database: options.database,
     schema,
@@ -69,24 +74,36 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
     listen: options.listen ?? false,
     ...(options.onError ? { onError: options.onError } : {}),
     ...(options.journal ? { journal: options.journal } : {}),
-    ...(outbox ? { onApplied: () => outbox.kick() } : {}),
-    project: (batch, trx) =>
-      applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema), {
+    ...(outbox
+      ? {
+          onApplied: () => {
+            const committed = logged;
+            logged = [];
+            outbox.kick(committed);
+          },
+        }
+      : {}),
+    project: async (batch, trx) => {
+      logged = await applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema), {
         raw: trx as Transaction<TasksDatabase>,
         ...(outbox ? { outboxSchema: outbox.schema } : {}),
-      }),
+      });
+    },
   });
 }
 
 /** The read model's health dependency (`trellis health`: lag, failures, stopped). */
 export { projectorHealth as readModelHealth };
 
-/** Applies a batch of journal entries (position order) to the read model. */
+/**
+ * Applies a batch of journal entries (position order) to the read model;
+ * returns the outbox rows it wrote (owned steps' events).
+ */
 export async function applySteps(
   batch: readonly JournalRecord[],
   db: Transaction<TasksDatabase>,
   owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
-): Promise<void> {
+): Promise<LoggedEvent[]> {
   const outcomes: Insertable<OutcomeTable>[] = [];
   const rows: RowChange[] = [];
   const events: Event[] = [];
@@ -125,8 +142,9 @@ export async function applySteps(
       .values(outcomes)
       .onConflict((oc) => oc.doNothing())
       .execute();
-  if (events.length === 0) return;
+  if (events.length === 0) return [];
   if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
-  // Sequenced by the outbox now, in journal order (one owner per session).
-  await appendToOutbox(owned.raw, owned.outboxSchema, events);
+  // Sequenced by the outbox now, in journal order (one owner per session);
+  // the events were decoded here, so the relay and the log may keep them.
+  return appendToOutboxLogged(owned.raw, owned.outboxSchema, events, { adopt: true });
 }

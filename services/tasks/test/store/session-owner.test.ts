@@ -34,6 +34,8 @@ describe("tasks store, embedded session owner (PGlite)", () => {
   let readModel: Projector;
   let store: OwnedTaskStore;
   let agentId: string;
+  // What the projector handed to the relay with its kicks.
+  const kicked: { position: bigint; id: string }[] = [];
 
   beforeAll(async () => {
     database = await createDatabase({ kind: "pglite" });
@@ -45,7 +47,12 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       schema: "tasks",
       delayMs: 20,
       journal,
-      outbox: { schema: "outbox_o", kick: () => {} },
+      outbox: {
+        schema: "outbox_o",
+        kick: (rows) => {
+          for (const row of rows ?? []) kicked.push({ position: row.position, id: row.event.id });
+        },
+      },
     });
     store = new OwnedTaskStore({
       database,
@@ -158,6 +165,15 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       "agent.message",
       "task.completed",
     ]);
+    // The projector handed the relay the rows it wrote, as written (the
+    // relational fallbacks, e.g. creating the session, write through the
+    // outbox writer instead).
+    const rows = await readOutbox(database, "outbox_o", { limit: 1000 });
+    const byPosition = new Map(rows.map((row) => [row.position, row.event.id]));
+    expect(kicked.map((k) => byPosition.get(k.position))).toEqual(kicked.map((k) => k.id));
+    const handed = new Set(kicked.map((k) => k.id));
+    const ends = outbox.filter((e) => e.kind === "agent.message" || e.kind === "task.completed");
+    expect(ends.map((e) => handed.has(e.id))).toEqual([true, true]);
   });
 
   it("queues a second submit behind the running one and claims it on finish", async () => {
