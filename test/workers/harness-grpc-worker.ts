@@ -19,7 +19,7 @@ if (!url) {
 }
 const recorded = readFileSync(
   new URL(
-    "../../services/adapters/test/fixtures/openai/chat-weather-final.stream.http",
+    "../../packages/execution/test/fixtures/openai/chat-weather-final.stream.http",
     import.meta.url,
   ),
   "utf8",

@@ -23,8 +23,13 @@ import type { RestCall } from "../context.js";
 import { receiptsAvailable } from "./discovery.js";
 
 const CONCURRENCY = 8;
-/** How long "no receipt yet" is believed before the receipts service is asked again. */
-export const NEGATIVE_TTL_MS = 5_000;
+/**
+ * How long "no receipt yet" is believed before the receipts service is asked
+ * again. Zero by default: a receipt is issued milliseconds after the task
+ * ends, and a client that saw it on `GET /v1/receipts` must then see it on
+ * the task (Harn flow "receipts"); only found ids are remembered.
+ */
+export const NEGATIVE_TTL_MS = 0;
 /** Task ids remembered per replica (found receipts and recent misses together). */
 export const INDEX_CAPACITY = 50_000;
 /** Pages of `ListTaskReceipts` read for one task (a task with many approvals has many). */
