@@ -169,6 +169,19 @@ export class Router implements AgentExecutor {
     return { prepared, decision };
   }
 
+  /**
+   * The refusal `request` would get now because no backend the agent allows
+   * has what it requires (`unsupported`, with every blocking reason), else
+   * undefined. Backends without a live worker alone do not refuse it here
+   * (a worker may join before the turn runs); an invalid request throws.
+   */
+  preflight(request: ExecutionRequest): ExecutionResult | undefined {
+    const { decision } = this.plan(request);
+    if (decision.chosen) return undefined;
+    const result = noBackendResult(decision.reasons);
+    return result.status === "failed" && result.category === "unsupported" ? result : undefined;
+  }
+
   /** Route and run one execution (one span, `trellis.route`, around it). */
   execute(request: ExecutionRequest): Promise<ExecutionResult> {
     return withSpan("trellis.route", {}, async (span) => {
