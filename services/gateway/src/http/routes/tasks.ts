@@ -106,7 +106,9 @@ const LEVEL_FIELDS = {
  * definition's `routing.requirements` vocabulary. Which level a field takes
  * is the tasks service's to check (it names the field).
  */
-function requirementsFromJson(raw: JsonObject | undefined): ExecutionRequirements | undefined {
+export function requirementsFromJson(
+  raw: JsonObject | undefined,
+): ExecutionRequirements | undefined {
   if (raw === undefined) return undefined;
   const out = create(ExecutionRequirementsSchema);
   for (const [key, value] of Object.entries(raw)) {
