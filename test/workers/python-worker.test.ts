@@ -346,6 +346,50 @@ describe.skipIf(!python).each([
     expect((workers[0] as PyWorker).lines.filter((l) => l.step === "offer").length).toBe(before);
   }, 30_000);
 
+  // A client in Python decodes the refusal's typed reasons from the generated
+  // stubs alone (RpcStatus → BlockingReasons). Once: the mesh relays the
+  // same error.
+  it.runIf(mode === "trellis dev (embedded)")(
+    "a Python client reads a refused submit's BlockingReasons from the stubs",
+    async () => {
+      const agentId = await agent(false);
+      const run = spawnSync(
+        python as string,
+        [
+          "clients/python/examples/typed_refusal.py",
+          "--agent-id",
+          agentId,
+          "--require",
+          "approval_interrupts",
+        ],
+        {
+          cwd: root,
+          encoding: "utf8",
+          timeout: 60_000,
+          env: { ...process.env, TRELLIS_URL: host.url, TRELLIS_API_KEY_FILE: keyFile },
+        },
+      );
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+      const printed = JSON.parse(run.stdout.trim());
+      expect(printed).toMatchObject({
+        refused: true,
+        code: "FAILED_PRECONDITION",
+        reason: "agent_blocked",
+        category: "unsupported",
+        omitted: 0,
+      });
+      expect(printed.blocking).toEqual([
+        {
+          backend_id: "py-echo",
+          capability: "approval_interrupts",
+          code: "approval_interrupt_unsupported",
+          severity: "blocking",
+        },
+      ]);
+    },
+    60_000,
+  );
+
   it("is canceled mid-turn: the worker gets the cancel and ends the turn", async () => {
     const agentId = await agent(false);
     const sessionId = `ses_py_cancel_${Date.now()}`;

@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Any } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_any } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file trellis/core/v1/error.proto.
  */
 export const file_trellis_core_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Cht0cmVsbGlzL2NvcmUvdjEvZXJyb3IucHJvdG8SD3RyZWxsaXMuY29yZS52MSKrAQoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI8CghtZXRhZGF0YRgDIAMoCzIqLnRyZWxsaXMuY29yZS52MS5FcnJvckRldGFpbC5NZXRhZGF0YUVudHJ5Eg0KBXBhcmFtGAQgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJpCg5CbG9ja2luZ1JlYXNvbhISCgpiYWNrZW5kX2lkGAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEY29kZRgDIAEoCRIQCghzZXZlcml0eRgEIAEoCRIPCgdtZXNzYWdlGAUgASgJInkKD0Jsb2NraW5nUmVhc29ucxIQCghjYXRlZ29yeRgBIAEoCRIwCgdyZWFzb25zGAIgAygLMh8udHJlbGxpcy5jb3JlLnYxLkJsb2NraW5nUmVhc29uEg8KB29taXR0ZWQYAyABKA0SEQoJcmV0cnlhYmxlGAQgASgIYgZwcm90bzM");
+  fileDesc("Cht0cmVsbGlzL2NvcmUvdjEvZXJyb3IucHJvdG8SD3RyZWxsaXMuY29yZS52MSKrAQoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI8CghtZXRhZGF0YRgDIAMoCzIqLnRyZWxsaXMuY29yZS52MS5FcnJvckRldGFpbC5NZXRhZGF0YUVudHJ5Eg0KBXBhcmFtGAQgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJpCg5CbG9ja2luZ1JlYXNvbhISCgpiYWNrZW5kX2lkGAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEY29kZRgDIAEoCRIQCghzZXZlcml0eRgEIAEoCRIPCgdtZXNzYWdlGAUgASgJInkKD0Jsb2NraW5nUmVhc29ucxIQCghjYXRlZ29yeRgBIAEoCRIwCgdyZWFzb25zGAIgAygLMh8udHJlbGxpcy5jb3JlLnYxLkJsb2NraW5nUmVhc29uEg8KB29taXR0ZWQYAyABKA0SEQoJcmV0cnlhYmxlGAQgASgIIlEKCVJwY1N0YXR1cxIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSJQoHZGV0YWlscxgDIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnliBnByb3RvMw", [file_google_protobuf_any]);
 
 /**
  * ErrorDetail is attached to every error a Trellis service returns (as a Connect
@@ -154,4 +156,36 @@ export type BlockingReasons = Message<"trellis.core.v1.BlockingReasons"> & {
  */
 export const BlockingReasonsSchema: GenMessage<BlockingReasons> = /*@__PURE__*/
   messageDesc(file_trellis_core_v1_error, 2);
+
+/**
+ * RpcStatus has the wire form of google.rpc.Status: a gRPC error's
+ * `grpc-status-details-bin` trailer decodes into it, for clients without the
+ * googleapis protos. Its details are Any-packed trellis.core.v1 messages
+ * (ErrorDetail, BlockingReasons), unpacked with the generated stubs.
+ *
+ * @generated from message trellis.core.v1.RpcStatus
+ */
+export type RpcStatus = Message<"trellis.core.v1.RpcStatus"> & {
+  /**
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: repeated google.protobuf.Any details = 3;
+   */
+  details: Any[];
+};
+
+/**
+ * Describes the message trellis.core.v1.RpcStatus.
+ * Use `create(RpcStatusSchema)` to create a new message.
+ */
+export const RpcStatusSchema: GenMessage<RpcStatus> = /*@__PURE__*/
+  messageDesc(file_trellis_core_v1_error, 3);
 
