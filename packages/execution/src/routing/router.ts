@@ -172,12 +172,15 @@ export class Router implements AgentExecutor {
   /**
    * The refusal `request` would get now because no backend the agent allows
    * has what it requires (`unsupported`, with every blocking reason), else
-   * undefined. Backends without a live worker alone do not refuse it here
-   * (a worker may join before the turn runs); an invalid request throws.
+   * undefined. While an allowed backend has no live worker it does not
+   * refuse (a worker may join, with what the request needs, before the turn
+   * runs: then the turn itself is refused if none did); an invalid request
+   * throws.
    */
   preflight(request: ExecutionRequest): ExecutionResult | undefined {
     const { decision } = this.plan(request);
     if (decision.chosen) return undefined;
+    if (decision.reasons.some((r) => r.code === "backend_unavailable")) return undefined;
     const result = noBackendResult(decision.reasons);
     return result.status === "failed" && result.category === "unsupported" ? result : undefined;
   }

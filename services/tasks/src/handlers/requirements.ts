@@ -8,8 +8,9 @@
  *   InvalidArgument naming the field; a weaker one is ignored;
  * - no backend the agent allows can meet them → FailedPrecondition, reason
  *   `agent_blocked`, with a `trellis.core.v1.BlockingReasons` detail (the
- *   typed reasons) next to the ErrorDetail. Backends that only lack a live
- *   worker do not refuse it here: a worker may join before the turn runs.
+ *   typed reasons) next to the ErrorDetail. Not while an allowed backend
+ *   has no live worker: one may join before the turn runs (the turn itself
+ *   is refused, with the same typed reasons, if none did).
  *
  * What is stored with the task is the narrowed set, so a retried or
  * recovered turn runs under the same requirements.
