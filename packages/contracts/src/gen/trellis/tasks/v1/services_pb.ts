@@ -811,10 +811,12 @@ export type SubmitTaskRequest = Message<"trellis.tasks.v1.SubmitTaskRequest"> & 
    * requirements (never loosening them: a value weaker than the agent's is
    * ignored, one that contradicts it is InvalidArgument naming the field).
    * Stored with the task, so a retry or a recovered turn honours them. When
-   * set, the task is negotiated before it is stored: if no backend the agent
-   * allows can meet them, the call fails FailedPrecondition (reason
-   * "agent_blocked") with a trellis.core.v1.BlockingReasons detail and nothing
-   * is stored.
+   * set, the task is negotiated before it is stored: if every backend the
+   * agent allows is live and none can meet them, the call fails
+   * FailedPrecondition (reason "agent_blocked") with a
+   * trellis.core.v1.BlockingReasons detail and nothing is stored. (While an
+   * allowed backend has no live worker the task is stored; if none fits when
+   * it runs, it fails with TaskFailure.blocking.)
    *
    * @generated from field: trellis.adapters.v1.ExecutionRequirements requirements = 11;
    */
