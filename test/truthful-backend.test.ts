@@ -3,10 +3,11 @@
 // (agent.routed) and its receipt (model_route). The agent's backend "plain"
 // cannot pause for approvals; its policy requires them and allows
 // "scripted", which can — so the router runs the turn on "scripted".
-import { createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { defineAdapter } from "@trellis/adapter-sdk";
-import { TaskStatus } from "@trellis/contracts/core";
+import { Requirement } from "@trellis/contracts/adapters";
+import { BlockingReasonsSchema, ErrorDetailSchema, TaskStatus } from "@trellis/contracts/core";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import {
   AgentService,
@@ -161,6 +162,16 @@ describe("records name the backend that ran the turn", () => {
       return task;
     });
     expect(task?.failure?.category).toBe("unsupported");
+    // The failure itself carries them typed (the proto a client in any language decodes).
+    const typed = task?.failure?.blocking;
+    expect(typed?.category).toBe("unsupported");
+    expect(typed?.reasons).toHaveLength(16);
+    expect(typed?.omitted).toBe(5);
+    expect(typed?.reasons.find((r) => r.backendId === "plain")).toMatchObject({
+      code: "approval_interrupt_unsupported",
+      capability: "approval_interrupts",
+      severity: "blocking",
+    });
 
     const { events: log } = await events.listEvents({ taskId, limit: 1000 });
     const kinds = log.map((e) => e.kind);
@@ -191,5 +202,136 @@ describe("records name the backend that ran the turn", () => {
         capability: "",
       }),
     );
+  });
+});
+
+// The relational store and the session owner (TRELLIS_TASKS_JOURNAL=owner)
+// write and read a task's requirements on different paths: both are checked.
+describe.each([
+  { store: "relational", env: {} },
+  { store: "owner", env: { TRELLIS_TASKS_JOURNAL: "owner" } },
+])("per-request requirements ($store store)", ({ env }) => {
+  let trellis: EmbeddedTrellis;
+  beforeAll(async () => {
+    const routed = createRoutedExecutor({
+      mode: "embedded",
+      env: {},
+      adapters: [createScriptedAdapter(), plain],
+    });
+    trellis = await startEmbedded({
+      services: [createTasksService({ executor: routed.router })],
+      port: 0,
+      logger: createLogger({ service: "truthful-backend", level: "error", write: () => {} }),
+      env,
+    });
+  }, 60_000);
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 100 });
+  });
+
+  const clients = () => {
+    const transport = createGrpcTransport({
+      baseUrl: trellis.address.url,
+      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
+    });
+    return {
+      agents: createClient(AgentService, transport),
+      sessions: createClient(SessionService, transport),
+      tasks: createClient(TaskService, transport),
+    };
+  };
+  const approvals = { approvalInterrupts: Requirement.REQUIRED };
+  const graph = {
+    entry: "reply",
+    nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
+  };
+
+  it("narrow the agent's, are stored with the task and honoured when it runs later", async () => {
+    const { agents, sessions, tasks } = clients();
+    // No requirement of its own: its turns run on "plain" (which fails them).
+    const { agent } = await agents.createAgent({
+      agent: {
+        name: "narrowed",
+        backend: "plain",
+        definition: { ...graph, routing: { backends: ["plain", "scripted"] } },
+      },
+    });
+    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
+    const sessionId = session?.id ?? "";
+    const input = chatToMessage({ role: "user", content: "go" });
+    // The first runs at once; the second waits in the mailbox, and is claimed
+    // from its stored row: its requirement must come from there.
+    const first = await tasks.submitTask({ sessionId, input });
+    const second = await tasks.submitTask({ sessionId, input, requirements: approvals });
+    const settled = async (taskId: string) =>
+      eventually(async () => {
+        const { task } = await tasks.getTask({ taskId });
+        expect([TaskStatus.COMPLETED, TaskStatus.FAILED]).toContain(task?.status);
+        return task;
+      });
+    const plainRun = await settled(first.task?.id ?? "");
+    expect(plainRun?.assignedBackend).toBe("plain");
+    expect(plainRun?.status).toBe(TaskStatus.FAILED);
+    const narrowedRun = await settled(second.task?.id ?? "");
+    expect(narrowedRun?.status).toBe(TaskStatus.COMPLETED);
+    expect(narrowedRun?.assignedBackend).toBe("scripted");
+  });
+
+  it("that no allowed backend meets refuse the submit with typed details; nothing is stored", async () => {
+    const { agents, sessions, tasks } = clients();
+    const { agent } = await agents.createAgent({
+      agent: { name: "only-plain", backend: "plain", definition: {} },
+    });
+    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
+    const sessionId = session?.id ?? "";
+    const error = await tasks
+      .submitTask({
+        sessionId,
+        input: chatToMessage({ role: "user", content: "go" }),
+        requirements: approvals,
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(error?.code).toBe(Code.FailedPrecondition);
+    expect(error?.findDetails(ErrorDetailSchema)[0]?.reason).toBe("agent_blocked");
+    const [blocking] = error?.findDetails(BlockingReasonsSchema) ?? [];
+    expect(blocking?.category).toBe("unsupported");
+    expect(blocking?.reasons).toEqual([
+      expect.objectContaining({
+        backendId: "plain",
+        capability: "approval_interrupts",
+        code: "approval_interrupt_unsupported",
+        severity: "blocking",
+      }),
+    ]);
+    const { tasks: stored } = await tasks.listTasks({ sessionId });
+    expect(stored).toHaveLength(0);
+  });
+
+  it("that contradict the agent's are InvalidArgument naming the field", async () => {
+    const { agents, sessions, tasks } = clients();
+    const { agent } = await agents.createAgent({
+      agent: {
+        name: "no-tools",
+        backend: "scripted",
+        definition: { ...graph, routing: { requirements: { tool_use: "forbidden" } } },
+      },
+    });
+    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
+    const error = await tasks
+      .submitTask({
+        sessionId: session?.id ?? "",
+        input: chatToMessage({ role: "user", content: "go" }),
+        requirements: { toolUse: Requirement.REQUIRED },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => ConnectError.from(e),
+      );
+    expect(error?.code).toBe(Code.InvalidArgument);
+    expect(error?.findDetails(ErrorDetailSchema)[0]?.param).toBe("requirements.tool_use");
+    expect(error?.rawMessage).toMatch(/requires forbidden/);
   });
 });

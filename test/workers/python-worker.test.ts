@@ -3,9 +3,12 @@
 // distributed mesh (every service its own process, real Postgres and NATS):
 // a turn end to end, a refused requirement, a turn canceled mid-way, and a
 // worker killed with SIGKILL mid-turn — its turn runs again on the other
-// worker (safe to retry) or fails `worker_lost` (not safe). `trellis adapters
-// conformance` passes for it, for scripted and for the Go twin
-// (clients/go/examples/echo_worker), and fails a lying backend naming the item.
+// worker (safe to retry) or fails `worker_lost` (not safe); refusals arrive
+// typed (ChatTurnErrored.blocking), also for a turn's own requirements.
+// `trellis adapters conformance` passes for it, for scripted and for the Go
+// twin (clients/go/examples/echo_worker), and fails a lying backend naming the
+// item. The Go twin passes conformance in the mesh, and runs a chat turn and
+// the two kill -9 cases against the dev host.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   existsSync,
@@ -22,6 +25,7 @@ import { fileURLToPath } from "node:url";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { type Client, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Requirement } from "@trellis/contracts/adapters";
 import { ChatService } from "@trellis/contracts/chat";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
@@ -256,10 +260,10 @@ describe.skipIf(!python).each([
     await host?.stop();
   }, 60_000);
 
-  const agent = async (safeToRetry: boolean) =>
+  const agent = async (safeToRetry: boolean, backend = "py-echo") =>
     (
       await agents.createAgent({
-        agent: { name: "py-echo", backend: "py-echo", safeToRetry, definition: {} as JsonObject },
+        agent: { name: backend, backend, safeToRetry, definition: {} as JsonObject },
       })
     ).agent?.id as string;
 
@@ -282,7 +286,12 @@ describe.skipIf(!python).each([
     expect(chunks.join("")).toBe("echo: hello from the gateway");
     expect(json(completed.value.replies)).toContain("echo: hello from the gateway");
     const w = workers[0] as PyWorker;
-    await w.waitFor((l) => l.step === "completed" && l.accepted === true, "an accepted result");
+    const done = await w.waitFor(
+      (l) => l.step === "completed" && l.accepted === true,
+      "an accepted result",
+    );
+    // Progress is batched: the last delta rides on CompleteWork (trailing events).
+    expect(done.trailing_events, json(done)).toBeGreaterThanOrEqual(1);
   }, 30_000);
 
   it("refuses what it cannot do: a requirement it lacks never reaches it", async () => {
@@ -309,7 +318,77 @@ describe.skipIf(!python).each([
     const outcome = res.outcome?.kind;
     expect(outcome?.case, json(res.outcome)).toBe("errored");
     expect((workers[0] as PyWorker).lines.filter((l) => l.step === "offer").length).toBe(before);
+    // Typed, not only text: which backend, which capability, which code.
+    const blocking = outcome?.case === "errored" ? outcome.value.blocking : undefined;
+    expect(blocking?.category, json(res.outcome)).toBe("unsupported");
+    expect(blocking?.reasons).toContainEqual(
+      expect.objectContaining({
+        backendId: "py-echo",
+        capability: "attachments",
+        code: "attachments_unsupported",
+        severity: "blocking",
+      }),
+    );
+    // A requirement of this turn alone (the agent has none): refused before
+    // any task exists, with the same typed reasons.
+    const narrowed = await chat.send({
+      sessionId: `ses_py_req_${Date.now()}`,
+      agentId,
+      message: text("pause for my approval"),
+      requirements: { approvalInterrupts: Requirement.REQUIRED },
+    });
+    const refused = narrowed.outcome?.kind;
+    expect(refused?.case, json(narrowed.outcome)).toBe("errored");
+    expect(narrowed.outcome?.taskId).toBe("");
+    expect(refused?.case === "errored" ? refused.value.blocking?.reasons : []).toContainEqual(
+      expect.objectContaining({ backendId: "py-echo", capability: "approval_interrupts" }),
+    );
+    expect((workers[0] as PyWorker).lines.filter((l) => l.step === "offer").length).toBe(before);
   }, 30_000);
+
+  // A client in Python decodes the refusal's typed reasons from the generated
+  // stubs alone (RpcStatus → BlockingReasons). Once: the mesh relays the
+  // same error.
+  it.runIf(mode === "trellis dev (embedded)")(
+    "a Python client reads a refused submit's BlockingReasons from the stubs",
+    async () => {
+      const agentId = await agent(false);
+      const run = spawnSync(
+        python as string,
+        [
+          "clients/python/examples/typed_refusal.py",
+          "--agent-id",
+          agentId,
+          "--require",
+          "approval_interrupts",
+        ],
+        {
+          cwd: root,
+          encoding: "utf8",
+          timeout: 60_000,
+          env: { ...process.env, TRELLIS_URL: host.url, TRELLIS_API_KEY_FILE: keyFile },
+        },
+      );
+      expect(run.status, `${run.stdout}\n${run.stderr}`).toBe(0);
+      const printed = JSON.parse(run.stdout.trim());
+      expect(printed).toMatchObject({
+        refused: true,
+        code: "FAILED_PRECONDITION",
+        reason: "agent_blocked",
+        category: "unsupported",
+        omitted: 0,
+      });
+      expect(printed.blocking).toEqual([
+        {
+          backend_id: "py-echo",
+          capability: "approval_interrupts",
+          code: "approval_interrupt_unsupported",
+          severity: "blocking",
+        },
+      ]);
+    },
+    60_000,
+  );
 
   it("is canceled mid-turn: the worker gets the cancel and ends the turn", async () => {
     const agentId = await agent(false);
@@ -479,7 +558,9 @@ describe.skipIf(!python).each([
     120_000,
   );
 
-  it.skipIf(!haveGo)(
+  // In the mesh only: against the dev host the Go worker runs the chat and
+  // kill -9 cases below, and the protocol is the same.
+  it.runIf(haveGo && mode === "the distributed mesh")(
     "Go: the same worker from the Go stubs passes conformance (turn, stream, cancel, timeout)",
     async () => {
       const go = startWorker(host.url, keyFile, `go-a-${Date.now()}`, [
@@ -509,15 +590,60 @@ describe.skipIf(!python).each([
     180_000,
   );
 
-  async function killMidTurn(safeToRetry: boolean) {
+  // The Go twin end to end: a chat turn, then kill -9 mid-turn — retried on
+  // the other worker (safe to retry) or worker_lost. Against the dev host
+  // only: the mesh path is the Python worker's, and the Go worker speaks the
+  // same protocol (its conformance above runs in both modes).
+  it.runIf(haveGo && mode === "trellis dev (embedded)")(
+    "Go: a chat turn end to end; after kill -9 retried (safe) or worker_lost",
+    async () => {
+      const binary = buildGoWorker();
+      const pool: PyWorker[] = [];
+      const startGo = (id: string) =>
+        startWorker(host.url, keyFile, `${id}-${Date.now()}`, [
+          binary,
+          "-backend",
+          "go-kill",
+          "-word-delay",
+          "50ms",
+        ]);
+      try {
+        // Three: two for the retry, and two still alive for the worker_lost case.
+        pool.push(startGo("go-k1"), startGo("go-k2"), startGo("go-k3"));
+        await Promise.all(pool.map((w) => w.waitFor((l) => l.step === "connected", "connection")));
+        const turn = await chat.send({
+          sessionId: `ses_go_${Date.now()}`,
+          agentId: await agent(false, "go-kill"),
+          message: text("hello from go"),
+        });
+        expect(turn.outcome?.kind.case, json(turn.outcome)).toBe("completed");
+        expect(json(turn.outcome)).toContain("echo: hello from go");
+
+        const retried = await killMidTurn(true, pool, "go-kill");
+        expect(retried.res.outcome?.kind.case, json(retried.res.outcome)).toBe("completed");
+        expect(json(retried.res.outcome)).toContain("w59");
+        const lines = pool.flatMap((w) => (w === retried.victim ? [] : w.lines));
+        expect(lines.some((l) => l.step === "completed" && l.attempt === 2)).toBe(true);
+
+        const lost = await killMidTurn(false, pool, "go-kill");
+        expect(lost.res.outcome?.kind.case, json(lost.res.outcome)).toBe("errored");
+        expect(json(lost.res.outcome)).toContain("worker_lost");
+      } finally {
+        for (const w of pool) w.child.kill("SIGKILL");
+      }
+    },
+    150_000,
+  );
+
+  async function killMidTurn(safeToRetry: boolean, pool = workers, backend = "py-echo") {
     // Two workers; the one that claims the turn dies with SIGKILL.
-    if (workers.length < 2) {
+    if (pool === workers && workers.length < 2) {
       workers.push(startWorker(host.url, keyFile, "py-b"));
       await workers[1]?.waitFor((l) => l.step === "connected", "connection");
     }
-    const agentId = await agent(safeToRetry);
+    const agentId = await agent(safeToRetry, backend);
     // Only a claim of this turn counts.
-    for (const w of workers) for (const l of w.lines) if (l.step === "claim") l.seen = true;
+    for (const w of pool) for (const l of w.lines) if (l.step === "claim") l.seen = true;
     const reply = chat.send({
       sessionId: `ses_py_kill_${Date.now()}`,
       agentId,
@@ -526,14 +652,14 @@ describe.skipIf(!python).each([
     const deadline = Date.now() + 20_000;
     let victim: PyWorker | undefined;
     while (!victim && Date.now() < deadline) {
-      victim = workers.find(
+      victim = pool.find(
         (w) =>
           w.child.exitCode === null &&
           w.lines.some((l) => l.step === "claim" && l.granted === true && !l.seen),
       );
       if (!victim) await new Promise((resolve) => setTimeout(resolve, 20));
     }
-    expect(victim, workers.map((w) => w.output()).join("\n---\n")).toBeDefined();
+    expect(victim, pool.map((w) => w.output()).join("\n---\n")).toBeDefined();
     (victim as PyWorker).child.kill("SIGKILL");
     const res = await reply;
     return { res, victim: victim as PyWorker };

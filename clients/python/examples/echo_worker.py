@@ -12,7 +12,8 @@ The protocol (proto/trellis/adapters/v1/worker_service.proto):
 ConnectWorker registers and opens the command stream (connected, then offer /
 cancel commands); WorkerHeartbeat keeps the lease; ClaimWork answers an offer
 with the worker's negotiation; ReportWorkEvents streams progress;
-CompleteWork returns the result; DisconnectWorker leaves.
+CompleteWork returns the result with the progress not reported yet (trailing
+events); DisconnectWorker leaves.
 
     python3 clients/python/examples/echo_worker.py --backend py-echo
 
@@ -44,6 +45,8 @@ from trellis.adapters.v1 import worker_service_pb2_grpc as ws_grpc  # noqa: E402
 from trellis.core.v1 import message_pb2  # noqa: E402
 
 REQUIRED = ex.REQUIREMENT_REQUIRED
+# Events one ReportWorkEvents / CompleteWork call may carry.
+MAX_EVENTS_PER_CALL = 256
 
 # What this backend can honestly do.
 CAPABILITIES = ex.ExecutionCapabilities(
@@ -147,27 +150,43 @@ class Worker:
                     return
 
     def run_turn(self, offer: ws.WorkOffer, cancel: threading.Event) -> None:
+        """Run one turn. Progress is batched: deltas are reported only before
+        the worker waits (so the client sees them while it does) or when 256
+        have piled up; the rest ride on CompleteWork as trailing events, so a
+        turn with no waits is one ClaimWork and one CompleteWork."""
         ref = self.ref(offer)
         words = ("echo: " + text_of(offer.request.input)).split(" ")
         reply = ""
         outcome = "completed"
+        pending: list[ex.ExecutionEvent] = []
+        reports = 0
+
+        def flush() -> bool:
+            nonlocal pending, reports
+            if not pending:
+                return True
+            answer = self.stub.ReportWorkEvents(
+                ws.ReportWorkEventsRequest(work=ref, events=pending),
+                metadata=self.metadata,
+                timeout=10,
+            )
+            reports += 1
+            pending = []
+            return answer.current
+
         try:
             for index, word in enumerate(words):
-                if cancel.wait(self.args.word_delay if index else 0):
+                delay = self.args.word_delay if index else 0
+                # About to wait: what the client has not seen yet goes out first.
+                if (delay > 0 or len(pending) >= MAX_EVENTS_PER_CALL) and not flush():
+                    emit(step="stale", execution_id=offer.execution_id)
+                    return
+                if cancel.wait(delay) if delay > 0 else cancel.is_set():
                     outcome = "cancelled"
                     break
                 chunk = word if index == 0 else " " + word
                 reply += chunk
-                answer = self.stub.ReportWorkEvents(
-                    ws.ReportWorkEventsRequest(
-                        work=ref, events=[ex.ExecutionEvent(text_delta=ex.TextDelta(text=chunk))]
-                    ),
-                    metadata=self.metadata,
-                    timeout=10,
-                )
-                if not answer.current:
-                    emit(step="stale", execution_id=offer.execution_id)
-                    return
+                pending.append(ex.ExecutionEvent(text_delta=ex.TextDelta(text=chunk)))
             if outcome == "cancelled":
                 result = ex.ExecutionResult(schema_version=1, cancelled=ex.ExecutionCancelled())
             else:
@@ -181,11 +200,15 @@ class Worker:
                         )
                     ],
                 )
+            trailing = len(pending)
             done = self.stub.CompleteWork(
-                ws.CompleteWorkRequest(work=ref, result=result), metadata=self.metadata, timeout=10
+                ws.CompleteWorkRequest(work=ref, result=result, events=pending),
+                metadata=self.metadata,
+                timeout=10,
             )
             emit(step=outcome, execution_id=offer.execution_id, attempt=offer.attempt,
-                 accepted=done.accepted, reply=reply)
+                 accepted=done.accepted, reply=reply, reports=reports,
+                 trailing_events=trailing)
         except grpc.RpcError as error:
             emit(step="turn_failed", execution_id=offer.execution_id, code=error.code().name,
                  detail=error.details())

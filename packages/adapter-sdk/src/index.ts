@@ -48,6 +48,7 @@ export {
   MAX_CAPABILITY_NOTE_CHARS,
   MAX_CAPABILITY_NOTES,
   MINIMAL_CAPABILITIES,
+  narrowRequirements,
   negotiateCapabilities,
   negotiateWith,
   requirementProblems,

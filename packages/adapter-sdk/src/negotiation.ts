@@ -105,6 +105,61 @@ export function requirementProblems(value: ExecutionRequirements | undefined): S
   return problems;
 }
 
+/** Levels of the requirements that only grow stricter (weakest first). */
+const STRICTNESS: Readonly<Record<string, readonly string[]>> = {
+  continuationSupport: ["none", "preferred", "required"],
+  approvalInterrupts: ["none", "preferred", "required"],
+  traceDepth: ["minimal", "standard", "detailed"],
+};
+/** Requirements with two opposite strict values; the middle one is open. */
+const OPEN_VALUE: Readonly<Record<string, string>> = {
+  toolUse: "allowed",
+  attachments: "allowed",
+  structuredToolCalls: "preferred",
+  streaming: "preferred",
+};
+
+/**
+ * Narrow `base` (an agent's requirements) by `extra` (one request's): each
+ * field takes the stricter value — a level only rises, an open value
+ * (`allowed`, `preferred`) may become `forbidden` or `required`, a time limit
+ * only shrinks. A weaker value is ignored (a request cannot loosen its
+ * agent); two opposite strict values (`forbidden` against `required`) are a
+ * conflict, named by field. Both inputs must be valid ({@link requirementProblems}).
+ *
+ * @example
+ *   narrowRequirements({ toolUse: "allowed" }, { toolUse: "forbidden" })
+ *   // → { requirements: { toolUse: "forbidden" }, conflicts: [] }
+ */
+export function narrowRequirements(
+  base: ExecutionRequirements,
+  extra: ExecutionRequirements,
+): { requirements: ExecutionRequirements; conflicts: SeamProblem[] } {
+  const merged: Record<string, unknown> = { ...base };
+  const conflicts: SeamProblem[] = [];
+  for (const [field, value] of Object.entries(extra)) {
+    if (value === undefined) continue;
+    const had = merged[field];
+    if (had === undefined) {
+      merged[field] = value;
+    } else if (field === "maxElapsedMs") {
+      merged[field] = Math.min(had as number, value as number);
+    } else if (STRICTNESS[field]) {
+      const order = STRICTNESS[field];
+      if (order.indexOf(value as string) > order.indexOf(had as string)) merged[field] = value;
+    } else if (OPEN_VALUE[field] !== undefined) {
+      if (had === OPEN_VALUE[field]) merged[field] = value;
+      else if (value !== OPEN_VALUE[field] && value !== had) {
+        conflicts.push({
+          field,
+          message: `is ${String(value)} but the agent's routing requires ${String(had)}`,
+        });
+      }
+    }
+  }
+  return { requirements: merged as ExecutionRequirements, conflicts };
+}
+
 function rank<K extends keyof typeof CAPABILITY_ORDER>(
   field: K,
   value: (typeof CAPABILITY_ORDER)[K][number],

@@ -354,4 +354,12 @@ export interface AgentExecutor {
   backends(): readonly string[];
   validateDefinition(backend: string, definition: JsonObject): void;
   execute(request: ExecutionRequest): Promise<ExecutionResult>;
+  /**
+   * Negotiate `request` without running it: the `failed` result it would get
+   * now because no backend the agent allows has what it requires (category
+   * `unsupported`, with the blocking reasons), else undefined. Optional: an
+   * executor that cannot tell leaves it out, and the turn is refused when it
+   * runs instead.
+   */
+  preflight?(request: ExecutionRequest): ExecutionResult | undefined;
 }

@@ -4,6 +4,7 @@ import {
   type ExecutionCapabilities,
   type ExecutionRequest,
   effectiveRequirements,
+  narrowRequirements,
   negotiateCapabilities,
   weakestCapabilities,
 } from "../src/index.js";
@@ -153,6 +154,46 @@ describe("effectiveRequirements", () => {
       traceDepth: "detailed",
       approvalInterrupts: "preferred",
     });
+  });
+});
+
+describe("narrowRequirements", () => {
+  it("takes the stricter value of each field and ignores weaker ones", () => {
+    const { requirements, conflicts } = narrowRequirements(
+      {
+        toolUse: "allowed",
+        approvalInterrupts: "preferred",
+        traceDepth: "detailed",
+        streaming: "required",
+        maxElapsedMs: 30_000,
+      },
+      {
+        toolUse: "forbidden",
+        approvalInterrupts: "none",
+        traceDepth: "minimal",
+        streaming: "preferred",
+        maxElapsedMs: 5_000,
+        attachments: "required",
+      },
+    );
+    expect(conflicts).toEqual([]);
+    expect(requirements).toEqual({
+      toolUse: "forbidden",
+      approvalInterrupts: "preferred",
+      traceDepth: "detailed",
+      streaming: "required",
+      maxElapsedMs: 5_000,
+      attachments: "required",
+    });
+  });
+
+  it("names every field where the request contradicts the agent", () => {
+    const { conflicts } = narrowRequirements(
+      { toolUse: "forbidden", structuredToolCalls: "required" },
+      { toolUse: "required", structuredToolCalls: "forbidden" },
+    );
+    expect(conflicts.map((c) => c.field)).toEqual(["toolUse", "structuredToolCalls"]);
+    expect(conflicts[0]?.message).toMatch(/required but the agent's routing requires forbidden/);
   });
 });
 

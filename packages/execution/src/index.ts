@@ -6,6 +6,13 @@
  * runs turns through it; the adapters service serves its registry, routing
  * and vaults over RPC and runs it in adapter workers.
  */
+
+export {
+  narrowRequirements,
+  requirementProblems,
+  requirementsFromProto,
+  requirementsToProto,
+} from "@trellis/adapter-sdk";
 export {
   type AdaptersConfig,
   adaptersConfigSchema,

@@ -362,3 +362,59 @@ describe("decide", () => {
     expect(chosen).toBe("two");
   });
 });
+
+describe("Router.preflight (dry run before a task is stored)", () => {
+  it("is undefined when an allowed backend fits, without running anything", () => {
+    const { router, runs } = threeBackends();
+    const refusal = router.preflight(
+      request(all, { requirements: { approvalInterrupts: "required" } }),
+    );
+    expect(refusal).toBeUndefined();
+    expect(runs).toEqual([]);
+  });
+
+  it("is the unsupported result with every blocking reason when none fits", () => {
+    const { router, runs } = threeBackends();
+    const refusal = router.preflight(
+      request({ allowedBackends: ["plain"] }, { requirements: { approvalInterrupts: "required" } }),
+    );
+    expect(refusal).toMatchObject({ status: "failed", category: "unsupported", retryable: false });
+    const reasons = refusal?.status === "failed" ? (refusal.reasons ?? []) : [];
+    expect(reasons).toEqual([
+      expect.objectContaining({
+        code: "approval_interrupt_unsupported",
+        severity: "blocking",
+        metadata: expect.objectContaining({ backend: "plain" }),
+      }),
+    ]);
+    expect(runs).toEqual([]);
+  });
+
+  it("does not refuse for backends that only lack a live worker (one may join)", () => {
+    const { router } = threeBackends();
+    const ghostly = request(
+      {},
+      { agent: { id: "agt_1", backend: "ghost", definition: {}, tools: [], routing: {} } },
+    );
+    // Nothing can run it now…
+    const { decision } = router.plan(ghostly);
+    expect(decision.chosen).toBeUndefined();
+    expect(decision.reasons.map((r) => r.code)).toEqual(["backend_unavailable"]);
+    // …but that is not the request's fault: it is queued, not refused.
+    expect(router.preflight(ghostly)).toBeUndefined();
+    // Nor while one allowed backend may still join, even if the others lack a capability.
+    const mixed = request(
+      { allowedBackends: ["plain", "ghost"] },
+      { requirements: { approvalInterrupts: "required" } },
+    );
+    expect(router.plan(mixed).decision.chosen).toBeUndefined();
+    expect(router.preflight(mixed)).toBeUndefined();
+  });
+
+  it("throws for a request that is itself invalid", () => {
+    const { router } = threeBackends();
+    expect(() =>
+      router.preflight(request(all, { requirements: { toolUse: "preferred" as never } })),
+    ).toThrow(/requirements.toolUse/);
+  });
+});

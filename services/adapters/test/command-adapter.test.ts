@@ -1,4 +1,6 @@
 /** The command adapter against the example JSON-lines program. */
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
 import type { ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
@@ -102,4 +104,44 @@ describe("command adapter", () => {
     const result = await missing.execute(request("hi"));
     expect(result).toMatchObject({ status: "failed", category: "backend_execution_error" });
   });
+});
+
+describe("command adapter worker main (--grpc-url)", () => {
+  // Garbage URLs are refused before anything starts: a clear message, exit 2.
+  // One process each; the cases differ in what is wrong.
+  const root = fileURLToPath(new URL("../../..", import.meta.url));
+  const cases: [string, string, RegExp][] = [
+    ["text", "not a url", /is not a URL/],
+    ["another scheme", "ftp://127.0.0.1:1", /has scheme ftp: \(expected http: or https:\)/],
+    ["a 3000-character host", `http://${"a".repeat(3000)}`, /longer than 2048 characters/],
+  ];
+  it.each(cases)(
+    "refuses %s with exit 2",
+    (_label, garbage, expected) => {
+      const run = spawnSync(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "services/adapters/src/command/main.ts",
+          "--backend",
+          "cmd-bad",
+          "--grpc-url",
+          garbage,
+          "--",
+          process.execPath,
+          "-e",
+          "",
+        ],
+        { cwd: root, encoding: "utf8", timeout: 60_000 },
+      );
+      expect(run.status).toBe(2);
+      expect(run.stderr).toMatch(expected);
+      expect(run.stderr).toMatch(/usage: main.ts/);
+      // The bad URL is quoted (clipped), never echoed whole.
+      expect(run.stderr.length).toBeLessThan(1000);
+      expect(run.stdout).toBe("");
+    },
+    90_000,
+  );
 });

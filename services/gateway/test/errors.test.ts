@@ -1,6 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ErrorDetailSchema } from "@trellis/contracts/core";
+import { errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { BlockingReasonsSchema, ErrorDetailSchema } from "@trellis/contracts/core";
 import { TrellisError, toConnectError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import { harnErrorCodes, toHarnError } from "../src/domain/errors.js";
@@ -101,6 +102,59 @@ describe("error envelope", () => {
     expect(toHarnError(error, "r")).toMatchObject({
       status: 410,
       body: { error: { code: "cursor_expired" } },
+    });
+  });
+
+  it("puts typed blocking reasons (a BlockingReasons detail) in details.blocking", () => {
+    const detail = create(ErrorDetailSchema, {
+      reason: "agent_blocked",
+      domain: "tasks.trellis.dev",
+      param: "requirements",
+    });
+    const blocking = create(BlockingReasonsSchema, {
+      category: "unsupported",
+      retryable: false,
+      omitted: 3,
+      reasons: [
+        {
+          backendId: "plain",
+          capability: "approval_interrupts",
+          code: "approval_interrupt_unsupported",
+          severity: "blocking",
+          message: "plain cannot pause for approvals",
+        },
+      ],
+    });
+    const error = new ConnectError("no backend", Code.FailedPrecondition, undefined, [
+      { desc: ErrorDetailSchema, value: detail },
+      { desc: BlockingReasonsSchema, value: blocking },
+    ]);
+    // Through the wire form (the gateway reads it from a tasks call).
+    const relayed = errorFromJsonBytes(
+      errorToJsonBytes(error, {}),
+      undefined,
+      new ConnectError("unreadable", Code.Internal),
+    );
+    const { status, body } = toHarnError(relayed, "r");
+    expect(status).toBe(409);
+    expect(body.error.param).toBe("requirements");
+    expect(body.error.details).toEqual({
+      reason: "agent_blocked",
+      domain: "tasks.trellis.dev",
+      blocking: {
+        category: "unsupported",
+        retryable: false,
+        omitted: 3,
+        reasons: [
+          {
+            backend_id: "plain",
+            capability: "approval_interrupts",
+            code: "approval_interrupt_unsupported",
+            severity: "blocking",
+            message: "plain cannot pause for approvals",
+          },
+        ],
+      },
     });
   });
 });

@@ -151,6 +151,13 @@ func (w *worker) call() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(w.ctx, 10*time.Second)
 }
 
+// maxEventsPerCall is how many events one ReportWorkEvents / CompleteWork call may carry.
+const maxEventsPerCall = 256
+
+// runTurn runs one turn. Progress is batched: deltas are reported only before
+// the worker waits (so the client sees them while it does) or when 256 have
+// piled up; the rest ride on CompleteWork as trailing events, so a turn with
+// no waits is one ClaimWork and one CompleteWork.
 func (w *worker) runTurn(offer *adaptersv1.WorkOffer, cancel chan struct{}) {
 	defer func() {
 		w.mu.Lock()
@@ -161,12 +168,52 @@ func (w *worker) runTurn(offer *adaptersv1.WorkOffer, cancel chan struct{}) {
 	words := strings.Split("echo: "+textOf(offer.GetRequest().GetInput()), " ")
 	reply := ""
 	outcome := "completed"
+	var pending []*adaptersv1.ExecutionEvent
+	reports := 0
+	failed := func(err error) {
+		emit(map[string]interface{}{"step": "turn_failed", "execution_id": offer.GetExecutionId(), "error": err.Error()})
+	}
+	// flush reports the pending events; false when the attempt is no longer ours.
+	flush := func() (bool, error) {
+		if len(pending) == 0 {
+			return true, nil
+		}
+		ctx, done := w.call()
+		defer done()
+		answer, err := w.client.ReportWorkEvents(ctx, &adaptersv1.ReportWorkEventsRequest{Work: ref, Events: pending})
+		if err != nil {
+			return false, err
+		}
+		reports++
+		pending = nil
+		return answer.GetCurrent(), nil
+	}
 	for i, word := range words {
+		waits := i > 0 && w.wordDelay > 0
+		if waits || len(pending) >= maxEventsPerCall {
+			current, err := flush()
+			if err != nil {
+				failed(err)
+				return
+			}
+			if !current {
+				emit(map[string]interface{}{"step": "stale", "execution_id": offer.GetExecutionId()})
+				return
+			}
+		}
 		if i > 0 {
-			select {
-			case <-cancel:
-				outcome = "cancelled"
-			case <-time.After(w.wordDelay):
+			if waits {
+				select {
+				case <-cancel:
+					outcome = "cancelled"
+				case <-time.After(w.wordDelay):
+				}
+			} else {
+				select {
+				case <-cancel:
+					outcome = "cancelled"
+				default:
+				}
 			}
 			if outcome == "cancelled" {
 				break
@@ -174,22 +221,9 @@ func (w *worker) runTurn(offer *adaptersv1.WorkOffer, cancel chan struct{}) {
 			word = " " + word
 		}
 		reply += word
-		ctx, done := w.call()
-		answer, err := w.client.ReportWorkEvents(ctx, &adaptersv1.ReportWorkEventsRequest{
-			Work: ref,
-			Events: []*adaptersv1.ExecutionEvent{{
-				Kind: &adaptersv1.ExecutionEvent_TextDelta{TextDelta: &adaptersv1.TextDelta{Text: word}},
-			}},
+		pending = append(pending, &adaptersv1.ExecutionEvent{
+			Kind: &adaptersv1.ExecutionEvent_TextDelta{TextDelta: &adaptersv1.TextDelta{Text: word}},
 		})
-		done()
-		if err != nil {
-			emit(map[string]interface{}{"step": "turn_failed", "execution_id": offer.GetExecutionId(), "error": err.Error()})
-			return
-		}
-		if !answer.GetCurrent() {
-			emit(map[string]interface{}{"step": "stale", "execution_id": offer.GetExecutionId()})
-			return
-		}
 	}
 	result := &adaptersv1.ExecutionResult{SchemaVersion: 1}
 	if outcome == "cancelled" {
@@ -201,16 +235,18 @@ func (w *worker) runTurn(offer *adaptersv1.WorkOffer, cancel chan struct{}) {
 			Parts: []*corev1.Part{{Kind: &corev1.Part_Text{Text: &corev1.TextPart{Text: reply}}}},
 		}}
 	}
+	trailing := len(pending)
 	ctx, done := w.call()
 	defer done()
-	completed, err := w.client.CompleteWork(ctx, &adaptersv1.CompleteWorkRequest{Work: ref, Result: result})
+	completed, err := w.client.CompleteWork(ctx, &adaptersv1.CompleteWorkRequest{Work: ref, Result: result, Events: pending})
 	if err != nil {
-		emit(map[string]interface{}{"step": "turn_failed", "execution_id": offer.GetExecutionId(), "error": err.Error()})
+		failed(err)
 		return
 	}
 	emit(map[string]interface{}{
 		"step": outcome, "execution_id": offer.GetExecutionId(), "attempt": offer.GetAttempt(),
 		"accepted": completed.GetAccepted(), "reply": reply,
+		"reports": reports, "trailing_events": trailing,
 	})
 }
 

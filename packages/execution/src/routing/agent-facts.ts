@@ -45,6 +45,9 @@ export function withAgentFacts<E extends AgentExecutor>(
   return {
     backends: () => executor.backends(),
     validateDefinition: (backend, definition) => executor.validateDefinition(backend, definition),
+    ...(executor.preflight
+      ? { preflight: (request: ExecutionRequest) => executor.preflight?.(request) }
+      : {}),
     async execute(request: ExecutionRequest) {
       if (request.agent.safeToRetry !== undefined) return executor.execute(request);
       const facts = await factsOf(request.agent.id, request.workspaceId);

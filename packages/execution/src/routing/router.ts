@@ -169,6 +169,22 @@ export class Router implements AgentExecutor {
     return { prepared, decision };
   }
 
+  /**
+   * The refusal `request` would get now because no backend the agent allows
+   * has what it requires (`unsupported`, with every blocking reason), else
+   * undefined. While an allowed backend has no live worker it does not
+   * refuse (a worker may join, with what the request needs, before the turn
+   * runs: then the turn itself is refused if none did); an invalid request
+   * throws.
+   */
+  preflight(request: ExecutionRequest): ExecutionResult | undefined {
+    const { decision } = this.plan(request);
+    if (decision.chosen) return undefined;
+    if (decision.reasons.some((r) => r.code === "backend_unavailable")) return undefined;
+    const result = noBackendResult(decision.reasons);
+    return result.status === "failed" && result.category === "unsupported" ? result : undefined;
+  }
+
   /** Route and run one execution (one span, `trellis.route`, around it). */
   execute(request: ExecutionRequest): Promise<ExecutionResult> {
     return withSpan("trellis.route", {}, async (span) => {

@@ -12,6 +12,25 @@ import { runGrpcWorker, runWorkerMain } from "@trellis/adapter-sdk";
 import { createLogger } from "@trellis/runtime";
 import { createCommandAdapter } from "./command-adapter.js";
 
+/** Why `text` is not a URL a gRPC worker can dial (http or https, a host, no credentials); undefined when it is. */
+function grpcUrlProblem(text: string): string | undefined {
+  if (text.length > 2048) return "is longer than 2048 characters";
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return "is not a URL (expected e.g. http://127.0.0.1:8080)";
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return `has scheme ${url.protocol.slice(0, 20)} (expected http: or https:)`;
+  }
+  if (url.hostname === "") return "has no host";
+  if (url.username !== "" || url.password !== "") {
+    return "must not carry credentials (the key comes from TRELLIS_API_KEY)";
+  }
+  return undefined;
+}
+
 const usage =
   "usage: main.ts --backend <id> [--grpc-url <url>] [--attachments] [--trace-depth minimal|standard|detailed] -- <command> [args…]";
 function parse() {
@@ -40,6 +59,17 @@ if (depth !== undefined && depth !== "minimal" && depth !== "standard" && depth 
   process.stderr.write(`--trace-depth must be minimal, standard or detailed\n${usage}\n`);
   process.exit(2);
 }
+const grpcUrl = values["grpc-url"];
+if (grpcUrl !== undefined) {
+  // A URL the worker could never dial is a usage error, said before anything starts.
+  const problem = grpcUrlProblem(grpcUrl);
+  if (problem) {
+    process.stderr.write(
+      `--grpc-url ${JSON.stringify(grpcUrl.slice(0, 200))}: ${problem}\n${usage}\n`,
+    );
+    process.exit(2);
+  }
+}
 const adapter = createCommandAdapter({
   backendId: values.backend,
   command: positionals,
@@ -48,7 +78,6 @@ const adapter = createCommandAdapter({
     ...(depth ? { traceDepth: depth } : {}),
   },
 });
-const grpcUrl = values["grpc-url"];
 if (grpcUrl) {
   const worker = await runGrpcWorker({
     adapter,

@@ -26,7 +26,7 @@ import {
   ErrorBucket,
   SuspensionKind,
 } from "@trellis/contracts/chat";
-import { type Message, TaskStatus } from "@trellis/contracts/core";
+import { type BlockingReasons, type Message, TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
 import type { ShapeProblem } from "@trellis/messages";
 import { isTerminalStatus as isTerminal } from "@trellis/messages";
@@ -57,6 +57,8 @@ export function erroredOutcome(options: {
   diagnostic: string;
   templates: ReplyTemplates;
   partialReplies?: readonly Message[];
+  /** Why no backend could run the turn, typed (from the task's failure). */
+  blocking?: BlockingReasons | undefined;
 }): ChatTurnOutcome {
   return create(ChatTurnOutcomeSchema, {
     sessionId: options.sessionId,
@@ -72,6 +74,7 @@ export function erroredOutcome(options: {
           category: options.category,
         }),
         partialReplies: [...(options.partialReplies ?? [])],
+        ...(options.blocking ? { blocking: options.blocking } : {}),
       },
     },
   });
@@ -157,6 +160,7 @@ export function outcomeFromTask(task: Task, options: TaskOutcomeOptions): ChatTu
         diagnostic: failure?.message || category,
         templates: options.templates,
         partialReplies: options.tail,
+        blocking: failure?.blocking,
       });
     }
     case TaskStatus.CANCELED:
@@ -208,6 +212,8 @@ export interface DispatchFailure {
   metadata?: Readonly<Record<string, string>>;
   /** The error's message (safe to show: services never put secrets in it). */
   message: string;
+  /** Why no backend could run the turn, when the tasks service refused it for that. */
+  blocking?: BlockingReasons;
 }
 
 /**
@@ -236,6 +242,21 @@ export function outcomeFromDispatchError(
   const object = failure.metadata?.object;
   const errored = (bucket: ErrorBucket, category: string) =>
     erroredOutcome({ sessionId, bucket, category, diagnostic: failure.message, templates });
+  // No backend the agent allows can run the turn (its requirements): typed reasons.
+  if (failure.blocking) {
+    const category = canonicalCategory(failure.blocking.category || "unsupported");
+    return erroredOutcome({
+      sessionId,
+      bucket: bucketOf(category, {
+        retryable: failure.blocking.retryable,
+        ...(failure.reason ? { reason: failure.reason } : {}),
+      }),
+      category,
+      diagnostic: failure.message,
+      templates,
+      blocking: failure.blocking,
+    });
+  }
   // The tasks service refused the message itself (e.g. a tool result that
   // answers no earlier tool call, llm-provider §3): harness-chat §10.4.
   if (failure.code === Code.InvalidArgument && failure.param?.startsWith("input")) {

@@ -5,6 +5,7 @@
  */
 import type { CallOptions, Client, HandlerContext } from "@connectrpc/connect";
 import { ConnectError } from "@connectrpc/connect";
+import { BlockingReasonsSchema } from "@trellis/contracts/core";
 import { EventService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { callerOf, type ServiceClients, setCallerHeaders } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
@@ -48,11 +49,13 @@ export function onBehalfOf(context: HandlerContext): CallOptions {
 export function dispatchFailureOf(error: unknown): DispatchFailure {
   const connectError = ConnectError.from(error);
   const detail = errorDetailOf(connectError);
+  const [blocking] = connectError.findDetails(BlockingReasonsSchema);
   return {
     code: connectError.code,
     message: connectError.rawMessage,
     ...(detail?.reason ? { reason: detail.reason } : {}),
     ...(detail?.param ? { param: detail.param } : {}),
     ...(detail ? { metadata: detail.metadata } : {}),
+    ...(blocking ? { blocking } : {}),
   };
 }

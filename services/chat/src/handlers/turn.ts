@@ -11,6 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import type { CallOptions, HandlerContext } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createLinkedAbortController } from "@connectrpc/connect/protocol";
+import type { ExecutionRequirements } from "@trellis/contracts/adapters";
 import { type ChatChunk, ChatChunkSchema, type ChatTurnOutcome } from "@trellis/contracts/chat";
 import { type Message, TaskStatus } from "@trellis/contracts/core";
 import { BusyPolicy, type Task } from "@trellis/contracts/tasks";
@@ -34,6 +35,8 @@ export interface TurnRequest {
   agentId: string;
   idempotencyKey: string;
   includeFinalState: boolean;
+  /** This turn's own requirements, narrowing the agent's. */
+  requirements?: ExecutionRequirements | undefined;
 }
 
 /** What a turn yields: progress chunks (streaming only), then one outcome. */
@@ -172,6 +175,7 @@ export async function* runTurn(
         // are short), which saves a WatchTask call; a turn still running then
         // is followed below. SendStreaming follows the events instead.
         waitMs: stream ? 0 : SUBMIT_WAIT_MS,
+        ...(request.requirements ? { requirements: request.requirements } : {}),
       },
       options,
     );

@@ -13,6 +13,7 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { type BlockingReasons, BlockingReasonsSchema } from "@trellis/contracts/core";
 import { type CoreReason, errorDetailOf, isTrellisError } from "@trellis/runtime";
 
 /**
@@ -75,6 +76,25 @@ export const harnErrorCodes: Readonly<
   // A known Extended feature this deployment does not offer (e.g. a vault provider).
   not_implemented: { status: 501, type: "server_error" },
 };
+
+/**
+ * Blocking reasons as JSON (`details.blocking` of an error or a task
+ * failure): the shape of the `agent.blocked` event's data.
+ */
+export function blockingJson(blocking: BlockingReasons): JsonObject {
+  return {
+    category: blocking.category,
+    retryable: blocking.retryable,
+    reasons: blocking.reasons.map((reason) => ({
+      backend_id: reason.backendId,
+      code: reason.code,
+      capability: reason.capability,
+      severity: reason.severity,
+      message: reason.message,
+    })),
+    omitted: blocking.omitted,
+  };
+}
 
 /** Whether `value` is one of the Harn error codes. */
 export function isHarnErrorCode(value: string): value is HarnErrorCode {
@@ -198,6 +218,9 @@ export function toHarnError(error: unknown, requestId: string): HarnErrorRespons
         Object.entries(detail.metadata).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
       );
     }
+    // Why no backend can run the request, typed (a BlockingReasons detail).
+    const [blocking] = error.findDetails(BlockingReasonsSchema);
+    if (blocking) details.blocking = blockingJson(blocking);
     // Without a detail, an Internal / Unknown message may hold internals.
     const opaque =
       detail === undefined && (error.code === Code.Internal || error.code === Code.Unknown);

@@ -42,6 +42,7 @@ import {
 import { parseRole, roleName } from "@trellis/messages";
 import { errors } from "@trellis/runtime";
 import { sortKeys } from "./canonical-json.js";
+import { blockingJson } from "./errors.js";
 import { fieldPath, isJsonObject, JsonReader } from "./json-input.js";
 
 // ---------------------------------------------------------------------------
@@ -354,7 +355,12 @@ function failureJson(
 
 /** A task failure as the Harn Failure object, or null. */
 export function taskFailureToHarn(failure: TaskFailure | undefined): JsonObject | null {
-  return failure === undefined ? null : failureJson(failure, failure.detail);
+  if (failure === undefined) return null;
+  const json = failureJson(failure, failure.detail);
+  // Why no backend could run it, typed (backend, capability, code).
+  if (json && failure.blocking)
+    (json.details as JsonObject).blocking = blockingJson(failure.blocking);
+  return json;
 }
 
 /** A Session as Harn JSON. */

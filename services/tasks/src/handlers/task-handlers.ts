@@ -24,6 +24,7 @@ import {
   workspaceOfRequest,
   writeContext,
 } from "./common.js";
+import { requirementsCheck } from "./requirements.js";
 
 /** How often a watch re-reads its task when nothing told it about a change. */
 const WATCH_POLL_MS = 2_000;
@@ -145,6 +146,12 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
         "waitMs",
       ]);
       await ensureParentOpen(deps, request.parentTaskId, scopeOf(context));
+      const workspaceId = workspaceOfRequest(context, request.workspaceId);
+      const prepareRequirements = requirementsCheck(deps.executor, request.requirements, {
+        sessionId: request.sessionId,
+        workspaceId,
+        input: request.input,
+      });
       const result = await store.submitTask(
         {
           sessionId: request.sessionId,
@@ -154,8 +161,9 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
           parentTaskId: request.parentTaskId,
           ...(request.metadata ? { metadata: request.metadata } : {}),
           createSession: request.createSession,
-          workspaceId: workspaceOfRequest(context, request.workspaceId),
+          workspaceId,
           ...(idempotency ? { idempotency } : {}),
+          ...(prepareRequirements ? { prepareRequirements } : {}),
         },
         writeContext(context),
         owner,

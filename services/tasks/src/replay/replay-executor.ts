@@ -94,6 +94,9 @@ export function createReplayExecutor(
   return {
     backends: () => inner.backends(),
     validateDefinition: (backend, definition) => inner.validateDefinition(backend, definition),
+    ...(inner.preflight
+      ? { preflight: (request: ExecutionRequest) => inner.preflight?.(request) }
+      : {}),
     async execute(request) {
       if (request.metadata?.[REPLAY_REQUEST_KEY] !== true) return inner.execute(request);
       const { [REPLAY_REQUEST_KEY]: _flag, ...metadata } = request.metadata;

@@ -4,7 +4,13 @@
  */
 import { fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
+import { ExecutionRequirementsSchema } from "@trellis/contracts/adapters";
 import { type Message, MessageSchema } from "@trellis/contracts/core";
+import {
+  type ExecutionRequirements,
+  requirementsFromProto,
+  requirementsToProto,
+} from "@trellis/execution";
 
 const EMPTY = new Uint8Array(0);
 
@@ -47,4 +53,20 @@ export function decodeMessage(data: Uint8Array): Message {
 /** A JSON value as the text a jsonb parameter takes. */
 export function jsonText(value: JsonValue | undefined): string {
   return JSON.stringify(value ?? {});
+}
+
+/** A task's own requirements as stored (ExecutionRequirements, binary); null when none. */
+export function encodeRequirements(value: ExecutionRequirements | undefined): Uint8Array | null {
+  return value && Object.keys(value).length > 0
+    ? toBinary(ExecutionRequirementsSchema, requirementsToProto(value))
+    : null;
+}
+
+/** The stored requirements back (`{}` when none: spread it into a claim). */
+export function decodeRequirements(raw: Uint8Array | null): {
+  requirements?: ExecutionRequirements;
+} {
+  if (raw === null) return {};
+  const requirements = requirementsFromProto(fromBinary(ExecutionRequirementsSchema, raw));
+  return requirements ? { requirements } : {};
 }

@@ -24,7 +24,7 @@ import { newId } from "../domain/ids.js";
 import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
 import { decideSubmit } from "../domain/mailbox.js";
 import { classifySignal } from "../domain/signals.js";
-import { encodeMessage, jsonText } from "./codec.js";
+import { decodeRequirements, encodeMessage, encodeRequirements, jsonText } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { submittedStep } from "./step-records.js";
@@ -113,6 +113,8 @@ export class Mailbox {
         session.workspace_id,
         "agent_id",
       );
+      // The task's own requirements, checked against its agent before anything is stored.
+      const requirements = encodeRequirements(input.prepareRequirements?.(agent));
       const view = await this.#mailbox(tx, session.id);
       // Decided on the locked session, so "busy" cannot change before commit.
       const decision = decideSubmit(
@@ -174,6 +176,7 @@ export class Mailbox {
           busy_policy: input.busyPolicy,
           idempotency_key: input.idempotency?.key ?? "",
           metadata: jsonText(input.metadata),
+          ...(requirements ? { requirements } : {}),
           ...(decision.runNow
             ? {
                 started_at: NOW,
@@ -225,6 +228,7 @@ export class Mailbox {
       inputPosition,
       transcriptEpoch: session.transcript_epoch,
       leaseOwner: owner,
+      ...decodeRequirements(row.requirements),
       ...(row.resume_payload !== null
         ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
         : {}),

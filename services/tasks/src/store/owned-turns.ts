@@ -30,6 +30,7 @@ import {
   TaskFailureSchema,
 } from "@trellis/contracts/tasks";
 import type { JournalEntry } from "@trellis/storage";
+import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { notFound } from "../domain/errors.js";
 import { agentActor, messageEvent, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -37,7 +38,13 @@ import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js
 import { decideSubmit } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
-import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
+import {
+  decodeMessages,
+  decodeRequirements,
+  encodeMessage,
+  encodeMessages,
+  encodeRequirements,
+} from "./codec.js";
 import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
@@ -176,6 +183,8 @@ export class OwnedTurns {
       found.workspace_id,
       "agent_id",
     );
+    // The task's own requirements, checked against its agent before anything is stored.
+    const requirements = encodeRequirements(input.prepareRequirements?.(agent));
     const running = state.mailbox.find((row) => row.run_state === "running");
     const head = state.mailbox.find((row) => row.run_state === "queued");
     const decision = decideSubmit(
@@ -249,6 +258,7 @@ export class OwnedTurns {
       lease_owner: decision.runNow ? owner : null,
       lease_expires_at: decision.runNow ? this.#leaseUntil(step.now) : null,
       state: null,
+      requirements,
     };
     step.insertTask(row);
     if (key) {
@@ -510,7 +520,7 @@ export class OwnedTurns {
     status: TaskStatus;
     note: string;
     event: Event;
-    failure?: { category: string; message: string; retryable: boolean };
+    failure?: TaskEndFailure;
   } {
     switch (outcome.status) {
       case "completed":
@@ -529,6 +539,7 @@ export class OwnedTurns {
             category: outcome.category,
             message: outcome.message,
             retryable: outcome.retryable,
+            ...blockingOf(outcome),
           },
           event: taskStatusEvent(
             scope,
@@ -572,6 +583,7 @@ export class OwnedTurns {
       inputPosition,
       transcriptEpoch: session.transcript_epoch,
       leaseOwner: owner,
+      ...decodeRequirements(row.requirements),
       ...(row.resume_payload !== null
         ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
         : {}),

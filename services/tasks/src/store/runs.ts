@@ -20,6 +20,7 @@ import {
   TaskFailureSchema,
 } from "@trellis/contracts/tasks";
 import { CompiledQuery, type UpdateObject } from "kysely";
+import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { agentActor, dataEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import { cancelEndReason, cancelRequested, transition } from "../domain/lifecycle.js";
@@ -40,7 +41,7 @@ export interface TaskEnd {
   status: TaskStatus;
   extra: Message[];
   note: string;
-  failure?: { category: string; message: string; retryable: boolean };
+  failure?: TaskEndFailure;
   /** The lifecycle event, emitted after the output's message events. */
   event?: Event;
 }
@@ -405,6 +406,7 @@ export class Runs {
           category: outcome.category,
           message: outcome.message,
           retryable: outcome.retryable,
+          ...blockingOf(outcome),
         };
         return this.#finalChange(tx, session, row, {
           status: TaskStatus.FAILED,

@@ -148,6 +148,11 @@ export interface TaskTable {
   lease_expires_at: Date | null;
   /** The agent state its run left (completed or suspended), when the agent keeps state. */
   state: ColumnType<JsonObject | null, string | null | undefined, string | null>;
+  /**
+   * The task's own requirements (trellis.adapters.v1.ExecutionRequirements,
+   * binary), narrowing its agent's; null: the agent's alone.
+   */
+  requirements: ColumnType<Uint8Array | null, Uint8Array | null | undefined, Uint8Array | null>;
 }
 
 /** The latest agent state of a session: what its next run starts from. */

@@ -23,6 +23,7 @@ import type {
   Task,
   Workspace,
 } from "@trellis/contracts/tasks";
+import type { ExecutionRequirements } from "@trellis/execution";
 import type { ReplayPlan, StoredOverride } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 
@@ -73,6 +74,8 @@ export interface Claim {
   /** Set when continuing a suspended task. */
   resume?: { checkpoint: JsonValue; payload: JsonValue };
   leaseOwner: string;
+  /** The task's own requirements, stored with it (already narrowed by the agent's). */
+  requirements?: ExecutionRequirements;
 }
 
 /** What SubmitTask produced. */
@@ -162,6 +165,12 @@ export interface NewTask {
   createSession: boolean;
   workspaceId: string;
   idempotency?: Idempotency;
+  /**
+   * The task's own requirements, given the agent it resolved to: what to
+   * store with the task (narrowed by the agent's), or a throw that refuses
+   * the submit (nothing is stored). Absent: the agent's requirements alone.
+   */
+  prepareRequirements?: (agent: Agent) => ExecutionRequirements | undefined;
 }
 
 /** A suspension's checkpoint, as kept for from_checkpoint replays. */

@@ -475,6 +475,8 @@ export class TurnRunner {
       ...(memory ? { memory } : {}),
       ...approvalPolicy(claim.agent),
       ...(claim.resume ? { resume: claim.resume } : {}),
+      // The task's own requirements, stored with it: a retry or recovery honours them.
+      ...(claim.requirements ? { requirements: claim.requirements } : {}),
       ...(state ? { state } : {}),
       // A task with a parent may be a replay: the replay executor looks it up.
       ...(task.parentTaskId ? { metadata: { [REPLAY_REQUEST_KEY]: true } } : {}),

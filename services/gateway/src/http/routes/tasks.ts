@@ -1,7 +1,13 @@
 /** Tasks: submit, read, cancel, and messages to a running task. */
 import { randomBytes } from "node:crypto";
-import { type JsonObject, toJson } from "@bufbuild/protobuf";
+import { create, type JsonObject, toJson } from "@bufbuild/protobuf";
 import { timestampNow, ValueSchema } from "@bufbuild/protobuf/wkt";
+import {
+  type ExecutionRequirements,
+  ExecutionRequirementsSchema,
+  Requirement,
+  TraceDepth,
+} from "@trellis/contracts/adapters";
 import { type Message, MessageSchema, type TaskStatus } from "@trellis/contracts/core";
 import { BusyPolicy, SignalService, type Task, TaskService } from "@trellis/contracts/tasks";
 import { errors, TrellisError } from "@trellis/runtime";
@@ -51,6 +57,7 @@ export async function submitTask(
   const input = taskInputFromHarn(body.raw("input"), "input");
   const busy = body.enum("busy_policy", ["enqueue", "reject", "interrupt"] as const);
   const metadata = body.object("metadata");
+  const requirements = requirementsFromJson(body.object("requirements"));
   const agentId = body.string("persona_id") ?? "";
   const parentTaskId = body.string("parent_task_id") ?? "";
   const session = await visibleSession(call, sessionId);
@@ -65,10 +72,77 @@ export async function submitTask(
       idempotencyKey: call.idempotencyKey,
       parentTaskId,
       ...(metadata ? { metadata } : {}),
+      ...(requirements ? { requirements } : {}),
     },
     call.options(),
   );
   return accepted(taskToHarn(required(task, "task", "")));
+}
+
+const REQUIREMENT_LEVELS: Readonly<Record<string, Requirement>> = {
+  forbidden: Requirement.FORBIDDEN,
+  none: Requirement.NONE,
+  allowed: Requirement.ALLOWED,
+  preferred: Requirement.PREFERRED,
+  required: Requirement.REQUIRED,
+};
+const TRACE_DEPTHS: Readonly<Record<string, TraceDepth>> = {
+  minimal: TraceDepth.MINIMAL,
+  standard: TraceDepth.STANDARD,
+  detailed: TraceDepth.DETAILED,
+};
+const LEVEL_FIELDS = {
+  tool_use: "toolUse",
+  structured_tool_calls: "structuredToolCalls",
+  continuation_support: "continuationSupport",
+  approval_interrupts: "approvalInterrupts",
+  attachments: "attachments",
+  streaming: "streaming",
+} as const;
+
+/**
+ * A task's own `requirements` (`{"approval_interrupts": "required",
+ * "trace_depth": "detailed", "max_elapsed_ms": 30000}`), the agent
+ * definition's `routing.requirements` vocabulary. Which level a field takes
+ * is the tasks service's to check (it names the field).
+ */
+export function requirementsFromJson(
+  raw: JsonObject | undefined,
+): ExecutionRequirements | undefined {
+  if (raw === undefined) return undefined;
+  const out = create(ExecutionRequirementsSchema);
+  for (const [key, value] of Object.entries(raw)) {
+    const param = `requirements.${key}`;
+    if (key === "max_elapsed_ms") {
+      if (
+        typeof value !== "number" ||
+        !Number.isInteger(value) ||
+        value < 1 ||
+        value > 0xffffffff
+      ) {
+        throw errors.invalid(`${param} must be a positive whole number of ms`, param);
+      }
+      out.maxElapsedMs = value;
+    } else if (key === "trace_depth") {
+      const depth = typeof value === "string" ? TRACE_DEPTHS[value] : undefined;
+      if (depth === undefined) {
+        throw errors.invalid(`${param} must be minimal, standard or detailed`, param);
+      }
+      out.traceDepth = depth;
+    } else if (Object.hasOwn(LEVEL_FIELDS, key)) {
+      const level = typeof value === "string" ? REQUIREMENT_LEVELS[value] : undefined;
+      if (level === undefined) {
+        throw errors.invalid(
+          `${param} must be one of ${Object.keys(REQUIREMENT_LEVELS).join(", ")}`,
+          param,
+        );
+      }
+      out[LEVEL_FIELDS[key as keyof typeof LEVEL_FIELDS]] = level;
+    } else {
+      throw errors.invalid(`${param.slice(0, 100)} is not a requirement`, "requirements");
+    }
+  }
+  return out;
 }
 
 export function statusesOf(call: RestCall): TaskStatus[] {

@@ -12,60 +12,62 @@ _sym_db = _symbol_database.Default()
 
 
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
+from trellis.adapters.v1 import execution_pb2 as trellis_dot_adapters_dot_v1_dot_execution__pb2
+from trellis.core.v1 import error_pb2 as trellis_dot_core_dot_v1_dot_error__pb2
 from trellis.core.v1 import message_pb2 as trellis_dot_core_dot_v1_dot_message__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrellis/chat/v1/chat.proto\x12\x0ftrellis.chat.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1dtrellis/core/v1/message.proto\"\xd4\x01\n\x0bSendRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x07message\x12\x19\n\x08\x61gent_id\x18\x03 \x01(\tR\x07\x61gentId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12.\n\x13include_final_state\x18\x05 \x01(\x08R\x11includeFinalState\"J\n\x0cSendResponse\x12:\n\x07outcome\x18\x01 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeR\x07outcome\"\xdd\x01\n\x14SendStreamingRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x07message\x12\x19\n\x08\x61gent_id\x18\x03 \x01(\tR\x07\x61gentId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12.\n\x13include_final_state\x18\x05 \x01(\x08R\x11includeFinalState\"\x91\x01\n\x15SendStreamingResponse\x12\x32\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1a.trellis.chat.v1.ChatChunkH\x00R\x05\x63hunk\x12<\n\x07outcome\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeH\x00R\x07outcomeB\x06\n\x04kind\"\xa2\x02\n\tChatChunk\x12;\n\ntext_delta\x18\x01 \x01(\x0b\x32\x1a.trellis.chat.v1.TextDeltaH\x00R\ttextDelta\x12G\n\x0ethinking_delta\x18\x02 \x01(\x0b\x32\x1e.trellis.chat.v1.ThinkingDeltaH\x00R\rthinkingDelta\x12Q\n\x12tool_call_progress\x18\x03 \x01(\x0b\x32!.trellis.chat.v1.ToolCallProgressH\x00R\x10toolCallProgress\x12\x34\n\x07message\x18\x04 \x01(\x0b\x32\x18.trellis.core.v1.MessageH\x00R\x07messageB\x06\n\x04kind\"\x1f\n\tTextDelta\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"#\n\rThinkingDelta\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"\xb9\x01\n\x10ToolCallProgress\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x34\n\x05phase\x18\x03 \x01(\x0e\x32\x1e.trellis.chat.v1.ToolCallPhaseR\x05phase\x12\x39\n\x06status\x18\x04 \x01(\x0e\x32!.trellis.core.v1.ToolResultStatusR\x06status\"\x97\x02\n\x0f\x43hatTurnOutcome\x12\x42\n\tcompleted\x18\x01 \x01(\x0b\x32\".trellis.chat.v1.ChatTurnCompletedH\x00R\tcompleted\x12<\n\x07\x65rrored\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnErroredH\x00R\x07\x65rrored\x12\x42\n\tsuspended\x18\x03 \x01(\x0b\x32\".trellis.chat.v1.ChatTurnSuspendedH\x00R\tsuspended\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x17\n\x07task_id\x18\x05 \x01(\tR\x06taskIdB\x06\n\x04kind\"\x84\x01\n\x11\x43hatTurnCompleted\x12\x32\n\x07replies\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x07replies\x12;\n\x0b\x66inal_state\x18\x02 \x01(\x0b\x32\x1a.trellis.chat.v1.ChatStateR\nfinalState\"p\n\tChatState\x12\x34\n\x08messages\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x08messages\x12-\n\x05state\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\"\x8c\x02\n\x0f\x43hatTurnErrored\x12?\n\x0c\x65rror_bucket\x18\x01 \x01(\x0e\x32\x1c.trellis.chat.v1.ErrorBucketR\x0b\x65rrorBucket\x12%\n\x0e\x65rror_category\x18\x02 \x01(\tR\rerrorCategory\x12.\n\x05reply\x18\x03 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x05reply\x12\x1e\n\ndiagnostic\x18\x04 \x01(\tR\ndiagnostic\x12\x41\n\x0fpartial_replies\x18\x05 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x0epartialReplies\"\xc3\x01\n\x10SignalDescriptor\x12\x1b\n\tsignal_id\x18\x01 \x01(\tR\x08signalId\x12\x33\n\x08metadata\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12\x33\n\x04kind\x18\x03 \x01(\x0e\x32\x1f.trellis.chat.v1.SuspensionKindR\x04kind\x12(\n\x10global_signal_id\x18\x04 \x01(\tR\x0eglobalSignalId\"\xcd\x01\n\x11\x43hatTurnSuspended\x12N\n\x11signal_descriptor\x18\x01 \x01(\x0b\x32!.trellis.chat.v1.SignalDescriptorR\x10signalDescriptor\x12\x43\n\x10pending_messages\x18\x02 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x0fpendingMessages\x12#\n\rinvocation_id\x18\x03 \x01(\tR\x0cinvocationId\"\x84\x01\n\x10SubscribeRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12!\n\x0c\x61\x66ter_cursor\x18\x02 \x01(\tR\x0b\x61\x66terCursor\x12.\n\x13include_final_state\x18\x03 \x01(\x08R\x11includeFinalState\"\xb0\x01\n\x11SubscribeResponse\x12=\n\nsubscribed\x18\x01 \x01(\x0b\x32\x1b.trellis.chat.v1.SubscribedH\x00R\nsubscribed\x12<\n\x07outcome\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeH\x00R\x07outcome\x12\x16\n\x06\x63ursor\x18\x03 \x01(\tR\x06\x63ursorB\x06\n\x04kind\"+\n\nSubscribed\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"n\n\x11GetHistoryRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"r\n\x12GetHistoryResponse\x12\x34\n\x08messages\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x08messages\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*k\n\rToolCallPhase\x12\x1f\n\x1bTOOL_CALL_PHASE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TOOL_CALL_PHASE_STARTED\x10\x01\x12\x1c\n\x18TOOL_CALL_PHASE_FINISHED\x10\x02*\x9a\x01\n\x0b\x45rrorBucket\x12\x1c\n\x18\x45RROR_BUCKET_UNSPECIFIED\x10\x00\x12$\n ERROR_BUCKET_SESSION_TERMINATING\x10\x01\x12$\n ERROR_BUCKET_RETRYABLE_TRANSIENT\x10\x02\x12!\n\x1d\x45RROR_BUCKET_USER_CORRECTABLE\x10\x03*f\n\x0eSuspensionKind\x12\x1f\n\x1bSUSPENSION_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15SUSPENSION_KIND_INPUT\x10\x01\x12\x18\n\x14SUSPENSION_KIND_AUTH\x10\x02\x32\xe1\x02\n\x0b\x43hatService\x12\x43\n\x04Send\x12\x1c.trellis.chat.v1.SendRequest\x1a\x1d.trellis.chat.v1.SendResponse\x12`\n\rSendStreaming\x12%.trellis.chat.v1.SendStreamingRequest\x1a&.trellis.chat.v1.SendStreamingResponse0\x01\x12T\n\tSubscribe\x12!.trellis.chat.v1.SubscribeRequest\x1a\".trellis.chat.v1.SubscribeResponse0\x01\x12U\n\nGetHistory\x12\".trellis.chat.v1.GetHistoryRequest\x1a#.trellis.chat.v1.GetHistoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1atrellis/chat/v1/chat.proto\x12\x0ftrellis.chat.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a#trellis/adapters/v1/execution.proto\x1a\x1btrellis/core/v1/error.proto\x1a\x1dtrellis/core/v1/message.proto\"\xa4\x02\n\x0bSendRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x07message\x12\x19\n\x08\x61gent_id\x18\x03 \x01(\tR\x07\x61gentId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12.\n\x13include_final_state\x18\x05 \x01(\x08R\x11includeFinalState\x12N\n\x0crequirements\x18\x06 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionRequirementsR\x0crequirements\"J\n\x0cSendResponse\x12:\n\x07outcome\x18\x01 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeR\x07outcome\"\xad\x02\n\x14SendStreamingRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x32\n\x07message\x18\x02 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x07message\x12\x19\n\x08\x61gent_id\x18\x03 \x01(\tR\x07\x61gentId\x12\'\n\x0fidempotency_key\x18\x04 \x01(\tR\x0eidempotencyKey\x12.\n\x13include_final_state\x18\x05 \x01(\x08R\x11includeFinalState\x12N\n\x0crequirements\x18\x06 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionRequirementsR\x0crequirements\"\x91\x01\n\x15SendStreamingResponse\x12\x32\n\x05\x63hunk\x18\x01 \x01(\x0b\x32\x1a.trellis.chat.v1.ChatChunkH\x00R\x05\x63hunk\x12<\n\x07outcome\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeH\x00R\x07outcomeB\x06\n\x04kind\"\xa2\x02\n\tChatChunk\x12;\n\ntext_delta\x18\x01 \x01(\x0b\x32\x1a.trellis.chat.v1.TextDeltaH\x00R\ttextDelta\x12G\n\x0ethinking_delta\x18\x02 \x01(\x0b\x32\x1e.trellis.chat.v1.ThinkingDeltaH\x00R\rthinkingDelta\x12Q\n\x12tool_call_progress\x18\x03 \x01(\x0b\x32!.trellis.chat.v1.ToolCallProgressH\x00R\x10toolCallProgress\x12\x34\n\x07message\x18\x04 \x01(\x0b\x32\x18.trellis.core.v1.MessageH\x00R\x07messageB\x06\n\x04kind\"\x1f\n\tTextDelta\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"#\n\rThinkingDelta\x12\x12\n\x04text\x18\x01 \x01(\tR\x04text\"\xb9\x01\n\x10ToolCallProgress\x12 \n\x0ctool_call_id\x18\x01 \x01(\tR\ntoolCallId\x12\x12\n\x04name\x18\x02 \x01(\tR\x04name\x12\x34\n\x05phase\x18\x03 \x01(\x0e\x32\x1e.trellis.chat.v1.ToolCallPhaseR\x05phase\x12\x39\n\x06status\x18\x04 \x01(\x0e\x32!.trellis.core.v1.ToolResultStatusR\x06status\"\x97\x02\n\x0f\x43hatTurnOutcome\x12\x42\n\tcompleted\x18\x01 \x01(\x0b\x32\".trellis.chat.v1.ChatTurnCompletedH\x00R\tcompleted\x12<\n\x07\x65rrored\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnErroredH\x00R\x07\x65rrored\x12\x42\n\tsuspended\x18\x03 \x01(\x0b\x32\".trellis.chat.v1.ChatTurnSuspendedH\x00R\tsuspended\x12\x1d\n\nsession_id\x18\x04 \x01(\tR\tsessionId\x12\x17\n\x07task_id\x18\x05 \x01(\tR\x06taskIdB\x06\n\x04kind\"\x84\x01\n\x11\x43hatTurnCompleted\x12\x32\n\x07replies\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x07replies\x12;\n\x0b\x66inal_state\x18\x02 \x01(\x0b\x32\x1a.trellis.chat.v1.ChatStateR\nfinalState\"p\n\tChatState\x12\x34\n\x08messages\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x08messages\x12-\n\x05state\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x05state\"\xca\x02\n\x0f\x43hatTurnErrored\x12?\n\x0c\x65rror_bucket\x18\x01 \x01(\x0e\x32\x1c.trellis.chat.v1.ErrorBucketR\x0b\x65rrorBucket\x12%\n\x0e\x65rror_category\x18\x02 \x01(\tR\rerrorCategory\x12.\n\x05reply\x18\x03 \x01(\x0b\x32\x18.trellis.core.v1.MessageR\x05reply\x12\x1e\n\ndiagnostic\x18\x04 \x01(\tR\ndiagnostic\x12\x41\n\x0fpartial_replies\x18\x05 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x0epartialReplies\x12<\n\x08\x62locking\x18\x06 \x01(\x0b\x32 .trellis.core.v1.BlockingReasonsR\x08\x62locking\"\xc3\x01\n\x10SignalDescriptor\x12\x1b\n\tsignal_id\x18\x01 \x01(\tR\x08signalId\x12\x33\n\x08metadata\x18\x02 \x01(\x0b\x32\x17.google.protobuf.StructR\x08metadata\x12\x33\n\x04kind\x18\x03 \x01(\x0e\x32\x1f.trellis.chat.v1.SuspensionKindR\x04kind\x12(\n\x10global_signal_id\x18\x04 \x01(\tR\x0eglobalSignalId\"\xcd\x01\n\x11\x43hatTurnSuspended\x12N\n\x11signal_descriptor\x18\x01 \x01(\x0b\x32!.trellis.chat.v1.SignalDescriptorR\x10signalDescriptor\x12\x43\n\x10pending_messages\x18\x02 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x0fpendingMessages\x12#\n\rinvocation_id\x18\x03 \x01(\tR\x0cinvocationId\"\x84\x01\n\x10SubscribeRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12!\n\x0c\x61\x66ter_cursor\x18\x02 \x01(\tR\x0b\x61\x66terCursor\x12.\n\x13include_final_state\x18\x03 \x01(\x08R\x11includeFinalState\"\xb0\x01\n\x11SubscribeResponse\x12=\n\nsubscribed\x18\x01 \x01(\x0b\x32\x1b.trellis.chat.v1.SubscribedH\x00R\nsubscribed\x12<\n\x07outcome\x18\x02 \x01(\x0b\x32 .trellis.chat.v1.ChatTurnOutcomeH\x00R\x07outcome\x12\x16\n\x06\x63ursor\x18\x03 \x01(\tR\x06\x63ursorB\x06\n\x04kind\"+\n\nSubscribed\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\"n\n\x11GetHistoryRequest\x12\x1d\n\nsession_id\x18\x01 \x01(\tR\tsessionId\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"r\n\x12GetHistoryResponse\x12\x34\n\x08messages\x18\x01 \x03(\x0b\x32\x18.trellis.core.v1.MessageR\x08messages\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*k\n\rToolCallPhase\x12\x1f\n\x1bTOOL_CALL_PHASE_UNSPECIFIED\x10\x00\x12\x1b\n\x17TOOL_CALL_PHASE_STARTED\x10\x01\x12\x1c\n\x18TOOL_CALL_PHASE_FINISHED\x10\x02*\x9a\x01\n\x0b\x45rrorBucket\x12\x1c\n\x18\x45RROR_BUCKET_UNSPECIFIED\x10\x00\x12$\n ERROR_BUCKET_SESSION_TERMINATING\x10\x01\x12$\n ERROR_BUCKET_RETRYABLE_TRANSIENT\x10\x02\x12!\n\x1d\x45RROR_BUCKET_USER_CORRECTABLE\x10\x03*f\n\x0eSuspensionKind\x12\x1f\n\x1bSUSPENSION_KIND_UNSPECIFIED\x10\x00\x12\x19\n\x15SUSPENSION_KIND_INPUT\x10\x01\x12\x18\n\x14SUSPENSION_KIND_AUTH\x10\x02\x32\xe1\x02\n\x0b\x43hatService\x12\x43\n\x04Send\x12\x1c.trellis.chat.v1.SendRequest\x1a\x1d.trellis.chat.v1.SendResponse\x12`\n\rSendStreaming\x12%.trellis.chat.v1.SendStreamingRequest\x1a&.trellis.chat.v1.SendStreamingResponse0\x01\x12T\n\tSubscribe\x12!.trellis.chat.v1.SubscribeRequest\x1a\".trellis.chat.v1.SubscribeResponse0\x01\x12U\n\nGetHistory\x12\".trellis.chat.v1.GetHistoryRequest\x1a#.trellis.chat.v1.GetHistoryResponseb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.chat.v1.chat_pb2', globals())
 if _descriptor._USE_C_DESCRIPTORS == False:
 
   DESCRIPTOR._options = None
-  _TOOLCALLPHASE._serialized_start=3117
-  _TOOLCALLPHASE._serialized_end=3224
-  _ERRORBUCKET._serialized_start=3227
-  _ERRORBUCKET._serialized_end=3381
-  _SUSPENSIONKIND._serialized_start=3383
-  _SUSPENSIONKIND._serialized_end=3485
-  _SENDREQUEST._serialized_start=109
-  _SENDREQUEST._serialized_end=321
-  _SENDRESPONSE._serialized_start=323
-  _SENDRESPONSE._serialized_end=397
-  _SENDSTREAMINGREQUEST._serialized_start=400
-  _SENDSTREAMINGREQUEST._serialized_end=621
-  _SENDSTREAMINGRESPONSE._serialized_start=624
-  _SENDSTREAMINGRESPONSE._serialized_end=769
-  _CHATCHUNK._serialized_start=772
-  _CHATCHUNK._serialized_end=1062
-  _TEXTDELTA._serialized_start=1064
-  _TEXTDELTA._serialized_end=1095
-  _THINKINGDELTA._serialized_start=1097
-  _THINKINGDELTA._serialized_end=1132
-  _TOOLCALLPROGRESS._serialized_start=1135
-  _TOOLCALLPROGRESS._serialized_end=1320
-  _CHATTURNOUTCOME._serialized_start=1323
-  _CHATTURNOUTCOME._serialized_end=1602
-  _CHATTURNCOMPLETED._serialized_start=1605
-  _CHATTURNCOMPLETED._serialized_end=1737
-  _CHATSTATE._serialized_start=1739
-  _CHATSTATE._serialized_end=1851
-  _CHATTURNERRORED._serialized_start=1854
-  _CHATTURNERRORED._serialized_end=2122
-  _SIGNALDESCRIPTOR._serialized_start=2125
-  _SIGNALDESCRIPTOR._serialized_end=2320
-  _CHATTURNSUSPENDED._serialized_start=2323
-  _CHATTURNSUSPENDED._serialized_end=2528
-  _SUBSCRIBEREQUEST._serialized_start=2531
-  _SUBSCRIBEREQUEST._serialized_end=2663
-  _SUBSCRIBERESPONSE._serialized_start=2666
-  _SUBSCRIBERESPONSE._serialized_end=2842
-  _SUBSCRIBED._serialized_start=2844
-  _SUBSCRIBED._serialized_end=2887
-  _GETHISTORYREQUEST._serialized_start=2889
-  _GETHISTORYREQUEST._serialized_end=2999
-  _GETHISTORYRESPONSE._serialized_start=3001
-  _GETHISTORYRESPONSE._serialized_end=3115
-  _CHATSERVICE._serialized_start=3488
-  _CHATSERVICE._serialized_end=3841
+  _TOOLCALLPHASE._serialized_start=3405
+  _TOOLCALLPHASE._serialized_end=3512
+  _ERRORBUCKET._serialized_start=3515
+  _ERRORBUCKET._serialized_end=3669
+  _SUSPENSIONKIND._serialized_start=3671
+  _SUSPENSIONKIND._serialized_end=3773
+  _SENDREQUEST._serialized_start=175
+  _SENDREQUEST._serialized_end=467
+  _SENDRESPONSE._serialized_start=469
+  _SENDRESPONSE._serialized_end=543
+  _SENDSTREAMINGREQUEST._serialized_start=546
+  _SENDSTREAMINGREQUEST._serialized_end=847
+  _SENDSTREAMINGRESPONSE._serialized_start=850
+  _SENDSTREAMINGRESPONSE._serialized_end=995
+  _CHATCHUNK._serialized_start=998
+  _CHATCHUNK._serialized_end=1288
+  _TEXTDELTA._serialized_start=1290
+  _TEXTDELTA._serialized_end=1321
+  _THINKINGDELTA._serialized_start=1323
+  _THINKINGDELTA._serialized_end=1358
+  _TOOLCALLPROGRESS._serialized_start=1361
+  _TOOLCALLPROGRESS._serialized_end=1546
+  _CHATTURNOUTCOME._serialized_start=1549
+  _CHATTURNOUTCOME._serialized_end=1828
+  _CHATTURNCOMPLETED._serialized_start=1831
+  _CHATTURNCOMPLETED._serialized_end=1963
+  _CHATSTATE._serialized_start=1965
+  _CHATSTATE._serialized_end=2077
+  _CHATTURNERRORED._serialized_start=2080
+  _CHATTURNERRORED._serialized_end=2410
+  _SIGNALDESCRIPTOR._serialized_start=2413
+  _SIGNALDESCRIPTOR._serialized_end=2608
+  _CHATTURNSUSPENDED._serialized_start=2611
+  _CHATTURNSUSPENDED._serialized_end=2816
+  _SUBSCRIBEREQUEST._serialized_start=2819
+  _SUBSCRIBEREQUEST._serialized_end=2951
+  _SUBSCRIBERESPONSE._serialized_start=2954
+  _SUBSCRIBERESPONSE._serialized_end=3130
+  _SUBSCRIBED._serialized_start=3132
+  _SUBSCRIBED._serialized_end=3175
+  _GETHISTORYREQUEST._serialized_start=3177
+  _GETHISTORYREQUEST._serialized_end=3287
+  _GETHISTORYRESPONSE._serialized_start=3289
+  _GETHISTORYRESPONSE._serialized_end=3403
+  _CHATSERVICE._serialized_start=3776
+  _CHATSERVICE._serialized_end=4129
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,6 @@
 from google.protobuf import struct_pb2 as _struct_pb2
+from trellis.adapters.v1 import execution_pb2 as _execution_pb2
+from trellis.core.v1 import error_pb2 as _error_pb2
 from trellis.core.v1 import message_pb2 as _message_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
@@ -47,18 +49,20 @@ class ChatTurnCompleted(_message.Message):
     def __init__(self, replies: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., final_state: _Optional[_Union[ChatState, _Mapping]] = ...) -> None: ...
 
 class ChatTurnErrored(_message.Message):
-    __slots__ = ["diagnostic", "error_bucket", "error_category", "partial_replies", "reply"]
+    __slots__ = ["blocking", "diagnostic", "error_bucket", "error_category", "partial_replies", "reply"]
+    BLOCKING_FIELD_NUMBER: _ClassVar[int]
     DIAGNOSTIC_FIELD_NUMBER: _ClassVar[int]
     ERROR_BUCKET_FIELD_NUMBER: _ClassVar[int]
     ERROR_CATEGORY_FIELD_NUMBER: _ClassVar[int]
     PARTIAL_REPLIES_FIELD_NUMBER: _ClassVar[int]
     REPLY_FIELD_NUMBER: _ClassVar[int]
+    blocking: _error_pb2.BlockingReasons
     diagnostic: str
     error_bucket: ErrorBucket
     error_category: str
     partial_replies: _containers.RepeatedCompositeFieldContainer[_message_pb2.Message]
     reply: _message_pb2.Message
-    def __init__(self, error_bucket: _Optional[_Union[ErrorBucket, str]] = ..., error_category: _Optional[str] = ..., reply: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., diagnostic: _Optional[str] = ..., partial_replies: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ...) -> None: ...
+    def __init__(self, error_bucket: _Optional[_Union[ErrorBucket, str]] = ..., error_category: _Optional[str] = ..., reply: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., diagnostic: _Optional[str] = ..., partial_replies: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., blocking: _Optional[_Union[_error_pb2.BlockingReasons, _Mapping]] = ...) -> None: ...
 
 class ChatTurnOutcome(_message.Message):
     __slots__ = ["completed", "errored", "session_id", "suspended", "task_id"]
@@ -103,18 +107,20 @@ class GetHistoryResponse(_message.Message):
     def __init__(self, messages: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class SendRequest(_message.Message):
-    __slots__ = ["agent_id", "idempotency_key", "include_final_state", "message", "session_id"]
+    __slots__ = ["agent_id", "idempotency_key", "include_final_state", "message", "requirements", "session_id"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_FINAL_STATE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     idempotency_key: str
     include_final_state: bool
     message: _message_pb2.Message
+    requirements: _execution_pb2.ExecutionRequirements
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., message: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., agent_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., include_final_state: bool = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., message: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., agent_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., include_final_state: bool = ..., requirements: _Optional[_Union[_execution_pb2.ExecutionRequirements, _Mapping]] = ...) -> None: ...
 
 class SendResponse(_message.Message):
     __slots__ = ["outcome"]
@@ -123,18 +129,20 @@ class SendResponse(_message.Message):
     def __init__(self, outcome: _Optional[_Union[ChatTurnOutcome, _Mapping]] = ...) -> None: ...
 
 class SendStreamingRequest(_message.Message):
-    __slots__ = ["agent_id", "idempotency_key", "include_final_state", "message", "session_id"]
+    __slots__ = ["agent_id", "idempotency_key", "include_final_state", "message", "requirements", "session_id"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     IDEMPOTENCY_KEY_FIELD_NUMBER: _ClassVar[int]
     INCLUDE_FINAL_STATE_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     agent_id: str
     idempotency_key: str
     include_final_state: bool
     message: _message_pb2.Message
+    requirements: _execution_pb2.ExecutionRequirements
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ..., message: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., agent_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., include_final_state: bool = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., message: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., agent_id: _Optional[str] = ..., idempotency_key: _Optional[str] = ..., include_final_state: bool = ..., requirements: _Optional[_Union[_execution_pb2.ExecutionRequirements, _Mapping]] = ...) -> None: ...
 
 class SendStreamingResponse(_message.Message):
     __slots__ = ["chunk", "outcome"]

@@ -11,9 +11,10 @@ from google.protobuf import symbol_database as _symbol_database
 _sym_db = _symbol_database.Default()
 
 
+from google.protobuf import any_pb2 as google_dot_protobuf_dot_any__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btrellis/core/v1/error.proto\x12\x0ftrellis.core.v1\"\xd8\x01\n\x0b\x45rrorDetail\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12\x16\n\x06\x64omain\x18\x02 \x01(\tR\x06\x64omain\x12\x46\n\x08metadata\x18\x03 \x03(\x0b\x32*.trellis.core.v1.ErrorDetail.MetadataEntryR\x08metadata\x12\x14\n\x05param\x18\x04 \x01(\tR\x05param\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1btrellis/core/v1/error.proto\x12\x0ftrellis.core.v1\x1a\x19google/protobuf/any.proto\"\xd8\x01\n\x0b\x45rrorDetail\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12\x16\n\x06\x64omain\x18\x02 \x01(\tR\x06\x64omain\x12\x46\n\x08metadata\x18\x03 \x03(\x0b\x32*.trellis.core.v1.ErrorDetail.MetadataEntryR\x08metadata\x12\x14\n\x05param\x18\x04 \x01(\tR\x05param\x1a;\n\rMetadataEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x99\x01\n\x0e\x42lockingReason\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12\x1e\n\ncapability\x18\x02 \x01(\tR\ncapability\x12\x12\n\x04\x63ode\x18\x03 \x01(\tR\x04\x63ode\x12\x1a\n\x08severity\x18\x04 \x01(\tR\x08severity\x12\x18\n\x07message\x18\x05 \x01(\tR\x07message\"\xa0\x01\n\x0f\x42lockingReasons\x12\x1a\n\x08\x63\x61tegory\x18\x01 \x01(\tR\x08\x63\x61tegory\x12\x39\n\x07reasons\x18\x02 \x03(\x0b\x32\x1f.trellis.core.v1.BlockingReasonR\x07reasons\x12\x18\n\x07omitted\x18\x03 \x01(\rR\x07omitted\x12\x1c\n\tretryable\x18\x04 \x01(\x08R\tretryable\"i\n\tRpcStatus\x12\x12\n\x04\x63ode\x18\x01 \x01(\x05R\x04\x63ode\x12\x18\n\x07message\x18\x02 \x01(\tR\x07message\x12.\n\x07\x64\x65tails\x18\x03 \x03(\x0b\x32\x14.google.protobuf.AnyR\x07\x64\x65tailsb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.core.v1.error_pb2', globals())
@@ -22,8 +23,14 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   DESCRIPTOR._options = None
   _ERRORDETAIL_METADATAENTRY._options = None
   _ERRORDETAIL_METADATAENTRY._serialized_options = b'8\001'
-  _ERRORDETAIL._serialized_start=49
-  _ERRORDETAIL._serialized_end=265
-  _ERRORDETAIL_METADATAENTRY._serialized_start=206
-  _ERRORDETAIL_METADATAENTRY._serialized_end=265
+  _ERRORDETAIL._serialized_start=76
+  _ERRORDETAIL._serialized_end=292
+  _ERRORDETAIL_METADATAENTRY._serialized_start=233
+  _ERRORDETAIL_METADATAENTRY._serialized_end=292
+  _BLOCKINGREASON._serialized_start=295
+  _BLOCKINGREASON._serialized_end=448
+  _BLOCKINGREASONS._serialized_start=451
+  _BLOCKINGREASONS._serialized_end=611
+  _RPCSTATUS._serialized_start=613
+  _RPCSTATUS._serialized_end=718
 # @@protoc_insertion_point(module_scope)

@@ -237,16 +237,18 @@ class Task(_message.Message):
     def __init__(self, id: _Optional[str] = ..., session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ..., status: _Optional[_Union[_event_pb2.TaskStatus, str]] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., created_by: _Optional[str] = ..., agent_id: _Optional[str] = ..., branch_id: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., assigned_backend: _Optional[str] = ..., receipt_id: _Optional[str] = ..., outcome_id: _Optional[str] = ..., created_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., started_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., completed_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., canceled_at: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ..., failure: _Optional[_Union[TaskFailure, _Mapping]] = ..., suspension: _Optional[_Union[Suspension, _Mapping]] = ..., output: _Optional[_Iterable[_Union[_message_pb2.Message, _Mapping]]] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., busy_policy: _Optional[_Union[BusyPolicy, str]] = ..., state: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ...) -> None: ...
 
 class TaskFailure(_message.Message):
-    __slots__ = ["category", "detail", "message", "retryable"]
+    __slots__ = ["blocking", "category", "detail", "message", "retryable"]
+    BLOCKING_FIELD_NUMBER: _ClassVar[int]
     CATEGORY_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     MESSAGE_FIELD_NUMBER: _ClassVar[int]
     RETRYABLE_FIELD_NUMBER: _ClassVar[int]
+    blocking: _error_pb2.BlockingReasons
     category: str
     detail: _error_pb2.ErrorDetail
     message: str
     retryable: bool
-    def __init__(self, category: _Optional[str] = ..., message: _Optional[str] = ..., retryable: bool = ..., detail: _Optional[_Union[_error_pb2.ErrorDetail, _Mapping]] = ...) -> None: ...
+    def __init__(self, category: _Optional[str] = ..., message: _Optional[str] = ..., retryable: bool = ..., detail: _Optional[_Union[_error_pb2.ErrorDetail, _Mapping]] = ..., blocking: _Optional[_Union[_error_pb2.BlockingReasons, _Mapping]] = ...) -> None: ...
 
 class Workspace(_message.Message):
     __slots__ = ["archived_at", "created_at", "default_branch_id", "id", "metadata", "name", "root", "updated_at"]

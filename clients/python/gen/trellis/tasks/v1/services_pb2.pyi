@@ -1,4 +1,5 @@
 from google.protobuf import struct_pb2 as _struct_pb2
+from trellis.adapters.v1 import execution_pb2 as _execution_pb2
 from trellis.core.v1 import event_pb2 as _event_pb2
 from trellis.core.v1 import message_pb2 as _message_pb2
 from trellis.tasks.v1 import resources_pb2 as _resources_pb2
@@ -535,7 +536,7 @@ class StreamEventsResponse(_message.Message):
     def __init__(self, event: _Optional[_Union[_event_pb2.Event, _Mapping]] = ..., start_after_event_id: _Optional[str] = ...) -> None: ...
 
 class SubmitTaskRequest(_message.Message):
-    __slots__ = ["agent_id", "busy_policy", "create_session", "idempotency_key", "input", "metadata", "parent_task_id", "session_id", "wait_ms", "workspace_id"]
+    __slots__ = ["agent_id", "busy_policy", "create_session", "idempotency_key", "input", "metadata", "parent_task_id", "requirements", "session_id", "wait_ms", "workspace_id"]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     BUSY_POLICY_FIELD_NUMBER: _ClassVar[int]
     CREATE_SESSION_FIELD_NUMBER: _ClassVar[int]
@@ -543,6 +544,7 @@ class SubmitTaskRequest(_message.Message):
     INPUT_FIELD_NUMBER: _ClassVar[int]
     METADATA_FIELD_NUMBER: _ClassVar[int]
     PARENT_TASK_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUIREMENTS_FIELD_NUMBER: _ClassVar[int]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     WAIT_MS_FIELD_NUMBER: _ClassVar[int]
     WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
@@ -553,10 +555,11 @@ class SubmitTaskRequest(_message.Message):
     input: _message_pb2.Message
     metadata: _struct_pb2.Struct
     parent_task_id: str
+    requirements: _execution_pb2.ExecutionRequirements
     session_id: str
     wait_ms: int
     workspace_id: str
-    def __init__(self, session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., busy_policy: _Optional[_Union[_resources_pb2.BusyPolicy, str]] = ..., idempotency_key: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_session: bool = ..., workspace_id: _Optional[str] = ..., wait_ms: _Optional[int] = ...) -> None: ...
+    def __init__(self, session_id: _Optional[str] = ..., agent_id: _Optional[str] = ..., input: _Optional[_Union[_message_pb2.Message, _Mapping]] = ..., busy_policy: _Optional[_Union[_resources_pb2.BusyPolicy, str]] = ..., idempotency_key: _Optional[str] = ..., parent_task_id: _Optional[str] = ..., metadata: _Optional[_Union[_struct_pb2.Struct, _Mapping]] = ..., create_session: bool = ..., workspace_id: _Optional[str] = ..., wait_ms: _Optional[int] = ..., requirements: _Optional[_Union[_execution_pb2.ExecutionRequirements, _Mapping]] = ...) -> None: ...
 
 class SubmitTaskResponse(_message.Message):
     __slots__ = ["replayed", "task"]

@@ -4,13 +4,15 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
+import type { Any } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_any } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file trellis/core/v1/error.proto.
  */
 export const file_trellis_core_v1_error: GenFile = /*@__PURE__*/
-  fileDesc("Cht0cmVsbGlzL2NvcmUvdjEvZXJyb3IucHJvdG8SD3RyZWxsaXMuY29yZS52MSKrAQoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI8CghtZXRhZGF0YRgDIAMoCzIqLnRyZWxsaXMuY29yZS52MS5FcnJvckRldGFpbC5NZXRhZGF0YUVudHJ5Eg0KBXBhcmFtGAQgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AWIGcHJvdG8z");
+  fileDesc("Cht0cmVsbGlzL2NvcmUvdjEvZXJyb3IucHJvdG8SD3RyZWxsaXMuY29yZS52MSKrAQoLRXJyb3JEZXRhaWwSDgoGcmVhc29uGAEgASgJEg4KBmRvbWFpbhgCIAEoCRI8CghtZXRhZGF0YRgDIAMoCzIqLnRyZWxsaXMuY29yZS52MS5FcnJvckRldGFpbC5NZXRhZGF0YUVudHJ5Eg0KBXBhcmFtGAQgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASJpCg5CbG9ja2luZ1JlYXNvbhISCgpiYWNrZW5kX2lkGAEgASgJEhIKCmNhcGFiaWxpdHkYAiABKAkSDAoEY29kZRgDIAEoCRIQCghzZXZlcml0eRgEIAEoCRIPCgdtZXNzYWdlGAUgASgJInkKD0Jsb2NraW5nUmVhc29ucxIQCghjYXRlZ29yeRgBIAEoCRIwCgdyZWFzb25zGAIgAygLMh8udHJlbGxpcy5jb3JlLnYxLkJsb2NraW5nUmVhc29uEg8KB29taXR0ZWQYAyABKA0SEQoJcmV0cnlhYmxlGAQgASgIIlEKCVJwY1N0YXR1cxIMCgRjb2RlGAEgASgFEg8KB21lc3NhZ2UYAiABKAkSJQoHZGV0YWlscxgDIAMoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnliBnByb3RvMw", [file_google_protobuf_any]);
 
 /**
  * ErrorDetail is attached to every error a Trellis service returns (as a Connect
@@ -55,4 +57,135 @@ export type ErrorDetail = Message<"trellis.core.v1.ErrorDetail"> & {
  */
 export const ErrorDetailSchema: GenMessage<ErrorDetail> = /*@__PURE__*/
   messageDesc(file_trellis_core_v1_error, 0);
+
+/**
+ * BlockingReason is one reason a turn cannot run: a backend the agent allows
+ * lacks a capability the turn requires, has no live worker, or the routing
+ * policy leaves nothing to run on.
+ *
+ * @generated from message trellis.core.v1.BlockingReason
+ */
+export type BlockingReason = Message<"trellis.core.v1.BlockingReason"> & {
+  /**
+   * The backend the reason is about; empty when it is about the routing itself.
+   *
+   * @generated from field: string backend_id = 1;
+   */
+  backendId: string;
+
+  /**
+   * The capability the turn requires and the backend lacks, e.g.
+   * "approval_interrupts", "attachments", "tool_use"; empty when the reason is
+   * not about one capability (e.g. "backend_unavailable").
+   *
+   * @generated from field: string capability = 2;
+   */
+  capability: string;
+
+  /**
+   * Stable reason code, e.g. "approval_interrupt_unsupported",
+   * "attachments_unsupported", "backend_unavailable".
+   *
+   * @generated from field: string code = 3;
+   */
+  code: string;
+
+  /**
+   * "blocking" (warnings never block a turn and are not listed).
+   *
+   * @generated from field: string severity = 4;
+   */
+  severity: string;
+
+  /**
+   * Human-readable explanation, at most 300 characters.
+   *
+   * @generated from field: string message = 5;
+   */
+  message: string;
+};
+
+/**
+ * Describes the message trellis.core.v1.BlockingReason.
+ * Use `create(BlockingReasonSchema)` to create a new message.
+ */
+export const BlockingReasonSchema: GenMessage<BlockingReason> = /*@__PURE__*/
+  messageDesc(file_trellis_core_v1_error, 1);
+
+/**
+ * BlockingReasons lists why no backend the agent allows can run a turn. It is
+ * attached as a Connect error detail (next to ErrorDetail) to an error that
+ * refuses such a turn, carried by a failed task's TaskFailure and a chat
+ * turn's ChatTurnErrored, and mirrored by the `agent.blocked` event. At most
+ * 16 reasons are listed; `omitted` counts the rest.
+ *
+ * @generated from message trellis.core.v1.BlockingReasons
+ */
+export type BlockingReasons = Message<"trellis.core.v1.BlockingReasons"> & {
+  /**
+   * "unsupported" (a capability is missing) or "backend_unavailable" (no live
+   * worker), as the failure's category.
+   *
+   * @generated from field: string category = 1;
+   */
+  category: string;
+
+  /**
+   * @generated from field: repeated trellis.core.v1.BlockingReason reasons = 2;
+   */
+  reasons: BlockingReason[];
+
+  /**
+   * Reasons found but not listed.
+   *
+   * @generated from field: uint32 omitted = 3;
+   */
+  omitted: number;
+
+  /**
+   * Whether the same turn may succeed later (e.g. once a worker registers).
+   *
+   * @generated from field: bool retryable = 4;
+   */
+  retryable: boolean;
+};
+
+/**
+ * Describes the message trellis.core.v1.BlockingReasons.
+ * Use `create(BlockingReasonsSchema)` to create a new message.
+ */
+export const BlockingReasonsSchema: GenMessage<BlockingReasons> = /*@__PURE__*/
+  messageDesc(file_trellis_core_v1_error, 2);
+
+/**
+ * RpcStatus has the wire form of google.rpc.Status: a gRPC error's
+ * `grpc-status-details-bin` trailer decodes into it, for clients without the
+ * googleapis protos. Its details are Any-packed trellis.core.v1 messages
+ * (ErrorDetail, BlockingReasons), unpacked with the generated stubs.
+ *
+ * @generated from message trellis.core.v1.RpcStatus
+ */
+export type RpcStatus = Message<"trellis.core.v1.RpcStatus"> & {
+  /**
+   * @generated from field: int32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * @generated from field: repeated google.protobuf.Any details = 3;
+   */
+  details: Any[];
+};
+
+/**
+ * Describes the message trellis.core.v1.RpcStatus.
+ * Use `create(RpcStatusSchema)` to create a new message.
+ */
+export const RpcStatusSchema: GenMessage<RpcStatus> = /*@__PURE__*/
+  messageDesc(file_trellis_core_v1_error, 3);
 
