@@ -415,71 +415,79 @@ describe.skipIf(!python).each([
   }, 30_000);
 
   // Conformance goes through the public API only: one host shows it (CI time).
-  it.runIf(mode === "trellis dev (embedded)")("trellis adapters conformance passes for the Python backend and the scripted one", async () => {
-    const python = await conformance(host.url, keyFile, [
-      "--backend",
-      "py-echo",
-      "--slow-input",
-      words(120),
-    ]);
-    expect(python.code, python.out).toBe(0);
-    for (const item of [
-      "registered",
-      "blocks",
-      "degrades",
-      "pure",
-      "completes",
-      "streams",
-      "refuses",
-      "timeout",
-      "cancel",
-    ]) {
-      expect(python.out).toMatch(new RegExp(`PASS +${item} `));
-    }
-    const scripted = await conformance(host.url, keyFile, [
-      "--backend",
-      "scripted",
-      "--definition",
-      JSON.stringify({
-        entry: "a",
-        nodes: { a: { update: { messages: [{ role: "assistant", content: "hi there" }] } } },
-        edges: [{ from: "a", to: "END" }],
-      }),
-    ]);
-    expect(scripted.code, scripted.out).toBe(0);
-    expect(scripted.out).toMatch(/PASS +completes +replied "hi there"/);
-  }, 90_000);
+  it.runIf(mode === "trellis dev (embedded)")(
+    "trellis adapters conformance passes for the Python backend and the scripted one",
+    async () => {
+      const python = await conformance(host.url, keyFile, [
+        "--backend",
+        "py-echo",
+        "--slow-input",
+        words(120),
+      ]);
+      expect(python.code, python.out).toBe(0);
+      for (const item of [
+        "registered",
+        "blocks",
+        "degrades",
+        "pure",
+        "completes",
+        "streams",
+        "refuses",
+        "timeout",
+        "cancel",
+      ]) {
+        expect(python.out).toMatch(new RegExp(`PASS +${item} `));
+      }
+      const scripted = await conformance(host.url, keyFile, [
+        "--backend",
+        "scripted",
+        "--definition",
+        JSON.stringify({
+          entry: "a",
+          nodes: { a: { update: { messages: [{ role: "assistant", content: "hi there" }] } } },
+          edges: [{ from: "a", to: "END" }],
+        }),
+      ]);
+      expect(scripted.code, scripted.out).toBe(0);
+      expect(scripted.out).toMatch(/PASS +completes +replied "hi there"/);
+    },
+    90_000,
+  );
 
   // Conformance goes through the public API only: one host shows it (CI time).
-  it.runIf(mode === "trellis dev (embedded)")("trellis adapters conformance fails a lying backend, naming the item", async () => {
-    const liar = spawn(process.execPath, ["--import", "tsx", "test/workers/lying-worker.ts"], {
-      cwd: root,
-      env: {
-        ...process.env,
-        TRELLIS_WORKER_URL: host.url,
-        TRELLIS_API_KEY: readFileSync(keyFile, "utf8").trim(),
-      },
-    });
-    try {
-      let out = "";
-      liar.stdout?.on("data", (chunk) => {
-        out += chunk;
+  it.runIf(mode === "trellis dev (embedded)")(
+    "trellis adapters conformance fails a lying backend, naming the item",
+    async () => {
+      const liar = spawn(process.execPath, ["--import", "tsx", "test/workers/lying-worker.ts"], {
+        cwd: root,
+        env: {
+          ...process.env,
+          TRELLIS_WORKER_URL: host.url,
+          TRELLIS_API_KEY: readFileSync(keyFile, "utf8").trim(),
+        },
       });
-      const deadline = Date.now() + 60_000;
-      while (!out.includes("ready") && Date.now() < deadline && liar.exitCode === null) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
+      try {
+        let out = "";
+        liar.stdout?.on("data", (chunk) => {
+          out += chunk;
+        });
+        const deadline = Date.now() + 60_000;
+        while (!out.includes("ready") && Date.now() < deadline && liar.exitCode === null) {
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(out).toContain("ready");
+        const result = await conformance(host.url, keyFile, ["--backend", "liar"]);
+        expect(result.code, result.out).toBe(1);
+        expect(result.out).toMatch(
+          /FAIL +streams +declares native streaming but sent no text deltas/,
+        );
+        expect(result.out).toContain("FAILED: streams");
+      } finally {
+        liar.kill("SIGKILL");
       }
-      expect(out).toContain("ready");
-      const result = await conformance(host.url, keyFile, ["--backend", "liar"]);
-      expect(result.code, result.out).toBe(1);
-      expect(result.out).toMatch(
-        /FAIL +streams +declares native streaming but sent no text deltas/,
-      );
-      expect(result.out).toContain("FAILED: streams");
-    } finally {
-      liar.kill("SIGKILL");
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 
   // The command and harness backends, joined over gRPC as a backend author
   // would run them next to `trellis dev` (checked against the dev host).
