@@ -28,7 +28,7 @@
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Interceptor } from "@connectrpc/connect";
-import { TrellisError } from "@trellis/runtime";
+import { meshVerifiedKey, TrellisError } from "@trellis/runtime";
 import { type Caller, callerFromHeaders, callerKey } from "./caller.js";
 
 /** Header carrying the mesh token. */
@@ -297,6 +297,8 @@ export function createMeshServerInterceptor(credentials: MeshCredentials): Inter
     );
     if (!result.ok) throw meshError(result.failure);
     req.contextValues.set(callerKey, caller);
+    // The runtime's request checks leave the field caps to the edge.
+    req.contextValues.set(meshVerifiedKey, true);
     return next(req);
   };
 }
