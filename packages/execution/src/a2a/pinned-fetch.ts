@@ -29,6 +29,10 @@ export interface PinnedFetchOptions {
   allowPrivate: boolean;
   /** Sent as `authorization: Bearer …` to the first request's origin only. */
   token?: string;
+  /** Redirects followed at most (default {@link MAX_REDIRECTS}; 0: none, a redirect fails the fetch). */
+  maxRedirects?: number;
+  /** The error a refused address fails with (default {@link refusedTarget}, naming A2A's setting). */
+  refused?: (host: string, why: string) => Error;
 }
 
 export const MAX_REDIRECTS = 5;
@@ -47,18 +51,21 @@ type LookupCallback = (
   family?: number,
 ) => void;
 
+/** The code of a connection the lookup refused (the error itself says why). */
+const BLOCKED = "EOUTBOUNDBLOCKED";
+
 /** A socket `lookup` that refuses a host with any refused address, and pins the checked ones. */
-export function pinnedLookup(refusal: AddressRefusal) {
+export function pinnedLookup(
+  refusal: AddressRefusal,
+  refused: (host: string, why: string) => Error = refusedTarget,
+) {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, verbatim: true }, (error, found) => {
       if (error) return callback(error, "");
       const bad = found.find((a) => refusal(a.address) !== undefined);
       if (bad !== undefined || found.length === 0) {
         const why = bad ? (refusal(bad.address) as string) : "no address";
-        return callback(
-          Object.assign(refusedTarget(hostname, why), { code: "EOUTBOUNDBLOCKED" }),
-          "",
-        );
+        return callback(Object.assign(refused(hostname, why), { code: BLOCKED }), "");
       }
       if (options.all) return callback(null, found);
       const first = found[0] as LookupAddress;
@@ -72,7 +79,7 @@ function checkLiteral(url: URL, options: PinnedFetchOptions): void {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(host) === 0) return;
   const why = options.refusal(host);
-  if (why !== undefined) throw refusedTarget(url.host, why);
+  if (why !== undefined) throw (options.refused ?? refusedTarget)(url.host, why);
 }
 
 async function bodyOf(
@@ -104,15 +111,26 @@ function send(
         ...Object.fromEntries(headers),
         ...(body === undefined ? {} : { "content-length": String(body.length) }),
       },
-      ...(options.allowPrivate ? {} : { lookup: pinnedLookup(options.refusal) as never }),
+      ...(options.allowPrivate
+        ? {}
+        : { lookup: pinnedLookup(options.refusal, options.refused) as never }),
       ...(signal ? { signal } : {}),
     });
-    req.once("response", resolve);
-    req.once("error", (error: Error) => {
+    req.once("response", (res: IncomingMessage) => {
+      // The body's reader (Readable.toWeb) gets its errors; one that comes
+      // when nobody reads any more (an abort after the reader let go) must
+      // not be an unhandled 'error' event.
+      res.on("error", () => {});
+      resolve(res);
+    });
+    // `on`, not `once`: an abort after an earlier error emits a second one.
+    req.on("error", (error: Error) => {
       // As fetch: an abort rejects with the signal's reason, a refusal as itself.
       if (signal?.aborted) reject(signal.reason ?? error);
-      else if (error instanceof TrellisError) reject(error);
-      else reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
+      else if (error instanceof TrellisError || (error as { code?: unknown }).code === BLOCKED) {
+        reject(error);
+      } else
+        reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
     });
     req.end(body);
   });
@@ -120,6 +138,7 @@ function send(
 
 /** The fetch described above. */
 export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
+  const maxRedirects = options.maxRedirects ?? MAX_REDIRECTS;
   return async (input, init) => {
     let url = new URL(input instanceof Request ? input.url : String(input));
     const origin = url.origin;
@@ -130,22 +149,32 @@ export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
     const signal =
       init?.signal ?? (input instanceof Request ? input.signal : undefined) ?? undefined;
     for (let hop = 0; ; hop++) {
-      if (options.token !== undefined && url.origin === origin) {
+      // A credential (the token, or the caller's own header) stays on its origin.
+      if (url.origin !== origin) headers.delete("authorization");
+      else if (options.token !== undefined) {
         headers.set("authorization", `Bearer ${options.token}`);
-      } else headers.delete("authorization");
+      }
       const res = await send(url, method, headers, body, signal, options);
       const status = res.statusCode ?? 502;
       const location = res.headers.location;
       if (status >= 300 && status < 400 && status !== 304 && location !== undefined) {
         res.resume();
-        if (hop >= MAX_REDIRECTS)
-          throw new TypeError(`fetch failed: more than ${MAX_REDIRECTS} redirects`);
+        if (hop >= maxRedirects) {
+          throw new TypeError(
+            maxRedirects === 0
+              ? "fetch failed: redirects are not followed"
+              : `fetch failed: more than ${maxRedirects} redirects`,
+          );
+        }
         const next = new URL(location, url);
         if (
           next.protocol !== "https:" &&
           (url.protocol === "https:" || next.protocol !== "http:")
         ) {
-          throw refusedTarget(next.host, "a redirect may not leave https or http(s)");
+          throw (options.refused ?? refusedTarget)(
+            next.host,
+            "a redirect may not leave https or http(s)",
+          );
         }
         // 303, and 301/302 of a POST, become a GET without a body (as fetch does).
         if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
