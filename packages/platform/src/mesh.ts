@@ -325,6 +325,21 @@ function headerOf(req: MeshHttpRequest, name: string): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
+/**
+ * Whether an RPC request (`POST /<service>/<method>`, before it is decoded)
+ * carries a valid service credential for its path and caller headers: the
+ * runtime then leaves its bytes out of the structure scan
+ * (`createService({ trustedRequest })`); the mesh interceptor still checks
+ * the call.
+ */
+export function meshSignedRpc(credentials: MeshCredentials, req: MeshHttpRequest): boolean {
+  const token = headerOf(req, meshHeader);
+  if (token === undefined) return false;
+  const path = (req.url ?? "").split("?", 1)[0] ?? "";
+  const caller = callerFromHeaders((name) => headerOf(req, name));
+  return credentials.verify(token, path, caller).ok;
+}
+
 /** Check the mesh token of a plain-HTTP request (REST handlers of internal services). */
 export function verifyMeshHttp(
   credentials: MeshCredentials,

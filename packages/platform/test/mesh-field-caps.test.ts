@@ -2,7 +2,9 @@
 // the mesh (issue 22): a call with a verified service credential — chat
 // handing tasks a history of more than TRELLIS_MAX_RPC_LIST_LENGTH messages —
 // is not refused for its size, while the same request at a public service
-// (the edge) is, and a NUL is refused on both sides.
+// (the edge) is, and a NUL is refused on both sides. The same for the
+// structure scan of binary requests (keys per Struct): a signed request's
+// bytes skip it (`trustedRequest`, as distributed services are built).
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { TaskService } from "@trellis/contracts/tasks";
@@ -12,6 +14,7 @@ import {
   createMeshClientInterceptor,
   createMeshServerInterceptor,
   MeshCredentials,
+  meshSignedRpc,
 } from "../src/index.js";
 
 const mesh = new MeshCredentials("0123456789abcdef0123456789abcdef-caps-test");
@@ -19,7 +22,13 @@ const env = {
   TRELLIS_MAX_RPC_ID_LENGTH: "64",
   TRELLIS_MAX_RPC_STRING_LENGTH: "65536",
   TRELLIS_MAX_RPC_LIST_LENGTH: "100",
+  TRELLIS_MAX_JSON_KEYS: "16",
 };
+
+/** A metadata Struct of `count` keys (the cap is 16). */
+function keys(count: number) {
+  return Object.fromEntries(Array.from({ length: count }, (_, i) => [`k${i}`, i]));
+}
 
 /** A SubmitTask input of `count` text parts (the cap is 100). */
 function parts(count: number, text = "x") {
@@ -37,11 +46,12 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
   let internalUrl = "";
   let edgeUrl = "";
 
-  function start(interceptors: Interceptor[]): TrellisService {
+  function start(interceptors: Interceptor[], trusted: boolean): TrellisService {
     return createService({
       name: "svc",
       env,
       interceptors,
+      ...(trusted ? { trustedRequest: (req) => meshSignedRpc(mesh, req) } : {}),
       routes: (router) => {
         router.service(TaskService, {
           async submitTask(request) {
@@ -54,8 +64,8 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
   }
 
   beforeAll(async () => {
-    internal = start([createMeshServerInterceptor(mesh)]);
-    edge = start([]);
+    internal = start([createMeshServerInterceptor(mesh)], true);
+    edge = start([], false);
     ({ url: internalUrl } = await internal.listen({ host: "127.0.0.1", port: 0 }));
     ({ url: edgeUrl } = await edge.listen({ host: "127.0.0.1", port: 0 }));
   }, 60_000);
@@ -85,6 +95,28 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
     await signed().submitTask({ sessionId: "s".repeat(65), input: parts(1_000) });
     await signed().submitTask({ input: parts(1, "x".repeat(70_000)) });
     expect(served.slice(before)).toEqual([1_000, 1]);
+  });
+
+  it("leaves a signed binary request out of the structure scan, not the edge's", async () => {
+    const before = served.length;
+    await signed().submitTask({ metadata: keys(40), input: parts(2) });
+    expect(served.slice(before)).toEqual([2]);
+    const client = createClient(TaskService, createGrpcTransport({ baseUrl: edgeUrl }));
+    const error = await failure(client.submitTask({ metadata: keys(40), input: parts(3) }));
+    expect(error?.code).toBe(Code.InvalidArgument);
+    expect(error && errorDetailOf(error)?.param).toBe("metadata");
+    // A forged credential is scanned (and then refused by the interceptor).
+    const other = new MeshCredentials("fedcba9876543210fedcba9876543210-other");
+    const forged = createClient(
+      TaskService,
+      createGrpcTransport({
+        baseUrl: internalUrl,
+        interceptors: [createMeshClientInterceptor(other, "chat")],
+      }),
+    );
+    const scanned = await failure(forged.submitTask({ metadata: keys(40), input: parts(4) }));
+    expect(scanned?.code).toBe(Code.InvalidArgument);
+    expect(served.slice(before)).toEqual([2]);
   });
 
   it("still refuses a NUL from inside the mesh", async () => {
