@@ -32,8 +32,11 @@ export interface PinnedFetchOptions {
   /** Redirects followed at most (default {@link MAX_REDIRECTS}; 0: none, a redirect fails the fetch). */
   maxRedirects?: number;
   /** The error a refused address fails with (default {@link refusedTarget}, naming A2A's setting). */
-  refused?: (host: string, why: string) => Error;
+  refused?: Refused;
 }
+
+/** Makes the error a refused address fails with. */
+export type Refused = (host: string, why: string) => Error;
 
 export const MAX_REDIRECTS = 5;
 
@@ -53,12 +56,11 @@ type LookupCallback = (
 
 /** The code of a connection the lookup refused (the error itself says why). */
 const BLOCKED = "EOUTBOUNDBLOCKED";
+const refusedHere = (e: Error) =>
+  e instanceof TrellisError || (e as { code?: unknown }).code === BLOCKED;
 
 /** A socket `lookup` that refuses a host with any refused address, and pins the checked ones. */
-export function pinnedLookup(
-  refusal: AddressRefusal,
-  refused: (host: string, why: string) => Error = refusedTarget,
-) {
+export function pinnedLookup(refusal: AddressRefusal, refused: Refused = refusedTarget) {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, verbatim: true }, (error, found) => {
       if (error) return callback(error, "");
@@ -105,6 +107,7 @@ function send(
   checkLiteral(url, options);
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const req = request(url, {
       method,
       headers: {
@@ -114,23 +117,32 @@ function send(
       ...(options.allowPrivate
         ? {}
         : { lookup: pinnedLookup(options.refusal, options.refused) as never }),
-      ...(signal ? { signal } : {}),
     });
+    // The signal is followed here, not by http.request's own `signal`: that
+    // one destroys the socket even after the exchange ended, when the socket
+    // may be back in the agent's pool with no error listener (an unhandled
+    // 'error'). An abort ends the request, or the response still arriving.
+    let response: IncomingMessage | undefined;
+    const onAbort = () => {
+      const reason = signal?.reason instanceof Error ? signal.reason : new Error("aborted");
+      if (!response?.complete) (response ?? req).destroy(reason);
+    };
+    const release = () => signal?.removeEventListener("abort", onAbort);
+    signal?.addEventListener("abort", onAbort, { once: true });
     req.once("response", (res: IncomingMessage) => {
+      response = res;
       // The body's reader (Readable.toWeb) gets its errors; one that comes
-      // when nobody reads any more (an abort after the reader let go) must
-      // not be an unhandled 'error' event.
-      res.on("error", () => {});
+      // when nobody reads any more must not be an unhandled 'error' event.
+      res.on("error", () => {}).once("close", release);
       resolve(res);
     });
     // `on`, not `once`: an abort after an earlier error emits a second one.
     req.on("error", (error: Error) => {
+      if (response === undefined) release();
       // As fetch: an abort rejects with the signal's reason, a refusal as itself.
       if (signal?.aborted) reject(signal.reason ?? error);
-      else if (error instanceof TrellisError || (error as { code?: unknown }).code === BLOCKED) {
-        reject(error);
-      } else
-        reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
+      else if (refusedHere(error)) reject(error);
+      else reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
     });
     req.end(body);
   });
@@ -138,7 +150,7 @@ function send(
 
 /** The fetch described above. */
 export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
-  const maxRedirects = options.maxRedirects ?? MAX_REDIRECTS;
+  const { maxRedirects = MAX_REDIRECTS, refused = refusedTarget } = options;
   return async (input, init) => {
     let url = new URL(input instanceof Request ? input.url : String(input));
     const origin = url.origin;
@@ -159,22 +171,14 @@ export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
       const location = res.headers.location;
       if (status >= 300 && status < 400 && status !== 304 && location !== undefined) {
         res.resume();
-        if (hop >= maxRedirects) {
-          throw new TypeError(
-            maxRedirects === 0
-              ? "fetch failed: redirects are not followed"
-              : `fetch failed: more than ${maxRedirects} redirects`,
-          );
-        }
+        if (hop >= maxRedirects)
+          throw new TypeError(`fetch failed: more than ${maxRedirects} redirects`);
         const next = new URL(location, url);
         if (
           next.protocol !== "https:" &&
           (url.protocol === "https:" || next.protocol !== "http:")
         ) {
-          throw (options.refused ?? refusedTarget)(
-            next.host,
-            "a redirect may not leave https or http(s)",
-          );
+          throw refused(next.host, "a redirect may not leave https or http(s)");
         }
         // 303, and 301/302 of a POST, become a GET without a body (as fetch does).
         if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {
