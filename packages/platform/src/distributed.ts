@@ -43,6 +43,7 @@ import {
   meshFailureMessage,
   meshSecretFileVariable,
   meshSecretVariable,
+  meshSignedRpc,
   processMeshCredentials,
   verifyMeshHttp,
 } from "./mesh.js";
@@ -255,6 +256,8 @@ export async function runService(
     ...(module.routes ? { routes: (router) => module.routes?.(router) } : {}),
     ...(http ? { http } : {}),
     ...(interceptors.length ? { interceptors } : {}),
+    // Calls from inside the mesh were scanned at their edge (the gateway).
+    ...(definition.public ? {} : { trustedRequest: (req) => meshSignedRpc(mesh, req) }),
     ...(module.upgrade ? { upgrade: module.upgrade } : {}),
     ...(module.reflectionFiles ? { reflection: { files: module.reflectionFiles } } : {}),
     health: {

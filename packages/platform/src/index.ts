@@ -53,6 +53,7 @@ export {
   meshRpcTarget,
   meshSecretFileVariable,
   meshSecretVariable,
+  meshSignedRpc,
   minMeshSecretLength,
   processMeshCredentials,
   verifyMeshHttp,

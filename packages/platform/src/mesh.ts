@@ -28,7 +28,7 @@
 import { createHmac, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { Interceptor } from "@connectrpc/connect";
-import { TrellisError } from "@trellis/runtime";
+import { meshVerifiedKey, TrellisError } from "@trellis/runtime";
 import { type Caller, callerFromHeaders, callerKey } from "./caller.js";
 
 /** Header carrying the mesh token. */
@@ -297,6 +297,8 @@ export function createMeshServerInterceptor(credentials: MeshCredentials): Inter
     );
     if (!result.ok) throw meshError(result.failure);
     req.contextValues.set(callerKey, caller);
+    // The runtime's request checks leave the field caps to the edge.
+    req.contextValues.set(meshVerifiedKey, true);
     return next(req);
   };
 }
@@ -321,6 +323,21 @@ export interface MeshHttpRequest {
 function headerOf(req: MeshHttpRequest, name: string): string | undefined {
   const value = req.headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/**
+ * Whether an RPC request (`POST /<service>/<method>`, before it is decoded)
+ * carries a valid service credential for its path and caller headers: the
+ * runtime then leaves its bytes out of the structure scan
+ * (`createService({ trustedRequest })`); the mesh interceptor still checks
+ * the call.
+ */
+export function meshSignedRpc(credentials: MeshCredentials, req: MeshHttpRequest): boolean {
+  const token = headerOf(req, meshHeader);
+  if (token === undefined) return false;
+  const path = (req.url ?? "").split("?", 1)[0] ?? "";
+  const caller = callerFromHeaders((name) => headerOf(req, name));
+  return credentials.verify(token, path, caller).ok;
 }
 
 /** Check the mesh token of a plain-HTTP request (REST handlers of internal services). */

@@ -71,6 +71,7 @@ export {
   type FieldCaps,
   fieldCapsFromEnv,
   fieldCapsSchema,
+  meshVerifiedKey,
 } from "./request-checks.js";
 export {
   acceptOrCreateRequestId,

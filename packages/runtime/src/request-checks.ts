@@ -10,7 +10,12 @@
 import type { DescMessage, Message } from "@bufbuild/protobuf";
 import { ScalarType } from "@bufbuild/protobuf";
 import { type ReflectMessage, reflect } from "@bufbuild/protobuf/reflect";
-import type { Interceptor, StreamRequest } from "@connectrpc/connect";
+import {
+  type ContextKey,
+  createContextKey,
+  type Interceptor,
+  type StreamRequest,
+} from "@connectrpc/connect";
 import { type ConfigOf, env, loadConfig } from "./config.js";
 import { TrellisError } from "./errors.js";
 
@@ -216,18 +221,34 @@ async function* checked<T extends Message>(
 }
 
 /**
+ * Set to true by the interceptor that verified a call's service credential
+ * (`createMeshServerInterceptor` in `@trellis/platform`): the call comes from
+ * another service of the mesh, which carries what its own edge already
+ * checked (a history of more than `maxListLength` messages, a model's long
+ * output). The field caps are for callers outside the mesh; such a call gets
+ * the NUL check only.
+ */
+export const meshVerifiedKey: ContextKey<boolean> = createContextKey(false, {
+  description: "trellis call carries a verified service credential",
+});
+
+/**
  * Server interceptor applying the request checks to the request message (and
  * to each message of a client stream): NUL in any string, and the field caps
- * (`caps`; none given: NUL only). Place it inside the error interceptor: its
- * refusals are domain errors (`invalid_request`).
+ * (`caps`; none given: NUL only) — the caps only at the edge: a call whose
+ * service credential was verified ({@link meshVerifiedKey}, set by an
+ * interceptor placed before this one) gets the NUL check alone. Place it
+ * inside the error interceptor: its refusals are domain errors
+ * (`invalid_request`).
  */
 export function createRequestChecksInterceptor(caps?: FieldCaps): Interceptor {
   return (next) => async (req) => {
+    const own = req.contextValues.get(meshVerifiedKey) ? undefined : caps;
     if (!req.stream) {
-      check(req.method.input, req.message, caps);
+      check(req.method.input, req.message, own);
       return next(req);
     }
     const stream = req as StreamRequest;
-    return next({ ...stream, message: checked(req.method.input, stream.message, caps) });
+    return next({ ...stream, message: checked(req.method.input, stream.message, own) });
   };
 }

@@ -80,6 +80,8 @@ export interface RpcHandlerOptions
   limits: RequestLimits;
   /** Structure limits of JSON requests (defaults when absent). */
   structure?: StructureLimits;
+  /** Binary requests left out of the structure scan (`ServiceOptions.trustedRequest`). */
+  trustedRequest?: (req: HttpRequest) => boolean;
   logger: Logger;
 }
 
@@ -136,8 +138,17 @@ interface CallInfo {
 export function createRpcHandler(
   options: RpcHandlerOptions,
 ): (req: HttpRequest, res: HttpResponse) => void {
-  const { routes, fallback, contextValues, requestIdOf, limits, logger, structure, ...connect } =
-    options;
+  const {
+    routes,
+    fallback,
+    contextValues,
+    requestIdOf,
+    limits,
+    logger,
+    structure,
+    trustedRequest,
+    ...connect
+  } = options;
   // Depth stays with Connect's recursion limit (message levels).
   const structureLimits = structure ?? {
     ...defaultStructureLimits,
@@ -394,7 +405,7 @@ export function createRpcHandler(
         ...universalRequestFromNodeRequest(req, res, undefined, contextValues(req)),
         // Binary protobuf is checked against the structure limits before it is decoded.
         body:
-          method === undefined
+          method === undefined || trustedRequest?.(req)
             ? body
             : requestStructureGuard(body, {
                 desc: method.input,

@@ -112,6 +112,12 @@ export interface ServiceOptions {
   limits?: Partial<RequestLimits>;
   /** Environment the limits are read from; defaults to `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
+  /**
+   * A binary RPC request whose bytes skip the structure scan: one from inside
+   * the mesh (a valid service credential for its path), which carries what
+   * its own edge already scanned. Its interceptors still verify the call.
+   */
+  trustedRequest?: (req: HttpRequest) => boolean;
   /** Tracer for server spans; defaults to the global provider's. */
   tracer?: Tracer;
 }
@@ -260,6 +266,7 @@ export function createService(options: ServiceOptions): TrellisService {
     shutdownSignal: cancelAll.signal,
     limits,
     structure: structureLimitsFromEnv(options.env ?? process.env, limits.maxNestingDepth),
+    ...(options.trustedRequest ? { trustedRequest: options.trustedRequest } : {}),
     logger,
     requestIdOf: httpRequestId,
     contextValues: (req) =>

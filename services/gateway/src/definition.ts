@@ -33,7 +33,9 @@ import { registerQuotaService } from "./grpc/quotas.js";
 import { registerUiEventService } from "./grpc/ui-events.js";
 import { HealthWatchdog } from "./health/watchdog.js";
 import type { GatewayDeps } from "./http/context.js";
+import { routePortsOf } from "./http/ports.js";
 import { createRestHandler } from "./http/rest-handler.js";
+import { createTaskReceiptInterceptor } from "./http/routes/task-receipts.js";
 import { withAgentPolicies } from "./policy/authenticate.js";
 import { createAgentPolicyInterceptor } from "./policy/grpc.js";
 import { AgentPolicyStore, agentPolicyMigrations } from "./policy/store.js";
@@ -240,6 +242,8 @@ export const gatewayService: ServiceDefinition = {
         createAuthInterceptor({ authenticator, clientSource }),
         createAgentPolicyInterceptor(ctx.clients),
         createLimitsInterceptor(limits, ctx.clients),
+        // GetTask / ListTasks answers get their receipt_id as REST's do.
+        createTaskReceiptInterceptor(routePortsOf(deps)),
       ],
       routes: (router) => {
         // The gateway's own RPC service (the UI event stream), in both modes.

@@ -143,6 +143,19 @@ describe.each(backends)(
         auth,
       );
       expect(task?.createdBy).toBe("admin");
+      if (withReceipts) {
+        // GetTask / ListTasks carry the receipt id REST shows (issue 22).
+        const tasks = createClient(TaskService, transport);
+        const receiptId = await poll(
+          async () =>
+            (await tasks.getTask({ taskId: task!.id }, auth)).task?.receiptId || undefined,
+          { what: "the task's receipt id over gRPC" },
+        );
+        const api = harnClient(gateway.address.url, ADMIN_KEY);
+        expect((await api.get(`/v1/tasks/${task!.id}`)).json.receipt_id).toBe(receiptId);
+        const listed = await tasks.listTasks({ sessionId: session!.id }, auth);
+        expect(listed.tasks.map((t) => t.receiptId)).toEqual([receiptId]);
+      }
       // Errors of the owning service keep their code.
       await expect(sessions.getSession({ sessionId: "ses_missing" }, auth)).rejects.toMatchObject({
         code: 5,

@@ -335,6 +335,43 @@ describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ 
     });
   });
 
+  // Issue 22, finding 4: ids another workspace could collide with. Connector
+  // and branch ids are the server's (newId), so a client naming one that is in
+  // use elsewhere neither learns that (no 409) nor is denied: it gets its own.
+  it("takes no connector or branch id from the client (ids never collide across workspaces)", async () => {
+    const taken = await admin.post("/v1/connectors", { provider: "github", event_kinds: ["push"] });
+    expect(taken.status, taken.text).toBe(201);
+    const connector = await outsider.post("/v1/connectors", {
+      provider: "slack",
+      id: taken.json.id,
+    });
+    expect(connector.status, connector.text).toBe(201);
+    expect(connector.json.id).not.toBe(taken.json.id);
+    expect(connector.json.workspace_id).toBe("elsewhere");
+
+    const parent = await admin.post("/v1/sessions", {
+      initial_messages: [{ role: "user", parts: [{ type: "text", text: "one" }] }],
+    });
+    const branch = await admin.post(`/v1/sessions/${parent.json.id}/branches`, {
+      kind: "session",
+      base_ref: "head",
+    });
+    expect(branch.status, branch.text).toBe(201);
+    const theirs = await outsider.post("/v1/sessions", {
+      initial_messages: [{ role: "user", parts: [{ type: "text", text: "one" }] }],
+    });
+    const reused = await outsider.post(`/v1/sessions/${theirs.json.id}/branches`, {
+      kind: "session",
+      base_ref: "head",
+      id: branch.json.id,
+    });
+    expect(reused.status, reused.text).toBe(201);
+    expect(reused.json.id).not.toBe(branch.json.id);
+    expect((await admin.get(`/v1/branches/${branch.json.id}`)).json.parent_session_id).toBe(
+      parent.json.id,
+    );
+  });
+
   describe("branches", () => {
     async function sessionWithHistory(): Promise<Json> {
       const made = await admin.post("/v1/sessions", {

@@ -1,6 +1,9 @@
 // Receipt routes belong to the receipts service's own REST handler; the
 // gateway puts its version, key and scope checks in front of them and tells
 // the handler who is calling (never the client itself).
+import { createClient } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { TaskService } from "@trellis/contracts/tasks";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
@@ -66,5 +69,30 @@ describe("receipt routes behind the gateway (embedded)", () => {
       headers: { "x-trellis-actor": "admin", "x-trellis-workspace": "default" },
     });
     expect(hidden.status).toBe(404);
+  });
+  it("gives a finished task the same receipt_id over gRPC as over REST (issue 22)", async () => {
+    const session = await api.post("/v1/sessions", { workspace_id: "default" });
+    const task = await api.post(`/v1/sessions/${session.json.id}/tasks`, { input: "receipt me" });
+    const rest = await poll(async () => {
+      const t = await api.get(`/v1/tasks/${task.json.id}`);
+      return t.json.status === "COMPLETED" && t.json.receipt_id ? t.json : undefined;
+    });
+    expect(rest.receipt_id).toMatch(/^rcpt_/);
+    const tasks = createClient(
+      TaskService,
+      createGrpcTransport({
+        baseUrl: trellis.address.url,
+        interceptors: [
+          (next) => (req) => {
+            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
+            return next(req);
+          },
+        ],
+      }),
+    );
+    const got = await tasks.getTask({ taskId: task.json.id });
+    expect(got.task?.receiptId).toBe(rest.receipt_id);
+    const listed = await tasks.listTasks({ sessionId: session.json.id });
+    expect(listed.tasks.map((t) => [t.id, t.receiptId])).toEqual([[task.json.id, rest.receipt_id]]);
   });
 });

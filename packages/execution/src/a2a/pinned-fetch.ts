@@ -29,7 +29,14 @@ export interface PinnedFetchOptions {
   allowPrivate: boolean;
   /** Sent as `authorization: Bearer …` to the first request's origin only. */
   token?: string;
+  /** Redirects followed at most (default {@link MAX_REDIRECTS}; 0: none, a redirect fails the fetch). */
+  maxRedirects?: number;
+  /** The error a refused address fails with (default {@link refusedTarget}, naming A2A's setting). */
+  refused?: Refused;
 }
+
+/** Makes the error a refused address fails with. */
+export type Refused = (host: string, why: string) => Error;
 
 export const MAX_REDIRECTS = 5;
 
@@ -47,18 +54,20 @@ type LookupCallback = (
   family?: number,
 ) => void;
 
+/** The code of a connection the lookup refused (the error itself says why). */
+const BLOCKED = "EOUTBOUNDBLOCKED";
+const refusedHere = (e: Error) =>
+  e instanceof TrellisError || (e as { code?: unknown }).code === BLOCKED;
+
 /** A socket `lookup` that refuses a host with any refused address, and pins the checked ones. */
-export function pinnedLookup(refusal: AddressRefusal) {
+export function pinnedLookup(refusal: AddressRefusal, refused: Refused = refusedTarget) {
   return (hostname: string, options: { all?: boolean }, callback: LookupCallback): void => {
     dnsLookup(hostname, { all: true, verbatim: true }, (error, found) => {
       if (error) return callback(error, "");
       const bad = found.find((a) => refusal(a.address) !== undefined);
       if (bad !== undefined || found.length === 0) {
         const why = bad ? (refusal(bad.address) as string) : "no address";
-        return callback(
-          Object.assign(refusedTarget(hostname, why), { code: "EOUTBOUNDBLOCKED" }),
-          "",
-        );
+        return callback(Object.assign(refused(hostname, why), { code: BLOCKED }), "");
       }
       if (options.all) return callback(null, found);
       const first = found[0] as LookupAddress;
@@ -72,7 +81,7 @@ function checkLiteral(url: URL, options: PinnedFetchOptions): void {
   const host = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(host) === 0) return;
   const why = options.refusal(host);
-  if (why !== undefined) throw refusedTarget(url.host, why);
+  if (why !== undefined) throw (options.refused ?? refusedTarget)(url.host, why);
 }
 
 async function bodyOf(
@@ -98,20 +107,41 @@ function send(
   checkLiteral(url, options);
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
     const req = request(url, {
       method,
       headers: {
         ...Object.fromEntries(headers),
         ...(body === undefined ? {} : { "content-length": String(body.length) }),
       },
-      ...(options.allowPrivate ? {} : { lookup: pinnedLookup(options.refusal) as never }),
-      ...(signal ? { signal } : {}),
+      ...(options.allowPrivate
+        ? {}
+        : { lookup: pinnedLookup(options.refusal, options.refused) as never }),
     });
-    req.once("response", resolve);
-    req.once("error", (error: Error) => {
+    // The signal is followed here, not by http.request's own `signal`: that
+    // one destroys the socket even after the exchange ended, when the socket
+    // may be back in the agent's pool with no error listener (an unhandled
+    // 'error'). An abort ends the request, or the response still arriving.
+    let response: IncomingMessage | undefined;
+    const onAbort = () => {
+      const reason = signal?.reason instanceof Error ? signal.reason : new Error("aborted");
+      if (!response?.complete) (response ?? req).destroy(reason);
+    };
+    const release = () => signal?.removeEventListener("abort", onAbort);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    req.once("response", (res: IncomingMessage) => {
+      response = res;
+      // The body's reader (Readable.toWeb) gets its errors; one that comes
+      // when nobody reads any more must not be an unhandled 'error' event.
+      res.on("error", () => {}).once("close", release);
+      resolve(res);
+    });
+    // `on`, not `once`: an abort after an earlier error emits a second one.
+    req.on("error", (error: Error) => {
+      if (response === undefined) release();
       // As fetch: an abort rejects with the signal's reason, a refusal as itself.
       if (signal?.aborted) reject(signal.reason ?? error);
-      else if (error instanceof TrellisError) reject(error);
+      else if (refusedHere(error)) reject(error);
       else reject(Object.assign(new TypeError(`fetch failed: ${error.message}`), { cause: error }));
     });
     req.end(body);
@@ -120,6 +150,7 @@ function send(
 
 /** The fetch described above. */
 export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
+  const { maxRedirects = MAX_REDIRECTS, refused = refusedTarget } = options;
   return async (input, init) => {
     let url = new URL(input instanceof Request ? input.url : String(input));
     const origin = url.origin;
@@ -130,22 +161,24 @@ export function pinnedFetch(options: PinnedFetchOptions): typeof fetch {
     const signal =
       init?.signal ?? (input instanceof Request ? input.signal : undefined) ?? undefined;
     for (let hop = 0; ; hop++) {
-      if (options.token !== undefined && url.origin === origin) {
+      // A credential (the token, or the caller's own header) stays on its origin.
+      if (url.origin !== origin) headers.delete("authorization");
+      else if (options.token !== undefined) {
         headers.set("authorization", `Bearer ${options.token}`);
-      } else headers.delete("authorization");
+      }
       const res = await send(url, method, headers, body, signal, options);
       const status = res.statusCode ?? 502;
       const location = res.headers.location;
       if (status >= 300 && status < 400 && status !== 304 && location !== undefined) {
         res.resume();
-        if (hop >= MAX_REDIRECTS)
-          throw new TypeError(`fetch failed: more than ${MAX_REDIRECTS} redirects`);
+        if (hop >= maxRedirects)
+          throw new TypeError(`fetch failed: more than ${maxRedirects} redirects`);
         const next = new URL(location, url);
         if (
           next.protocol !== "https:" &&
           (url.protocol === "https:" || next.protocol !== "http:")
         ) {
-          throw refusedTarget(next.host, "a redirect may not leave https or http(s)");
+          throw refused(next.host, "a redirect may not leave https or http(s)");
         }
         // 303, and 301/302 of a POST, become a GET without a body (as fetch does).
         if (status === 303 || ((status === 301 || status === 302) && method === "POST")) {

@@ -4,15 +4,19 @@
  * otherwise special address is refused unless the deployment allows private
  * addresses (`TRELLIS_HARNESS_MCP_ALLOW_PRIVATE`, tests and local development).
  *
- * {@link checkOutbound} is the one place the decision is made, so a shared
- * deployment-wide policy can replace it. It runs before every HTTP request of
- * a connection (through {@link guardedFetch}, which also refuses redirects).
- * Known gap: the address checked is resolved again by `fetch`; a DNS answer
- * that changes in between (rebinding) is not caught here.
+ * The addresses are judged by the platform's one policy
+ * (`outboundAddressRefusal`). {@link checkOutbound} refuses a server early,
+ * when the session connects; what counts is the check at connect time:
+ * {@link guardedFetch} sends every HTTP request of a connection through the
+ * A2A backend's `pinnedFetch`, whose socket lookup resolves the host, refuses
+ * the connection if any address is refused and connects to the address it
+ * checked — so a DNS answer that changes after the early check (rebinding) is
+ * refused too. Redirects are not followed.
  */
 import { lookup } from "node:dns/promises";
 import { isIP } from "node:net";
 import { outboundAddressRefusal } from "@trellis/platform";
+import { type AddressRefusal, pinnedFetch } from "../../a2a/pinned-fetch.js";
 
 export function isPrivateAddress(address: string): boolean {
   // One policy decides what is private for every outbound call (webhooks,
@@ -37,9 +41,7 @@ export class OutboundRefusedError extends Error {
  */
 export async function checkOutbound(url: URL, allowPrivate: boolean): Promise<void> {
   if (allowPrivate) return;
-  if (url.protocol !== "https:") {
-    throw new OutboundRefusedError(`${url.protocol} to ${url.host} is refused (https only)`);
-  }
+  checkScheme(url);
   const host = url.hostname.replace(/^\[|\]$/g, "");
   let addresses: string[];
   if (isIP(host)) addresses = [host];
@@ -56,6 +58,18 @@ export async function checkOutbound(url: URL, allowPrivate: boolean): Promise<vo
       `${host} resolves to a loopback, private or special address; refused by the outbound policy`,
     );
   }
+}
+
+function checkScheme(url: URL): void {
+  if (url.protocol !== "https:") {
+    throw new OutboundRefusedError(`${url.protocol} to ${url.host} is refused (https only)`);
+  }
+}
+
+function refusedAddress(host: string, why: string): OutboundRefusedError {
+  return new OutboundRefusedError(
+    `${host} resolves to a loopback, private or special address (${why}); refused by the outbound policy`,
+  );
 }
 
 /** A response body longer than the bound. */
@@ -87,19 +101,23 @@ function bounded(
 }
 
 /**
- * `fetch` that checks each request's URL first, never follows a redirect,
- * and cuts a response body off after `maxResponseBytes` (calling
- * `onTooLarge`: a cut stream does not fail the requests waiting on it).
+ * `fetch` that connects only where the policy allows, checked at connect time
+ * on the address connected to (`pinnedFetch`; `refusal` defaults to the
+ * platform's policy), https only, never follows a redirect, and cuts a
+ * response body off after `maxResponseBytes` (calling `onTooLarge`: a cut
+ * stream does not fail the requests waiting on it).
  */
 export function guardedFetch(
   allowPrivate: boolean,
   maxResponseBytes: number,
   onTooLarge?: () => void,
+  refusal: AddressRefusal = outboundAddressRefusal,
 ): typeof fetch {
+  const send = pinnedFetch({ refusal, allowPrivate, maxRedirects: 0, refused: refusedAddress });
   return async (input, init) => {
     const url = new URL(input instanceof Request ? input.url : String(input));
-    await checkOutbound(url, allowPrivate);
-    const response = await fetch(input, { ...init, redirect: "error" });
+    if (!allowPrivate) checkScheme(url);
+    const response = await send(input, init);
     const length = Number(response.headers.get("content-length") ?? "0");
     if (length > maxResponseBytes) {
       await response.body?.cancel();

@@ -5,7 +5,7 @@ import { type Agent, AgentService, type Skill, SkillService } from "@trellis/con
 import { requestIdHeader } from "@trellis/runtime";
 import { agentCardJson, agentCardOf, defaultAgentId } from "../../a2a/card.js";
 import { currentProtocolVersion, supportedProtocolVersions } from "../../domain/protocol.js";
-import type { RestCall } from "../context.js";
+import type { RestCall, RoutePorts } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { ok } from "./common.js";
 import { skillJson } from "./skills.js";
@@ -34,17 +34,22 @@ export function discoveryJson(options: { receipts: boolean }): JsonObject {
 export const probes = new WeakMap<object, { at: number; value: Promise<boolean> }>();
 
 export function receiptsAvailable(call: RestCall): Promise<boolean> {
+  return receiptsServed(call.ports, call.requestId);
+}
+
+/** {@link receiptsAvailable} for a caller that has the ports but no REST call (gRPC). */
+export function receiptsServed(ports: RoutePorts, requestId: string): Promise<boolean> {
   const now = Date.now();
-  const last = probes.get(call.ports);
+  const last = probes.get(ports);
   if (last !== undefined && now - last.at < 30_000) return last.value;
-  const value = call.ports.clients
+  const value = ports.clients
     .get(ReceiptService)
-    .getPublicKeys({}, { timeoutMs: 1000, headers: { [requestIdHeader]: call.requestId } })
+    .getPublicKeys({}, { timeoutMs: 1000, headers: { [requestIdHeader]: requestId } })
     .then(
       () => true,
       () => false,
     );
-  probes.set(call.ports, { at: now, value });
+  probes.set(ports, { at: now, value });
   return value;
 }
 

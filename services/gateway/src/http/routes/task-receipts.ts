@@ -14,13 +14,26 @@
  * one call per task per read. Best effort and bounded: a receipts service
  * that is not deployed or does not answer within a second leaves the field
  * null, as before.
+ *
+ * REST (`GET /v1/tasks`, `GET /v1/tasks/{id}`) and gRPC / Connect
+ * (`TaskService.GetTask` / `ListTasks`, {@link createTaskReceiptInterceptor})
+ * share one index per gateway, so both surfaces give a task the same
+ * `receipt_id`.
  */
 
+import type { CallOptions, Interceptor } from "@connectrpc/connect";
 import { TaskStatus } from "@trellis/contracts/core";
 import { type Receipt, ReceiptService } from "@trellis/contracts/receipts";
-import type { Task } from "@trellis/contracts/tasks";
-import type { RestCall } from "../context.js";
-import { receiptsAvailable } from "./discovery.js";
+import {
+  type GetTaskResponse,
+  type ListTasksResponse,
+  type Task,
+  TaskService,
+} from "@trellis/contracts/tasks";
+import { callerKey, setCallerHeaders } from "@trellis/platform";
+import { requestIdHeader, requestIdKey } from "@trellis/runtime";
+import type { RestCall, RoutePorts } from "../context.js";
+import { receiptsServed } from "./discovery.js";
 
 const CONCURRENCY = 8;
 /**
@@ -136,17 +149,58 @@ async function ownReceipt(
 const indexes = new WeakMap<object, TaskReceiptIndex>();
 
 /** `tasks`, each finished one given its receipt id when the receipts service has it. */
-export async function withReceiptIds(call: RestCall, tasks: Task[]): Promise<Task[]> {
+export function withReceiptIds(call: RestCall, tasks: Task[]): Promise<Task[]> {
+  return fillReceiptIds(call.ports, call.requestId, call.options(), tasks);
+}
+
+/**
+ * {@link withReceiptIds} for any surface: `options` carry the caller (the
+ * receipts service answers only what the caller may see).
+ */
+async function fillReceiptIds(
+  ports: RoutePorts,
+  requestId: string,
+  options: CallOptions,
+  tasks: Task[],
+): Promise<Task[]> {
   if (!tasks.some((t) => t.receiptId === "" && finished.has(t.status))) return tasks;
-  if (!(await receiptsAvailable(call))) return tasks;
-  let index = indexes.get(call.ports);
+  if (!(await receiptsServed(ports, requestId))) return tasks;
+  let index = indexes.get(ports);
   if (index === undefined) {
     index = new TaskReceiptIndex();
-    indexes.set(call.ports, index);
+    indexes.set(ports, index);
   }
-  const client = call.ports.clients.get(ReceiptService);
-  const options = call.options();
+  const client = ports.clients.get(ReceiptService);
   return index.fill(tasks, (taskId, pageToken) =>
     client.listTaskReceipts({ taskId, pageSize: 200, pageToken }, { ...options, timeoutMs: 1000 }),
   );
+}
+
+/**
+ * Server interceptor of the public RPC surface: the tasks `TaskService.GetTask`
+ * and `ListTasks` answer get their `receipt_id` as REST's do (the tasks
+ * service does not know it). Placed after the auth interceptor (it reads the
+ * caller), in both modes (embedded: around the tasks handlers; distributed:
+ * around the forwarders).
+ */
+export function createTaskReceiptInterceptor(ports: RoutePorts): Interceptor {
+  return (next) => async (req) => {
+    const res = await next(req);
+    if (res.stream || req.service.typeName !== TaskService.typeName) return res;
+    let tasks: Task[] | undefined;
+    if (req.method.name === TaskService.method.getTask.name) {
+      const task = (res.message as GetTaskResponse).task;
+      tasks = task ? [task] : undefined;
+    } else if (req.method.name === TaskService.method.listTasks.name) {
+      tasks = (res.message as ListTasksResponse).tasks;
+    }
+    if (tasks === undefined || tasks.length === 0) return res;
+    const headers = new Headers();
+    const caller = req.contextValues.get(callerKey);
+    if (caller) setCallerHeaders(headers, caller);
+    const requestId = req.contextValues.get(requestIdKey);
+    if (requestId !== "") headers.set(requestIdHeader, requestId);
+    await fillReceiptIds(ports, requestId, { headers, signal: req.signal }, tasks);
+    return res;
+  };
 }
