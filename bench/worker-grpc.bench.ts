@@ -7,8 +7,8 @@
  *
  * - by a JetStream worker process (`runWorker`: NATS client), and
  * - by a gRPC worker process (`runGrpcWorker`: WorkerService over h2c),
- *   whose session this process bridges onto the same work queue, as the
- *   adapters service does in a mesh.
+ *   whose session this process holds and relays as the adapters service
+ *   does in a mesh (the router places work on it directly over core NATS).
  *
  * CPU is read from /proc for this process (router, and the bridge on the gRPC
  * path) and the worker process, per turn, over `turns` executions after a
@@ -98,7 +98,6 @@ export async function runWorkerGrpcBench(
         routed.connection && routed.remote
           ? { connection: routed.connection, names: routed.remote.names }
           : undefined,
-      storage: "memory",
     }),
   });
   const server = http2.createServer(
