@@ -150,7 +150,8 @@ const benches: Bench[] = [
     name: "worker-grpc",
     async run() {
       const turns = Number(process.env.TRELLIS_BENCH_WORKER_TURNS ?? 400);
-      const result = await runWorkerGrpcBench({ turns, warmup: Math.min(50, turns) });
+      const rounds = Number(process.env.TRELLIS_BENCH_ROUNDS ?? 3);
+      const result = await runWorkerGrpcBench({ turns, rounds, warmup: Math.min(50, turns) });
       return { text: formatWorkerGrpcBench(result), data: result };
     },
   },
