@@ -22,6 +22,7 @@ import {
 import {
   ClaimRequestSchema,
   ClaimResponseSchema,
+  WorkerReportSchema,
   WorkerService,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
@@ -153,7 +154,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
     const [worker] = routed.registry.backend("gd2")?.workers ?? [];
     // See the item the router offers (a second subscriber of the offer subject).
     const spy = nc.subscribe(names.offer(worker?.workerId as string), { max: 1 });
-    const r = request("gd2", "sleep 300");
+    const r = request("gd2", "sleep 1000");
     const running = routed.router.execute(r.value);
     let item: ReturnType<typeof fromBinary<typeof WorkItemSchema>> | undefined;
     for await (const msg of spy) item = fromBinary(WorkItemSchema, msg.data);
@@ -178,6 +179,21 @@ describe("gRPC workers in a mesh: direct placement", () => {
       );
     // Another worker (say, one pulling a stale queue copy) is refused…
     expect(await claim("someone-else", 1)).toMatchObject({ granted: false });
+    // …and an "unclaimed" give-back under the same worker id (a second
+    // session of that id that never claimed) does not undo the running claim.
+    await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
+    nc.publish(
+      `${item?.replyTo}.event`,
+      toBinary(
+        WorkerReportSchema,
+        create(WorkerReportSchema, {
+          executionId: item?.executionId as string,
+          attempt: 1,
+          workerId: worker?.workerId as string,
+          body: { case: "released", value: { reason: "not taken", unclaimed: true } },
+        }),
+      ),
+    );
     const result = await running;
     expect(result.status, JSON.stringify(result)).toBe("completed");
     // …and so is any claim once the worker it was offered to ran it.

@@ -477,7 +477,12 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   #event(msg: Msg): void {
     const report = fromBinary(WorkerReportSchema, msg.data);
     if (report.body.case === "released") {
-      this.#released(report.executionId, report.attempt, report.workerId);
+      this.#released(
+        report.executionId,
+        report.attempt,
+        report.workerId,
+        report.body.value.unclaimed,
+      );
       return;
     }
     const pending = this.#current(report.executionId, report.attempt, report.workerId);
@@ -491,12 +496,15 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   /**
    * A worker gives back an attempt it claimed but never started (the grant
    * was lost), or a direct offer it will not take: a queued item comes back
-   * from the queue by itself, a direct one is placed again.
+   * from the queue by itself, a direct one is placed again. An `unclaimed`
+   * release never touches a running attempt (two sessions may share a
+   * worker id for a moment, e.g. one reconnecting through another adapters
+   * replica: the one that did not claim must not undo the other's claim).
    */
-  #released(executionId: string, attempt: number, workerId: string): void {
+  #released(executionId: string, attempt: number, workerId: string, unclaimed: boolean): void {
     const pending = this.#pending.get(executionId);
     if (!pending || pending.attempt !== attempt) return;
-    const held = holdsAttempt(pending, attempt, workerId);
+    const held = !unclaimed && holdsAttempt(pending, attempt, workerId);
     const offered = pending.state === "queued" && pending.offeredTo === workerId;
     if (!held && !offered) return;
     const direct = pending.offeredTo !== undefined;

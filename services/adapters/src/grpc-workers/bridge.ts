@@ -322,8 +322,11 @@ export class NatsWorkerBridge implements WorkerPort {
     }
   }
 
-  /** Give an item back to the router that placed it (it places it again). */
-  #release(session: WorkerSession, item: WorkItem, reason: string): void {
+  /**
+   * Give an item back to the router that placed it (it places it again);
+   * `unclaimed`: no claim of it was sent from here.
+   */
+  #release(session: WorkerSession, item: WorkItem, reason: string, unclaimed = true): void {
     const nats = this.#options.nats();
     if (!nats || nats.connection.isClosed()) return;
     nats.connection.publish(
@@ -334,7 +337,7 @@ export class NatsWorkerBridge implements WorkerPort {
           executionId: item.executionId,
           attempt: item.attempt,
           workerId: session.workerId,
-          body: { case: "released", value: { reason } },
+          body: { case: "released", value: { reason, unclaimed } },
         }),
       ),
     );
@@ -391,7 +394,7 @@ export class NatsWorkerBridge implements WorkerPort {
           reason = "the router that placed the execution is gone";
         } else {
           // The router may have granted it after we stopped waiting: give it back.
-          this.#release(session, item, "claim answer lost");
+          this.#release(session, item, "claim answer lost", false);
           reason = "the router did not answer the claim in time";
         }
       }
