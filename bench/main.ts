@@ -8,6 +8,9 @@
  *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
  *                                 this checkout's turn against another's, side by side
  *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
+ *   npm run bench -- worker-grpc  a turn through a gRPC worker vs a JetStream worker
+ *                                 (TRELLIS_BENCH_ROUNDS alternating rounds, default 3;
+ *                                 TRELLIS_BENCH_WORKER_TURNS per path and round)
  *
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222); the receipts
  * bench uses PostgreSQL when one answers (TRELLIS_TEST_DATABASE_URL), else
@@ -150,7 +153,8 @@ const benches: Bench[] = [
     name: "worker-grpc",
     async run() {
       const turns = Number(process.env.TRELLIS_BENCH_WORKER_TURNS ?? 400);
-      const result = await runWorkerGrpcBench({ turns, warmup: Math.min(50, turns) });
+      const rounds = Number(process.env.TRELLIS_BENCH_ROUNDS ?? 3);
+      const result = await runWorkerGrpcBench({ turns, rounds, warmup: Math.min(50, turns) });
       return { text: formatWorkerGrpcBench(result), data: result };
     },
   },

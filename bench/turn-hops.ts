@@ -107,7 +107,7 @@ export function classify(text: string): Map<string, number> {
       if (subject.startsWith("$JS.ACK.")) subject = subject.split(".").slice(0, 4).join(".");
       else
         subject = subject
-          .replace(/\.(ses|tsk|rcp|evt)_[^.]+/g, ".<id>")
+          .replace(/\.(ses|tsk|task|rcp|rcpt|evt)_[^.]+/g, ".<id>")
           .replace(/_INBOX\..*/, "_INBOX");
       add(`nats ${nats[1]} ${subject}`);
     }

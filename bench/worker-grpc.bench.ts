@@ -7,12 +7,16 @@
  *
  * - by a JetStream worker process (`runWorker`: NATS client), and
  * - by a gRPC worker process (`runGrpcWorker`: WorkerService over h2c),
- *   whose session this process bridges onto the same work queue, as the
- *   adapters service does in a mesh.
+ *   whose session this process holds and relays as the adapters service
+ *   does in a mesh (the router places work on it directly over core NATS).
  *
  * CPU is read from /proc for this process (router, and the bridge on the gRPC
  * path) and the worker process, per turn, over `turns` executions after a
- * warm-up. The issue's target: the gRPC path ≤ 1.2× the JetStream path.
+ * warm-up, in `rounds` rounds that alternate the paths (J G, G J, …) so a
+ * machine whose load drifts weighs on both alike; figures are the medians
+ * of the rounds. NATS messages per turn are this process's connection's
+ * (router and relay; the worker's own are not counted). The issue's
+ * target: the gRPC path ≤ 1.2× the JetStream path.
  * Needs NATS (TRELLIS_TEST_NATS_URL or nats://127.0.0.1:4222).
  */
 import * as http2 from "node:http2";
@@ -34,8 +38,10 @@ import { cpuMs } from "./lib/proc.js";
 
 /** Options of {@link runWorkerGrpcBench}. */
 export interface WorkerGrpcBenchOptions {
-  /** Measured executions per path (default 400). */
+  /** Measured executions per path and round (default 400). */
   turns?: number;
+  /** Rounds, each measuring both paths (default 1). */
+  rounds?: number;
   /** Warm-up executions per path (default 50). */
   warmup?: number;
 }
@@ -49,12 +55,16 @@ export interface WorkerPathPoint {
   totalCpuMsPerTurn: number;
   p50Ms: number;
   p99Ms: number;
+  /** NATS messages sent and received per turn by this process (router, relay). */
+  natsMsgsPerTurn: number;
   errors: number;
 }
 
-/** Both paths, and grpc / jetstream total CPU per turn. */
+/** Both paths (medians of the rounds), every round, and grpc / jetstream total CPU per turn. */
 export interface WorkerGrpcBenchResult {
   points: WorkerPathPoint[];
+  rounds: WorkerPathPoint[][];
+  /** Median over the rounds of each round's ratio. */
   cpuRatio: number;
 }
 
@@ -80,6 +90,7 @@ export async function runWorkerGrpcBench(
   options: WorkerGrpcBenchOptions = {},
 ): Promise<WorkerGrpcBenchResult> {
   const turns = options.turns ?? 400;
+  const rounds = Math.max(1, options.rounds ?? 1);
   const warmup = options.warmup ?? 50;
   const prefix = uniqueName("benchwg").toLowerCase();
   const routed = createRoutedExecutor({
@@ -98,7 +109,6 @@ export async function runWorkerGrpcBench(
         routed.connection && routed.remote
           ? { connection: routed.connection, names: routed.remote.names }
           : undefined,
-      storage: "memory",
     }),
   });
   const server = http2.createServer(
@@ -123,6 +133,11 @@ export async function runWorkerGrpcBench(
     });
     for (let i = 0; i < warmup; i++) await routed.router.execute(requestFor(backend, ++n));
     const pid = worker.child.pid as number;
+    const stats = () => {
+      const s = routed.connection?.stats();
+      return s ? s.inMsgs + s.outMsgs : 0;
+    };
+    const msgsBefore = stats();
     const routerBefore = process.cpuUsage();
     const workerBefore = cpuMs(pid);
     const latencies: number[] = [];
@@ -136,6 +151,7 @@ export async function runWorkerGrpcBench(
     const routerUsage = process.cpuUsage(routerBefore);
     const routerCpu = (routerUsage.user + routerUsage.system) / 1000 / turns;
     const workerCpu = (cpuMs(pid) - workerBefore) / turns;
+    const natsMsgsPerTurn = (stats() - msgsBefore) / turns;
     return {
       path,
       turns,
@@ -144,6 +160,7 @@ export async function runWorkerGrpcBench(
       totalCpuMsPerTurn: routerCpu + workerCpu,
       p50Ms: quantile(latencies, 0.5),
       p99Ms: quantile(latencies, 0.99),
+      natsMsgsPerTurn,
       errors,
     };
   };
@@ -161,14 +178,41 @@ export async function runWorkerGrpcBench(
       TRELLIS_WORKER_ID: `bench-grpc-${prefix}`,
     });
     workers.push(grpc);
-    const points = [
-      await measure("jetstream", "bench-js", js),
-      await measure("grpc", "bench-grpc", grpc),
-    ];
-    const [jetstreamPoint, grpcPoint] = points as [WorkerPathPoint, WorkerPathPoint];
+    const all: WorkerPathPoint[][] = [];
+    for (let round = 0; round < rounds; round++) {
+      const jsPoint = () => measure("jetstream", "bench-js", js);
+      const grpcPoint = () => measure("grpc", "bench-grpc", grpc);
+      if (round % 2 === 0) all.push([await jsPoint(), await grpcPoint()]);
+      else {
+        const g = await grpcPoint();
+        all.push([await jsPoint(), g]);
+      }
+    }
+    const median = (values: number[]) => quantile(values, 0.5);
+    const point = (i: 0 | 1): WorkerPathPoint => {
+      const of = all.map((r) => r[i] as WorkerPathPoint);
+      const m = (f: (p: WorkerPathPoint) => number) => median(of.map(f));
+      return {
+        path: (of[0] as WorkerPathPoint).path,
+        turns: turns * rounds,
+        routerCpuMsPerTurn: m((p) => p.routerCpuMsPerTurn),
+        workerCpuMsPerTurn: m((p) => p.workerCpuMsPerTurn),
+        totalCpuMsPerTurn: m((p) => p.totalCpuMsPerTurn),
+        p50Ms: m((p) => p.p50Ms),
+        p99Ms: m((p) => p.p99Ms),
+        natsMsgsPerTurn: m((p) => p.natsMsgsPerTurn),
+        errors: of.reduce((sum, p) => sum + p.errors, 0),
+      };
+    };
     return {
-      points,
-      cpuRatio: grpcPoint.totalCpuMsPerTurn / jetstreamPoint.totalCpuMsPerTurn,
+      points: [point(0), point(1)],
+      rounds: all,
+      cpuRatio: median(
+        all.map(
+          ([j, g]) =>
+            (g as WorkerPathPoint).totalCpuMsPerTurn / (j as WorkerPathPoint).totalCpuMsPerTurn,
+        ),
+      ),
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
@@ -183,12 +227,15 @@ export async function runWorkerGrpcBench(
 export function formatWorkerGrpcBench(result: WorkerGrpcBenchResult): string {
   const rows = result.points.map(
     (p) =>
-      `  ${p.path.padEnd(10)} ${String(p.turns).padStart(5)}  ${p.routerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.workerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.totalCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.p50Ms.toFixed(2).padStart(7)}  ${p.p99Ms.toFixed(2).padStart(7)}  ${p.errors}`,
+      `  ${p.path.padEnd(10)} ${String(p.turns).padStart(5)}  ${p.routerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.workerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.totalCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.p50Ms.toFixed(2).padStart(7)}  ${p.p99Ms.toFixed(2).padStart(7)}  ${p.natsMsgsPerTurn.toFixed(1).padStart(9)}  ${p.errors}`,
+  );
+  const perRound = result.rounds.map(([j, g]) =>
+    ((g?.totalCpuMsPerTurn ?? 0) / (j?.totalCpuMsPerTurn ?? 1)).toFixed(2),
   );
   return [
-    "worker paths: CPU per turn, one in flight, zero-latency probe backend",
-    "  path       turns  router ms  worker ms  total ms   p50 ms   p99 ms  errors",
+    `worker paths: CPU per turn, one in flight, zero-latency probe backend (medians of ${result.rounds.length} alternating round(s))`,
+    "  path       turns  router ms  worker ms  total ms   p50 ms   p99 ms  nats msgs  errors",
     ...rows,
-    `  gRPC / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (target ≤ 1.2×)`,
+    `  gRPC / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (rounds: ${perRound.join(" ")}; target ≤ 1.2×)`,
   ].join("\n");
 }

@@ -34,6 +34,12 @@ export interface WireNames {
   cancel(workerId: string): string;
   /** A router's inbox prefix (claims, events and results arrive under it). */
   routerInbox(routerId: string): string;
+  /**
+   * Work items placed on one worker directly (core NATS, no queue): for
+   * workers that announce `direct_offers` (the adapters service's gRPC
+   * worker sessions).
+   */
+  offer(workerId: string): string;
 }
 
 /** Subject tokens used for ids: letters, digits, `_`, `-`. */
@@ -57,6 +63,7 @@ export function wireNames(prefix = "trellis"): WireNames {
     discover: `${prefix}.adapters.discover`,
     cancel: (workerId) => `${prefix}.adapters.cancel.${workerId}`,
     routerInbox: (routerId) => `${prefix}.adapters.router.${routerId}`,
+    offer: (workerId) => `${prefix}.adapters.offer.${workerId}`,
   };
 }
 

@@ -115,7 +115,6 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
               routed.connection && routed.remote
                 ? { connection: routed.connection, names: routed.remote.names }
                 : undefined,
-            storage: config.TRELLIS_ADAPTERS_WORK_STORAGE,
             logger: context.logger,
           }),
       });

@@ -1,159 +1,305 @@
-// gRPC workers in a mesh: the adapters service bridges each WorkerService
-// session onto the JetStream work queue, so the router that queued a turn
-// (here a second router, as the tasks service's would be) answers the
-// worker's GetWorkSecrets through NATS — with its agent's vault grants and
-// their fingerprints — and a worker asking for an attempt it does not run
-// gets PermissionDenied. Real NATS JetStream; the worker is the SDK's
-// runGrpcWorker over h2c.
+// gRPC workers in a mesh (real NATS): the router (a JetStream dispatcher, as
+// the tasks service runs it) places executions directly on the sessions the
+// adapters service holds — core NATS to the session's offer subject, no
+// work-queue stream, no pull, no ack — with the JetStream path's claims,
+// fences, cancels and lost-worker rules.
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { jetstreamManager } from "@nats-io/jetstream";
+import type { NatsConnection } from "@nats-io/transport-node";
 import {
   type AdapterWorker,
+  capabilitiesOf,
+  capabilitiesToProto,
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionEvent,
   type ExecutionRequest,
   runGrpcWorker,
-  type VaultGrant,
 } from "@trellis/adapter-sdk";
-import { WorkerService } from "@trellis/contracts/adapters";
 import {
-  createRoutedExecutor,
-  type RoutedExecutor,
-  type WorkerPort,
-  type WorkerSession,
-} from "@trellis/execution";
-import { secretsReaderAdapter } from "@trellis/execution/testing";
+  ClaimRequestSchema,
+  ClaimResponseSchema,
+  WorkerReportSchema,
+  WorkerService,
+  WorkItemSchema,
+} from "@trellis/contracts/adapters";
+import { createRoutedExecutor, type RoutedExecutor } from "@trellis/execution";
+import { probeAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
-import { SecretFingerprints } from "@trellis/runtime";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { NatsWorkerBridge } from "../src/grpc-workers/bridge.js";
 import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
 import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 
-describe("gRPC workers through the mesh bridge", () => {
-  const prefix = uniqueName("grpcmesh").toLowerCase();
-  const env = {
-    NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
-    TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+const probeGrpcWorkerScript = new URL("./support/probe-grpc-worker.ts", import.meta.url).pathname;
+
+function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
+  const events: ExecutionEvent[] = [];
+  const abort = new AbortController();
+  const value: ExecutionRequest = {
+    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
+    sessionId: "ses_1",
+    workspaceId: "wsp_1",
+    agent: { id: "agt_1", backend, definition: {}, tools: [] },
+    history: [],
+    input: chatToMessage({ role: "user", content: text }),
+    signal: abort.signal,
+    onEvent: (event) => events.push(event),
+    ...over,
   };
-  const fingerprints = new SecretFingerprints(new Uint8Array(32).fill(9));
-  const access = vi.fn(async (workspaceId: string, agentId: string) => {
-    return new Map<string, VaultGrant>([
-      ["vlt_a", { allowed: true, secrets: new Map([["token", `${workspaceId}/${agentId}`]]) }],
-      ["vlt_b", { allowed: false, reason: "not attached to this agent" }],
-    ]);
-  });
-  let caller: RoutedExecutor;
-  let service: RoutedExecutor;
+  return { value, events, abort };
+}
+
+const routedEvents = (events: ExecutionEvent[]) =>
+  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+
+describe("gRPC workers in a mesh: direct placement", () => {
+  const prefix = uniqueName("gwm").toLowerCase();
+  let routed: RoutedExecutor;
   let sessions: WorkerSessions;
   let server: http2.Http2Server;
   let url: string;
-  let worker: AdapterWorker | undefined;
-  const attached = new Map<string, WorkerSession>();
+  const workers: AdapterWorker[] = [];
+  const processes: WorkerProcess[] = [];
 
   beforeAll(async () => {
-    // The router that places the turn and holds the vault access (the tasks service's).
-    caller = createRoutedExecutor({
+    routed = createRoutedExecutor({
       mode: "distributed",
-      env,
       adapters: [],
-      vaultAccess: access,
-      fingerprints,
-    });
-    // The adapters service: it serves WorkerService and bridges its sessions.
-    service = createRoutedExecutor({ mode: "distributed", env, adapters: [] });
-    await Promise.all([caller.start(), service.start()]);
-    const bridge = new NatsWorkerBridge({
-      nats: () =>
-        service.connection && service.remote
-          ? { connection: service.connection, names: service.remote.names }
-          : undefined,
-      storage: "memory",
-    });
-    // The bridge, with the sessions it is given kept (to forge a request with one).
-    const port: WorkerPort = {
-      attach: (session) => {
-        bridge.attach(session);
-        attached.set(session.workerId, session);
+      env: {
+        NATS_URL: testNatsUrl,
+        TRELLIS_NATS_PREFIX: prefix,
+        TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+        TRELLIS_ADAPTERS_GRACE: "500ms",
       },
-      beat: (session) => bridge.beat(session),
-      detach: (session, how) => bridge.detach(session, how),
-      claim: (session, work, negotiation) => bridge.claim(session, work, negotiation),
-      events: (session, work, events) => bridge.events(session, work, events),
-      complete: (session, work, result) => bridge.complete(session, work, result),
-      secrets: (session, work) => bridge.secrets(session, work),
-    };
-    sessions = new WorkerSessions({ port });
+    });
+    await routed.start();
+    sessions = new WorkerSessions({
+      port: new NatsWorkerBridge({
+        nats: () =>
+          routed.connection && routed.remote
+            ? { connection: routed.connection, names: routed.remote.names }
+            : undefined,
+        claimTimeoutMs: 500,
+      }),
+    });
     server = http2.createServer(
       connectNodeAdapter({
-        routes: (r) =>
-          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions))),
+        routes: (r) => {
+          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
+        },
       }),
     );
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  }, 60_000);
+  });
+
+  afterEach(async () => {
+    for (const w of workers.splice(0)) await w.stop({ graceMs: 100 });
+    for (const p of processes.splice(0)) await p.kill();
+  });
 
   afterAll(async () => {
-    await worker?.stop({ graceMs: 100 });
-    sessions?.close();
-    server?.close();
-    await caller?.stop();
-    await service?.stop();
+    sessions.close();
+    server.close();
+    await routed.stop();
     await deleteTestStreams(prefix);
-  }, 30_000);
+  });
 
-  it("GetWorkSecrets is answered by the router that queued the turn; others are refused", async () => {
-    worker = await runGrpcWorker({
-      adapter: secretsReaderAdapter("mesh-secrets"),
-      url,
-      heartbeatMs: 200,
+  const known = (backend: string, count: number) =>
+    eventually(() => routed.registry.backend(backend)?.workers.length === count, {
+      timeoutMs: 30_000,
+      what: `${count} worker(s) of ${backend}`,
     });
-    await eventually(() => caller.registry.backend("mesh-secrets")?.workers.length === 1, {
-      timeoutMs: 15_000,
-      what: "the calling router learns the bridged worker over NATS",
-    });
-    const request: ExecutionRequest = {
-      taskId: "tsk_mesh_secrets",
-      sessionId: "ses_mesh",
-      workspaceId: "wsp_mesh",
-      agent: { id: "agt_mesh", backend: "mesh-secrets", definition: {}, tools: [] },
-      history: [],
-      input: chatToMessage({ role: "user", content: "read" }),
-      signal: new AbortController().signal,
-    };
-    const result = await caller.router.execute(request);
-    expect(result.status, JSON.stringify(result)).toBe("completed");
-    const answer = JSON.parse(textOf(result.messages[0] as never));
-    expect(answer).toEqual({
-      vlt_a: {
-        allowed: true,
-        secrets: { token: "wsp_mesh/agt_mesh" },
-        fingerprints: { token: fingerprints.of("wsp_mesh/agt_mesh") },
-      },
-      vlt_b: { allowed: false, reason: "not attached to this agent" },
-    });
-    expect(access).toHaveBeenCalledWith("wsp_mesh", "agt_mesh");
-    expect(access).toHaveBeenCalledTimes(1);
 
-    // A worker asking for an attempt it does not run (finished, or never its own).
-    const session = attached.get(worker.workerId);
-    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
-    const refused = await client
-      .getWorkSecrets({
-        work: {
-          workerId: worker.workerId,
-          session: session?.token ?? "",
-          executionId: "exe_not_running",
+  it("runs a turn on the session directly: routed, progress, one result, no work queue", async () => {
+    workers.push(
+      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd1" }), url, heartbeatMs: 200 }),
+    );
+    await known("gd1", 1);
+    expect(routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
+    for (const text of ["hello", "again"]) {
+      const r = request("gd1", text);
+      const result = await routed.router.execute(r.value);
+      expect(result.status, JSON.stringify(result)).toBe("completed");
+      expect(result.messages[0] && textOf(result.messages[0])).toBe(`gd1 says: ${text}`);
+      expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "gd1", attempt: 1 });
+      expect(r.events.some((e) => e.kind === "text_delta")).toBe(true);
+      expect(r.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+    }
+    // Nothing went through JetStream: the work-queue stream was never created.
+    const jsm = await jetstreamManager(routed.connection as NatsConnection);
+    await expect(jsm.streams.info(routed.remote?.names.stream as string)).rejects.toThrow(
+      /stream not found/,
+    );
+  });
+
+  it("grants only the worker it offered the attempt to; a stale claim never runs", async () => {
+    workers.push(
+      await runGrpcWorker({
+        adapter: probeAdapter({ backendId: "gd2" }),
+        url,
+        heartbeatMs: 200,
+      }),
+    );
+    await known("gd2", 1);
+    const nc = routed.connection as NatsConnection;
+    const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
+    const [worker] = routed.registry.backend("gd2")?.workers ?? [];
+    // See the item the router offers (a second subscriber of the offer subject).
+    const spy = nc.subscribe(names.offer(worker?.workerId as string), { max: 1 });
+    const r = request("gd2", "sleep 1000");
+    const running = routed.router.execute(r.value);
+    let item: ReturnType<typeof fromBinary<typeof WorkItemSchema>> | undefined;
+    for await (const msg of spy) item = fromBinary(WorkItemSchema, msg.data);
+    expect(item?.attempt).toBe(1);
+    const claim = async (workerId: string, attempt: number) =>
+      fromBinary(
+        ClaimResponseSchema,
+        (
+          await nc.request(
+            `${item?.replyTo}.claim`,
+            toBinary(
+              ClaimRequestSchema,
+              create(ClaimRequestSchema, {
+                executionId: item?.executionId as string,
+                attempt,
+                workerId,
+                negotiation: { supported: true },
+              }),
+            ),
+          )
+        ).data,
+      );
+    // Another worker (say, one pulling a stale queue copy) is refused…
+    expect(await claim("someone-else", 1)).toMatchObject({ granted: false });
+    // …and an "unclaimed" give-back under the same worker id (a second
+    // session of that id that never claimed) does not undo the running claim.
+    await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
+    nc.publish(
+      `${item?.replyTo}.event`,
+      toBinary(
+        WorkerReportSchema,
+        create(WorkerReportSchema, {
+          executionId: item?.executionId as string,
           attempt: 1,
+          workerId: worker?.workerId as string,
+          body: { case: "released", value: { reason: "not taken", unclaimed: true } },
+        }),
+      ),
+    );
+    const result = await running;
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    // …and so is any claim once the worker it was offered to ran it.
+    expect(await claim(worker?.workerId as string, 1)).toMatchObject({ granted: false });
+    expect(routedEvents(r.events).map((e) => e.workerId)).toEqual([worker?.workerId]);
+  });
+
+  it("an offer its worker does not claim is given back and placed on another worker", async () => {
+    // A session that never claims: a bare WorkerService client that only connects.
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const closing = new AbortController();
+    const stream = client
+      .connectWorker(
+        {
+          worker: {
+            schemaVersion: EXECUTION_SCHEMA_VERSION,
+            workerId: `mute-${prefix}`,
+            backendId: "gd3",
+            capabilities: capabilitiesToProto(capabilitiesOf(probeAdapter({ backendId: "gd3" }))),
+            capacity: 1,
+            heartbeatIntervalMs: 60_000,
+          },
         },
-      })
-      .catch((e: unknown) => ConnectError.from(e));
-    expect(refused).toBeInstanceOf(ConnectError);
-    expect((refused as ConnectError).code).toBe(Code.PermissionDenied);
-    expect(access).toHaveBeenCalledTimes(1);
-  }, 60_000);
+        { signal: closing.signal },
+      )
+      [Symbol.asyncIterator]();
+    try {
+      const first = await stream.next();
+      expect(first.value?.command.case).toBe("connected");
+      await known("gd3", 1);
+      const r = request("gd3", "hi");
+      const running = routed.router.execute(r.value);
+      const offered = await stream.next();
+      expect(offered.value?.command.case).toBe("offer");
+      workers.push(
+        await runGrpcWorker({
+          adapter: probeAdapter({ backendId: "gd3" }),
+          url,
+          heartbeatMs: 200,
+        }),
+      );
+      await known("gd3", 2);
+      const result = await running;
+      expect(result.status, JSON.stringify(result)).toBe("completed");
+      const placed = routedEvents(r.events);
+      expect(placed).toHaveLength(1);
+      expect(placed[0]?.workerId).not.toBe(`mute-${prefix}`);
+      expect(placed[0]?.attempt).toBe(1);
+    } finally {
+      closing.abort();
+    }
+  });
+
+  it("a caller's cancel reaches the worker, which ends the run", async () => {
+    workers.push(
+      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd4" }), url, heartbeatMs: 200 }),
+    );
+    await known("gd4", 1);
+    const r = request("gd4", "sleep 30000");
+    const running = routed.router.execute(r.value);
+    await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
+    r.abort.abort();
+    const result = await running;
+    expect(result.status).toBe("cancelled");
+    // The worker's slot is free again: the next turn runs there.
+    const next = await routed.router.execute(request("gd4", "after").value);
+    expect(next.status, JSON.stringify(next)).toBe("completed");
+  });
+
+  it("after kill -9 mid-turn: safe to retry runs again elsewhere, else worker_lost", async () => {
+    const start = (name: string) =>
+      startWorkerProcess(probeGrpcWorkerScript, {
+        PROBE_BACKEND: "gd5",
+        TRELLIS_WORKER_URL: url,
+        TRELLIS_WORKER_ID: `${name}-${prefix}`,
+      }).then((p) => {
+        processes.push(p);
+        return p;
+      });
+    const [a, b] = await Promise.all([start("a"), start("b")]);
+    await known("gd5", 2);
+    const byId = new Map([
+      [a.workerId, a],
+      [b.workerId, b],
+    ]);
+
+    const safe = request("gd5", "sleep 1500", {
+      agent: { id: "agt_1", backend: "gd5", definition: {}, tools: [], safeToRetry: true },
+    });
+    const retried = routed.router.execute(safe.value);
+    await eventually(() => routedEvents(safe.events).length === 1, { what: "the first claim" });
+    const victim = byId.get(routedEvents(safe.events)[0]?.workerId as string) as WorkerProcess;
+    await victim.kill();
+    const result = await retried;
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    const placements = routedEvents(safe.events);
+    expect(placements.map((p) => p.attempt)).toEqual([1, 2]);
+    expect(placements[1]?.workerId).not.toBe(victim.workerId);
+    expect(safe.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+
+    const survivor = victim === a ? b : a;
+    await known("gd5", 1);
+    const fragile = request("gd5", "sleep 30000");
+    const lost = routed.router.execute(fragile.value);
+    await eventually(() => routedEvents(fragile.events).length === 1, { what: "the claim" });
+    await survivor.kill();
+    expect(await lost).toMatchObject({ status: "failed", category: "worker_lost" });
+  }, 90_000);
 });

@@ -92,7 +92,9 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   readonly #unavailableAfterMs: number;
   readonly #claimTimeoutMs: number;
   readonly #logger: Logger | undefined;
-  readonly #sweep: NodeJS.Timeout;
+  readonly #sweepMs: number;
+  /** Runs while executions are pending, not otherwise (an idle host sets no timer). */
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(options: LocalWorkerHubOptions = {}) {
     this.#graceMs = options.graceMs ?? 2000;
@@ -100,8 +102,17 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
     this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
     this.#logger = options.logger;
-    this.#sweep = setInterval(() => this.#check(), options.sweepMs ?? 200);
-    this.#sweep.unref();
+    this.#sweepMs = options.sweepMs ?? 200;
+  }
+
+  #arm(): void {
+    if (this.#pending.size === 0) {
+      clearInterval(this.#sweep);
+      this.#sweep = undefined;
+    } else if (!this.#sweep) {
+      this.#sweep = setInterval(() => this.#check(), this.#sweepMs);
+      this.#sweep.unref();
+    }
   }
 
   /** Make the live sessions known to a router's registry (until the returned function is called). */
@@ -283,6 +294,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
       };
       this.#pending.set(plan.executionId, pending);
+      this.#arm();
       if (pending.deadline !== undefined) {
         pending.timers.push(
           setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
@@ -305,6 +317,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   /** Stop: waiting executions fail (retryably). */
   close(): void {
     clearInterval(this.#sweep);
+    this.#sweep = undefined;
     for (const pending of [...this.#pending.values()]) {
       this.#notifyCancel(pending, "the router is shutting down");
       this.#finish(pending, {
@@ -434,6 +447,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     pending.session?.offered.delete(pending.plan.executionId);
     pending.session?.running.delete(pending.plan.executionId);
     this.#pending.delete(pending.plan.executionId);
+    this.#arm();
     pending.resolve(outcome);
   }
 }

@@ -106,7 +106,9 @@ export class WorkerSession {
         : announcement.workerId;
     this.workerId = workerId;
     this.backendId = announcement.backendId;
-    this.announcement = { ...announcement, workerId, leaving: false };
+    // Whether work reaches it directly is the port's business, not the worker's.
+    const { direct: _ignored, ...announced } = announcement;
+    this.announcement = { ...announced, workerId, leaving: false };
     this.token = randomBytes(18).toString("base64url");
     this.ttlMs = announcement.heartbeatMs * ttlMultiplier;
     this.lastSeen = now;

@@ -22,6 +22,7 @@ export function announcementFromProto(
     },
     heartbeatMs: value.heartbeatIntervalMs,
     leaving: value.leaving,
+    ...(value.directOffers ? { direct: true } : {}),
   };
 }
 
@@ -37,5 +38,6 @@ export function announcementToProto(value: WorkerAnnouncement): WorkerRegistrati
     hints: value.hints,
     heartbeatIntervalMs: value.heartbeatMs,
     leaving: value.leaving,
+    directOffers: value.direct === true,
   });
 }

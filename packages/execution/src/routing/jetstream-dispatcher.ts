@@ -8,6 +8,15 @@
  * - An execution is a WorkItem on its backend's JetStream work queue. The
  *   worker that pulls it claims it from this router; the router grants one
  *   claim per attempt, so a stale copy never runs.
+ * - Workers that announce `direct_offers` (the gRPC worker sessions of the
+ *   adapters service) get their WorkItems from the router directly, one
+ *   worker chosen per attempt (least loaded as this router knows it), over
+ *   core NATS: no stream, no pull, no ack. Only the worker it was offered
+ *   to may claim it; an offer not claimed in `claimTimeoutMs`, given back
+ *   (`released`) or left on a lost worker is placed again (same attempt:
+ *   it never ran). A backend with queue workers too is placed directly only
+ *   while a direct worker has room; an item queued for workers that are all
+ *   gone since is placed on a direct worker.
  * - A worker that stops heart-beating mid-execution: the execution is queued
  *   again (attempt + 1) when the agent is safe to retry, else it fails with
  *   `worker_lost`. A queued execution whose backend has no live worker for
@@ -85,6 +94,8 @@ export interface JetStreamDispatcherOptions {
   sweepMs?: number;
   /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
   unavailableAfterMs?: number;
+  /** A direct offer not claimed this long is placed again (default 10000 ms). */
+  claimTimeoutMs?: number;
   /**
    * The vaults an agent's tools in a workspace may name (the vault access
    * policy), for the workers running its executions; absent: none.
@@ -142,6 +153,11 @@ interface Pending {
   workerId?: string;
   /** Since when no live worker could take it (queued only). */
   orphanedSince?: number;
+  /** Queued: the direct worker it is offered to (absent: on the work queue). */
+  offeredTo?: string;
+  offeredAt?: number;
+  /** Queued, waiting for the next check to be placed again. */
+  unplaced?: boolean;
   deadline?: number;
   limitMs?: number;
   /** The deadline passed: a late "cancelled" from the worker is a timeout. */
@@ -165,6 +181,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   readonly #graceMs: number;
   readonly #maxAttempts: number;
   readonly #unavailableAfterMs: number;
+  readonly #claimTimeoutMs: number;
   readonly #logger: Logger | undefined;
   readonly #pending = new Map<string, Pending>();
   readonly #subscriptions: Subscription[] = [];
@@ -190,6 +207,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     this.#graceMs = options.graceMs ?? 2000;
     this.#maxAttempts = options.maxAttempts ?? 3;
     this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
+    this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
     this.#logger = options.logger;
     this.#storage = options.storage;
     this.#vaultAccess = options.vaultAccess;
@@ -279,7 +297,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         return;
       }
       plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
-      this.#enqueue(pending).catch((error: unknown) => {
+      this.#place(pending).catch((error: unknown) => {
         this.#pending.delete(plan.executionId);
         this.#clear(pending);
         pending.state = "done";
@@ -300,8 +318,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     return this.#stream;
   }
 
-  async #enqueue(pending: Pending): Promise<void> {
-    await this.#ensureStream();
+  #item(pending: Pending): Uint8Array {
     const { plan } = pending;
     const item = create(WorkItemSchema, {
       executionId: plan.executionId,
@@ -310,8 +327,97 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       replyTo: this.#inbox,
       ...(pending.deadline !== undefined ? { deadline: timestampFromMs(pending.deadline) } : {}),
     });
+    return toBinary(WorkItemSchema, item);
+  }
+
+  /** Place a queued attempt: on a direct worker when one fits, else on the work queue. */
+  async #place(pending: Pending, avoid?: string): Promise<void> {
+    pending.offeredTo = undefined;
+    pending.offeredAt = undefined;
+    pending.unplaced = false;
+    const target = this.#directTarget(pending.plan.view.backendId, avoid);
+    if (target) {
+      this.#offer(pending, target);
+      return;
+    }
+    await this.#enqueue(pending);
+  }
+
+  /** Place again, later when the choice would be the worker that gave it back. */
+  #replace(pending: Pending, avoid?: string): void {
+    if (pending.state !== "queued") return;
+    if (
+      avoid !== undefined &&
+      this.#directTarget(pending.plan.view.backendId, avoid)?.workerId === avoid
+    ) {
+      // Only that worker can take it: offer it again at the next check, not at once.
+      pending.offeredTo = undefined;
+      pending.unplaced = true;
+      this.#sweep.reset();
+      return;
+    }
+    this.#place(pending, avoid).catch((error: unknown) =>
+      this.#finish(pending, {
+        result: this.#failed(
+          "backend_unavailable",
+          `placing the execution again failed: ${String(error)}`,
+          true,
+        ),
+      }),
+    );
+  }
+
+  /**
+   * The direct worker to offer `backendId`'s next attempt to, least loaded
+   * first (its heartbeat's count or this router's own placements on it,
+   * whichever is higher), `avoid` only when no other direct worker is
+   * live; undefined: the work queue (no direct worker, or queue workers
+   * too and every direct one is full).
+   */
+  #directTarget(backendId: string, avoid?: string): WorkerEntry | undefined {
+    const view = this.#registry.backend(backendId);
+    if (!view?.workers.some((w) => w.direct)) return undefined;
+    const placed = new Map<string, number>();
+    for (const p of this.#pending.values()) {
+      const on = p.state === "running" ? p.workerId : p.offeredTo;
+      if (on !== undefined) placed.set(on, (placed.get(on) ?? 0) + 1);
+    }
+    let best: WorkerEntry | undefined;
+    let bestLoad = Number.POSITIVE_INFINITY;
+    let queueWorkers = false;
+    for (const w of view.workers) {
+      if (!w.direct) {
+        queueWorkers = true;
+        continue;
+      }
+      const load =
+        Math.max(w.inFlight, placed.get(w.workerId) ?? 0) / w.capacity +
+        (w.workerId === avoid ? Number.MAX_SAFE_INTEGER : 0);
+      if (load < bestLoad) {
+        best = w;
+        bestLoad = load;
+      }
+    }
+    if (queueWorkers && bestLoad >= 1) return undefined;
+    return best;
+  }
+
+  #offer(pending: Pending, worker: WorkerEntry): void {
+    pending.offeredTo = worker.workerId;
+    pending.offeredAt = Date.now();
+    const headers = traceHeaders(pending.trace);
+    this.#nc.publish(
+      this.names.offer(worker.workerId),
+      this.#item(pending),
+      headers ? { headers } : undefined,
+    );
+  }
+
+  async #enqueue(pending: Pending): Promise<void> {
+    await this.#ensureStream();
+    const { plan } = pending;
     try {
-      await this.#js.publish(this.names.work(plan.view.backendId), toBinary(WorkItemSchema, item), {
+      await this.#js.publish(this.names.work(plan.view.backendId), this.#item(pending), {
         msgID: `${plan.executionId}.${pending.attempt}`,
         headers: traceHeaders(pending.trace),
       });
@@ -331,6 +437,10 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       answer(false, "the execution is not waiting for this attempt");
       return;
     }
+    if (pending.offeredTo !== undefined && pending.offeredTo !== claim.workerId) {
+      answer(false, "the attempt is offered to another worker");
+      return;
+    }
     let negotiation: ReturnType<typeof negotiationFromProto>;
     try {
       negotiation = negotiationFromProto(claim.negotiation, "claim.negotiation");
@@ -346,6 +456,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     pending.state = "running";
     pending.workerId = claim.workerId;
     pending.orphanedSince = undefined;
+    pending.unplaced = false;
     const router = pending.plan.negotiation;
     const reasons = [...router.reasons, ...negotiation.reasons].filter(
       (r, i, all) =>
@@ -365,18 +476,41 @@ export class JetStreamDispatcher implements RemoteDispatcher {
 
   #event(msg: Msg): void {
     const report = fromBinary(WorkerReportSchema, msg.data);
-    const pending = this.#current(report.executionId, report.attempt, report.workerId);
-    if (!pending) return;
     if (report.body.case === "released") {
-      // Claimed but never started (the grant was lost): the item comes back.
-      pending.state = "queued";
-      pending.workerId = undefined;
+      this.#released(
+        report.executionId,
+        report.attempt,
+        report.workerId,
+        report.body.value.unclaimed,
+      );
       return;
     }
+    const pending = this.#current(report.executionId, report.attempt, report.workerId);
+    if (!pending) return;
     if (report.body.case !== "event") return;
     const event = eventFromProto(report.body.value, "report.event");
     if (event.kind === "turn_finished" || event.kind === "routed") return;
     pending.plan.emit(event);
+  }
+
+  /**
+   * A worker gives back an attempt it claimed but never started (the grant
+   * was lost), or a direct offer it will not take: a queued item comes back
+   * from the queue by itself, a direct one is placed again. An `unclaimed`
+   * release never touches a running attempt (two sessions may share a
+   * worker id for a moment, e.g. one reconnecting through another adapters
+   * replica: the one that did not claim must not undo the other's claim).
+   */
+  #released(executionId: string, attempt: number, workerId: string, unclaimed: boolean): void {
+    const pending = this.#pending.get(executionId);
+    if (!pending || pending.attempt !== attempt) return;
+    const held = !unclaimed && holdsAttempt(pending, attempt, workerId);
+    const offered = pending.state === "queued" && pending.offeredTo === workerId;
+    if (!held && !offered) return;
+    const direct = pending.offeredTo !== undefined;
+    pending.state = "queued";
+    pending.workerId = undefined;
+    if (direct) this.#replace(pending, workerId);
   }
 
   /**
@@ -431,7 +565,12 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   }
 
   #workerLost(worker: WorkerEntry): void {
-    for (const pending of this.#pending.values()) {
+    for (const pending of [...this.#pending.values()]) {
+      if (pending.state === "queued" && pending.offeredTo === worker.workerId) {
+        // Offered, never claimed: it did not run, so it goes elsewhere as it is.
+        this.#replace(pending);
+        continue;
+      }
       if (pending.state !== "running" || pending.workerId !== worker.workerId) continue;
       const { plan } = pending;
       const decision = afterLostWorker({
@@ -453,7 +592,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       pending.attempt++;
       pending.state = "queued";
       pending.workerId = undefined;
-      this.#enqueue(pending).catch((error: unknown) =>
+      this.#place(pending).catch((error: unknown) =>
         this.#finish(pending, {
           result: this.#failed(
             "backend_unavailable",
@@ -476,15 +615,33 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
   }
 
-  /** Periodic: drop dead workers; fail queued work nobody can take. */
+  /**
+   * Periodic: drop dead workers; place again direct offers nobody claimed
+   * and queued items only direct workers are left to take; fail queued work
+   * nobody can take.
+   */
   #check(): void {
     this.#registry.sweep();
     const now = Date.now();
-    for (const pending of this.#pending.values()) {
+    for (const pending of [...this.#pending.values()]) {
       if (pending.state !== "queued") continue;
       const backendId = pending.plan.view.backendId;
-      if (this.#registry.backend(backendId)) {
+      const view = this.#registry.backend(backendId);
+      if (view) {
         pending.orphanedSince = undefined;
+        const { offeredTo, offeredAt } = pending;
+        if (pending.unplaced) {
+          this.#replace(pending);
+        } else if (offeredTo !== undefined && now - (offeredAt ?? now) > this.#claimTimeoutMs) {
+          this.#logger?.warn("a direct offer was not claimed in time; placing it again", {
+            execution_id: pending.plan.executionId,
+            worker_id: offeredTo,
+          });
+          this.#replace(pending, offeredTo);
+        } else if (offeredTo === undefined && view.workers.every((w) => w.direct)) {
+          // Queued for workers that are gone: the queue has no taker left.
+          this.#replace(pending);
+        }
         continue;
       }
       pending.orphanedSince ??= now;

@@ -34,6 +34,12 @@ export interface WorkerAnnouncement {
   hints: BackendHints;
   heartbeatMs: number;
   leaving: boolean;
+  /**
+   * Work is placed on it directly (`WireNames.offer`), not through the
+   * backend's JetStream work queue: a gRPC worker session the adapters
+   * service holds.
+   */
+  direct?: boolean;
 }
 
 /** A live worker as the registry keeps it. */

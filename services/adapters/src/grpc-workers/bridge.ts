@@ -1,31 +1,32 @@
 /**
- * A mesh's gRPC workers: each session becomes a JetStream worker of the
- * mesh (proto/trellis/adapters/v1/worker.proto), run by the adapters service
- * on its behalf — so every router of the mesh (the tasks service's, any
- * adapters replica's) places work on it exactly as on an in-cluster worker,
- * with the same claims, fences, leases and retries:
+ * A mesh's gRPC workers: each session becomes a worker of the mesh
+ * (proto/trellis/adapters/v1/worker.proto) that routers place work on
+ * directly — the adapters service relays, without the JetStream work
+ * queue — with the same claims, fences, leases and retries as a JetStream
+ * worker:
  *
- * - the worker's `WorkerHeartbeat` becomes its NATS heartbeat (nothing is
- *   beaten for it otherwise: a dead worker's lease runs out at every router
- *   after three missed beats, and its executions are retried or fail
- *   `worker_lost` there);
- * - `capacity` slots pull from the backend's shared work-queue consumer; a
- *   pulled item is offered to the worker, its `ClaimWork` (with its own
- *   negotiation) is forwarded to the router that queued the item, and the
- *   router's answer is the worker's;
+ * - the worker's `WorkerHeartbeat` becomes its NATS heartbeat, announced
+ *   with `direct_offers` (nothing is beaten for it otherwise: a dead
+ *   worker's lease runs out at every router after three missed beats, and
+ *   its executions are retried or fail `worker_lost` there);
+ * - a router publishes a WorkItem for this session to its offer subject
+ *   (core NATS); the item is offered to the worker while it has a free
+ *   slot (else it waits in the session's backlog, at most
+ *   {@link MAX_BACKLOG}), its `ClaimWork` (with its own negotiation) is
+ *   forwarded to the router that placed the item, and the router's answer
+ *   is the worker's;
+ * - an offer the worker does not claim in time, or that a session ends
+ *   with, is given back (`released`) and the router places it again;
  * - `ReportWorkEvents` / `CompleteWork` go to that router's inbox; the
  *   router's cancel notices become `cancel` commands.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { type Consumer, type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection, Subscription } from "@nats-io/transport-node";
 import {
   type ExecutionEvent,
   type ExecutionNegotiation,
   type ExecutionResult,
-  ensureBackendConsumer,
-  ensureWorkStream,
   eventToProto,
   isNoResponders,
   negotiationToProto,
@@ -57,8 +58,6 @@ import { type Logger, TrellisError } from "@trellis/runtime";
 export interface NatsWorkerBridgeOptions {
   /** The service's NATS connection and wire names, once it is connected. */
   nats(): { connection: NatsConnection; names: WireNames } | undefined;
-  /** Storage of the work-queue stream if the bridge creates it (default file). */
-  storage?: "file" | "memory";
   /** An offer not claimed this long goes back to the queue (default 10000 ms). */
   claimTimeoutMs?: number;
   /** How long the router may take to answer a claim (default 2000 ms). */
@@ -86,8 +85,13 @@ interface Held {
 interface Bridged {
   session: WorkerSession;
   held: Map<string, Held>;
+  /** Items placed on it while every slot was taken, oldest first. */
+  backlog: WorkItem[];
   subscriptions: Subscription[];
 }
+
+/** Items one session may hold beyond its capacity; past it a router's offer is given back. */
+export const MAX_BACKLOG = 1024;
 
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -124,16 +128,24 @@ export class NatsWorkerBridge implements WorkerPort {
       nats.names.heartbeats(session.backendId),
       toBinary(
         WorkerRegistrationSchema,
-        announcementToProto({ ...session.announcement, inFlight: session.load, leaving }),
+        announcementToProto({
+          ...session.announcement,
+          inFlight: session.load,
+          leaving,
+          direct: true,
+        }),
       ),
     );
   }
 
   attach(session: WorkerSession): void {
     const { connection, names } = this.#nats();
-    const bridged: Bridged = { session, held: new Map(), subscriptions: [] };
+    const bridged: Bridged = { session, held: new Map(), backlog: [], subscriptions: [] };
     bridged.subscriptions.push(
       connection.subscribe(names.discover, { callback: () => this.#announce(session, false) }),
+      connection.subscribe(names.offer(session.workerId), {
+        callback: (_err, msg) => this.#placed(bridged, connection, msg.data),
+      }),
       connection.subscribe(names.cancel(session.workerId), {
         callback: (_err, msg) => {
           try {
@@ -155,7 +167,6 @@ export class NatsWorkerBridge implements WorkerPort {
     );
     this.#bridged.set(session, bridged);
     this.#announce(session, false);
-    void this.#run(bridged, connection, names);
   }
 
   beat(session: WorkerSession): void {
@@ -174,6 +185,8 @@ export class NatsWorkerBridge implements WorkerPort {
       held.claimed(undefined);
       held.finished();
     }
+    // Never offered: back to their routers, to be placed elsewhere.
+    for (const item of bridged.backlog.splice(0)) this.#release(session, item, "the worker left");
     this.#options.logger?.info("gRPC worker session ended", {
       worker_id: session.workerId,
       backend: session.backendId,
@@ -275,66 +288,65 @@ export class NatsWorkerBridge implements WorkerPort {
     );
   }
 
-  async #run(bridged: Bridged, connection: NatsConnection, names: WireNames): Promise<void> {
-    const { session } = bridged;
-    let consumer: Consumer;
-    const setUp = async () => {
-      const jsm = await jetstreamManager(connection);
-      await ensureWorkStream(
-        jsm,
-        names,
-        this.#options.storage ? { storage: this.#options.storage } : {},
-      );
-      await ensureBackendConsumer(jsm, names, session.backendId, 30_000);
-      return jetstream(connection).consumers.get(names.stream, names.consumer(session.backendId));
-    };
-    try {
-      consumer = await setUp();
-    } catch (error) {
-      this.#options.logger?.error("a gRPC worker cannot reach the work queue", {
-        worker_id: session.workerId,
-        error: String(error),
-      });
-      session.end("lost");
-      this.detach(session, "lost");
-      return;
-    }
-    const slot = async () => {
-      while (!session.ended) {
-        let msg: JsMsg | null;
-        try {
-          msg = await consumer.next({ expires: 1000 });
-        } catch (error) {
-          if (session.ended || connection.isClosed()) return;
-          this.#options.logger?.warn("pulling work for a gRPC worker failed; retrying", {
-            error: String(error),
-          });
-          await delay(500);
-          consumer = await setUp().catch(() => consumer);
-          continue;
-        }
-        if (!msg) continue;
-        if (session.ended) {
-          msg.nak();
-          return;
-        }
-        await this.#handle(bridged, connection, msg);
-      }
-    };
-    await Promise.all(Array.from({ length: session.announcement.capacity }, () => slot()));
-  }
-
-  async #handle(bridged: Bridged, connection: NatsConnection, msg: JsMsg): Promise<void> {
-    const { session } = bridged;
+  /** A router placed an item on this session. */
+  #placed(bridged: Bridged, connection: NatsConnection, data: Uint8Array): void {
     let item: WorkItem;
     try {
-      item = fromBinary(WorkItemSchema, msg.data);
-    } catch {
-      msg.term();
+      item = fromBinary(WorkItemSchema, data);
+    } catch (error) {
+      this.#options.logger?.warn("ignoring an unreadable work item", { error: String(error) });
       return;
     }
-    if ((item.deadline && timestampMs(item.deadline) <= Date.now()) || !item.request) {
-      msg.term();
+    const { session } = bridged;
+    if (item.replyTo === "" || !item.request) return;
+    if (session.ended) {
+      this.#release(session, item, "the worker left");
+      return;
+    }
+    if (bridged.backlog.length >= MAX_BACKLOG) {
+      this.#release(session, item, "the worker's backlog is full");
+      return;
+    }
+    bridged.backlog.push(item);
+    this.#pump(bridged, connection);
+  }
+
+  /** Offer backlog items while the session has free slots. */
+  #pump(bridged: Bridged, connection: NatsConnection): void {
+    const { session } = bridged;
+    while (session.free && bridged.backlog.length > 0) {
+      const item = bridged.backlog.shift() as WorkItem;
+      void this.#handle(bridged, connection, item).finally(() => {
+        if (this.#bridged.get(session) === bridged) this.#pump(bridged, connection);
+      });
+    }
+  }
+
+  /**
+   * Give an item back to the router that placed it (it places it again);
+   * `unclaimed`: no claim of it was sent from here.
+   */
+  #release(session: WorkerSession, item: WorkItem, reason: string, unclaimed = true): void {
+    const nats = this.#options.nats();
+    if (!nats || nats.connection.isClosed()) return;
+    nats.connection.publish(
+      `${item.replyTo}.event`,
+      toBinary(
+        WorkerReportSchema,
+        create(WorkerReportSchema, {
+          executionId: item.executionId,
+          attempt: item.attempt,
+          workerId: session.workerId,
+          body: { case: "released", value: { reason, unclaimed } },
+        }),
+      ),
+    );
+  }
+
+  async #handle(bridged: Bridged, connection: NatsConnection, item: WorkItem): Promise<void> {
+    const { session } = bridged;
+    if (!item.request || (item.deadline && timestampMs(item.deadline) <= Date.now())) {
+      // Past its deadline: the router no longer waits for it.
       return;
     }
     let finished!: () => void;
@@ -353,10 +365,9 @@ export class NatsWorkerBridge implements WorkerPort {
       const timer = setTimeout(() => claimed(undefined), this.#claimTimeoutMs);
       const negotiation = await claim;
       clearTimeout(timer);
-      session.offered.delete(item.executionId);
       if (!negotiation) {
-        // No claim came (or the worker is gone): another worker takes it.
-        msg.nak(100);
+        // No claim came (or the worker is gone): the router places it elsewhere.
+        this.#release(session, item, "the worker did not claim the offer");
         return;
       }
       let granted = false;
@@ -378,33 +389,21 @@ export class NatsWorkerBridge implements WorkerPort {
         const response = fromBinary(ClaimResponseSchema, answer.data);
         granted = response.granted;
         reason = response.reason;
-        msg.ack();
       } catch (error) {
         if (isNoResponders(error)) {
-          msg.term();
-          reason = "the router that queued the execution is gone";
+          reason = "the router that placed the execution is gone";
         } else {
           // The router may have granted it after we stopped waiting: give it back.
-          connection.publish(
-            `${item.replyTo}.event`,
-            toBinary(
-              WorkerReportSchema,
-              create(WorkerReportSchema, {
-                executionId: item.executionId,
-                attempt: item.attempt,
-                workerId: session.workerId,
-                body: { case: "released", value: { reason: "claim answer lost" } },
-              }),
-            ),
-          );
-          msg.nak(100);
+          this.#release(session, item, "claim answer lost", false);
           reason = "the router did not answer the claim in time";
         }
       }
       held.granted = granted && !session.ended;
       held.resolveAnswer?.({ granted: held.granted, reason });
       if (!held.granted) return;
+      // Offered until it runs, so the slot is never counted free in between.
       session.running.set(item.executionId, item.attempt);
+      session.offered.delete(item.executionId);
       await over;
     } finally {
       // A claim that came too late is refused, never left hanging.

@@ -2,7 +2,8 @@
  * The live gRPC worker sessions of one process and their leases: a session
  * lives while its command stream is open and its heartbeats arrive
  * (`ttlMultiplier` missed beats end it). Every call of a worker is fenced by
- * its worker id and session token.
+ * its worker id and session token. Leases are checked only while a session
+ * is open: a service no worker connected to sets no timer.
  */
 import {
   type SessionEnd,
@@ -29,14 +30,25 @@ export class WorkerSessions {
   readonly #sessions = new Map<string, WorkerSession>();
   readonly #ttlMultiplier: number;
   readonly #now: () => number;
-  readonly #sweep: NodeJS.Timeout;
+  readonly #sweepMs: number;
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(options: WorkerSessionsOptions) {
     this.port = options.port;
     this.#ttlMultiplier = options.ttlMultiplier ?? 3;
     this.#now = options.now ?? Date.now;
-    this.#sweep = setInterval(() => this.sweep(), options.sweepMs ?? 200);
-    this.#sweep.unref();
+    this.#sweepMs = options.sweepMs ?? 200;
+  }
+
+  /** Check leases while there are sessions, not otherwise. */
+  #arm(): void {
+    if (this.#sessions.size === 0) {
+      clearInterval(this.#sweep);
+      this.#sweep = undefined;
+    } else if (!this.#sweep) {
+      this.#sweep = setInterval(() => this.sweep(), this.#sweepMs);
+      this.#sweep.unref();
+    }
   }
 
   /** Register a worker; throws a typed error (InvalidArgument naming the field) to refuse it. */
@@ -48,6 +60,7 @@ export class WorkerSessions {
     if (older) this.end(older, "lost");
     this.port.attach(session);
     this.#sessions.set(session.workerId, session);
+    this.#arm();
     return session;
   }
 
@@ -69,6 +82,7 @@ export class WorkerSessions {
   end(session: WorkerSession, how: SessionEnd): void {
     if (!session.end(how)) return;
     if (this.#sessions.get(session.workerId) === session) this.#sessions.delete(session.workerId);
+    this.#arm();
     this.port.detach(session, how);
   }
 
@@ -86,7 +100,8 @@ export class WorkerSessions {
 
   /** End every session (the service stops). */
   close(): void {
-    clearInterval(this.#sweep);
     for (const session of [...this.#sessions.values()]) this.end(session, "lost");
+    clearInterval(this.#sweep);
+    this.#sweep = undefined;
   }
 }

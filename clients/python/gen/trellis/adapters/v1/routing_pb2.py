@@ -15,7 +15,7 @@ from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__
 from trellis.adapters.v1 import execution_pb2 as trellis_dot_adapters_dot_v1_dot_execution__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!trellis/adapters/v1/routing.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\"[\n\x0c\x42\x61\x63kendHints\x12,\n\x12\x63ost_per_execution\x18\x01 \x01(\x01R\x10\x63ostPerExecution\x12\x1d\n\nlatency_ms\x18\x02 \x01(\rR\tlatencyMs\"\x87\x03\n\x12WorkerRegistration\x12%\n\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x1b\n\tworker_id\x18\x02 \x01(\tR\x08workerId\x12\x1d\n\nbackend_id\x18\x03 \x01(\tR\tbackendId\x12N\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionCapabilitiesR\x0c\x63\x61pabilities\x12\x1a\n\x08\x63\x61pacity\x18\x05 \x01(\rR\x08\x63\x61pacity\x12\x1b\n\tin_flight\x18\x06 \x01(\rR\x08inFlight\x12\x37\n\x05hints\x18\x07 \x01(\x0b\x32!.trellis.adapters.v1.BackendHintsR\x05hints\x12\x32\n\x15heartbeat_interval_ms\x18\x08 \x01(\rR\x13heartbeatIntervalMs\x12\x18\n\x07leaving\x18\t \x01(\x08R\x07leaving\"Y\n\x16RegisterBackendRequest\x12?\n\x06worker\x18\x01 \x01(\x0b\x32\'.trellis.adapters.v1.WorkerRegistrationR\x06worker\"0\n\x17RegisterBackendResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"L\n\x10HeartbeatRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x1b\n\tin_flight\x18\x02 \x01(\rR\x08inFlight\"*\n\x11HeartbeatResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"7\n\x18\x44\x65registerBackendRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\"\x1b\n\x19\x44\x65registerBackendResponse\"\x15\n\x13ListBackendsRequest\"\x9d\x01\n\x0cWorkerStatus\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x1a\n\x08\x63\x61pacity\x18\x02 \x01(\rR\x08\x63\x61pacity\x12\x1b\n\tin_flight\x18\x03 \x01(\rR\x08inFlight\x12\x37\n\tlast_seen\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08lastSeen\"\x93\x02\n\rBackendStatus\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12N\n\x0c\x63\x61pabilities\x18\x02 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionCapabilitiesR\x0c\x63\x61pabilities\x12\x37\n\x05hints\x18\x03 \x01(\x0b\x32!.trellis.adapters.v1.BackendHintsR\x05hints\x12\x1d\n\nin_process\x18\x04 \x01(\x08R\tinProcess\x12;\n\x07workers\x18\x05 \x03(\x0b\x32!.trellis.adapters.v1.WorkerStatusR\x07workers\"V\n\x14ListBackendsResponse\x12>\n\x08\x62\x61\x63kends\x18\x01 \x03(\x0b\x32\".trellis.adapters.v1.BackendStatusR\x08\x62\x61\x63kends\"\x80\x01\n\x12\x42\x61\x63kendNegotiation\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12K\n\x0bnegotiation\x18\x02 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"\xf5\x01\n\x0fRoutingDecision\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12\x1c\n\tsupported\x18\x02 \x01(\x08R\tsupported\x12\x1a\n\x08\x64\x65graded\x18\x03 \x01(\x08R\x08\x64\x65graded\x12@\n\x07reasons\x18\x04 \x03(\x0b\x32&.trellis.adapters.v1.NegotiationReasonR\x07reasons\x12G\n\ncandidates\x18\x05 \x03(\x0b\x32\'.trellis.adapters.v1.BackendNegotiationR\ncandidates\"S\n\x10NegotiateRequest\x12?\n\x07request\x18\x01 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\"U\n\x11NegotiateResponse\x12@\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32$.trellis.adapters.v1.RoutingDecisionR\x08\x64\x65\x63ision\"Q\n\x0e\x45xecuteRequest\x12?\n\x07request\x18\x01 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\"L\n\x0f\x45xecuteResponse\x12\x39\n\x05\x65vent\x18\x01 \x01(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x05\x65vent2\xbb\x03\n\x16\x41\x64\x61pterRegistryService\x12l\n\x0fRegisterBackend\x12+.trellis.adapters.v1.RegisterBackendRequest\x1a,.trellis.adapters.v1.RegisterBackendResponse\x12Z\n\tHeartbeat\x12%.trellis.adapters.v1.HeartbeatRequest\x1a&.trellis.adapters.v1.HeartbeatResponse\x12r\n\x11\x44\x65registerBackend\x12-.trellis.adapters.v1.DeregisterBackendRequest\x1a..trellis.adapters.v1.DeregisterBackendResponse\x12\x63\n\x0cListBackends\x12(.trellis.adapters.v1.ListBackendsRequest\x1a).trellis.adapters.v1.ListBackendsResponse2\xc4\x01\n\x0eRoutingService\x12Z\n\tNegotiate\x12%.trellis.adapters.v1.NegotiateRequest\x1a&.trellis.adapters.v1.NegotiateResponse\x12V\n\x07\x45xecute\x12#.trellis.adapters.v1.ExecuteRequest\x1a$.trellis.adapters.v1.ExecuteResponse0\x01\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!trellis/adapters/v1/routing.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\"[\n\x0c\x42\x61\x63kendHints\x12,\n\x12\x63ost_per_execution\x18\x01 \x01(\x01R\x10\x63ostPerExecution\x12\x1d\n\nlatency_ms\x18\x02 \x01(\rR\tlatencyMs\"\xac\x03\n\x12WorkerRegistration\x12%\n\x0eschema_version\x18\x01 \x01(\rR\rschemaVersion\x12\x1b\n\tworker_id\x18\x02 \x01(\tR\x08workerId\x12\x1d\n\nbackend_id\x18\x03 \x01(\tR\tbackendId\x12N\n\x0c\x63\x61pabilities\x18\x04 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionCapabilitiesR\x0c\x63\x61pabilities\x12\x1a\n\x08\x63\x61pacity\x18\x05 \x01(\rR\x08\x63\x61pacity\x12\x1b\n\tin_flight\x18\x06 \x01(\rR\x08inFlight\x12\x37\n\x05hints\x18\x07 \x01(\x0b\x32!.trellis.adapters.v1.BackendHintsR\x05hints\x12\x32\n\x15heartbeat_interval_ms\x18\x08 \x01(\rR\x13heartbeatIntervalMs\x12\x18\n\x07leaving\x18\t \x01(\x08R\x07leaving\x12#\n\rdirect_offers\x18\n \x01(\x08R\x0c\x64irectOffers\"Y\n\x16RegisterBackendRequest\x12?\n\x06worker\x18\x01 \x01(\x0b\x32\'.trellis.adapters.v1.WorkerRegistrationR\x06worker\"0\n\x17RegisterBackendResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"L\n\x10HeartbeatRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x1b\n\tin_flight\x18\x02 \x01(\rR\x08inFlight\"*\n\x11HeartbeatResponse\x12\x15\n\x06ttl_ms\x18\x01 \x01(\rR\x05ttlMs\"7\n\x18\x44\x65registerBackendRequest\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\"\x1b\n\x19\x44\x65registerBackendResponse\"\x15\n\x13ListBackendsRequest\"\x9d\x01\n\x0cWorkerStatus\x12\x1b\n\tworker_id\x18\x01 \x01(\tR\x08workerId\x12\x1a\n\x08\x63\x61pacity\x18\x02 \x01(\rR\x08\x63\x61pacity\x12\x1b\n\tin_flight\x18\x03 \x01(\rR\x08inFlight\x12\x37\n\tlast_seen\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08lastSeen\"\x93\x02\n\rBackendStatus\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12N\n\x0c\x63\x61pabilities\x18\x02 \x01(\x0b\x32*.trellis.adapters.v1.ExecutionCapabilitiesR\x0c\x63\x61pabilities\x12\x37\n\x05hints\x18\x03 \x01(\x0b\x32!.trellis.adapters.v1.BackendHintsR\x05hints\x12\x1d\n\nin_process\x18\x04 \x01(\x08R\tinProcess\x12;\n\x07workers\x18\x05 \x03(\x0b\x32!.trellis.adapters.v1.WorkerStatusR\x07workers\"V\n\x14ListBackendsResponse\x12>\n\x08\x62\x61\x63kends\x18\x01 \x03(\x0b\x32\".trellis.adapters.v1.BackendStatusR\x08\x62\x61\x63kends\"\x80\x01\n\x12\x42\x61\x63kendNegotiation\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12K\n\x0bnegotiation\x18\x02 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"\xf5\x01\n\x0fRoutingDecision\x12\x1d\n\nbackend_id\x18\x01 \x01(\tR\tbackendId\x12\x1c\n\tsupported\x18\x02 \x01(\x08R\tsupported\x12\x1a\n\x08\x64\x65graded\x18\x03 \x01(\x08R\x08\x64\x65graded\x12@\n\x07reasons\x18\x04 \x03(\x0b\x32&.trellis.adapters.v1.NegotiationReasonR\x07reasons\x12G\n\ncandidates\x18\x05 \x03(\x0b\x32\'.trellis.adapters.v1.BackendNegotiationR\ncandidates\"S\n\x10NegotiateRequest\x12?\n\x07request\x18\x01 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\"U\n\x11NegotiateResponse\x12@\n\x08\x64\x65\x63ision\x18\x01 \x01(\x0b\x32$.trellis.adapters.v1.RoutingDecisionR\x08\x64\x65\x63ision\"Q\n\x0e\x45xecuteRequest\x12?\n\x07request\x18\x01 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\"L\n\x0f\x45xecuteResponse\x12\x39\n\x05\x65vent\x18\x01 \x01(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x05\x65vent2\xbb\x03\n\x16\x41\x64\x61pterRegistryService\x12l\n\x0fRegisterBackend\x12+.trellis.adapters.v1.RegisterBackendRequest\x1a,.trellis.adapters.v1.RegisterBackendResponse\x12Z\n\tHeartbeat\x12%.trellis.adapters.v1.HeartbeatRequest\x1a&.trellis.adapters.v1.HeartbeatResponse\x12r\n\x11\x44\x65registerBackend\x12-.trellis.adapters.v1.DeregisterBackendRequest\x1a..trellis.adapters.v1.DeregisterBackendResponse\x12\x63\n\x0cListBackends\x12(.trellis.adapters.v1.ListBackendsRequest\x1a).trellis.adapters.v1.ListBackendsResponse2\xc4\x01\n\x0eRoutingService\x12Z\n\tNegotiate\x12%.trellis.adapters.v1.NegotiateRequest\x1a&.trellis.adapters.v1.NegotiateResponse\x12V\n\x07\x45xecute\x12#.trellis.adapters.v1.ExecuteRequest\x1a$.trellis.adapters.v1.ExecuteResponse0\x01\x62\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.adapters.v1.routing_pb2', globals())
@@ -25,41 +25,41 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _BACKENDHINTS._serialized_start=128
   _BACKENDHINTS._serialized_end=219
   _WORKERREGISTRATION._serialized_start=222
-  _WORKERREGISTRATION._serialized_end=613
-  _REGISTERBACKENDREQUEST._serialized_start=615
-  _REGISTERBACKENDREQUEST._serialized_end=704
-  _REGISTERBACKENDRESPONSE._serialized_start=706
-  _REGISTERBACKENDRESPONSE._serialized_end=754
-  _HEARTBEATREQUEST._serialized_start=756
-  _HEARTBEATREQUEST._serialized_end=832
-  _HEARTBEATRESPONSE._serialized_start=834
-  _HEARTBEATRESPONSE._serialized_end=876
-  _DEREGISTERBACKENDREQUEST._serialized_start=878
-  _DEREGISTERBACKENDREQUEST._serialized_end=933
-  _DEREGISTERBACKENDRESPONSE._serialized_start=935
-  _DEREGISTERBACKENDRESPONSE._serialized_end=962
-  _LISTBACKENDSREQUEST._serialized_start=964
-  _LISTBACKENDSREQUEST._serialized_end=985
-  _WORKERSTATUS._serialized_start=988
-  _WORKERSTATUS._serialized_end=1145
-  _BACKENDSTATUS._serialized_start=1148
-  _BACKENDSTATUS._serialized_end=1423
-  _LISTBACKENDSRESPONSE._serialized_start=1425
-  _LISTBACKENDSRESPONSE._serialized_end=1511
-  _BACKENDNEGOTIATION._serialized_start=1514
-  _BACKENDNEGOTIATION._serialized_end=1642
-  _ROUTINGDECISION._serialized_start=1645
-  _ROUTINGDECISION._serialized_end=1890
-  _NEGOTIATEREQUEST._serialized_start=1892
-  _NEGOTIATEREQUEST._serialized_end=1975
-  _NEGOTIATERESPONSE._serialized_start=1977
-  _NEGOTIATERESPONSE._serialized_end=2062
-  _EXECUTEREQUEST._serialized_start=2064
-  _EXECUTEREQUEST._serialized_end=2145
-  _EXECUTERESPONSE._serialized_start=2147
-  _EXECUTERESPONSE._serialized_end=2223
-  _ADAPTERREGISTRYSERVICE._serialized_start=2226
-  _ADAPTERREGISTRYSERVICE._serialized_end=2669
-  _ROUTINGSERVICE._serialized_start=2672
-  _ROUTINGSERVICE._serialized_end=2868
+  _WORKERREGISTRATION._serialized_end=650
+  _REGISTERBACKENDREQUEST._serialized_start=652
+  _REGISTERBACKENDREQUEST._serialized_end=741
+  _REGISTERBACKENDRESPONSE._serialized_start=743
+  _REGISTERBACKENDRESPONSE._serialized_end=791
+  _HEARTBEATREQUEST._serialized_start=793
+  _HEARTBEATREQUEST._serialized_end=869
+  _HEARTBEATRESPONSE._serialized_start=871
+  _HEARTBEATRESPONSE._serialized_end=913
+  _DEREGISTERBACKENDREQUEST._serialized_start=915
+  _DEREGISTERBACKENDREQUEST._serialized_end=970
+  _DEREGISTERBACKENDRESPONSE._serialized_start=972
+  _DEREGISTERBACKENDRESPONSE._serialized_end=999
+  _LISTBACKENDSREQUEST._serialized_start=1001
+  _LISTBACKENDSREQUEST._serialized_end=1022
+  _WORKERSTATUS._serialized_start=1025
+  _WORKERSTATUS._serialized_end=1182
+  _BACKENDSTATUS._serialized_start=1185
+  _BACKENDSTATUS._serialized_end=1460
+  _LISTBACKENDSRESPONSE._serialized_start=1462
+  _LISTBACKENDSRESPONSE._serialized_end=1548
+  _BACKENDNEGOTIATION._serialized_start=1551
+  _BACKENDNEGOTIATION._serialized_end=1679
+  _ROUTINGDECISION._serialized_start=1682
+  _ROUTINGDECISION._serialized_end=1927
+  _NEGOTIATEREQUEST._serialized_start=1929
+  _NEGOTIATEREQUEST._serialized_end=2012
+  _NEGOTIATERESPONSE._serialized_start=2014
+  _NEGOTIATERESPONSE._serialized_end=2099
+  _EXECUTEREQUEST._serialized_start=2101
+  _EXECUTEREQUEST._serialized_end=2182
+  _EXECUTERESPONSE._serialized_start=2184
+  _EXECUTERESPONSE._serialized_end=2260
+  _ADAPTERREGISTRYSERVICE._serialized_start=2263
+  _ADAPTERREGISTRYSERVICE._serialized_end=2706
+  _ROUTINGSERVICE._serialized_start=2709
+  _ROUTINGSERVICE._serialized_end=2905
 # @@protoc_insertion_point(module_scope)

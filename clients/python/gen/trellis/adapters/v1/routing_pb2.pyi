@@ -122,10 +122,11 @@ class RoutingDecision(_message.Message):
     def __init__(self, backend_id: _Optional[str] = ..., supported: bool = ..., degraded: bool = ..., reasons: _Optional[_Iterable[_Union[_execution_pb2.NegotiationReason, _Mapping]]] = ..., candidates: _Optional[_Iterable[_Union[BackendNegotiation, _Mapping]]] = ...) -> None: ...
 
 class WorkerRegistration(_message.Message):
-    __slots__ = ["backend_id", "capabilities", "capacity", "heartbeat_interval_ms", "hints", "in_flight", "leaving", "schema_version", "worker_id"]
+    __slots__ = ["backend_id", "capabilities", "capacity", "direct_offers", "heartbeat_interval_ms", "hints", "in_flight", "leaving", "schema_version", "worker_id"]
     BACKEND_ID_FIELD_NUMBER: _ClassVar[int]
     CAPABILITIES_FIELD_NUMBER: _ClassVar[int]
     CAPACITY_FIELD_NUMBER: _ClassVar[int]
+    DIRECT_OFFERS_FIELD_NUMBER: _ClassVar[int]
     HEARTBEAT_INTERVAL_MS_FIELD_NUMBER: _ClassVar[int]
     HINTS_FIELD_NUMBER: _ClassVar[int]
     IN_FLIGHT_FIELD_NUMBER: _ClassVar[int]
@@ -135,13 +136,14 @@ class WorkerRegistration(_message.Message):
     backend_id: str
     capabilities: _execution_pb2.ExecutionCapabilities
     capacity: int
+    direct_offers: bool
     heartbeat_interval_ms: int
     hints: BackendHints
     in_flight: int
     leaving: bool
     schema_version: int
     worker_id: str
-    def __init__(self, schema_version: _Optional[int] = ..., worker_id: _Optional[str] = ..., backend_id: _Optional[str] = ..., capabilities: _Optional[_Union[_execution_pb2.ExecutionCapabilities, _Mapping]] = ..., capacity: _Optional[int] = ..., in_flight: _Optional[int] = ..., hints: _Optional[_Union[BackendHints, _Mapping]] = ..., heartbeat_interval_ms: _Optional[int] = ..., leaving: bool = ...) -> None: ...
+    def __init__(self, schema_version: _Optional[int] = ..., worker_id: _Optional[str] = ..., backend_id: _Optional[str] = ..., capabilities: _Optional[_Union[_execution_pb2.ExecutionCapabilities, _Mapping]] = ..., capacity: _Optional[int] = ..., in_flight: _Optional[int] = ..., hints: _Optional[_Union[BackendHints, _Mapping]] = ..., heartbeat_interval_ms: _Optional[int] = ..., leaving: bool = ..., direct_offers: bool = ...) -> None: ...
 
 class WorkerStatus(_message.Message):
     __slots__ = ["capacity", "in_flight", "last_seen", "worker_id"]

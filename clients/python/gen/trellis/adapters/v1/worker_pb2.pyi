@@ -69,10 +69,12 @@ class WorkItem(_message.Message):
     def __init__(self, execution_id: _Optional[str] = ..., attempt: _Optional[int] = ..., request: _Optional[_Union[_execution_pb2.ExecutionRequest, _Mapping]] = ..., reply_to: _Optional[str] = ..., deadline: _Optional[_Union[_timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class WorkerReleased(_message.Message):
-    __slots__ = ["reason"]
+    __slots__ = ["reason", "unclaimed"]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    UNCLAIMED_FIELD_NUMBER: _ClassVar[int]
     reason: str
-    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+    unclaimed: bool
+    def __init__(self, reason: _Optional[str] = ..., unclaimed: bool = ...) -> None: ...
 
 class WorkerReport(_message.Message):
     __slots__ = ["attempt", "event", "execution_id", "released", "worker_id"]
