@@ -71,7 +71,6 @@ describe("gRPC workers through the mesh bridge", () => {
         service.connection && service.remote
           ? { connection: service.connection, names: service.remote.names }
           : undefined,
-      storage: "memory",
     });
     // The bridge, with the sessions it is given kept (to forge a request with one).
     const port: WorkerPort = {
