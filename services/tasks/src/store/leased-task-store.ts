@@ -1,0 +1,103 @@
+/**
+ * {@link OwnedTaskStore} for several tasks replicas (distributed mode,
+ * `TRELLIS_TASKS_JOURNAL=owner`): the session owner under leases
+ * (session-leases.ts). What it adds to the embedded owner:
+ *
+ * | call | rule |
+ * |---|---|
+ * | every call that works on one session (turn steps, relational writes of a session) | the owner's per-session lock first takes the session's lease (`guard`): held → nothing; free or lapsed → acquire + fence entry; held by a live replica → hand-off, bounded |
+ * | `submitTask`, `finishRun` | an append refused because the stream moved (this replica was deposed) wrote nothing: the call is retried (at most 3 times), which takes the lease back from its new holder |
+ * | `claimNext` (the runner's sweep) | only for a session this replica holds or can take without waiting: a session another live replica holds is that replica's to run |
+ * | `recoverExpired` | the expired turns of sessions this replica holds or can take without waiting, relational as today, with no hand-off meanwhile |
+ * | reads | after the projector passed the journal table's head (every replica's appends), not only this process's |
+ */
+import { journalHead } from "@trellis/storage";
+import { sql } from "kysely";
+import { OwnedTaskStore, type OwnedTaskStoreOptions } from "./owned-task-store.js";
+import { isStreamConflict, type SessionLeases } from "./session-leases.js";
+import type { TaskStore } from "./task-store.js";
+
+type P<K extends keyof TaskStore> = Parameters<TaskStore[K]>;
+
+/** Attempts of a turn step whose append was refused for a moved stream. */
+const ATTEMPTS = 3;
+
+/** Options of {@link LeasedTaskStore}: the owned store's, with the replica's leases. */
+export interface LeasedTaskStoreOptions extends OwnedTaskStoreOptions {
+  leases: SessionLeases;
+}
+
+/** See the module header. */
+export class LeasedTaskStore extends OwnedTaskStore {
+  readonly #leases: SessionLeases;
+
+  constructor(options: LeasedTaskStoreOptions) {
+    const { database, schema } = options;
+    super({
+      ...options,
+      owner: {
+        ...options.owner,
+        leases: options.leases,
+        head: () => journalHead(database.kysely, schema),
+      },
+    });
+    this.#leases = options.leases;
+  }
+
+  /** This replica's leases (tests). */
+  get leases(): SessionLeases {
+    return this.#leases;
+  }
+
+  override async submitTask(...args: P<"submitTask">) {
+    return this.#retried(() => super.submitTask(...args));
+  }
+
+  override async finishRun(...args: P<"finishRun">) {
+    return this.#retried(() => super.finishRun(...args));
+  }
+
+  override async claimNext(...args: P<"claimNext">) {
+    const [sessionId] = args;
+    const mine = await this.owner.withLock(sessionId, () => this.#leases.ensure(sessionId, false));
+    if (!mine) return undefined;
+    return this.#retried(() => super.claimNext(...args));
+  }
+
+  override async recoverExpired(...args: P<"recoverExpired">) {
+    const [owner, limit] = args;
+    await this.owner.settled();
+    // Cheap "none" first, as the owned store does; then only our sessions.
+    const found = await this.context.db
+      .selectFrom("tasks")
+      .select("id")
+      .where("run_state", "=", "running")
+      .where("lease_expires_at", "<", sql<Date>`now()`)
+      .limit(1)
+      .execute();
+    if (found.length === 0) return [];
+    return this.owner.exclusive(() =>
+      this.#leases.pinned(() =>
+        this.parts.recovery.recoverExpired(owner, limit, (sessionId) =>
+          this.#leases.ensure(sessionId, false),
+        ),
+      ),
+    );
+  }
+
+  /** Closes the owner and releases every lease. */
+  async closeLeases(): Promise<void> {
+    this.close();
+    await this.#leases.close();
+  }
+
+  async #retried<T>(work: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await work();
+      } catch (error) {
+        if (!isStreamConflict(error) || attempt >= ATTEMPTS) throw error;
+      }
+    }
+  }
+}
