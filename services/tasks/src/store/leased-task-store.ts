@@ -9,6 +9,7 @@
  * | `submitTask`, `finishRun` | an append refused because the stream moved (this replica was deposed) wrote nothing: the call is retried (at most 3 times), which takes the lease back from its new holder |
  * | `claimNext` (the runner's sweep) | only for a session this replica holds or can take without waiting: a session another live replica holds is that replica's to run |
  * | `recoverExpired` | the expired turns of sessions this replica holds or can take without waiting, relational as today, with no hand-off meanwhile |
+ * | `deliverSignal` | the resumed task's session is taken first (waiting for a hand-off), then relational as today, with no hand-off meanwhile |
  * | reads | after the projector passed the journal table's head (every replica's appends), not only this process's |
  */
 import { journalHead } from "@trellis/storage";
@@ -83,6 +84,29 @@ export class LeasedTaskStore extends OwnedTaskStore {
         ),
       ),
     );
+  }
+
+  override async deliverSignal(...args: P<"deliverSignal">) {
+    const [signal] = args;
+    await this.owner.settled();
+    // The session the signal resumes, taken first: its state on another
+    // replica would not see the resumed turn. A signal named by its label
+    // alone is resolved by the relational path only (docs/turn-journal.md).
+    const sessionId =
+      signal.sessionId ||
+      (
+        await this.context.db
+          .selectFrom("tasks")
+          .select("session_id")
+          .where("run_state", "=", "waiting")
+          .where("signal_id", "=", signal.signalId)
+          .executeTakeFirst()
+      )?.session_id;
+    if (!sessionId) return super.deliverSignal(...args);
+    return this.#leases.pinned(async () => {
+      await this.owner.withLock(sessionId, () => this.#leases.ensure(sessionId, true));
+      return super.deliverSignal(...args);
+    });
   }
 
   /** Closes the owner and releases every lease. */
