@@ -10,7 +10,7 @@
  * | one live writer per session | a write first takes the lease (`acquire`, one statement; held leases are renewed all in one statement per round) |
  * | a new owner starts from everything written before | the lease answers the stream's journal head; the new owner appends a **fence entry** there (an empty row-change step, with `expectedPosition` = that head), then loads the session once the projector passed it ("projection plus the journal after the projector's position", as embedded loading does) |
  * | a deposed owner writes nothing | its appends carry its old head; the fence entry moved the stream, so they are refused (`conflict`) and nothing of them is stored; it drops the session's state, and the call retries at the lease's holder |
- * | a call for a session another live replica holds reaches that session's owner | **hand-off**: the caller asks the holder (Postgres `NOTIFY` on `trellis_<schema>_handoff`) to give the lease up after its step in progress; the holder releases it unless it took it less than `minHoldMs` ago; the caller takes it and goes on. A dead holder does not answer: its lease lapses after the TTL and the caller takes over |
+ * | a call for a session another live replica holds reaches that session's owner | **hand-off**: the caller asks the holder (Postgres `NOTIFY` on `trellis_<schema>_handoff`, again every 250 ms) to give the lease up after its step in progress; the holder releases it unless it took it less than `minHoldMs` ago and announces it free (`NOTIFY`), which wakes the caller to take it and go on. A dead holder does not answer: its lease lapses after the TTL and the caller takes over |
  * | a lost lease stops the owner at once | `onLost` drops the session's state; its next write re-acquires (and refetches) |
  * | idle owners release | leases unused for `idleMs` are released (one statement each), so a session is free for whichever replica is called next |
  * | bounded | a hand-off waits at most `ttlMs` + `waitMs`, then `service_unavailable`; `maxLeases` as the lease set's |
@@ -85,6 +85,8 @@ export class SessionLeases implements OwnerLeaseHooks {
   readonly #heads = new Map<string, bigint>();
   readonly #usedAt = new Map<string, number>();
   readonly #takenAt = new Map<string, number>();
+  /** Callers waiting for a hand-off of a stream (woken by its "free"). */
+  readonly #waiting = new Map<string, Set<() => void>>();
   readonly #stats: SessionLeaseStats = {
     acquired: 0,
     tookOver: 0,
@@ -187,6 +189,7 @@ export class SessionLeases implements OwnerLeaseHooks {
     }
     const started = Date.now();
     let askedOf: string | undefined;
+    let askedAt = 0;
     let pause = 5;
     for (;;) {
       if (this.#closed) throw unavailable("the tasks replica is shutting down");
@@ -207,16 +210,16 @@ export class SessionLeases implements OwnerLeaseHooks {
           { session_id: sessionId, owner: taken.ownedBy },
         );
       }
-      if (askedOf !== taken.ownedBy || pause >= 200) {
+      // Ask the holder (again every 250 ms: it may have refused within its
+      // minimum hold, or the notification was lost); its "free" wakes us.
+      if (askedOf !== taken.ownedBy || Date.now() - askedAt >= 250) {
         askedOf = taken.ownedBy;
+        askedAt = Date.now();
         this.#stats.handoffsAsked++;
-        await sql`select pg_notify(${handoffChannel(this.#o.schema)}, ${`${taken.ownedBy}\n${sessionId}`})`
-          .execute(this.#o.database.kysely)
-          .catch((error) => this.#o.onError?.(error, "asking for a session hand-off"));
-        if (pause >= 200) pause = 5;
+        await this.#notify(`ask\n${taken.ownedBy}\n${sessionId}`);
       }
-      await new Promise((resolve) => setTimeout(resolve, pause));
-      pause = Math.min(pause * 2, 200);
+      await this.#freed(sessionId, pause);
+      pause = Math.min(pause * 2, 100);
     }
   }
 
@@ -280,19 +283,49 @@ export class SessionLeases implements OwnerLeaseHooks {
     this.#takenAt.delete(sessionId);
   }
 
-  /** Another replica asks for `stream`: give it up after the step in progress. */
+  /** `ask\n<holder>\n<stream>`: give `stream` up after its step in progress; `free\n<stream>`: it was. */
   #onHandoff(payload: string): void {
-    const [owner, stream] = payload.split("\n");
-    if (owner !== this.#leases.owner || !stream || !this.holds(stream) || !this.#owner) return;
-    if (this.#pinned > 0) return;
+    const [what, a, b] = payload.split("\n");
+    if (what === "free" && a) {
+      for (const wake of this.#waiting.get(a) ?? []) wake();
+      return;
+    }
+    const [owner, stream] = [a, b];
+    if (what !== "ask" || owner !== this.#leases.owner || !stream) return;
+    if (!this.holds(stream) || !this.#owner || this.#pinned > 0) return;
     const takenAt = this.#takenAt.get(stream) ?? 0;
     if (Date.now() - takenAt < this.#o.minHoldMs) return;
     void this.#release(stream).then(
-      (given) => {
-        if (given) this.#stats.handoffsGiven++;
+      async (given) => {
+        if (!given) return;
+        this.#stats.handoffsGiven++;
+        await this.#notify(`free\n${stream}`);
       },
       (error) => this.#o.onError?.(error, "handing a session off"),
     );
+  }
+
+  async #notify(payload: string): Promise<void> {
+    await sql`select pg_notify(${handoffChannel(this.#o.schema)}, ${payload})`
+      .execute(this.#o.database.kysely)
+      .catch((error) => this.#o.onError?.(error, "notifying a session hand-off"));
+  }
+
+  /** Resolves when `stream` is announced free, or after `ms`. */
+  #freed(stream: string, ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const waiters = this.#waiting.get(stream) ?? new Set<() => void>();
+      this.#waiting.set(stream, waiters);
+      const done = () => {
+        clearTimeout(timer);
+        waiters.delete(done);
+        if (waiters.size === 0 && this.#waiting.get(stream) === waiters)
+          this.#waiting.delete(stream);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      waiters.add(done);
+    });
   }
 
   /** Releases `stream` under the session's lock (no step of it in progress). */
