@@ -10,10 +10,11 @@
  * | `claimNext` (the runner's sweep) | only for a session this replica holds or can take without waiting: a session another live replica holds is that replica's to run |
  * | `recoverExpired` | the expired turns of sessions this replica holds or can take without waiting, relational as today, with no hand-off meanwhile |
  * | `deliverSignal` | the resumed task's session is taken first (waiting for a hand-off), then relational as today, with no hand-off meanwhile |
+ * | relational writes of a session | inside their transaction, the lease row of a session this replica holds is checked (owner, fence, unexpired) and locked `for share`: a deposed holder's write is refused, a take-over waits for it |
  * | reads | after the projector passed the journal table's head (every replica's appends), not only this process's |
  */
 import { journalHead } from "@trellis/storage";
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { OwnedTaskStore, type OwnedTaskStoreOptions } from "./owned-task-store.js";
 import { isStreamConflict, type SessionLeases } from "./session-leases.js";
 import type { TaskStore } from "./task-store.js";
@@ -36,6 +37,8 @@ export class LeasedTaskStore extends OwnedTaskStore {
     const { database, schema } = options;
     super({
       ...options,
+      sessionFence: (trx, sessionId) =>
+        options.leases.fenceWrite(trx as unknown as Kysely<unknown>, sessionId),
       owner: {
         ...options.owner,
         leases: options.leases,

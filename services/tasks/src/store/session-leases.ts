@@ -29,7 +29,7 @@
 import { isTrellisError, TrellisError } from "@trellis/runtime";
 import type { Database, Leases, LostLease } from "@trellis/storage";
 import { createLeases } from "@trellis/storage";
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import { ERROR_DOMAIN } from "../domain/errors.js";
 import { encodeRowChanges, ROWS_STEP } from "./row-changes.js";
 import type { OwnerLeaseHooks, SessionOwner } from "./session-owner.js";
@@ -151,6 +151,34 @@ export class SessionLeases implements OwnerLeaseHooks {
       });
     }
     return head;
+  }
+
+  /**
+   * In a relational write's transaction (after it locked the session row):
+   * if this replica believes it holds the session, the lease row must say so
+   * (owner, fence, unexpired), and is locked `for share` until the commit —
+   * a take-over waits for the write, and a deposed holder's write is refused
+   * (a stream conflict: the call retries at the new holder) instead of
+   * landing beside the new owner's unprojected appends. A session not held
+   * here (a replay's source, read under its row lock) is not checked.
+   */
+  async fenceWrite(trx: Kysely<unknown>, sessionId: string): Promise<void> {
+    const held = this.#leases.held(sessionId);
+    if (!held) return;
+    const { rows } = await sql`
+      select 1 from ${sql.id(this.#o.schema, "session_leases")}
+      where stream = ${sessionId} and owner = ${this.#leases.owner}
+        and fence = ${held.fence} and expires_at > now()
+      for share`.execute(trx);
+    if (rows.length > 0) return;
+    const error = new TrellisError({
+      reason: "conflict",
+      domain: "storage",
+      message: `this replica no longer holds the lease on session ${sessionId}`,
+      metadata: { stream: sessionId, expected: "lease" },
+    });
+    this.conflicted(sessionId, error);
+    throw error;
   }
 
   /** Inside the session's lock: take the lease (waiting for a hand-off) before any work. */

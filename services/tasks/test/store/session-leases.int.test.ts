@@ -188,4 +188,30 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       TaskStatus.COMPLETED,
     ]);
   }, 60_000);
+
+  it("refuses a relational write of a holder whose lease lapsed, and writes nothing of it", async () => {
+    const session = "ses_lease_2";
+    const first = await submit(a, session, "one");
+    await a.store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
+      a.id,
+    );
+    expect(a.leases.holds(session)).toBe(true);
+    const conflicts = a.leases.stats().conflicts;
+    await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
+      where stream = ${session}`.execute(a.database.kysely);
+    // A still believes it holds the session; its transaction checks the lease row.
+    await expect(
+      a.store.appendMessage(session, text("note", Role.USER), undefined, context),
+    ).rejects.toMatchObject({ reason: "conflict" });
+    expect(a.leases.stats().conflicts).toBe(conflicts + 1);
+    const page = { pageSize: 100, pageToken: "" };
+    const before = await b.store.listMessages(session, { taskId: "" }, page);
+    expect(before.items.map((m) => textOf(m.message))).toEqual(["one", "one"]);
+    // Called again, A takes the lapsed lease anew (a new fence) and writes.
+    await a.store.appendMessage(session, text("note", Role.USER), undefined, context);
+    const after = await b.store.listMessages(session, { taskId: "" }, page);
+    expect(after.items.map((m) => textOf(m.message))).toEqual(["one", "one", "note"]);
+  }, 60_000);
 });
