@@ -1,6 +1,6 @@
 /**
  * Session ownership in distributed owner mode (`TRELLIS_TASKS_JOURNAL=owner`
- * with several tasks replicas, docs/turn-journal.md "Built: leases"): a
+ * with several tasks replicas, docs/turn-journal.md "Built: the session owner under leases"): a
  * replica writes a session only while it holds the session's lease
  * (`createLeases` in `@trellis/storage`), and every append it makes carries
  * `expectedPosition` = the stream's head as it knows it.
@@ -11,6 +11,7 @@
  * | a new owner starts from everything written before | the lease answers the stream's journal head; the new owner appends a **fence entry** there (an empty row-change step, with `expectedPosition` = that head), then loads the session once the projector passed it ("projection plus the journal after the projector's position", as embedded loading does) |
  * | a deposed owner writes nothing | its appends carry its old head; the fence entry moved the stream, so they are refused (`conflict`) and nothing of them is stored; it drops the session's state, and the call retries at the lease's holder |
  * | a call for a session another live replica holds reaches that session's owner | **hand-off**: the caller asks the holder (Postgres `NOTIFY` on `trellis_<schema>_handoff`, again every 250 ms) to give the lease up after its step in progress; the holder releases it unless it took it less than `minHoldMs` ago and announces it free (`NOTIFY`), which wakes the caller to take it and go on. A dead holder does not answer: its lease lapses after the TTL and the caller takes over |
+ * | a deposed holder's relational write lands nowhere | `fenceWrite`, in the write's transaction: the lease row checked (owner, fence, unexpired) and locked `for share` until the commit |
  * | a lost lease stops the owner at once | `onLost` drops the session's state; its next write re-acquires (and refetches) |
  * | idle owners release | leases unused for `idleMs` are released (one statement each), so a session is free for whichever replica is called next |
  * | bounded | a hand-off waits at most `ttlMs` + `waitMs`, then `service_unavailable`; `maxLeases` as the lease set's |
@@ -21,8 +22,8 @@
  * progress) is called by this replica's own runner, not over RPC, so it
  * could not be forwarded anyway. Hand-off moves the session instead of the
  * call: no address, the same code for RPCs and the runner, and the cost is
- * paid only when a session's calls change replica (one NOTIFY, a release
- * and an acquire). What it costs when callers alternate replicas per call
+ * paid only when a session's calls change replica (two NOTIFYs, a release,
+ * an acquire and a fence entry). What it costs when callers alternate replicas per call
  * is in docs/turn-journal.md.
  */
 
