@@ -9,7 +9,7 @@
  * | `submitTask`, `finishRun` | an append refused because the stream moved (this replica was deposed) wrote nothing: the call is retried (at most 3 times), which takes the lease back from its new holder |
  * | `claimNext` (the runner's sweep) | only for a session this replica holds or can take without waiting: a session another live replica holds is that replica's to run |
  * | `recoverExpired` | the expired turns of sessions this replica holds or can take without waiting, relational as today, with no hand-off meanwhile |
- * | `deliverSignal` | the resumed task's session is taken first (waiting for a hand-off), then relational as today, with no hand-off meanwhile |
+ * | `deliverSignal` | the resumed task's session (named, or found by the signal's id or label) is taken first (waiting for a hand-off), then relational as today, with no hand-off meanwhile |
  * | relational writes of a session | inside their transaction, the lease row of a session this replica holds is checked (owner, fence, unexpired) and locked `for share`: a deposed holder's write is refused, a take-over waits for it |
  * | reads | after the projector passed the journal table's head (every replica's appends), not only this process's |
  */
@@ -90,21 +90,33 @@ export class LeasedTaskStore extends OwnedTaskStore {
   }
 
   override async deliverSignal(...args: P<"deliverSignal">) {
-    const [signal] = args;
+    const [signal, context] = args;
     await this.owner.settled();
     // The session the signal resumes, taken first: its state on another
-    // replica would not see the resumed turn. A signal named by its label
-    // alone is resolved by the relational path only (docs/turn-journal.md).
-    const sessionId =
-      signal.sessionId ||
-      (
-        await this.context.db
+    // replica would not see the resumed turn. By the turn's global signal id,
+    // or by its label alone when one waiting turn has it (several: the
+    // relational path refuses the ambiguity).
+    const waiting = signal.sessionId
+      ? []
+      : await this.context.db
           .selectFrom("tasks")
           .select("session_id")
           .where("run_state", "=", "waiting")
-          .where("signal_id", "=", signal.signalId)
-          .executeTakeFirst()
-      )?.session_id;
+          .where((eb) =>
+            eb.or([
+              eb("signal_id", "=", signal.signalId),
+              ...(signal.labelAlone
+                ? [eb("signal_id", "=", sql<string>`${sql.ref("id")} || ':' || ${signal.signalId}`)]
+                : []),
+            ]),
+          )
+          .$if(context.scope !== undefined, (q) =>
+            q.where("workspace_id", "=", context.scope as string),
+          )
+          .limit(2)
+          .execute();
+    const sessionId =
+      signal.sessionId || (waiting.length === 1 ? waiting[0]?.session_id : undefined);
     if (!sessionId) return super.deliverSignal(...args);
     return this.#leases.pinned(async () => {
       await this.owner.withLock(sessionId, () => this.#leases.ensure(sessionId, true));
