@@ -24,10 +24,11 @@ export const tasksConfigSchema = {
    * The turn journal (docs/turn-journal.md), off by default while it is
    * built: submit and finish also append their step records to the tasks
    * journal, and Outcome rows are projected from it by `tasks-read-model`
-   * (its lag shows in `trellis health`). `owner` (embedded only): the
-   * session owner makes submit and finish in memory, each ONE journal
-   * append, and the read model projects tasks, messages, sessions and the
-   * outbox rows behind (docs/turn-journal.md, step 2).
+   * (its lag shows in `trellis health`). `owner`: the session owner makes
+   * submit and finish in memory, each ONE journal append, and the read
+   * model projects tasks, messages, sessions and the outbox rows behind
+   * (docs/turn-journal.md, step 2); in distributed mode each session is
+   * owned by one replica under a lease of `TRELLIS_TASKS_LEASE` (step 4).
    */
   TRELLIS_TASKS_JOURNAL: env.enum(["false", "true", "owner"]).default("false"),
   /** Largest artifact content stored in the database (bytes). */

@@ -61,6 +61,7 @@ import { createReplayExecutor } from "./replay/replay-executor.js";
 import { createSkillHandlers } from "./skills/skill-handlers.js";
 import { PostgresBranchStore } from "./store/branch-store.js";
 import { PostgresConnectorStore } from "./store/connector-store.js";
+import { LeasedTaskStore } from "./store/leased-task-store.js";
 import { tasksMigrations } from "./store/migrations/index.js";
 import { OwnedTaskStore } from "./store/owned-task-store.js";
 import {
@@ -69,6 +70,7 @@ import {
   PostgresTaskStore,
 } from "./store/postgres-task-store.js";
 import { createTasksReadModel, readModelHealth } from "./store/read-model.js";
+import { SessionLeases } from "./store/session-leases.js";
 import { TaskWatchers } from "./worker/task-watchers.js";
 import { TurnRunner } from "./worker/turn-runner.js";
 
@@ -124,11 +126,17 @@ async function createTasksModule(
   // records beside the relational writes; "owner" (embedded) makes the turn
   // path in memory, one append per step, and projects the rows behind.
   const journalMode = config.TRELLIS_TASKS_JOURNAL;
-  if (journalMode === "owner" && context.mode !== "embedded") {
-    throw new Error(
-      "TRELLIS_TASKS_JOURNAL=owner needs embedded mode (one process owns every session); use true",
-    );
-  }
+  // Distributed owner mode: a session is owned by one replica under a lease.
+  const leases =
+    journalMode === "owner" && context.mode !== "embedded"
+      ? new SessionLeases({
+          database: context.db,
+          schema: context.schema,
+          owner,
+          ttlMs: config.TRELLIS_TASKS_LEASE,
+          onError: (error, where) => context.logger.warn(where, { error: String(error) }),
+        })
+      : undefined;
   const journal: Journal | undefined =
     journalMode === "owner" ? createJournal(context.db, { schema: context.schema }) : undefined;
   // The read model: every replica runs it; the projector's claim lets one apply each batch.
@@ -160,12 +168,15 @@ async function createTasksModule(
     },
   };
   const store =
-    journal && readModel
-      ? new OwnedTaskStore({ ...storeOptions, owner: { journal, readModel } })
-      : new PostgresTaskStore({
-          ...storeOptions,
-          ...(readModel ? { journal: { readModel } } : {}),
-        });
+    journal && readModel && leases
+      ? new LeasedTaskStore({ ...storeOptions, owner: { journal, readModel }, leases })
+      : journal && readModel
+        ? new OwnedTaskStore({ ...storeOptions, owner: { journal, readModel } })
+        : new PostgresTaskStore({
+            ...storeOptions,
+            ...(readModel ? { journal: { readModel } } : {}),
+          });
+  if (leases && store instanceof OwnedTaskStore) await leases.start(store.owner);
   // Turns go through routing: in-process backends (embedded: scripted and
   // the built-in harness; distributed: scripted), and in distributed mode
   // the remote adapter workers (NATS). Agents are immutable, so whether one
@@ -298,7 +309,8 @@ async function createTasksModule(
         // What the owner appended reaches the tables before the projector stops.
         await journal.close();
         await readModel.waitFor(journal.head(), { timeoutMs: 10_000 }).catch(() => undefined);
-        if (store instanceof OwnedTaskStore) store.close();
+        if (store instanceof LeasedTaskStore) await store.closeLeases();
+        else if (store instanceof OwnedTaskStore) store.close();
       }
       await readModel?.stop();
     },

@@ -13,15 +13,17 @@ import { createTestExecutor } from "./support/test-executor.js";
 
 // Also with the turn journal on: the step records are appended inside the
 // same locked, fenced transactions, and both replicas run the read model's
-// projector under one name.
-for (const journal of [false, true]) {
-  describe(`tasks service replicas (PostgreSQL + JetStream${journal ? ", journal on" : ""})`, () => {
+// projector under one name. And with the session owner under leases
+// ("owner"): a session's calls on the other replica take it by a hand-off.
+for (const journal of ["false", "true", "owner"] as const) {
+  const label = { false: "", true: ", journal on", owner: ", session owner under leases" }[journal];
+  describe(`tasks service replicas (PostgreSQL + JetStream${label})`, () => {
     const target = distributedTarget();
     const { executor, probe, gates } = createTestExecutor();
     const env = {
       TRELLIS_TASKS_LEASE: "2s",
       TRELLIS_TASKS_SWEEP: "100ms",
-      ...(journal ? { TRELLIS_TASKS_JOURNAL: "true" } : {}),
+      ...(journal !== "false" ? { TRELLIS_TASKS_JOURNAL: journal } : {}),
     };
     let a: TasksHarness;
     let b: TasksHarness;

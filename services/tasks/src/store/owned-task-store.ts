@@ -21,12 +21,20 @@ import type { Journal, Projector } from "@trellis/storage";
 import { sql } from "kysely";
 import { OwnedTurns } from "./owned-turns.js";
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres-task-store.js";
-import { SessionOwner } from "./session-owner.js";
+import { type OwnerLeaseHooks, SessionOwner } from "./session-owner.js";
 import type { TaskStore } from "./task-store.js";
 
 /** Options of {@link OwnedTaskStore}: the store's, plus the journal and its read model. */
 export interface OwnedTaskStoreOptions extends Omit<PostgresTaskStoreOptions, "journal"> {
-  owner: { journal: Journal; readModel: Projector; idleMs?: number };
+  owner: {
+    journal: Journal;
+    readModel: Projector;
+    idleMs?: number;
+    /** Distributed: the replica's session leases (leased-task-store.ts). */
+    leases?: OwnerLeaseHooks;
+    /** Distributed: the journal table's head, for reads. */
+    head?: () => Promise<bigint>;
+  };
 }
 
 type P<K extends keyof TaskStore> = Parameters<TaskStore[K]>;
@@ -42,6 +50,8 @@ export class OwnedTaskStore extends PostgresTaskStore {
       journal: options.owner.journal,
       readModel: options.owner.readModel,
       ...(options.owner.idleMs !== undefined ? { idleMs: options.owner.idleMs } : {}),
+      ...(options.owner.leases ? { leases: options.owner.leases } : {}),
+      ...(options.owner.head ? { head: options.owner.head } : {}),
     });
     this.#turns = new OwnedTurns(this.context, this.parts, this.#owner);
   }

@@ -16,7 +16,7 @@ import { Resources } from "./resources.js";
 import { Runs } from "./runs.js";
 import type { TasksDatabase } from "./schema.js";
 import { Sessions } from "./sessions.js";
-import type { StoreContext } from "./store-context.js";
+import type { SessionFence, StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { TaskStore } from "./task-store.js";
 import { Transcript } from "./transcript.js";
@@ -44,6 +44,12 @@ export interface PostgresTaskStoreOptions {
    * `tasks-read-model` projector instead of the finish (read-model.ts).
    */
   journal?: { readModel: Projector };
+  /**
+   * Distributed owner mode: checks, inside every write transaction that
+   * locks a session, that this replica still holds the session's lease
+   * (session-leases.ts `fenceWrite`).
+   */
+  sessionFence?: SessionFence;
 }
 
 /** The PostgreSQL / PGlite implementation of {@link TaskStore}. */
@@ -77,6 +83,7 @@ export class PostgresTaskStore implements TaskStore {
             notify: options.database.kind === "postgres",
           }
         : undefined,
+      sessionFence: options.sessionFence,
     };
     // Each module reaches the others through `parts`, filled before any call.
     const parts = {} as StoreParts;

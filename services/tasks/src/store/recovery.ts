@@ -130,7 +130,15 @@ export class Recovery {
     }
   }
 
-  async recoverExpired(owner: string, limit: number): Promise<Claim[]> {
+  /**
+   * `accept` (distributed owner mode): recover only the tasks of sessions it
+   * accepts (those whose lease this replica holds).
+   */
+  async recoverExpired(
+    owner: string,
+    limit: number,
+    accept?: (sessionId: string) => Promise<boolean>,
+  ): Promise<Claim[]> {
     const expired = await this.#ctx.db
       .selectFrom("tasks")
       .select(["id", "session_id"])
@@ -140,6 +148,7 @@ export class Recovery {
       .execute();
     const claims: Claim[] = [];
     for (const candidate of expired) {
+      if (accept && !(await accept(candidate.session_id))) continue;
       const claim = await this.#p.unit.write(async (tx) => {
         const session = await this.#p.unit.lockSession(tx, candidate.session_id, undefined);
         const row = await tx.db

@@ -37,6 +37,26 @@ export interface SessionOwnerOptions {
   maxSessions?: number;
   /** How long a read or a load waits for the projector (default 10 s). */
   waitMs?: number;
+  /**
+   * Distributed owner mode (session-leases.ts): run inside the session's lock
+   * before any work on it (takes the session's lease), and fence every append
+   * with the stream's head as the lease holder knows it.
+   */
+  leases?: OwnerLeaseHooks;
+  /** The journal's head to wait for in `settled()` (default: this process's; distributed: the table's). */
+  head?: () => Promise<bigint>;
+}
+
+/** How a lease holder fences the owner's appends (session-leases.ts). */
+export interface OwnerLeaseHooks {
+  /** Inside the session's lock, before the work: make this replica the session's owner. */
+  guard(sessionId: string): Promise<void>;
+  /** The append's `expectedPosition`; throws (a stream conflict) when the lease is not held. */
+  expected(sessionId: string): bigint;
+  /** The append stored these positions (the last is the stream's new head). */
+  appended(sessionId: string, last: bigint): void;
+  /** The append was refused: the stream moved (this replica was deposed). */
+  conflicted(sessionId: string, error: unknown): void;
 }
 
 /** See the module header. */
@@ -47,6 +67,8 @@ export class SessionOwner {
   readonly #idleMs: number;
   readonly #maxSessions: number;
   readonly #waitMs: number;
+  readonly #leases: OwnerLeaseHooks | undefined;
+  readonly #head: (() => Promise<bigint>) | undefined;
   readonly #sessions = new Map<string, OwnedSession>();
   /** The last position each session appended (kept until projected). */
   readonly #positions = new Map<string, bigint>();
@@ -61,6 +83,8 @@ export class SessionOwner {
     this.#idleMs = options.idleMs ?? 60_000;
     this.#maxSessions = options.maxSessions ?? 10_000;
     this.#waitMs = options.waitMs ?? 10_000;
+    this.#leases = options.leases;
+    this.#head = options.head;
     this.#sweep = setInterval(() => this.#evictIdle(), Math.max(1_000, this.#idleMs / 2));
     this.#sweep.unref();
   }
@@ -71,6 +95,7 @@ export class SessionOwner {
     try {
       const unlock = await this.#lock(sessionId);
       try {
+        await this.#leases?.guard(sessionId);
         return await work();
       } finally {
         unlock();
@@ -106,9 +131,24 @@ export class SessionOwner {
     }
   }
 
+  /** Runs `work` holding `sessionId`'s lock only (no gate, no guard): a lease hand-off. */
+  async withLock<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+    const unlock = await this.#lock(sessionId);
+    try {
+      return await work();
+    } finally {
+      unlock();
+    }
+  }
+
+  /** Drops `sessionId`'s state (reloaded on next use): its lease was lost or newly taken. */
+  forget(sessionId: string): void {
+    this.#sessions.delete(sessionId);
+  }
+
   /** Resolves once the projector has applied everything appended before the call. */
   async settled(): Promise<void> {
-    await this.#waitFor(this.#journal.head());
+    await this.#waitFor(this.#head ? await this.#head() : this.#journal.head());
   }
 
   /** Resolves once the projector has applied `sessionId`'s appends. */
@@ -157,15 +197,21 @@ export class SessionOwner {
     idempotencyKey: string | undefined,
   ): Promise<{ positions: bigint[]; duplicate: boolean }> {
     try {
+      const expectedPosition = this.#leases?.expected(sessionId);
       const result = await this.#journal.append(entries, {
         ...(idempotencyKey ? { idempotencyKey } : {}),
+        ...(expectedPosition !== undefined ? { expectedPosition } : {}),
       });
       const last = result.positions.at(-1);
-      if (!result.duplicate && last !== undefined) this.#positions.set(sessionId, last);
+      if (!result.duplicate && last !== undefined) {
+        this.#positions.set(sessionId, last);
+        this.#leases?.appended(sessionId, last);
+      }
       this.#readModel.wake();
       return result;
     } catch (error) {
       this.#sessions.delete(sessionId);
+      this.#leases?.conflicted(sessionId, error);
       throw error;
     }
   }

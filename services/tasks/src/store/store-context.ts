@@ -7,7 +7,7 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@trellis/contracts/core";
 import type { Agent, Task } from "@trellis/contracts/tasks";
 import type { Database, OutboxWriter, Projector } from "@trellis/storage";
-import { type Kysely, sql } from "kysely";
+import { type Kysely, sql, type Transaction } from "kysely";
 import { SYSTEM_ACTOR, userActor } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import type { TasksDatabase } from "./schema.js";
@@ -32,7 +32,12 @@ export interface StoreContext {
   readonly defaultAgentOf: Map<string, string>;
   /** The turn journal, when on (TRELLIS_TASKS_JOURNAL): steps are appended to it. */
   readonly journal: StoreJournal | undefined;
+  /** Distributed owner mode: the session lease check of a write (see `PostgresTaskStoreOptions`). */
+  readonly sessionFence?: SessionFence | undefined;
 }
+
+/** Checks in a write's transaction that this replica may still write `sessionId` (throws if not). */
+export type SessionFence = (trx: Transaction<TasksDatabase>, sessionId: string) => Promise<void>;
 
 /** The tasks a committed write changed, with their new state when the write knew it. */
 export interface CommittedChanges {

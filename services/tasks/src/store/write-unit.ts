@@ -218,6 +218,7 @@ export class WriteUnit {
     );
     const row = rows[0];
     if (!visible(row, scope)) throw notFound("session", id);
+    await this.#ctx.sessionFence?.(tx.raw, id);
     return row;
   }
 

@@ -10,6 +10,7 @@ import { memories } from "./2026_12_28_memories.js";
 import { agentState } from "./2026_12_30_agent_state.js";
 import { turnJournal } from "./2027_01_01_turn_journal.js";
 import { agentIdsPerWorkspace } from "./2027_01_04_agent_ids_per_workspace.js";
+import { sessionLeases } from "./2027_03_02_session_leases.js";
 import { taskRequirements } from "./2027_03_04_task_requirements.js";
 
 export const tasksMigrations: Record<string, Migration> = {
@@ -23,5 +24,6 @@ export const tasksMigrations: Record<string, Migration> = {
   "2026_12_30_agent_state": agentState,
   "2027_01_01_turn_journal": turnJournal,
   "2027_01_04_agent_ids_per_workspace": agentIdsPerWorkspace,
+  "2027_03_02_session_leases": sessionLeases,
   "2027_03_04_task_requirements": taskRequirements,
 };

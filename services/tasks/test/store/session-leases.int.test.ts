@@ -1,0 +1,217 @@
+// The session owner under leases (distributed owner mode) at the store, two
+// replicas in one process on one PostgreSQL: a replica deposed while it
+// still believes it owns a session has its append refused (nothing of it is
+// written), and its call goes on at the lease's new holder by a hand-off;
+// per-session order holds across the replicas.
+import { create } from "@bufbuild/protobuf";
+import { Role, TaskStatus } from "@trellis/contracts/core";
+import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import {
+  createDatabase,
+  createJournal,
+  createOutboxWriter,
+  type Database,
+  type Journal,
+  migrate,
+  outboxMigrations,
+  type Projector,
+  readJournal,
+} from "@trellis/storage";
+import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
+import { sql } from "kysely";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { userActor } from "../../src/domain/events.js";
+import { LeasedTaskStore } from "../../src/store/leased-task-store.js";
+import { tasksMigrations } from "../../src/store/migrations/index.js";
+import { createTasksReadModel } from "../../src/store/read-model.js";
+import { SessionLeases } from "../../src/store/session-leases.js";
+import { text, textOf } from "../support/fixtures.js";
+
+const context = { actor: userActor("usr_1") };
+
+interface Replica {
+  id: string;
+  database: Database;
+  journal: Journal;
+  readModel: Projector;
+  leases: SessionLeases;
+  store: LeasedTaskStore;
+}
+
+describe("tasks store, session owner under leases (PostgreSQL, two replicas)", () => {
+  let testDb: TestDatabase;
+  let a: Replica;
+  let b: Replica;
+  let agentId: string;
+
+  async function replica(id: string): Promise<Replica> {
+    const database = await createDatabase({ kind: "postgres", url: testDb.url });
+    const journal = createJournal(database, { schema: "tasks" });
+    const readModel = await createTasksReadModel({
+      database,
+      schema: "tasks",
+      listen: true,
+      journal,
+      outbox: { schema: "tasks", kick: () => undefined },
+    });
+    // A long TTL: the test expires a lease by hand, before the holder's renewal notices.
+    const leases = new SessionLeases({ database, schema: "tasks", owner: id, ttlMs: 60_000 });
+    const store = new LeasedTaskStore({
+      database,
+      schema: "tasks",
+      outbox: createOutboxWriter({ schema: "tasks" }),
+      leaseMs: 60_000,
+      owner: { journal, readModel },
+      leases,
+    });
+    await leases.start(store.owner);
+    return { id, database, journal, readModel, leases, store };
+  }
+
+  beforeAll(async () => {
+    testDb = await createTestDatabase("tasks_leases");
+    const setup = await createDatabase({ kind: "postgres", url: testDb.url });
+    await migrate(setup, {
+      schema: "tasks",
+      migrations: { ...outboxMigrations("tasks"), ...tasksMigrations },
+    });
+    await setup.close();
+    a = await replica("replica-a");
+    b = await replica("replica-b");
+    const agent = await a.store.createAgent(
+      create(AgentSchema, {
+        workspaceId: "default",
+        name: "echo",
+        backend: "scripted",
+        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+      }),
+      undefined,
+      context,
+    );
+    agentId = agent.id;
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const r of [a, b]) {
+      if (!r) continue;
+      await r.store.closeLeases();
+      await r.journal.close();
+      await r.readModel.stop();
+      await r.database.close();
+    }
+    await testDb?.drop();
+  });
+
+  const submit = (on: Replica, sessionId: string, words: string) =>
+    on.store.submitTask(
+      {
+        sessionId,
+        agentId,
+        input: text(words),
+        busyPolicy: BusyPolicy.ENQUEUE,
+        parentTaskId: "",
+        createSession: true,
+        workspaceId: "default",
+      },
+      context,
+      on.id,
+    );
+
+  const entries = (stream: string) =>
+    readJournal(a.database.kysely, "tasks", { stream, limit: 1000 });
+
+  it("refuses a deposed owner's append, writes nothing of it, and goes on at the new owner", async () => {
+    const session = "ses_lease_1";
+    const first = await submit(a, session, "one");
+    await a.store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
+      a.id,
+    );
+    expect(a.leases.holds(session)).toBe(true);
+    // A's lease lapses on the database clock while A still believes it holds it.
+    await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
+      where stream = ${session}`.execute(a.database.kysely);
+    const taken = await submit(b, session, "two");
+    expect(taken.claim).toBeDefined();
+    expect(b.leases.stats()).toMatchObject({ tookOver: 1 });
+    const before = await entries(session);
+
+    // A's step decides on its old state and appends with its old head: refused.
+    const late = await submit(a, session, "three");
+    expect(a.leases.stats().conflicts).toBe(1);
+    // ...and retried after a hand-off from B: queued behind B's running turn.
+    expect(b.leases.stats().handoffsGiven).toBeGreaterThanOrEqual(1);
+    expect(late.claim).toBeUndefined();
+    expect(late.task.status).toBe(TaskStatus.SUBMITTED);
+    const after = await entries(session);
+    // Nothing of the refused append: one submit of "three" after B's entries,
+    // preceded by A's fence entry for its new lease.
+    expect(after.slice(0, before.length)).toEqual(before);
+    const submitted = after.filter((e) => e.kind === "task.submitted");
+    expect(submitted).toHaveLength(2);
+
+    // B's turn finishes (B asks the session back) and claims A's queued one.
+    const done = await b.store.finishRun(
+      taken.claim!,
+      { status: "completed", messages: [text("two", Role.ASSISTANT)] },
+      b.id,
+    );
+    expect(done.applied).toBe(true);
+    expect(done.next?.task.id).toBe(late.task.id);
+    await b.store.finishRun(
+      done.next!,
+      { status: "completed", messages: [text("three", Role.ASSISTANT)] },
+      b.id,
+    );
+    const { items: messages } = await a.store.listMessages(
+      session,
+      { taskId: "" },
+      { pageSize: 100, pageToken: "" },
+    );
+    expect(messages.map((m) => textOf(m.message))).toEqual([
+      "one",
+      "one",
+      "two",
+      "two",
+      "three",
+      "three",
+    ]);
+    expect(messages.map((m) => Number(m.position))).toEqual([0, 1, 2, 3, 4, 5]);
+    const tasks = await b.store.listTasks(
+      { sessionId: session, statuses: [] },
+      { pageSize: 10, pageToken: "" },
+    );
+    expect(tasks.items.map((t) => t.status)).toEqual([
+      TaskStatus.COMPLETED,
+      TaskStatus.COMPLETED,
+      TaskStatus.COMPLETED,
+    ]);
+  }, 60_000);
+
+  it("refuses a relational write of a holder whose lease lapsed, and writes nothing of it", async () => {
+    const session = "ses_lease_2";
+    const first = await submit(a, session, "one");
+    await a.store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
+      a.id,
+    );
+    expect(a.leases.holds(session)).toBe(true);
+    const conflicts = a.leases.stats().conflicts;
+    await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
+      where stream = ${session}`.execute(a.database.kysely);
+    // A still believes it holds the session; its transaction checks the lease row.
+    await expect(
+      a.store.appendMessage(session, text("note", Role.USER), undefined, context),
+    ).rejects.toMatchObject({ reason: "conflict" });
+    expect(a.leases.stats().conflicts).toBe(conflicts + 1);
+    const page = { pageSize: 100, pageToken: "" };
+    const before = await b.store.listMessages(session, { taskId: "" }, page);
+    expect(before.items.map((m) => textOf(m.message))).toEqual(["one", "one"]);
+    // Called again, A takes the lapsed lease anew (a new fence) and writes.
+    await a.store.appendMessage(session, text("note", Role.USER), undefined, context);
+    const after = await b.store.listMessages(session, { taskId: "" }, page);
+    expect(after.items.map((m) => textOf(m.message))).toEqual(["one", "one", "note"]);
+  }, 60_000);
+});
