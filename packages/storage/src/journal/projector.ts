@@ -280,7 +280,12 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         if (moved) continue;
         if (head < position) head = position;
         await sleep(pollIntervalMs, idle, stopping.signal);
-        if (delayMs > 0 && idle.aborted) await sleep(delayMs, urgent.signal, stopping.signal);
+        if (delayMs > 0 && idle.aborted) {
+          // The waiters that made the last round urgent are settled: a new
+          // wake-up batches again (a waitFor during the delay still cuts it).
+          if (urgent.signal.aborted && waiters.length === 0) urgent = new AbortController();
+          await sleep(delayMs, urgent.signal, stopping.signal);
+        }
       } catch (error) {
         failures++;
         lastError = error instanceof Error ? error.message : String(error);
