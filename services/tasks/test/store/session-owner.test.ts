@@ -207,3 +207,97 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     expect(listed.items).toHaveLength(2);
   });
 });
+
+describe("tasks store, embedded session owner: the runner's read of the agent state", () => {
+  let database: Database;
+  let journal: Journal;
+  let readModel: Projector;
+  let store: OwnedTaskStore;
+  let agentId: string;
+
+  beforeAll(async () => {
+    database = await createDatabase({ kind: "pglite" });
+    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
+    await migrate(database, { schema: "outbox_s", migrations: outboxMigrations("outbox_s") });
+    journal = createJournal(database, { schema: "tasks" });
+    // Applies only when someone waits (a minute's delay after each wake-up):
+    // what forces a projection is then visible in its position.
+    readModel = await createTasksReadModel({
+      database,
+      schema: "tasks",
+      delayMs: 60_000,
+      journal,
+      outbox: { schema: "outbox_s", kick: () => {} },
+    });
+    store = new OwnedTaskStore({
+      database,
+      schema: "tasks",
+      outbox: createOutboxWriter({ schema: "outbox_s" }),
+      leaseMs: 30_000,
+      owner: { journal, readModel },
+    });
+    const agent = await store.createAgent(
+      create(AgentSchema, {
+        workspaceId: "default",
+        name: "stateful",
+        backend: "scripted",
+        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+      }),
+      undefined,
+      context,
+    );
+    agentId = agent.id;
+  }, 180_000);
+  afterAll(async () => {
+    store?.close();
+    await journal?.close();
+    await readModel?.stop();
+    await database?.close();
+  });
+
+  const submit = (words: string) =>
+    store.submitTask(
+      {
+        sessionId: "ses_state_1",
+        agentId,
+        input: text(words),
+        busyPolicy: BusyPolicy.ENQUEUE,
+        parentTaskId: "",
+        createSession: true,
+        workspaceId: "default",
+      },
+      context,
+      "owner_1",
+    );
+
+  it("waits for the append that changed the state, not for the turn's own submit", async () => {
+    // Created by the first submit (relational), then owned.
+    const first = await submit("one");
+    await store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("ok", Role.ASSISTANT)], state: { count: 1 } },
+      "owner_1",
+    );
+    // The finish changed the state and is not projected yet: the read waits for it.
+    expect(readModel.status().position).toBeLessThan(journal.head());
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(readModel.status().position).toBe(journal.head());
+
+    // The next submit changes no state: reading it does not project the submit.
+    const second = await submit("two");
+    expect(second.claim).toBeDefined();
+    const head = journal.head();
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(readModel.status().position).toBeLessThan(head);
+
+    // Its finish changes it again; a read after sees the new state.
+    await store.finishRun(
+      second.claim!,
+      { status: "completed", messages: [], state: { count: 2 } },
+      "owner_1",
+    );
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    // Applied up to its finish (the submit with it).
+    expect(readModel.status().position).toBe(journal.head());
+  });
+});
