@@ -8,6 +8,9 @@ import { invalidJournalInput, journalUnavailable, projectorTimeout } from "./jou
 import { type JournalRecord, journalHead, readJournal } from "./journal-read.js";
 import { journalChannel, journalTables } from "./journal-schema.js";
 
+
+/** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
+const WOKEN = "woken";
 /** The OpenTelemetry gauge of every projector's lag, in entries (attribute `trellis.projector`). */
 export const projectorLagMetric = "trellis.journal.projector.lag";
 
@@ -167,7 +170,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const stopping = new AbortController();
   const waiters: Waiter[] = [];
 
-  const wake = (): void => wakeUp.abort();
+  const wake = (): void => wakeUp.abort(WOKEN);
   // Entries the in-process journal committed, not yet applied (bounded: a
   // projector that falls behind drops them and reads instead).
   let handed: JournalRecord[] = [];
@@ -326,7 +329,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         waiters.push(waiter);
         // Someone expects the position: it was committed, maybe elsewhere.
         if (target > head) head = target;
-        urgent.abort();
+        urgent.abort(WOKEN);
         wake();
       });
     },
