@@ -16,7 +16,6 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ErrorDetailSchema,
   type Event,
-  EventSchema,
   type Message,
   MessageSchema,
   Role,
@@ -37,7 +36,13 @@ import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-cha
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
-import { finishedStep, type PendingStep, stepEntries, submittedStep } from "./step-records.js";
+import {
+  encodeStepEvent,
+  finishedStep,
+  type PendingStep,
+  stepEntries,
+  submittedStep,
+} from "./step-records.js";
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
@@ -99,7 +104,7 @@ class Step {
       ...this.events.map((event) => ({
         stream: s.id,
         kind: event.kind,
-        body: toBinary(EventSchema, event),
+        body: encodeStepEvent(event),
       })),
       ...stepEntries(this.steps),
       { stream: s.id, kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
