@@ -120,10 +120,12 @@ async function createTasksModule(
   const config = loadTasksConfig(context.env);
   const owner = options.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const watchers = new TaskWatchers();
-  // The turn journal (off unless TRELLIS_TASKS_JOURNAL): "true" appends step
-  // records beside the relational writes; "owner" (embedded) makes the turn
-  // path in memory, one append per step, and projects the rows behind.
-  const journalMode = config.TRELLIS_TASKS_JOURNAL;
+  // The turn journal: "owner" (embedded, the default there) makes the turn
+  // path in memory, one append per step, and projects the rows behind;
+  // "true" appends step records beside the relational writes; "false" (the
+  // distributed default until leases are wired) is the relational path.
+  const journalMode =
+    config.TRELLIS_TASKS_JOURNAL ?? (context.mode === "embedded" ? "owner" : "false");
   if (journalMode === "owner" && context.mode !== "embedded") {
     throw new Error(
       "TRELLIS_TASKS_JOURNAL=owner needs embedded mode (one process owns every session); use true",
