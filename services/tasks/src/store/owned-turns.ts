@@ -122,6 +122,27 @@ class Step {
   }
 }
 
+/** A lone surrogate (PostgreSQL's jsonb refuses one, as text refuses a NUL). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Whether every string in `value` (keys included; bytes are not text) is
+ * text PostgreSQL stores. A step is appended only when its projection can
+ * be applied: a refused batch would stop the projector for good, behind a
+ * turn already answered.
+ */
+export function storable(value: unknown, depth = 0): boolean {
+  if (typeof value === "string") return !value.includes("\u0000") && !LONE_SURROGATE.test(value);
+  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return true;
+  // Deeper than any message or state the limits let in: the relational path decides.
+  if (depth > 64) return false;
+  if (Array.isArray(value)) return value.every((item) => storable(item, depth + 1));
+  for (const [key, item] of Object.entries(value)) {
+    if (!storable(key, depth + 1) || !storable(item, depth + 1)) return false;
+  }
+  return true;
+}
+
 /** Column values of a task row as the tables take them (jsonb as text). */
 function taskValues(row: Partial<TaskRow>): Row {
   const values: Row = { ...row };
@@ -161,6 +182,8 @@ export class OwnedTurns {
     }
     const input0 = withIds(input.input);
     if (input0.role === Role.TOOL) return undefined;
+    // Text the tables may refuse: the relational path gets the database's verdict.
+    if (!storable(input0) || !storable(input.metadata)) return undefined;
     const key = input.idempotency?.key ? input.idempotency : undefined;
     const keyScope = this.#p.unit.keyScope(
       context.scope ?? input.workspaceId,
@@ -310,7 +333,11 @@ export class OwnedTurns {
       row.parent_task_id !== "" ||
       row.suspension !== null ||
       row.input_position === null ||
-      outcome.status === "suspended"
+      outcome.status === "suspended" ||
+      // Text the tables may refuse (the runner fails the turn with the
+      // database's cause): decided by the relational path, not appended
+      // for a projector that could never apply it.
+      !storable(outcome)
     ) {
       return undefined;
     }

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
+import { storable } from "../../src/store/owned-turns.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
 import { ROWS_STEP } from "../../src/store/row-changes.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
@@ -205,6 +206,44 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       { pageSize: 10, pageToken: "" },
     );
     expect(listed.items).toHaveLength(2);
+  });
+
+  it("leaves output the tables would refuse to the relational path (never appended)", async () => {
+    const { claim } = await submit("ses_owner_4", "go");
+    await store.finishRun(claim!, { status: "completed", messages: [] }, "owner_1");
+    const next = await submit("ses_owner_4", "again");
+    const before = journal.stats().appends;
+    // A NUL in the output: the relational finish gets the database's refusal.
+    await expect(
+      store.finishRun(
+        next.claim!,
+        { status: "completed", messages: [text("bad\u0000text", Role.ASSISTANT)] },
+        "owner_1",
+      ),
+    ).rejects.toMatchObject({ code: expect.stringMatching(/^22/) });
+    expect(journal.stats().appends).toBe(before);
+    // The projector is not stuck: reads and the failed turn's finish go on.
+    const failed = await store.finishRun(
+      next.claim!,
+      {
+        status: "failed",
+        messages: [],
+        category: "output_unrecordable",
+        message: "x",
+        retryable: false,
+      },
+      "owner_1",
+    );
+    expect(failed.task?.status).toBe(TaskStatus.FAILED);
+    expect((await store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
+  });
+
+  it("tells storable text from what PostgreSQL refuses", () => {
+    expect(storable({ a: ["ok", { b: "fine ✓ 😀" }], bytes: new Uint8Array([0, 1]) })).toBe(true);
+    expect(storable("a\u0000b")).toBe(false);
+    expect(storable({ ["k\u0000"]: 1 })).toBe(false);
+    expect(storable(["\ud800 lone"])).toBe(false);
+    expect(storable(text("bad\u0000text"))).toBe(false);
   });
 });
 
