@@ -8,7 +8,6 @@ import { invalidJournalInput, journalUnavailable, projectorTimeout } from "./jou
 import { type JournalRecord, journalHead, readJournal } from "./journal-read.js";
 import { journalChannel, journalTables } from "./journal-schema.js";
 
-
 /** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
 const WOKEN = "woken";
 /** The OpenTelemetry gauge of every projector's lag, in entries (attribute `trellis.projector`). */
