@@ -515,6 +515,33 @@ export function describeJournalContract(
       expect(performance.now() - started).toBeLessThan(700);
     });
 
+    it("gathers again after a waiter was served (delayMs)", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      const batches: bigint[][] = [];
+      // Only a waiter makes it apply within the test: the delay is a minute.
+      const projector = await project(schema, {
+        journal,
+        delayMs: 60_000,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          batches.push(batch.map((e) => e.position));
+          await apply(batch, trx);
+        },
+      });
+      const first = await journal.append([entry("a")]);
+      await projector.waitFor(first.positions[0] as bigint);
+      await journal.append([entry("b")]);
+      const last = await journal.append([entry("c")]);
+      // Nobody waits for b and c: they wait out the delay, together.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(projector.position()).toBe(1n);
+      await projector.waitFor(last.positions[0] as bigint);
+      expect(batches).toEqual([[1n], [2n, 3n]]);
+      expect(await applied()).toEqual([1n, 2n, 3n]);
+    });
+
     it("reports its lag in status and as an OpenTelemetry gauge", async () => {
       const schema = await freshSchema();
       const journal = open(schema);

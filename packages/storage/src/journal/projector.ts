@@ -8,6 +8,8 @@ import { invalidJournalInput, journalUnavailable, projectorTimeout } from "./jou
 import { type JournalRecord, journalHead, readJournal } from "./journal-read.js";
 import { journalChannel, journalTables } from "./journal-schema.js";
 
+/** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
+const WOKEN = "woken";
 /** The OpenTelemetry gauge of every projector's lag, in entries (attribute `trellis.projector`). */
 export const projectorLagMetric = "trellis.journal.projector.lag";
 
@@ -167,7 +169,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const stopping = new AbortController();
   const waiters: Waiter[] = [];
 
-  const wake = (): void => wakeUp.abort();
+  const wake = (): void => wakeUp.abort(WOKEN);
   // Entries the in-process journal committed, not yet applied (bounded: a
   // projector that falls behind drops them and reads instead).
   let handed: JournalRecord[] = [];
@@ -280,7 +282,12 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         if (moved) continue;
         if (head < position) head = position;
         await sleep(pollIntervalMs, idle, stopping.signal);
-        if (delayMs > 0 && idle.aborted) await sleep(delayMs, urgent.signal, stopping.signal);
+        if (delayMs > 0 && idle.aborted) {
+          // The waiters that made the last round urgent are settled: a new
+          // wake-up batches again (a waitFor during the delay still cuts it).
+          if (urgent.signal.aborted && waiters.length === 0) urgent = new AbortController();
+          await sleep(delayMs, urgent.signal, stopping.signal);
+        }
       } catch (error) {
         failures++;
         lastError = error instanceof Error ? error.message : String(error);
@@ -321,7 +328,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         waiters.push(waiter);
         // Someone expects the position: it was committed, maybe elsewhere.
         if (target > head) head = target;
-        urgent.abort();
+        urgent.abort(WOKEN);
         wake();
       });
     },

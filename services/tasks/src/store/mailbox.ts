@@ -16,15 +16,15 @@ import {
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
-import type { Agent, Task } from "@trellis/contracts/tasks";
+import type { Task } from "@trellis/contracts/tasks";
 import { CompiledQuery, sql } from "kysely";
 import { invalidRequest, notFound } from "../domain/errors.js";
-import { signalEvent, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
+import { signalEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
-import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
+import { cancelRequested, transition } from "../domain/lifecycle.js";
 import { decideSubmit } from "../domain/mailbox.js";
 import { classifySignal } from "../domain/signals.js";
-import { decodeRequirements, encodeMessage, encodeRequirements, jsonText } from "./codec.js";
+import { encodeMessage, encodeRequirements, jsonText } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { submittedStep } from "./step-records.js";
@@ -39,6 +39,7 @@ import type {
   SubmitResult,
   WriteContext,
 } from "./task-store.js";
+import { claimEvent, claimOf, submitEvents } from "./turn-events.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
 declare module "./store-parts.js" {
@@ -135,26 +136,18 @@ export class Mailbox {
       if (decision.interrupt && view.running) {
         await this.cancelRow(tx, session, view.running, `interrupted by task ${taskId}`, context);
       }
-      const scope = this.#p.unit.scopeOf(session, context.actor, input.idempotency?.key);
-      this.#p.unit.emit(tx, taskSubmittedEvent(scope, taskId, agent.id));
+      const { events, status } = submitEvents(
+        this.#p.unit.scopeOf(session, context.actor, input.idempotency?.key),
+        this.#p.unit.scopeOf(session),
+        taskId,
+        agent.id,
+        decision.runNow,
+      );
+      for (const event of events) this.#p.unit.emit(tx, event);
       const queueSeq = session.next_queue_seq;
       session.next_queue_seq += 1n;
       let inputPosition: bigint | null = null;
-      let status = TaskStatus.SUBMITTED;
       if (decision.runNow) {
-        status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
-        this.#p.unit.emit(
-          tx,
-          taskStatusEvent(
-            this.#p.unit.scopeOf(session),
-            taskId,
-            status,
-            TaskStatus.SUBMITTED,
-            "started",
-            undefined,
-            agent.id,
-          ),
-        );
         inputPosition = session.message_count;
         await this.#p.transcript.appendMessages(tx, session, [input0], taskId, context.actor);
       }
@@ -202,7 +195,17 @@ export class Mailbox {
         task,
         replayed: false,
         ...(decision.runNow
-          ? { claim: this.#claimOf(task, agent, inputPosition ?? 0n, owner, row, session) }
+          ? {
+              claim: claimOf(
+                this.#p.directory,
+                task,
+                agent,
+                inputPosition ?? 0n,
+                owner,
+                row,
+                session,
+              ),
+            }
           : {}),
         ...(decision.interrupt ? { interrupted: decision.interrupt } : {}),
       };
@@ -211,28 +214,6 @@ export class Mailbox {
 
   #leaseUntil() {
     return sql<Date>`now() + make_interval(secs => ${this.#ctx.leaseMs / 1000})`;
-  }
-
-  #claimOf(
-    task: Task,
-    agent: Agent,
-    inputPosition: bigint,
-    owner: string,
-    row: TaskRow,
-    session: SessionRow,
-  ): Claim {
-    return {
-      task,
-      agent,
-      safeToRetry: this.#p.directory.safeToRetry(agent),
-      inputPosition,
-      transcriptEpoch: session.transcript_epoch,
-      leaseOwner: owner,
-      ...decodeRequirements(row.requirements),
-      ...(row.resume_payload !== null
-        ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
-        : {}),
-    };
   }
 
   /** The task holding the session's mailbox, and the head of its queue. */
@@ -260,22 +241,8 @@ export class Mailbox {
     const view = known ?? (await this.#mailbox(tx, session.id));
     if (view.running || !view.head) return undefined;
     const head = view.head;
-    const from = head.status as TaskStatus;
-    if (from !== TaskStatus.WORKING) {
-      transition(from, TaskStatus.WORKING, head.id);
-      this.#p.unit.emit(
-        tx,
-        taskStatusEvent(
-          this.#p.unit.scopeOf(session),
-          head.id,
-          TaskStatus.WORKING,
-          from,
-          isSuspended(from) ? "resumed after its signal arrived" : "started",
-          undefined,
-          head.agent_id,
-        ),
-      );
-    }
+    const started = claimEvent(this.#p.unit.scopeOf(session), head);
+    if (started) this.#p.unit.emit(tx, started);
     let inputPosition = head.input_position;
     if (inputPosition === null) {
       inputPosition = session.message_count;
@@ -309,7 +276,7 @@ export class Mailbox {
       row.workspace_id,
       "agent_id",
     );
-    return this.#claimOf(toTask(row), agent, inputPosition, owner, row, session);
+    return claimOf(this.#p.directory, toTask(row), agent, inputPosition, owner, row, session);
   }
 
   async cancelTask(

@@ -200,7 +200,8 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async loadAgentState(...args: P<"loadAgentState">) {
-    await this.#owner.settled();
+    // Only the session's appends that changed it (internal: the runner's read).
+    await this.#owner.drainAgentState(args[0]);
     return super.loadAgentState(...args);
   }
 

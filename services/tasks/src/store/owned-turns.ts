@@ -16,43 +16,37 @@ import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
   ErrorDetailSchema,
   type Event,
-  EventSchema,
   type Message,
   MessageSchema,
   Role,
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
-import {
-  type Agent,
-  OutcomeSchema,
-  OutcomeStatus,
-  TaskFailureSchema,
-} from "@trellis/contracts/tasks";
+import { OutcomeSchema, OutcomeStatus, TaskFailureSchema } from "@trellis/contracts/tasks";
 import type { JournalEntry } from "@trellis/storage";
-import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { notFound } from "../domain/errors.js";
-import { agentActor, messageEvent, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
+import { agentActor, messageEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
-import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
+import { cancelRequested } from "../domain/lifecycle.js";
 import { decideSubmit } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
-import {
-  decodeMessages,
-  decodeRequirements,
-  encodeMessage,
-  encodeMessages,
-  encodeRequirements,
-} from "./codec.js";
+import { decodeMessages, encodeMessage, encodeMessages, encodeRequirements } from "./codec.js";
 import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
-import { finishedStep, type PendingStep, stepEntries, submittedStep } from "./step-records.js";
+import {
+  encodeStepEvent,
+  finishedStep,
+  type PendingStep,
+  stepEntries,
+  submittedStep,
+} from "./step-records.js";
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
+import { claimEvent, claimOf, runEnd, submitEvents } from "./turn-events.js";
 
 /** What one owned step changes, collected before its append. */
 class Step {
@@ -110,7 +104,7 @@ class Step {
       ...this.events.map((event) => ({
         stream: s.id,
         kind: event.kind,
-        body: toBinary(EventSchema, event),
+        body: encodeStepEvent(event),
       })),
       ...stepEntries(this.steps),
       { stream: s.id, kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
@@ -126,6 +120,27 @@ class Step {
       .sort((a, b) => (a.queue_seq < b.queue_seq ? -1 : a.queue_seq > b.queue_seq ? 1 : 0));
     return { session: this.session, mailbox, usedAt: Date.now() };
   }
+}
+
+/** A lone surrogate (PostgreSQL's jsonb refuses one, as text refuses a NUL). */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Whether every string in `value` (keys included; bytes are not text) is
+ * text PostgreSQL stores. A step is appended only when its projection can
+ * be applied: a refused batch would stop the projector for good, behind a
+ * turn already answered.
+ */
+export function storable(value: unknown, depth = 0): boolean {
+  if (typeof value === "string") return !value.includes("\u0000") && !LONE_SURROGATE.test(value);
+  if (value === null || typeof value !== "object" || value instanceof Uint8Array) return true;
+  // Deeper than any message or state the limits let in: the relational path decides.
+  if (depth > 64) return false;
+  if (Array.isArray(value)) return value.every((item) => storable(item, depth + 1));
+  for (const [key, item] of Object.entries(value)) {
+    if (!storable(key, depth + 1) || !storable(item, depth + 1)) return false;
+  }
+  return true;
 }
 
 /** Column values of a task row as the tables take them (jsonb as text). */
@@ -167,6 +182,8 @@ export class OwnedTurns {
     }
     const input0 = withIds(input.input);
     if (input0.role === Role.TOOL) return undefined;
+    // Text the tables may refuse: the relational path gets the database's verdict.
+    if (!storable(input0) || !storable(input.metadata)) return undefined;
     const key = input.idempotency?.key ? input.idempotency : undefined;
     const keyScope = this.#p.unit.keyScope(
       context.scope ?? input.workspaceId,
@@ -200,26 +217,18 @@ export class OwnedTurns {
     const step = new Step({ ...found }, state.mailbox);
     const session = step.session;
     const taskId = newId("task");
-    step.emit(
-      taskSubmittedEvent(this.#p.unit.scopeOf(session, context.actor, key?.key), taskId, agent.id),
+    const { events, status } = submitEvents(
+      this.#p.unit.scopeOf(session, context.actor, key?.key),
+      this.#p.unit.scopeOf(session),
+      taskId,
+      agent.id,
+      decision.runNow,
     );
+    for (const event of events) step.emit(event);
     const queueSeq = session.next_queue_seq;
     session.next_queue_seq += 1n;
     let inputPosition: bigint | null = null;
-    let status = TaskStatus.SUBMITTED;
     if (decision.runNow) {
-      status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
-      step.emit(
-        taskStatusEvent(
-          this.#p.unit.scopeOf(session),
-          taskId,
-          status,
-          TaskStatus.SUBMITTED,
-          "started",
-          undefined,
-          agent.id,
-        ),
-      );
       inputPosition = session.message_count;
       this.#appendMessages(step, [input0], taskId, context.actor);
     }
@@ -296,7 +305,17 @@ export class OwnedTurns {
       task,
       replayed: false,
       ...(decision.runNow
-        ? { claim: this.#claimOf(task, agent, inputPosition ?? 0n, owner, row, session) }
+        ? {
+            claim: claimOf(
+              this.#p.directory,
+              task,
+              agent,
+              inputPosition ?? 0n,
+              owner,
+              row,
+              session,
+            ),
+          }
         : {}),
     };
   }
@@ -317,7 +336,11 @@ export class OwnedTurns {
       row.parent_task_id !== "" ||
       row.suspension !== null ||
       row.input_position === null ||
-      outcome.status === "suspended"
+      outcome.status === "suspended" ||
+      // Text the tables may refuse (the runner fails the turn with the
+      // database's cause): decided by the relational path, not appended
+      // for a projector that could never apply it.
+      !storable(outcome)
     ) {
       return undefined;
     }
@@ -325,7 +348,7 @@ export class OwnedTurns {
     const session = step.session;
     const from = row.status as TaskStatus;
     const scope = this.#p.unit.scopeOf(session, agentActor(row.agent_id));
-    const end = this.#endOf(outcome, from, row.id, scope);
+    const end = runEnd(outcome, from, row.id, scope);
     const earlier = decodeMessages(row.output);
     const already = new Set(earlier.map((m) => m.id));
     const output = closeToolCalls([...outcome.messages], end.note).filter(
@@ -406,7 +429,9 @@ export class OwnedTurns {
     const updated = step.updateTask(row, set);
     const head = state.mailbox.find((r) => r.run_state === "queued");
     const next = head ? await this.#claimHead(step, head, owner) : undefined;
-    await this.#owner.append(session.id, step.entries(), undefined);
+    await this.#owner.append(session.id, step.entries(), undefined, {
+      agentState: set.state !== undefined,
+    });
     this.#commit(step);
     return {
       applied: true,
@@ -432,21 +457,8 @@ export class OwnedTurns {
   async #claimHead(step: Step, head: TaskRow, owner: string): Promise<Claim | undefined> {
     const session = step.session;
     if (session.state === SessionState.CLOSED) return undefined;
-    const from = head.status as TaskStatus;
-    if (from !== TaskStatus.WORKING) {
-      transition(from, TaskStatus.WORKING, head.id);
-      step.emit(
-        taskStatusEvent(
-          this.#p.unit.scopeOf(session),
-          head.id,
-          TaskStatus.WORKING,
-          from,
-          isSuspended(from) ? "resumed after its signal arrived" : "started",
-          undefined,
-          head.agent_id,
-        ),
-      );
-    }
+    const started = claimEvent(this.#p.unit.scopeOf(session), head);
+    if (started) step.emit(started);
     let inputPosition = head.input_position;
     if (inputPosition === null) {
       inputPosition = session.message_count;
@@ -471,7 +483,7 @@ export class OwnedTurns {
       row.workspace_id,
       "agent_id",
     );
-    return this.#claimOf(toTask(row), agent, inputPosition, owner, row, session);
+    return claimOf(this.#p.directory, toTask(row), agent, inputPosition, owner, row, session);
   }
 
   /** Appends messages at the end of the step's session transcript, with their events. */
@@ -509,85 +521,6 @@ export class OwnedTurns {
       step.emit(messageEvent(scope, message, start + BigInt(i), taskId));
     });
     return prepared;
-  }
-
-  #endOf(
-    outcome: Exclude<RunOutcome, { status: "suspended" }> | RunOutcome,
-    from: TaskStatus,
-    taskId: string,
-    scope: ReturnType<StoreParts["unit"]["scopeOf"]>,
-  ): {
-    status: TaskStatus;
-    note: string;
-    event: Event;
-    failure?: TaskEndFailure;
-  } {
-    switch (outcome.status) {
-      case "completed":
-        transition(from, TaskStatus.COMPLETED, taskId);
-        return {
-          status: TaskStatus.COMPLETED,
-          note: "the turn ended without its result",
-          event: taskStatusEvent(scope, taskId, TaskStatus.COMPLETED, from, "completed"),
-        };
-      case "failed":
-        transition(from, TaskStatus.FAILED, taskId);
-        return {
-          status: TaskStatus.FAILED,
-          note: "the turn failed",
-          failure: {
-            category: outcome.category,
-            message: outcome.message,
-            retryable: outcome.retryable,
-            ...blockingOf(outcome),
-          },
-          event: taskStatusEvent(
-            scope,
-            taskId,
-            TaskStatus.FAILED,
-            from,
-            outcome.message,
-            create(ErrorDetailSchema, { reason: outcome.category, domain: "tasks.trellis.dev" }),
-          ),
-        };
-      case "cancelled":
-        transition(from, TaskStatus.CANCELED, taskId);
-        return {
-          status: TaskStatus.CANCELED,
-          note: "the turn was canceled",
-          event: taskStatusEvent(
-            scope,
-            taskId,
-            TaskStatus.CANCELED,
-            from,
-            "the agent canceled the turn",
-          ),
-        };
-      default:
-        throw new Error(`owned finish: unexpected outcome ${outcome.status}`);
-    }
-  }
-
-  #claimOf(
-    task: ReturnType<typeof toTask>,
-    agent: Agent,
-    inputPosition: bigint,
-    owner: string,
-    row: TaskRow,
-    session: SessionRow,
-  ): Claim {
-    return {
-      task,
-      agent,
-      safeToRetry: this.#p.directory.safeToRetry(agent),
-      inputPosition,
-      transcriptEpoch: session.transcript_epoch,
-      leaseOwner: owner,
-      ...decodeRequirements(row.requirements),
-      ...(row.resume_payload !== null
-        ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
-        : {}),
-    };
   }
 
   #leaseUntil(now: Date): Date {

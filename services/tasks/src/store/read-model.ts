@@ -21,7 +21,7 @@
  */
 import { fromBinary } from "@bufbuild/protobuf";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { type Event, EventSchema } from "@trellis/contracts/core";
+import type { Event } from "@trellis/contracts/core";
 import { StepRecordSchema } from "@trellis/contracts/tasks";
 import type { LoggedEvent } from "@trellis/eventlog";
 import {
@@ -37,7 +37,7 @@ import type { Insertable, Transaction } from "kysely";
 import { encodeMessages } from "./codec.js";
 import { applyRowChanges, decodeRowChanges, ROWS_STEP, type RowChange } from "./row-changes.js";
 import type { OutcomeTable, TasksDatabase } from "./schema.js";
-import { FINISHED_STEP, SUBMITTED_STEP } from "./step-records.js";
+import { decodeStepEvent, FINISHED_STEP, SUBMITTED_STEP } from "./step-records.js";
 
 /** The projector's durable name. */
 export const READ_MODEL_PROJECTOR = "tasks-read-model";
@@ -114,7 +114,7 @@ export async function applySteps(
     }
     if (entry.kind !== FINISHED_STEP) {
       // Anything but a step record is an owned step's public event.
-      if (entry.kind !== SUBMITTED_STEP) events.push(fromBinary(EventSchema, entry.body));
+      if (entry.kind !== SUBMITTED_STEP) events.push(decodeStepEvent(entry.body));
       continue;
     }
     const record = fromBinary(StepRecordSchema, entry.body);

@@ -31,8 +31,23 @@ export type RowChange =
 /** Column values: strings, numbers, booleans, bigints, bytes, dates, null. */
 export type Row = Record<string, unknown>;
 
+/**
+ * The changes behind the bodies this process encoded, while the bodies live:
+ * the projector of this process is handed the very bodies it appended
+ * (`Journal.onEntries`), so it takes the changes back without parsing them.
+ * The changes are read-only once encoded ({@link applyRowChanges} copies
+ * what it merges).
+ */
+const encoded = new WeakMap<Uint8Array, readonly RowChange[]>();
+
 /** Encodes a step's row changes for the journal (JSON with tagged bigints, bytes and dates). */
 export function encodeRowChanges(changes: readonly RowChange[]): Uint8Array {
+  const body = encodeRowChangesText(changes);
+  encoded.set(body, changes);
+  return body;
+}
+
+function encodeRowChangesText(changes: readonly RowChange[]): Uint8Array {
   const text = JSON.stringify(changes, function (this: Record<string, unknown>, key, value) {
     const raw = this[key];
     if (typeof raw === "bigint") return { $n: raw.toString() };
@@ -43,8 +58,10 @@ export function encodeRowChanges(changes: readonly RowChange[]): Uint8Array {
   return new TextEncoder().encode(text);
 }
 
-/** Decodes {@link encodeRowChanges}. */
-export function decodeRowChanges(body: Uint8Array): RowChange[] {
+/** Decodes {@link encodeRowChanges} (the changes themselves for a body this process encoded). */
+export function decodeRowChanges(body: Uint8Array): readonly RowChange[] {
+  const known = encoded.get(body);
+  if (known) return known;
   return JSON.parse(new TextDecoder().decode(body), (_key, value) => {
     if (value !== null && typeof value === "object" && !Array.isArray(value)) {
       if (typeof value.$n === "string") return BigInt(value.$n);
@@ -70,7 +87,9 @@ export async function applyRowChanges(
   for (const change of changes) {
     switch (change.op) {
       case "insert":
-        if (change.table === "tasks") insertedTasks.set(String(change.values.id), change.values);
+        // A copy: a later update of the batch is merged into it.
+        if (change.table === "tasks")
+          insertedTasks.set(String(change.values.id), { ...change.values });
         else if (change.table === "messages") messages.push(change.values);
         else checkpoints.push(change.values);
         break;

@@ -20,7 +20,7 @@ import {
   TaskFailureSchema,
 } from "@trellis/contracts/tasks";
 import { CompiledQuery, type UpdateObject } from "kysely";
-import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
+import type { TaskEndFailure } from "../domain/blocking.js";
 import { agentActor, dataEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import { cancelEndReason, cancelRequested, transition } from "../domain/lifecycle.js";
@@ -34,6 +34,7 @@ import { finishedStep } from "./step-records.js";
 import { NOW, type StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult } from "./task-store.js";
+import { runEnd } from "./turn-events.js";
 import type { LockedSession, TaskWrite, Tx } from "./write-unit.js";
 
 /** How a task ends (see `Runs.finalize`). */
@@ -321,15 +322,6 @@ export class Runs {
     const from = row.status as TaskStatus;
     const scope = this.#p.unit.scopeOf(session, agentActor(row.agent_id));
     switch (outcome.status) {
-      case "completed": {
-        transition(from, TaskStatus.COMPLETED, row.id);
-        return this.#finalChange(tx, session, row, {
-          status: TaskStatus.COMPLETED,
-          extra: outcome.messages,
-          note: "the turn ended without its result",
-          event: taskStatusEvent(scope, row.id, TaskStatus.COMPLETED, from, "completed"),
-        });
-      }
       case "suspended": {
         const to = transition(
           from,
@@ -400,44 +392,12 @@ export class Runs {
           },
         };
       }
-      case "failed": {
-        transition(from, TaskStatus.FAILED, row.id);
-        const failure = {
-          category: outcome.category,
-          message: outcome.message,
-          retryable: outcome.retryable,
-          ...blockingOf(outcome),
-        };
+      default:
+        // Completed, failed or canceled by the agent: built as the owner builds them.
         return this.#finalChange(tx, session, row, {
-          status: TaskStatus.FAILED,
+          ...runEnd(outcome, from, row.id, scope),
           extra: outcome.messages,
-          note: "the turn failed",
-          failure,
-          event: taskStatusEvent(
-            scope,
-            row.id,
-            TaskStatus.FAILED,
-            from,
-            outcome.message,
-            create(ErrorDetailSchema, { reason: outcome.category, domain: "tasks.trellis.dev" }),
-          ),
         });
-      }
-      case "cancelled": {
-        transition(from, TaskStatus.CANCELED, row.id);
-        return this.#finalChange(tx, session, row, {
-          status: TaskStatus.CANCELED,
-          extra: outcome.messages,
-          note: "the turn was canceled",
-          event: taskStatusEvent(
-            scope,
-            row.id,
-            TaskStatus.CANCELED,
-            from,
-            "the agent canceled the turn",
-          ),
-        });
-      }
     }
   }
 

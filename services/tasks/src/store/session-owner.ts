@@ -72,6 +72,8 @@ export class SessionOwner {
   readonly #sessions = new Map<string, OwnedSession>();
   /** The last position each session appended (kept until projected). */
   readonly #positions = new Map<string, bigint>();
+  /** The last append of each session that changed its agent state (kept until projected). */
+  readonly #statePositions = new Map<string, bigint>();
   readonly #locks = new Map<string, Promise<void>>();
   readonly #gate = new Gate();
   readonly #sweep: NodeJS.Timeout;
@@ -157,6 +159,17 @@ export class SessionOwner {
     if (position !== undefined) await this.#waitFor(position);
   }
 
+  /**
+   * Resolves once the projector has applied `sessionId`'s last append that
+   * changed its agent state (`session_states`): what `loadAgentState` needs.
+   * A turn's own submit does not change it, so reading the state at the
+   * start of a run does not force the submit's projection on its own.
+   */
+  async drainAgentState(sessionId: string): Promise<void> {
+    const position = this.#statePositions.get(sessionId);
+    if (position !== undefined) await this.#waitFor(position);
+  }
+
   /** The session's state (the caller holds its lock), loaded when not in memory; undefined if it does not exist. */
   async load(sessionId: string): Promise<OwnedSession | undefined> {
     const known = this.#sessions.get(sessionId);
@@ -195,6 +208,7 @@ export class SessionOwner {
     sessionId: string,
     entries: readonly JournalEntry[],
     idempotencyKey: string | undefined,
+    changes: { agentState?: boolean } = {},
   ): Promise<{ positions: bigint[]; duplicate: boolean }> {
     try {
       const expectedPosition = this.#leases?.expected(sessionId);
@@ -206,6 +220,7 @@ export class SessionOwner {
       if (!result.duplicate && last !== undefined) {
         this.#positions.set(sessionId, last);
         this.#leases?.appended(sessionId, last);
+        if (changes.agentState) this.#statePositions.set(sessionId, last);
       }
       this.#readModel.wake();
       return result;
@@ -253,8 +268,10 @@ export class SessionOwner {
     }
     // Positions the projector has passed are no longer needed to drain.
     const projected = this.#readModel.status().position;
-    for (const [id, position] of this.#positions) {
-      if (position <= projected) this.#positions.delete(id);
+    for (const positions of [this.#positions, this.#statePositions]) {
+      for (const [id, position] of positions) {
+        if (position <= projected) positions.delete(id);
+      }
     }
   }
 

@@ -7,8 +7,8 @@
  * transaction's last statement (`appendInTransaction`), with the session's
  * counters as the write left them.
  */
-import { create, toBinary } from "@bufbuild/protobuf";
-import type { Message } from "@trellis/contracts/core";
+import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { type Event, EventSchema, type Message } from "@trellis/contracts/core";
 import {
   type FinishedStep,
   FinishedStepSchema,
@@ -113,4 +113,26 @@ export function stepEntries(steps: readonly PendingStep[]): JournalEntry[] {
       body: toBinary(StepRecordSchema, record),
     };
   });
+}
+
+/**
+ * The events behind the bodies this process encoded, while the bodies live
+ * (see `encodeRowChanges`): the projector of this process is handed the very
+ * bodies the owner appended and takes the events back without decoding.
+ */
+const encodedEvents = new WeakMap<Uint8Array, Event>();
+
+/** An owned step's public event as a journal body. */
+export function encodeStepEvent(event: Event): Uint8Array {
+  const body = toBinary(EventSchema, event);
+  encodedEvents.set(body, event);
+  return body;
+}
+
+/**
+ * Decodes {@link encodeStepEvent} (the event itself for a body this process
+ * encoded; the projector completes it with its sequence, as it would a copy).
+ */
+export function decodeStepEvent(body: Uint8Array): Event {
+  return encodedEvents.get(body) ?? fromBinary(EventSchema, body);
 }

@@ -21,6 +21,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
+import { storable } from "../../src/store/owned-turns.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
 import { ROWS_STEP } from "../../src/store/row-changes.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
@@ -205,5 +206,137 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       { pageSize: 10, pageToken: "" },
     );
     expect(listed.items).toHaveLength(2);
+  });
+
+  it("leaves output the tables would refuse to the relational path (never appended)", async () => {
+    const { claim } = await submit("ses_owner_4", "go");
+    await store.finishRun(claim!, { status: "completed", messages: [] }, "owner_1");
+    const next = await submit("ses_owner_4", "again");
+    const before = journal.stats().appends;
+    // A NUL in the output: the relational finish gets the database's refusal.
+    await expect(
+      store.finishRun(
+        next.claim!,
+        { status: "completed", messages: [text("bad\u0000text", Role.ASSISTANT)] },
+        "owner_1",
+      ),
+    ).rejects.toMatchObject({ code: expect.stringMatching(/^22/) });
+    expect(journal.stats().appends).toBe(before);
+    // The projector is not stuck: reads and the failed turn's finish go on.
+    const failed = await store.finishRun(
+      next.claim!,
+      {
+        status: "failed",
+        messages: [],
+        category: "output_unrecordable",
+        message: "x",
+        retryable: false,
+      },
+      "owner_1",
+    );
+    expect(failed.task?.status).toBe(TaskStatus.FAILED);
+    expect((await store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
+  });
+
+  it("tells storable text from what PostgreSQL refuses", () => {
+    expect(storable({ a: ["ok", { b: "fine ✓ 😀" }], bytes: new Uint8Array([0, 1]) })).toBe(true);
+    expect(storable("a\u0000b")).toBe(false);
+    expect(storable({ ["k\u0000"]: 1 })).toBe(false);
+    expect(storable(["\ud800 lone"])).toBe(false);
+    expect(storable(text("bad\u0000text"))).toBe(false);
+  });
+});
+
+describe("tasks store, embedded session owner: the runner's read of the agent state", () => {
+  let database: Database;
+  let journal: Journal;
+  let readModel: Projector;
+  let store: OwnedTaskStore;
+  let agentId: string;
+
+  beforeAll(async () => {
+    database = await createDatabase({ kind: "pglite" });
+    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
+    await migrate(database, { schema: "outbox_s", migrations: outboxMigrations("outbox_s") });
+    journal = createJournal(database, { schema: "tasks" });
+    // Applies only when someone waits (a minute's delay after each wake-up):
+    // what forces a projection is then visible in its position.
+    readModel = await createTasksReadModel({
+      database,
+      schema: "tasks",
+      delayMs: 60_000,
+      journal,
+      outbox: { schema: "outbox_s", kick: () => {} },
+    });
+    store = new OwnedTaskStore({
+      database,
+      schema: "tasks",
+      outbox: createOutboxWriter({ schema: "outbox_s" }),
+      leaseMs: 30_000,
+      owner: { journal, readModel },
+    });
+    const agent = await store.createAgent(
+      create(AgentSchema, {
+        workspaceId: "default",
+        name: "stateful",
+        backend: "scripted",
+        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+      }),
+      undefined,
+      context,
+    );
+    agentId = agent.id;
+  }, 180_000);
+  afterAll(async () => {
+    store?.close();
+    await journal?.close();
+    await readModel?.stop();
+    await database?.close();
+  });
+
+  const submit = (words: string) =>
+    store.submitTask(
+      {
+        sessionId: "ses_state_1",
+        agentId,
+        input: text(words),
+        busyPolicy: BusyPolicy.ENQUEUE,
+        parentTaskId: "",
+        createSession: true,
+        workspaceId: "default",
+      },
+      context,
+      "owner_1",
+    );
+
+  it("waits for the append that changed the state, not for the turn's own submit", async () => {
+    // Created by the first submit (relational), then owned.
+    const first = await submit("one");
+    await store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("ok", Role.ASSISTANT)], state: { count: 1 } },
+      "owner_1",
+    );
+    // The finish changed the state and is not projected yet: the read waits for it.
+    expect(readModel.status().position).toBeLessThan(journal.head());
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(readModel.status().position).toBe(journal.head());
+
+    // The next submit changes no state: reading it does not project the submit.
+    const second = await submit("two");
+    expect(second.claim).toBeDefined();
+    const head = journal.head();
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(readModel.status().position).toBeLessThan(head);
+
+    // Its finish changes it again; a read after sees the new state.
+    await store.finishRun(
+      second.claim!,
+      { status: "completed", messages: [], state: { count: 2 } },
+      "owner_1",
+    );
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    // Applied up to its finish (the submit with it).
+    expect(readModel.status().position).toBe(journal.head());
   });
 });

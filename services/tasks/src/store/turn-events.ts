@@ -1,0 +1,158 @@
+/**
+ * The events and the claim of a turn's steps, built one way for both writers:
+ * the relational mailbox (mailbox.ts, runs.ts) and the session owner
+ * (owned-turns.ts). Only the builders are shared: each writer gives the
+ * events their ids, sequences and previous ids its own way (the outbox's
+ * counters, or the owner's append).
+ */
+import { create } from "@bufbuild/protobuf";
+import { ErrorDetailSchema, type Event, TaskStatus } from "@trellis/contracts/core";
+import type { Agent, Task } from "@trellis/contracts/tasks";
+import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
+import { type EventScope, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
+import { isSuspended, transition } from "../domain/lifecycle.js";
+import type { RunOutcome } from "../domain/run.js";
+import { decodeRequirements } from "./codec.js";
+import type { SessionRow, TaskRow } from "./schema.js";
+import type { Claim } from "./task-store.js";
+
+/**
+ * A submit's events: `task.submitted` (in the caller's scope, which carries
+ * its idempotency key), then `task.working` ("started", in the session's
+ * scope) when the task runs at once; and the status the task starts in.
+ */
+export function submitEvents(
+  submitScope: EventScope,
+  sessionScope: EventScope,
+  taskId: string,
+  agentId: string,
+  runNow: boolean,
+): { events: Event[]; status: TaskStatus } {
+  const events = [taskSubmittedEvent(submitScope, taskId, agentId)];
+  if (!runNow) return { events, status: TaskStatus.SUBMITTED };
+  const status = transition(TaskStatus.SUBMITTED, TaskStatus.WORKING, taskId);
+  events.push(
+    taskStatusEvent(
+      sessionScope,
+      taskId,
+      status,
+      TaskStatus.SUBMITTED,
+      "started",
+      undefined,
+      agentId,
+    ),
+  );
+  return { events, status };
+}
+
+/**
+ * `task.working` for the claimed head of a queue ("started", or "resumed"
+ * after a suspension); none when it is WORKING already.
+ */
+export function claimEvent(
+  scope: EventScope,
+  head: Pick<TaskRow, "id" | "status" | "agent_id">,
+): Event | undefined {
+  const from = head.status as TaskStatus;
+  if (from === TaskStatus.WORKING) return undefined;
+  transition(from, TaskStatus.WORKING, head.id);
+  return taskStatusEvent(
+    scope,
+    head.id,
+    TaskStatus.WORKING,
+    from,
+    isSuspended(from) ? "resumed after its signal arrived" : "started",
+    undefined,
+    head.agent_id,
+  );
+}
+
+/** How a run that did not suspend ended. */
+export interface RunEnd {
+  status: TaskStatus;
+  /** Why its open tool calls are closed (closeToolCalls). */
+  note: string;
+  failure?: TaskEndFailure;
+  /** The lifecycle event, emitted after the output's message events. */
+  event: Event;
+}
+
+/**
+ * The end of a WORKING task's run that completed, failed or was canceled by
+ * the agent (a suspension is not an end; it throws for one).
+ */
+export function runEnd(
+  outcome: RunOutcome,
+  from: TaskStatus,
+  taskId: string,
+  scope: EventScope,
+): RunEnd {
+  switch (outcome.status) {
+    case "completed":
+      transition(from, TaskStatus.COMPLETED, taskId);
+      return {
+        status: TaskStatus.COMPLETED,
+        note: "the turn ended without its result",
+        event: taskStatusEvent(scope, taskId, TaskStatus.COMPLETED, from, "completed"),
+      };
+    case "failed":
+      transition(from, TaskStatus.FAILED, taskId);
+      return {
+        status: TaskStatus.FAILED,
+        note: "the turn failed",
+        failure: {
+          category: outcome.category,
+          message: outcome.message,
+          retryable: outcome.retryable,
+          ...blockingOf(outcome),
+        },
+        event: taskStatusEvent(
+          scope,
+          taskId,
+          TaskStatus.FAILED,
+          from,
+          outcome.message,
+          create(ErrorDetailSchema, { reason: outcome.category, domain: "tasks.trellis.dev" }),
+        ),
+      };
+    case "cancelled":
+      transition(from, TaskStatus.CANCELED, taskId);
+      return {
+        status: TaskStatus.CANCELED,
+        note: "the turn was canceled",
+        event: taskStatusEvent(
+          scope,
+          taskId,
+          TaskStatus.CANCELED,
+          from,
+          "the agent canceled the turn",
+        ),
+      };
+    default:
+      throw new Error(`a run's end: unexpected outcome ${outcome.status}`);
+  }
+}
+
+/** The claim handed to the runner for a task its owner now runs. */
+export function claimOf(
+  directory: { safeToRetry(agent: Agent): boolean },
+  task: Task,
+  agent: Agent,
+  inputPosition: bigint,
+  owner: string,
+  row: Pick<TaskRow, "checkpoint" | "resume_payload" | "requirements">,
+  session: Pick<SessionRow, "transcript_epoch">,
+): Claim {
+  return {
+    task,
+    agent,
+    safeToRetry: directory.safeToRetry(agent),
+    inputPosition,
+    transcriptEpoch: session.transcript_epoch,
+    leaseOwner: owner,
+    ...decodeRequirements(row.requirements),
+    ...(row.resume_payload !== null
+      ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
+      : {}),
+  };
+}
