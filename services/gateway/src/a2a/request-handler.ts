@@ -53,6 +53,7 @@ import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 import { type Event, TaskStatus } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import {
   type Agent,
   EventService,
@@ -415,7 +416,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
       }
       const event = next.value.event;
       if (event === undefined || !isOfTask(event, task.id)) continue;
-      if (event.kind === "agent.text_delta") {
+      if (event.kind === EVENT_KIND.textDelta) {
         const text = textOf(event);
         if (text === "") continue;
         yield {

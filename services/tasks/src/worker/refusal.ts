@@ -18,6 +18,7 @@
  * small whatever the routing policy lists.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { NegotiationReason } from "@trellis/execution";
 import type { RunOutcome } from "../domain/run.js";
 import type { ProgressItem } from "./progress.js";
@@ -61,7 +62,7 @@ export function blockedItem(outcome: RunOutcome): ProgressItem | undefined {
     message: clip(reason.message, MAX_MESSAGE),
   }));
   return {
-    kind: "agent.blocked",
+    kind: EVENT_KIND.blocked,
     data: {
       category: outcome.category,
       retryable: outcome.retryable,
