@@ -47,7 +47,7 @@ function shippedSources(): string[] {
 }
 
 /** `file:line: "kind"` for each catalogued kind spelled as a literal. */
-export function bareKinds(files: readonly string[], kinds: ReadonlySet<string>): string[] {
+function bareKinds(files: readonly string[], kinds: ReadonlySet<string>): string[] {
   const found: string[] = [];
   for (const file of files) {
     const lines = readFileSync(file, "utf8").split("\n");
