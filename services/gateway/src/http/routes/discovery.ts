@@ -48,7 +48,9 @@ export function receiptsAvailable(call: RestCall): Promise<boolean> {
   return value;
 }
 
-export function publicBaseUrl(call: RestCall): string {
+export function publicBaseUrl(
+  call: Pick<RestCall, "req"> & { ports: Pick<RestCall["ports"], "config"> },
+): string {
   const configured = call.ports.config.TRELLIS_PUBLIC_URL;
   if (configured) return configured.replace(/\/+$/, "");
   const host = call.req.headers.host ?? call.req.headers[":authority"];
