@@ -2,7 +2,12 @@ import type { CallOptions } from "@connectrpc/connect";
 import { setCallerHeaders } from "@trellis/platform";
 import { type HttpRequest, type HttpResponse, requestIdHeader } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { anonymousCaller, createRestCall, outgoingCallOptions } from "../../src/http/call.js";
+import {
+  anonymousCaller,
+  createRestCall,
+  outgoingCallOptions,
+  type RestCallInit,
+} from "../../src/http/call.js";
 import type { RoutePorts } from "../../src/http/context.js";
 
 const caller = { actorId: "key_1", workspaceId: "default", scopes: ["sessions:read"] };
@@ -14,19 +19,24 @@ const req = {
   },
 } as unknown as HttpRequest;
 
+function callOf(extra: Partial<RestCallInit> = {}) {
+  return createRestCall({
+    req,
+    res: {} as HttpResponse,
+    requestId: "req_1",
+    params: {},
+    ports,
+    ...extra,
+  });
+}
+
 function headersOf(options: CallOptions): Headers {
   return new Headers(options.headers);
 }
 
 describe("createRestCall", () => {
   it("fills in what a transport leaves out", () => {
-    const call = createRestCall({
-      req,
-      res: {} as HttpResponse,
-      requestId: "req_1",
-      params: {},
-      ports,
-    });
+    const call = callOf();
     expect(call.caller).toBe(anonymousCaller);
     expect(call.idempotencyKey).toBe("");
     expect(call.body).toBeUndefined();
@@ -34,13 +44,7 @@ describe("createRestCall", () => {
   });
 
   it("makes options with the caller the stages set, the request id and the timeout", () => {
-    const call = createRestCall({
-      req,
-      res: {} as HttpResponse,
-      requestId: "req_1",
-      params: {},
-      ports,
-    });
+    const call = callOf();
     const before = headersOf(call.options());
     expect(before.get(requestIdHeader)).toBe("req_1");
     const expected = new Headers();
@@ -59,23 +63,9 @@ describe("createRestCall", () => {
 
   it("hands on the client's trace only when asked, and the transport's signal", () => {
     const abort = new AbortController();
-    const plain = createRestCall({
-      req,
-      res: {} as HttpResponse,
-      requestId: "r",
-      params: {},
-      ports,
-    });
+    const plain = callOf({ requestId: "r" });
     expect(headersOf(plain.options()).has("traceparent")).toBe(false);
-    const traced = createRestCall({
-      req,
-      res: {} as HttpResponse,
-      requestId: "r",
-      params: {},
-      ports,
-      forwardTrace: true,
-      signal: abort.signal,
-    });
+    const traced = callOf({ requestId: "r", forwardTrace: true, signal: abort.signal });
     const headers = headersOf(traced.options());
     expect(headers.get("traceparent")).toBe(req.headers.traceparent);
     expect(headers.get("baggage")).toBe("a=1");
