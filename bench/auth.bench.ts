@@ -1,31 +1,7 @@
-/**
- * Authenticated request overhead: against embedded Trellis (`trellis dev` in
- * its own process), the same cheap read — `GET /v1/sessions/{id}` — sent with
- * (a) an API key and (b) a JWT issued by the gateway's own OAuth2 token
- * endpoint (`POST /oauth/token`, client credentials, a registered client),
- * next to (c) an unauthenticated call through the same HTTP stack and router:
- * `GET /v1` (discovery, public). All three are measured in the same run, in
- * alternating windows, so ratios compare like with like.
- *
- * Both credentials carry only `sessions:read events:read`, so the
- * authorization step (scope table, workspace check) is the same for both; the
- * difference between (a) and (b) is key lookup (hash + store) versus signature
- * verification. (c) does no database read, so the session read's ratios
- * include that read as well as authentication. To show authentication alone,
- * (a) and (b) are also sent to `GET /v1/ui/event-types`, an authenticated
- * route that answers a static list (no database, no upstream call) — the
- * closest authenticated twin of (c); response sizes are reported.
- *
- * Reported per target and concurrency: p50 / p99 latency, calls/s, server CPU
- * per call (from /proc; the load generator is excluded), and ratios to (c).
- * Medians of `rounds` windows after a warm-up.
- */
-import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { loadavg } from "node:os";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMs, startDev } from "./lib/proc.js";
 
 const ADMIN_KEY = "trl_bench_auth_0123456789abcdefghijklmnopqrstuvw";
 const VERSION = "agents-protocol-2026-04-25";
@@ -134,22 +110,14 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
   const warmupMs = options.warmupMs ?? 1000;
   const concurrencies = options.concurrencies ?? [1, 16];
   const loadBefore = loadavg();
-  const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-auth-"));
-  const port = await freePort();
-  const child = await startNode(
-    join(repoRoot, "src/cli/main.ts"),
-    ["dev"],
-    {
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: ADMIN_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-      // Long enough that the token outlives the run (the default is minutes).
-      TRELLIS_OAUTH_TOKEN_TTL: "1h",
-    },
-    /listening on/,
-  );
-  const pid = child.pid as number;
+  const dev = await startDev({
+    apiKey: ADMIN_KEY,
+    tmpPrefix: "trellis-bench-auth-",
+    // Long enough that the token outlives the run (the default is minutes).
+    env: { TRELLIS_OAUTH_TOKEN_TTL: "1h" },
+  });
+  const { port } = dev;
+  const pid = dev.child.pid as number;
   const setupAgent = new http.Agent({ keepAlive: true });
   try {
     const persona = await json(setupAgent, port, "POST", "/v1/personas", {
@@ -247,8 +215,7 @@ export async function runAuthBench(options: AuthBenchOptions = {}): Promise<Auth
     return { points, tokenTtlSec: token.expires_in, loadBefore, loadAfter: loadavg() };
   } finally {
     setupAgent.destroy();
-    await stopChild(child);
-    await rm(dataDir, { recursive: true, force: true });
+    await dev.stop();
   }
 }
 

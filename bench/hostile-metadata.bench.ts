@@ -1,22 +1,7 @@
-/**
- * Hostile metadata (issue 22, finding 1): against embedded Trellis (`trellis
- * dev` in its own process), `POST /v1/sessions` with a 200,000-key `metadata`
- * object (~3 MB, well under the 16 MiB body limit) while a second client
- * sends `GET /v1` (public discovery) every 10 ms. Before the structure limits
- * the POST held the event loop ~23 s and every GET waited with it.
- *
- * Reported per round: the POST's status and time to its answer, and the
- * probe's p50 / p99 / max latency while the POST was in flight; then the same
- * for `GET /v1/sessions?limit=50` over 50 sessions holding the most metadata
- * the limits accept (1,000 keys each). The targets of the issue: the refusal
- * under 1 s, the concurrent `GET /v1` under 100 ms.
- */
-import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
-import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { loadavg } from "node:os";
 import { median } from "./lib/load.js";
-import { freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { startDev } from "./lib/proc.js";
 
 const ADMIN_KEY = "trl_bench_hostile_0123456789abcdefghijklmnopqrstu";
 const VERSION = "agents-protocol-2026-04-25";
@@ -142,20 +127,12 @@ export async function runHostileMetadataBench(
   const keys = options.keys ?? 200_000;
   const everyMs = options.probeEveryMs ?? 10;
   const loadBefore = loadavg();
-  const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-hostile-"));
-  const port = await freePort();
-  const child = await startNode(
-    join(repoRoot, "src/cli/main.ts"),
-    ["dev"],
-    {
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: ADMIN_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-    /listening on/,
-    180_000,
-  );
+  const dev = await startDev({
+    apiKey: ADMIN_KEY,
+    tmpPrefix: "trellis-bench-hostile-",
+    timeoutMs: 180_000,
+  });
+  const { port } = dev;
   const agent = new http.Agent({ keepAlive: true });
   const points: HostilePoint[] = [];
   const body = `{"workspace_id":"default","metadata":${metadataJson(keys)}}`;
@@ -182,8 +159,7 @@ export async function runHostileMetadataBench(
     }
   } finally {
     agent.destroy();
-    await stopChild(child);
-    await rm(dataDir, { recursive: true, force: true });
+    await dev.stop();
   }
   return { keys, bodyBytes: Buffer.byteLength(body), points, loadBefore, loadAfter: loadavg() };
 }

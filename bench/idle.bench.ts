@@ -1,28 +1,10 @@
-/**
- * Idle benchmark: the CPU each process spends while nothing happens. Trellis
- * embedded (`trellis dev`) and distributed (every service its own process,
- * plus one adapter worker, against PostgreSQL and NATS) are started one after
- * the other, given one chat turn (so what a first turn starts — consumers,
- * caches, leases — is running), left alone for a settling time, then measured
- * over a window: user + system CPU from /proc per process, and for the mesh
- * also the PostgreSQL backends serving its database. CPU time, not wall
- * time, so a busy machine changes the figures little.
- *
- *   npm run bench -- idle
- *
- * TRELLIS_BENCH_IDLE_MS (window, default 30000), TRELLIS_BENCH_IDLE_SETTLE_MS
- * (default 10000: longer than every back-off's first steps).
- */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import type { Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createDatabase } from "@trellis/storage";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { startMesh } from "../src/mesh.js";
-import { cpuMsIfRunning, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMsIfRunning, startDev } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis_idle_bench_key_0123456789abcdef";
@@ -103,27 +85,15 @@ async function oneTurn(baseUrl: string): Promise<void> {
 }
 
 async function idleEmbedded(windowMs: number, settleMs: number): Promise<IdleResult> {
-  const dataDir = await mkdtemp(join(tmpdir(), "trellis-idle-"));
-  const port = await freePort();
-  const child = await startNode(
-    join(repoRoot, "src/cli/main.ts"),
-    ["dev"],
-    {
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-    /listening on/,
-  );
+  const dev = await startDev({ apiKey: API_KEY, tmpPrefix: "trellis-idle-" });
+  const { child } = dev;
   try {
-    await oneTurn(`http://127.0.0.1:${port}`);
+    await oneTurn(dev.baseUrl);
     await sleep(settleMs);
     const rows = await sample(async () => ({ trellis: child.pid as number }), windowMs);
     return result("embedded", windowMs, rows);
   } finally {
-    await stopChild(child);
-    await rm(dataDir, { recursive: true, force: true });
+    await dev.stop();
   }
 }
 

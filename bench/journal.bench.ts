@@ -1,47 +1,19 @@
-/**
- * Journal benchmark: what does one durable append of a turn step cost, with
- * group commit and without, next to the outbox write a turn does today?
- *
- * One append = one turn step's record: 3 entries of 256 bytes on the
- * appender's own stream. Each appender loops append → await for a window;
- * 1 and 32 appenders. Modes:
- *
- * - `journal`            createJournal, flush as soon as the previous ended (default);
- * - `journal linger 1ms` the same, waiting up to 1 ms for a fuller batch;
- * - `journal+projector`  `journal`, with a projector copying each entry into
- *                        a table behind it (batches, one transaction each,
- *                        `delayMs: 5`): a journaled write and its projection;
- * - `tx per append`      each append its own transaction (a plain insert of
- *                        the 3 rows into a bigserial table; no group commit);
- * - `outbox append`      `appendToOutbox` of 3 events in their own
- *                        transaction: the event half of a turn's write today.
- *
- * CPU is this process's (it runs PGlite, kysely and pg) plus, on Postgres,
- * the server backends serving it (from /proc). Runs on PGlite on disk (as
- * `trellis dev`) and on PostgreSQL when one answers
- * (TRELLIS_TEST_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres).
- * Run: `npm run bench -- journal` or `npx tsx bench/journal.bench.ts`.
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { create } from "@bufbuild/protobuf";
 import { EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
 import {
   appendToOutbox,
-  createDatabase,
   createJournal,
   createProjector,
   type Database,
   type Journal,
   journalMigrations,
   migrate,
-  openPGlite,
   outboxMigrations,
 } from "@trellis/storage";
 import { sql } from "kysely";
-import { cpuMsIfRunning } from "./lib/proc.js";
+import { type BenchDatabase, cpuByPid, cpuSince, openBenchDatabases } from "./lib/databases.js";
+import { alternatingMedians } from "./lib/windows.js";
 
 /** Options of {@link runJournalBench}. */
 export interface JournalBenchOptions {
@@ -82,60 +54,7 @@ const MODES = [
 type Mode = (typeof MODES)[number];
 const BODY = new Uint8Array(256).fill(7);
 
-interface Backend {
-  name: "pglite" | "postgres";
-  database: Database;
-  /** Pids of the server processes serving `database` (none on PGlite). */
-  serverPids(): Promise<number[]>;
-  close(): Promise<void>;
-}
-
-async function openBackends(url: string | undefined): Promise<Backend[]> {
-  const backends: Backend[] = [];
-  const dir = mkdtempSync(join(tmpdir(), "trellis-journal-bench-"));
-  const pglite = await openPGlite({ dataDir: dir });
-  const embedded = await createDatabase({ kind: "pglite", pglite });
-  backends.push({
-    name: "pglite",
-    database: embedded,
-    serverPids: async () => [],
-    async close() {
-      await embedded.close();
-      await pglite.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  });
-  try {
-    const { createTestDatabase } = await import("@trellis/testkit");
-    process.env.TRELLIS_TEST_DATABASE_URL ??= url ?? "postgres://postgres@127.0.0.1:5432/postgres";
-    const test = await createTestDatabase("trellis_bench_journal");
-    const database = await createDatabase({
-      kind: "postgres",
-      url: test.url,
-      applicationName: "trellis_journal_bench",
-      poolSize: 10,
-    });
-    await database.ping();
-    backends.push({
-      name: "postgres",
-      database,
-      async serverPids() {
-        const rows = await sql<{ pid: number }>`
-          select pid from pg_stat_activity where application_name = 'trellis_journal_bench'`.execute(
-          database.kysely,
-        );
-        return rows.rows.map((r) => Number(r.pid));
-      },
-      async close() {
-        await database.close();
-        await test.drop();
-      },
-    });
-  } catch (error) {
-    console.warn(`journal bench: no PostgreSQL (${String(error)}); PGlite only`);
-  }
-  return backends;
-}
+type Backend = BenchDatabase;
 
 async function prepare(database: Database): Promise<void> {
   await migrate(database, {
@@ -263,7 +182,7 @@ async function window(
   await run.settle();
   const pids = await backend.serverPids();
   const tx0 = run.transactions();
-  const server0 = cpuOf(pids);
+  const server0 = cpuByPid(pids);
   const cpu0 = process.cpuUsage();
   const latencies: number[] = [];
   const started = performance.now();
@@ -271,10 +190,8 @@ async function window(
   const elapsed = performance.now() - started;
   await run.close();
   const cpu = process.cpuUsage(cpu0);
-  const server1 = cpuOf(pids);
-  // A backend gone meanwhile (an idle connection closed) drops out of both.
-  let server = 0;
-  for (const [pid, ms] of server1) server += ms - (server0.get(pid) ?? ms);
+  // A backend gone meanwhile (an idle connection closed) drops out.
+  const server = cpuSince(server0, cpuByPid(pids));
   const transactions = run.transactions() - tx0;
   latencies.sort((a, b) => a - b);
   const appends = latencies.length;
@@ -288,21 +205,6 @@ async function window(
   };
 }
 
-/** CPU ms so far of each process still running. */
-function cpuOf(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    const cpu = cpuMsIfRunning(pid);
-    if (cpu !== undefined) out.set(pid, cpu);
-  }
-  return out;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
-
 /** Runs the journal benchmark (see the module comment). */
 export async function runJournalBench(
   options: JournalBenchOptions = {},
@@ -311,36 +213,22 @@ export async function runJournalBench(
   const windowMs = options.windowMs ?? 1500;
   const concurrencies = options.concurrencies ?? [1, 32];
   const points: JournalBenchPoint[] = [];
-  for (const backend of await openBackends(options.databaseUrl)) {
+  for (const backend of await openBenchDatabases({
+    bench: "journal",
+    poolSize: 10,
+    databaseUrl: options.databaseUrl,
+  })) {
     try {
       await prepare(backend.database);
       // A throwaway window first (JIT, caches), then the modes take turns
       // round by round, so the machine's drift falls on all of them alike.
       await window(backend, "journal", 1, windowMs);
       for (const concurrency of concurrencies) {
-        const windows = new Map<Mode, Awaited<ReturnType<typeof window>>[]>();
-        for (let r = 0; r < rounds; r++) {
-          for (const mode of MODES) {
-            const list = windows.get(mode) ?? [];
-            list.push(await window(backend, mode, concurrency, windowMs));
-            windows.set(mode, list);
-          }
-        }
-        for (const mode of MODES) {
-          const list = windows.get(mode) ?? [];
-          const pick = (key: keyof Awaited<ReturnType<typeof window>>) =>
-            median(list.map((w) => w[key]));
-          points.push({
-            backend: backend.name,
-            mode,
-            concurrency,
-            appendsPerSecond: pick("appendsPerSecond"),
-            p50Ms: pick("p50Ms"),
-            p99Ms: pick("p99Ms"),
-            clientCpuMs: pick("clientCpuMs"),
-            serverCpuMs: pick("serverCpuMs"),
-            transactionsPerAppend: pick("transactionsPerAppend"),
-          });
+        const measured = await alternatingMedians(MODES, rounds, (mode) =>
+          window(backend, mode, concurrency, windowMs),
+        );
+        for (const { mode, point } of measured) {
+          points.push({ backend: backend.name, mode, concurrency, ...point });
         }
       }
     } finally {

@@ -1,30 +1,7 @@
-/**
- * Lease benchmark: what does one renewal round of a session owner cost when
- * it holds 1,000 leases (next to 1)? A round is one `update … returning`
- * of every lease of the owner (`createLeases().renew()`).
- *
- * CPU is this process's (it runs PGlite, kysely and pg) plus, on Postgres,
- * the server backends serving it (from /proc), per round; wall time per
- * round beside it. Median of 3 windows of `rounds` rounds each. Runs on
- * PGlite on disk (as `trellis dev`) and on PostgreSQL when one answers
- * (TRELLIS_TEST_DATABASE_URL or postgres://postgres@127.0.0.1:5432/postgres).
- * Run: `npm run bench -- lease` or `npx tsx bench/lease.bench.ts`.
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import {
-  createDatabase,
-  createLeases,
-  type Database,
-  journalMigrations,
-  leaseMigrations,
-  migrate,
-  openPGlite,
-} from "@trellis/storage";
-import { sql } from "kysely";
-import { totalCpuMs } from "./lib/proc.js";
+import { createLeases, journalMigrations, leaseMigrations, migrate } from "@trellis/storage";
+import { cpuByPid, cpuSince, openBenchDatabases } from "./lib/databases.js";
+import { medians } from "./lib/windows.js";
 
 /** Options of {@link runLeaseBench}. */
 export interface LeaseBenchOptions {
@@ -47,73 +24,16 @@ export interface LeaseBenchPoint {
   serverCpuMs: number;
 }
 
-interface Backend {
-  name: "pglite" | "postgres";
-  database: Database;
-  serverPids(): Promise<number[]>;
-  close(): Promise<void>;
-}
-
-const APP = "trellis_lease_bench";
-
-async function openBackends(url: string | undefined): Promise<Backend[]> {
-  const backends: Backend[] = [];
-  const dir = mkdtempSync(join(tmpdir(), "trellis-lease-bench-"));
-  const pglite = await openPGlite({ dataDir: dir });
-  const embedded = await createDatabase({ kind: "pglite", pglite });
-  backends.push({
-    name: "pglite",
-    database: embedded,
-    serverPids: async () => [],
-    async close() {
-      await embedded.close();
-      await pglite.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  });
-  try {
-    const { createTestDatabase } = await import("@trellis/testkit");
-    process.env.TRELLIS_TEST_DATABASE_URL ??= url ?? "postgres://postgres@127.0.0.1:5432/postgres";
-    const test = await createTestDatabase("trellis_bench_lease");
-    const database = await createDatabase({
-      kind: "postgres",
-      url: test.url,
-      applicationName: APP,
-      poolSize: 4,
-    });
-    await database.ping();
-    backends.push({
-      name: "postgres",
-      database,
-      async serverPids() {
-        const rows = await sql<{ pid: number }>`
-          select pid from pg_stat_activity where application_name = ${APP}`.execute(
-          database.kysely,
-        );
-        return rows.rows.map((r) => Number(r.pid));
-      },
-      async close() {
-        await database.close();
-        await test.drop();
-      },
-    });
-  } catch (error) {
-    console.warn(`lease bench: no PostgreSQL (${String(error)}); PGlite only`);
-  }
-  return backends;
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? 0;
-};
-
 /** Runs the benchmark; one point per backend and lease count. */
 export async function runLeaseBench(options: LeaseBenchOptions = {}): Promise<LeaseBenchPoint[]> {
   const counts = options.counts ?? [1, 1000];
   const rounds = options.rounds ?? 20;
   const points: LeaseBenchPoint[] = [];
-  for (const backend of await openBackends(options.databaseUrl)) {
+  for (const backend of await openBenchDatabases({
+    bench: "lease",
+    poolSize: 4,
+    databaseUrl: options.databaseUrl,
+  })) {
     try {
       for (const count of counts) {
         const schema = `lbench_${count}`;
@@ -134,7 +54,7 @@ export async function runLeaseBench(options: LeaseBenchOptions = {}): Promise<Le
         const windows: { roundMs: number; clientCpuMs: number; serverCpuMs: number }[] = [];
         for (let w = 0; w < 3; w++) {
           const pids = await backend.serverPids();
-          const server0 = totalCpuMs(pids);
+          const server0 = cpuByPid(pids);
           const cpu0 = process.cpuUsage();
           const t0 = performance.now();
           for (let r = 0; r < rounds; r++) {
@@ -143,20 +63,14 @@ export async function runLeaseBench(options: LeaseBenchOptions = {}): Promise<Le
           }
           const wall = performance.now() - t0;
           const cpu = process.cpuUsage(cpu0);
-          const server = totalCpuMs(pids) - server0;
+          const server = cpuSince(server0, cpuByPid(pids));
           windows.push({
             roundMs: wall / rounds,
             clientCpuMs: (cpu.user + cpu.system) / 1000 / rounds,
             serverCpuMs: server / rounds,
           });
         }
-        points.push({
-          backend: backend.name,
-          leases: count,
-          roundMs: median(windows.map((w) => w.roundMs)),
-          clientCpuMs: median(windows.map((w) => w.clientCpuMs)),
-          serverCpuMs: median(windows.map((w) => w.serverCpuMs)),
-        });
+        points.push({ backend: backend.name, leases: count, ...medians(windows) });
         await leases.close();
       }
     } finally {

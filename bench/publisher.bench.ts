@@ -1,35 +1,3 @@
-/**
- * Publisher benchmark: what does it cost to move N committed events to the
- * event log — the journal's publisher (`createPublisher`) against today's
- * outbox relay (`createOutboxRelay`)?
- *
- * N events as turn steps, 3 events per step, 16 sessions, sequences per
- * task, each step one write by one of 32 writers: to the journal (its
- * events plus one step record, passed over by the publisher) or through an
- * outbox unit of work (`createOutboxWriter`, which hands its committed rows
- * to the relay). Each window uses a fresh schema and measures until the log
- * holds all N: CPU of this process (kysely, pg or PGlite, decoding, the log
- * client) plus, on Postgres, the server backends serving it. nats-server's
- * CPU is left out: it is shared with everyone on the machine.
- *
- * - `backlog`: the N events are written first (not measured), then the
- *   publisher or relay starts: the cost of publishing alone;
- * - `live`: the publisher or relay runs while the 32 writers write: writing
- *   plus publishing, as a turn's events take it today and would take it.
- *
- * Each runs as its mode would:
- *
- * - `pglite + in-process`: embedded mode — the relay with
- *   `logRebuiltFromOutbox` + `positionedLog`, the publisher with
- *   `positionedLog` (journal positions);
- * - `postgres + jetstream`: the mesh — the relay marking after append, the
- *   publisher appending to JetStream (a fresh stream per window).
- *
- * Run: `npm run bench -- publisher` or `npx tsx bench/publisher.bench.ts`.
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { clone, create, toBinary } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
@@ -42,21 +10,19 @@ import {
   type LoggedEvent,
 } from "@trellis/eventlog";
 import {
-  createDatabase,
   createJournal,
   createOutboxRelay,
   createOutboxWriter,
   createPublisher,
-  type Database,
   type JournalEntry,
   journalMigrations,
   migrate,
-  openPGlite,
   outboxMigrations,
 } from "@trellis/storage";
 import { deleteTestStreams, testNatsUrl, uniqueSuffix } from "@trellis/testkit";
 import { sql } from "kysely";
-import { cpuMs } from "./lib/proc.js";
+import { type BenchDatabase, cpuByPid, cpuSince, openBenchDatabases } from "./lib/databases.js";
+import { alternatingMedians } from "./lib/windows.js";
 
 /** Options of {@link runPublisherBench}. */
 export interface PublisherBenchOptions {
@@ -86,60 +52,44 @@ export interface PublisherBenchPoint {
 const STEP_EVENTS = 3;
 const SESSIONS = 16;
 
-interface Backend {
+interface Backend extends Omit<BenchDatabase, "name"> {
   name: string;
-  database: Database;
-  serverPids(): Promise<number[]>;
   /** A fresh, empty log; `positioned` when it takes the publisher's positions. */
   openLog(): Promise<{ log: EventLog; positioned?: InProcessEventLog; close(): Promise<void> }>;
-  close(): Promise<void>;
 }
 
+/** PGlite with an in-process log; PostgreSQL with JetStream when both answer. */
 async function openBackends(url: string | undefined): Promise<Backend[]> {
   const backends: Backend[] = [];
-  const dir = mkdtempSync(join(tmpdir(), "trellis-publisher-bench-"));
-  const pglite = await openPGlite({ dataDir: dir });
-  const embedded = await createDatabase({ kind: "pglite", pglite });
-  backends.push({
-    name: "pglite + in-process",
-    database: embedded,
-    serverPids: async () => [],
-    async openLog() {
-      const log = new InProcessEventLog();
-      return { log, positioned: log, close: () => log.close() };
-    },
-    async close() {
-      await embedded.close();
-      await pglite.close();
-      rmSync(dir, { recursive: true, force: true });
-    },
-  });
-  try {
-    const { createTestDatabase } = await import("@trellis/testkit");
-    process.env.TRELLIS_TEST_DATABASE_URL ??= url ?? "postgres://postgres@127.0.0.1:5432/postgres";
-    const test = await createTestDatabase("trellis_bench_publisher");
-    const database = await createDatabase({
-      kind: "postgres",
-      url: test.url,
-      applicationName: "trellis_publisher_bench",
-      poolSize: 10,
-    });
-    await database.ping();
-    const connection = await connectNats({ servers: testNatsUrl, name: "publisher-bench" });
-    const prefixes: string[] = [];
+  for (const db of await openBenchDatabases({
+    bench: "publisher",
+    poolSize: 10,
+    databaseUrl: url,
+  })) {
+    if (db.name === "pglite") {
+      backends.push({
+        ...db,
+        name: "pglite + in-process",
+        async openLog() {
+          const log = new InProcessEventLog();
+          return { log, positioned: log, close: () => log.close() };
+        },
+      });
+      continue;
+    }
+    let connection: Awaited<ReturnType<typeof connectNats>>;
+    try {
+      connection = await connectNats({ servers: testNatsUrl, name: "publisher-bench" });
+    } catch (error) {
+      console.warn(`publisher bench: no NATS (${String(error)}); PGlite only`);
+      await db.close();
+      continue;
+    }
     backends.push({
+      ...db,
       name: "postgres + jetstream",
-      database,
-      async serverPids() {
-        const rows = await sql<{ pid: number }>`
-          select pid from pg_stat_activity where application_name = 'trellis_publisher_bench'`.execute(
-          database.kysely,
-        );
-        return rows.rows.map((r) => Number(r.pid));
-      },
       async openLog() {
         const prefix = `pbench_${uniqueSuffix()}`;
-        prefixes.push(prefix);
         const log = await JetStreamEventLog.open({ connection, prefix, storage: "file" });
         return {
           log,
@@ -151,12 +101,9 @@ async function openBackends(url: string | undefined): Promise<Backend[]> {
       },
       async close() {
         await connection.close();
-        await database.close();
-        await test.drop();
+        await db.close();
       },
     });
-  } catch (error) {
-    console.warn(`publisher bench: no PostgreSQL or NATS (${String(error)}); PGlite only`);
   }
   return backends;
 }
@@ -263,7 +210,7 @@ async function window(
   if (scenario === "backlog") await writeAll();
 
   const pids = await backend.serverPids();
-  const server0 = cpuOf(pids);
+  const server0 = cpuByPid(pids);
   const cpu0 = process.cpuUsage();
   const started = performance.now();
   let stop: () => Promise<void>;
@@ -286,13 +233,12 @@ async function window(
   await done;
   const elapsed = performance.now() - started;
   const cpu = process.cpuUsage(cpu0);
-  const server1 = cpuOf([...new Set([...pids, ...(await backend.serverPids())])]);
+  const server1 = cpuByPid([...new Set([...pids, ...(await backend.serverPids())])]);
   await stop();
   await journal.close();
   await close();
   await sql`drop schema ${sql.id(schema)} cascade`.execute(database.kysely);
-  let server = 0;
-  for (const [pid, ms] of server1) server += ms - (server0.get(pid) ?? 0);
+  const server = cpuSince(server0, server1);
   return {
     eventsPerSecond: (events * 1000) / elapsed,
     clientCpuMs: (cpu.user + cpu.system) / 1000 / events,
@@ -301,23 +247,6 @@ async function window(
 }
 
 const STEP = new TextEncoder().encode("a step record".repeat(20));
-
-function cpuOf(pids: readonly number[]): Map<number, number> {
-  const out = new Map<number, number>();
-  for (const pid of pids) {
-    try {
-      out.set(pid, cpuMs(pid));
-    } catch {
-      // exited
-    }
-  }
-  return out;
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] as number;
-}
 
 /** Runs the publisher benchmark (see the module comment). */
 export async function runPublisherBench(
@@ -333,25 +262,11 @@ export async function runPublisherBench(
       // A throwaway window each first (JIT, caches); then the modes alternate.
       for (const mode of modes) await window(backend, "backlog", mode, Math.min(events, 1000));
       for (const scenario of scenarios) {
-        const windows = new Map<string, Awaited<ReturnType<typeof window>>[]>();
-        for (let r = 0; r < rounds; r++) {
-          for (const mode of modes) {
-            const list = windows.get(mode) ?? [];
-            list.push(await window(backend, scenario, mode, events));
-            windows.set(mode, list);
-          }
-        }
-        for (const mode of modes) {
-          const list = windows.get(mode) ?? [];
-          points.push({
-            backend: backend.name,
-            scenario,
-            mode,
-            events,
-            eventsPerSecond: median(list.map((w) => w.eventsPerSecond)),
-            clientCpuMs: median(list.map((w) => w.clientCpuMs)),
-            serverCpuMs: median(list.map((w) => w.serverCpuMs)),
-          });
+        const measured = await alternatingMedians(modes, rounds, (mode) =>
+          window(backend, scenario, mode, events),
+        );
+        for (const { mode, point } of measured) {
+          points.push({ backend: backend.name, scenario, mode, events, ...point });
         }
       }
     } finally {

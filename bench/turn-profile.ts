@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { runLoad } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, startNode } from "./lib/proc.js";
+import { cpuMs, startDev } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 interface CallFrame {
@@ -65,30 +65,21 @@ export function area(frame: CallFrame): string {
   return "other";
 }
 
-const dataDir = await mkdtemp(join(tmpdir(), "trellis-profile-"));
 const profDir = await mkdtemp(join(tmpdir(), "trellis-profile-out-"));
-const port = await freePort();
-const child = await startNode(
-  join(repoRoot, "src/cli/main.ts"),
-  ["dev"],
-  {
-    TRELLIS_PORT: String(port),
-    TRELLIS_DATA_DIR: dataDir,
-    TRELLIS_API_KEY: API_KEY,
-    TRELLIS_LOG_LEVEL: "warn",
-  },
-  /listening on/,
-  120_000,
-  repoRoot,
-  ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"],
-);
+const dev = await startDev({
+  apiKey: API_KEY,
+  tmpPrefix: "trellis-profile-",
+  timeoutMs: 120_000,
+  nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"],
+});
+const { child } = dev;
 let turns = 0;
 let cpu = 0;
 let from = 0n;
 let to = 0n;
 try {
   const transport = createGrpcTransport({
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: dev.baseUrl,
     interceptors: [
       (next) => (req) => {
         req.header.set("authorization", `Bearer ${API_KEY}`);
@@ -109,15 +100,8 @@ try {
   );
 } finally {
   // Writing the profile at exit takes a while on a loaded machine: a longer
-  // grace than stopChild's 10 s before SIGKILL (which would lose it).
-  if (child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-    child.kill("SIGTERM");
-    const timer = setTimeout(() => child.kill("SIGKILL"), 120_000);
-    await exited;
-    clearTimeout(timer);
-  }
-  await rm(dataDir, { recursive: true, force: true });
+  // grace than the default 10 s before SIGKILL (which would lose it).
+  await dev.stop(120_000);
 }
 
 // The main thread's profile is the first one written (`….0.001.cpuprofile`).

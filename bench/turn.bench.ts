@@ -1,15 +1,3 @@
-/**
- * Turn benchmark: one task turn of a zero-latency scripted agent (submit →
- * terminal) against the floor — a bare Connect unary call — measured in the
- * same run, embedded and distributed, at 1 and 32 concurrent sessions.
- *
- * Every server runs in its own process(es); the load generator is this
- * process. Reported per target and concurrency: p50 / p99 latency, turns/s,
- * server CPU ms per turn (all server processes, from /proc), and ratios to the
- * raw call. Medians of `rounds` windows after a warm-up.
- */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -20,7 +8,7 @@ import { AgentService, TaskService } from "@trellis/contracts/tasks";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startMesh } from "../src/mesh.js";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
-import { freePort, repoRoot, startNode, stopChild, totalCpuMs } from "./lib/proc.js";
+import { freePort, repoRoot, startDev, startNode, stopChild, totalCpuMs } from "./lib/proc.js";
 
 /** Options of {@link runTurnBench}. */
 export interface TurnBenchOptions {
@@ -163,35 +151,23 @@ const opsFor = (kind: TurnKind, transport: Transport) =>
  * A/B bench runs another checkout's beside this one's.
  */
 export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<BenchTarget> {
-  const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-"));
-  const port = await freePort();
-  const child = await startNode(
-    join(root, "src/cli/main.ts"),
-    ["dev"],
-    {
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-    /listening on/,
+  const dev = await startDev({
+    apiKey: API_KEY,
+    tmpPrefix: "trellis-bench-",
     // A loaded shared machine can take over a minute to start it.
-    Number(process.env.TRELLIS_BENCH_START_MS ?? 180_000),
+    timeoutMs: Number(process.env.TRELLIS_BENCH_START_MS ?? 180_000),
     root,
-  );
+  });
   const transport = createGrpcTransport({
-    baseUrl: `http://127.0.0.1:${port}`,
+    baseUrl: dev.baseUrl,
     interceptors: [bearer],
   });
   const op = await opsFor(kind, transport);
   return {
     name: `Trellis ${kind} turn, embedded`,
-    pids: () => [child.pid as number],
+    pids: () => [dev.child.pid as number],
     op,
-    async close() {
-      await stopChild(child);
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    close: () => dev.stop(),
   };
 }
 

@@ -13,18 +13,18 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adaptersService } from "@trellis/adapters";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../packages/execution/test/harness/support/recorded-server.js";
 import { harnClient, type Json, poll } from "../services/gateway/test/support/harn-client.js";
 
 const ADMIN_KEY = `trellis_sk_${randomBytes(32).toString("base64url")}`;

@@ -19,6 +19,12 @@ import { chatService } from "@trellis/chat";
 import { ChatService } from "@trellis/contracts/chat";
 import { EventSchema } from "@trellis/contracts/core";
 import { AgentService, SessionService } from "@trellis/contracts/tasks";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
 import { chatToMessage } from "@trellis/messages";
 import { EMBEDDED_OUTBOX_SCHEMA, type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
@@ -28,12 +34,6 @@ import { readOutbox } from "@trellis/storage";
 import { tasksService } from "@trellis/tasks";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../packages/execution/test/harness/support/recorded-server.js";
 import { harnClient, poll } from "../services/gateway/test/support/harn-client.js";
 import { requestToken, TestIdentityProvider } from "../services/gateway/test/support/oauth.js";
 

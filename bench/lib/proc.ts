@@ -4,7 +4,10 @@
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
 import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const CLOCK_TICKS_PER_SECOND = 100;
@@ -98,12 +101,77 @@ export async function startNode(
   return child;
 }
 
-/** Stop a child and wait for it. */
-export async function stopChild(child: ChildProcess): Promise<void> {
+/** Stop a child (SIGTERM, SIGKILL after `graceMs`) and wait for it. */
+export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   child.kill("SIGTERM");
-  const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+  const timer = setTimeout(() => child.kill("SIGKILL"), graceMs);
   await exited;
   clearTimeout(timer);
+}
+
+/** Options of {@link startDev}. */
+export interface DevOptions {
+  /** The admin API key (`TRELLIS_API_KEY`). */
+  apiKey: string;
+  /** Start of the temporary data directory's name, e.g. `trellis-bench-auth-`. */
+  tmpPrefix: string;
+  /** More environment (`TRELLIS_PORT`, `TRELLIS_DATA_DIR` and the key are set). */
+  env?: Record<string, string>;
+  /** How long it may take to listen (default 60 s). */
+  timeoutMs?: number;
+  /** The checkout to run (default this one). */
+  root?: string;
+  /** Node options before the script, e.g. `--cpu-prof`. */
+  nodeArgs?: readonly string[];
+}
+
+/** A running `trellis dev`. */
+export interface DevProcess {
+  child: ChildProcess;
+  port: number;
+  /** `http://127.0.0.1:<port>`. */
+  baseUrl: string;
+  dataDir: string;
+  /** Stop it (SIGKILL after `graceMs`) and remove its data directory. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Start `trellis dev` of a checkout on a free port with a fresh data directory (log level warn). */
+export async function startDev(options: DevOptions): Promise<DevProcess> {
+  const root = options.root ?? repoRoot;
+  const dataDir = await mkdtemp(join(tmpdir(), options.tmpPrefix));
+  const port = await freePort();
+  let child: ChildProcess;
+  try {
+    child = await startNode(
+      join(root, "src/cli/main.ts"),
+      ["dev"],
+      {
+        TRELLIS_PORT: String(port),
+        TRELLIS_DATA_DIR: dataDir,
+        TRELLIS_API_KEY: options.apiKey,
+        TRELLIS_LOG_LEVEL: "warn",
+        ...options.env,
+      },
+      /listening on/,
+      options.timeoutMs,
+      root,
+      options.nodeArgs,
+    );
+  } catch (error) {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  }
+  return {
+    child,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
+    dataDir,
+    async stop(graceMs) {
+      await stopChild(child, graceMs);
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }

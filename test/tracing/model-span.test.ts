@@ -4,19 +4,17 @@
 // responses through the real SDK client.
 
 import { createHarnessAdapter } from "@trellis/execution";
-import { initTelemetry, type Telemetry, withSpan } from "@trellis/runtime";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   createTools,
-  recordedProviders,
-  turnRequest,
-} from "../../packages/execution/test/harness/support/agents.js";
-import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
+  recordedProviders,
   startRecordedServer,
-} from "../../packages/execution/test/harness/support/recorded-server.js";
+  turnRequest,
+} from "@trellis/execution/testing";
+import { initTelemetry, type Telemetry, withSpan } from "@trellis/runtime";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 describe("model call spans", () => {
   let server: RecordedServer;

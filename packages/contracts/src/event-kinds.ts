@@ -12,8 +12,13 @@
  */
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 
-/** Event kinds of a turn's progress. */
+/**
+ * Event kinds (Harn v1 names), grouped by who emits them. Every service names
+ * a kind through this table; a kind spelled as a bare string elsewhere in
+ * `src/` is a defect (tests may spell them, to pin the wire names).
+ */
 export const EVENT_KIND = {
+  // A turn's progress (agent events).
   textDelta: "agent.text_delta",
   thinkingDelta: "agent.thinking_delta",
   toolUse: "agent.tool_use",
@@ -21,13 +26,64 @@ export const EVENT_KIND = {
   toolResult: "agent.tool_result",
   modelCall: "agent.model_call",
   routed: "agent.routed",
-  toolCompleted: "tool.completed",
-  toolFailed: "tool.failed",
+  agentMessage: "agent.message",
+  blocked: "agent.blocked",
+  memoryRead: "agent.memory_read",
+  memoryWrite: "agent.memory_write",
+  networkEgress: "agent.network_egress",
+  fileWrite: "agent.file_write",
+  handoff: "agent.handoff",
   /** Older producers' name of a text delta. */
   token: "agent.token",
   /** Older producers' name of a thinking delta. */
   thinking: "agent.thinking",
+
+  // Tool calls seen from outside the model.
+  toolRequested: "tool.requested",
+  toolApprovalRequired: "tool.approval_required",
+  toolCompleted: "tool.completed",
+  toolFailed: "tool.failed",
+
+  // A task's lifecycle.
+  taskSubmitted: "task.submitted",
+  taskStarted: "task.started",
+  taskInputRequired: "task.input_required",
+  taskAuthRequired: "task.auth_required",
+  taskCompleted: "task.completed",
+  taskFailed: "task.failed",
+  taskCanceled: "task.canceled",
+  taskStatusChanged: "task.status_changed",
+
+  // What a user sends into a session.
+  userMessage: "user.message",
+  cancelRequested: "user.cancel_requested",
+  toolConfirmation: "user.tool_confirmation",
+  inputSubmitted: "user.input_submitted",
+
+  // Sessions and the resources they hold.
+  sessionCreated: "session.created",
+  sessionClosed: "session.closed",
+  sessionTruncated: "session.truncated",
+  threadForked: "session.thread_forked",
+  messageAppended: "session.message_appended",
+  branchCreated: "branch.created",
+  artifactCreated: "artifact.created",
+  receiptIssued: "receipt.issued",
+
+  // A session's context window and replays of a task.
+  contextWarning: "context.warning",
+  contextCompacted: "context.compacted",
+  replayStarted: "replay.started",
+  replayCompleted: "replay.completed",
+  replayFailed: "replay.failed",
 } as const;
+
+/** The kinds that end a task: nothing of the task follows one of them. */
+export const TERMINAL_TASK_KINDS: readonly EventKind[] = [
+  EVENT_KIND.taskCompleted,
+  EVENT_KIND.taskFailed,
+  EVENT_KIND.taskCanceled,
+];
 
 /** One of {@link EVENT_KIND}'s values. */
 export type EventKind = (typeof EVENT_KIND)[keyof typeof EVENT_KIND];

@@ -17,13 +17,13 @@ import { afterAll, beforeAll } from "vitest";
 import { describeAdapterContract } from "../src/conformance/adapter.contract.js";
 import { createHarnessAdapter } from "../src/harness/harness-adapter.js";
 import { createOpenAIProvider } from "../src/harness/openai-provider.js";
-import { createTools } from "./harness/support/agents.js";
+import { createTools } from "../src/testing/harness-agents.js";
 import {
   fixture,
   type RecordedResponse,
   type RecordedServer,
   startRecordedServer,
-} from "./harness/support/recorded-server.js";
+} from "../src/testing/recorded-server.js";
 
 let server: RecordedServer;
 

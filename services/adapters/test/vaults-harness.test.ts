@@ -16,6 +16,12 @@ import {
   SessionService,
   TaskService,
 } from "@trellis/contracts/tasks";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
@@ -23,12 +29,6 @@ import { createTasksService } from "@trellis/tasks";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { createAdaptersService } from "../src/definition.js";
 import { WEATHER_SECRET } from "./vault-tools.js";
 

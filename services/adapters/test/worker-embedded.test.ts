@@ -14,18 +14,18 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { AdapterRegistryService } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { createAdaptersService } from "../src/definition.js";
 import { workerToolsModule } from "./worker-support.js";
 

@@ -24,6 +24,12 @@ import {
 } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
+import {
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import {
   createMeshClientInterceptor,
@@ -43,12 +49,6 @@ import {
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { createAdaptersService } from "../src/definition.js";
 import {
   type AdapterWorkerProcess,

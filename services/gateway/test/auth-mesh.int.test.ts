@@ -25,15 +25,9 @@ import {
 import { receiptsService } from "@trellis/receipts";
 import { errorDetailOf } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { harnClient, poll } from "./support/harn-client.js";
 import { requestToken } from "./support/oauth.js";
 
@@ -41,8 +35,7 @@ const ADMIN_KEY = "trellis-mesh-test-admin-key-0123456789";
 const SECRET = randomBytes(32).toString("base64url");
 
 describe("service credentials and shared auth state (distributed)", () => {
-  let db: TestDatabase;
-  let prefix: string;
+  let deployment: TestDeployment;
   let tasks: RunningService;
   let receipts: RunningService;
   let gatewayA: RunningService;
@@ -56,44 +49,28 @@ describe("service credentials and shared auth state (distributed)", () => {
   );
 
   beforeAll(async () => {
-    prefix = uniqueName("gwauth");
-    db = await createTestDatabase("trellis_gw_auth");
-    const common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-      TRELLIS_MESH_SECRET: SECRET,
-    };
-    tasks = await runService(tasksService, { env: common, handleSignals: false });
-    receipts = await runService(receiptsService, {
-      env: { ...common, TRELLIS_TASKS_URL: tasks.address.url },
-      handleSignals: false,
-    });
+    deployment = await openDeployment("trellis_gw_auth", { prefix: "gwauth", meshSecret: SECRET });
+    tasks = await deployment.start(tasksService);
+    receipts = await deployment.start(receiptsService, { TRELLIS_TASKS_URL: tasks.address.url });
     const gatewayEnv = {
-      ...common,
       TRELLIS_API_KEY: ADMIN_KEY,
       TRELLIS_TASKS_URL: tasks.address.url,
       TRELLIS_RECEIPTS_URL: receipts.address.url,
       TRELLIS_OAUTH_ISSUER: "https://gateway.example.test",
     };
-    gatewayA = await runService(gatewayService, {
-      env: { ...gatewayEnv, TRELLIS_OAUTH_SIGNING_KEY: signingKey },
-      handleSignals: false,
+    gatewayA = await deployment.start(gatewayService, {
+      ...gatewayEnv,
+      TRELLIS_OAUTH_SIGNING_KEY: signingKey,
     });
-    gatewayB = await runService(gatewayService, {
-      env: { ...gatewayEnv, TRELLIS_OAUTH_SIGNING_KEY: signingKey },
-      handleSignals: false,
+    gatewayB = await deployment.start(gatewayService, {
+      ...gatewayEnv,
+      TRELLIS_OAUTH_SIGNING_KEY: signingKey,
     });
-    gatewayC = await runService(gatewayService, { env: gatewayEnv, handleSignals: false });
+    gatewayC = await deployment.start(gatewayService, gatewayEnv);
   }, 90_000);
 
   afterAll(async () => {
-    for (const service of [gatewayC, gatewayB, gatewayA, receipts, tasks]) await service?.close();
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db?.drop();
+    await deployment?.close();
   });
 
   function sessionsAt(url: string, interceptors: Interceptor[] = []) {
@@ -244,12 +221,8 @@ describe("service credentials and shared auth state (distributed)", () => {
   it("reports a gateway whose service credential is refused as a fault of its own, not the client's", async () => {
     const misconfigured = await runService(gatewayService, {
       env: {
-        DATABASE_URL: db.url,
-        NATS_URL: testNatsUrl,
-        TRELLIS_NATS_PREFIX: prefix,
-        PORT: "0",
-        TRELLIS_SHUTDOWN_GRACE: "200ms",
-        TRELLIS_LOG_LEVEL: "error",
+        ...deployment.env,
+        // Another deployment's secret: the tasks service refuses its calls.
         TRELLIS_MESH_SECRET: randomBytes(32).toString("base64url"),
         TRELLIS_API_KEY: ADMIN_KEY,
         TRELLIS_TASKS_URL: tasks.address.url,

@@ -4,19 +4,13 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
-import { type RunningService, runService } from "@trellis/platform";
+import type { RunningService } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { tasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { harnClient, poll } from "./support/harn-client.js";
 
 const backends = [
@@ -31,48 +25,25 @@ const backends = [
 describe.each(backends)(
   "gateway in distributed mode, over $name",
   ({ make, receipts: withReceipts }) => {
-    let db: TestDatabase;
-    let tasks: RunningService;
+    let deployment: TestDeployment;
     let gateway: RunningService;
-    let receipts: RunningService | undefined;
-    let prefix: string;
 
     beforeAll(async () => {
-      prefix = uniqueName("gw");
-      db = await createTestDatabase("trellis_gw");
-      const common = {
-        DATABASE_URL: db.url,
-        NATS_URL: testNatsUrl,
-        TRELLIS_NATS_PREFIX: prefix,
-        PORT: "0",
-        TRELLIS_SHUTDOWN_GRACE: "200ms",
-        TRELLIS_LOG_LEVEL: "error",
-      };
-      tasks = await runService(make(), { env: common, handleSignals: false });
-      if (withReceipts) {
-        receipts = await runService(receiptsService, {
-          env: { ...common, TRELLIS_TASKS_URL: tasks.address.url },
-          handleSignals: false,
-        });
-      }
-      gateway = await runService(gatewayService, {
-        env: {
-          ...common,
-          TRELLIS_API_KEY: ADMIN_KEY,
-          TRELLIS_TASKS_URL: tasks.address.url,
-          // Nothing listens here when receipts is not deployed.
-          TRELLIS_RECEIPTS_URL: receipts?.address.url ?? "http://127.0.0.1:9",
-        },
-        handleSignals: false,
+      deployment = await openDeployment("trellis_gw", { prefix: "gw" });
+      const tasks = await deployment.start(make());
+      const receipts = withReceipts
+        ? await deployment.start(receiptsService, { TRELLIS_TASKS_URL: tasks.address.url })
+        : undefined;
+      gateway = await deployment.start(gatewayService, {
+        TRELLIS_API_KEY: ADMIN_KEY,
+        TRELLIS_TASKS_URL: tasks.address.url,
+        // Nothing listens here when receipts is not deployed.
+        TRELLIS_RECEIPTS_URL: receipts?.address.url ?? "http://127.0.0.1:9",
       });
     }, 60_000);
 
     afterAll(async () => {
-      await gateway?.close();
-      await receipts?.close();
-      await tasks?.close();
-      await deleteTestStreams(prefix).catch(() => undefined);
-      await db?.drop();
+      await deployment?.close();
     });
 
     it("serves REST + SSE, forwarding the caller to the tasks service", async () => {

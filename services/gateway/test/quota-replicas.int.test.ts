@@ -6,20 +6,13 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { Role } from "@trellis/contracts/core";
 import { TaskService } from "@trellis/contracts/tasks";
-import { type RunningService, runService } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { parseRate } from "../src/quota/config.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { harnClient } from "./support/harn-client.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
@@ -27,28 +20,16 @@ const ACTOR_LIMIT = 6;
 const TASKS_PER_DAY = 3;
 
 describe("quotas and rate limits across two gateway replicas (PostgreSQL, JetStream)", () => {
-  const prefix = uniqueName("quota");
-  let db: TestDatabase;
-  const started: RunningService[] = [];
+  let deployment: TestDeployment;
   let a: ReturnType<typeof harnClient>;
   let b: ReturnType<typeof harnClient>;
   let urls: [string, string];
   let sessionId: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_quota");
-    const common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-    };
-    const tasks = await runService(tasksService, { env: common, handleSignals: false });
-    started.push(tasks);
+    deployment = await openDeployment("trellis_quota", { prefix: "quota" });
+    const tasks = await deployment.start(tasksService);
     const gatewayEnv = {
-      ...common,
       TRELLIS_API_KEY: ADMIN_KEY,
       TRELLIS_TASKS_URL: tasks.address.url,
       TRELLIS_RATE_LIMIT_ACTOR: `${ACTOR_LIMIT}/1h`,
@@ -57,10 +38,9 @@ describe("quotas and rate limits across two gateway replicas (PostgreSQL, JetStr
       TRELLIS_QUOTA_TASKS_PER_DAY: String(TASKS_PER_DAY),
     };
     // Two replicas, one after the other (the second finds the schema migrated).
-    for (let i = 0; i < 2; i++) {
-      started.push(await runService(gatewayService, { env: gatewayEnv, handleSignals: false }));
-    }
-    urls = [started[1]!.address.url, started[2]!.address.url];
+    const first = await deployment.start(gatewayService, gatewayEnv);
+    const second = await deployment.start(gatewayService, gatewayEnv);
+    urls = [first.address.url, second.address.url];
     const adminA = harnClient(urls[0], ADMIN_KEY);
     // The admin's writes: the agent, the session, three keys (5 of its 6).
     const agent = await createScriptedAgent(adminA, "echo", echoAgent());
@@ -86,9 +66,7 @@ describe("quotas and rate limits across two gateway replicas (PostgreSQL, JetStr
   const keys: { k2?: string; k3?: string } = {};
 
   afterAll(async () => {
-    for (const service of started.reverse()) await service.close();
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db?.drop();
+    await deployment?.close();
   });
 
   it("lets one actor make exactly its limit of writes across both replicas, then 429 with Retry-After", async () => {

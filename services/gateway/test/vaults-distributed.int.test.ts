@@ -7,67 +7,38 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
 import { VaultService } from "@trellis/contracts/adapters";
-import { type RunningService, runService } from "@trellis/platform";
+import type { RunningService } from "@trellis/platform";
 import { createDatabase } from "@trellis/storage";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { harnClient } from "./support/harn-client.js";
 
 const SECRET = `dist-vault-${randomBytes(16).toString("hex")}`;
 
 describe("vaults in distributed mode", () => {
-  let db: TestDatabase;
-  let adapters: RunningService;
+  let deployment: TestDeployment;
   let gateway: RunningService;
-  let prefix: string;
 
   beforeAll(async () => {
-    prefix = uniqueName("vlt");
-    db = await createTestDatabase("trellis_vaults");
-    const common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-      TRELLIS_MESH_SECRET: randomBytes(32).toString("base64url"),
-    };
-    adapters = await runService(adaptersService, {
-      env: {
-        ...common,
-        TRELLIS_ADAPTERS_REMOTE: "false",
-        TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
-      },
-      handleSignals: false,
+    deployment = await openDeployment("trellis_vaults", { prefix: "vlt", meshSecret: true });
+    const adapters = await deployment.start(adaptersService, {
+      TRELLIS_ADAPTERS_REMOTE: "false",
+      TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
     });
-    gateway = await runService(gatewayService, {
-      env: {
-        ...common,
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_ADAPTERS_URL: adapters.address.url,
-        // Not deployed here; vault routes do not need them.
-        TRELLIS_TASKS_URL: "http://127.0.0.1:9",
-        TRELLIS_RECEIPTS_URL: "http://127.0.0.1:9",
-      },
-      handleSignals: false,
+    gateway = await deployment.start(gatewayService, {
+      TRELLIS_API_KEY: ADMIN_KEY,
+      TRELLIS_ADAPTERS_URL: adapters.address.url,
+      // Not deployed here; vault routes do not need them.
+      TRELLIS_TASKS_URL: "http://127.0.0.1:9",
+      TRELLIS_RECEIPTS_URL: "http://127.0.0.1:9",
     });
   }, 60_000);
 
   afterAll(async () => {
-    await gateway?.close();
-    await adapters?.close();
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db?.drop();
+    await deployment?.close();
   });
 
   it("forwards REST and gRPC to the adapters service; values stay sealed and unanswered", async () => {
@@ -100,7 +71,7 @@ describe("vaults in distributed mode", () => {
       code: 5,
     });
 
-    const raw = await createDatabase({ kind: "postgres", url: db.url });
+    const raw = await createDatabase({ kind: "postgres", url: deployment.db.url });
     try {
       const rows = await sql`select * from adapters.vault_secrets`.execute(raw.kysely);
       expect(rows.rows).toHaveLength(1);

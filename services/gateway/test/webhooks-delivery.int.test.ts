@@ -7,23 +7,10 @@
 // the pure parts (signature test vector, address ranges, backoff).
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
-import {
-  type EmbeddedTrellis,
-  type RunningService,
-  runService,
-  startEmbedded,
-} from "@trellis/platform";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  freePort,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually, freePort } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { guardedLookup, isBlockedAddress } from "../src/webhooks/address-guard.js";
@@ -31,6 +18,7 @@ import { loadWebhookConfig, retryDelayMs } from "../src/webhooks/config.js";
 import { matchesEventType } from "../src/webhooks/dispatcher.js";
 import { signWebhook, verifyWebhook } from "../src/webhooks/signing.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { harnClient, type Json } from "./support/harn-client.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
@@ -55,9 +43,8 @@ function independentlyValid(secret: string, req: IncomingMessage, body: string):
 }
 
 describe("webhook deliveries (PostgreSQL, JetStream)", () => {
-  const prefix = uniqueName("whk");
-  let db: TestDatabase;
-  const started: RunningService[] = [];
+  let deployment: TestDeployment;
+  let gatewayUrl: string;
   let api: ReturnType<typeof harnClient>;
   let receiver: Server | undefined;
   let port: number;
@@ -65,43 +52,27 @@ describe("webhook deliveries (PostgreSQL, JetStream)", () => {
   let secret = "";
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_whk");
-    const common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-    };
-    const tasks = await runService(tasksService, { env: common, handleSignals: false });
-    started.push(tasks);
-    started.push(
-      await runService(gatewayService, {
-        env: {
-          ...common,
-          TRELLIS_API_KEY: ADMIN_KEY,
-          TRELLIS_TASKS_URL: tasks.address.url,
-          // The receiver is on loopback; retries are quick for the test.
-          TRELLIS_WEBHOOKS_ALLOW_PRIVATE: "1",
-          TRELLIS_WEBHOOK_RETRY_BASE: "100ms",
-          TRELLIS_WEBHOOK_RETRY_MAX: "800ms",
-          TRELLIS_WEBHOOK_MAX_ATTEMPTS: "50",
-          TRELLIS_WEBHOOK_POLL: "50ms",
-          TRELLIS_WEBHOOK_TIMEOUT: "2s",
-        },
-        handleSignals: false,
-      }),
-    );
-    api = harnClient(started[1]!.address.url, ADMIN_KEY);
+    deployment = await openDeployment("trellis_whk", { prefix: "whk" });
+    const tasks = await deployment.start(tasksService);
+    const gateway = await deployment.start(gatewayService, {
+      TRELLIS_API_KEY: ADMIN_KEY,
+      TRELLIS_TASKS_URL: tasks.address.url,
+      // The receiver is on loopback; retries are quick for the test.
+      TRELLIS_WEBHOOKS_ALLOW_PRIVATE: "1",
+      TRELLIS_WEBHOOK_RETRY_BASE: "100ms",
+      TRELLIS_WEBHOOK_RETRY_MAX: "800ms",
+      TRELLIS_WEBHOOK_MAX_ATTEMPTS: "50",
+      TRELLIS_WEBHOOK_POLL: "50ms",
+      TRELLIS_WEBHOOK_TIMEOUT: "2s",
+    });
+    gatewayUrl = gateway.address.url;
+    api = harnClient(gatewayUrl, ADMIN_KEY);
     port = await freePort();
   }, 60_000);
 
   afterAll(async () => {
     receiver?.close();
-    for (const service of started.reverse()) await service.close();
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db?.drop();
+    await deployment?.close();
   });
 
   function startReceiver(): Promise<void> {
@@ -221,7 +192,7 @@ describe("webhook deliveries (PostgreSQL, JetStream)", () => {
     ).toBe(true);
 
     // Deleted: nothing more is sent.
-    const deleted = await fetch(`${started[1]!.address.url}/v1/webhooks/${webhookId}`, {
+    const deleted = await fetch(`${gatewayUrl}/v1/webhooks/${webhookId}`, {
       method: "DELETE",
       headers: {
         authorization: `Bearer ${ADMIN_KEY}`,

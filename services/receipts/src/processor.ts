@@ -32,6 +32,7 @@
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { LoggedEvent } from "@trellis/eventlog";
 import type { Logger } from "@trellis/runtime";
 import type { AgentDirectory } from "./agents.js";
@@ -133,7 +134,7 @@ export class ReceiptProcessor {
       firstIndex.set(event.id, index);
       const facts = extractFacts(event, taskId);
       // The agent's tier when the task starts (trust.start_tier).
-      if (facts.status === "WORKING" && event.kind === "task.started") {
+      if (facts.status === "WORKING" && event.kind === EVENT_KIND.taskStarted) {
         const agent = await this.#o.directory.agentOfTask(
           taskId,
           agentIdOf(event),
@@ -382,7 +383,7 @@ export class ReceiptProcessor {
       if (record.eventId === event.id) break;
       if (
         record.facts.status === "INPUT_REQUIRED" ||
-        record.facts.kind === "tool.approval_required"
+        record.facts.kind === EVENT_KIND.toolApprovalRequired
       ) {
         requestedAt = record.facts.at;
       }
@@ -544,7 +545,7 @@ function agentIdOf(event: Event): string | undefined {
 export function issuedEvent(row: ReceiptRow): Event {
   return create(EventSchema, {
     id: `evt_${row.id}_issued`,
-    kind: "receipt.issued",
+    kind: EVENT_KIND.receiptIssued,
     resource: { object: "receipt", id: row.id },
     workspaceId: row.workspace_id,
     sessionId: row.session_id,

@@ -27,22 +27,20 @@ import {
   type HarnessTool,
   textSha256,
 } from "@trellis/execution";
+import {
+  createTools,
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  recordedProviders,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import type { SecretFingerprint } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { canonicalize } from "json-canonicalize";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTools,
-  recordedProviders,
-} from "../../../packages/execution/test/harness/support/agents.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { createTasksService } from "../../tasks/src/definition.js";
 import { decodeMessages, encodeMessages } from "../../tasks/src/store/codec.js";
 import { createAgent, text, watchUntil } from "../../tasks/test/support/fixtures.js";

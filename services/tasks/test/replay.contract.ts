@@ -36,20 +36,18 @@ import {
   createLocalExecutor,
   createScriptedAdapter,
 } from "@trellis/execution";
+import {
+  createTools,
+  fixture,
+  OPENAI_CHAT,
+  type RecordedServer,
+  recordedProviders,
+  startRecordedServer,
+} from "@trellis/execution/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { canonicalize } from "json-canonicalize";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTools,
-  recordedProviders,
-} from "../../../packages/execution/test/harness/support/agents.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "../../../packages/execution/test/harness/support/recorded-server.js";
 import { APPROVAL_GRAPH, createAgent, expectReason, text, watchUntil } from "./support/fixtures.js";
 import type { TasksClients } from "./support/harness.js";
 

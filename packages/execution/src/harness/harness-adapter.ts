@@ -32,7 +32,7 @@
  * {@link HarnessEnvironment}). All travel with the messages into the
  * transcript and the `message` execution events.
  */
-import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { clone, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   defineAdapter,
@@ -49,6 +49,13 @@ import type {
   ExecutionRequest,
   ExecutionResult,
 } from "../executor.js";
+import {
+  decodeCheckpoint,
+  encodeCheckpoint,
+  type Suspension,
+  type ToolCallJob,
+  type TurnState,
+} from "./checkpoint.js";
 import {
   ASK_USER,
   ASK_USER_TOOL,
@@ -132,116 +139,6 @@ export interface HarnessAdapterOptions {
    * on public https addresses only, no stdio servers.
    */
   mcp?: McpPolicy;
-}
-
-/** A tool call waiting to be handled. */
-interface ToolCallJob {
-  id: string;
-  name: string;
-  arguments: JsonValue;
-  /** The model call that asked for it. */
-  callId: string;
-}
-
-/** Where a turn stands; the checkpoint is this state, serialized. */
-interface TurnState {
-  /** Messages the turn made so far (metadata dropped: already in the transcript). */
-  turn: Message[];
-  /** Model calls made in this turn (the step budget counts them). */
-  steps: number;
-  usage: { prompt: number; completion: number; total: number };
-  /** Tool calls of the last model answer not handled yet, in order. */
-  queue: ToolCallJob[];
-}
-
-const CHECKPOINT_VERSION = 1;
-
-/** What a suspended turn waits for (checkpoints without `awaiting` predate clarifications). */
-type Awaiting = "approval" | "clarification";
-
-/** A checkpoint, decoded. */
-interface Suspension {
-  state: TurnState;
-  pending: ToolCallJob;
-  awaiting: Awaiting;
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === "number" && Number.isInteger(value) && value >= 0;
-}
-
-function encodeCheckpoint(state: TurnState, pending: ToolCallJob, awaiting: Awaiting): JsonObject {
-  const job = (j: ToolCallJob): JsonObject => ({
-    id: j.id,
-    name: j.name,
-    arguments: j.arguments,
-    call_id: j.callId,
-  });
-  return {
-    v: CHECKPOINT_VERSION,
-    turn: state.turn.map((m) => toJson(MessageSchema, m) as JsonValue),
-    steps: state.steps,
-    usage: { ...state.usage },
-    pending: job(pending),
-    awaiting,
-    queue: state.queue.map(job),
-  };
-}
-
-function decodeJob(value: unknown): ToolCallJob {
-  if (
-    !isRecord(value) ||
-    typeof value.id !== "string" ||
-    typeof value.name !== "string" ||
-    typeof value.call_id !== "string" ||
-    !("arguments" in value)
-  ) {
-    throw new Error("a tool call in the checkpoint is malformed");
-  }
-  return {
-    id: value.id,
-    name: value.name,
-    arguments: value.arguments as JsonValue,
-    callId: value.call_id,
-  };
-}
-
-function decodeCheckpoint(value: JsonValue): Suspension {
-  if (!isRecord(value) || value.v !== CHECKPOINT_VERSION) {
-    throw new Error(`not a harness checkpoint of version ${CHECKPOINT_VERSION}`);
-  }
-  const usage = value.usage;
-  if (
-    !Array.isArray(value.turn) ||
-    !isCount(value.steps) ||
-    !isRecord(usage) ||
-    !isCount(usage.prompt) ||
-    !isCount(usage.completion) ||
-    !isCount(usage.total) ||
-    !Array.isArray(value.queue)
-  ) {
-    throw new Error("the checkpoint's turn, steps, usage or queue is malformed");
-  }
-  const awaiting = value.awaiting ?? "approval";
-  if (awaiting !== "approval" && awaiting !== "clarification") {
-    throw new Error(
-      `the checkpoint waits for ${JSON.stringify(awaiting)}, not an approval or an answer`,
-    );
-  }
-  const pending = decodeJob(value.pending);
-  if (awaiting === "clarification" && pending.name !== ASK_USER) {
-    throw new Error(`the checkpoint waits for an answer to ${pending.name}, not to ${ASK_USER}`);
-  }
-  return {
-    state: {
-      turn: value.turn.map((m) => fromJson(MessageSchema, m as JsonValue)),
-      steps: value.steps,
-      usage: { prompt: usage.prompt, completion: usage.completion, total: usage.total },
-      queue: value.queue.map(decodeJob),
-    },
-    pending,
-    awaiting,
-  };
 }
 
 /** `{"approved": bool, "reason"?: string}`, or undefined when the payload is not one. */

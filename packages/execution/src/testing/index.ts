@@ -1,7 +1,10 @@
 /**
  * @trellis/execution/testing: fake backends with chosen capabilities for
  * routing tests and benchmarks, in process or in a worker process
- * ({@link probeWorkerScript}, started with @trellis/testkit/worker-process).
+ * ({@link probeWorkerScript}, started with @trellis/testkit/worker-process);
+ * and for the built-in harness, a server replaying recorded OpenAI and
+ * Anthropic responses (`test/fixtures/`) with the tools, providers and
+ * requests the harness tests share.
  */
 import { fileURLToPath } from "node:url";
 
@@ -11,6 +14,21 @@ export {
   probeAdapter,
   secretsReaderAdapter,
 } from "./fake-adapters.js";
+export {
+  createTools,
+  recordedProviders,
+  turnRequest,
+  userText,
+} from "./harness-agents.js";
+export {
+  ANTHROPIC_MESSAGES,
+  fixture,
+  OPENAI_CHAT,
+  type ReceivedRequest,
+  type RecordedResponse,
+  type RecordedServer,
+  startRecordedServer,
+} from "./recorded-server.js";
 
 /** The probe worker script (a worker process running {@link probeAdapter}). */
 export const probeWorkerScript = fileURLToPath(new URL("./probe-worker.ts", import.meta.url));

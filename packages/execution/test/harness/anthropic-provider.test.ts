@@ -7,7 +7,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Visibility } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createAnthropicProvider,
   isProviderError,
@@ -15,12 +15,8 @@ import {
   type ModelTool,
   type ProviderError,
 } from "../../src/index.js";
-import {
-  ANTHROPIC_MESSAGES,
-  fixture,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { ANTHROPIC_MESSAGES, fixture } from "../../src/testing/recorded-server.js";
+import { useRecordedServer } from "./support/fixture.js";
 
 const WEATHER: ModelTool = {
   name: "get_weather",
@@ -33,17 +29,7 @@ const question = [
   chatToMessage({ role: "user", content: "Weather in Paris?" }),
 ];
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  expect(server.pending()).toEqual({});
-  server.requests.length = 0;
-});
+const server = useRecordedServer({ drained: true });
 
 function provider(options: { timeoutMs?: number } = {}) {
   return createAnthropicProvider({

@@ -6,36 +6,19 @@
  * payloads and bad definitions get clear, typed errors.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
-import { type Message, Role } from "@trellis/contracts/core";
 import { isTrellisError } from "@trellis/runtime";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createHarnessAdapter,
   type ExecutionAdapter,
-  type ExecutionResult,
   type HarnessTool,
   textSha256,
 } from "../../src/index.js";
-import { createTools, recordedProviders, turnRequest } from "./support/agents.js";
-import {
-  ANTHROPIC_MESSAGES,
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
+import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
+import { completed, record, shape, suspended, useRecordedServer } from "./support/fixture.js";
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  expect(server.pending()).toEqual({});
-  server.requests.length = 0;
-});
+const server = useRecordedServer({ drained: true });
 
 const ASK_CALL = "call_AsK7uS3r9Qx2Lm4Np6Rt8Vw0";
 const WEATHER_CALL = "call_LyOn4wEaT5hEr6Xy7Zb8Cd9E";
@@ -65,37 +48,6 @@ function harness() {
   const { tools, runs } = createTools();
   const adapter = createHarnessAdapter({ providers: recordedProviders(server.url), tools });
   return { adapter, runs };
-}
-
-function shape(messages: readonly Message[]) {
-  return messages.map((m) => ({
-    role: Role[m.role],
-    text: m.parts.flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : [])).join(""),
-    toolCalls: m.toolCalls.map((c) => c.name),
-    toolCallId: m.toolCallId,
-  }));
-}
-
-function record(message: Message | undefined, key: string): JsonObject {
-  const value = message?.metadata?.[key];
-  if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw new Error(`no metadata ${key} on the message`);
-  }
-  return value as JsonObject;
-}
-
-function completed(result: ExecutionResult) {
-  if (result.status !== "completed") {
-    throw new Error(`expected completed, got ${JSON.stringify(result)}`);
-  }
-  return result;
-}
-
-function suspended(result: ExecutionResult) {
-  if (result.status !== "suspended") {
-    throw new Error(`expected suspended, got ${JSON.stringify(result)}`);
-  }
-  return result;
 }
 
 /** The tool names a recorded request offered the model (either wire format). */

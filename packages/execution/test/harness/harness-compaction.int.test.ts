@@ -11,37 +11,17 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Event, TaskStatus } from "@trellis/contracts/core";
 import { AgentService, EventService, type Task, TaskService } from "@trellis/contracts/tasks";
-import { createMeshClientInterceptor, runService } from "@trellis/platform";
-import { createTasksService, SUMMARY_INSTRUCTION } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { SUMMARY_INSTRUCTION } from "@trellis/tasks";
+import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createHarnessAdapter,
-  createLocalExecutor,
-  createScriptedAdapter,
-} from "../../src/index.js";
-import { createTools, recordedProviders, userText } from "./support/agents.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { createTools, userText } from "../../src/testing/harness-agents.js";
+import { fixture, OPENAI_CHAT, type RecordedServer } from "../../src/testing/recorded-server.js";
+import { type HarnessTasks, startHarnessTasks } from "./support/fixture.js";
 
-let database: TestDatabase;
+let setup: HarnessTasks;
 let server: RecordedServer;
-let service: Awaited<ReturnType<typeof runService>>;
-const prefix = uniqueName("harness_compact").replaceAll("-", "_");
 let clients: {
   agents: ReturnType<typeof createClient<typeof AgentService>>;
   tasks: ReturnType<typeof createClient<typeof TaskService>>;
@@ -49,43 +29,17 @@ let clients: {
 };
 
 beforeAll(async () => {
-  process.env.TRELLIS_LOG_LEVEL ??= "error";
-  server = await startRecordedServer();
-  database = await createTestDatabase("harness_compaction");
-  const executor = createLocalExecutor([
-    createScriptedAdapter(),
-    createHarnessAdapter({
-      providers: recordedProviders(server.url),
-      tools: createTools().tools,
-    }),
-  ]);
-  service = await runService(createTasksService({ executor }), {
-    env: {
-      TRELLIS_LOG_LEVEL: "error",
-      DATABASE_URL: database.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "1s",
-    },
-    handleSignals: false,
-  });
-  const transport = createGrpcTransport({
-    baseUrl: service.address.url,
-    interceptors: [createMeshClientInterceptor(service.mesh, "adapters")],
-  });
+  setup = await startHarnessTasks("harness_compaction", createTools().tools);
+  server = setup.server;
   clients = {
-    agents: createClient(AgentService, transport),
-    tasks: createClient(TaskService, transport),
-    events: createClient(EventService, transport),
+    agents: createClient(AgentService, setup.transport),
+    tasks: createClient(TaskService, setup.transport),
+    events: createClient(EventService, setup.transport),
   };
 }, 60_000);
 
 afterAll(async () => {
-  await service?.close();
-  await server?.close();
-  await database?.drop();
-  await deleteTestStreams(prefix);
+  await setup?.close();
 });
 
 // Each long question is ≈ 107 estimated tokens, each reply ≈ 14: with a budget

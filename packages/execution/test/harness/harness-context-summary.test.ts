@@ -8,28 +8,17 @@
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   CONTEXT_SUMMARY_NAME,
   createHarnessAdapter,
   parseHarnessDefinition,
 } from "../../src/index.js";
-import { createTools, recordedProviders, turnRequest } from "./support/agents.js";
-import {
-  ANTHROPIC_MESSAGES,
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
+import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
+import { useRecordedServer } from "./support/fixture.js";
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const server = useRecordedServer();
 
 function message(role: Role, text: string, name = ""): Message {
   return create(MessageSchema, {

@@ -13,20 +13,16 @@ import { vaultGrantsFromProto } from "@trellis/adapter-sdk";
 import { SecretsResponseSchema } from "@trellis/contracts/adapters";
 import type { Message } from "@trellis/contracts/core";
 import { SecretFingerprints } from "@trellis/runtime";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createHarnessAdapter,
   type EnvironmentCall,
   type HarnessTool,
   textSha256,
 } from "../../src/index.js";
-import { recordedProviders, turnRequest } from "./support/agents.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
+import { fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
+import { useRecordedServer } from "./support/fixture.js";
 
 const SECRET = "wx-key-0123456789abcdef-do-not-leak";
 const AT = new Date("2026-11-22T09:30:00.000Z");
@@ -37,13 +33,7 @@ function jsonOf(value: unknown): string {
   return JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? String(v) : v));
 }
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const server = useRecordedServer();
 
 function metadataOf(message: Message | undefined): JsonObject {
   return (message?.metadata ?? {}) as JsonObject;

@@ -26,13 +26,13 @@ import {
   type McpPolicy,
   SecretAccessError,
 } from "../../src/index.js";
-import { recordedProviders, turnRequest } from "./support/agents.js";
+import { recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
 import {
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "./support/recorded-server.js";
+} from "../../src/testing/recorded-server.js";
 
 const SERVER_SCRIPT = fileURLToPath(new URL("./support/mcp-test-server.mjs", import.meta.url));
 const NODE = process.execPath;

@@ -10,7 +10,6 @@
 import { fromJson, type JsonObject } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import {
   AgentService,
@@ -19,34 +18,15 @@ import {
   type Task,
   TaskService,
 } from "@trellis/contracts/tasks";
-import { createMeshClientInterceptor, runService } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
-import { createTasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createHarnessAdapter,
-  createLocalExecutor,
-  createScriptedAdapter,
-} from "../../src/index.js";
-import { createTools, recordedProviders, userText } from "./support/agents.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { createTools, userText } from "../../src/testing/harness-agents.js";
+import { fixture, OPENAI_CHAT, type RecordedServer } from "../../src/testing/recorded-server.js";
+import { type HarnessTasks, startHarnessTasks } from "./support/fixture.js";
 
-let database: TestDatabase;
+let setup: HarnessTasks;
 let server: RecordedServer;
-let service: Awaited<ReturnType<typeof runService>>;
-const prefix = uniqueName("harness").replaceAll("-", "_");
 const tools = createTools();
 let clients: {
   agents: ReturnType<typeof createClient<typeof AgentService>>;
@@ -56,42 +36,18 @@ let clients: {
 };
 
 beforeAll(async () => {
-  process.env.TRELLIS_LOG_LEVEL ??= "error";
-  server = await startRecordedServer();
-  database = await createTestDatabase("harness_tasks");
-  const executor = createLocalExecutor([
-    createScriptedAdapter(),
-    createHarnessAdapter({ providers: recordedProviders(server.url), tools: tools.tools }),
-  ]);
-  service = await runService(createTasksService({ executor }), {
-    env: {
-      TRELLIS_LOG_LEVEL: "error",
-      DATABASE_URL: database.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "1s",
-    },
-    handleSignals: false,
-  });
-  // Internal services take only mesh-signed calls: sign as a peer of this deployment.
-  const transport = createGrpcTransport({
-    baseUrl: service.address.url,
-    interceptors: [createMeshClientInterceptor(service.mesh, "adapters")],
-  });
+  setup = await startHarnessTasks("harness_tasks", tools.tools);
+  server = setup.server;
   clients = {
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-    signals: createClient(SignalService, transport),
+    agents: createClient(AgentService, setup.transport),
+    sessions: createClient(SessionService, setup.transport),
+    tasks: createClient(TaskService, setup.transport),
+    signals: createClient(SignalService, setup.transport),
   };
 });
 
 afterAll(async () => {
-  await service?.close();
-  await server?.close();
-  await database?.drop();
-  await deleteTestStreams(prefix);
+  await setup?.close();
 });
 
 async function createAgent(name: string, definition: JsonObject): Promise<string> {

@@ -7,7 +7,7 @@ import { create, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   createOpenAIProvider,
   isProviderError,
@@ -15,12 +15,8 @@ import {
   type ModelTool,
   type ProviderError,
 } from "../../src/index.js";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
+import { useRecordedServer } from "./support/fixture.js";
 
 const WEATHER: ModelTool = {
   name: "get_weather",
@@ -37,17 +33,7 @@ const question = [
   chatToMessage({ role: "user", content: "Weather in Paris?" }),
 ];
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
-afterEach(() => {
-  expect(server.pending()).toEqual({});
-  server.requests.length = 0;
-});
+const server = useRecordedServer({ drained: true });
 
 function provider(options: { timeoutMs?: number; apiKey?: string } = {}) {
   return createOpenAIProvider({

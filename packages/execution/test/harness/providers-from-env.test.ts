@@ -2,24 +2,13 @@
  * The deployment's provider configuration: keys and base URLs from the
  * environment reach the real SDK clients; bad settings are refused clearly.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { harnessProvidersFromEnv, isProviderError } from "../../src/index.js";
-import { userText } from "./support/agents.js";
-import {
-  ANTHROPIC_MESSAGES,
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "./support/recorded-server.js";
+import { userText } from "../../src/testing/harness-agents.js";
+import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
+import { useRecordedServer } from "./support/fixture.js";
 
-let server: RecordedServer;
-beforeAll(async () => {
-  server = await startRecordedServer();
-});
-afterAll(async () => {
-  await server.close();
-});
+const server = useRecordedServer();
 
 describe("harnessProvidersFromEnv", () => {
   it("connects each provider with its *_API_KEY and *_BASE_URL", async () => {

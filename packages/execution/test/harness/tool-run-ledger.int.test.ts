@@ -15,14 +15,14 @@ import {
   type ExecutionResult,
   PostgresToolRunLedger,
 } from "../../src/index.js";
-import { createTools, recordedProviders, turnRequest } from "./support/agents.js";
+import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
 import {
   ANTHROPIC_MESSAGES,
   fixture,
   OPENAI_CHAT,
   type RecordedServer,
   startRecordedServer,
-} from "./support/recorded-server.js";
+} from "../../src/testing/recorded-server.js";
 
 let testDb: TestDatabase;
 let first: Database;

@@ -41,7 +41,8 @@ export function chunkOf(event: Event): ChatChunk | undefined {
   if (payload?.case === "messageAppended") {
     const message = payload.value.message;
     // The turn's own input is history, not progress (harness-chat §7).
-    if (!message || message.role === Role.USER || event.kind === "user.message") return undefined;
+    if (!message || message.role === Role.USER || event.kind === EVENT_KIND.userMessage)
+      return undefined;
     return create(ChatChunkSchema, { kind: { case: "message", value: message } });
   }
   const data = dataOf(event);
@@ -60,7 +61,7 @@ export function chunkOf(event: Event): ChatChunk | undefined {
       });
     case EVENT_KIND.toolUse:
     case EVENT_KIND.mcpToolUse:
-    case "tool.requested":
+    case EVENT_KIND.toolRequested:
     case "tool_call": {
       const call = toolUse.decode(data);
       return create(ChatChunkSchema, {

@@ -30,7 +30,7 @@ import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2
 import type { JsonObject } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentService } from "@trellis/contracts/tasks";
-import { type Caller, setCallerHeaders } from "@trellis/platform";
+import type { Caller } from "@trellis/platform";
 import {
   fieldCapsFromEnv,
   type HttpHandler,
@@ -48,6 +48,7 @@ import { sourceOf } from "../auth/client-source.js";
 import { authorize } from "../auth/scope-table.js";
 import { harnError, toHarnError } from "../domain/errors.js";
 import { isAdmin } from "../domain/scopes.js";
+import { anonymousCaller, outgoingCallOptions } from "../http/call.js";
 import type { GatewayDeps, RouteSpec } from "../http/context.js";
 import { errorResponse, parseJsonBody, readBody, send } from "../http/io.js";
 import { routePortsOf } from "../http/ports.js";
@@ -142,10 +143,8 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     return true;
   }
 
-  function baseOf(req: HttpRequest, requestId: string): string {
-    return publicBaseUrl({ req, ports: routePortsOf(deps), requestId } as Parameters<
-      typeof publicBaseUrl
-    >[0]);
+  function baseOf(req: HttpRequest): string {
+    return publicBaseUrl({ req, ports: routePortsOf(deps) });
   }
 
   /** The agent, read as the caller (or internally, for a public card). */
@@ -154,12 +153,12 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     requestId: string,
     caller?: Caller,
   ): Promise<Agent | undefined> {
-    const headers = new Headers();
-    if (caller) setCallerHeaders(headers, caller);
-    headers.set(requestIdHeader, requestId);
-    const { agent } = await deps.clients
-      .get(AgentService)
-      .getAgent({ agentId }, { headers, timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT });
+    const options = outgoingCallOptions({
+      caller: caller ?? anonymousCaller,
+      requestId,
+      upstreamTimeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT,
+    });
+    const { agent } = await deps.clients.get(AgentService).getAgent({ agentId }, options);
     return agent;
   }
 
@@ -197,7 +196,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       );
       return;
     }
-    const body = JSON.stringify(agentCardJson(agentCardOf(agent, baseOf(req, requestId))));
+    const body = JSON.stringify(agentCardJson(agentCardOf(agent, baseOf(req))));
     send(res, {
       status: 200,
       body,
@@ -227,12 +226,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       );
       return;
     }
-    ensureVisible(
-      { caller, ports: routePortsOf(deps) } as Parameters<typeof ensureVisible>[0],
-      agent.workspaceId,
-      "agent",
-      agentId,
-    );
+    ensureVisible({ caller }, agent.workspaceId, "agent", agentId);
     const raw = await readBody(req, deps.config.TRELLIS_MAX_BODY_BYTES);
     let body: unknown;
     try {
@@ -290,7 +284,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     const gone = () => client.abort();
     res.once("close", gone);
     const signal = AbortSignal.any([client.signal, deps.closing]);
-    const card: AgentCard = agentCardOf(agent, baseOf(req, requestId));
+    const card: AgentCard = agentCardOf(agent, baseOf(req));
     const handler = new TrellisA2aHandler({
       deps,
       caller,

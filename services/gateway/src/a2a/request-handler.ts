@@ -53,6 +53,7 @@ import type { A2ARequestHandler } from "@a2a-js/sdk/server";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import type { CallOptions } from "@connectrpc/connect";
 import { type Event, TaskStatus } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import {
   type Agent,
   EventService,
@@ -60,10 +61,11 @@ import {
   type Task,
   TaskService,
 } from "@trellis/contracts/tasks";
-import { type Caller, setCallerHeaders } from "@trellis/platform";
-import { type HttpRequest, type HttpResponse, requestIdHeader } from "@trellis/runtime";
+import type { Caller } from "@trellis/platform";
+import type { HttpRequest, HttpResponse } from "@trellis/runtime";
 import { authorize } from "../auth/scope-table.js";
 import { toHarnError } from "../domain/errors.js";
+import { createRestCall, outgoingCallOptions } from "../http/call.js";
 import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
 import { routePortsOf } from "../http/ports.js";
 import { visibleSession, visibleTask } from "../http/routes/common.js";
@@ -214,29 +216,26 @@ export class TrellisA2aHandler implements A2ARequestHandler {
 
   /** Call options on behalf of the caller. */
   #options(streaming: boolean, signal: AbortSignal = this.scope.signal): CallOptions {
-    const headers = new Headers();
-    setCallerHeaders(headers, this.scope.caller);
-    headers.set(requestIdHeader, this.scope.requestId);
-    return {
-      headers,
-      timeoutMs: streaming ? 0 : this.scope.deps.config.TRELLIS_UPSTREAM_TIMEOUT,
-      signal,
-    };
+    const { caller, requestId, deps } = this.scope;
+    return outgoingCallOptions(
+      { caller, requestId, upstreamTimeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT, signal },
+      streaming,
+    );
   }
 
   #call(params: Record<string, string>, body: JsonValue | undefined, key: string): RestCall {
-    return {
-      req: this.scope.req,
-      res: this.scope.res,
-      requestId: this.scope.requestId,
+    const { req, res, requestId, caller, deps, signal } = this.scope;
+    return createRestCall({
+      req,
+      res,
+      requestId,
       params,
-      query: new URLSearchParams(),
-      caller: this.scope.caller,
+      caller,
       body,
       idempotencyKey: key,
-      options: (overrides = {}) => this.#options(overrides.streaming ?? false),
-      ports: routePortsOf(this.scope.deps),
-    };
+      ports: routePortsOf(deps),
+      signal,
+    });
   }
 
   /** Run a REST route as the caller (its scope rule, rate limits and checks). */
@@ -415,7 +414,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
       }
       const event = next.value.event;
       if (event === undefined || !isOfTask(event, task.id)) continue;
-      if (event.kind === "agent.text_delta") {
+      if (event.kind === EVENT_KIND.textDelta) {
         const text = textOf(event);
         if (text === "") continue;
         yield {

@@ -25,6 +25,7 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { Event } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { UiProjector } from "../ui/projection/index.js";
 import { type HealthPolicy, policyJson } from "./policy.js";
 
@@ -107,7 +108,7 @@ export class HealthTracker {
     this.#lastEventMs = at;
     const running = event.taskId ? this.#running.get(event.taskId) : undefined;
     if (running) running.lastActivityMs = at;
-    if (event.kind === "agent.routed" && event.payload?.kind.case === "data") {
+    if (event.kind === EVENT_KIND.routed && event.payload?.kind.case === "data") {
       this.#routedDegraded = event.payload.kind.value.degraded === true;
     }
     for (const envelope of this.#ui.project(event)) {

@@ -16,9 +16,7 @@
  * Every response carries `x-request-id` (set by the runtime) and every error
  * the Harn envelope with the same id in `request_id`.
  */
-import type { CallOptions } from "@connectrpc/connect";
 import { context as otelContext, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
-import { type Caller, setCallerHeaders } from "@trellis/platform";
 import {
   extractTraceContext,
   type HttpHandler,
@@ -27,14 +25,14 @@ import {
   httpRequestId,
   inputRejectedByDatabase,
   jsonDepthFor,
-  requestIdHeader,
   requestLimitsFromEnv,
   structureLimitsFromEnv,
 } from "@trellis/runtime";
 import { harnError, toHarnError } from "../domain/errors.js";
 import { currentProtocolVersion, protocolVersionHeader } from "../domain/protocol.js";
+import { createRestCall } from "./call.js";
 import { clientWentAway } from "./client-abort.js";
-import type { GatewayDeps, RestCall, RouteSpec } from "./context.js";
+import type { GatewayDeps, RouteSpec } from "./context.js";
 import { corsHeaders, loadCorsPolicy, preflightHeaders } from "./cors.js";
 import { notServedRoutes } from "./harn-surface.js";
 import { errorResponse, type RestResponse, send } from "./io.js";
@@ -52,7 +50,6 @@ import { routePortsOf } from "./ports.js";
 import { Router } from "./router.js";
 import { restRoutes } from "./routes/index.js";
 
-const anonymous: Caller = { actorId: "", workspaceId: "", scopes: [] };
 const tracer = trace.getTracer("@trellis/gateway");
 // Marks a request handed on to another module's HTTP handler (embedded mode).
 const handedOn = Symbol("handed on");
@@ -230,39 +227,17 @@ export function createRestHandler(
     }
     const { route, params } = match;
     // The one call the route gets; the stages fill in caller, body and idempotency key.
-    const call: RestCall = {
+    const call = createRestCall({
       req,
       res,
       requestId,
       params,
       query: url.searchParams,
-      caller: anonymous,
-      body: undefined,
-      idempotencyKey: "",
-      options: (overrides = {}) =>
-        outgoingOptions(req, requestId, call.caller, overrides.streaming ?? false),
       ports,
-    };
+      forwardTrace: true,
+    });
     const exchange: Exchange = { route, url, call, handedOn: false };
     const response = await pipeline(exchange);
     return exchange.handedOn ? handedOn : response;
-  }
-
-  function outgoingOptions(
-    req: HttpRequest,
-    requestId: string,
-    caller: Caller,
-    streaming: boolean,
-  ): CallOptions {
-    const headers = new Headers();
-    if (caller !== anonymous) setCallerHeaders(headers, caller);
-    headers.set(requestIdHeader, requestId);
-    // Keep the caller's trace; the client tracing interceptor replaces it with
-    // a child span when tracing is active in this process.
-    for (const name of ["traceparent", "tracestate", "baggage"]) {
-      const value = requestHeader(req, name);
-      if (value) headers.set(name, value);
-    }
-    return { headers, timeoutMs: streaming ? 0 : deps.config.TRELLIS_UPSTREAM_TIMEOUT };
   }
 }

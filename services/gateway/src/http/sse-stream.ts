@@ -29,6 +29,7 @@
 
 import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
+import { EVENT_KIND, TERMINAL_TASK_KINDS } from "@trellis/contracts/event-kinds";
 import { EventService, type Task } from "@trellis/contracts/tasks";
 import { type HttpResponse, isTrellisError } from "@trellis/runtime";
 import { type AuthFailure, authFailureMessage } from "../auth/authenticator.js";
@@ -40,7 +41,7 @@ import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
 import { followSession, stalledGraceMs } from "../feed/follow.js";
 import type { RestCall } from "./context.js";
 
-const terminalTaskEvents = new Set(["task.completed", "task.failed", "task.canceled"]);
+const terminalTaskEvents = new Set<string>(TERMINAL_TASK_KINDS);
 
 /** Whether `event` is the terminal lifecycle event of task `taskId`. */
 export function isTerminalTaskEvent(event: Event, taskId: string): boolean {
@@ -49,7 +50,7 @@ export function isTerminalTaskEvent(event: Event, taskId: string): boolean {
   if (terminalTaskEvents.has(event.kind)) return true;
   const payload = event.payload?.kind;
   return (
-    event.kind === "task.status_changed" &&
+    event.kind === EVENT_KIND.taskStatusChanged &&
     payload?.case === "taskStatusChanged" &&
     isTerminalStatus(payload.value.status)
   );

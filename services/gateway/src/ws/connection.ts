@@ -33,31 +33,23 @@
 import { randomUUID } from "node:crypto";
 import { type IncomingMessage, ServerResponse } from "node:http";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
-import type { CallOptions } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
-import { type Caller, setCallerHeaders } from "@trellis/platform";
-import {
-  canonicalJson,
-  inputRejectedByDatabase,
-  isTrellisError,
-  requestIdHeader,
-  TrellisError,
-} from "@trellis/runtime";
+import type { Caller } from "@trellis/platform";
+import { inputRejectedByDatabase, isTrellisError, TrellisError } from "@trellis/runtime";
 import type { WebSocket } from "ws";
 import { authFailureMessage } from "../auth/authenticator.js";
 import { authorize } from "../auth/scope-table.js";
-import { sha256Hex } from "../domain/canonical-json.js";
 import { type HarnErrorResponse, harnError, toHarnError } from "../domain/errors.js";
 import { eventToHarn } from "../domain/harn-json.js";
 import { credentialChecksOf } from "../feed/credential-checks.js";
 import { eventFeedsOf, type FeedItem } from "../feed/event-feeds.js";
 import { followSession, stalledGraceMs } from "../feed/follow.js";
-import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
-import { errorResponse, parseJsonBody, type RestResponse } from "../http/io.js";
-import { isReplayable } from "../http/pipeline/idempotency.js";
+import { createRestCall, outgoingCallOptions } from "../http/call.js";
+import type { GatewayDeps, RouteSpec } from "../http/context.js";
+import { parseJsonBody, type RestResponse } from "../http/io.js";
+import { type IdempotencyPorts, runIdempotent } from "../http/pipeline/idempotency.js";
 import { routePortsOf } from "../http/ports.js";
 import { restRuleOf } from "../http/routes/rules.js";
-import { type IdempotencyScope, scopeHash } from "../store/idempotency-store.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";
 import { frameIdOf, parseClientFrame, type WsCommand } from "./frames.js";
@@ -102,6 +94,13 @@ export function serveWebSocket(options: WsConnectionOptions): void {
   const liveness = livenessTimeoutMs(deps.config.TRELLIS_SSE_HEARTBEAT);
   let queue: Promise<void> = Promise.resolve();
   const checks = credentialChecksOf(deps.authenticator, deps.config.TRELLIS_SSE_HEARTBEAT);
+  // A command waiting for an earlier one with its key stops when the socket or the gateway does.
+  const idempotency: IdempotencyPorts = {
+    idempotency: deps.idempotency,
+    config: deps.config,
+    logger: deps.logger,
+    closing: AbortSignal.any([deps.closing, abort.signal]),
+  };
 
   const onShutdown = () => ws.close(1001, "server shutting down");
   deps.closing.addEventListener("abort", onShutdown, { once: true });
@@ -241,26 +240,29 @@ export function serveWebSocket(options: WsConnectionOptions): void {
       }
       const route = options.routes.get(command.path);
       if (route === undefined) throw new Error(`no REST route for ${command.path}`);
-      const call: RestCall = {
+      const call = createRestCall({
         req: options.req,
         res: new ServerResponse(options.req),
         requestId,
         params: command.params,
-        query: new URLSearchParams(),
         caller,
         body: command.body,
-        idempotencyKey: "",
-        options: (overrides = {}) => callOptions(caller, requestId, overrides.streaming ?? false),
         ports: routePortsOf(deps),
-      };
+        signal: abort.signal,
+      });
       const guarded = deps.limits?.wrap(route) ?? route;
       const target = command.path.replace(/\{(\w+)\}/g, (_, n: string) =>
         encodeURIComponent(command.params[n] ?? ""),
       );
+      const { idempotencyKey } = command;
       const response =
-        command.idempotencyKey === undefined
+        idempotencyKey === undefined
           ? await guarded.handle(call)
-          : await runIdempotent(call, guarded, target, command.idempotencyKey);
+          : await runIdempotent(
+              idempotency,
+              { call, method: "POST", target, key: idempotencyKey, param: "idempotency_key" },
+              () => guarded.handle(call),
+            );
       await reply(command, requestId, response);
     } catch (error) {
       const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, requestId);
@@ -312,99 +314,6 @@ export function serveWebSocket(options: WsConnectionOptions): void {
     });
   }
 
-  /** REST's idempotency rules for a command frame (same scope as the REST write). */
-  async function runIdempotent(
-    call: RestCall,
-    route: RouteSpec,
-    target: string,
-    key: string,
-  ): Promise<RestResponse | undefined> {
-    const scope: IdempotencyScope = {
-      actorId: call.caller.actorId,
-      workspaceId: call.caller.workspaceId,
-      method: "POST",
-      target,
-      key,
-    };
-    call.idempotencyKey = `idem_${scopeHash(scope)}`;
-    const requestHash = sha256Hex(canonicalJson(call.body ?? {}, { loneSurrogates: "escape" }));
-    const config = deps.config;
-    const deadline = Date.now() + config.TRELLIS_IDEMPOTENCY_WAIT;
-    for (let delay = 20; ; delay = Math.min(delay * 2, 250)) {
-      const claim = await deps.idempotency.claim(scope, requestHash, {
-        leaseMs: config.TRELLIS_IDEMPOTENCY_LEASE,
-        ttlMs: config.TRELLIS_IDEMPOTENCY_TTL,
-      });
-      if (claim.kind === "mismatch") {
-        throw new TrellisError({
-          reason: "idempotency_key_reused",
-          message: "this idempotency_key was already used with a different command",
-          param: "idempotency_key",
-        });
-      }
-      if (claim.kind === "replay") {
-        return {
-          ...claim.response,
-          headers: { ...claim.response.headers, "idempotent-replayed": "true" },
-        };
-      }
-      if (claim.kind === "in_flight") {
-        if (Date.now() + delay > deadline || abort.signal.aborted) {
-          return errorResponse(
-            harnError("conflict", "a command with this idempotency_key is still in progress", {
-              requestId: call.requestId,
-              param: "idempotency_key",
-              headers: { "retry-after": "1" },
-            }),
-          );
-        }
-        await new Promise((resolve) => setTimeout(resolve, delay));
-        continue;
-      }
-      let response: RestResponse;
-      try {
-        response =
-          (await route.handle(call)) ?? errorResponse(toHarnError(undefined, call.requestId));
-      } catch (error) {
-        response = errorResponse(
-          toHarnError(inputRejectedByDatabase(error) ?? error, call.requestId),
-        );
-      }
-      try {
-        if (isReplayable(response.status) && typeof response.body === "string") {
-          await deps.idempotency.complete(
-            claim.claim,
-            {
-              status: response.status,
-              body: response.body,
-              headers: { "content-type": response.headers["content-type"] ?? "application/json" },
-            },
-            config.TRELLIS_IDEMPOTENCY_TTL,
-          );
-        } else {
-          await deps.idempotency.release(claim.claim);
-        }
-      } catch (error) {
-        deps.logger.warn("could not record idempotent command", {
-          request_id: call.requestId,
-          error,
-        });
-      }
-      return response;
-    }
-  }
-
-  function callOptions(who: Caller, requestId: string, streaming: boolean): CallOptions {
-    const headers = new Headers();
-    setCallerHeaders(headers, who);
-    headers.set(requestIdHeader, requestId);
-    return {
-      headers,
-      timeoutMs: streaming ? 0 : deps.config.TRELLIS_UPSTREAM_TIMEOUT,
-      signal: abort.signal,
-    };
-  }
-
   /** A history event and the request frames it raises (marked replayed). */
   async function sendReplayed(event: Event, projector: UiProjector): Promise<void> {
     cursor = event.id;
@@ -430,7 +339,16 @@ export function serveWebSocket(options: WsConnectionOptions): void {
       sessionId: target.sessionId,
       ...(target.taskId ? { taskId: target.taskId } : {}),
       cursor,
-      callOptions: (streaming) => callOptions(caller, randomUUID(), streaming),
+      callOptions: (streaming) =>
+        outgoingCallOptions(
+          {
+            caller,
+            requestId: randomUUID(),
+            upstreamTimeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT,
+            signal: abort.signal,
+          },
+          streaming,
+        ),
       signal: abort.signal,
       onOverflow: () => {
         stalled ??= setTimeout(() => ws.terminate(), stalledGraceMs);

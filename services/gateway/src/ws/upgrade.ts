@@ -16,8 +16,7 @@
 import { randomUUID } from "node:crypto";
 import { type IncomingMessage, ServerResponse, STATUS_CODES } from "node:http";
 import type { Duplex } from "node:stream";
-import { setCallerHeaders } from "@trellis/platform";
-import { requestIdHeader, type UpgradeHandler } from "@trellis/runtime";
+import type { UpgradeHandler } from "@trellis/runtime";
 import { WebSocketServer } from "ws";
 import { authRefusal } from "../auth/authenticator.js";
 import { sourceOf } from "../auth/client-source.js";
@@ -28,7 +27,8 @@ import {
   protocolVersionHeader,
   supportedProtocolVersions,
 } from "../domain/protocol.js";
-import type { GatewayDeps, RestCall, RouteSpec } from "../http/context.js";
+import { createRestCall } from "../http/call.js";
+import type { GatewayDeps, RouteSpec } from "../http/context.js";
 import { loadCorsPolicy } from "../http/cors.js";
 import { routePortsOf } from "../http/ports.js";
 import { Router } from "../http/router.js";
@@ -187,23 +187,15 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
       );
     }
     // The session or task must be visible to the caller (404 otherwise).
-    const probe: RestCall = {
+    const probe = createRestCall({
       req,
       res: new ServerResponse(req),
       requestId,
       params: match.params,
       query: url.searchParams,
       caller,
-      body: undefined,
-      idempotencyKey: "",
-      options: () => {
-        const headers = new Headers();
-        setCallerHeaders(headers, caller);
-        headers.set(requestIdHeader, requestId);
-        return { headers, timeoutMs: deps.config.TRELLIS_UPSTREAM_TIMEOUT };
-      },
       ports: routePortsOf(deps),
-    };
+    });
     let target: WsTarget;
     try {
       const taskId = match.params.task_id;

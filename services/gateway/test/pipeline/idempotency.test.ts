@@ -1,7 +1,11 @@
 import { createLogger } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import { jsonResponse } from "../../src/http/io.js";
-import { idempotencyStage, isReplayable } from "../../src/http/pipeline/idempotency.js";
+import {
+  idempotencyStage,
+  isReplayable,
+  runIdempotent,
+} from "../../src/http/pipeline/idempotency.js";
 import type { Outcome } from "../../src/http/pipeline/stage.js";
 import type {
   ClaimResult,
@@ -56,12 +60,13 @@ const config = {
 
 function setUp(outcome: Outcome = jsonResponse(201, { id: "ses_1" })) {
   const store = memoryStore();
-  const stage = idempotencyStage({
+  const ports = {
     idempotency: store,
     config,
     logger: createLogger({ service: "gateway", level: "error", write: () => {} }),
     closing: new AbortController().signal,
-  });
+  };
+  const stage = idempotencyStage(ports);
   const { next, reached } = recorder(outcome);
   const send = (key: string | undefined, body: unknown, write = true, requestId = "req_1") => {
     const exchange = exchangeOf(route({ method: "POST", path: "/v1/sessions", write }), {
@@ -73,7 +78,26 @@ function setUp(outcome: Outcome = jsonResponse(201, { id: "ses_1" })) {
     Object.assign(exchange.call, { requestId });
     return { exchange, outcome: stage(next)(exchange) };
   };
-  return { store, reached, send };
+  /** A WebSocket command frame with `idempotency_key` for the same target. */
+  const command = (key: string, body: unknown) => {
+    const exchange = exchangeOf(route({ method: "POST", path: "/v1/sessions", write: true }), {
+      url: "/v1/sessions",
+    });
+    exchange.call.caller = caller;
+    exchange.call.body = body as never;
+    return runIdempotent(
+      ports,
+      {
+        call: exchange.call,
+        method: "POST",
+        target: "/v1/sessions",
+        key,
+        param: "idempotency_key",
+      },
+      () => next(exchange),
+    );
+  };
+  return { store, reached, send, command };
 }
 
 describe("stage idempotency", () => {
@@ -147,5 +171,18 @@ describe("stage idempotency", () => {
       });
     }
     expect(reached).toHaveLength(0);
+  });
+
+  it("shares keys with WebSocket commands of the same target, in their own words", async () => {
+    const { reached, send, command } = setUp();
+    await send("k-1", { a: 1 }).outcome;
+    const replayed = await command("k-1", { a: 1 });
+    expect(replayed.headers["idempotent-replayed"]).toBe("true");
+    await expect(command("k-1", { a: 2 })).rejects.toMatchObject({
+      reason: "idempotency_key_reused",
+      param: "idempotency_key",
+      message: "this idempotency_key was already used with a different command",
+    });
+    expect(reached).toHaveLength(1);
   });
 });

@@ -6,13 +6,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { adaptersService } from "@trellis/adapters";
-import { type RunningService, runService, startEmbedded } from "@trellis/platform";
+import { startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { gatewayService } from "../../src/definition.js";
 import { ADMIN_KEY } from "./conformance.js";
+import { openDeployment } from "./deployment.js";
 
 /** A running Trellis a suite talks to through the gateway's URL. */
 export interface Running {
@@ -59,59 +59,29 @@ export function gatewayModes(options: GatewayModeOptions) {
   }
 
   async function distributed(): Promise<Running> {
-    const prefix = uniqueName(options.name);
-    const db = await createTestDatabase(`trellis_${options.name}`);
-    const common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-      ...options.meshEnv,
-    };
-    const started: RunningService[] = [];
-    const close = async () => {
-      for (const service of started.reverse()) await service.close();
-      await deleteTestStreams(prefix).catch(() => undefined);
-      await db.drop();
-    };
+    const deployment = await openDeployment(`trellis_${options.name}`, {
+      prefix: options.name,
+      ...(options.meshEnv ? { env: options.meshEnv } : {}),
+    });
     try {
       const urls: Record<string, string> = {};
       if (options.adapters) {
-        const adapters = await runService(adaptersService, {
-          env: {
-            ...common,
-            TRELLIS_ADAPTERS_REMOTE: "false",
-            TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
-          },
-          handleSignals: false,
+        const adapters = await deployment.start(adaptersService, {
+          TRELLIS_ADAPTERS_REMOTE: "false",
+          TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
         });
-        started.push(adapters);
         urls.TRELLIS_ADAPTERS_URL = adapters.address.url;
       }
-      const tasks = await runService(tasksService, {
-        env: { ...common, ...urls },
-        handleSignals: false,
-      });
-      started.push(tasks);
+      const tasks = await deployment.start(tasksService, urls);
       urls.TRELLIS_TASKS_URL = tasks.address.url;
       if (options.receipts) {
-        const receipts = await runService(receiptsService, {
-          env: { ...common, ...urls },
-          handleSignals: false,
-        });
-        started.push(receipts);
+        const receipts = await deployment.start(receiptsService, urls);
         urls.TRELLIS_RECEIPTS_URL = receipts.address.url;
       }
-      const gateway = await runService(gatewayService, {
-        env: { ...common, ...env, ...urls },
-        handleSignals: false,
-      });
-      started.push(gateway);
-      return { url: gateway.address.url, close };
+      const gateway = await deployment.start(gatewayService, { ...env, ...urls });
+      return { url: gateway.address.url, close: () => deployment.close() };
     } catch (error) {
-      await close();
+      await deployment.close();
       throw error;
     }
   }

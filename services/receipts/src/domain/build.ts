@@ -144,6 +144,26 @@ function personaRef(agent: AgentProfile): string | undefined {
   return agent.version ? `${agent.agentId}@${agent.version}` : agent.agentId;
 }
 
+/** Who and where: tenant, persona, workspace, session, task, branch, trace. */
+function identifiersOf(input: {
+  workspaceId: string;
+  sessionId: string;
+  summary: TaskSummary;
+  agent: AgentProfile;
+}): UnsignedReceipt["identifiers"] {
+  const { summary, agent } = input;
+  const persona = personaRef(agent);
+  return {
+    ...(agent.tenantId ? { tenant_id: agent.tenantId } : {}),
+    ...(persona ? { persona_ref: persona } : {}),
+    workspace_ref: input.workspaceId,
+    session_id: input.sessionId || "none",
+    task_id: summary.taskId,
+    ...(summary.branchId ? { branch_id: summary.branchId } : {}),
+    ...(summary.traceId ? { trace_id: summary.traceId } : {}),
+  };
+}
+
 function modelRoute(summary: TaskSummary, agent: AgentProfile): UnsignedReceipt["model_route"] {
   const last = summary.modelCalls.at(-1);
   if (last) {
@@ -317,7 +337,6 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
   const completedAt = summary.completedAt ?? input.issuedAt.toISOString();
   const startedAt = summary.startedAt ?? summary.createdAt ?? completedAt;
   const cost = costOf(summary, input.prices);
-  const persona = personaRef(agent);
   const limit = agent.budgetLimit;
   return {
     schema: RECEIPT_SCHEMA,
@@ -325,15 +344,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
     subject: { object: "task", id: summary.taskId },
     issuer: issuerOf(input.issuer, input.keyId),
     issued_at: input.issuedAt.toISOString(),
-    identifiers: {
-      ...(agent.tenantId ? { tenant_id: agent.tenantId } : {}),
-      ...(persona ? { persona_ref: persona } : {}),
-      workspace_ref: input.workspaceId,
-      session_id: input.sessionId || "none",
-      task_id: summary.taskId,
-      ...(summary.branchId ? { branch_id: summary.branchId } : {}),
-      ...(summary.traceId ? { trace_id: summary.traceId } : {}),
-    },
+    identifiers: identifiersOf(input),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: startedAt,
@@ -409,7 +420,6 @@ function approvalFinalState(decision: ApprovalFact["decision"]): FinalState {
 /** The unsigned receipt of one approval decision. */
 export function buildApprovalReceipt(input: ApprovalReceiptInput): UnsignedReceipt {
   const { summary, agent, approval } = input;
-  const persona = personaRef(agent);
   const tier = agent.tier ?? DEFAULT_TIER;
   return {
     schema: RECEIPT_SCHEMA,
@@ -417,15 +427,7 @@ export function buildApprovalReceipt(input: ApprovalReceiptInput): UnsignedRecei
     subject: { object: "approval", id: input.eventId },
     issuer: issuerOf(input.issuer, input.keyId),
     issued_at: input.issuedAt.toISOString(),
-    identifiers: {
-      ...(agent.tenantId ? { tenant_id: agent.tenantId } : {}),
-      ...(persona ? { persona_ref: persona } : {}),
-      workspace_ref: input.workspaceId,
-      session_id: input.sessionId || "none",
-      task_id: summary.taskId,
-      ...(summary.branchId ? { branch_id: summary.branchId } : {}),
-      ...(summary.traceId ? { trace_id: summary.traceId } : {}),
-    },
+    identifiers: identifiersOf(input),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: input.requestedAt ?? input.decidedAt,

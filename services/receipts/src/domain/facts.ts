@@ -37,6 +37,7 @@ import {
   TaskStatus,
   ToolResultStatus,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { roleName as wireRoleName } from "@trellis/messages";
 import { isJsonObject } from "@trellis/runtime";
 import { canonicalJson, isSha256, sha256Of } from "./canonical.js";
@@ -81,13 +82,13 @@ const STATUS_NAMES: Partial<Record<TaskStatus, TaskStatusName>> = {
 };
 
 const TERMINAL_KINDS: Readonly<Record<string, TaskStatusName>> = {
-  "task.completed": "COMPLETED",
-  "task.failed": "FAILED",
-  "task.canceled": "CANCELED",
+  [EVENT_KIND.taskCompleted]: "COMPLETED",
+  [EVENT_KIND.taskFailed]: "FAILED",
+  [EVENT_KIND.taskCanceled]: "CANCELED",
 };
 
 /** The approval event kind (Harn v1 "User events"). */
-export const APPROVAL_EVENT_KIND = "user.tool_confirmation";
+export const APPROVAL_EVENT_KIND = EVENT_KIND.toolConfirmation;
 
 /** A tool call seen in a message or a tool event. */
 export interface ToolUseFact {
@@ -405,13 +406,13 @@ function modelRef(data: JsonObject): ModelRef | undefined {
 
 function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: RedactionDescriptor[]) {
   switch (event.kind) {
-    case "agent.tool_use":
-    case "agent.mcp_tool_use":
-    case "tool.requested": {
+    case EVENT_KIND.toolUse:
+    case EVENT_KIND.mcpToolUse:
+    case EVENT_KIND.toolRequested: {
       const callId = str(data, "tool_call_id", "toolCallId", "call_id", "id");
       if (callId) {
         const input = data.input ?? data.arguments;
-        const server = event.kind === "agent.mcp_tool_use" ? str(data, "server") : "";
+        const server = event.kind === EVENT_KIND.mcpToolUse ? str(data, "server") : "";
         facts.toolUses = [
           {
             callId,
@@ -423,9 +424,9 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       }
       return;
     }
-    case "tool.completed":
-    case "tool.failed":
-    case "agent.tool_result": {
+    case EVENT_KIND.toolCompleted:
+    case EVENT_KIND.toolFailed:
+    case EVENT_KIND.toolResult: {
       const callId = str(data, "tool_call_id", "toolCallId", "call_id", "id");
       if (callId) {
         const output = data.output ?? data.result;
@@ -436,7 +437,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
             ...(tool ? { tool } : {}),
             status: toolStatusFromText(
               str(data, "status"),
-              event.kind === "tool.failed" ? "failed" : "succeeded",
+              event.kind === EVENT_KIND.toolFailed ? "failed" : "succeeded",
             ),
             ...(output !== undefined ? { outputHash: hashJson(output) } : {}),
           },
@@ -444,7 +445,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       }
       return;
     }
-    case "agent.model_call": {
+    case EVENT_KIND.modelCall: {
       const chosen = modelRef(data);
       if (!chosen) return;
       const alternatives = Array.isArray(data.alternatives)
@@ -472,12 +473,12 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       };
       return;
     }
-    case "agent.routed": {
+    case EVENT_KIND.routed: {
       const backend = str(data, "backend_id");
       if (backend) facts.backend = backend;
       return;
     }
-    case "agent.network_egress": {
+    case EVENT_KIND.networkEgress: {
       const destination = str(data, "destination", "host", "url");
       if (!destination) return;
       const bytes = data.bytes_sent;
@@ -490,7 +491,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       };
       return;
     }
-    case "agent.file_write": {
+    case EVENT_KIND.fileWrite: {
       const path = str(data, "path");
       const operation = str(data, "operation");
       if (!path) return;
@@ -507,7 +508,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       };
       return;
     }
-    case "agent.handoff": {
+    case EVENT_KIND.handoff: {
       const target = str(data, "target_agent", "agent_id");
       const taskId = str(data, "task_id");
       if (!target || !taskId) return;
@@ -524,7 +525,7 @@ function dataFacts(event: Event, data: JsonObject, facts: EventFacts, r: Redacti
       };
       return;
     }
-    case "artifact.created": {
+    case EVENT_KIND.artifactCreated: {
       const id = str(data, "artifact_id", "id");
       if (!id) return;
       const uri = str(data, "uri");

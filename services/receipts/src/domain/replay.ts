@@ -22,6 +22,7 @@
  * `metadata.fingerprint`.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { isJsonObject, isSecretFingerprint, type SecretFingerprint } from "@trellis/runtime";
 import type { ReceiptDelta, ReplayMaterial, ReplayMaterialKind, Sha256 } from "./receipt.js";
 
@@ -160,13 +161,17 @@ export function replayFactOfData(
   data: JsonObject,
   clean: (s: string, field: string) => string,
 ): ReplayFact | undefined {
-  if (kind !== "replay.started" && kind !== "replay.completed" && kind !== "replay.failed") {
+  if (
+    kind !== EVENT_KIND.replayStarted &&
+    kind !== EVENT_KIND.replayCompleted &&
+    kind !== EVENT_KIND.replayFailed
+  ) {
     return undefined;
   }
   const sourceTaskId = text(data, "source_task_id");
   if (!sourceTaskId) return undefined;
   const fact: ReplayFact = { sourceTaskId, mode: text(data, "mode") || "exact" };
-  if (kind === "replay.started") {
+  if (kind === EVENT_KIND.replayStarted) {
     const overrides: ReplayOverrideFact[] = [];
     for (const entry of Array.isArray(data.overrides) ? data.overrides : []) {
       if (!isJsonObject(entry)) continue;
@@ -198,7 +203,7 @@ export function replayFactOfData(
   }
   const failure = isJsonObject(data.failure) ? data.failure : undefined;
   fact.ended = {
-    status: text(data, "status") || (kind === "replay.completed" ? "COMPLETED" : "FAILED"),
+    status: text(data, "status") || (kind === EVENT_KIND.replayCompleted ? "COMPLETED" : "FAILED"),
     deltas,
     unusedOverrideKeys: (Array.isArray(data.unused_override_keys)
       ? data.unused_override_keys

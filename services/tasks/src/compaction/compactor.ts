@@ -27,6 +27,7 @@
  */
 import { create, type JsonValue } from "@bufbuild/protobuf";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { CONTEXT_SUMMARY_NAME } from "@trellis/execution";
 import type { CompactionSettings } from "./config.js";
 import { estimateTokens } from "./tokens.js";
@@ -39,7 +40,7 @@ const LINE_CHARS = 160;
 
 /** An event the turn records (same shape as turn progress). */
 export interface ContextItem {
-  kind: "context.compacted" | "context.warning";
+  kind: typeof EVENT_KIND.contextCompacted | typeof EVENT_KIND.contextWarning;
   data: { [key: string]: JsonValue };
 }
 
@@ -198,7 +199,7 @@ export function planContext(
     const summarizedTurns = turnStarts.filter((s) => s < checkpoint.through).length;
     const summaryText = firstText(checkpoint.summary);
     items.push({
-      kind: "context.compacted",
+      kind: EVENT_KIND.contextCompacted,
       data: {
         strategy: COMPACTION_STRATEGY,
         original_count: history.length,
@@ -220,7 +221,7 @@ export function planContext(
   // level and the previous turn (or this turn before compacting) did not.
   if (currentTokens >= warnAt && (compactedNow || previousTokens < warnAt)) {
     items.push({
-      kind: "context.warning",
+      kind: EVENT_KIND.contextWarning,
       data: {
         estimated_tokens: currentTokens,
         budget_tokens: budget,
@@ -267,7 +268,7 @@ export function withSummary(
   history[checkpoint.index] = summary;
   const delta = estimateTokens(summary) - checkpoint.summaryTokens;
   const items = plan.items.map((item): ContextItem => {
-    if (item.kind !== "context.compacted") return item;
+    if (item.kind !== EVENT_KIND.contextCompacted) return item;
     const before = Number(item.data.tokens_before ?? 0);
     const after = Number(item.data.tokens_after ?? 0) + delta;
     return {

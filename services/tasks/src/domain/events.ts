@@ -24,6 +24,7 @@ import {
   type SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { taskEventKind } from "./lifecycle.js";
 import { publicView } from "./transcript.js";
 
@@ -112,7 +113,7 @@ export function taskNoteEvent(
   status: TaskStatus,
   reason: string,
 ): Event {
-  const event = base(scope, "task.status_changed", { object: "task", id: taskId }, taskId);
+  const event = base(scope, EVENT_KIND.taskStatusChanged, { object: "task", id: taskId }, taskId);
   event.payload = create(EventPayloadSchema, {
     kind: { case: "taskStatusChanged", value: { status, previousStatus: status, reason } },
   });
@@ -123,14 +124,14 @@ export function taskNoteEvent(
 export function messageEventKind(message: Message, fromTask: boolean): string {
   switch (message.role) {
     case Role.USER:
-      return "user.message";
+      return EVENT_KIND.userMessage;
     case Role.ASSISTANT:
     case Role.AGENT:
-      return "agent.message";
+      return EVENT_KIND.agentMessage;
     case Role.TOOL:
-      return fromTask ? "agent.tool_result" : "session.message_appended";
+      return fromTask ? EVENT_KIND.toolResult : EVENT_KIND.messageAppended;
     default:
-      return "session.message_appended";
+      return EVENT_KIND.messageAppended;
   }
 }
 

@@ -13,6 +13,7 @@
  * Pure: no I/O.
  */
 import { TaskStatus } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { isTerminalStatus } from "@trellis/messages";
 import { invalidTransition } from "./errors.js";
 
@@ -83,21 +84,21 @@ export function isSuspended(status: TaskStatus): boolean {
 export function taskEventKind(status: TaskStatus): string {
   switch (status) {
     case TaskStatus.SUBMITTED:
-      return "task.submitted";
+      return EVENT_KIND.taskSubmitted;
     case TaskStatus.WORKING:
-      return "task.started";
+      return EVENT_KIND.taskStarted;
     case TaskStatus.INPUT_REQUIRED:
-      return "task.input_required";
+      return EVENT_KIND.taskInputRequired;
     case TaskStatus.AUTH_REQUIRED:
-      return "task.auth_required";
+      return EVENT_KIND.taskAuthRequired;
     case TaskStatus.COMPLETED:
-      return "task.completed";
+      return EVENT_KIND.taskCompleted;
     case TaskStatus.FAILED:
-      return "task.failed";
+      return EVENT_KIND.taskFailed;
     case TaskStatus.CANCELED:
-      return "task.canceled";
+      return EVENT_KIND.taskCanceled;
     default:
-      return "task.status_changed";
+      return EVENT_KIND.taskStatusChanged;
   }
 }
 

@@ -3,6 +3,7 @@
  * Pure: no I/O.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { isJsonObject } from "@trellis/runtime";
 
 /** The signal id a suspended task waits on: `<task_id>:<label>`. */
@@ -23,10 +24,10 @@ export interface SignalMeaning {
  */
 export function classifySignal(payload: JsonValue | undefined): SignalMeaning {
   if (isJsonObject(payload) && payload.cancel === true) {
-    return { cancel: true, eventKind: "user.cancel_requested" };
+    return { cancel: true, eventKind: EVENT_KIND.cancelRequested };
   }
   if (isJsonObject(payload) && "approved" in payload) {
-    return { cancel: false, eventKind: "user.tool_confirmation" };
+    return { cancel: false, eventKind: EVENT_KIND.toolConfirmation };
   }
-  return { cancel: false, eventKind: "user.input_submitted" };
+  return { cancel: false, eventKind: EVENT_KIND.inputSubmitted };
 }

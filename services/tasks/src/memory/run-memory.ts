@@ -15,6 +15,7 @@
  */
 import { createHash } from "node:crypto";
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { RunMemory, RunMemoryRecord } from "@trellis/execution";
 import type { ProgressItem } from "../worker/progress.js";
 import type { Memories } from "./memories.js";
@@ -29,8 +30,8 @@ export interface RunIdentity {
 }
 
 /** Event kinds of a run's memory use. */
-export const MEMORY_READ_EVENT = "agent.memory_read";
-export const MEMORY_WRITE_EVENT = "agent.memory_write";
+export const MEMORY_READ_EVENT = EVENT_KIND.memoryRead;
+export const MEMORY_WRITE_EVENT = EVENT_KIND.memoryWrite;
 
 /** Most records one read returns. */
 export const MAX_RUN_READ = 10;

@@ -16,6 +16,7 @@ import {
   TaskStatus,
   Visibility,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { ReplayOverride, ReplayTaskRequest } from "@trellis/contracts/tasks";
 import type { EventLog } from "@trellis/eventlog";
 import { isTrellisError, type SecretFingerprints } from "@trellis/runtime";
@@ -67,15 +68,15 @@ const VISIBILITY: Partial<Record<Visibility, OverrideVisibility>> = {
 function settlingKind(status: TaskStatus): string | undefined {
   switch (status) {
     case TaskStatus.COMPLETED:
-      return "task.completed";
+      return EVENT_KIND.taskCompleted;
     case TaskStatus.FAILED:
-      return "task.failed";
+      return EVENT_KIND.taskFailed;
     case TaskStatus.CANCELED:
-      return "task.canceled";
+      return EVENT_KIND.taskCanceled;
     case TaskStatus.INPUT_REQUIRED:
-      return "task.input_required";
+      return EVENT_KIND.taskInputRequired;
     case TaskStatus.AUTH_REQUIRED:
-      return "task.auth_required";
+      return EVENT_KIND.taskAuthRequired;
     default:
       return undefined;
   }
@@ -367,7 +368,7 @@ async function sourceEvents(
 function memoryReadsOf(events: readonly Event[]): PlannedMemoryRead[] {
   const reads: PlannedMemoryRead[] = [];
   for (const event of events) {
-    if (event.kind !== "agent.memory_read" || event.payload?.kind.case !== "data") continue;
+    if (event.kind !== EVENT_KIND.memoryRead || event.payload?.kind.case !== "data") continue;
     const data = event.payload.kind.value;
     reads.push({
       eventId: event.id,

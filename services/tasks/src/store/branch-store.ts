@@ -6,6 +6,7 @@
  */
 import { create, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { type Branch, type BranchKind, BranchSchema } from "@trellis/contracts/tasks";
 import type { Database } from "@trellis/storage";
 import type { Kysely, Transaction } from "kysely";
@@ -91,7 +92,7 @@ export class PostgresBranchStore implements BranchStore {
       emit(
         dataEvent(
           { workspaceId: branch.workspaceId, sessionId: branch.sessionId, actor: context.actor },
-          "branch.created",
+          EVENT_KIND.branchCreated,
           { object: "branch", id: branch.id },
           "",
           {

@@ -16,6 +16,7 @@ import {
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { Task } from "@trellis/contracts/tasks";
 import { CompiledQuery, sql } from "kysely";
 import { invalidRequest, notFound } from "../domain/errors.js";
@@ -324,7 +325,7 @@ export class Mailbox {
     const scope = this.#p.unit.scopeOf(session, context.actor);
     this.#p.unit.emit(
       tx,
-      signalEvent(scope, "user.cancel_requested", row.id, row.signal_id ?? "", {
+      signalEvent(scope, EVENT_KIND.cancelRequested, row.id, row.signal_id ?? "", {
         cancel: true,
         reason,
       }),

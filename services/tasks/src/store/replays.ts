@@ -5,6 +5,7 @@
  */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { type Message, SessionState, TaskStatus } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { notFound } from "../domain/errors.js";
 import { agentActor, dataEvent, sessionEvent, taskSubmittedEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -148,7 +149,7 @@ export class Replays {
         tx,
         sessionEvent(
           this.#p.unit.scopeOf(session, context.actor),
-          "session.thread_forked",
+          EVENT_KIND.threadForked,
           SessionState.ACTIVE,
           SessionState.UNSPECIFIED,
           `forked from session ${parent.id} to replay task ${plan.sourceTaskId} (${input.forkCount} messages)`,
@@ -161,7 +162,7 @@ export class Replays {
       // only as its keyed fingerprint).
       this.#p.unit.emit(
         tx,
-        dataEvent(scope, "replay.started", { object: "task", id: taskId }, taskId, {
+        dataEvent(scope, EVENT_KIND.replayStarted, { object: "task", id: taskId }, taskId, {
           source_task_id: plan.sourceTaskId,
           replay_task_id: taskId,
           source_session_id: plan.sourceSessionId,
@@ -273,7 +274,8 @@ export class Replays {
     if (!replay) return;
     const deltas = deltasOf(messages);
     const applied = new Set(deltas.map((d) => d.override_key));
-    const kind = end.status === TaskStatus.COMPLETED ? "replay.completed" : "replay.failed";
+    const kind =
+      end.status === TaskStatus.COMPLETED ? EVENT_KIND.replayCompleted : EVENT_KIND.replayFailed;
     this.#p.unit.emit(
       tx,
       dataEvent(

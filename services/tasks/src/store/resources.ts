@@ -5,6 +5,7 @@
 import { createHash } from "node:crypto";
 import { fromBinary } from "@bufbuild/protobuf";
 import { type Event, EventSchema, TaskStatus } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { type Artifact, ArtifactKind, type Outcome, type Task } from "@trellis/contracts/tasks";
 import { journalHead, outboxTables } from "@trellis/storage";
 import { type Kysely, sql, type Transaction } from "kysely";
@@ -247,7 +248,7 @@ export class Resources {
         tx,
         dataEvent(
           { workspaceId, sessionId: artifact.sessionId, actor: context.actor },
-          "artifact.created",
+          EVENT_KIND.artifactCreated,
           { object: "artifact", id },
           artifact.taskId,
           { artifact_id: id, name: artifact.name, sha256, size_bytes: String(content.length) },

@@ -4,6 +4,7 @@
  */
 import { fromBinary, type JsonValue } from "@bufbuild/protobuf";
 import { EventSchema, Role, SessionState } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { Session } from "@trellis/contracts/tasks";
 import { outboxTables } from "@trellis/storage";
 import { sql } from "kysely";
@@ -45,10 +46,10 @@ const sessionColumnsButMetadata = [
 ] as const satisfies readonly (keyof SessionRow)[];
 
 const MESSAGE_EVENT_KINDS = [
-  "user.message",
-  "agent.message",
-  "agent.tool_result",
-  "session.message_appended",
+  EVENT_KIND.userMessage,
+  EVENT_KIND.agentMessage,
+  EVENT_KIND.toolResult,
+  EVENT_KIND.messageAppended,
 ];
 
 const NOT_DONE: RunState[] = ["queued", "running", "waiting"];
@@ -146,7 +147,7 @@ export class Sessions {
       tx,
       sessionEvent(
         this.#p.unit.scopeOf(row, input.context.actor),
-        "session.created",
+        EVENT_KIND.sessionCreated,
         SessionState.ACTIVE,
         SessionState.UNSPECIFIED,
         "created",
@@ -224,7 +225,7 @@ export class Sessions {
         tx,
         sessionEvent(
           this.#p.unit.scopeOf(session, context.actor),
-          "session.closed",
+          EVENT_KIND.sessionClosed,
           SessionState.CLOSED,
           previous,
           reason || "closed",
@@ -284,7 +285,7 @@ export class Sessions {
         tx,
         sessionEvent(
           this.#p.unit.scopeOf(session, context.actor),
-          "session.thread_forked",
+          EVENT_KIND.threadForked,
           SessionState.ACTIVE,
           SessionState.UNSPECIFIED,
           `forked from session ${parent.id} at ${fromEventId || "its start"} (${count} messages)`,
@@ -433,7 +434,7 @@ export class Sessions {
         tx,
         sessionEvent(
           this.#p.unit.scopeOf(session, context.actor),
-          "session.truncated",
+          EVENT_KIND.sessionTruncated,
           session.state,
           session.state,
           `kept ${plan.turnCount} turns; dropped ${plan.dropped} messages`,

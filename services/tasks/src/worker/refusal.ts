@@ -12,6 +12,7 @@
  * ```
  */
 import type { JsonValue } from "@bufbuild/protobuf";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { blockingReasons } from "../domain/blocking.js";
 import type { RunOutcome } from "../domain/run.js";
 import type { ProgressItem } from "./progress.js";
@@ -29,7 +30,7 @@ export function blockedItem(outcome: RunOutcome): ProgressItem | undefined {
     message: reason.message,
   }));
   return {
-    kind: "agent.blocked",
+    kind: EVENT_KIND.blocked,
     data: {
       category: outcome.category,
       retryable: outcome.retryable,

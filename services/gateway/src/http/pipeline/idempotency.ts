@@ -23,9 +23,10 @@ import {
   type IdempotencyStore,
   scopeHash,
 } from "../../store/idempotency-store.js";
+import type { RestCall } from "../context.js";
 import { errorResponse, type RestResponse } from "../io.js";
 import { logFailure } from "./failure.js";
-import { type Exchange, type Next, requestHeader, type Stage } from "./stage.js";
+import { type Outcome, requestHeader, type Stage } from "./stage.js";
 
 /** What idempotent execution needs. */
 export interface IdempotencyPorts {
@@ -51,29 +52,51 @@ export function idempotencyStage(ports: IdempotencyPorts): Stage {
     if (!exchange.route.write) return next(exchange);
     const key = requestHeader(exchange.call.req, "idempotency-key");
     if (key === undefined) return next(exchange);
-    return runIdempotent(ports, exchange, key, next);
+    if (key.length < 1 || key.length > 255 || !/^[\x20-\x7e]+$/.test(key)) {
+      throw new TrellisError({
+        reason: "invalid_request",
+        message: "Idempotency-Key must be 1–255 printable ASCII characters",
+        param: "Idempotency-Key",
+      });
+    }
+    const { call, route, url } = exchange;
+    return runIdempotent(
+      ports,
+      { call, method: route.method, target: url.pathname, key, param: "Idempotency-Key" },
+      () => next(exchange),
+    );
   };
 }
 
-async function runIdempotent(
+/** One idempotent write: whose, where, with which client key. */
+export interface IdempotentWrite {
+  /** The call; its `idempotencyKey` is set to the derived key. */
+  call: RestCall;
+  method: string;
+  /** The path written to, as the client named it (part of the key's scope). */
+  target: string;
+  /** The client's key (already checked: 1–255 printable ASCII). */
+  key: string;
+  /** How the client sent the key, for error messages and `param`. */
+  param: "Idempotency-Key" | "idempotency_key";
+}
+
+/**
+ * Run `write` at most once for the write's scope and body (the rules in this
+ * file's header). REST's stage and WebSocket command frames both use it, so
+ * a key used on one transport is honoured on the other.
+ */
+export async function runIdempotent(
   ports: IdempotencyPorts,
-  exchange: Exchange,
-  key: string,
-  next: Next,
+  write: IdempotentWrite,
+  run: () => Promise<Outcome>,
 ): Promise<RestResponse> {
-  const { call, route } = exchange;
-  if (key.length < 1 || key.length > 255 || !/^[\x20-\x7e]+$/.test(key)) {
-    throw new TrellisError({
-      reason: "invalid_request",
-      message: "Idempotency-Key must be 1–255 printable ASCII characters",
-      param: "Idempotency-Key",
-    });
-  }
-  const target = exchange.url.pathname;
+  const { call, target, key, param } = write;
+  const what = param === "Idempotency-Key" ? "request" : "command";
   const scope: IdempotencyScope = {
     actorId: call.caller.actorId,
     workspaceId: call.caller.workspaceId,
-    method: route.method,
+    method: write.method,
     target,
     key,
   };
@@ -91,8 +114,8 @@ async function runIdempotent(
       case "mismatch":
         throw new TrellisError({
           reason: "idempotency_key_reused",
-          message: "this Idempotency-Key was already used with a different request body",
-          param: "Idempotency-Key",
+          message: `this ${param} was already used with a different ${what === "request" ? "request body" : "command"}`,
+          param,
         });
       case "replay":
         return {
@@ -106,10 +129,10 @@ async function runIdempotent(
           return errorResponse(
             harnError(
               "conflict",
-              "a request with this Idempotency-Key is still in progress; retry later",
+              `a ${what} with this ${param} is still in progress; retry later`,
               {
                 requestId: call.requestId,
-                param: "Idempotency-Key",
+                param,
                 headers: { "retry-after": "1" },
               },
             ),
@@ -122,8 +145,7 @@ async function runIdempotent(
       case "claimed": {
         let response: RestResponse;
         try {
-          response =
-            (await next(exchange)) ?? errorResponse(toHarnError(undefined, call.requestId));
+          response = (await run()) ?? errorResponse(toHarnError(undefined, call.requestId));
         } catch (error) {
           const envelope = toHarnError(inputRejectedByDatabase(error) ?? error, call.requestId);
           logFailure(logger, envelope, { request_id: call.requestId, path: target, error });

@@ -45,7 +45,7 @@ export function workspaceOf(call: RestCall, requested: string | undefined): stri
 
 /** Hide resources of other workspaces from non-admin keys (as absent, Harn v1 "Authorization rules"). */
 export function ensureVisible(
-  call: RestCall,
+  call: Pick<RestCall, "caller">,
   workspaceId: string,
   object: string,
   id: string,

@@ -53,7 +53,9 @@ export function receiptsServed(ports: RoutePorts, requestId: string): Promise<bo
   return value;
 }
 
-export function publicBaseUrl(call: RestCall): string {
+export function publicBaseUrl(
+  call: Pick<RestCall, "req"> & { ports: Pick<RestCall["ports"], "config"> },
+): string {
   const configured = call.ports.config.TRELLIS_PUBLIC_URL;
   if (configured) return configured.replace(/\/+$/, "");
   const host = call.req.headers.host ?? call.req.headers[":authority"];

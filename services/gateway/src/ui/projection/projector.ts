@@ -47,6 +47,7 @@ import {
   TaskStatus,
   ToolResultStatus,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { timestampJson, valueJson } from "../../domain/harn-json.js";
 import type { ProjectedEnvelope } from "./envelopes.js";
 
@@ -208,10 +209,10 @@ export class UiProjector {
   #session(event: Event, emit: Emit): void {
     const reason = this.#reasonOf(event);
     switch (event.kind) {
-      case "session.created":
+      case EVENT_KIND.sessionCreated:
         emit("session_state", this.#state("active", event, { transition: "created", reason }));
         return;
-      case "session.closed":
+      case EVENT_KIND.sessionClosed:
         emit(
           "session_state",
           this.#state("closed", event, {
@@ -221,10 +222,10 @@ export class UiProjector {
           }),
         );
         return;
-      case "session.truncated":
+      case EVENT_KIND.sessionTruncated:
         emit("session_state", this.#state("active", event, { transition: "truncated", reason }));
         return;
-      case "session.thread_forked": {
+      case EVENT_KIND.threadForked: {
         const parent = this.#lineage?.parentSessionId ?? "";
         const from = this.#lineage?.forkedFromEventId ?? "";
         emit(
@@ -260,7 +261,7 @@ export class UiProjector {
     const task = this.#taskState(taskId);
     const at = eventMs(event);
     const reason = this.#reasonOf(event);
-    if (event.kind === "task.status_changed") {
+    if (event.kind === EVENT_KIND.taskStatusChanged) {
       emit("session_state", this.#state("recovering", event, { task_id: taskId, reason }));
       return;
     }
@@ -351,9 +352,9 @@ export class UiProjector {
         ? payload.approved
         : undefined;
     const decision =
-      event.kind === "user.cancel_requested"
+      event.kind === EVENT_KIND.cancelRequested
         ? "canceled"
-        : event.kind === "user.tool_confirmation"
+        : event.kind === EVENT_KIND.toolConfirmation
           ? approved === true
             ? "approved"
             : "denied"
@@ -470,32 +471,32 @@ export class UiProjector {
     const taskId = event.taskId;
     const at = eventMs(event);
     switch (event.kind) {
-      case "agent.text_delta":
-      case "agent.token":
+      case EVENT_KIND.textDelta:
+      case EVENT_KIND.token:
         emit("token", { task_id: taskId || null, text: str(data, "text", "delta") });
         return;
-      case "agent.thinking_delta":
-      case "agent.thinking":
+      case EVENT_KIND.thinkingDelta:
+      case EVENT_KIND.thinking:
         emit("thinking", { task_id: taskId || null, text: str(data, "text", "delta") });
         return;
-      case "agent.tool_use":
-      case "agent.mcp_tool_use":
-      case "tool.requested": {
+      case EVENT_KIND.toolUse:
+      case EVENT_KIND.mcpToolUse:
+      case EVENT_KIND.toolRequested: {
         const id = str(data, "tool_call_id", "toolCallId", "call_id", "id");
         if (id === "") break;
         const input = data.input ?? data.arguments ?? null;
         // An MCP tool's row is a tool row; it also names the server it ran on.
         const server =
-          event.kind === "agent.mcp_tool_use" ? str(data, "server", "server_name") || null : null;
+          event.kind === EVENT_KIND.mcpToolUse ? str(data, "server", "server_name") || null : null;
         this.#toolCall(taskId, id, str(data, "name", "tool_name", "tool"), input, at, emit, server);
         return;
       }
-      case "tool.completed":
-      case "tool.failed": {
+      case EVENT_KIND.toolCompleted:
+      case EVENT_KIND.toolFailed: {
         const id = str(data, "tool_call_id", "toolCallId", "call_id", "id");
         if (id === "") break;
         const named = toolStatusNames[str(data, "status").toLowerCase()];
-        const status = named ?? (event.kind === "tool.failed" ? "error" : "ok");
+        const status = named ?? (event.kind === EVENT_KIND.toolFailed ? "error" : "ok");
         const output = data.output ?? data.result ?? null;
         this.#toolResult(
           taskId,
@@ -509,7 +510,7 @@ export class UiProjector {
         );
         return;
       }
-      case "agent.model_call":
+      case EVENT_KIND.modelCall:
         emit("usage", {
           task_id: taskId || null,
           provider: str(data, "provider") || null,
@@ -519,7 +520,7 @@ export class UiProjector {
           cost_usd: num(data, "cost_usd", "cost"),
         });
         return;
-      case "context.warning":
+      case EVENT_KIND.contextWarning:
         emit(
           "context_warning",
           {
@@ -532,7 +533,7 @@ export class UiProjector {
           { message_count: num(data, "message_count") },
         );
         return;
-      case "context.compacted": {
+      case EVENT_KIND.contextCompacted: {
         const summary = str(data, "summary");
         emit(
           "context_compacted",
@@ -561,7 +562,7 @@ export class UiProjector {
         );
         return;
       }
-      case "artifact.created":
+      case EVENT_KIND.artifactCreated:
         emit("artifact", {
           artifact_id: str(data, "artifact_id", "id") || event.resource?.id || "",
           task_id: taskId || null,
@@ -570,7 +571,7 @@ export class UiProjector {
           sha256: str(data, "sha256") || null,
         });
         return;
-      case "receipt.issued": {
+      case EVENT_KIND.receiptIssued: {
         const subject = data.subject;
         emit(
           "receipt",

@@ -8,7 +8,7 @@ import {
   type ExecutionRequest,
   type HarnessTool,
   type ModelProviderFactory,
-} from "../../../src/index.js";
+} from "../index.js";
 
 /** A user message with one text part. */
 export function userText(text: string): Message {

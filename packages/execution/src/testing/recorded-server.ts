@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
 
-const FIXTURES = fileURLToPath(new URL("../../fixtures/", import.meta.url));
+const FIXTURES = fileURLToPath(new URL("../../test/fixtures/", import.meta.url));
 
 /** One recorded response. */
 export interface RecordedResponse {

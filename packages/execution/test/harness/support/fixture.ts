@@ -1,0 +1,147 @@
+/**
+ * Set-up the harness test files share: the recorded model server of a file
+ * (`useRecordedServer`), a tasks service running the harness against it
+ * (`startHarnessTasks`, distributed mode: real PostgreSQL and JetStream), and
+ * readers of a turn's result.
+ */
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Transport } from "@connectrpc/connect";
+import { createGrpcTransport } from "@connectrpc/connect-node";
+import { type Message, Role } from "@trellis/contracts/core";
+import { createMeshClientInterceptor, runService } from "@trellis/platform";
+import { createTasksService } from "@trellis/tasks";
+import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
+import {
+  createHarnessAdapter,
+  createLocalExecutor,
+  createScriptedAdapter,
+  type ExecutionResult,
+  type HarnessTool,
+} from "../../../src/index.js";
+import { recordedProviders } from "../../../src/testing/harness-agents.js";
+import { type RecordedServer, startRecordedServer } from "../../../src/testing/recorded-server.js";
+
+/**
+ * The file's recorded model server: started before its tests, closed after.
+ * With `drained`, every test must use all it queued, and the requests seen
+ * are cleared between tests.
+ */
+export function useRecordedServer(options: { drained?: boolean } = {}): RecordedServer {
+  let current: RecordedServer | undefined;
+  const started = (): RecordedServer => {
+    if (current === undefined) throw new Error("the recorded server starts in beforeAll");
+    return current;
+  };
+  beforeAll(async () => {
+    current = await startRecordedServer();
+  });
+  afterAll(async () => {
+    await current?.close();
+  });
+  if (options.drained) {
+    afterEach(() => {
+      expect(started().pending()).toEqual({});
+      started().requests.length = 0;
+    });
+  }
+  return {
+    get url() {
+      return started().url;
+    },
+    get requests() {
+      return started().requests;
+    },
+    enqueue: (path, ...responses) => started().enqueue(path, ...responses),
+    pending: () => started().pending(),
+    close: () => started().close(),
+  };
+}
+
+/** A tasks service whose executor runs the scripted adapter and the harness. */
+export interface HarnessTasks {
+  /** The recorded model server the harness calls. */
+  server: RecordedServer;
+  /** Signed as a peer of the deployment (internal services take only mesh-signed calls). */
+  transport: Transport;
+  close(): Promise<void>;
+}
+
+/**
+ * Start a recorded server, a test database and a tasks service (distributed
+ * mode) running `tools` on the harness; `name` names the database and the
+ * stream prefix.
+ */
+export async function startHarnessTasks(
+  name: string,
+  tools: readonly HarnessTool[],
+): Promise<HarnessTasks> {
+  process.env.TRELLIS_LOG_LEVEL ??= "error";
+  const prefix = uniqueName(name).replaceAll("-", "_");
+  const server = await startRecordedServer();
+  const database = await createTestDatabase(name);
+  const executor = createLocalExecutor([
+    createScriptedAdapter(),
+    createHarnessAdapter({ providers: recordedProviders(server.url), tools: [...tools] }),
+  ]);
+  const service = await runService(createTasksService({ executor }), {
+    env: {
+      TRELLIS_LOG_LEVEL: "error",
+      DATABASE_URL: database.url,
+      NATS_URL: testNatsUrl,
+      TRELLIS_NATS_PREFIX: prefix,
+      PORT: "0",
+      TRELLIS_SHUTDOWN_GRACE: "1s",
+    },
+    handleSignals: false,
+  });
+  const transport = createGrpcTransport({
+    baseUrl: service.address.url,
+    interceptors: [createMeshClientInterceptor(service.mesh, "adapters")],
+  });
+  return {
+    server,
+    transport,
+    async close() {
+      await service.close();
+      await server.close();
+      await database.drop();
+      await deleteTestStreams(prefix);
+    },
+  };
+}
+
+/** Messages as role, text, tool calls and the call they answer. */
+export function shape(messages: readonly Message[]) {
+  return messages.map((m) => ({
+    role: Role[m.role],
+    text: m.parts.flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : [])).join(""),
+    toolCalls: m.toolCalls.map((c) => c.name),
+    toolCallId: m.toolCallId,
+  }));
+}
+
+/** A metadata record of a message (throws when there is none). */
+export function record(message: Message | undefined, key: string): JsonObject {
+  const value = message?.metadata?.[key];
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new Error(`no metadata ${key} on the message`);
+  }
+  return value as JsonObject;
+}
+
+/** The result, which must be completed. */
+export function completed(result: ExecutionResult) {
+  if (result.status !== "completed") {
+    throw new Error(`expected completed, got ${JSON.stringify(result)}`);
+  }
+  return result;
+}
+
+/** The result, which must be suspended. */
+export function suspended(result: ExecutionResult) {
+  if (result.status !== "suspended") {
+    throw new Error(`expected suspended, got ${JSON.stringify(result)}`);
+  }
+  return result;
+}
