@@ -154,6 +154,8 @@ describe("server reflection", () => {
         const event = files(0);
         expect(event[0]?.name).toBe("trellis/core/v1/event.proto");
         expect(event.map((f) => f.name).sort()).toEqual([
+          // error.proto's RpcStatus carries google.protobuf.Any details.
+          "google/protobuf/any.proto",
           "google/protobuf/struct.proto",
           "google/protobuf/timestamp.proto",
           "trellis/core/v1/error.proto",
