@@ -63,7 +63,9 @@ describe("distributed mesh", () => {
         const found = backends.filter((b) => !b.inProcess && b.backendId === "harness");
         return found.length > 0 ? found : undefined;
       },
-      { what: "the mesh's adapter worker to register the harness backend" },
+      // Registration rides on the worker's 1 s heartbeat; a loaded CI machine
+      // has taken over 10 s from SERVING to the first announcement seen.
+      { what: "the mesh's adapter worker to register the harness backend", timeoutMs: 25_000 },
     );
     expect(remote).toHaveLength(1);
   }, 30_000);
