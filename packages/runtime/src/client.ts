@@ -9,6 +9,7 @@ import {
   createGrpcTransport,
   type Http2SessionOptions,
 } from "@connectrpc/connect-node";
+import { CONNECT_RETRY_BUDGET_MS, createConnectRetryInterceptor } from "./connect-retry.js";
 import { createClientTracingInterceptor } from "./telemetry.js";
 
 /** Wire protocol for service-to-service calls. Both run over HTTP/2. */
@@ -27,6 +28,22 @@ export interface ServiceTransportOptions extends Http2SessionOptions {
   defaultTimeoutMs?: number;
   /** Add the client tracing interceptor (default true). */
   tracing?: boolean;
+  /**
+   * How long a unary call keeps re-sending while the connection is refused
+   * (the server is starting or restarting; nothing was delivered). Default
+   * `TRELLIS_CONNECT_RETRY_MS` or 5 s; 0 turns it off. See `connect-retry.ts`.
+   */
+  connectRetryMs?: number;
+}
+
+function defaultConnectRetryMs(): number {
+  const raw = process.env.TRELLIS_CONNECT_RETRY_MS;
+  if (raw === undefined || raw === "") return CONNECT_RETRY_BUDGET_MS;
+  const ms = Number(raw);
+  if (!Number.isFinite(ms) || ms < 0) {
+    throw new Error(`TRELLIS_CONNECT_RETRY_MS must be a number of milliseconds ≥ 0, got "${raw}"`);
+  }
+  return ms;
 }
 
 /**
@@ -37,13 +54,21 @@ export function createServiceTransport(
   baseUrl: string,
   options: ServiceTransportOptions = {},
 ): Transport {
-  const { protocol = "grpc", interceptors = [], tracing = true, ...rest } = options;
-  const all = tracing
-    ? [
-        createClientTracingInterceptor({ system: protocol === "grpc" ? "grpc" : "connectrpc" }),
-        ...interceptors,
-      ]
-    : interceptors;
+  const {
+    protocol = "grpc",
+    interceptors = [],
+    tracing = true,
+    connectRetryMs = defaultConnectRetryMs(),
+    ...rest
+  } = options;
+  // Outermost first: one client span covers every re-send of a refused call.
+  const all = [
+    ...(tracing
+      ? [createClientTracingInterceptor({ system: protocol === "grpc" ? "grpc" : "connectrpc" })]
+      : []),
+    createConnectRetryInterceptor(connectRetryMs),
+    ...interceptors,
+  ];
   if (protocol === "connect") {
     return createConnectTransport({
       ...rest,

@@ -15,6 +15,11 @@ export type {
   UrlOptions,
 } from "./config.js";
 export { env, loadConfig, parseDurationMs } from "./config.js";
+export {
+  CONNECT_RETRY_BUDGET_MS,
+  createConnectRetryInterceptor,
+  isConnectionRefused,
+} from "./connect-retry.js";
 export { createErrorInterceptor, toWireError } from "./error-interceptor.js";
 export type { CoreReason, TrellisErrorOptions } from "./errors.js";
 export {
