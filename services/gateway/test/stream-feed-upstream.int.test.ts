@@ -9,6 +9,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { EventSchema } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { EventService } from "@trellis/contracts/tasks";
 import {
   createMeshClientInterceptor,
@@ -244,9 +245,20 @@ describe("the shared session feed against a real tasks service", () => {
   it("joins the feed exactly when the client's cursor is ahead of the feed", async () => {
     const sessionId = await newSession();
     await runTask(sessionId, "some history");
-    const { events } = await clients
-      .get(EventService)
-      .listEvents({ sessionId, limit: 200 }, { signal: AbortSignal.timeout(15_000) });
+    // The task's status can read COMPLETED before its last events reach the
+    // log (the outbox relay publishes them after the commit): wait for the
+    // terminal event, or the follow below would replay events this list lacks.
+    const events = await poll(
+      async () => {
+        const listed = await clients
+          .get(EventService)
+          .listEvents({ sessionId, limit: 200 }, { signal: AbortSignal.timeout(15_000) });
+        return listed.events.some((e) => e.kind === EVENT_KIND.taskCompleted)
+          ? listed.events
+          : undefined;
+      },
+      { what: "the task's terminal event in the log" },
+    );
     expect(events.length).toBeGreaterThanOrEqual(6);
     // A feed that has delivered up to events[1] when the client (cursor events[3]) joins,
     // and delivers the rest later, then one new event.
