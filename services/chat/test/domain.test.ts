@@ -263,6 +263,10 @@ describe("outcomes", () => {
       ErrorBucket.RETRYABLE_TRANSIENT,
       "upstream_unavailable",
     ]);
+    // The callee's process died mid-call: its stream reads as CANCEL.
+    expect(
+      bucket({ code: Code.Canceled, message: "http/2 stream closed with error code CANCEL (0x8)" }),
+    ).toEqual([ErrorBucket.RETRYABLE_TRANSIENT, "upstream_unavailable"]);
     expect(bucket({ code: Code.Internal, message: "boom" })).toEqual([
       ErrorBucket.RETRYABLE_TRANSIENT,
       "internal_error",

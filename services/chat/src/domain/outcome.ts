@@ -296,6 +296,10 @@ export function outcomeFromDispatchError(
     case Code.DeadlineExceeded:
     case Code.ResourceExhausted:
     case Code.Aborted:
+    // The caller's own cancellation never gets here (`runTurn` rethrows it):
+    // a Canceled downstream call is a connection the callee dropped (its
+    // process died mid-call), so the dependency is what failed.
+    case Code.Canceled:
       return errored(
         ErrorBucket.RETRYABLE_TRANSIENT,
         canonicalCategory(failure.reason || "upstream_unavailable"),
