@@ -7,6 +7,7 @@
  *   npm run bench -- event-log    only the named ones
  *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
  *                                 this checkout's turn against another's, side by side
+ *   npm run bench -- heap         server heap over 100,000 chat turns (TRELLIS_HEAP_TURNS)
  *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
  *   npm run bench -- worker-grpc  a turn through a gRPC worker vs a JetStream worker
  *                                 (TRELLIS_BENCH_ROUNDS alternating rounds, default 3;
@@ -24,6 +25,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { loadavg } from "node:os";
 import { formatAuthBench, runAuthBench } from "./auth.bench.js";
 import { formatEventLogBench, runEventLogBench } from "./event-log.bench.js";
+import { formatHeapBench, runHeapBench } from "./heap.bench.js";
 import { formatHostileMetadataBench, runHostileMetadataBench } from "./hostile-metadata.bench.js";
 import { formatIdleBench, runIdleBench } from "./idle.bench.js";
 import { formatJournalBench, runJournalBench } from "./journal.bench.js";
@@ -59,6 +61,14 @@ function turnModes(): { modes?: ("embedded" | "distributed")[] } {
 }
 
 const benches: Bench[] = [
+  {
+    name: "heap",
+    onlyWhenNamed: true,
+    async run() {
+      const result = await runHeapBench();
+      return { text: formatHeapBench(result), data: result };
+    },
+  },
   {
     name: "event-log",
     async run() {
