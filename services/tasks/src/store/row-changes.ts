@@ -11,11 +11,14 @@
  *
  * A batch's changes are coalesced before they are written: a task inserted
  * and updated in one batch is one insert; several updates of one row are one
- * update; inserts of one table are one statement. Updates go first, those
- * that make a task running last, then inserts: a session's one running task
- * (a unique index) is released before another takes the mailbox.
+ * update; inserts of one table are one statement; updates of one table that
+ * set the same columns are one statement (`update … from
+ * json_populate_recordset(null::<table>, $1)`: the table's own row type
+ * types the values). Updates go first, those that make a task running last,
+ * then inserts: a session's one running task (a unique index) is released
+ * before another takes the mailbox.
  */
-import type { Transaction } from "kysely";
+import { sql, type Transaction } from "kysely";
 import type { TasksDatabase } from "./schema.js";
 
 /** Journal kind of an owned step's row changes. */
@@ -72,6 +75,61 @@ export function decodeRowChanges(body: Uint8Array): readonly RowChange[] {
   }) as RowChange[];
 }
 
+/** A coalesced update of one row. */
+interface Update {
+  table: "sessions" | "tasks";
+  id: string;
+  set: Row;
+}
+
+/** Columns stored as jsonb: the changes carry their values as JSON text. */
+const JSONB_COLUMNS: Record<Update["table"], ReadonlySet<string>> = {
+  tasks: new Set(["metadata", "checkpoint", "resume_payload", "state"]),
+  sessions: new Set(["metadata"]),
+};
+
+/**
+ * Updates rows of one table that set the same columns: one plain update for
+ * one row, else one statement for all, the values as a JSON array read
+ * through the table's row type (so each column takes its own type).
+ */
+async function updateRows(
+  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+  db: Transaction<any>,
+  table: Update["table"],
+  rows: readonly Update[],
+): Promise<void> {
+  const first = rows[0] as Update;
+  if (rows.length === 1) {
+    await db.updateTable(table).set(first.set).where("id", "=", first.id).execute();
+    return;
+  }
+  const columns = Object.keys(first.set);
+  const jsonb = JSONB_COLUMNS[table];
+  const json = `[${rows.map((row) => rowJson(row, jsonb)).join(",")}]`;
+  await db
+    .updateTable(`${table} as t`)
+    .from(sql`json_populate_recordset(null::${sql.table(table)}, ${json}::json)`.as("r"))
+    .set((eb) => Object.fromEntries(columns.map((column) => [column, eb.ref(`r.${column}`)])))
+    .whereRef("t.id", "=", "r.id")
+    .execute();
+}
+
+/** One row as a JSON object whose values PostgreSQL's input functions take. */
+function rowJson(row: Update, jsonb: ReadonlySet<string>): string {
+  let out = `{"id":${JSON.stringify(row.id)}`;
+  for (const [column, value] of Object.entries(row.set)) {
+    out += `,${JSON.stringify(column)}:`;
+    if (value === null || value === undefined) out += "null";
+    else if (jsonb.has(column) && typeof value === "string") out += value;
+    else if (typeof value === "bigint") out += `"${value}"`;
+    else if (value instanceof Uint8Array) out += `"\\\\x${Buffer.from(value).toString("hex")}"`;
+    else if (value instanceof Date) out += `"${value.toISOString()}"`;
+    else out += JSON.stringify(value);
+  }
+  return `${out}}`;
+}
+
 /** Applies changes (in journal order) to the tables of `db` (scoped to the service's schema). */
 export async function applyRowChanges(
   changes: readonly RowChange[],
@@ -81,7 +139,7 @@ export async function applyRowChanges(
   const insertedTasks = new Map<string, Row>();
   const messages: Row[] = [];
   const checkpoints: Row[] = [];
-  const updates = new Map<string, { table: "sessions" | "tasks"; id: string; set: Row }>();
+  const updates = new Map<string, Update>();
   const states = new Map<string, Row>();
   const keys: Row[] = [];
   for (const change of changes) {
@@ -116,13 +174,18 @@ export async function applyRowChanges(
   // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
   const anyDb = db as Transaction<any>;
   // One running task per session (a unique index): rows leaving the mailbox
-  // first, then the ones taking it (updated, then inserted).
-  const ordered = [...updates.values()].sort(
-    (a, b) => Number(a.set.run_state === "running") - Number(b.set.run_state === "running"),
-  );
-  for (const { table, id, set } of ordered) {
-    await anyDb.updateTable(table).set(set).where("id", "=", id).execute();
+  // first, then the ones taking it (updated, then inserted). Rows of one
+  // table setting the same columns share a statement.
+  const groups = new Map<string, { table: "sessions" | "tasks"; rows: Update[] }>();
+  for (const update of updates.values()) {
+    const taking = update.set.run_state === "running" ? 1 : 0;
+    const key = `${taking}|${update.table}|${Object.keys(update.set).sort().join(",")}`;
+    const group = groups.get(key);
+    if (group) group.rows.push(update);
+    else groups.set(key, { table: update.table, rows: [update] });
   }
+  const ordered = [...groups.entries()].sort(([a], [b]) => Number(a[0]) - Number(b[0]));
+  for (const [, { table, rows }] of ordered) await updateRows(anyDb, table, rows);
   if (insertedTasks.size > 0)
     await anyDb
       .insertInto("tasks")
