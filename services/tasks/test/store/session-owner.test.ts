@@ -23,7 +23,12 @@ import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
 import { storable } from "../../src/store/owned-turns.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
-import { applyRowChanges, ROWS_STEP, type RowChange } from "../../src/store/row-changes.js";
+import {
+  applyRowChanges,
+  encodeRowChanges,
+  ROWS_STEP,
+  type RowChange,
+} from "../../src/store/row-changes.js";
 import type { TasksDatabase } from "../../src/store/schema.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { text, textOf } from "../support/fixtures.js";
@@ -308,6 +313,48 @@ describe("tasks store, embedded session owner (PGlite)", () => {
         BigInt(r.turn_count),
       ]),
     ).toEqual(sessions.map((id, i) => [id, 40n + BigInt(i)]));
+  });
+
+  it("dead-letters a step the tables refuse and projects the steps after it", async () => {
+    const { task } = await submit("ses_poison_1", "before");
+    // A step whose row change the database refuses (a NUL in a text
+    // column), appended between a session's steps as a replica would.
+    const refused: RowChange[] = [
+      { op: "update", table: "tasks", id: task.id, set: { cancel_reason: "bad\u0000reason" } },
+    ];
+    const { positions } = await journal.append([
+      { stream: "ses_poison_1", kind: ROWS_STEP, body: encodeRowChanges(refused) },
+    ]);
+    const second = await submit("ses_poison_2", "after");
+    expect((await store.getTask(second.task.id)).status).toBe(TaskStatus.WORKING);
+    expect(readModel.status()).toMatchObject({ deadLetters: 1, failures: 0 });
+    const dead = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("journal_dead_letter" as never)
+      .select(["projector" as never, "position" as never, "kind" as never, "reason" as never])
+      .execute();
+    expect(
+      (dead as unknown as { position: bigint }[]).map((d) => ({
+        ...d,
+        position: BigInt(d.position),
+      })),
+    ).toEqual([
+      {
+        projector: "tasks-read-model",
+        position: positions[0],
+        kind: ROWS_STEP,
+        reason: expect.stringMatching(/^22/),
+      },
+    ]);
+    // The refused change is not applied; the session goes on.
+    const row = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("tasks" as never)
+      .select("cancel_reason" as never)
+      .where("id" as never, "=", task.id as never)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ cancel_reason: "" });
+    expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
   });
 
   it("tells storable text from what PostgreSQL refuses", () => {
