@@ -55,20 +55,32 @@ export type { PruneJournalOptions, PruneJournalResult } from "./journal/journal-
 export { pruneJournal } from "./journal/journal-retention.js";
 export type {
   JournalDatabase,
+  JournalDeadLetterTable,
   JournalProjectionTable,
   JournalRow,
   JournalTable,
 } from "./journal/journal-schema.js";
-export { journalChannel, journalMigrations, journalTables } from "./journal/journal-schema.js";
+export {
+  journalChannel,
+  journalDeadLetterMigration,
+  journalMigrations,
+  journalTables,
+} from "./journal/journal-schema.js";
 export type { TransactionAppendOptions } from "./journal/journal-unit.js";
 export { appendInTransaction } from "./journal/journal-unit.js";
 export type {
   Projector,
+  ProjectorDeadLetter,
   ProjectorOptions,
   ProjectorStatus,
   WaitForOptions,
 } from "./journal/projector.js";
-export { createProjector, projectorLagMetric } from "./journal/projector.js";
+export {
+  createProjector,
+  isDeterministicFailure,
+  projectorDeadLetterMetric,
+  projectorLagMetric,
+} from "./journal/projector.js";
 export type { ProjectorHealthOptions } from "./journal/projector-health.js";
 export { projectorHealth } from "./journal/projector-health.js";
 export type {

@@ -39,10 +39,28 @@ export interface JournalProjectionTable {
   updated_at: Date;
 }
 
+/**
+ * Entries a projector could not apply (a deterministic refusal of the
+ * database, e.g. text it cannot hold): table `<schema>.journal_dead_letter`,
+ * one row per projector and position, written in the transaction that moves
+ * the projector past the entry (see `createProjector`, "poison entries").
+ */
+export interface JournalDeadLetterTable {
+  projector: string;
+  position: bigint;
+  stream: string;
+  kind: string;
+  /** The database's SQLSTATE (e.g. `22021`), or `refused`. */
+  reason: string;
+  message: string;
+  created_at: Date;
+}
+
 /** The journal's tables, as they appear inside a service's schema. */
 export interface JournalDatabase {
   journal: JournalTable;
   journal_projection: JournalProjectionTable;
+  journal_dead_letter: JournalDeadLetterTable;
 }
 
 /** The NOTIFY channel a schema's journal signals on after a batch commits (when asked to). */
@@ -101,6 +119,36 @@ export function journalMigrations(schema: string): Record<string, Migration> {
         await db.schema.withSchema(schema).dropTable("journal_projection").execute();
         await db.schema.withSchema(schema).dropTable("journal").execute();
       },
+    },
+    "2027_04_03_000_create_journal_dead_letter": journalDeadLetterMigration(schema),
+  };
+}
+
+/**
+ * The migration creating `journal_dead_letter` alone (idempotent: a service
+ * that ran `journalMigrations` inside one of its own migrations before the
+ * table existed runs this one as a later migration of its own).
+ */
+export function journalDeadLetterMigration(schema: string): Migration {
+  assertSchemaName(schema);
+  return {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .withSchema(schema)
+        .createTable("journal_dead_letter")
+        .ifNotExists()
+        .addColumn("projector", "text", (c) => c.notNull())
+        .addColumn("position", "bigint", (c) => c.notNull())
+        .addColumn("stream", "text", (c) => c.notNull())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("reason", "text", (c) => c.notNull())
+        .addColumn("message", "text", (c) => c.notNull())
+        .addColumn("created_at", "timestamptz", (c) => c.notNull().defaultTo(sql`now()`))
+        .addPrimaryKeyConstraint("journal_dead_letter_pkey", ["projector", "position"])
+        .execute();
+    },
+    async down(db: Kysely<unknown>) {
+      await db.schema.withSchema(schema).dropTable("journal_dead_letter").ifExists().execute();
     },
   };
 }

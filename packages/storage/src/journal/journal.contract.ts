@@ -15,6 +15,7 @@ import {
   InMemoryMetricExporter,
   MeterProvider,
   PeriodicExportingMetricReader,
+  type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 import { isTrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
@@ -26,7 +27,13 @@ import type { StorageContractTarget } from "../storage.contract.js";
 import { createJournal, type Journal, type JournalEntry, type JournalOptions } from "./journal.js";
 import { type JournalRecord, readJournal } from "./journal-read.js";
 import { journalMigrations } from "./journal-schema.js";
-import { createProjector, type Projector, projectorLagMetric } from "./projector.js";
+import {
+  createProjector,
+  type Projector,
+  type ProjectorDeadLetter,
+  projectorDeadLetterMetric,
+  projectorLagMetric,
+} from "./projector.js";
 import { projectorHealth } from "./projector-health.js";
 
 const text = new TextEncoder();
@@ -540,6 +547,163 @@ export function describeJournalContract(
       await projector.waitFor(last.positions[0] as bigint);
       expect(batches).toEqual([[1n], [2n, 3n]]);
       expect(await applied()).toEqual([1n, 2n, 3n]);
+    });
+
+    /** A projection of bodies as text: the database refuses a NUL, and a check refuses `refuse:me`. */
+    const textProjection = async (schema: string) => {
+      await sql`create table ${sql.id(schema, "texts")} (position bigint primary key, body text not null check (body <> 'refuse:me'))`.execute(
+        database.kysely,
+      );
+      const apply = async (batch: readonly JournalRecord[], trx: Transaction<unknown>) => {
+        await sql`insert into ${sql.id(schema, "texts")} (position, body) values ${sql.join(
+          batch.map((r) => sql`(${r.position}, ${decode(r)})`),
+        )}`.execute(trx);
+      };
+      const applied = async (): Promise<bigint[]> => {
+        const rows = await sql<{ position: bigint }>`
+          select position from ${sql.id(schema, "texts")} order by position`.execute(other.kysely);
+        return rows.rows.map((r) => BigInt(r.position));
+      };
+      const deadLetters = async () => {
+        const rows = await sql<{ position: bigint; stream: string; kind: string; reason: string }>`
+          select position, stream, kind, reason from ${sql.id(schema, "journal_dead_letter")}
+          order by position`.execute(other.kysely);
+        return rows.rows.map((r) => ({ ...r, position: BigInt(r.position) }));
+      };
+      return { apply, applied, deadLetters };
+    };
+
+    it("dead-letters the entries the database refuses in a batch, applies the rest, moves on", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied, deadLetters } = await textProjection(schema);
+      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+      const provider = new MeterProvider({ readers: [reader] });
+      const reported: ProjectorDeadLetter[] = [];
+      const substitutes: bigint[] = [];
+      const batches: number[] = [];
+      // Twelve entries in one append (one batch): a NUL at 3 (SQLSTATE 22021
+      // or PGlite's same refusal), a check violation at 8 (23514).
+      const bodies = range(12).map((p) =>
+        p === 3n ? "bad\u0000text" : p === 8n ? "refuse:me" : `ok ${p}`,
+      );
+      const projector = await project(schema, {
+        name: "poisoned",
+        batchSize: 100,
+        journal,
+        meter: provider.getMeter("test"),
+        project: async (batch, trx) => {
+          batches.push(batch.length);
+          await apply(batch, trx);
+        },
+        onPoison: async (record, _error, trx) => {
+          substitutes.push(record.position);
+          await sql`insert into ${sql.id(schema, "texts")} (position, body) values (${record.position}, ${"[unrecordable]"})`.execute(
+            trx,
+          );
+        },
+        onDeadLetterEntry: (dead) => reported.push(dead),
+      });
+      await journal.append(bodies.map((body) => entry("s1", "test.entry", body)));
+      await projector.waitFor(12n);
+      // Every entry applied once, in order; the refused ones by their substitute.
+      expect(await applied()).toEqual(range(12));
+      const rows = await sql<{ position: bigint; body: string }>`
+        select position, body from ${sql.id(schema, "texts")} where body = '[unrecordable]' order by position`.execute(
+        other.kysely,
+      );
+      expect(rows.rows.map((r) => BigInt(r.position))).toEqual([3n, 8n]);
+      expect(substitutes).toEqual([3n, 8n]);
+      expect(await deadLetters()).toEqual([
+        { position: 3n, stream: "s1", kind: "test.entry", reason: "22021" },
+        { position: 8n, stream: "s1", kind: "test.entry", reason: "23514" },
+      ]);
+      expect(reported.map((d) => [d.position, d.reason])).toEqual([
+        [3n, "22021"],
+        [8n, "23514"],
+      ]);
+      // The whole batch first, then halves down to the refused entries: bounded.
+      expect(batches[0]).toBe(12);
+      expect(batches.length).toBeLessThanOrEqual(2 * 2 * Math.ceil(Math.log2(12)) + 1);
+      expect(projector.status()).toMatchObject({
+        position: 12n,
+        lag: 0n,
+        failures: 0,
+        deadLetters: 2,
+        lastDeadLetter: { position: 8n, reason: "23514" },
+      });
+      // Counted, and shown by the health check (trellis health) with its cause.
+      await provider.forceFlush();
+      const counter = exporter
+        .getMetrics()
+        .at(-1)
+        ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === projectorDeadLetterMetric) as
+        | SumMetricData
+        | undefined;
+      const counted = (counter?.dataPoints ?? [])
+        .filter((p) => p.attributes["trellis.projector"] === "poisoned")
+        .reduce((sum, p) => sum + (p.value as number), 0);
+      expect(counted).toBe(2);
+      expect(() =>
+        projectorHealth(projector, { deadLetterAlertMs: 60_000 }).check(
+          new AbortController().signal,
+        ),
+      ).toThrow(/dead-lettering \(2 since start; last test.entry at position 8: SQLSTATE 23514/);
+      expect(projectorHealth(projector).check(new AbortController().signal)).toMatchObject({
+        deadLetters: 2,
+      });
+      // Later entries are projected as usual.
+      await journal.append([entry("s2", "test.entry", "later")]);
+      await projector.waitFor(13n);
+      expect(await applied()).toEqual(range(13));
+      await provider.shutdown();
+    });
+
+    it("dead-letters without a substitute the database refuses too, also when read back", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied, deadLetters } = await textProjection(schema);
+      await journal.append(
+        ["a", "b", "refuse:me", "d", "e"].map((body) => entry("s1", "test.entry", body)),
+      );
+      // No journal: the batch is read from the table.
+      const projector = await project(schema, {
+        batchSize: 4,
+        project: apply,
+        onPoison: async (record, _error, trx) => {
+          await sql`insert into ${sql.id(schema, "texts")} (position, body) values (${record.position}, ${"refuse:me"})`.execute(
+            trx,
+          );
+        },
+      });
+      await projector.waitFor(5n);
+      expect(await applied()).toEqual([1n, 2n, 4n, 5n]);
+      expect(await deadLetters()).toEqual([
+        { position: 3n, stream: "s1", kind: "test.entry", reason: "23514" },
+      ]);
+      expect(projector.status()).toMatchObject({ position: 5n, deadLetters: 1, readEntries: 5 });
+    });
+
+    it("retries a transient failure from its position and dead-letters nothing", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied, deadLetters } = await textProjection(schema);
+      let lost = 3;
+      const projector = await project(schema, {
+        journal,
+        project: async (batch, trx) => {
+          await apply(batch, trx);
+          // What a dropped connection raises (SQLSTATE class 08), after writing.
+          if (lost-- > 0) throw Object.assign(new Error("connection lost"), { code: "08006" });
+        },
+      });
+      await journal.append(range(6).map((p) => entry("s1", "test.entry", `ok ${p}`)));
+      await eventually(() => expect(projector.status().failures).toBeGreaterThanOrEqual(2));
+      await projector.waitFor(6n);
+      expect(await applied()).toEqual(range(6));
+      expect(await deadLetters()).toEqual([]);
+      expect(projector.status()).toMatchObject({ position: 6n, failures: 0, deadLetters: 0 });
     });
 
     it("reports its lag in status and as an OpenTelemetry gauge", async () => {

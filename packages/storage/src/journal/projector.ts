@@ -12,6 +12,45 @@ import { journalChannel, journalTables } from "./journal-schema.js";
 const WOKEN = "woken";
 /** The OpenTelemetry gauge of every projector's lag, in entries (attribute `trellis.projector`). */
 export const projectorLagMetric = "trellis.journal.projector.lag";
+/**
+ * The OpenTelemetry counter of entries a projector dead-lettered
+ * (attributes `trellis.projector`, `trellis.projector.reason`: the SQLSTATE).
+ */
+export const projectorDeadLetterMetric = "trellis.journal.projector.dead_letters";
+
+/** SQLSTATE classes whose refusal does not change on a retry of the same rows. */
+const DETERMINISTIC_CLASSES = new Set([
+  "22", // data exception: text the database cannot hold, a value out of range
+  "23", // integrity constraint violation: unique, check, foreign key, not null
+  "54", // program limit exceeded: a value or statement too large
+]);
+
+/**
+ * Whether the database refused a statement for a reason a retry of the same
+ * rows cannot change (SQLSTATE classes 22, 23, 54). Anything else — a lost
+ * connection, a shutdown, a serialization failure, a timeout, an error
+ * without a SQLSTATE — is taken as transient.
+ */
+export function isDeterministicFailure(error: unknown): boolean {
+  const code = sqlState(error);
+  return code !== undefined && DETERMINISTIC_CLASSES.has(code.slice(0, 2));
+}
+
+function sqlState(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
+}
+
+/** An entry a projector could not apply and moved past (see {@link ProjectorOptions.isPoison}). */
+export interface ProjectorDeadLetter {
+  projector: string;
+  position: bigint;
+  stream: string;
+  kind: string;
+  /** The database's SQLSTATE, or `refused`. */
+  reason: string;
+  message: string;
+}
 
 /** Options of {@link createProjector}. */
 export interface ProjectorOptions<DB> {
@@ -23,11 +62,29 @@ export interface ProjectorOptions<DB> {
   /**
    * Applies a batch of entries (position order) inside `trx`, the
    * transaction that also moves the projector's position past them: its
-   * effects commit exactly once. Throwing rolls both back; the batch is
-   * retried with backoff (never skipped), so a persistent failure stops the
-   * projector where it is and shows in `status().lastError`.
+   * effects commit exactly once. Throwing rolls both back. A transient
+   * failure is retried with backoff from the same position (never skipped)
+   * and shows in `status().lastError`. A deterministic one (`isPoison`) is
+   * narrowed down by applying halves of the batch, each in its own
+   * transaction, until the one entry the database refuses alone is found:
+   * that entry is dead-lettered (`journal_dead_letter`, counter
+   * {@link projectorDeadLetterMetric}, `onPoison`) and the rest applied.
    */
   project(batch: readonly JournalRecord[], trx: Transaction<DB>): Promise<void>;
+  /**
+   * Whether a failure of `project` is the entries' own, the same on every
+   * retry (default {@link isDeterministicFailure}: SQLSTATE classes 22, 23, 54).
+   */
+  isPoison?: (error: unknown) => boolean;
+  /**
+   * Records a substitute for an entry the database refuses alone (e.g. the
+   * typed failure of the task it belonged to), inside the transaction that
+   * writes its dead letter and moves the position past it. If it throws a
+   * deterministic failure too, the dead letter is written without it.
+   */
+  onPoison?: (entry: JournalRecord, error: unknown, trx: Transaction<DB>) => Promise<void>;
+  /** Each dead letter once committed (default: a console warning); counted either way. */
+  onDeadLetterEntry?: (dead: ProjectorDeadLetter) => void;
   /** Entries per batch (default 500). */
   batchSize?: number;
   /** How often to look for entries when nothing woke it (default 1000 ms). */
@@ -84,6 +141,10 @@ export interface ProjectorStatus {
   handedEntries: number;
   /** Entries applied after reading them from the journal table. */
   readEntries: number;
+  /** Entries this instance dead-lettered since it started. */
+  deadLetters: number;
+  /** The latest of them, with when it was written (`Date.now()`). */
+  lastDeadLetter?: ProjectorDeadLetter & { at: number };
 }
 
 /**
@@ -96,6 +157,7 @@ export interface ProjectorStatus {
  * | never skips, never reorders | reads by position; journal positions are gapless and visible in order |
  * | one applier per name, even with several instances | the position row is locked, then re-checked |
  * | survives the database going away | a failed round is retried with backoff from the durable position |
+ * | survives an entry the database refuses for good | the batch is bisected down to the entry; it is dead-lettered (row, counter, status, `onPoison`), the others applied in order |
  * | read-your-writes | `waitFor(position)` resolves once the position is applied |
  */
 export interface Projector {
@@ -145,6 +207,14 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const retryMs = options.retryMs ?? 50;
   const maxRetryMs = options.maxRetryMs ?? 5000;
   const onError = options.onError ?? warnBackgroundError;
+  const isPoison = options.isPoison ?? isDeterministicFailure;
+  const onDeadLetter =
+    options.onDeadLetterEntry ??
+    ((dead: ProjectorDeadLetter) =>
+      warnBackgroundError(
+        new Error(`${dead.reason}: ${dead.message}`),
+        `projector ${dead.projector} dead-lettered ${dead.kind} at position ${dead.position} (stream ${dead.stream})`,
+      ));
   const tables = journalTables(database.kysely, schema);
 
   await tables
@@ -175,6 +245,13 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   let handed: JournalRecord[] = [];
   let readBack = 0;
   let fromMemory = 0;
+  let deadLetters = 0;
+  let lastDeadLetter: (ProjectorDeadLetter & { at: number }) | undefined;
+  const meter = options.meter ?? metrics.getMeter("@trellis/storage");
+  const deadLetterCounter = meter.createCounter(projectorDeadLetterMetric, {
+    description: "Journal entries a projector could not apply and moved past",
+    unit: "{entry}",
+  });
   const unhand = options.journal?.onEntries((records) => {
     if (handed.length + records.length > batchSize * 4) handed = [];
     for (const record of records) if (record.position > position) handed.push(record);
@@ -213,6 +290,120 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     }
   };
 
+  /**
+   * Claims `batch` (the position row, conditional on ours) and applies it in
+   * one transaction; `poison` instead dead-letters its one entry. Returns
+   * the position after it: the batch's last, or where another instance
+   * moved it (then nothing was applied).
+   */
+  const apply = async (
+    batch: readonly JournalRecord[],
+    poison?: { error: unknown; substitute: boolean },
+  ): Promise<bigint> => {
+    const last = batch[batch.length - 1] as JournalRecord;
+    let dead: ProjectorDeadLetter | undefined;
+    const moved = await database.kysely.transaction().execute(async (trx) => {
+      const tablesOf = journalTables(trx as Kysely<DB>, schema);
+      // Claim the batch first: the conditional update row-locks the
+      // position and matches only if no other instance has moved it.
+      const claimed = await tablesOf
+        .updateTable("journal_projection")
+        .set({ position: last.position, updated_at: sql<Date>`now()` })
+        .where("name", "=", name)
+        .where("position", "=", position)
+        .executeTakeFirst();
+      if (claimed.numUpdatedRows === 0n) {
+        // Another instance got there first: go on from where it is.
+        const row = await tablesOf
+          .selectFrom("journal_projection")
+          .select("position")
+          .where("name", "=", name)
+          .executeTakeFirstOrThrow();
+        return BigInt(row.position);
+      }
+      if (poison === undefined) {
+        await options.project(batch, trx);
+        return last.position;
+      }
+      dead = {
+        projector: name,
+        position: last.position,
+        stream: last.stream,
+        kind: last.kind,
+        reason: sqlState(poison.error) ?? "refused",
+        message: printable(
+          poison.error instanceof Error ? poison.error.message : String(poison.error),
+        ),
+      };
+      await tablesOf
+        .insertInto("journal_dead_letter")
+        .values({ ...dead, created_at: new Date() })
+        .onConflict((oc) => oc.columns(["projector", "position"]).doNothing())
+        .execute();
+      if (poison.substitute && options.onPoison) await options.onPoison(last, poison.error, trx);
+      return last.position;
+    });
+    if (moved !== position) {
+      position = moved;
+      settle();
+    }
+    if (moved !== last.position) return moved;
+    if (dead !== undefined) {
+      deadLetters++;
+      lastDeadLetter = { ...dead, at: Date.now() };
+      deadLetterCounter.add(1, {
+        "trellis.projector": name,
+        "trellis.projector.reason": dead.reason,
+      });
+      try {
+        onDeadLetter(dead);
+      } catch (error) {
+        onError(error, `projector ${name}: onDeadLetterEntry failed`);
+      }
+    }
+    if (options.onApplied) {
+      try {
+        options.onApplied(dead === undefined ? batch : []);
+      } catch (error) {
+        onError(error, `projector ${name}: onApplied failed`);
+      }
+    }
+    return moved;
+  };
+
+  /**
+   * Applies `batch`, which the database refused as a whole (`error`), in
+   * halves, down to the entries it refuses alone: those are dead-lettered.
+   * Transient failures propagate (the round is retried from the durable
+   * position, which may have moved part of the way). At most about
+   * 2·log2(batch) transactions per refused entry.
+   */
+  const bisect = async (batch: readonly JournalRecord[], error: unknown): Promise<bigint> => {
+    const last = batch[batch.length - 1] as JournalRecord;
+    if (batch.length === 1) {
+      try {
+        return await apply(batch, { error, substitute: true });
+      } catch (failed) {
+        if (!isPoison(failed)) throw failed;
+        onError(failed, `projector ${name}: onPoison refused at position ${last.position}`);
+        return apply(batch, { error, substitute: false });
+      }
+    }
+    const half = Math.ceil(batch.length / 2);
+    for (const part of [batch.slice(0, half), batch.slice(half)]) {
+      let moved: bigint;
+      try {
+        moved = await apply(part);
+      } catch (failed) {
+        if (!isPoison(failed)) throw failed;
+        moved = await bisect(part, failed);
+      }
+      // Another instance moved past us: it goes on from there.
+      if (moved !== (part[part.length - 1] as JournalRecord).position) return moved;
+    }
+    return last.position;
+  };
+
   /** One batch; true when the position moved (look again at once). */
   const round = async (): Promise<boolean> => {
     const taken = takeHanded();
@@ -234,35 +425,18 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       const seen = await journalHead(database.kysely, schema);
       if (seen > head) head = seen;
     }
-    const moved = await database.kysely.transaction().execute(async (trx) => {
-      // Claim the batch first: the conditional update row-locks the
-      // position and matches only if no other instance has moved it.
-      const claimed = await journalTables(trx as Kysely<DB>, schema)
-        .updateTable("journal_projection")
-        .set({ position: last.position, updated_at: sql<Date>`now()` })
-        .where("name", "=", name)
-        .where("position", "=", position)
-        .executeTakeFirst();
-      if (claimed.numUpdatedRows === 0n) {
-        // Another instance got there first: go on from where it is.
-        const row = await journalTables(trx as Kysely<DB>, schema)
-          .selectFrom("journal_projection")
-          .select("position")
-          .where("name", "=", name)
-          .executeTakeFirstOrThrow();
-        return BigInt(row.position);
-      }
-      await options.project(batch, trx);
-      return last.position;
-    });
-    position = moved;
-    settle();
-    if (moved === last.position && options.onApplied) {
-      try {
-        options.onApplied(batch);
-      } catch (error) {
-        onError(error, `projector ${name}: onApplied failed`);
-      }
+    let moved: bigint;
+    try {
+      moved = await apply(batch);
+    } catch (error) {
+      if (!isPoison(error)) throw error;
+      onError(
+        error,
+        `projector ${name}: a batch at position ${position} refused; narrowing it down`,
+      );
+      await bisect(batch, error);
+      // Whatever is left of the handed run (or the table) is looked at next.
+      return true;
     }
     // Look again at once only when there may be more than was read, or
     // another instance moved the position; otherwise wait for a wake-up.
@@ -298,7 +472,6 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     }
   })();
 
-  const meter = options.meter ?? metrics.getMeter("@trellis/storage");
   const gauge = meter.createObservableGauge(projectorLagMetric, {
     description: "Journal entries committed but not yet applied by a projector",
     unit: "{entry}",
@@ -343,6 +516,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       ...(lastError === undefined ? {} : { lastError }),
       handedEntries: fromMemory,
       readEntries: readBack,
+      deadLetters,
+      ...(lastDeadLetter === undefined ? {} : { lastDeadLetter }),
     }),
     async stop() {
       if (!running) return;
@@ -362,4 +537,12 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       }
     },
   };
+}
+
+/** A message a text column takes: no NUL, no lone surrogate, at most 1000 characters. */
+function printable(message: string): string {
+  const clean = message
+    .replaceAll("\u0000", "\\u0000")
+    .replace(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g, "\ufffd");
+  return clean.length > 1000 ? `${clean.slice(0, 997)}...` : clean;
 }

@@ -133,15 +133,8 @@ export async function applySteps(
       ...(outcome.createdAt ? { created_at: timestampDate(outcome.createdAt) } : {}),
     });
   }
-  await applyRowChanges(rows, db);
-  // Exactly once already (the position moves in this transaction); the
-  // conflict clause only keeps a task's first Outcome, as the store did.
-  if (outcomes.length > 0)
-    await db
-      .insertInto("outcomes")
-      .values(outcomes)
-      .onConflict((oc) => oc.doNothing())
-      .execute();
+  // Rows and Outcomes in one statement (two when a task takes a mailbox).
+  await applyRowChanges(rows, db, outcomes);
   if (events.length === 0) return [];
   if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
   // Sequenced by the outbox now, in journal order (one owner per session);

@@ -11,11 +11,16 @@
  *
  * A batch's changes are coalesced before they are written: a task inserted
  * and updated in one batch is one insert; several updates of one row are one
- * update; inserts of one table are one statement. Updates go first, those
- * that make a task running last, then inserts: a session's one running task
- * (a unique index) is released before another takes the mailbox.
+ * update; inserts of one table are one insert; updates of one table that set
+ * the same columns are one update (`update … from
+ * json_populate_recordset(null::<table>, $1)`: the table's own row type
+ * types the values). All of them, with the batch's Outcome rows, are ONE
+ * statement (data-modifying CTEs) — two when a task takes a session's
+ * mailbox in the batch: the tasks updates that release theirs go in a
+ * statement first, as a session's one running task is a unique index,
+ * checked row by row.
  */
-import type { Transaction } from "kysely";
+import { type QueryCreator, sql, type Transaction } from "kysely";
 import type { TasksDatabase } from "./schema.js";
 
 /** Journal kind of an owned step's row changes. */
@@ -72,16 +77,71 @@ export function decodeRowChanges(body: Uint8Array): readonly RowChange[] {
   }) as RowChange[];
 }
 
-/** Applies changes (in journal order) to the tables of `db` (scoped to the service's schema). */
+/** A coalesced update of one row. */
+interface Update {
+  table: "sessions" | "tasks";
+  id: string;
+  set: Row;
+}
+
+/** Columns stored as jsonb: the changes carry their values as JSON text. */
+const JSONB_COLUMNS: Record<Update["table"], ReadonlySet<string>> = {
+  tasks: new Set(["metadata", "checkpoint", "resume_payload", "state"]),
+  sessions: new Set(["metadata"]),
+};
+
+/**
+ * The update of rows of one table that set the same columns: a plain update
+ * for one row, else one for all, the values as a JSON array read through
+ * the table's row type (so each column takes its own type).
+ */
+function updateRows(table: Update["table"], rows: readonly Update[]): Write {
+  const first = rows[0] as Update;
+  if (rows.length === 1) {
+    return (qc) => qc.updateTable(table).set(first.set).where("id", "=", first.id);
+  }
+  const columns = Object.keys(first.set);
+  const jsonb = JSONB_COLUMNS[table];
+  const json = `[${rows.map((row) => rowJson(row, jsonb)).join(",")}]`;
+  return (qc) =>
+    qc
+      .updateTable(`${table} as t`)
+      .from(sql`json_populate_recordset(null::${sql.table(table)}, ${json}::json)`.as("r"))
+      .set((eb) => Object.fromEntries(columns.map((column) => [column, eb.ref(`r.${column}`)])))
+      .whereRef("t.id", "=", "r.id");
+}
+
+/** One row as a JSON object whose values PostgreSQL's input functions take. */
+function rowJson(row: Update, jsonb: ReadonlySet<string>): string {
+  let out = `{"id":${JSON.stringify(row.id)}`;
+  for (const [column, value] of Object.entries(row.set)) {
+    out += `,${JSON.stringify(column)}:`;
+    if (value === null || value === undefined) out += "null";
+    else if (jsonb.has(column) && typeof value === "string") out += value;
+    else if (typeof value === "bigint") out += `"${value}"`;
+    else if (value instanceof Uint8Array) out += `"\\\\x${Buffer.from(value).toString("hex")}"`;
+    else if (value instanceof Date) out += `"${value.toISOString()}"`;
+    else out += JSON.stringify(value);
+  }
+  return `${out}}`;
+}
+
+/**
+ * Applies changes (in journal order) to the tables of `db` (scoped to the
+ * service's schema), with the batch's Outcome rows (`outcomes`, kept once
+ * per task): one statement, or two when a task takes a session's mailbox
+ * (see the module header).
+ */
 export async function applyRowChanges(
   changes: readonly RowChange[],
   db: Transaction<TasksDatabase>,
+  outcomes: readonly Row[] = [],
 ): Promise<void> {
-  if (changes.length === 0) return;
+  if (changes.length === 0 && outcomes.length === 0) return;
   const insertedTasks = new Map<string, Row>();
   const messages: Row[] = [];
   const checkpoints: Row[] = [];
-  const updates = new Map<string, { table: "sessions" | "tasks"; id: string; set: Row }>();
+  const updates = new Map<string, Update>();
   const states = new Map<string, Row>();
   const keys: Row[] = [];
   for (const change of changes) {
@@ -113,41 +173,87 @@ export async function applyRowChanges(
         break;
     }
   }
-  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
-  const anyDb = db as Transaction<any>;
-  // One running task per session (a unique index): rows leaving the mailbox
-  // first, then the ones taking it (updated, then inserted).
-  const ordered = [...updates.values()].sort(
-    (a, b) => Number(a.set.run_state === "running") - Number(b.set.run_state === "running"),
-  );
-  for (const { table, id, set } of ordered) {
-    await anyDb.updateTable(table).set(set).where("id", "=", id).execute();
+  // Rows of one table setting the same columns share an update.
+  const groups = new Map<string, { table: Update["table"]; taking: boolean; rows: Update[] }>();
+  for (const update of updates.values()) {
+    const taking = update.table === "tasks" && update.set.run_state === "running";
+    const key = `${update.table}|${Object.keys(update.set).sort().join(",")}|${taking}`;
+    const group = groups.get(key);
+    if (group) group.rows.push(update);
+    else groups.set(key, { table: update.table, taking, rows: [update] });
   }
-  if (insertedTasks.size > 0)
-    await anyDb
-      .insertInto("tasks")
-      .values([...insertedTasks.values()])
-      .execute();
-  if (messages.length > 0) await anyDb.insertInto("messages").values(messages).execute();
+  const tasks = [...insertedTasks.values()];
+  // One running task per session (a unique index, checked row by row, in no
+  // set order within a statement): when a task takes a mailbox in this
+  // batch, the tasks updates that release theirs run in a statement first.
+  const taking =
+    tasks.some((row) => row.run_state === "running") || [...groups.values()].some((g) => g.taking);
+  const first: Write[] = [];
+  const rest: Write[] = [];
+  for (const { table, taking: takes, rows } of groups.values()) {
+    (taking && table === "tasks" && !takes ? first : rest).push(updateRows(table, rows));
+  }
+  if (tasks.length > 0) rest.push((qc) => qc.insertInto("tasks").values(tasks));
+  if (messages.length > 0) rest.push((qc) => qc.insertInto("messages").values(messages));
   if (checkpoints.length > 0)
-    await anyDb.insertInto("task_checkpoints").values(checkpoints).execute();
+    rest.push((qc) => qc.insertInto("task_checkpoints").values(checkpoints));
   if (states.size > 0) {
-    await anyDb
-      .insertInto("session_states")
-      .values([...states.values()])
-      .onConflict((oc) =>
-        oc.column("session_id").doUpdateSet((eb) => ({
-          state: eb.ref("excluded.state"),
-          task_id: eb.ref("excluded.task_id"),
-          updated_at: eb.ref("excluded.updated_at"),
-        })),
-      )
-      .execute();
+    const values = [...states.values()];
+    rest.push((qc) =>
+      qc
+        .insertInto("session_states")
+        .values(values)
+        .onConflict((oc) =>
+          oc.column("session_id").doUpdateSet((eb) => ({
+            state: eb.ref("excluded.state"),
+            task_id: eb.ref("excluded.task_id"),
+            updated_at: eb.ref("excluded.updated_at"),
+          })),
+        ),
+    );
   }
   if (keys.length > 0)
-    await anyDb
-      .insertInto("idempotency_keys")
-      .values(keys)
-      .onConflict((oc) => oc.columns(["scope", "key"]).doNothing())
-      .execute();
+    rest.push((qc) =>
+      qc
+        .insertInto("idempotency_keys")
+        .values(keys)
+        .onConflict((oc) => oc.columns(["scope", "key"]).doNothing()),
+    );
+  // Exactly once already (the position moves in this transaction); the
+  // conflict clause only keeps a task's first Outcome, as the store did.
+  if (outcomes.length > 0)
+    rest.push((qc) =>
+      qc
+        .insertInto("outcomes")
+        .values(outcomes)
+        .onConflict((oc) => oc.doNothing()),
+    );
+  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+  const anyDb = db as Transaction<any>;
+  await writeAll(anyDb, first);
+  await writeAll(anyDb, rest);
+}
+
+/** One write of a batch, built on the query creator it will run in. */
+// biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+type Write = (qc: QueryCreator<any>) => { execute(): Promise<unknown> };
+
+/**
+ * Runs writes as ONE statement: each a data-modifying CTE (PostgreSQL runs
+ * every one of them, once, on one snapshot; foreign keys are checked at the
+ * statement's end). A single write runs as itself.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+async function writeAll(db: Transaction<any>, writes: readonly Write[]): Promise<void> {
+  if (writes.length === 0) return;
+  if (writes.length === 1) {
+    await (writes[0] as Write)(db).execute();
+    return;
+  }
+  // biome-ignore lint/suspicious/noExplicitAny: a chain of CTEs of different shapes.
+  let query: any = db;
+  writes.forEach((write, i) => {
+    query = query.with(`w${i}`, write);
+  });
+  await query.selectNoFrom(sql<number>`1`.as("written")).execute();
 }

@@ -23,7 +23,13 @@ import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
 import { storable } from "../../src/store/owned-turns.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
-import { ROWS_STEP } from "../../src/store/row-changes.js";
+import {
+  applyRowChanges,
+  encodeRowChanges,
+  ROWS_STEP,
+  type RowChange,
+} from "../../src/store/row-changes.js";
+import type { TasksDatabase } from "../../src/store/schema.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { text, textOf } from "../support/fixtures.js";
 
@@ -236,6 +242,119 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     );
     expect(failed.task?.status).toBe(TaskStatus.FAILED);
     expect((await store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
+  });
+
+  it("writes the updates of several rows of a table in one statement, each column typed", async () => {
+    const sessions = ["ses_rows_1", "ses_rows_2", "ses_rows_3"];
+    const first = await Promise.all(sessions.map((id) => submit(id, `hello ${id}`)));
+    const ids = first.map((r) => r.task.id);
+    const at = new Date("2027-04-03T10:00:00.000Z");
+    const bytes = new Uint8Array([0, 1, 2, 254, 255]);
+    // Tasks 0 and 1 set the same columns (one statement); task 2 others.
+    const changes: RowChange[] = [
+      ...ids.slice(0, 2).map(
+        (id, i): RowChange => ({
+          op: "update",
+          table: "tasks",
+          id,
+          set: {
+            metadata: JSON.stringify({ n: i, quote: 'it\'s "x" ✓ 😀' }),
+            output: bytes,
+            lease_expires_at: at,
+            queue_seq: 9_007_199_254_740_993n + BigInt(i),
+            cancel_reason: `reason ${i} 'quoted'`,
+            checkpoint: null,
+          },
+        }),
+      ),
+      { op: "update", table: "tasks", id: ids[2] as string, set: { cancel_reason: "alone" } },
+      // A later change of the same row merges into the first.
+      { op: "update", table: "tasks", id: ids[0] as string, set: { cancel_reason: "merged" } },
+      ...sessions.map(
+        (id, i): RowChange => ({
+          op: "update",
+          table: "sessions",
+          id,
+          set: { turn_count: 40n + BigInt(i), updated_at: at },
+        }),
+      ),
+    ];
+    await database.kysely
+      .transaction()
+      // As the projector calls it: the transaction scoped to the schema.
+      .execute((trx) => applyRowChanges(changes, trx.withSchema("tasks") as never));
+    const tasks = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("tasks" as never)
+      .selectAll()
+      .where("id" as never, "in", ids as never)
+      .execute();
+    const byId = new Map((tasks as unknown as TasksDatabase["tasks"][]).map((t) => [t.id, t]));
+    for (const [i, id] of ids.slice(0, 2).entries()) {
+      const row = byId.get(id);
+      expect(row?.metadata).toEqual({ n: i, quote: 'it\'s "x" ✓ 😀' });
+      expect(new Uint8Array(row?.output as Uint8Array)).toEqual(bytes);
+      expect(new Date(row?.lease_expires_at as never).toISOString()).toBe(at.toISOString());
+      expect(BigInt(row?.queue_seq as never)).toBe(9_007_199_254_740_993n + BigInt(i));
+      expect(row?.cancel_reason).toBe(i === 0 ? "merged" : "reason 1 'quoted'");
+      expect(row?.checkpoint).toBeNull();
+    }
+    expect(byId.get(ids[2] as string)?.cancel_reason).toBe("alone");
+    const counts = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("sessions" as never)
+      .select(["id" as never, "turn_count" as never])
+      .where("id" as never, "in", sessions as never)
+      .orderBy("id" as never)
+      .execute();
+    expect(
+      (counts as unknown as { id: string; turn_count: bigint }[]).map((r) => [
+        r.id,
+        BigInt(r.turn_count),
+      ]),
+    ).toEqual(sessions.map((id, i) => [id, 40n + BigInt(i)]));
+  });
+
+  it("dead-letters a step the tables refuse and projects the steps after it", async () => {
+    const { task } = await submit("ses_poison_1", "before");
+    // A step whose row change the database refuses (a NUL in a text
+    // column), appended between a session's steps as a replica would.
+    const refused: RowChange[] = [
+      { op: "update", table: "tasks", id: task.id, set: { cancel_reason: "bad\u0000reason" } },
+    ];
+    const { positions } = await journal.append([
+      { stream: "ses_poison_1", kind: ROWS_STEP, body: encodeRowChanges(refused) },
+    ]);
+    const second = await submit("ses_poison_2", "after");
+    expect((await store.getTask(second.task.id)).status).toBe(TaskStatus.WORKING);
+    expect(readModel.status()).toMatchObject({ deadLetters: 1, failures: 0 });
+    const dead = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("journal_dead_letter" as never)
+      .select(["projector" as never, "position" as never, "kind" as never, "reason" as never])
+      .execute();
+    expect(
+      (dead as unknown as { position: bigint }[]).map((d) => ({
+        ...d,
+        position: BigInt(d.position),
+      })),
+    ).toEqual([
+      {
+        projector: "tasks-read-model",
+        position: positions[0],
+        kind: ROWS_STEP,
+        reason: expect.stringMatching(/^22/),
+      },
+    ]);
+    // The refused change is not applied; the session goes on.
+    const row = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("tasks" as never)
+      .select("cancel_reason" as never)
+      .where("id" as never, "=", task.id as never)
+      .executeTakeFirstOrThrow();
+    expect(row).toEqual({ cancel_reason: "" });
+    expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
   });
 
   it("tells storable text from what PostgreSQL refuses", () => {

@@ -12,6 +12,7 @@ import { turnJournal } from "./2027_01_01_turn_journal.js";
 import { agentIdsPerWorkspace } from "./2027_01_04_agent_ids_per_workspace.js";
 import { sessionLeases } from "./2027_03_02_session_leases.js";
 import { taskRequirements } from "./2027_03_04_task_requirements.js";
+import { journalDeadLetter } from "./2027_04_03_journal_dead_letter.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
@@ -26,4 +27,5 @@ export const tasksMigrations: Record<string, Migration> = {
   "2027_01_04_agent_ids_per_workspace": agentIdsPerWorkspace,
   "2027_03_02_session_leases": sessionLeases,
   "2027_03_04_task_requirements": taskRequirements,
+  "2027_04_03_journal_dead_letter": journalDeadLetter,
 };
