@@ -323,8 +323,8 @@ export class TurnRunner {
     const [history, state] = await Promise.all([
       this.#retry(() =>
         this.#transcripts.history(
-          (sessionId, from, to) => store.loadTranscript(sessionId, from, to),
-          claim.task.sessionId,
+          ({ sessionId }, from, to) => store.loadTranscript(sessionId, from, to),
+          { workspaceId: claim.task.workspaceId, sessionId: claim.task.sessionId },
           claim.transcriptEpoch,
           claim.inputPosition,
         ),
@@ -386,7 +386,8 @@ export class TurnRunner {
       result.transcriptLength === claim.inputPosition + 1n + BigInt(output.length)
     ) {
       // The input and this turn's output are the transcript's tail: no need to read them back.
-      this.#transcripts.extend(claim.task.sessionId, claim.transcriptEpoch, claim.inputPosition, [
+      const session = { workspaceId: claim.task.workspaceId, sessionId: claim.task.sessionId };
+      this.#transcripts.extend(session, claim.transcriptEpoch, claim.inputPosition, [
         claim.task.input,
         ...output,
       ]);
