@@ -330,7 +330,7 @@ export class TurnRunner {
         ),
       ),
       // The agent's state besides the transcript, as the session's last run left it.
-      this.#retry(() => store.loadAgentState(claim.task.sessionId)),
+      this.#retry(() => store.loadAgentState(claim.task.sessionId, claim.task.workspaceId)),
     ]);
     // Past its token budget the turn gets a compacted history (the transcript is unchanged).
     const context =
