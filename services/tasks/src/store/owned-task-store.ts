@@ -80,7 +80,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
     // A session created by its first submit: nobody else can know its id yet
     // unless the caller named it; a named one is written under its lock.
     if (!input.sessionId) return super.submitTask(...args);
-    const ref = await this.sessionRef(input.sessionId, context.scope);
+    const ref = await this.sessionRef(input.sessionId, context.scope, input.workspaceId);
     return this.#owner.withSession(ref, async () => {
       const state = await this.#owner.load(ref);
       const made = state && (await this.#turns.submit(state, input, context, owner));
@@ -290,12 +290,20 @@ export class OwnedTaskStore extends PostgresTaskStore {
   /**
    * The session a call naming `sessionId` acts on, as the owner keys it: in
    * the caller's workspace (`scope`) when it is confined to one; else the
-   * session's own (a lookup: the id-only rule). A session that does not
-   * exist gets the default workspace: the call then fails (not found) or
-   * creates it relationally, with no state in memory to agree with.
+   * session's own: the caller's workspace (`home`) when the owner holds
+   * that session in memory (the steady turn loop: no read), else a lookup
+   * (the id-only rule). A session that does not exist gets the default
+   * workspace: the call then fails (not found) or creates it relationally,
+   * with no state in memory to agree with.
    */
-  protected async sessionRef(sessionId: string, scope: string | undefined): Promise<SessionRef> {
+  protected async sessionRef(
+    sessionId: string,
+    scope: string | undefined,
+    home?: string,
+  ): Promise<SessionRef> {
     if (scope !== undefined) return { workspace_id: scope, id: sessionId };
+    const mine = home ? { workspace_id: home, id: sessionId } : undefined;
+    if (mine && this.#owner.holds(mine)) return mine;
     const row = await this.context.db
       .selectFrom("sessions")
       .select("workspace_id")

@@ -252,6 +252,11 @@ export class SessionOwner {
     clearInterval(this.#sweep);
   }
 
+  /** Whether `session`'s state is in memory now (a hint: it may be dropped next). */
+  holds(session: SessionRef): boolean {
+    return this.#sessions.has(sessionStream(session));
+  }
+
   /** Sessions in memory (tests, health). */
   get size(): number {
     return this.#sessions.size;
