@@ -88,10 +88,17 @@ describe("the shared session feed against a real tasks service", () => {
     await db?.drop();
   });
 
+  /** The workspace of each session made (feeds are keyed by workspace and id). */
+  const workspaces = new Map<string, string>();
   async function newSession(): Promise<string> {
     const session = await api.post("/v1/sessions", { persona_id: echo });
     expect(session.status).toBe(201);
+    workspaces.set(session.json.id as string, session.json.workspace_id as string);
     return session.json.id as string;
+  }
+
+  function ref(sessionId: string) {
+    return { workspaceId: workspaces.get(sessionId) ?? "", sessionId };
   }
 
   async function runTask(sessionId: string, text: string): Promise<string> {
@@ -169,7 +176,7 @@ describe("the shared session feed against a real tasks service", () => {
     const slow = followSession({
       feeds,
       clients,
-      sessionId,
+      ...ref(sessionId),
       cursor: "",
       callOptions,
       signal: stop.signal,
@@ -190,7 +197,7 @@ describe("the shared session feed against a real tasks service", () => {
     const healthy = followSession({
       feeds,
       clients,
-      sessionId,
+      ...ref(sessionId),
       cursor: "",
       callOptions,
       signal: stop.signal,
@@ -206,7 +213,7 @@ describe("the shared session feed against a real tasks service", () => {
         },
       },
     });
-    await poll(async () => (feeds.subscribers(sessionId) === 2 ? true : undefined), {
+    await poll(async () => (feeds.subscribers(ref(sessionId)) === 2 ? true : undefined), {
       what: "both consumers to join",
     });
     expect(feeds.feeds).toBe(1);
@@ -233,12 +240,12 @@ describe("the shared session feed against a real tasks service", () => {
       reason: "service_unavailable",
       metadata: { reason: "slow_consumer", max_queued: "3" },
     });
-    expect(feeds.subscribers(sessionId)).toBe(1);
+    expect(feeds.subscribers(ref(sessionId))).toBe(1);
 
     // The last subscriber leaves: the feed stops and is forgotten.
     stop.abort();
     await healthy;
-    expect(feeds.subscribers(sessionId)).toBe(0);
+    expect(feeds.subscribers(ref(sessionId))).toBe(0);
     expect(feeds.feeds).toBe(0);
   });
 
@@ -276,7 +283,7 @@ describe("the shared session feed against a real tasks service", () => {
     const following = followSession({
       feeds: lagging,
       clients,
-      sessionId,
+      ...ref(sessionId),
       cursor: events[3]!.id,
       callOptions: () => ({}),
       signal: stop.signal,
@@ -308,7 +315,7 @@ describe("the shared session feed against a real tasks service", () => {
     const outcome = await followSession({
       feeds,
       clients,
-      sessionId,
+      ...ref(sessionId),
       cursor: "evt_not_in_this_log",
       callOptions: () => ({}),
       signal: new AbortController().signal,

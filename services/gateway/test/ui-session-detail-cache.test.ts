@@ -40,20 +40,20 @@ const T0 = Date.UTC(2026, 10, 22, 12, 0, 0);
 const NOW = T0 + 3_600_000;
 const policy = healthPolicyOf({ health_policy: { max_tokens: 1_000_000 } });
 
-function sessionOf(id: string, agentId = "agent_detail"): Session {
-  return create(SessionSchema, { id, workspaceId: WORKSPACE, agentId });
+function sessionOf(id: string, agentId = "agent_detail", workspaceId = WORKSPACE): Session {
+  return create(SessionSchema, { id, workspaceId, agentId });
 }
 
 /** Builds a session's events: each call of `turn` is one gated, approved, completed turn. */
-function recorder(sessionId: string) {
+function recorder(sessionId: string, workspaceId = WORKSPACE) {
   let n = 0;
   let turns = 0;
   const event = (kind: string, fields: MessageInitShape<typeof EventSchema>): Event => {
     n += 1;
     return create(EventSchema, {
-      id: `${sessionId}_evt_${n}`,
+      id: `${workspaceId === WORKSPACE ? "" : `${workspaceId}_`}${sessionId}_evt_${n}`,
       kind,
-      workspaceId: WORKSPACE,
+      workspaceId,
       sessionId,
       createdAt: timestampFromMs(T0 + n * 10),
       ...fields,
@@ -224,7 +224,7 @@ function cachedDetail(cache: SessionDetailCache, session: Session, envelopes: nu
 /** The detail projected from scratch from the session's whole log as stored (not counted). */
 async function fullDetail(log: CountingLog, session: Session, envelopes: number): Promise<Detail> {
   const stored = await log.inner.read({
-    filter: { workspaceId: WORKSPACE, sessionId: session.id },
+    filter: { workspaceId: session.workspaceId, sessionId: session.id },
     limit: 10_000,
   });
   const events = stored.map((e) => e.event);
@@ -249,6 +249,29 @@ async function logOf(
 }
 
 describe("session detail cache", () => {
+  it("keeps two workspaces' sessions of one id apart", async () => {
+    const mine = sessionOf("ses_shared");
+    const theirs = sessionOf("ses_shared", "agent_detail", "ws_other");
+    const a = recorder(mine.id);
+    const b = recorder(theirs.id, theirs.workspaceId);
+    const log = new CountingLog(new InProcessEventLog());
+    const cache = new SessionDetailCache({ eventLog: log });
+    await log.append([a.opened(), ...a.turn(), ...a.turn(), b.opened(), ...b.turn()]);
+    const first = await cachedDetail(cache, mine, 100);
+    expect(first).toEqual(await fullDetail(log, mine, 100));
+    expect(first.health.metrics).toMatchObject({ total_tokens: 2 * 40 });
+    // The other workspace's session is its own entry, projected from its own log.
+    const other = await cachedDetail(cache, theirs, 100);
+    expect(other).toEqual(await fullDetail(log, theirs, 100));
+    expect(other.health.metrics).toMatchObject({ total_tokens: 40 });
+    expect(cache.size).toBe(2);
+    await log.append(b.turn());
+    expect(await cachedDetail(cache, mine, 100)).toEqual(first);
+    expect((await cachedDetail(cache, theirs, 100)).health.metrics).toMatchObject({
+      total_tokens: 2 * 40,
+    });
+  });
+
   it("gives after each append what a projection of the whole log gives", async () => {
     const session = sessionOf("ses_same");
     const r = recorder(session.id);

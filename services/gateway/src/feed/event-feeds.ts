@@ -41,6 +41,7 @@ import {
   perGateway,
   projectHistory,
   RunningFeeds,
+  type SessionRef,
   startFeed,
 } from "./session-feed.js";
 
@@ -126,18 +127,18 @@ class SessionEventFeed implements LiveFeed<FeedSubscriber> {
 
   constructor(
     clients: ServiceClients,
-    readonly sessionId: string,
+    readonly session: SessionRef,
     options: () => CallOptions,
     onEnd: () => void,
   ) {
     const signal = this.abort.signal;
     const events = clients.get(EventService);
-    const projector = new UiProjector({ sessionId });
+    const projector = new UiProjector({ sessionId: session.sessionId });
     const follow = async (markReady: () => void) => {
       // The projector needs the whole log to be exact (a gated tool call's id).
       this.lastId = await projectHistory(
         events,
-        sessionId,
+        session,
         this.lastId,
         () => ({ ...options(), signal }),
         (event) => projector.project(event),
@@ -147,7 +148,7 @@ class SessionEventFeed implements LiveFeed<FeedSubscriber> {
       for (let delay = firstRetryDelayMs; ; delay = Math.min(delay * 2, maxRetryDelayMs)) {
         try {
           const stream = events.streamEvents(
-            { sessionId, afterEventId: this.lastId },
+            { ...session, afterEventId: this.lastId },
             { ...options(), signal },
           );
           for await (const { event } of stream) {
@@ -187,7 +188,7 @@ function pause(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** The Harn event feeds of one gateway, by session. */
+/** The Harn event feeds of one gateway, by session (workspace and id). */
 export class EventFeeds {
   readonly #feeds = new RunningFeeds<SessionEventFeed>();
 
@@ -196,29 +197,29 @@ export class EventFeeds {
     return this.#feeds.size;
   }
 
-  /** Subscribers of the feed of `sessionId` (0 when none runs). */
-  subscribers(sessionId: string): number {
-    return this.#feeds.get(sessionId)?.subscribers.size ?? 0;
+  /** Subscribers of the feed of `session` (0 when none runs). */
+  subscribers(session: SessionRef): number {
+    return this.#feeds.get(session)?.subscribers.size ?? 0;
   }
 
   /**
-   * Subscribe to `sessionId`'s feed, opening it with `options` when none
+   * Subscribe to `session`'s feed, opening it with `options` when none
    * runs. Resolves once the feed follows the log, or rejects when it could
    * not start. The caller must have checked that the session is visible.
    */
   async subscribe(
     clients: ServiceClients,
-    sessionId: string,
+    session: SessionRef,
     options: () => CallOptions,
     subscriber: FeedSubscriber,
   ): Promise<FeedSubscription> {
     const joined = this.#feeds.open(
-      sessionId,
-      (ended) => new SessionEventFeed(clients, sessionId, options, ended),
+      session,
+      (ended) => new SessionEventFeed(clients, session, options, ended),
     );
     const stopIfUnused = () => {
       if (joined.subscribers.size > 0 || joined.joining > 0) return;
-      this.#feeds.stop(sessionId, joined);
+      this.#feeds.stop(session, joined);
     };
     joined.joining++;
     try {

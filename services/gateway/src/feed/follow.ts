@@ -64,6 +64,8 @@ export interface FollowSink {
 export interface FollowOptions {
   feeds: Pick<EventFeeds, "subscribe">;
   clients: ServiceClients;
+  /** The session's workspace (session ids are unique per workspace). */
+  workspaceId: string;
   sessionId: string;
   /** Only this task's events (a task-scoped stream). */
   taskId?: string;
@@ -97,6 +99,7 @@ export async function followSession(options: FollowOptions): Promise<void> {
   const maxQueued = options.maxQueued ?? defaultMaxQueued;
   const matches = (event: Event) => taskId === undefined || isEventOfTask(event, taskId);
   const events = options.clients.get(EventService);
+  const session = { workspaceId: options.workspaceId, sessionId: options.sessionId };
 
   if (taskId !== undefined && options.cursor !== "") {
     // The task filter decides which cursors are valid (as StreamEvents did).
@@ -110,7 +113,7 @@ export async function followSession(options: FollowOptions): Promise<void> {
   const follows = async (anchor: string, id: string): Promise<boolean> => {
     for (let after = anchor; ; ) {
       const page = await events.listEvents(
-        { sessionId: options.sessionId, afterEventId: after, limit: options.pageSize ?? 200 },
+        { ...session, afterEventId: after, limit: options.pageSize ?? 200 },
         options.callOptions(false),
       );
       if (page.events.some((event) => event.id === id)) return true;
@@ -149,7 +152,7 @@ export async function followSession(options: FollowOptions): Promise<void> {
   signal.addEventListener("abort", notify);
   const subscription = await options.feeds.subscribe(
     options.clients,
-    options.sessionId,
+    session,
     () => options.callOptions(true),
     subscriber,
   );
@@ -161,7 +164,7 @@ export async function followSession(options: FollowOptions): Promise<void> {
     let sent = 0;
     for (let after = options.cursor; !metAnchor; ) {
       const page = await events.listEvents(
-        { sessionId: options.sessionId, afterEventId: after, limit: options.pageSize ?? 200 },
+        { ...session, afterEventId: after, limit: options.pageSize ?? 200 },
         options.callOptions(false),
       );
       for (const event of page.events) {

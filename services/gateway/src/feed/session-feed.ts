@@ -25,6 +25,20 @@ import type { ServiceClients } from "@trellis/platform";
 /** Events per `ListEvents` page when a feed reads the history. */
 const HISTORY_PAGE = 200;
 
+/**
+ * A session as the feeds know it: session ids are unique per workspace, so a
+ * feed (and its key) names both.
+ */
+export interface SessionRef {
+  workspaceId: string;
+  sessionId: string;
+}
+
+/** The map key of a session: its workspace and id, unambiguously. */
+export function sessionKey(session: SessionRef): string {
+  return JSON.stringify([session.workspaceId, session.sessionId]);
+}
+
 /** The part of a subscriber a feed that ends needs. */
 export interface FailingSubscriber {
   /** The feed failed for good; it is gone, the subscriber should end. */
@@ -79,7 +93,7 @@ export function startFeed(
  */
 export async function projectHistory(
   events: Client<typeof EventService>,
-  sessionId: string,
+  session: SessionRef,
   afterId: string,
   options: () => CallOptions,
   project: (event: Event) => void,
@@ -87,7 +101,7 @@ export async function projectHistory(
   let after = afterId;
   for (;;) {
     const page = await events.listEvents(
-      { sessionId, afterEventId: after, limit: HISTORY_PAGE },
+      { ...session, afterEventId: after, limit: HISTORY_PAGE },
       options(),
     );
     for (const event of page.events) project(event);
@@ -97,7 +111,10 @@ export async function projectHistory(
   }
 }
 
-/** The running feeds of one kind on one gateway, by session id. */
+/**
+ * The running feeds of one kind on one gateway, by session (workspace and
+ * id: two workspaces' sessions of one id never share a feed).
+ */
 export class RunningFeeds<F extends LiveFeed> {
   readonly #feeds = new Map<string, F>();
 
@@ -106,28 +123,30 @@ export class RunningFeeds<F extends LiveFeed> {
     return this.#feeds.size;
   }
 
-  get(sessionId: string): F | undefined {
-    return this.#feeds.get(sessionId);
+  get(session: SessionRef): F | undefined {
+    return this.#feeds.get(sessionKey(session));
   }
 
   /**
-   * The running feed of `sessionId`, or a new one made by `create`, which
+   * The running feed of `session`, or a new one made by `create`, which
    * is given what the feed calls when it ends (it is then forgotten).
    */
-  open(sessionId: string, create: (ended: () => void) => F): F {
-    const running = this.#feeds.get(sessionId);
+  open(session: SessionRef, create: (ended: () => void) => F): F {
+    const key = sessionKey(session);
+    const running = this.#feeds.get(key);
     if (running && !running.abort.signal.aborted) return running;
     const created: F = create(() => {
-      if (this.#feeds.get(sessionId) === created) this.#feeds.delete(sessionId);
+      if (this.#feeds.get(key) === created) this.#feeds.delete(key);
     });
-    this.#feeds.set(sessionId, created);
+    this.#feeds.set(key, created);
     return created;
   }
 
-  /** Stop `feed` (no subscriber left) and forget it if it is still the one of `sessionId`. */
-  stop(sessionId: string, feed: F): void {
+  /** Stop `feed` (no subscriber left) and forget it if it is still the one of `session`. */
+  stop(session: SessionRef, feed: F): void {
     feed.abort.abort();
-    if (this.#feeds.get(sessionId) === feed) this.#feeds.delete(sessionId);
+    const key = sessionKey(session);
+    if (this.#feeds.get(key) === feed) this.#feeds.delete(key);
   }
 }
 

@@ -45,7 +45,7 @@ function contextOf(call: RestCall): HealthContext {
 /** The session's events after `afterId` ("" for all), in log order. */
 export async function eventsAfter(
   ctx: HealthContext,
-  sessionId: string,
+  session: { workspaceId: string; sessionId: string },
   afterId: string,
 ): Promise<Event[]> {
   const events = ctx.clients.get(EventService);
@@ -53,7 +53,7 @@ export async function eventsAfter(
   for (let after = afterId; ; ) {
     // The largest page ListEvents serves: a long log is read in few requests.
     const page = await events.listEvents(
-      { sessionId, afterEventId: after, limit: 1000 },
+      { ...session, afterEventId: after, limit: 1000 },
       ctx.options(),
     );
     out.push(...page.events);
@@ -64,8 +64,12 @@ export async function eventsAfter(
 }
 
 /** A session's whole log, in log order, read with the caller's identity. */
-export function sessionLog(call: RestCall, sessionId: string): Promise<Event[]> {
-  return eventsAfter(contextOf(call), sessionId, "");
+export function sessionLog(call: RestCall, session: Session): Promise<Event[]> {
+  return eventsAfter(
+    contextOf(call),
+    { workspaceId: session.workspaceId, sessionId: session.id },
+    "",
+  );
 }
 
 /**
@@ -117,7 +121,7 @@ async function trackerOf(
   call: RestCall,
   session: Session,
 ): Promise<{ tracker: HealthTracker; policy: HealthPolicy; lastId: string }> {
-  const events = await sessionLog(call, session.id);
+  const events = await sessionLog(call, session);
   return { ...trackerFrom(session, events), lastId: events.at(-1)?.id ?? "" };
 }
 
@@ -137,7 +141,8 @@ export async function healthOfEvaluation(
 /**
  * Trackers of sessions whose health was read, per gateway (its deps), so a
  * repeated read (a UI polling) reads only the events since the last one
- * instead of the whole log again. Bounded; the least recently read goes.
+ * instead of the whole log again. By workspace and session id (ids are
+ * unique per workspace). Bounded; the least recently read goes.
  */
 const readTrackers = new WeakMap<object, Map<string, CachedTracker>>();
 const READ_TRACKERS = 1_000;
@@ -157,19 +162,21 @@ export async function sessionHealth(call: RestCall, sessionId: string): Promise<
     cache = new Map();
     readTrackers.set(call.ports, cache);
   }
-  let cached = cache.get(session.id);
+  const key = JSON.stringify([session.workspaceId, session.id]);
+  let cached = cache.get(key);
   if (cached === undefined) {
     cached = { tracker: new HealthTracker(session.id), lastId: "", turn: Promise.resolve() };
     if (cache.size >= READ_TRACKERS) cache.delete(cache.keys().next().value as string);
   } else {
-    cache.delete(session.id);
+    cache.delete(key);
   }
-  cache.set(session.id, cached);
+  cache.set(key, cached);
   const entry = cached;
   const read = entry.turn.then(async () => {
     // The policy is checked first: a malformed one is the answer, whatever the log holds.
     const policy = healthPolicyOf(session.metadata);
-    for (const event of await eventsAfter(contextOf(call), session.id, entry.lastId)) {
+    const ref = { workspaceId: session.workspaceId, sessionId: session.id };
+    for (const event of await eventsAfter(contextOf(call), ref, entry.lastId)) {
       entry.tracker.apply(event);
       entry.lastId = event.id;
     }

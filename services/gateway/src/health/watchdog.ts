@@ -50,6 +50,16 @@ export interface HealthWatchdogOptions {
   now?: () => number;
 }
 
+/** A session with an active turn: its workspace and id (ids are unique per workspace). */
+interface SessionRef {
+  workspaceId: string;
+  sessionId: string;
+}
+
+function keyOf(session: SessionRef): string {
+  return JSON.stringify([session.workspaceId, session.sessionId]);
+}
+
 interface Watched {
   tracker: HealthTracker;
   /** The session's policy (the defaults when its policy is malformed). */
@@ -69,6 +79,7 @@ export interface SweepReport {
 export class HealthWatchdog {
   readonly #o: HealthWatchdogOptions;
   readonly #stop = new AbortController();
+  /** By {@link keyOf} the session. */
   readonly #sessions = new Map<string, Watched>();
   readonly #context: HealthContext;
   #running: Promise<void> | undefined;
@@ -128,26 +139,27 @@ export class HealthWatchdog {
   async sweep(): Promise<SweepReport> {
     const report: SweepReport = { sessions: 0, canceled: [], stuck: [] };
     const active = await this.#activeSessions();
-    for (const sessionId of [...this.#sessions.keys()]) {
-      if (!active.has(sessionId)) this.#sessions.delete(sessionId);
+    for (const key of [...this.#sessions.keys()]) {
+      if (!active.has(key)) this.#sessions.delete(key);
     }
     // Sessions are judged a few at a time: a cancel waits for the worker to
     // confirm (up to the cancel grace), which must not hold up the others.
-    const queue = [...active];
+    const queue = [...active.values()];
     const judgeNext = async (): Promise<void> => {
-      for (let sessionId = queue.shift(); sessionId !== undefined; sessionId = queue.shift()) {
+      for (let session = queue.shift(); session !== undefined; session = queue.shift()) {
         if (this.#stop.signal.aborted) return;
         try {
-          const watched = await this.#watch(sessionId);
+          const watched = await this.#watch(session);
           if (!watched) continue;
           report.sessions += 1;
-          await this.#judge(sessionId, watched, report);
+          await this.#judge(session, watched, report);
         } catch (error) {
           if (this.#stop.signal.aborted) return;
           // One session's trouble does not stop the others; it is retried next sweep.
-          this.#sessions.delete(sessionId);
+          this.#sessions.delete(keyOf(session));
           this.#o.logger.warn("health watchdog: judging a session failed", {
-            session_id: sessionId,
+            workspace_id: session.workspaceId,
+            session_id: session.sessionId,
             error: error instanceof Error ? error.message : String(error),
           });
         }
@@ -157,32 +169,37 @@ export class HealthWatchdog {
     return report;
   }
 
-  /** Session ids of the tasks holding a turn now. */
-  async #activeSessions(): Promise<Set<string>> {
+  /** The sessions of the tasks holding a turn now, by {@link keyOf}. */
+  async #activeSessions(): Promise<Map<string, SessionRef>> {
     const tasks = this.#o.clients.get(TaskService);
-    const out = new Set<string>();
+    const out = new Map<string, SessionRef>();
     let pageToken = "";
     do {
       const page = await tasks.listTasks(
         { statuses: ACTIVE_STATUSES, pageSize: 500, pageToken },
         this.#context.options(),
       );
-      for (const task of page.tasks) out.add(task.sessionId);
+      for (const task of page.tasks) {
+        const session = { workspaceId: task.workspaceId, sessionId: task.sessionId };
+        out.set(keyOf(session), session);
+      }
       pageToken = page.nextPageToken;
     } while (pageToken && out.size < MAX_SESSIONS_PER_SWEEP);
     return out;
   }
 
   /** The session's tracker, loaded on first sight (undefined: the session is gone). */
-  async #watch(sessionId: string): Promise<Watched | undefined> {
-    const known = this.#sessions.get(sessionId);
+  async #watch(ref: SessionRef): Promise<Watched | undefined> {
+    const known = this.#sessions.get(keyOf(ref));
     if (known) return known;
+    const { sessionId } = ref;
     let policy: HealthPolicy;
     try {
       const { session } = await this.#o.clients
         .get(SessionService)
         .getSession({ sessionId }, this.#context.options());
-      if (!session) return undefined;
+      // Another workspace's session of the same id is not this one's policy.
+      if (!session || session.workspaceId !== ref.workspaceId) return undefined;
       policy = healthPolicyOf(session.metadata);
     } catch (error) {
       if (isTrellisError(error) && error.reason === "resource_not_found") return undefined;
@@ -199,12 +216,12 @@ export class HealthWatchdog {
       lastEventId: "",
       reportedStuck: new Set(),
     };
-    this.#sessions.set(sessionId, watched);
+    this.#sessions.set(keyOf(ref), watched);
     return watched;
   }
 
-  async #judge(sessionId: string, watched: Watched, report: SweepReport): Promise<void> {
-    for (const event of await eventsAfter(this.#context, sessionId, watched.lastEventId)) {
+  async #judge(session: SessionRef, watched: Watched, report: SweepReport): Promise<void> {
+    for (const event of await eventsAfter(this.#context, session, watched.lastEventId)) {
       watched.tracker.apply(event);
       watched.lastEventId = event.id;
     }
@@ -216,7 +233,8 @@ export class HealthWatchdog {
       watched.reportedStuck.add(taskId);
       report.stuck.push(taskId);
       this.#o.logger.warn("a turn is stuck: it has recorded nothing for its stuck_after_seconds", {
-        session_id: sessionId,
+        workspace_id: session.workspaceId,
+        session_id: session.sessionId,
         task_id: taskId,
         stuck_after_seconds: watched.policy.stuckAfterSeconds,
         action: watched.policy.action,

@@ -104,6 +104,7 @@ export interface StreamEventsOptions {
 export interface StreamTarget {
   sessionId?: string;
   taskId?: string;
+  /** The workspace streamed; with a session or task, theirs (session ids are per workspace). */
   workspaceId?: string;
   /** The session of `taskId`, when known (task streams then share the session's feed). */
   taskSessionId?: string;
@@ -154,6 +155,7 @@ export async function streamEvents(
       await followSession({
         feeds: eventFeedsOf(ports.clients),
         clients: ports.clients,
+        workspaceId: options.task?.workspaceId ?? target.workspaceId ?? "",
         sessionId,
         ...(target.taskId ? { taskId: target.taskId } : {}),
         cursor,

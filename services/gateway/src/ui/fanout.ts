@@ -65,13 +65,11 @@ class SessionFeed implements LiveFeed<FeedListener> {
       const events = clients.get(EventService);
       const projector = projectorFor(session);
       const withSignal = () => ({ ...options(), signal: this.abort.signal });
-      const after = await projectHistory(events, session.id, "", withSignal, (event) =>
+      const ref = { workspaceId: session.workspaceId, sessionId: session.id };
+      const after = await projectHistory(events, ref, "", withSignal, (event) =>
         projector.project(event),
       );
-      const stream = events.streamEvents(
-        { sessionId: session.id, afterEventId: after },
-        withSignal(),
-      );
+      const stream = events.streamEvents({ ...ref, afterEventId: after }, withSignal());
       markReady();
       let previous = after;
       for await (const { event } of stream) {
@@ -96,7 +94,7 @@ function render(event: Event, envelopes: ReturnType<ReturnType<typeof projectorF
   return { eventId: event.id, sse };
 }
 
-/** The feeds of one gateway, by session. */
+/** The feeds of one gateway, by session (workspace and id). */
 export class UiFanout {
   readonly #feeds = new RunningFeeds<SessionFeed>();
 
@@ -117,14 +115,15 @@ export class UiFanout {
     options: () => CallOptions,
     listener: FeedListener,
   ): Promise<() => void> {
+    const ref = { workspaceId: session.workspaceId, sessionId: session.id };
     const joined = this.#feeds.open(
-      session.id,
+      ref,
       (ended) => new SessionFeed(clients, session, options, ended),
     );
     joined.subscribers.add(listener);
     const leave = () => {
       joined.subscribers.delete(listener);
-      if (joined.subscribers.size === 0) this.#feeds.stop(session.id, joined);
+      if (joined.subscribers.size === 0) this.#feeds.stop(ref, joined);
     };
     try {
       await joined.ready;

@@ -76,6 +76,11 @@ function identityOf(session: Session): string {
   ]);
 }
 
+/** The key of a session: its workspace and id (session ids are unique per workspace). */
+function keyOf(session: Session): string {
+  return JSON.stringify([session.workspaceId, session.id]);
+}
+
 function resourceOf(event: Event): string {
   return `${event.resource?.object ?? ""}/${event.resource?.id ?? ""}`;
 }
@@ -85,7 +90,8 @@ export class SessionDetailCache {
   readonly #log: EventLog;
   readonly #maxSessions: number;
   readonly #pageSize: number;
-  // Insertion order = recency of reading: the first key is the least recently read.
+  // By workspace and id. Insertion order = recency of reading: the first key
+  // is the least recently read.
   readonly #sessions = new Map<string, CachedSession>();
 
   constructor(options: SessionDetailCacheOptions) {
@@ -106,7 +112,8 @@ export class SessionDetailCache {
    * window the caller will ask the projector for.
    */
   async read<T>(session: Session, envelopes: number, use: (view: SessionLogView) => T): Promise<T> {
-    let cached = this.#sessions.get(session.id);
+    const key = keyOf(session);
+    let cached = this.#sessions.get(key);
     if (cached === undefined) {
       cached = { state: undefined, turn: Promise.resolve() };
       if (this.#sessions.size >= this.#maxSessions) {
@@ -114,9 +121,9 @@ export class SessionDetailCache {
         if (!oldest.done) this.#sessions.delete(oldest.value);
       }
     } else {
-      this.#sessions.delete(session.id);
+      this.#sessions.delete(key);
     }
-    this.#sessions.set(session.id, cached);
+    this.#sessions.set(key, cached);
     const entry = cached;
     const result = entry.turn.then(async () => {
       try {

@@ -56,6 +56,8 @@ import { frameIdOf, parseClientFrame, type WsCommand } from "./frames.js";
 
 /** What a connection streams and acts on. */
 export interface WsTarget {
+  /** The session's workspace (session ids are unique per workspace). */
+  workspaceId: string;
   sessionId: string;
   /** Set for a task-scoped connection (`/v1/tasks/{id}/stream`). */
   taskId?: string;
@@ -336,6 +338,7 @@ export function serveWebSocket(options: WsConnectionOptions): void {
     await followSession({
       feeds: eventFeedsOf(deps.clients),
       clients: deps.clients,
+      workspaceId: target.workspaceId,
       sessionId: target.sessionId,
       ...(target.taskId ? { taskId: target.taskId } : {}),
       cursor,

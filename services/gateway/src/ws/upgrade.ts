@@ -201,10 +201,10 @@ export function createWebSocketEndpoint(deps: GatewayDeps): WebSocketEndpoint {
       const taskId = match.params.task_id;
       if (taskId !== undefined) {
         const task = await visibleTask(probe, taskId);
-        target = { sessionId: task.sessionId, taskId: task.id };
+        target = { workspaceId: task.workspaceId, sessionId: task.sessionId, taskId: task.id };
       } else {
         const session = await visibleSession(probe, match.params.session_id ?? "");
-        target = { sessionId: session.id };
+        target = { workspaceId: session.workspaceId, sessionId: session.id };
       }
     } catch (error) {
       const envelope = toHarnError(error, requestId);

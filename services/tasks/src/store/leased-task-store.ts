@@ -17,6 +17,7 @@ import { journalHead } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import { OwnedTaskStore, type OwnedTaskStoreOptions } from "./owned-task-store.js";
 import { isStreamConflict, type SessionLeases } from "./session-leases.js";
+import { sessionStream } from "./session-stream.js";
 import type { TaskStore } from "./task-store.js";
 
 type P<K extends keyof TaskStore> = Parameters<TaskStore[K]>;
@@ -37,8 +38,8 @@ export class LeasedTaskStore extends OwnedTaskStore {
     const { database, schema } = options;
     super({
       ...options,
-      sessionFence: (trx, sessionId) =>
-        options.leases.fenceWrite(trx as unknown as Kysely<unknown>, sessionId),
+      sessionFence: (trx, stream) =>
+        options.leases.fenceWrite(trx as unknown as Kysely<unknown>, stream),
       owner: {
         ...options.owner,
         leases: options.leases,
@@ -62,8 +63,8 @@ export class LeasedTaskStore extends OwnedTaskStore {
   }
 
   override async claimNext(...args: P<"claimNext">) {
-    const [sessionId] = args;
-    const mine = await this.owner.withLock(sessionId, () => this.#leases.ensure(sessionId, false));
+    const stream = sessionStream(await this.sessionRef(args[0], undefined));
+    const mine = await this.owner.withLock(stream, () => this.#leases.ensure(stream, false));
     if (!mine) return undefined;
     return this.#retried(() => super.claimNext(...args));
   }
@@ -82,8 +83,8 @@ export class LeasedTaskStore extends OwnedTaskStore {
     if (found.length === 0) return [];
     return this.owner.exclusive(() =>
       this.#leases.pinned(() =>
-        this.parts.recovery.recoverExpired(owner, limit, (sessionId) =>
-          this.#leases.ensure(sessionId, false),
+        this.parts.recovery.recoverExpired(owner, limit, (session) =>
+          this.#leases.ensure(sessionStream(session), false),
         ),
       ),
     );
@@ -100,7 +101,7 @@ export class LeasedTaskStore extends OwnedTaskStore {
       ? []
       : await this.context.db
           .selectFrom("tasks")
-          .select("session_id")
+          .select(["session_id", "workspace_id"])
           .where("run_state", "=", "waiting")
           .where((eb) =>
             eb.or([
@@ -115,11 +116,14 @@ export class LeasedTaskStore extends OwnedTaskStore {
           )
           .limit(2)
           .execute();
-    const sessionId =
-      signal.sessionId || (waiting.length === 1 ? waiting[0]?.session_id : undefined);
-    if (!sessionId) return super.deliverSignal(...args);
+    const found = waiting.length === 1 ? waiting[0] : undefined;
+    const session = signal.sessionId
+      ? await this.sessionRef(signal.sessionId, context.scope)
+      : found && { workspace_id: found.workspace_id, id: found.session_id };
+    if (!session) return super.deliverSignal(...args);
+    const stream = sessionStream(session);
     return this.#leases.pinned(async () => {
-      await this.owner.withLock(sessionId, () => this.#leases.ensure(sessionId, true));
+      await this.owner.withLock(stream, () => this.#leases.ensure(stream, true));
       return super.deliverSignal(...args);
     });
   }

@@ -19,10 +19,17 @@
  */
 import type { Journal, Projector } from "@trellis/storage";
 import { sql } from "kysely";
+import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { OwnedTurns } from "./owned-turns.js";
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres-task-store.js";
 import { type OwnerLeaseHooks, SessionOwner } from "./session-owner.js";
+import type { SessionRef } from "./session-stream.js";
 import type { TaskStore } from "./task-store.js";
+
+/** The owner's key of a task's session. */
+function refOfTask(task: { workspaceId: string; sessionId: string }): SessionRef {
+  return { workspace_id: task.workspaceId, id: task.sessionId };
+}
 
 /** Options of {@link OwnedTaskStore}: the store's, plus the journal and its read model. */
 export interface OwnedTaskStoreOptions extends Omit<PostgresTaskStoreOptions, "journal"> {
@@ -73,27 +80,29 @@ export class OwnedTaskStore extends PostgresTaskStore {
     // A session created by its first submit: nobody else can know its id yet
     // unless the caller named it; a named one is written under its lock.
     if (!input.sessionId) return super.submitTask(...args);
-    return this.#owner.withSession(input.sessionId, async () => {
-      const state = await this.#owner.load(input.sessionId);
+    const ref = await this.sessionRef(input.sessionId, context.scope, input.workspaceId);
+    return this.#owner.withSession(ref, async () => {
+      const state = await this.#owner.load(ref);
       const made = state && (await this.#turns.submit(state, input, context, owner));
-      return made ?? this.#owner.relational(input.sessionId, () => super.submitTask(...args));
+      return made ?? this.#owner.relational(ref, () => super.submitTask(...args));
     });
   }
 
   override async finishRun(...args: P<"finishRun">) {
     const [claim, outcome, owner] = args;
-    const id = claim.task.sessionId;
-    return this.#owner.withSession(id, async () => {
-      const state = await this.#owner.load(id);
+    const ref = { workspace_id: claim.task.workspaceId, id: claim.task.sessionId };
+    return this.#owner.withSession(ref, async () => {
+      const state = await this.#owner.load(ref);
       const made = state && (await this.#turns.finish(state, claim, outcome, owner));
-      return made ?? this.#owner.relational(id, () => super.finishRun(...args));
+      return made ?? this.#owner.relational(ref, () => super.finishRun(...args));
     });
   }
 
   override async claimNext(...args: P<"claimNext">) {
     const [id, owner] = args;
-    return this.#owner.withSession(id, async () => {
-      const state = await this.#owner.load(id);
+    const ref = await this.sessionRef(id, undefined);
+    return this.#owner.withSession(ref, async () => {
+      const state = await this.#owner.load(ref);
       if (!state) return undefined;
       return this.#turns.claimNext(state, owner);
     });
@@ -102,40 +111,49 @@ export class OwnedTaskStore extends PostgresTaskStore {
   // ------------------------------------------------------------ writes of one session
 
   override async createSession(...args: P<"createSession">) {
-    const id = args[0].sessionId;
-    if (!id) return super.createSession(...args);
-    return this.#session(id, () => super.createSession(...args));
+    const [input, context] = args;
+    if (!input.sessionId) return super.createSession(...args);
+    const ref = {
+      workspace_id: this.parts.directory.workspaceFor(input.workspaceId, context),
+      id: input.sessionId,
+    };
+    return this.#session(ref, () => super.createSession(...args));
   }
 
   override async closeSession(...args: P<"closeSession">) {
-    return this.#session(args[0], () => super.closeSession(...args));
+    const ref = await this.sessionRef(args[0], args[2].scope);
+    return this.#session(ref, () => super.closeSession(...args));
   }
 
   override async forkSession(...args: P<"forkSession">) {
-    return this.#session(args[0].sessionId, () => super.forkSession(...args));
+    const ref = await this.sessionRef(args[0].sessionId, args[1].scope);
+    return this.#session(ref, () => super.forkSession(...args));
   }
 
   override async truncateSession(...args: P<"truncateSession">) {
-    return this.#session(args[0], () => super.truncateSession(...args));
+    const ref = await this.sessionRef(args[0], args[2].scope);
+    return this.#session(ref, () => super.truncateSession(...args));
   }
 
   override async appendMessage(...args: P<"appendMessage">) {
-    return this.#session(args[0], () => super.appendMessage(...args));
+    const ref = await this.sessionRef(args[0], args[3].scope);
+    return this.#session(ref, () => super.appendMessage(...args));
   }
 
   override async cancelTask(...args: P<"cancelTask">) {
     await this.#owner.settled();
     const task = await super.getTask(args[0], args[2].scope);
-    return this.#session(task.sessionId, () => super.cancelTask(...args));
+    const ref = { workspace_id: task.workspaceId, id: task.sessionId };
+    return this.#session(ref, () => super.cancelTask(...args));
   }
 
   override async releaseRun(...args: P<"releaseRun">) {
-    return this.#session(args[0].task.sessionId, () => super.releaseRun(...args));
+    return this.#session(refOfTask(args[0].task), () => super.releaseRun(...args));
   }
 
   override async recordProgress(...args: P<"recordProgress">) {
     // After the turn's own events, in the outbox's order.
-    return this.#session(args[0].task.sessionId, () => super.recordProgress(...args));
+    return this.#session(refOfTask(args[0].task), () => super.recordProgress(...args));
   }
 
   // ------------------------------------------------------------ writes of any session
@@ -201,7 +219,11 @@ export class OwnedTaskStore extends PostgresTaskStore {
 
   override async loadAgentState(...args: P<"loadAgentState">) {
     // Only the session's appends that changed it (internal: the runner's read).
-    await this.#owner.drainAgentState(args[0]);
+    const [id, workspaceId] = args;
+    const ref = workspaceId
+      ? { workspace_id: workspaceId, id }
+      : await this.sessionRef(id, undefined);
+    await this.#owner.drainAgentState(ref);
     return super.loadAgentState(...args);
   }
 
@@ -265,8 +287,35 @@ export class OwnedTaskStore extends PostgresTaskStore {
     return super.getArtifactContent(...args);
   }
 
+  /**
+   * The session a call naming `sessionId` acts on, as the owner keys it: in
+   * the caller's workspace (`scope`) when it is confined to one; else the
+   * session's own: the caller's workspace (`home`) when the owner holds
+   * that session in memory (the steady turn loop: no read), else a lookup
+   * (the id-only rule). A session that does not exist gets the default
+   * workspace: the call then fails (not found) or creates it relationally,
+   * with no state in memory to agree with.
+   */
+  protected async sessionRef(
+    sessionId: string,
+    scope: string | undefined,
+    home?: string,
+  ): Promise<SessionRef> {
+    if (scope !== undefined) return { workspace_id: scope, id: sessionId };
+    const mine = home ? { workspace_id: home, id: sessionId } : undefined;
+    if (mine && this.#owner.holds(mine)) return mine;
+    const row = await this.context.db
+      .selectFrom("sessions")
+      .select("workspace_id")
+      .where("id", "=", sessionId)
+      .orderBy("created_at")
+      .limit(1)
+      .executeTakeFirst();
+    return { workspace_id: row?.workspace_id ?? DEFAULT_WORKSPACE_ID, id: sessionId };
+  }
+
   /** A relational write of one session, under its lock (see the module header). */
-  #session<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    return this.#owner.withSession(sessionId, () => this.#owner.relational(sessionId, work));
+  #session<T>(session: SessionRef, work: () => Promise<T>): Promise<T> {
+    return this.#owner.withSession(session, () => this.#owner.relational(session, work));
   }
 }

@@ -36,6 +36,7 @@ import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-cha
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
+import { sessionStream } from "./session-stream.js";
 import {
   encodeStepEvent,
   finishedStep,
@@ -102,12 +103,12 @@ class Step {
     s.updated_at = this.now;
     return [
       ...this.events.map((event) => ({
-        stream: s.id,
+        stream: sessionStream(s),
         kind: event.kind,
         body: encodeStepEvent(event),
       })),
       ...stepEntries(this.steps),
-      { stream: s.id, kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
+      { stream: sessionStream(s), kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
     ];
   }
 
@@ -293,7 +294,7 @@ export class OwnedTurns {
       }),
     );
     const appended = await this.#owner.append(
-      session.id,
+      session,
       step.entries(),
       key ? `tasks|${keyScope}|${key.key}` : undefined,
     );
@@ -429,7 +430,7 @@ export class OwnedTurns {
     const updated = step.updateTask(row, set);
     const head = state.mailbox.find((r) => r.run_state === "queued");
     const next = head ? await this.#claimHead(step, head, owner) : undefined;
-    await this.#owner.append(session.id, step.entries(), undefined, {
+    await this.#owner.append(session, step.entries(), undefined, {
       agentState: set.state !== undefined,
     });
     this.#commit(step);
@@ -449,7 +450,7 @@ export class OwnedTurns {
     const step = new Step({ ...state.session }, state.mailbox);
     const claim = await this.#claimHead(step, head, owner);
     if (!claim) return undefined;
-    await this.#owner.append(state.session.id, step.entries(), undefined);
+    await this.#owner.append(state.session, step.entries(), undefined);
     this.#commit(step);
     return claim;
   }
@@ -540,7 +541,7 @@ export class OwnedTurns {
 
   /** Adopts a step's state once appended, and tells the watchers. */
   #commit(step: Step): void {
-    this.#owner.adopt(step.session.id, step.state());
+    this.#owner.adopt(step.session, step.state());
     if (this.#ctx.onCommit) {
       const rows = step.tasks;
       this.#ctx.onCommit({

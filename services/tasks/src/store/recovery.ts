@@ -137,18 +137,19 @@ export class Recovery {
   async recoverExpired(
     owner: string,
     limit: number,
-    accept?: (sessionId: string) => Promise<boolean>,
+    accept?: (session: { workspace_id: string; id: string }) => Promise<boolean>,
   ): Promise<Claim[]> {
     const expired = await this.#ctx.db
       .selectFrom("tasks")
-      .select(["id", "session_id"])
+      .select(["id", "session_id", "workspace_id"])
       .where("run_state", "=", "running")
       .where("lease_expires_at", "<", NOW)
       .limit(limit)
       .execute();
     const claims: Claim[] = [];
     for (const candidate of expired) {
-      if (accept && !(await accept(candidate.session_id))) continue;
+      const session = { workspace_id: candidate.workspace_id, id: candidate.session_id };
+      if (accept && !(await accept(session))) continue;
       const claim = await this.#p.unit.write(async (tx) => {
         const session = await this.#p.unit.lockSession(tx, candidate.session_id, undefined);
         const row = await tx.db

@@ -25,6 +25,10 @@
  * paid only when a session's calls change replica (two NOTIFYs, a release,
  * an acquire and a fence entry). What it costs when callers alternate replicas per call
  * is in docs/turn-journal.md.
+ *
+ * A session's lease, like its journal stream, is named by its
+ * `sessionStream` (workspace and id, `./session-stream.ts`): every
+ * `sessionId` parameter below is that name.
  */
 
 import { isTrellisError, TrellisError } from "@trellis/runtime";
@@ -284,7 +288,7 @@ export class SessionLeases implements OwnerLeaseHooks {
     this.#takenAt.set(sessionId, Date.now());
     try {
       this.#stats.fences++;
-      await owner.append(
+      await owner.appendTo(
         sessionId,
         [{ stream: sessionId, kind: ROWS_STEP, body: encodeRowChanges([]) }],
         undefined,

@@ -17,6 +17,7 @@
  */
 import type { Journal, JournalEntry, Projector } from "@trellis/storage";
 import type { SessionRow, TaskRow } from "./schema.js";
+import { type SessionRef, sessionStream } from "./session-stream.js";
 import type { StoreContext } from "./store-context.js";
 
 /** A session's live state, as its owner holds it. */
@@ -47,16 +48,16 @@ export interface SessionOwnerOptions {
   head?: () => Promise<bigint>;
 }
 
-/** How a lease holder fences the owner's appends (session-leases.ts). */
+/** How a lease holder fences the owner's appends (session-leases.ts); each names the session's {@link sessionStream}. */
 export interface OwnerLeaseHooks {
   /** Inside the session's lock, before the work: make this replica the session's owner. */
-  guard(sessionId: string): Promise<void>;
+  guard(stream: string): Promise<void>;
   /** The append's `expectedPosition`; throws (a stream conflict) when the lease is not held. */
-  expected(sessionId: string): bigint;
+  expected(stream: string): bigint;
   /** The append stored these positions (the last is the stream's new head). */
-  appended(sessionId: string, last: bigint): void;
+  appended(stream: string, last: bigint): void;
   /** The append was refused: the stream moved (this replica was deposed). */
-  conflicted(sessionId: string, error: unknown): void;
+  conflicted(stream: string, error: unknown): void;
 }
 
 /** See the module header. */
@@ -69,6 +70,7 @@ export class SessionOwner {
   readonly #waitMs: number;
   readonly #leases: OwnerLeaseHooks | undefined;
   readonly #head: (() => Promise<bigint>) | undefined;
+  /** Every map below is keyed by the session's {@link sessionStream}. */
   readonly #sessions = new Map<string, OwnedSession>();
   /** The last position each session appended (kept until projected). */
   readonly #positions = new Map<string, bigint>();
@@ -91,13 +93,14 @@ export class SessionOwner {
     this.#sweep.unref();
   }
 
-  /** Runs `work` holding `sessionId`'s lock (and the gate, shared). */
-  async withSession<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
+  /** Runs `work` holding `session`'s lock (and the gate, shared). */
+  async withSession<T>(session: SessionRef, work: () => Promise<T>): Promise<T> {
+    const stream = sessionStream(session);
     const leaveGate = await this.#gate.shared();
     try {
-      const unlock = await this.#lock(sessionId);
+      const unlock = await this.#lock(stream);
       try {
-        await this.#leases?.guard(sessionId);
+        await this.#leases?.guard(stream);
         return await work();
       } finally {
         unlock();
@@ -108,16 +111,16 @@ export class SessionOwner {
   }
 
   /**
-   * Runs a relational write of `sessionId` (the caller holds its lock): after
+   * Runs a relational write of `session` (the caller holds its lock): after
    * the projector passed the session's appends; the session's state is
    * dropped after it, whatever it did.
    */
-  async relational<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    await this.drain(sessionId);
+  async relational<T>(session: SessionRef, work: () => Promise<T>): Promise<T> {
+    await this.drain(session);
     try {
       return await work();
     } finally {
-      this.#sessions.delete(sessionId);
+      this.#sessions.delete(sessionStream(session));
     }
   }
 
@@ -133,9 +136,9 @@ export class SessionOwner {
     }
   }
 
-  /** Runs `work` holding `sessionId`'s lock only (no gate, no guard): a lease hand-off. */
-  async withLock<T>(sessionId: string, work: () => Promise<T>): Promise<T> {
-    const unlock = await this.#lock(sessionId);
+  /** Runs `work` holding the lock of the session of `stream` only (no gate, no guard): a lease hand-off. */
+  async withLock<T>(stream: string, work: () => Promise<T>): Promise<T> {
+    const unlock = await this.#lock(stream);
     try {
       return await work();
     } finally {
@@ -143,9 +146,9 @@ export class SessionOwner {
     }
   }
 
-  /** Drops `sessionId`'s state (reloaded on next use): its lease was lost or newly taken. */
-  forget(sessionId: string): void {
-    this.#sessions.delete(sessionId);
+  /** Drops the state of the session of `stream` (reloaded on next use): its lease was lost or newly taken. */
+  forget(stream: string): void {
+    this.#sessions.delete(stream);
   }
 
   /** Resolves once the projector has applied everything appended before the call. */
@@ -153,80 +156,93 @@ export class SessionOwner {
     await this.#waitFor(this.#head ? await this.#head() : this.#journal.head());
   }
 
-  /** Resolves once the projector has applied `sessionId`'s appends. */
-  async drain(sessionId: string): Promise<void> {
-    const position = this.#positions.get(sessionId);
+  /** Resolves once the projector has applied `session`'s appends. */
+  async drain(session: SessionRef): Promise<void> {
+    const position = this.#positions.get(sessionStream(session));
     if (position !== undefined) await this.#waitFor(position);
   }
 
   /**
-   * Resolves once the projector has applied `sessionId`'s last append that
+   * Resolves once the projector has applied `session`'s last append that
    * changed its agent state (`session_states`): what `loadAgentState` needs.
    * A turn's own submit does not change it, so reading the state at the
    * start of a run does not force the submit's projection on its own.
    */
-  async drainAgentState(sessionId: string): Promise<void> {
-    const position = this.#statePositions.get(sessionId);
+  async drainAgentState(session: SessionRef): Promise<void> {
+    const position = this.#statePositions.get(sessionStream(session));
     if (position !== undefined) await this.#waitFor(position);
   }
 
   /** The session's state (the caller holds its lock), loaded when not in memory; undefined if it does not exist. */
-  async load(sessionId: string): Promise<OwnedSession | undefined> {
-    const known = this.#sessions.get(sessionId);
+  async load(ref: SessionRef): Promise<OwnedSession | undefined> {
+    const stream = sessionStream(ref);
+    const known = this.#sessions.get(stream);
     if (known) {
       known.usedAt = Date.now();
       // Most recently used last (the eviction order).
-      this.#sessions.delete(sessionId);
-      this.#sessions.set(sessionId, known);
+      this.#sessions.delete(stream);
+      this.#sessions.set(stream, known);
       return known;
     }
-    await this.drain(sessionId);
+    await this.drain(ref);
     const session = await this.#ctx.db
       .selectFrom("sessions")
       .selectAll()
-      .where("id", "=", sessionId)
+      .where("workspace_id", "=", ref.workspace_id)
+      .where("id", "=", ref.id)
       .executeTakeFirst();
     if (!session) return undefined;
     const mailbox = await this.#ctx.db
       .selectFrom("tasks")
       .selectAll()
-      .where("session_id", "=", sessionId)
+      .where("workspace_id", "=", ref.workspace_id)
+      .where("session_id", "=", ref.id)
       .where("run_state", "in", ["queued", "running"])
       .orderBy("queue_seq")
       .execute();
     const state: OwnedSession = { session, mailbox, usedAt: Date.now() };
-    this.#sessions.set(sessionId, state);
+    this.#sessions.set(stream, state);
     if (this.#sessions.size > this.#maxSessions) this.#evictOldest();
     return state;
   }
 
   /**
-   * Appends one owned step of `sessionId` (the caller holds its lock) and
+   * Appends one owned step of `session` (the caller holds its lock) and
    * resolves once it is durable. On failure the session's state is dropped.
    */
-  async append(
-    sessionId: string,
+  append(
+    session: SessionRef,
+    entries: readonly JournalEntry[],
+    idempotencyKey: string | undefined,
+    changes: { agentState?: boolean } = {},
+  ): Promise<{ positions: bigint[]; duplicate: boolean }> {
+    return this.appendTo(sessionStream(session), entries, idempotencyKey, changes);
+  }
+
+  /** {@link append} by the session's stream (a lease's fence entry). */
+  async appendTo(
+    stream: string,
     entries: readonly JournalEntry[],
     idempotencyKey: string | undefined,
     changes: { agentState?: boolean } = {},
   ): Promise<{ positions: bigint[]; duplicate: boolean }> {
     try {
-      const expectedPosition = this.#leases?.expected(sessionId);
+      const expectedPosition = this.#leases?.expected(stream);
       const result = await this.#journal.append(entries, {
         ...(idempotencyKey ? { idempotencyKey } : {}),
         ...(expectedPosition !== undefined ? { expectedPosition } : {}),
       });
       const last = result.positions.at(-1);
       if (!result.duplicate && last !== undefined) {
-        this.#positions.set(sessionId, last);
-        this.#leases?.appended(sessionId, last);
-        if (changes.agentState) this.#statePositions.set(sessionId, last);
+        this.#positions.set(stream, last);
+        this.#leases?.appended(stream, last);
+        if (changes.agentState) this.#statePositions.set(stream, last);
       }
       this.#readModel.wake();
       return result;
     } catch (error) {
-      this.#sessions.delete(sessionId);
-      this.#leases?.conflicted(sessionId, error);
+      this.#sessions.delete(stream);
+      this.#leases?.conflicted(stream, error);
       throw error;
     }
   }
@@ -234,6 +250,11 @@ export class SessionOwner {
   /** Stops the eviction timer. */
   close(): void {
     clearInterval(this.#sweep);
+  }
+
+  /** Whether `session`'s state is in memory now (a hint: it may be dropped next). */
+  holds(session: SessionRef): boolean {
+    return this.#sessions.has(sessionStream(session));
   }
 
   /** Sessions in memory (tests, health). */
@@ -246,18 +267,18 @@ export class SessionOwner {
     await this.#readModel.waitFor(position, { timeoutMs: this.#waitMs });
   }
 
-  async #lock(sessionId: string): Promise<() => void> {
-    const previous = this.#locks.get(sessionId) ?? Promise.resolve();
+  async #lock(stream: string): Promise<() => void> {
+    const previous = this.#locks.get(stream) ?? Promise.resolve();
     let release!: () => void;
     const mine = new Promise<void>((resolve) => {
       release = resolve;
     });
     const tail = previous.then(() => mine);
-    this.#locks.set(sessionId, tail);
+    this.#locks.set(stream, tail);
     await previous;
     return () => {
       release();
-      if (this.#locks.get(sessionId) === tail) this.#locks.delete(sessionId);
+      if (this.#locks.get(stream) === tail) this.#locks.delete(stream);
     };
   }
 
@@ -283,9 +304,9 @@ export class SessionOwner {
   }
 
   /** Adopts a step's new state once its append resolved. */
-  adopt(sessionId: string, state: OwnedSession): void {
+  adopt(session: SessionRef, state: OwnedSession): void {
     state.usedAt = Date.now();
-    this.#sessions.set(sessionId, state);
+    this.#sessions.set(sessionStream(session), state);
   }
 }
 

@@ -21,6 +21,7 @@ import {
 } from "@trellis/contracts/tasks";
 import type { JournalEntry } from "@trellis/storage";
 import type { SessionRow } from "./schema.js";
+import { sessionStream } from "./session-stream.js";
 
 /** Journal kind of a submit's step record. */
 export const SUBMITTED_STEP = "tasks.step.submitted";
@@ -98,7 +99,7 @@ export function finishedStep(
   };
 }
 
-/** The journal entries of a write's steps (stream = session), counters filled in now. */
+/** The journal entries of a write's steps (stream = the session's `sessionStream`), counters filled in now. */
 export function stepEntries(steps: readonly PendingStep[]): JournalEntry[] {
   return steps.map(({ session, record }) => {
     record.counters = create(SessionCountersSchema, {
@@ -108,7 +109,7 @@ export function stepEntries(steps: readonly PendingStep[]): JournalEntry[] {
       nextQueueSeq: BigInt(session.next_queue_seq),
     });
     return {
-      stream: record.sessionId,
+      stream: sessionStream(session),
       kind: record.step.case === "submitted" ? SUBMITTED_STEP : FINISHED_STEP,
       body: toBinary(StepRecordSchema, record),
     };

@@ -36,8 +36,11 @@ export interface StoreContext {
   readonly sessionFence?: SessionFence | undefined;
 }
 
-/** Checks in a write's transaction that this replica may still write `sessionId` (throws if not). */
-export type SessionFence = (trx: Transaction<TasksDatabase>, sessionId: string) => Promise<void>;
+/**
+ * Checks in a write's transaction that this replica may still write the
+ * session of `stream` (its `sessionStream`; throws if not).
+ */
+export type SessionFence = (trx: Transaction<TasksDatabase>, stream: string) => Promise<void>;
 
 /** The tasks a committed write changed, with their new state when the write knew it. */
 export interface CommittedChanges {

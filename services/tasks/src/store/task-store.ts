@@ -385,8 +385,9 @@ export interface TaskStore {
   /**
    * The session's agent state besides the transcript (what the last completed
    * or suspended run that kept state left); undefined when none kept any.
+   * `workspaceId`: the session's, when the caller knows it (the owner's key).
    */
-  loadAgentState(sessionId: string): Promise<JsonObject | undefined>;
+  loadAgentState(sessionId: string, workspaceId?: string): Promise<JsonObject | undefined>;
 
   /** The source of a replay: the task, its agent, checkpoints and signals. */
   getReplaySource(taskId: string, scope?: string): Promise<ReplaySource>;

@@ -31,6 +31,7 @@ import { type EventScope, SYSTEM_ACTOR } from "../domain/events.js";
 import { reserveKey } from "./idempotency-keys.js";
 import { toSession, toTask } from "./rows.js";
 import type { MessageTable, OutcomeTable, SessionRow, TaskRow, TasksDatabase } from "./schema.js";
+import { sessionStream } from "./session-stream.js";
 import { qualified, StatementWriter } from "./statement.js";
 import { type PendingStep, stepEntries } from "./step-records.js";
 import {
@@ -218,7 +219,7 @@ export class WriteUnit {
     );
     const row = rows[0];
     if (!visible(row, scope)) throw notFound("session", id);
-    await this.#ctx.sessionFence?.(tx.raw, id);
+    if (this.#ctx.sessionFence) await this.#ctx.sessionFence(tx.raw, sessionStream(row));
     return row;
   }
 

@@ -14,8 +14,22 @@ interface Entry {
   messages: Message[];
 }
 
-/** Reads transcript positions `from` ≤ p < `to`. */
-export type TranscriptReader = (sessionId: string, from: bigint, to: bigint) => Promise<Message[]>;
+/** A session: its workspace and id (session ids are unique per workspace). */
+export interface TranscriptSession {
+  workspaceId: string;
+  sessionId: string;
+}
+
+/** Reads transcript positions `from` ≤ p < `to` of `session`. */
+export type TranscriptReader = (
+  session: TranscriptSession,
+  from: bigint,
+  to: bigint,
+) => Promise<Message[]>;
+
+function keyOf(session: TranscriptSession): string {
+  return JSON.stringify([session.workspaceId, session.sessionId]);
+}
 
 /**
  * An LRU cache of session transcripts (prefixes of them), bounded by
@@ -25,6 +39,7 @@ export type TranscriptReader = (sessionId: string, from: bigint, to: bigint) => 
  * turn instead of cached).
  */
 export class TranscriptCache {
+  /** By workspace and session id ({@link keyOf}). */
   readonly #entries = new Map<string, Entry>();
   readonly #maxSessions: number;
   readonly #maxMessages: number;
@@ -44,10 +59,11 @@ export class TranscriptCache {
   /** The transcript before `position` in transcript epoch `epoch`. */
   async history(
     read: TranscriptReader,
-    sessionId: string,
+    session: TranscriptSession,
     epoch: bigint,
     position: bigint,
   ): Promise<readonly Message[]> {
+    const sessionId = keyOf(session);
     let entry = this.#entries.get(sessionId);
     if (!entry || entry.epoch !== epoch || BigInt(entry.messages.length) > position) {
       this.#drop(sessionId);
@@ -55,7 +71,7 @@ export class TranscriptCache {
     }
     const have = BigInt(entry.messages.length);
     if (have < position) {
-      const more = await read(sessionId, have, position);
+      const more = await read(session, have, position);
       if (BigInt(more.length) !== position - have) {
         // The transcript is not what the claim said (cut meanwhile): do not cache it.
         this.#drop(sessionId);
@@ -75,7 +91,13 @@ export class TranscriptCache {
   }
 
   /** Record messages appended at `start` (kept only when they continue the cached prefix). */
-  extend(sessionId: string, epoch: bigint, start: bigint, messages: readonly Message[]): void {
+  extend(
+    session: TranscriptSession,
+    epoch: bigint,
+    start: bigint,
+    messages: readonly Message[],
+  ): void {
+    const sessionId = keyOf(session);
     const entry = this.#entries.get(sessionId);
     if (!entry) return;
     this.#drop(sessionId);

@@ -323,14 +323,14 @@ export class TurnRunner {
     const [history, state] = await Promise.all([
       this.#retry(() =>
         this.#transcripts.history(
-          (sessionId, from, to) => store.loadTranscript(sessionId, from, to),
-          claim.task.sessionId,
+          ({ sessionId }, from, to) => store.loadTranscript(sessionId, from, to),
+          { workspaceId: claim.task.workspaceId, sessionId: claim.task.sessionId },
           claim.transcriptEpoch,
           claim.inputPosition,
         ),
       ),
       // The agent's state besides the transcript, as the session's last run left it.
-      this.#retry(() => store.loadAgentState(claim.task.sessionId)),
+      this.#retry(() => store.loadAgentState(claim.task.sessionId, claim.task.workspaceId)),
     ]);
     // Past its token budget the turn gets a compacted history (the transcript is unchanged).
     const context =
@@ -386,7 +386,8 @@ export class TurnRunner {
       result.transcriptLength === claim.inputPosition + 1n + BigInt(output.length)
     ) {
       // The input and this turn's output are the transcript's tail: no need to read them back.
-      this.#transcripts.extend(claim.task.sessionId, claim.transcriptEpoch, claim.inputPosition, [
+      const session = { workspaceId: claim.task.workspaceId, sessionId: claim.task.sessionId };
+      this.#transcripts.extend(session, claim.transcriptEpoch, claim.inputPosition, [
         claim.task.input,
         ...output,
       ]);

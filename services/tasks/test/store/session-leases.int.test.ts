@@ -25,6 +25,7 @@ import { LeasedTaskStore } from "../../src/store/leased-task-store.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
 import { SessionLeases } from "../../src/store/session-leases.js";
+import { sessionStream } from "../../src/store/session-stream.js";
 import { text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
@@ -117,8 +118,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       on.id,
     );
 
-  const entries = (stream: string) =>
-    readJournal(a.database.kysely, "tasks", { stream, limit: 1000 });
+  /** The journal stream (and lease) of session `id` of the default workspace. */
+  const streamOf = (id: string) => sessionStream({ workspace_id: "default", id });
+  const entries = (session: string) =>
+    readJournal(a.database.kysely, "tasks", { stream: streamOf(session), limit: 1000 });
 
   it("refuses a deposed owner's append, writes nothing of it, and goes on at the new owner", async () => {
     const session = "ses_lease_1";
@@ -128,10 +131,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       { status: "completed", messages: [text("one", Role.ASSISTANT)] },
       a.id,
     );
-    expect(a.leases.holds(session)).toBe(true);
+    expect(a.leases.holds(streamOf(session))).toBe(true);
     // A's lease lapses on the database clock while A still believes it holds it.
     await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
-      where stream = ${session}`.execute(a.database.kysely);
+      where stream = ${streamOf(session)}`.execute(a.database.kysely);
     const taken = await submit(b, session, "two");
     expect(taken.claim).toBeDefined();
     expect(b.leases.stats()).toMatchObject({ tookOver: 1 });
@@ -197,10 +200,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       { status: "completed", messages: [text("one", Role.ASSISTANT)] },
       a.id,
     );
-    expect(a.leases.holds(session)).toBe(true);
+    expect(a.leases.holds(streamOf(session))).toBe(true);
     const conflicts = a.leases.stats().conflicts;
     await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
-      where stream = ${session}`.execute(a.database.kysely);
+      where stream = ${streamOf(session)}`.execute(a.database.kysely);
     // A still believes it holds the session; its transaction checks the lease row.
     await expect(
       a.store.appendMessage(session, text("note", Role.USER), undefined, context),

@@ -30,6 +30,7 @@ import {
   type RowChange,
 } from "../../src/store/row-changes.js";
 import type { TasksDatabase } from "../../src/store/schema.js";
+import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { text, textOf } from "../support/fixtures.js";
 
@@ -103,8 +104,10 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       "owner_1",
     );
 
-  const kinds = async (stream: string) =>
-    (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((e) => e.kind);
+  const kinds = async (session: string) => {
+    const stream = sessionStream({ workspace_id: "default", id: session });
+    return (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((e) => e.kind);
+  };
 
   it("writes a submit and a finish as one append each; rows and outbox rows follow", async () => {
     // The first submit creates the session (relational), so the owner knows it after.

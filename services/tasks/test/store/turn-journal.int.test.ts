@@ -26,6 +26,7 @@ import { userActor } from "../../src/domain/events.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
 import { createTasksReadModel, READ_MODEL_PROJECTOR } from "../../src/store/read-model.js";
+import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { text } from "../support/fixtures.js";
 
@@ -116,8 +117,13 @@ for (const backend of backends) {
         "owner_1",
       );
 
-    const steps = async (stream: string): Promise<{ kind: string; record: StepRecord }[]> =>
-      (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((entry) => ({
+    const steps = async (session: string): Promise<{ kind: string; record: StepRecord }[]> =>
+      (
+        await readJournal(database.kysely, "tasks", {
+          stream: sessionStream({ workspace_id: "default", id: session }),
+          limit: 100,
+        })
+      ).map((entry) => ({
         kind: entry.kind,
         record: fromBinary(StepRecordSchema, entry.body),
       }));

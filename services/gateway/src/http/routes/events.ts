@@ -20,6 +20,7 @@ import {
 export interface EventTarget {
   sessionId?: string;
   taskId?: string;
+  /** The workspace read; with a session or task, theirs. */
   workspaceId?: string;
   /** The session of `taskId` (streams follow the session's shared feed). */
   taskSessionId?: string;
@@ -55,12 +56,12 @@ export async function eventTargetOf(call: RestCall): Promise<EventTarget> {
     throw errors.invalid("give session_id or task_id, not both", "task_id");
   }
   if (sessionId !== undefined) {
-    await visibleSession(call, sessionId);
-    return { sessionId };
+    const session = await visibleSession(call, sessionId);
+    return { sessionId, workspaceId: session.workspaceId };
   }
   if (taskId !== undefined) {
     const task = await visibleTask(call, taskId);
-    return { taskId, taskSessionId: task.sessionId };
+    return { taskId, taskSessionId: task.sessionId, workspaceId: task.workspaceId };
   }
   return { workspaceId: workspaceOf(call, queryString(call, "workspace_id")) };
 }

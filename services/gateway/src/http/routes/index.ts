@@ -178,9 +178,8 @@ export const restRoutes: readonly RouteSpec[] = [
     scope: "events:read",
     stream: true,
     handle: async (call) => {
-      const sessionId = param(call, "session_id");
-      await visibleSession(call, sessionId);
-      await streamEvents(call, { sessionId });
+      const session = await visibleSession(call, param(call, "session_id"));
+      await streamEvents(call, { sessionId: session.id, workspaceId: session.workspaceId });
       return undefined;
     },
   },
