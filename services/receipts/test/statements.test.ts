@@ -200,6 +200,28 @@ describe.each([
     expect(perTask).toBeLessThanOrEqual(perTurn + 1 / TURNS);
   });
 
+  it("turn by turn, the finish a few ms after the submit: one statement per task", async () => {
+    const workspace = "ws_turns_close";
+    const before = counter.count();
+    for (let i = 0; i < TURNS; i++) {
+      const all = taskEvents({ taskId: `task_close_${i}`, workspaceId: workspace });
+      await eventLog.append(all.slice(0, -1));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      await eventLog.append(all.slice(-1));
+      await eventually(async () => (await progress(workspace)).receipts >= i + 1, {
+        timeoutMs: 10_000,
+        what: `receipt ${i + 1}`,
+      });
+    }
+    const perTask = (counter.count() - before) / TURNS;
+    console.log(
+      `receipts consumer, turn by turn (close): ${perTask.toFixed(2)} statements per task`,
+    );
+    await chainIsGapFree(workspace, TURNS);
+    // The submit's events wait (unacknowledged) for the finish's: one statement.
+    expect(perTask).toBeLessThanOrEqual(1 + 1 / TURNS);
+  });
+
   it("burst: many tasks' events at once", async () => {
     const workspace = "ws_burst";
     const all: Event[] = [];
