@@ -9,8 +9,8 @@
  *     re-hash, stored-form check, signature). Target: ≥ 5,000 issued +
  *     verified per second.
  * (b) database append path: `ReceiptStore.issue` (check the subject, seal
- *     against the remembered chain head, then one transaction: move the head
- *     if it has not moved, insert, announce through the outbox) at a chain
+ *     against the remembered chain head, then one statement, no explicit
+ *     transaction: insert, move the head, announce through the outbox) at a chain
  *     length of ~1k and again after the chain was grown to ~100k receipts
  *     (bulk-seeded rows, which also makes the remembered head stale once).
  *     Flat means the 100k cost is within noise of the 1k cost (no scan on
@@ -439,7 +439,7 @@ export function formatReceiptsBench(result: ReceiptsBenchResult): string {
     `    issued + verified per CPU-second (per core): ${Math.round(pure.issuedAndVerifiedPerCpuSecond)}  (target ≥ ${pure.targetPerSecond}; rounds: ${pure.roundsPerCpuSecond.map((x) => Math.round(x)).join(" ")})`,
     `    issued + verified per wall-second, one thread: ${Math.round(pure.issuedAndVerifiedPerSecond)}  (rounds: ${pure.roundsPerSecond.map((x) => Math.round(x)).join(" ")})`,
     `    baseline, raw Ed25519 sign + verify per CPU-second: ${Math.round(pure.rawSignVerifyPerCpuSecond)}  (receipt / raw: ${(pure.issuedAndVerifiedPerCpuSecond / pure.rawSignVerifyPerCpuSecond).toFixed(2)})`,
-    `(b) chain append on ${append.backend} (one transaction each, ${append.appends} appends):`,
+    `(b) chain append on ${append.backend} (one statement each, ${append.appends} appends):`,
     `    at ~1k receipts   ${append.at1kUs.toFixed(0).padStart(6)} µs/append`,
     `    at ~${Math.round(append.longChain / 1000)}k receipts ${append.atLongUs.toFixed(0).padStart(6)} µs/append   ratio ${append.ratio.toFixed(2)} (flat ≈ 1)`,
   ].join("\n");

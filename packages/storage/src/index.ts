@@ -133,6 +133,7 @@ export type {
 export { outboxChannel, outboxMigrations } from "./outbox/outbox-schema.js";
 export type {
   OutboxFold,
+  OutboxFreshFold,
   OutboxHandOver,
   OutboxUnit,
   OutboxWriter,

@@ -373,6 +373,51 @@ export function describeStorageContract(
       });
     });
 
+    describe("outbox: fresh resources in one statement (OutboxWriter.fresh)", () => {
+      it("sequences without asking, inserts in the caller's statement, refuses a resource with events", async () => {
+        const schema = await outboxSchema();
+        const handed: (readonly LoggedEvent[] | undefined)[] = [];
+        const writer = createOutboxWriter({ schema, relay: { kick: (rows) => handed.push(rows) } });
+        const run = async (events: Event[], when?: boolean) => {
+          const fold = writer.fresh(events);
+          const result = await sql<{ positions: unknown }>`
+            with ${fold.ctes("mine", when === undefined ? undefined : sql`${when}::boolean`)}
+            select ${sql.raw(fold.positions("mine"))} as positions`.execute(database.kysely);
+          return { fold, positions: result.rows[0]?.positions };
+        };
+        const input = [event("ws_1", "rcpt_a"), event("ws_1", "rcpt_b"), event("ws_1", "rcpt_a")];
+        const { fold, positions } = await run(input);
+        expect(fold.size).toBe(3);
+        fold.committed(positions);
+        const stored = await readAll(database, schema);
+        expect(stored.map((s) => [s.event.resource?.id, s.event.sequence])).toEqual([
+          ["rcpt_a", 1n],
+          ["rcpt_b", 1n],
+          ["rcpt_a", 2n],
+        ]);
+        expect(stored[2]?.event.previousEventId).toBe(stored[0]?.event.id);
+        expect(input[0]?.sequence).toBe(0n); // copied, not adopted
+        expect(handed[0]?.map((e) => [e.position, e.event.id])).toEqual(
+          stored.map((s) => [s.position, s.event.id]),
+        );
+        // The counters continue where the statement left them.
+        const [next] = await inTransaction(database, (trx) =>
+          appendToOutbox(trx, schema, [event("ws_1", "rcpt_a")]),
+        );
+        expect(next?.sequence).toBe(3n);
+        expect(next?.previousEventId).toBe(stored[2]?.event.id);
+        // Gated off: nothing written.
+        await run([event("ws_1", "rcpt_c")], false);
+        expect(await readAll(database, schema)).toHaveLength(4);
+        // Not fresh after all: the statement fails, nothing written.
+        const error = await run([event("ws_1", "rcpt_d"), event("ws_1", "rcpt_b")]).catch(
+          (e: unknown) => e,
+        );
+        expect(error).toMatchObject({ code: "23505" });
+        expect(await readAll(database, schema)).toHaveLength(4);
+      });
+    });
+
     describe("outbox: appendToOutbox", () => {
       it("assigns per-resource sequence and previous_event_id, fills id and created_at", async () => {
         const schema = await outboxSchema();

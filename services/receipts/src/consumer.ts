@@ -16,14 +16,23 @@
  * consumer lives it renews every event it holds (`keepAliveMs`), so the
  * short wait never redelivers what a slow batch is still working on.
  *
+ * Events that issue nothing (all but a task's end and a tool confirmation)
+ * need not be written at once: a batch made only of them waits up to
+ * `lingerMs` (default {@link DEFAULT_LINGER_MS}) for more, unacknowledged,
+ * so a turn's events — its submission's, then its end's a few milliseconds
+ * later — share one statement instead of one each. An event that issues a
+ * receipt, or a full batch, ends the wait at once.
+ *
  * A failure (the database restarting) is retried in place a few times so
  * events of a task keep their order; after that the batch's events are tried
  * one by one (an event the store refuses holds back no other) and what still
  * fails is handed back with a delay while the consumer moves on.
  */
+import type { Event } from "@trellis/contracts/core";
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
 import { type Logger, sleep } from "@trellis/runtime";
 import { DEFAULT_ACK_WAIT_MS } from "./config.js";
+import { APPROVAL_EVENT_KIND, terminalStatusOf } from "./domain/facts.js";
 import type { ReceiptProcessor } from "./processor.js";
 
 /** Name of the durable consumer. */
@@ -31,6 +40,9 @@ export const CONSUMER_NAME = "receipts";
 
 /** Events handled in one transaction at most (default of `batchSize`). */
 export const DEFAULT_BATCH_SIZE = 256;
+
+/** How long a batch that issues nothing waits for more events (default of `lingerMs`). */
+export const DEFAULT_LINGER_MS = 50;
 
 /** A running consumer. */
 export interface ReceiptConsumer {
@@ -49,9 +61,15 @@ export function startReceiptConsumer(options: {
   ackWaitMs?: number;
   /** Most events handled in one transaction (default {@link DEFAULT_BATCH_SIZE}). */
   batchSize?: number;
+  /**
+   * How long a batch of events that issue nothing waits for more (default
+   * {@link DEFAULT_LINGER_MS}; 0: never).
+   */
+  lingerMs?: number;
 }): ReceiptConsumer {
   const { eventLog, processor, logger } = options;
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
+  const lingerMs = Math.max(0, options.lingerMs ?? DEFAULT_LINGER_MS);
   const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const abort = new AbortController();
   const signal = abort.signal;
@@ -160,6 +178,27 @@ export function startReceiptConsumer(options: {
         // Let the reader take what has already arrived (events appended
         // together come in one after another) so they share a transaction.
         if (waiting.length < batchSize) await new Promise((resolve) => setImmediate(resolve));
+        // Nothing to issue yet: let the rest of the turn arrive (see the header).
+        if (lingerMs > 0) {
+          const deadline = performance.now() + lingerMs;
+          let scanned = 0;
+          for (;;) {
+            while (scanned < waiting.length && !issues((waiting[scanned] as ConsumedEvent).event)) {
+              scanned++;
+            }
+            const left = deadline - performance.now();
+            if (scanned < waiting.length || waiting.length >= batchSize || left <= 0) break;
+            if (ended || signal.aborted) break;
+            let timer: NodeJS.Timeout | undefined;
+            await new Promise<void>((resolve) => {
+              wakeHandler = resolve;
+              timer = setTimeout(resolve, left);
+            });
+            clearTimeout(timer);
+            wakeHandler = undefined;
+          }
+          if (signal.aborted) break;
+        }
         const batch = waiting.splice(0, batchSize);
         wakeReader?.();
         await handle(batch);
@@ -200,4 +239,9 @@ export function startReceiptConsumer(options: {
       await loop;
     },
   };
+}
+
+/** Whether handling the event may issue a receipt (a task's end, a tool confirmation). */
+function issues(event: Event): boolean {
+  return event.kind === APPROVAL_EVENT_KIND || terminalStatusOf(event) !== undefined;
 }

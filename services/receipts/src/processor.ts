@@ -8,10 +8,9 @@
  * 3. `task.completed` / `task.failed` / `task.canceled` issue the task's
  *    receipt from every recorded fact, following the receipt policy.
  *
- * A batch is written in one transaction (one statement when nothing is
- * issued): its events, the receipts it issues in log order, the chain heads
- * and the `receipt.issued` announcements; it is acknowledged after that
- * commits.
+ * A batch is written in one statement (no explicit transaction): its events,
+ * the receipts it issues in log order, the chain heads and the
+ * `receipt.issued` announcements; it is acknowledged after that commits.
  *
  * A terminal event whose task stream has gaps (an earlier event not yet
  * recorded, e.g. redelivered out of order) is handed back for a while
@@ -23,11 +22,15 @@
  * store checks), so redelivery after a crash between commit and ack issues
  * nothing twice.
  *
- * A task's earlier facts are read from the store, except with `exclusive`
- * (embedded mode: this is the only consumer, so it has seen every event of a
- * task it saw begin): then they come from memory when the task's stream is
- * known from its first event, and the store is read only for tasks that
- * began before this process started.
+ * A task's earlier facts come from memory when this process saw the task's
+ * stream from its first event: with `exclusive` (embedded mode: the only
+ * consumer, so it has seen every event of such a task) as they are; as one
+ * of several replicas only when the stream's sequences it saw have no hole,
+ * and the batch's statement checks that the store holds no event of the task
+ * that this replica did not see (another replica's: then nothing is written
+ * and the batch is built again from the store). Otherwise, e.g. for tasks
+ * that began before this process started, the store is read (one query per
+ * batch).
  */
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -50,11 +53,12 @@ import {
 import { effectivePolicy, type ReceiptPolicyName } from "./domain/policy.js";
 import type { Sha256 } from "./domain/receipt.js";
 import type { KeyRing } from "./keys.js";
-import type {
-  IssueRequest,
-  ReceiptStore,
-  StoredTaskEvent,
-  TaskEventInput,
+import {
+  type IssueRequest,
+  type ReceiptStore,
+  StaleFacts,
+  type StoredTaskEvent,
+  type TaskEventInput,
 } from "./store/receipt-store.js";
 import type { ReceiptRow } from "./store/schema.js";
 
@@ -95,12 +99,11 @@ export class ReceiptProcessor {
   readonly #o: ReceiptProcessorOptions;
   readonly #now: () => Date;
   readonly #newId: () => string;
-  /** Tasks' facts seen by this process (exclusive mode only). */
-  readonly #tasks: Map<string, CachedTask> | undefined;
+  /** Tasks' facts seen by this process (see the module comment). */
+  readonly #tasks = new Map<string, CachedTask>();
 
   constructor(options: ReceiptProcessorOptions) {
     this.#o = options;
-    this.#tasks = options.exclusive ? new Map() : undefined;
     this.#now = options.now ?? (() => new Date());
     this.#newId = options.newReceiptId ?? (() => `rcpt_${randomUUID().replaceAll("-", "")}`);
   }
@@ -117,6 +120,19 @@ export class ReceiptProcessor {
    * when the store fails.
    */
   async handleBatch(deliveries: readonly Delivery[]): Promise<Outcome[]> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.#handleBatch(deliveries);
+      } catch (error) {
+        // Another replica recorded events of a task whose facts came from
+        // memory: forget them; the next attempt reads the store.
+        if (!(error instanceof StaleFacts) || attempt >= 3) throw error;
+        for (const taskId of error.taskIds) this.#tasks.delete(taskId);
+      }
+    }
+  }
+
+  async #handleBatch(deliveries: readonly Delivery[]): Promise<Outcome[]> {
     const outcomes: Outcome[] = deliveries.map(() => ACK);
     const firstIndex = new Map<string, number>();
     const duplicates: [number, number][] = [];
@@ -160,9 +176,9 @@ export class ReceiptProcessor {
         (r.delivery.event.kind === APPROVAL_EVENT_KIND && r.record.facts.approval) ||
         terminalStatusOf(r.delivery.event),
     );
-    const history: Map<string, StoredTaskEvent[]> = issuers.length
+    const { history, fenced } = issuers.length
       ? await this.#history(issuers, recorded)
-      : new Map();
+      : { history: new Map<string, StoredTaskEvent[]>(), fenced: [] };
     const requests: IssueRequest[] = [];
     /** Replay task receipt requests → their source task's id. */
     const replaySources = new Map<IssueRequest, string>();
@@ -200,23 +216,27 @@ export class ReceiptProcessor {
       events: recorded.map(toInput),
       receipts: sourcesFirst(requests, replaySources),
       checkExisting: issuers.some((i) => i.delivery.deliveryCount > 1),
+      ...(fenced.length ? { facts: fenced } : {}),
     });
-    if (this.#tasks) {
-      for (const r of recorded) this.#remember(r.taskId, r.record);
-      for (const taskId of settled) this.#tasks.delete(taskId);
-    }
+    for (const r of recorded) this.#remember(r.taskId, r.record);
+    for (const taskId of settled) this.#tasks.delete(taskId);
     for (const [index, first] of duplicates) outcomes[index] = outcomes[first] as Outcome;
     return outcomes;
   }
 
   /**
    * Every recorded event of the issuers' tasks, this batch's included, in
-   * log order (position, then event id, as the store orders them).
+   * log order (position, then event id, as the store orders them); and, for
+   * the tasks taken from memory as one of several replicas, what the store
+   * must still hold when the batch commits (see `BatchRequest.facts`).
    */
   async #history(
     issuers: readonly Recorded[],
     batch: readonly Recorded[],
-  ): Promise<Map<string, StoredTaskEvent[]>> {
+  ): Promise<{
+    history: Map<string, StoredTaskEvent[]>;
+    fenced: { taskId: string; recorded: number }[];
+  }> {
     const taskIds = [...new Set(issuers.map((i) => i.taskId))];
     const inBatch = new Map<string, StoredTaskEvent[]>();
     for (const r of batch) {
@@ -224,16 +244,30 @@ export class ReceiptProcessor {
       if (list) list.push(r.record);
       else inBatch.set(r.taskId, [r.record]);
     }
+    const batchIds = new Set(batch.map((r) => r.record.eventId));
     const known = new Map<string, StoredTaskEvent[]>();
+    const fenced: { taskId: string; recorded: number }[] = [];
     const toRead: string[] = [];
     for (const taskId of taskIds) {
-      const cached = this.#tasks?.get(taskId);
+      const cached = this.#tasks.get(taskId);
       const batchRecords = inBatch.get(taskId) ?? [];
       const fromStart =
         cached?.fromStart ||
         batchRecords.some((r) => r.facts.onTaskStream && r.facts.sequence === 1);
-      if (this.#tasks && fromStart) known.set(taskId, [...(cached?.records.values() ?? [])]);
-      else toRead.push(taskId);
+      const records = [...(cached?.records.values() ?? [])];
+      if (fromStart && this.#o.exclusive) {
+        known.set(taskId, records);
+      } else if (fromStart && gapFree(records, batchRecords)) {
+        // Seen whole by this replica as far as the task's stream tells; the
+        // statement checks that no other replica recorded one more.
+        known.set(taskId, records);
+        fenced.push({
+          taskId,
+          recorded: records.filter((r) => !batchIds.has(r.eventId)).length,
+        });
+      } else {
+        toRead.push(taskId);
+      }
     }
     if (toRead.length) {
       for (const [taskId, records] of await this.#o.store.taskEventsOf(toRead)) {
@@ -249,12 +283,11 @@ export class ReceiptProcessor {
       }
       history.set(taskId, [...byId.values()].sort(logOrder));
     }
-    return history;
+    return { history, fenced };
   }
 
   #remember(taskId: string, record: StoredTaskEvent): void {
     const tasks = this.#tasks;
-    if (!tasks) return;
     let entry = tasks.get(taskId);
     if (entry) tasks.delete(taskId);
     else entry = { fromStart: false, records: new Map() };
@@ -514,6 +547,22 @@ function toInput(r: Recorded): TaskEventInput {
     eventHash: r.record.eventHash,
     facts: r.record.facts,
   };
+}
+
+/**
+ * Whether a task's task-stream events, remembered and in the batch, run
+ * 1, 2, … without a hole (a replica that saw them all, as far as the stream
+ * tells).
+ */
+function gapFree(
+  remembered: readonly StoredTaskEvent[],
+  batch: readonly StoredTaskEvent[],
+): boolean {
+  const sequences = new Set<number>();
+  for (const r of remembered) if (r.facts.onTaskStream) sequences.add(r.facts.sequence);
+  for (const r of batch) if (r.facts.onTaskStream) sequences.add(r.facts.sequence);
+  for (let s = 1; s <= sequences.size; s++) if (!sequences.has(s)) return false;
+  return true;
 }
 
 function logOrder(a: StoredTaskEvent, b: StoredTaskEvent): number {

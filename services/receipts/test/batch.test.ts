@@ -3,7 +3,7 @@
 // inside a batch and redeliveries issue nothing twice, and two issuers with
 // their own remembered chain heads keep one gap-free chain.
 
-import { create } from "@bufbuild/protobuf";
+import { clone, create } from "@bufbuild/protobuf";
 import type { PGlite } from "@electric-sql/pglite";
 import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
 import { createLogger } from "@trellis/runtime";
@@ -253,6 +253,58 @@ describe("receipts in batches", () => {
     const rows = await h.rows("ws_race");
     expect(rows).toHaveLength(tasks.length);
     expectGapFree(rows);
+  });
+
+  it("as one of several replicas, builds from memory only what no other replica added to", async () => {
+    // Replica B records an event of the task that is not on the task's own
+    // stream (its sequences cannot show it missing); replica A saw the task
+    // stream whole and builds the receipt from memory: the commit sees the
+    // store holding one event more, writes nothing, and A rebuilds from the store.
+    const workspaceId = "ws_fence";
+    const events = taskEvents({
+      taskId: "task_fence",
+      workspaceId,
+      sequenced: true,
+      withModel: true,
+    });
+    const call = events.find((e) => e.kind === "agent.model_call") as Event;
+    const offStream = clone(EventSchema, call);
+    offStream.id = "evt_fence_offstream";
+    offStream.resource = create(EventSchema, {
+      resource: { object: "session", id: call.sessionId },
+    }).resource;
+    offStream.sequence = 1n;
+    const deliveries = [offStream, ...events].map((event, i) => ({
+      event,
+      position: BigInt(7_000 + i),
+      deliveryCount: 1,
+    }));
+    const reference = await harness(db, "receipts_fence_ref");
+    expect((await reference.processor().handleBatch(deliveries)).every((o) => o.ack)).toBe(true);
+
+    const h = await harness(db, "receipts_fence");
+    const a = h.processor({ store: h.newStore() });
+    const b = h.processor({ store: h.newStore() });
+    const [first, ...rest] = deliveries;
+    const last = rest.pop() as Delivery;
+    expect((await a.handleBatch(rest)).every((o) => o.ack)).toBe(true);
+    expect((await b.handleBatch([first as Delivery])).every((o) => o.ack)).toBe(true);
+    expect((await a.handleBatch([last])).every((o) => o.ack)).toBe(true);
+
+    const [expected] = (await reference.rows(workspaceId)).map((r) => JSON.parse(r.document));
+    const rows = await h.rows(workspaceId);
+    expect(rows).toHaveLength(1);
+    expectGapFree(rows);
+    const doc = JSON.parse((rows[0] as { document: string }).document);
+    // Sealed twice: the first attempt (from memory) was refused.
+    expect(doc.receipt_id).toBe("rcpt_0002");
+    const comparable = (d: Record<string, unknown>) => {
+      const { receipt_id: _id, chain: _chain, signatures: _signatures, ...rest } = d;
+      return rest;
+    };
+    expect(comparable(doc)).toEqual(comparable(expected));
+    // Both model calls are in it: the task stream's and the off-stream one.
+    expect(doc.cost.provider_breakdown[0].input_tokens).toBe(2 * 1200);
   });
 
   it("references a replay's source receipt issued in the same batch, whichever task ends first", async () => {

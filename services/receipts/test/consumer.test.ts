@@ -1,6 +1,7 @@
 // The consumer loop on the in-process event log: events appended together are
-// handled together (never more than the batch size), and an event the store
-// keeps refusing holds back no other event of its batch.
+// handled together (never more than the batch size), a batch that issues
+// nothing waits for the rest of its turn, and an event the store keeps
+// refusing holds back no other event of its batch.
 import type { Event } from "@trellis/contracts/core";
 import { createEventLog, type EventLog } from "@trellis/eventlog";
 import { createLogger } from "@trellis/runtime";
@@ -58,6 +59,36 @@ describe("receipts consumer loop", () => {
     expect(later.length).toBeLessThanOrEqual(8);
     // In log order, each once.
     expect(later.flat()).toEqual(burst.map((e) => e.id));
+  });
+
+  it("lets a batch that issues nothing wait for the rest of the turn", async () => {
+    eventLog = await createEventLog({ kind: "in-process" });
+    const fake = fakeProcessor(() => false);
+    consumer = startReceiptConsumer({
+      eventLog,
+      processor: fake.processor,
+      logger,
+      lingerMs: 2_000,
+    });
+    const turn = taskEvents({ taskId: "task_linger" });
+    const submit = turn.slice(0, -1);
+    const end = turn.slice(-1);
+    await eventLog.append(submit);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(fake.batches).toEqual([]);
+    // The task's end issues a receipt: the wait ends, one batch for the turn.
+    await eventLog.append(end);
+    await eventually(async () => fake.handled.size === turn.length, { what: "the turn handled" });
+    expect(fake.batches).toEqual([turn.map((e) => e.id)]);
+
+    // Events that issue nothing and nothing after them: handled when the wait ends.
+    const alone = taskEvents({ taskId: "task_alone" }).slice(0, 2);
+    await eventLog.append(alone);
+    await eventually(async () => fake.handled.size === turn.length + alone.length, {
+      timeoutMs: 10_000,
+      what: "the lone events handled after the wait",
+    });
+    expect(fake.batches.slice(1)).toEqual([alone.map((e) => e.id)]);
   });
 
   it("lets a refused event hold back no other event of its batch", async () => {

@@ -17,12 +17,13 @@
 import { clone } from "@bufbuild/protobuf";
 import { type Event, EventSchema } from "@trellis/contracts/core";
 import type { LoggedEvent } from "@trellis/eventlog";
-import type { Kysely, Transaction } from "kysely";
+import { type Kysely, type RawBuilder, sql, type Transaction } from "kysely";
 import { assertSchemaName } from "../schema-name.js";
 import {
   appendToOutboxLogged,
   outboxEntries,
   outboxPositionsSql,
+  sequenceFreshOutboxEvents,
   sequenceOutboxEvents,
 } from "./outbox.js";
 import type { NewOutboxRow } from "./outbox-schema.js";
@@ -63,6 +64,41 @@ export interface OutboxWriter {
    * committed; with `committed` (its rows) the relay need not read them back.
    */
   kick(committed?: readonly LoggedEvent[]): void;
+  /**
+   * Events of resources that have none yet (e.g. `receipt/<a new id>`), for
+   * a single statement of the caller's own that runs outside any
+   * transaction — its implicit transaction is the unit of work, so no
+   * BEGIN, sequence statement or COMMIT. Their sequences (1, 2, … per
+   * resource) are assigned now, without asking the database; the statement
+   * inserts the rows and the resources' counter rows and fails (unique
+   * violation) if a resource had events after all. `adopt` as in
+   * {@link OutboxUnit.add}.
+   */
+  fresh(events: readonly Event[], options?: { adopt?: boolean }): OutboxFreshFold;
+}
+
+/**
+ * Outbox rows of fresh resources for one statement of the caller's own (see
+ * {@link OutboxWriter.fresh}): `ctes(name)` goes into its `with` list,
+ * `positions(name)` beside its result, and once it has committed with the
+ * rows, `committed(value)` hands them to the relay.
+ */
+export interface OutboxFreshFold {
+  /** How many events it holds. */
+  readonly size: number;
+  /**
+   * Two data-modifying CTEs: `<name>_sequence` (the counter rows) and
+   * `<name>` (the outbox rows, `returning id, position`). With `when` (a
+   * boolean SQL expression) they insert only when it holds.
+   */
+  ctes(name: string, when?: RawBuilder<unknown>): RawBuilder<unknown>;
+  /** SQL of one value: the positions the CTE `name` returned. */
+  positions(name: string): string;
+  /**
+   * After the statement committed having inserted the rows: hands them to
+   * the relay (without it the relay finds them by its NOTIFY or poll).
+   */
+  committed(positions: unknown): void;
 }
 
 /** One transaction's events on their way to the outbox. */
@@ -140,6 +176,43 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
     },
     kick(committed) {
       relay?.kick(committed);
+    },
+    fresh(events, options = {}) {
+      const sequenced = sequenceFreshOutboxEvents(events, options);
+      return {
+        size: sequenced.rows.length,
+        ctes(name, when) {
+          const gate = when === undefined ? sql`` : sql` where ${when}`;
+          const counters = sequenced.counters.map(
+            (c) =>
+              sql`(${c.resource_object}::text, ${c.resource_id}::text, ${c.last_sequence}::bigint,
+                ${c.last_event_id}::text, ${c.replaced_event_id}::text)`,
+          );
+          const rows = sequenced.rows.map(
+            (r) =>
+              sql`(${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
+                ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
+                ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`,
+          );
+          // Rows go in call order, so within a resource positions follow sequences.
+          return sql`${sql.id(`${name}_sequence`)} as (
+            insert into ${sql.id(schema, "outbox_sequence")} (resource_object, resource_id,
+              last_sequence, last_event_id, replaced_event_id)
+            select * from (values ${sql.join(counters)}) v${gate}),
+          ${sql.id(name)} as (
+            insert into ${sql.id(schema, "outbox")} (id, workspace_id, session_id,
+              resource_object, resource_id, sequence, kind, body, created_at)
+            select * from (values ${sql.join(rows)}) v${gate}
+            returning "id", "position")`;
+        },
+        positions: outboxPositionsSql,
+        committed(positions) {
+          const list = Array.isArray(positions)
+            ? (positions as { id: string; position: string | bigint | number }[])
+            : [];
+          relay?.kick(outboxEntries(sequenced.events, list));
+        },
+      };
     },
   };
 }

@@ -8,7 +8,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import type { Database } from "../database.js";
 import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
-import type { NewOutboxRow, OutboxDatabase } from "./outbox-schema.js";
+import type { NewOutboxRow, OutboxDatabase, OutboxSequenceRow } from "./outbox-schema.js";
 
 /**
  * The outbox tables of `schema` seen through `kysely`. The cast is the one
@@ -195,31 +195,72 @@ export async function sequenceOutboxEvents<DB>(
     }
   }
 
-  const rows: NewOutboxRow[] = completed.map((event) => {
+  return { events: completed, rows: completed.map(outboxRow) };
+}
+
+/**
+ * {@link sequenceOutboxEvents} for events whose resources have no event yet
+ * (e.g. a resource named by an id minted for it): no statement and no
+ * transaction needed, each resource's events get sequences 1, 2, … in call
+ * order. Returns, besides the rows, each resource's `outbox_sequence` row;
+ * the caller inserts both in one statement of its own (a plain insert of the
+ * counter rows, no `on conflict`: a resource that did have events fails the
+ * statement with a unique violation instead of breaking its sequence).
+ * Validation as in `appendToOutbox`.
+ */
+export function sequenceFreshOutboxEvents(
+  events: readonly Event[],
+  options: { adopt?: boolean } = {},
+): { events: Event[]; rows: NewOutboxRow[]; counters: OutboxSequenceRow[] } {
+  const adopt = options.adopt === true;
+  const completed = events.map((event, index) => complete(event, index, adopt));
+  const seen = new Set<string>();
+  const counters = new Map<string, OutboxSequenceRow>();
+  for (const event of completed) {
+    if (seen.has(event.id))
+      throw invalid(`event id ${event.id} appears twice in one append`, "events");
+    seen.add(event.id);
     const resource = event.resource as NonNullable<Event["resource"]>;
-    const body = toBinary(EventSchema, event);
-    // Refused here, in the writer's transaction, rather than by the log after
-    // it was queued (where it would stand in the way of every later event).
-    if (body.length > MAX_EVENT_BYTES) {
-      throw storageError({
-        reason: "payload_too_large",
-        message: `event ${event.kind} is ${body.length} bytes; the event log takes at most ${MAX_EVENT_BYTES}`,
-        metadata: { kind: event.kind, size_bytes: String(body.length) },
-      });
-    }
-    return {
-      id: event.id,
-      workspace_id: event.workspaceId,
-      session_id: event.sessionId,
+    const key = resourceKey(event);
+    const counter = counters.get(key);
+    event.sequence = (counter?.last_sequence ?? 0n) + 1n;
+    event.previousEventId = counter?.last_event_id ?? "";
+    counters.set(key, {
       resource_object: resource.object,
       resource_id: resource.id,
-      sequence: event.sequence,
-      kind: event.kind,
-      body,
-      created_at: timestampDate(event.createdAt ?? timestampNow()),
-    };
-  });
-  return { events: completed, rows };
+      last_sequence: event.sequence,
+      last_event_id: event.id,
+      // As the first upsert of a resource leaves it (see sequenceOutboxEvents).
+      replaced_event_id: "",
+    });
+  }
+  return { events: completed, rows: completed.map(outboxRow), counters: [...counters.values()] };
+}
+
+/** The outbox row of a sequenced event (refused when too large for the log). */
+function outboxRow(event: Event): NewOutboxRow {
+  const resource = event.resource as NonNullable<Event["resource"]>;
+  const body = toBinary(EventSchema, event);
+  // Refused here, in the writer's transaction, rather than by the log after
+  // it was queued (where it would stand in the way of every later event).
+  if (body.length > MAX_EVENT_BYTES) {
+    throw storageError({
+      reason: "payload_too_large",
+      message: `event ${event.kind} is ${body.length} bytes; the event log takes at most ${MAX_EVENT_BYTES}`,
+      metadata: { kind: event.kind, size_bytes: String(body.length) },
+    });
+  }
+  return {
+    id: event.id,
+    workspace_id: event.workspaceId,
+    session_id: event.sessionId,
+    resource_object: resource.object,
+    resource_id: resource.id,
+    sequence: event.sequence,
+    kind: event.kind,
+    body,
+    created_at: timestampDate(event.createdAt ?? timestampNow()),
+  };
 }
 
 // Rows per statement: 1000 × 9 columns stays well under the parameter limit.

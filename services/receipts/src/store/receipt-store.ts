@@ -5,17 +5,19 @@
  *
  * Appending to a chain is optimistic: the store remembers each workspace's
  * chain head as of its last commit, seals the new receipts against it before
- * opening a transaction, and moves the head row only if it still is where it
- * was (`length` unchanged). Another replica having moved it, or having issued
- * one of the subjects, fails the transaction (no row matched, or a unique
- * key); the store then forgets what it assumed, reads again and reseals. The
- * unique keys on (workspace, position) and (workspace, predecessor) back the
- * check, so the chain stays gap-free and unforked with any number of
- * issuers, and a head that is current costs no read and no lock.
+ * writing, and writes a batch — its events, receipts, heads and outbox rows —
+ * as one statement outside any transaction (a statement is atomic: no BEGIN,
+ * no COMMIT, no sequence read). Another replica having appended first makes
+ * the receipts' unique keys (workspace and position, workspace and
+ * predecessor, subject) fail that statement; the store then forgets what it
+ * assumed, reads again and reseals. A head this store seals against is one
+ * it read or committed, so those keys alone keep the chain gap-free and
+ * unforked with any number of issuers, and a head that is current costs no
+ * read and no lock.
  */
 import type { Event } from "@trellis/contracts/core";
-import type { Database, OutboxFold, OutboxWriter } from "@trellis/storage";
-import { type Kysely, sql } from "kysely";
+import type { Database, OutboxWriter } from "@trellis/storage";
+import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { SealedReceipt } from "../domain/build.js";
 import type { EventFacts, TaskEventRecord } from "../domain/facts.js";
 import type { Sha256 } from "../domain/receipt.js";
@@ -75,6 +77,14 @@ export interface BatchRequest {
    * the subject's unique key turns an existing one into a retry that looks.
    */
   checkExisting?: boolean;
+  /**
+   * The facts the receipts were built from without reading the store (a
+   * replica's memory): per task, how many of its recorded events, this
+   * batch's aside, they counted. When the store holds another number (another
+   * replica recorded some of them), nothing is written and `commitBatch`
+   * throws {@link StaleFacts} naming those tasks.
+   */
+  facts?: readonly { taskId: string; recorded: number }[];
 }
 
 /** The result of {@link ReceiptStore.commitBatch}. */
@@ -316,12 +326,11 @@ export class PostgresReceiptStore implements ReceiptStore {
       return { issued: [], existing };
     }
 
-    // Seal against the heads we know, before any lock is taken.
+    // Seal against the heads we know, before anything is written.
     const unknown = [...new Set(toIssue.map((r) => r.workspaceId))].filter(
       (w) => !this.#heads.has(w),
     );
     if (unknown.length) await this.#readHeads(unknown);
-    const start = new Map<string, ChainHead>();
     const heads = new Map<string, ChainHead>();
     const rows: ReceiptRow[] = [];
     const announcements: Event[] = [];
@@ -333,7 +342,6 @@ export class PostgresReceiptStore implements ReceiptStore {
       known.get(subjectKey(kind, subjectObject, subjectId));
     for (const r of toIssue) {
       const head = heads.get(r.workspaceId) ?? this.#heads.get(r.workspaceId) ?? EMPTY_HEAD;
-      if (!start.has(r.workspaceId)) start.set(r.workspaceId, head);
       const chainIndex = head.length + 1n;
       const sealed = r.seal(head.lastHash, chainIndex, issued);
       const document = sealed.document;
@@ -359,94 +367,117 @@ export class PostgresReceiptStore implements ReceiptStore {
       heads.set(r.workspaceId, { length: chainIndex, lastId: row.id, lastHash: sealed.hash });
     }
 
+    let stale: string[];
     try {
-      await this.#outbox.transaction(this.#root, async (unit) => {
-        // The announcements join the batch's statement (one round trip less
-        // than appending them after it).
-        unit.add(announcements, { adopt: true });
-        const outbox = await unit.fold();
-        const moved = await this.#writeBatch(unit.trx, request.events, rows, start, heads, outbox);
-        if (moved !== heads.size) throw new ChainConflict();
-      });
+      stale = await this.#writeBatch(request, rows, heads, announcements);
     } catch (error) {
       for (const workspace of heads.keys()) this.#heads.delete(workspace);
       throw error;
     }
+    if (stale.length) throw new StaleFacts(stale);
     for (const [workspace, head] of heads) this.#remember(workspace, head);
     return { issued: rows, existing };
   }
 
   /**
-   * One statement: record the events, move each head from where it was
-   * sealed against (creating it at the first receipt), insert the receipts
-   * and the outbox rows announcing them (folded by the caller's unit, settled
-   * here). Returns how many heads moved — fewer than asked means another
-   * issuer got there first (the caller rolls back).
+   * The batch in one statement, outside any transaction (a statement is
+   * atomic): record the events, insert the receipts, move each head to its
+   * last receipt (creating it at the first) and announce them through the
+   * outbox. Another issuer that appended first makes the receipts' unique
+   * keys (chain position, predecessor, subject) fail the statement: the heads
+   * this store sealed against are only ever ones it read or committed, so a
+   * receipt at position n+1 exists only if n did — the keys alone keep the
+   * chain gap-free and unforked.
+   *
+   * With `request.facts` the statement first checks, in its snapshot, that
+   * the store holds as many events of each task (this batch's aside) as the
+   * caller built its receipts from, and writes nothing when one differs.
+   * Returns those tasks (empty when it wrote).
    */
   async #writeBatch(
-    trx: Kysely<ReceiptsDatabase>,
-    events: readonly TaskEventInput[],
+    request: BatchRequest,
     rows: readonly ReceiptRow[],
-    from: ReadonlyMap<string, ChainHead>,
-    to: ReadonlyMap<string, ChainHead>,
-    outbox: OutboxFold | undefined,
-  ): Promise<number> {
+    heads: ReadonlyMap<string, ChainHead>,
+    announcements: readonly Event[],
+  ): Promise<string[]> {
     const table = (name: string) => sql.id(this.#schema, name);
+    const { events } = request;
+    const facts = request.facts ?? [];
     const ctes = [];
-    if (events.length) ctes.push(sql`recorded as (${this.#insertEvents(events)})`);
-    if (outbox) {
-      // In sequence order, as appendToOutbox inserts them.
-      ctes.push(sql`announced as (
-        insert into ${sql.raw(outbox.table)} (id, workspace_id, session_id,
-          resource_object, resource_id, sequence, kind, body, created_at)
-        values ${sql.join(
-          outbox.rows.map(
-            (o) =>
-              sql`(${o.id}, ${o.workspace_id}, ${o.session_id}, ${o.resource_object},
-                ${o.resource_id}, ${o.sequence}, ${o.kind}, ${o.body}, ${o.created_at})`,
-          ),
-        )}
-        returning ${sql.raw(outbox.returning)})`);
+    let gate: RawBuilder<unknown> | undefined;
+    if (facts.length) {
+      const others = events.length
+        ? sql`and e.event_id not in (${sql.join(events.map((e) => e.eventId))})`
+        : sql``;
+      ctes.push(
+        sql`expected (task_id, recorded) as (values ${sql.join(
+          facts.map((f) => sql`(${f.taskId}::text, ${f.recorded}::bigint)`),
+        )})`,
+        sql`stale as (
+          select x.task_id from expected x
+           where (select count(*) from ${table("task_events")} e
+                   where e.task_id = x.task_id ${others}) <> x.recorded)`,
+      );
+      gate = sql`not exists (select 1 from stale)`;
     }
-    const moves = [...to].map(([workspace, head]) => {
-      const expected = (from.get(workspace) as ChainHead).length;
-      return sql`(${workspace}::text, ${expected}::bigint, ${head.length}::bigint, ${head.lastId}::text, ${head.lastHash}::text)`;
-    });
+    const where = gate ? sql` where ${gate}` : sql``;
+    if (events.length) {
+      ctes.push(sql`recorded as (
+        insert into ${table("task_events")}
+          (event_id, task_id, workspace_id, session_id, position, kind, event_hash, facts)
+        select * from (values ${sql.join(
+          events.map(
+            (e) =>
+              sql`(${e.eventId}::text, ${e.taskId}::text, ${e.workspaceId}::text,
+                ${e.sessionId}::text, ${e.position}::bigint, ${e.kind}::text,
+                ${e.eventHash}::text, ${JSON.stringify(e.facts)}::jsonb)`,
+          ),
+        )}) v${where}
+        on conflict (event_id) do nothing)`);
+    }
     ctes.push(
-      sql`target (workspace_id, expected, length, last_receipt_id, last_receipt_hash) as (values ${sql.join(moves)})`,
-      sql`moved as (
-        update ${table("chain_heads")} h
-           set length = t.length, last_receipt_id = t.last_receipt_id, last_receipt_hash = t.last_receipt_hash
-          from target t
-         where h.workspace_id = t.workspace_id and h.length = t.expected
-        returning h.workspace_id)`,
-      sql`created as (
-        insert into ${table("chain_heads")} (workspace_id, length, last_receipt_id, last_receipt_hash)
-        select workspace_id, length, last_receipt_id, last_receipt_hash from target where expected = 0
-        on conflict (workspace_id) do nothing
-        returning workspace_id)`,
       sql`issued as (
         insert into ${table("receipts")} (id, workspace_id, chain_index, kind, subject_object,
           subject_id, task_id, session_id, receipt_hash, previous_receipt_hash, key_id,
           final_state, issued_at, document)
-        values ${sql.join(
+        select * from (values ${sql.join(
           rows.map(
             (r) =>
-              sql`(${r.id}, ${r.workspace_id}, ${r.chain_index}, ${r.kind}, ${r.subject_object},
-                ${r.subject_id}, ${r.task_id}, ${r.session_id}, ${r.receipt_hash},
-                ${r.previous_receipt_hash}, ${r.key_id}, ${r.final_state}, ${r.issued_at},
-                ${r.document})`,
+              sql`(${r.id}::text, ${r.workspace_id}::text, ${r.chain_index}::bigint,
+                ${r.kind}::text, ${r.subject_object}::text, ${r.subject_id}::text,
+                ${r.task_id}::text, ${r.session_id}::text, ${r.receipt_hash}::text,
+                ${r.previous_receipt_hash}::text, ${r.key_id}::text, ${r.final_state}::text,
+                ${r.issued_at}::timestamptz, ${r.document}::text)`,
           ),
-        )})`,
+        )}) v${where})`,
+      sql`heads as (
+        insert into ${table("chain_heads")} as h
+          (workspace_id, length, last_receipt_id, last_receipt_hash)
+        select * from (values ${sql.join(
+          [...heads].map(
+            ([workspace, head]) =>
+              sql`(${workspace}::text, ${head.length}::bigint, ${head.lastId}::text,
+                ${head.lastHash}::text)`,
+          ),
+        )}) v${where}
+        on conflict (workspace_id) do update
+          set length = excluded.length, last_receipt_id = excluded.last_receipt_id,
+              last_receipt_hash = excluded.last_receipt_hash
+          where h.length < excluded.length)`,
     );
+    const outbox = announcements.length
+      ? this.#outbox.fresh(announcements, { adopt: true })
+      : undefined;
+    if (outbox) ctes.push(outbox.ctes("announced", gate));
     const positions = outbox ? sql.raw(outbox.positions("announced")) : sql`null`;
-    const result = await sql<{ moved: number; positions: unknown }>`
+    const stale = facts.length ? sql`(select json_agg(task_id) from stale)` : sql`null::json`;
+    const result = await sql<{ stale: unknown; positions: unknown }>`
       with ${sql.join(ctes)}
-      select ((select count(*) from moved) + (select count(*) from created))::int as moved,
-        ${positions} as positions`.execute(trx);
+      select ${stale} as stale, ${positions} as positions`.execute(this.#root);
     const row = result.rows[0];
-    outbox?.settle(row?.positions);
-    return Number(row?.moved ?? 0);
+    const staleTasks = Array.isArray(row?.stale) ? (row.stale as string[]) : [];
+    if (staleTasks.length === 0) outbox?.committed(row?.positions);
+    return staleTasks;
   }
 
   #insertEvents(events: readonly TaskEventInput[]) {
@@ -636,16 +667,22 @@ const MAX_ATTEMPTS = 20;
 /** Workspaces whose head is remembered (least recently used are forgotten). */
 const MAX_CACHED_HEADS = 10_000;
 
-/** A head moved by another issuer since this store sealed against it. */
-class ChainConflict extends Error {
-  constructor() {
-    super("the chain head moved: another issuer appended first");
+/**
+ * The store holds other events of these tasks than the receipts were built
+ * from (another replica recorded some): nothing was written; build them
+ * again from the store's facts.
+ */
+export class StaleFacts extends Error {
+  readonly taskIds: readonly string[];
+  constructor(taskIds: readonly string[]) {
+    super(`the recorded facts of ${taskIds.length} task(s) changed since they were read`);
+    this.name = "StaleFacts";
+    this.taskIds = taskIds;
   }
 }
 
-/** Another issuer won: a head that moved, or a unique key (position, link, subject) taken. */
+/** Another issuer won: a unique key (position, link, subject) taken. */
 function isChainConflict(error: unknown): boolean {
-  if (error instanceof ChainConflict) return true;
   return (error as { code?: unknown } | null)?.code === "23505";
 }
 

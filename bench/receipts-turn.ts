@@ -1,0 +1,98 @@
+/**
+ * CPU per task of the receipts consumer at one task in flight, in process on
+ * PGlite: a task's submission events, its end 5 ms later (as a chat turn
+ * produces them), wait for the batch holding the end, next task. 50 tasks
+ * warm up, then `TURNS` (default 300) are measured with
+ * `process.cpuUsage()` (the harness's own work — building and appending the
+ * events — included, the same in any tree). `EXCLUSIVE=0`: as one of several
+ * replicas (facts fenced) instead of embedded mode's only consumer.
+ *
+ *   npx tsx bench/receipts-turn.ts
+ *
+ * For A/B, run it in two checkouts alternately (A B B A) and compare ratios.
+ */
+import type { Event } from "@trellis/contracts/core";
+import { createEventLog } from "@trellis/eventlog";
+import { createLogger } from "@trellis/runtime";
+import {
+  createDatabase,
+  createOutboxWriter,
+  migrate,
+  openPGlite,
+  outboxMigrations,
+} from "@trellis/storage";
+import { startReceiptConsumer } from "../services/receipts/src/consumer.js";
+import type { KeyRing } from "../services/receipts/src/keys.js";
+import { type Delivery, ReceiptProcessor } from "../services/receipts/src/processor.js";
+import { receiptsMigrations } from "../services/receipts/src/store/migrations/index.js";
+import { PostgresReceiptStore } from "../services/receipts/src/store/receipt-store.js";
+import { issuer, newKey } from "../services/receipts/test/receipt-helpers.js";
+import { taskEvents } from "../services/receipts/test/support.js";
+
+const exclusive = process.env.EXCLUSIVE !== "0";
+const pglite = await openPGlite({});
+const db = await createDatabase({ kind: "pglite", pglite });
+await migrate(db, {
+  schema: "receipts",
+  migrations: { ...outboxMigrations("receipts"), ...receiptsMigrations },
+});
+const eventLog = await createEventLog({ kind: "in-process" });
+const key = newKey("k");
+const keys: KeyRing = {
+  current: key,
+  publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
+  ensure: async () => {},
+  list: () => [],
+};
+const store = new PostgresReceiptStore({
+  database: db,
+  schema: "receipts",
+  outbox: createOutboxWriter({ schema: "receipts" }),
+});
+const processor = new ReceiptProcessor({
+  store,
+  keys,
+  directory: {
+    agentOfTask: async (_t, a) => ({
+      known: true,
+      profile: { agentId: a ?? "agent_echo", tier: "act_with_approval" },
+    }),
+    workspace: async () => ({}),
+  },
+  config: { issuer, gapWaitMs: 3000 },
+  logger: createLogger({ service: "t", level: "error" }),
+  exclusive,
+});
+let waiter: { id: string; resolve: () => void } | undefined;
+const orig = processor.handleBatch.bind(processor);
+processor.handleBatch = async (batch: readonly Delivery[]) => {
+  const out = await orig(batch);
+  if (waiter && batch.some((d) => d.event.id === waiter?.id)) waiter.resolve();
+  return out;
+};
+const consumer = startReceiptConsumer({
+  eventLog,
+  processor,
+  logger: createLogger({ service: "t", level: "error" }),
+});
+async function turn(i: number) {
+  const all = taskEvents({ taskId: `task_${i}`, workspaceId: "ws" });
+  const last = all.at(-1) as Event;
+  const done = new Promise<void>((resolve) => {
+    waiter = { id: last.id, resolve };
+  });
+  await eventLog.append(all.slice(0, -1));
+  await new Promise((r) => setTimeout(r, 5));
+  await eventLog.append([last]);
+  await done;
+}
+for (let i = 0; i < 50; i++) await turn(i);
+const N = Number(process.env.TURNS ?? 300);
+const c0 = process.cpuUsage();
+for (let i = 50; i < 50 + N; i++) await turn(i);
+const c = process.cpuUsage(c0);
+console.log(`exclusive=${exclusive} cpu ms/task ${((c.user + c.system) / 1000 / N).toFixed(3)}`);
+await consumer.stop();
+await eventLog.close();
+await db.close();
+await pglite.close();
