@@ -160,6 +160,19 @@ export class WorkerSession {
     return true;
   }
 
+  /** The next queued command, if any (for a consumer other than {@link commands}). */
+  nextCommand(): ConnectWorkerResponse | undefined {
+    return this.#commands.shift();
+  }
+
+  /**
+   * Called once when a command is queued or the session ends (the one
+   * consumer of its commands sets it before it waits; a later call replaces it).
+   */
+  set waiter(wake: (() => void) | undefined) {
+    this.#wake = wake;
+  }
+
   /** The commands until the session ends or `signal` aborts. */
   async *commands(signal: AbortSignal): AsyncGenerator<ConnectWorkerResponse> {
     const onAbort = () => this.#wake?.();
