@@ -308,7 +308,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
         inFlight: running.size,
       })
       .catch((error: unknown) => {
-        log.warn("heartbeat failed", { error: String(error) });
+        if (!stopping) log.warn("heartbeat failed", { error: String(error) });
         // The lease is gone: end this session's stream; the loop connects again.
         if (ConnectError.from(error).code === Code.NotFound) {
           beating.over = true;

@@ -14,6 +14,7 @@ import {
   type AdapterWorker,
   capabilitiesOf,
   capabilitiesToProto,
+  defineAdapter,
   EXECUTION_SCHEMA_VERSION,
   type ExecutionEvent,
   type ExecutionRequest,
@@ -27,7 +28,7 @@ import {
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
 import { createRoutedExecutor, type RoutedExecutor } from "@trellis/execution";
-import { probeAdapter } from "@trellis/execution/testing";
+import { capabilities, probeAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
@@ -124,20 +125,72 @@ describe("gRPC workers in a mesh: direct placement", () => {
     );
     await known("gd1", 1);
     expect(routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
+    // Progress messages sent to the router on their own (not riding on the result).
+    const remote = routed.remote as NonNullable<typeof routed.remote>;
+    let progressMessages = 0;
+    const progress = (routed.connection as NatsConnection).subscribe(
+      `${remote.names.routerInbox(remote.routerId)}.event`,
+      {
+        callback: () => {
+          progressMessages++;
+        },
+      },
+    );
     for (const text of ["hello", "again"]) {
       const r = request("gd1", text);
       const result = await routed.router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(result.messages[0] && textOf(result.messages[0])).toBe(`gd1 says: ${text}`);
       expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "gd1", attempt: 1 });
-      expect(r.events.some((e) => e.kind === "text_delta")).toBe(true);
-      expect(r.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+      // The trailing progress came with the result, in order, before it.
+      expect(r.events.map((e) => e.kind)).toEqual([
+        "routed",
+        "text_delta",
+        "step_finished",
+        "turn_finished",
+      ]);
     }
+    progress.unsubscribe();
+    expect(progressMessages).toBe(0);
     // Nothing went through JetStream: the work-queue stream was never created.
     const jsm = await jetstreamManager(routed.connection as NatsConnection);
     await expect(jsm.streams.info(routed.remote?.names.stream as string)).rejects.toThrow(
       /stream not found/,
     );
+  });
+
+  it("a slow turn's progress reaches the caller while it runs, batched, in order", async () => {
+    const seen: string[] = [];
+    workers.push(
+      await runGrpcWorker({
+        adapter: defineAdapter({
+          backendId: "gd6",
+          capabilities: capabilities(),
+          async run(request) {
+            request.onEvent?.({ kind: "text_delta", text: "one" });
+            request.onEvent?.({ kind: "text_delta", text: "two" });
+            // Seen by the caller before the turn ends (one ReportWorkEvents, one NATS message).
+            await eventually(() => seen.includes("two"), { timeoutMs: 10_000, what: "two" });
+            request.onEvent?.({ kind: "text_delta", text: "three" });
+            return { status: "completed", messages: [] };
+          },
+        }),
+        url,
+        heartbeatMs: 200,
+      }),
+    );
+    await known("gd6", 1);
+    const r = request("gd6", "x");
+    const result = await routed.router.execute({
+      ...r.value,
+      onEvent: (event) => {
+        r.events.push(event);
+        if (event.kind === "text_delta") seen.push(event.text);
+      },
+    });
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    expect(seen).toEqual(["one", "two", "three"]);
+    expect(r.events.map((e) => e.kind).at(-1)).toBe("turn_finished");
   });
 
   it("grants only the worker it offered the attempt to; a stale claim never runs", async () => {

@@ -74,7 +74,7 @@ describe("gRPC workers (embedded hub)", () => {
     detach: (session, how) => hub.detach(session, how),
     claim: (session, work, negotiation) => hub.claim(session, work, negotiation),
     events: (session, work, events) => hub.events(session, work, events),
-    complete: (session, work, result) => hub.complete(session, work, result),
+    complete: (session, work, result, trailing) => hub.complete(session, work, result, trailing),
     secrets: (session, work) => hub.secrets(session, work),
   };
   const sessions = new WorkerSessions({ port });

@@ -214,8 +214,12 @@ export class NatsWorkerBridge implements WorkerPort {
     const held = this.#bridged.get(session)?.held.get(work.executionId);
     const nats = this.#options.nats();
     if (!held?.granted || held.item.attempt !== work.attempt || !nats) return false;
-    for (const event of events) {
-      nats.connection.publish(`${held.item.replyTo}.event`, this.#report(session, held, event));
+    // One message for the call's events, however many.
+    if (events.length > 0) {
+      nats.connection.publish(
+        `${held.item.replyTo}.event`,
+        this.#report(session, held, undefined, events),
+      );
     }
     return true;
   }
@@ -224,11 +228,13 @@ export class NatsWorkerBridge implements WorkerPort {
     session: WorkerSession,
     work: WorkAttempt,
     result: ExecutionResult,
+    trailing: readonly ExecutionEvent[] = [],
   ): Promise<boolean> {
     const held = this.#bridged.get(session)?.held.get(work.executionId);
     if (!held?.granted || held.item.attempt !== work.attempt) return false;
     const { connection } = this.#nats();
-    const body = this.#report(session, held, { kind: "turn_finished", result });
+    // The trailing progress rides on the result: one message (and its retries) for both.
+    const body = this.#report(session, held, { kind: "turn_finished", result }, trailing);
     try {
       for (let attempt = 1; ; attempt++) {
         try {
@@ -276,14 +282,20 @@ export class NatsWorkerBridge implements WorkerPort {
     return response.vaults;
   }
 
-  #report(session: WorkerSession, held: Held, event: ExecutionEvent): Uint8Array {
+  #report(
+    session: WorkerSession,
+    held: Held,
+    event: ExecutionEvent | undefined,
+    before: readonly ExecutionEvent[] = [],
+  ): Uint8Array {
     return toBinary(
       WorkerReportSchema,
       create(WorkerReportSchema, {
         executionId: held.item.executionId,
         attempt: held.item.attempt,
         workerId: session.workerId,
-        body: { case: "event", value: eventToProto(event) },
+        ...(event ? { body: { case: "event", value: eventToProto(event) } } : {}),
+        before: before.map(eventToProto),
       }),
     );
   }

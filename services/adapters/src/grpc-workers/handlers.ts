@@ -79,11 +79,8 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
       const result = resultFromProto(request.result, "result");
       const { session, work } = fenced(request.work);
       // The trailing progress first, in order, then the result (a stale
-      // attempt's events are refused by the same fence as ReportWorkEvents).
-      if (events.length > 0 && !sessions.port.events(session, work, events)) {
-        return { accepted: false };
-      }
-      return { accepted: await sessions.port.complete(session, work, result) };
+      // attempt's events are refused by the same fence as the result).
+      return { accepted: await sessions.port.complete(session, work, result, events) };
     },
     async getWorkSecrets(request) {
       const { session, work } = fenced(request.work);
