@@ -72,6 +72,10 @@ interface ClaimAnswer {
 
 interface Held {
   item: WorkItem;
+  /** When it was offered to the worker (epoch ms). */
+  offeredAt: number;
+  /** The worker has not claimed it yet (nor did the offer end). */
+  unclaimed: boolean;
   /** Resolved with the worker's negotiation (or undefined: no claim came). */
   claimed(negotiation: ExecutionNegotiation | undefined): void;
   /** The router's answer to the worker's claim, once it claimed. */
@@ -103,11 +107,37 @@ export class NatsWorkerBridge implements WorkerPort {
   readonly #bridged = new Map<WorkerSession, Bridged>();
   readonly #claimTimeoutMs: number;
   readonly #routerTimeoutMs: number;
+  /** Offers not claimed yet, over every session. */
+  #unclaimed = 0;
+  /** Checks claim deadlines while offers are unclaimed (one timer, not one per offer). */
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(options: NatsWorkerBridgeOptions) {
     this.#options = options;
     this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
     this.#routerTimeoutMs = options.routerTimeoutMs ?? 2000;
+  }
+
+  /** Arm or disarm the claim-deadline check with the count of unclaimed offers. */
+  #arm(): void {
+    if (this.#unclaimed === 0) {
+      clearInterval(this.#sweep);
+      this.#sweep = undefined;
+    } else if (!this.#sweep) {
+      const every = Math.min(1000, Math.max(20, Math.floor(this.#claimTimeoutMs / 4)));
+      this.#sweep = setInterval(() => this.#expireOffers(), every);
+      this.#sweep.unref();
+    }
+  }
+
+  /** Offers not claimed within the claim timeout end (they are given back). */
+  #expireOffers(): void {
+    const now = Date.now();
+    for (const bridged of this.#bridged.values()) {
+      for (const held of bridged.held.values()) {
+        if (held.unclaimed && now - held.offeredAt > this.#claimTimeoutMs) held.claimed(undefined);
+      }
+    }
   }
 
   #nats(): { connection: NatsConnection; names: WireNames } {
@@ -365,18 +395,32 @@ export class NatsWorkerBridge implements WorkerPort {
     const over = new Promise<void>((resolve) => {
       finished = resolve;
     });
-    let claimed!: (negotiation: ExecutionNegotiation | undefined) => void;
+    let resolveClaim!: (negotiation: ExecutionNegotiation | undefined) => void;
     const claim = new Promise<ExecutionNegotiation | undefined>((resolve) => {
-      claimed = resolve;
+      resolveClaim = resolve;
     });
-    const held: Held = { item, claimed, granted: false, finished };
+    const held: Held = {
+      item,
+      offeredAt: Date.now(),
+      unclaimed: true,
+      claimed: (negotiation) => {
+        if (held.unclaimed) {
+          held.unclaimed = false;
+          this.#unclaimed--;
+          this.#arm();
+        }
+        resolveClaim(negotiation);
+      },
+      granted: false,
+      finished,
+    };
     bridged.held.set(item.executionId, held);
+    this.#unclaimed++;
+    this.#arm();
     const work = { executionId: item.executionId, attempt: item.attempt };
     try {
       session.offer(work, item.request, item.deadline ? timestampMs(item.deadline) : undefined);
-      const timer = setTimeout(() => claimed(undefined), this.#claimTimeoutMs);
       const negotiation = await claim;
-      clearTimeout(timer);
       if (!negotiation) {
         // No claim came (or the worker is gone): the router places it elsewhere.
         this.#release(session, item, "the worker did not claim the offer");
@@ -418,6 +462,8 @@ export class NatsWorkerBridge implements WorkerPort {
       session.offered.delete(item.executionId);
       await over;
     } finally {
+      // Never left counted as unclaimed (e.g. the offer could not be sent).
+      if (held.unclaimed) held.claimed(undefined);
       // A claim that came too late is refused, never left hanging.
       held.resolveAnswer?.({ granted: false, reason: "the offer is withdrawn" });
       session.offered.delete(item.executionId);
