@@ -18,6 +18,7 @@ import {
   EXECUTION_SCHEMA_VERSION,
   type ExecutionEvent,
   type ExecutionRequest,
+  requestToProto,
   runGrpcWorker,
 } from "@trellis/adapter-sdk";
 import {
@@ -191,6 +192,86 @@ describe("gRPC workers in a mesh: direct placement", () => {
     expect(result.status, JSON.stringify(result)).toBe("completed");
     expect(seen).toEqual(["one", "two", "three"]);
     expect(r.events.map((e) => e.kind).at(-1)).toBe("turn_finished");
+  });
+
+  it("a claim whose router is gone or silent is refused, and a silent one is given back", async () => {
+    const nc = routed.connection as NatsConnection;
+    const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const capabilities = capabilitiesToProto(capabilitiesOf(probeAdapter({ backendId: "gd7" })));
+    const abort = new AbortController();
+    const stream = client
+      .connectWorker(
+        {
+          worker: {
+            schemaVersion: EXECUTION_SCHEMA_VERSION,
+            workerId: "gd7-raw",
+            backendId: "gd7",
+            capabilities,
+            capacity: 2,
+            heartbeatIntervalMs: 1000,
+          },
+        },
+        { signal: abort.signal },
+      )
+      [Symbol.asyncIterator]();
+    const next = async () => {
+      const r = await stream.next();
+      if (r.done) throw new Error("the command stream ended");
+      return r.value.command;
+    };
+    try {
+      const connected = await next();
+      const session = connected.case === "connected" ? connected.value.session : "";
+      // A router that listens but never answers (and one that is not there at all).
+      const silent = `${prefix}.test.silent-router`;
+      const released: string[] = [];
+      const listener = nc.subscribe(`${silent}.*`, {
+        callback: (_err, msg) => {
+          if (!msg.subject.endsWith(".event")) return;
+          const report = fromBinary(WorkerReportSchema, msg.data);
+          if (report.body.case === "released") released.push(report.executionId);
+        },
+      });
+      const offer = (executionId: string, replyTo: string) =>
+        nc.publish(
+          names.offer("gd7-raw"),
+          toBinary(
+            WorkItemSchema,
+            create(WorkItemSchema, {
+              executionId,
+              attempt: 1,
+              replyTo,
+              request: requestToProto(request("gd7", "hi").value),
+            }),
+          ),
+        );
+      const claim = async (executionId: string) => {
+        const command = await next();
+        expect(command.case).toBe("offer");
+        expect(command.case === "offer" ? command.value.executionId : "").toBe(executionId);
+        return client.claimWork({
+          work: { workerId: "gd7-raw", session, executionId, attempt: 1 },
+          negotiation: { supported: true, effectiveCapabilities: capabilities },
+        });
+      };
+      offer("exe_gd7_gone", `${prefix}.test.no-router`);
+      expect(await claim("exe_gd7_gone")).toMatchObject({
+        granted: false,
+        reason: "the router that placed the execution is gone",
+      });
+      offer("exe_gd7_silent", silent);
+      // The bridge waits routerTimeoutMs (2 s by default) for the answer.
+      expect(await claim("exe_gd7_silent")).toMatchObject({
+        granted: false,
+        reason: "the router did not answer the claim in time",
+      });
+      // It may have been granted after the bridge stopped waiting: given back.
+      await eventually(() => released.includes("exe_gd7_silent"), { what: "the give-back" });
+      listener.unsubscribe();
+    } finally {
+      abort.abort();
+    }
   });
 
   it("grants only the worker it offered the attempt to; a stale claim never runs", async () => {

@@ -22,7 +22,13 @@
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import {
+  createInbox,
+  type Msg,
+  type NatsConnection,
+  errors as natsErrors,
+  type Subscription,
+} from "@nats-io/transport-node";
 import {
   type ExecutionEvent,
   type ExecutionNegotiation,
@@ -94,6 +100,14 @@ interface Bridged {
   subscriptions: Subscription[];
 }
 
+/** A request of the bridge to a router, waiting for its reply. */
+interface Ask {
+  subject: string;
+  deadline: number;
+  resolve(msg: Msg): void;
+  reject(error: Error): void;
+}
+
 /** Items one session may hold beyond its capacity; past it a router's offer is given back. */
 export const MAX_BACKLOG = 1024;
 
@@ -111,6 +125,13 @@ export class NatsWorkerBridge implements WorkerPort {
   #unclaimed = 0;
   /** Checks claim deadlines while offers are unclaimed (one timer, not one per offer). */
   #sweep: NodeJS.Timeout | undefined;
+  /** Requests to routers waiting for replies, by token (see {@link #request}). */
+  readonly #asks = new Map<string, Ask>();
+  #askSeq = 0;
+  /** The replies' subscription, on the connection it was made on. */
+  #replies: { connection: NatsConnection; inbox: string; sub: Subscription } | undefined;
+  /** Times out requests while some wait (one timer, not one per request). */
+  #askSweep: NodeJS.Timeout | undefined;
 
   constructor(options: NatsWorkerBridgeOptions) {
     this.#options = options;
@@ -137,6 +158,72 @@ export class NatsWorkerBridge implements WorkerPort {
       for (const held of bridged.held.values()) {
         if (held.unclaimed && now - held.offeredAt > this.#claimTimeoutMs) held.claimed(undefined);
       }
+    }
+  }
+
+  /**
+   * Request/reply to a router without nats.js's per-request machinery (a
+   * timer, a mux entry and an Error built per request): one subscription
+   * for every reply, one timer while requests wait. Rejects as
+   * `connection.request` does: NoRespondersError when nobody listens,
+   * TimeoutError past `timeoutMs`.
+   */
+  #request(
+    connection: NatsConnection,
+    subject: string,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<Msg> {
+    if (this.#replies?.connection !== connection) {
+      this.#replies?.sub.unsubscribe();
+      const inbox = createInbox();
+      const sub = connection.subscribe(`${inbox}.*`, {
+        callback: (_err, msg) => {
+          const token = msg.subject.slice(inbox.length + 1);
+          const ask = this.#asks.get(token);
+          if (!ask) return;
+          this.#asks.delete(token);
+          this.#armAsks();
+          if (msg.data.length === 0 && msg.headers?.code === 503) {
+            ask.reject(new natsErrors.NoRespondersError(ask.subject));
+          } else {
+            ask.resolve(msg);
+          }
+        },
+      });
+      this.#replies = { connection, inbox, sub };
+    }
+    const token = String(++this.#askSeq);
+    const reply = `${this.#replies.inbox}.${token}`;
+    return new Promise<Msg>((resolve, reject) => {
+      this.#asks.set(token, { subject, deadline: Date.now() + timeoutMs, resolve, reject });
+      this.#armAsks();
+      try {
+        connection.publish(subject, body, { reply });
+      } catch (error) {
+        this.#asks.delete(token);
+        this.#armAsks();
+        reject(error as Error);
+      }
+    });
+  }
+
+  #armAsks(): void {
+    if (this.#asks.size === 0) {
+      clearInterval(this.#askSweep);
+      this.#askSweep = undefined;
+    } else if (!this.#askSweep) {
+      const every = Math.min(250, Math.max(20, Math.floor(this.#routerTimeoutMs / 8)));
+      this.#askSweep = setInterval(() => {
+        const now = Date.now();
+        for (const [token, ask] of this.#asks) {
+          if (now < ask.deadline) continue;
+          this.#asks.delete(token);
+          ask.reject(new natsErrors.TimeoutError());
+        }
+        this.#armAsks();
+      }, every);
+      this.#askSweep.unref();
     }
   }
 
@@ -268,9 +355,12 @@ export class NatsWorkerBridge implements WorkerPort {
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await connection.request(`${held.item.replyTo}.result`, body, {
-            timeout: this.#routerTimeoutMs,
-          });
+          await this.#request(
+            connection,
+            `${held.item.replyTo}.result`,
+            body,
+            this.#routerTimeoutMs,
+          );
           return true;
         } catch (error) {
           // The router that queued it is gone: nobody waits for this result.
@@ -292,7 +382,8 @@ export class NatsWorkerBridge implements WorkerPort {
     const { connection } = this.#nats();
     let response: ReturnType<typeof fromBinary<typeof SecretsResponseSchema>>;
     try {
-      const answer = await connection.request(
+      const answer = await this.#request(
+        connection,
         `${held.item.replyTo}.secrets`,
         toBinary(
           SecretsRequestSchema,
@@ -302,7 +393,7 @@ export class NatsWorkerBridge implements WorkerPort {
             workerId: session.workerId,
           }),
         ),
-        { timeout: this.#routerTimeoutMs },
+        this.#routerTimeoutMs,
       );
       response = fromBinary(SecretsResponseSchema, answer.data);
     } catch (error) {
@@ -429,7 +520,8 @@ export class NatsWorkerBridge implements WorkerPort {
       let granted = false;
       let reason = "";
       try {
-        const answer = await connection.request(
+        const answer = await this.#request(
+          connection,
           `${item.replyTo}.claim`,
           toBinary(
             ClaimRequestSchema,
@@ -440,7 +532,7 @@ export class NatsWorkerBridge implements WorkerPort {
               negotiation: negotiationToProto(negotiation),
             }),
           ),
-          { timeout: this.#routerTimeoutMs },
+          this.#routerTimeoutMs,
         );
         const response = fromBinary(ClaimResponseSchema, answer.data);
         granted = response.granted;
