@@ -9,14 +9,25 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
+  type ClaimWorkRequestSchema,
+  type ClaimWorkResponse,
+  type CompleteWorkRequestSchema,
+  type CompleteWorkResponse,
+  type ConnectWorkerRequestSchema,
   type ConnectWorkerResponse,
   type ExecutionEvent as PbEvent,
   ReasonCode,
+  type ReportWorkEventsRequestSchema,
+  type ReportWorkEventsResponse,
   Severity,
+  type WorkerChannelRequestSchema,
+  type WorkerHeartbeatRequestSchema,
+  type WorkerHeartbeatResponse,
   WorkerService,
   type WorkOffer,
   type WorkRef,
@@ -55,6 +66,12 @@ export interface GrpcWorkerOptions {
   heartbeatMs?: number;
   /** How long an aborted adapter may take to return (default 2000 ms). */
   graceMs?: number;
+  /**
+   * Use `WorkerChannel` (one bidirectional stream for commands, claims,
+   * progress, results and heartbeats; default true). The unary calls are
+   * used when this is false or the server answers Unimplemented to it.
+   */
+  channel?: boolean;
   logger?: Logger;
 }
 
@@ -64,6 +81,52 @@ const MAX_EVENTS_PER_CALL = 256;
 interface Running {
   abort: AbortController;
   done: Promise<void>;
+}
+
+/** The calls of one session, over the channel or as unary calls. */
+interface SessionCalls {
+  claim(request: MessageInitShape<typeof ClaimWorkRequestSchema>): Promise<ClaimWorkResponse>;
+  report(
+    request: MessageInitShape<typeof ReportWorkEventsRequestSchema>,
+  ): Promise<ReportWorkEventsResponse>;
+  complete(
+    request: MessageInitShape<typeof CompleteWorkRequestSchema>,
+  ): Promise<CompleteWorkResponse>;
+  heartbeat(
+    request: MessageInitShape<typeof WorkerHeartbeatRequestSchema>,
+  ): Promise<WorkerHeartbeatResponse>;
+}
+
+/** The requests of a channel: an async iterable fed by `push`, ended by `end`. */
+class Outbox<T> implements AsyncIterable<T> {
+  readonly #items: T[] = [];
+  #ended = false;
+  #wake: (() => void) | undefined;
+
+  push(item: T): boolean {
+    if (this.#ended) return false;
+    this.#items.push(item);
+    this.#wake?.();
+    return true;
+  }
+
+  end(): void {
+    this.#ended = true;
+    this.#wake?.();
+  }
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<T> {
+    for (;;) {
+      for (let item = this.#items.shift(); item !== undefined; item = this.#items.shift()) {
+        yield item;
+      }
+      if (this.#ended) return;
+      await new Promise<void>((resolve) => {
+        this.#wake = resolve;
+      });
+      this.#wake = undefined;
+    }
+  }
 }
 
 /** Connect to Trellis over gRPC and run `options.adapter`; resolves once registered. */
@@ -104,9 +167,10 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       interceptors: [...auth, ...(options.interceptors ?? [])],
     }),
   );
-  /** One session: its command stream and the ids every call carries. */
+  /** One session: its command stream, its calls and the ids every call carries. */
   interface Session {
     stream: AsyncIterator<ConnectWorkerResponse>;
+    calls: SessionCalls;
     workerId: string;
     session: string;
     /** Ends this session's stream. */
@@ -114,33 +178,119 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     /** Its stream ended or its lease is gone. */
     over: boolean;
   }
-  const open = async (): Promise<Session> => {
+  const registration = (): MessageInitShape<typeof ConnectWorkerRequestSchema> => ({
+    worker: {
+      schemaVersion: EXECUTION_SCHEMA_VERSION,
+      workerId: requestedId,
+      backendId,
+      capabilities: capabilitiesToProto(capabilities),
+      capacity,
+      hints: {
+        costPerExecution: options.hints?.costPerExecution ?? 0,
+        latencyMs: options.hints?.latencyMs ?? 0,
+      },
+      heartbeatIntervalMs: heartbeatMs,
+    },
+  });
+  const unaryCalls: SessionCalls = {
+    claim: (request) => client.claimWork(request),
+    report: (request) => client.reportWorkEvents(request),
+    complete: (request) => client.completeWork(request),
+    heartbeat: (request) => client.workerHeartbeat(request),
+  };
+  const openUnary = async (): Promise<Session> => {
     const closing = new AbortController();
     const stream = client
-      .connectWorker(
-        {
-          worker: {
-            schemaVersion: EXECUTION_SCHEMA_VERSION,
-            workerId: requestedId,
-            backendId,
-            capabilities: capabilitiesToProto(capabilities),
-            capacity,
-            hints: {
-              costPerExecution: options.hints?.costPerExecution ?? 0,
-              latencyMs: options.hints?.latencyMs ?? 0,
-            },
-            heartbeatIntervalMs: heartbeatMs,
-          },
-        },
-        { signal: closing.signal },
-      )
+      .connectWorker(registration(), { signal: closing.signal })
       [Symbol.asyncIterator]();
     const first = await stream.next();
     if (first.done || first.value.command.case !== "connected") {
       closing.abort();
       throw new Error("the server did not accept the worker (no `connected` command)");
     }
-    return { stream, ...first.value.command.value, closing, over: false };
+    return { stream, calls: unaryCalls, ...first.value.command.value, closing, over: false };
+  };
+  /** WorkerChannel: commands and the answers to this session's calls on one stream. */
+  const openChannel = async (): Promise<Session> => {
+    const closing = new AbortController();
+    const outbox = new Outbox<MessageInitShape<typeof WorkerChannelRequestSchema>>();
+    outbox.push({ callId: 0n, body: { case: "connect", value: registration() } });
+    const responses = client
+      .workerChannel(outbox, { signal: closing.signal })
+      [Symbol.asyncIterator]();
+    let first: Awaited<ReturnType<typeof responses.next>>;
+    try {
+      first = await responses.next();
+    } catch (error) {
+      outbox.end();
+      closing.abort();
+      throw error;
+    }
+    const command = first.done ? undefined : first.value.body;
+    if (command?.case !== "command" || command.value.command.case !== "connected") {
+      outbox.end();
+      closing.abort();
+      throw new Error("the server did not accept the worker (no `connected` command)");
+    }
+    type Waiter = { resolve(value: unknown): void; reject(error: Error): void };
+    const waiting = new Map<bigint, Waiter>();
+    let nextId = 1n;
+    const call = <T>(body: MessageInitShape<typeof WorkerChannelRequestSchema>["body"]) =>
+      new Promise<T>((resolve, reject) => {
+        const callId = nextId++;
+        waiting.set(callId, { resolve: resolve as (value: unknown) => void, reject });
+        if (!outbox.push({ callId, body })) {
+          waiting.delete(callId);
+          reject(new ConnectError("the worker channel is closed", Code.Unavailable));
+        }
+      });
+    const stream = (async function* (): AsyncGenerator<ConnectWorkerResponse> {
+      try {
+        for (;;) {
+          const next = await responses.next();
+          if (next.done) return;
+          const { callId, body } = next.value;
+          if (body.case === "command") {
+            yield body.value;
+            continue;
+          }
+          const waiter = waiting.get(callId);
+          if (!waiter || body.case === undefined) continue;
+          waiting.delete(callId);
+          if (body.case === "error") {
+            waiter.reject(new ConnectError(body.value.message, body.value.code as Code));
+          } else {
+            waiter.resolve(body.value);
+          }
+        }
+      } finally {
+        outbox.end();
+        for (const waiter of waiting.values()) {
+          waiter.reject(new ConnectError("the worker channel closed", Code.Unavailable));
+        }
+        waiting.clear();
+      }
+    })();
+    const calls: SessionCalls = {
+      claim: (value) => call({ case: "claim", value }),
+      report: (value) => call({ case: "report", value }),
+      complete: (value) => call({ case: "complete", value }),
+      heartbeat: (value) => call({ case: "heartbeat", value }),
+    };
+    return { stream, calls, ...command.value.command.value, closing, over: false };
+  };
+  let useChannel = options.channel ?? true;
+  const open = async (): Promise<Session> => {
+    if (!useChannel) return openUnary();
+    try {
+      return await openChannel();
+    } catch (error) {
+      // A server (or proxy) without the channel: the unary calls, from now on.
+      if (ConnectError.from(error).code !== Code.Unimplemented) throw error;
+      log.info("the server has no WorkerChannel; using the unary calls");
+      useChannel = false;
+      return openUnary();
+    }
   };
   let current = await open();
   const { workerId } = current;
@@ -151,14 +301,14 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
   const heartbeat = setInterval(() => {
     const beating = current;
     if (beating.over) return;
-    client
-      .workerHeartbeat({
+    beating.calls
+      .heartbeat({
         workerId: beating.workerId,
         session: beating.session,
         inFlight: running.size,
       })
       .catch((error: unknown) => {
-        log.warn("heartbeat failed", { error: String(error) });
+        if (!stopping) log.warn("heartbeat failed", { error: String(error) });
         // The lease is gone: end this session's stream; the loop connects again.
         if (ConnectError.from(error).code === Code.NotFound) {
           beating.over = true;
@@ -184,8 +334,8 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     let flushing: Promise<void> | undefined;
     let tick: NodeJS.Immediate | undefined;
     const report = (events: PbEvent[]) =>
-      client
-        .reportWorkEvents({ work, events })
+      held.calls
+        .report({ work, events })
         .catch((error: unknown) => log.warn("reporting progress failed", { error: String(error) }));
     const flush = async () => {
       while (queued.length) await report(queued.splice(0, MAX_EVENTS_PER_CALL));
@@ -224,7 +374,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
           vaultGrantsFromProto((await client.getWorkSecrets({ work })).vaults),
       });
     } catch (error) {
-      await client.claimWork({
+      await held.calls.claim({
         work,
         negotiation: {
           supported: false,
@@ -241,7 +391,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       return;
     }
     const negotiation = negotiateWith(adapter, request);
-    const answer = await client.claimWork({ work, negotiation: negotiationToProto(negotiation) });
+    const answer = await held.calls.claim({ work, negotiation: negotiationToProto(negotiation) });
     if (!answer.granted || !negotiation.supported) return;
     const done = (async () => {
       const deadline = offer.deadline ? timestampMs(offer.deadline) : undefined;
@@ -251,7 +401,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
         deadline === undefined ? { graceMs } : { graceMs, deadline },
       );
       const events = await trailing();
-      await client.completeWork({ work, result: resultToProto(result), events });
+      await held.calls.complete({ work, result: resultToProto(result), events });
     })();
     running.set(offer.executionId, { abort, done });
     try {

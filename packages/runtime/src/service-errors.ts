@@ -18,7 +18,7 @@ export function withErrorDetails<S extends DescService>(
   for (const method of service.methods) {
     const fn = (impl as Record<string, (...args: unknown[]) => unknown>)[method.localName];
     if (!fn) continue;
-    if (method.methodKind === "server_streaming") {
+    if (method.methodKind === "server_streaming" || method.methodKind === "bidi_streaming") {
       wrapped[method.localName] = async function* (...args: unknown[]) {
         try {
           yield* fn.apply(impl, args) as AsyncIterable<unknown>;

@@ -14,9 +14,11 @@ import {
   type AdapterWorker,
   capabilitiesOf,
   capabilitiesToProto,
+  defineAdapter,
   EXECUTION_SCHEMA_VERSION,
   type ExecutionEvent,
   type ExecutionRequest,
+  requestToProto,
   runGrpcWorker,
 } from "@trellis/adapter-sdk";
 import {
@@ -27,7 +29,7 @@ import {
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
 import { createRoutedExecutor, type RoutedExecutor } from "@trellis/execution";
-import { probeAdapter } from "@trellis/execution/testing";
+import { capabilities, probeAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
@@ -124,20 +126,152 @@ describe("gRPC workers in a mesh: direct placement", () => {
     );
     await known("gd1", 1);
     expect(routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
+    // Progress messages sent to the router on their own (not riding on the result).
+    const remote = routed.remote as NonNullable<typeof routed.remote>;
+    let progressMessages = 0;
+    const progress = (routed.connection as NatsConnection).subscribe(
+      `${remote.names.routerInbox(remote.routerId)}.event`,
+      {
+        callback: () => {
+          progressMessages++;
+        },
+      },
+    );
     for (const text of ["hello", "again"]) {
       const r = request("gd1", text);
       const result = await routed.router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(result.messages[0] && textOf(result.messages[0])).toBe(`gd1 says: ${text}`);
       expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "gd1", attempt: 1 });
-      expect(r.events.some((e) => e.kind === "text_delta")).toBe(true);
-      expect(r.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+      // The trailing progress came with the result, in order, before it.
+      expect(r.events.map((e) => e.kind)).toEqual([
+        "routed",
+        "text_delta",
+        "step_finished",
+        "turn_finished",
+      ]);
     }
+    progress.unsubscribe();
+    expect(progressMessages).toBe(0);
     // Nothing went through JetStream: the work-queue stream was never created.
     const jsm = await jetstreamManager(routed.connection as NatsConnection);
     await expect(jsm.streams.info(routed.remote?.names.stream as string)).rejects.toThrow(
       /stream not found/,
     );
+  });
+
+  it("a slow turn's progress reaches the caller while it runs, batched, in order", async () => {
+    const seen: string[] = [];
+    workers.push(
+      await runGrpcWorker({
+        adapter: defineAdapter({
+          backendId: "gd6",
+          capabilities: capabilities(),
+          async run(request) {
+            request.onEvent?.({ kind: "text_delta", text: "one" });
+            request.onEvent?.({ kind: "text_delta", text: "two" });
+            // Seen by the caller before the turn ends (one ReportWorkEvents, one NATS message).
+            await eventually(() => seen.includes("two"), { timeoutMs: 10_000, what: "two" });
+            request.onEvent?.({ kind: "text_delta", text: "three" });
+            return { status: "completed", messages: [] };
+          },
+        }),
+        url,
+        heartbeatMs: 200,
+      }),
+    );
+    await known("gd6", 1);
+    const r = request("gd6", "x");
+    const result = await routed.router.execute({
+      ...r.value,
+      onEvent: (event) => {
+        r.events.push(event);
+        if (event.kind === "text_delta") seen.push(event.text);
+      },
+    });
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    expect(seen).toEqual(["one", "two", "three"]);
+    expect(r.events.map((e) => e.kind).at(-1)).toBe("turn_finished");
+  });
+
+  it("a claim whose router is gone or silent is refused, and a silent one is given back", async () => {
+    const nc = routed.connection as NatsConnection;
+    const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const capabilities = capabilitiesToProto(capabilitiesOf(probeAdapter({ backendId: "gd7" })));
+    const abort = new AbortController();
+    const stream = client
+      .connectWorker(
+        {
+          worker: {
+            schemaVersion: EXECUTION_SCHEMA_VERSION,
+            workerId: "gd7-raw",
+            backendId: "gd7",
+            capabilities,
+            capacity: 2,
+            heartbeatIntervalMs: 1000,
+          },
+        },
+        { signal: abort.signal },
+      )
+      [Symbol.asyncIterator]();
+    const next = async () => {
+      const r = await stream.next();
+      if (r.done) throw new Error("the command stream ended");
+      return r.value.command;
+    };
+    try {
+      const connected = await next();
+      const session = connected.case === "connected" ? connected.value.session : "";
+      // A router that listens but never answers (and one that is not there at all).
+      const silent = `${prefix}.test.silent-router`;
+      const released: string[] = [];
+      const listener = nc.subscribe(`${silent}.*`, {
+        callback: (_err, msg) => {
+          if (!msg.subject.endsWith(".event")) return;
+          const report = fromBinary(WorkerReportSchema, msg.data);
+          if (report.body.case === "released") released.push(report.executionId);
+        },
+      });
+      const offer = (executionId: string, replyTo: string) =>
+        nc.publish(
+          names.offer("gd7-raw"),
+          toBinary(
+            WorkItemSchema,
+            create(WorkItemSchema, {
+              executionId,
+              attempt: 1,
+              replyTo,
+              request: requestToProto(request("gd7", "hi").value),
+            }),
+          ),
+        );
+      const claim = async (executionId: string) => {
+        const command = await next();
+        expect(command.case).toBe("offer");
+        expect(command.case === "offer" ? command.value.executionId : "").toBe(executionId);
+        return client.claimWork({
+          work: { workerId: "gd7-raw", session, executionId, attempt: 1 },
+          negotiation: { supported: true, effectiveCapabilities: capabilities },
+        });
+      };
+      offer("exe_gd7_gone", `${prefix}.test.no-router`);
+      expect(await claim("exe_gd7_gone")).toMatchObject({
+        granted: false,
+        reason: "the router that placed the execution is gone",
+      });
+      offer("exe_gd7_silent", silent);
+      // The bridge waits routerTimeoutMs (2 s by default) for the answer.
+      expect(await claim("exe_gd7_silent")).toMatchObject({
+        granted: false,
+        reason: "the router did not answer the claim in time",
+      });
+      // It may have been granted after the bridge stopped waiting: given back.
+      await eventually(() => released.includes("exe_gd7_silent"), { what: "the give-back" });
+      listener.unsubscribe();
+    } finally {
+      abort.abort();
+    }
   });
 
   it("grants only the worker it offered the attempt to; a stale claim never runs", async () => {

@@ -82,7 +82,8 @@ describe("gRPC workers through the mesh bridge", () => {
       detach: (session, how) => bridge.detach(session, how),
       claim: (session, work, negotiation) => bridge.claim(session, work, negotiation),
       events: (session, work, events) => bridge.events(session, work, events),
-      complete: (session, work, result) => bridge.complete(session, work, result),
+      complete: (session, work, result, trailing) =>
+        bridge.complete(session, work, result, trailing),
       secrets: (session, work) => bridge.secrets(session, work),
     };
     sessions = new WorkerSessions({ port });

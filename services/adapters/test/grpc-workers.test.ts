@@ -5,18 +5,26 @@ import { spawn } from "node:child_process";
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { fileURLToPath } from "node:url";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import {
   type AdapterWorker,
+  capabilitiesToProto,
   defineAdapter,
+  EXECUTION_SCHEMA_VERSION,
   type ExecutionEvent,
   type ExecutionRequest,
   runGrpcWorker,
   type VaultGrant,
 } from "@trellis/adapter-sdk";
-import { ExecutionEventSchema, WorkerService } from "@trellis/contracts/adapters";
+import {
+  ExecutionEventSchema,
+  type WorkerChannelRequest,
+  type WorkerChannelRequestSchema,
+  type WorkerChannelResponse,
+  WorkerService,
+} from "@trellis/contracts/adapters";
 import {
   BackendRegistry,
   createRoutedExecutor,
@@ -66,7 +74,7 @@ describe("gRPC workers (embedded hub)", () => {
     detach: (session, how) => hub.detach(session, how),
     claim: (session, work, negotiation) => hub.claim(session, work, negotiation),
     events: (session, work, events) => hub.events(session, work, events),
-    complete: (session, work, result) => hub.complete(session, work, result),
+    complete: (session, work, result, trailing) => hub.complete(session, work, result, trailing),
     secrets: (session, work) => hub.secrets(session, work),
   };
   const sessions = new WorkerSessions({ port });
@@ -82,11 +90,29 @@ describe("gRPC workers (embedded hub)", () => {
       connectNodeAdapter({
         routes: (r) => {
           const handlers = createWorkerHandlers(sessions);
+          const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1);
+          // A channel's calls are counted as the unary calls they stand for.
+          const channelCall: Record<string, string> = {
+            claim: "claimWork",
+            report: "reportWorkEvents",
+            complete: "completeWork",
+            heartbeat: "workerHeartbeat",
+          };
           const counted = Object.fromEntries(
             Object.entries(handlers).map(([name, handler]) => [
               name,
               (...args: unknown[]) => {
-                calls.set(name, (calls.get(name) ?? 0) + 1);
+                count(name);
+                if (name === "workerChannel") {
+                  const requests = args[0] as AsyncIterable<WorkerChannelRequest>;
+                  args[0] = (async function* () {
+                    for await (const call of requests) {
+                      const unary = channelCall[call.body.case ?? ""];
+                      if (unary) count(unary);
+                      yield call;
+                    }
+                  })();
+                }
                 return (handler as (...a: unknown[]) => unknown)(...args);
               },
             ]),
@@ -123,24 +149,148 @@ describe("gRPC workers (embedded hub)", () => {
     expect(r.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
   });
 
-  it("a short turn is one claim and one CompleteWork carrying its progress, in order", async () => {
-    workers.push(
-      await runGrpcWorker({ adapter: probeAdapter({ backendId: "g9" }), url, heartbeatMs: 200 }),
+  it.each([
+    ["channel", true],
+    ["unary calls", false],
+  ])(
+    "a short turn is one claim and one CompleteWork carrying its progress, in order (%s)",
+    async (_how, channel) => {
+      const backendId = channel ? "g9" : "g9u";
+      workers.push(
+        await runGrpcWorker({
+          adapter: probeAdapter({ backendId }),
+          url,
+          heartbeatMs: 200,
+          channel,
+        }),
+      );
+      calls.clear();
+      const r = request(backendId, "folded");
+      const result = await router.execute(r.value);
+      expect(result.status, JSON.stringify(result)).toBe("completed");
+      expect(r.events.map((e) => e.kind)).toEqual([
+        "routed",
+        "text_delta",
+        "step_finished",
+        "turn_finished",
+      ]);
+      expect(r.events[1]).toMatchObject({ text: `${backendId} says: folded` });
+      expect(calls.get("claimWork")).toBe(1);
+      expect(calls.get("completeWork")).toBe(1);
+      expect(calls.get("reportWorkEvents") ?? 0).toBe(0);
+      // Over the channel no call opens a stream of its own.
+      expect(calls.get("workerChannel") ?? 0).toBe(0);
+      expect(calls.get("connectWorker") ?? 0).toBe(0);
+    },
+  );
+
+  it("the channel answers a bad call with its error (the field named) and stays open", async () => {
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const sent: MessageInitShape<typeof WorkerChannelRequestSchema>[] = [
+      {
+        callId: 0n,
+        body: {
+          case: "connect",
+          value: {
+            worker: {
+              schemaVersion: EXECUTION_SCHEMA_VERSION,
+              workerId: "chan-1",
+              backendId: "g11",
+              capabilities: capabilitiesToProto(capabilities()),
+              capacity: 1,
+              heartbeatIntervalMs: 1000,
+            },
+          },
+        },
+      },
+    ];
+    let push: (() => void) | undefined;
+    const requests = (async function* () {
+      for (let i = 0; ; i++) {
+        while (i >= sent.length) await new Promise<void>((resolve) => (push = resolve));
+        yield sent[i] as MessageInitShape<typeof WorkerChannelRequestSchema>;
+      }
+    })();
+    const send = (call: MessageInitShape<typeof WorkerChannelRequestSchema>) => {
+      sent.push(call);
+      push?.();
+    };
+    const abort = new AbortController();
+    const responses = client
+      .workerChannel(requests, { signal: abort.signal })
+      [Symbol.asyncIterator]();
+    const next = async (): Promise<WorkerChannelResponse> => {
+      const r = await responses.next();
+      if (r.done) throw new Error("the channel ended");
+      return r.value;
+    };
+    try {
+      const first = await next();
+      expect(first.body.case).toBe("command");
+      const connected = first.body.case === "command" ? first.body.value.command : undefined;
+      expect(connected?.case).toBe("connected");
+      const { workerId, session } =
+        connected?.case === "connected" ? connected.value : { workerId: "", session: "" };
+      send({
+        callId: 7n,
+        body: {
+          case: "complete",
+          value: {
+            work: { workerId, session, executionId: "exe_1", attempt: 1 },
+            result: { outcome: { case: "completed", value: {} } },
+            events: Array.from({ length: 257 }, () =>
+              create(ExecutionEventSchema, { kind: { case: "textDelta", value: { text: "x" } } }),
+            ),
+          },
+        },
+      });
+      const refused = await next();
+      expect(refused.callId).toBe(7n);
+      expect(refused.body).toMatchObject({
+        case: "error",
+        value: { code: Code.InvalidArgument, param: "events" },
+      });
+      // Still open, and fenced as the unary calls are.
+      send({
+        callId: 8n,
+        body: { case: "heartbeat", value: { workerId, session, inFlight: 0 } },
+      });
+      const beat = await next();
+      expect(beat.callId).toBe(8n);
+      expect(beat.body.case).toBe("beat");
+      send({
+        callId: 9n,
+        body: {
+          case: "claim",
+          value: { work: { workerId, session: "forged", executionId: "exe_1", attempt: 1 } },
+        },
+      });
+      const fenced = await next();
+      expect(fenced.callId).toBe(9n);
+      expect(fenced.body).toMatchObject({ case: "error", value: { code: Code.NotFound } });
+      expect(sessions.live(workerId, session).workerId).toBe(workerId);
+    } finally {
+      abort.abort();
+    }
+    // The stream is gone: so is the session.
+    await eventually(() => !router.backends().includes("g11"), { what: "the session ended" });
+  });
+
+  it("a channel that does not begin with connect is refused (InvalidArgument)", async () => {
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const stream = client.workerChannel(
+      (async function* () {
+        yield { callId: 1n, body: { case: "heartbeat" as const, value: {} } };
+      })(),
     );
-    calls.clear();
-    const r = request("g9", "folded");
-    const result = await router.execute(r.value);
-    expect(result.status, JSON.stringify(result)).toBe("completed");
-    expect(r.events.map((e) => e.kind)).toEqual([
-      "routed",
-      "text_delta",
-      "step_finished",
-      "turn_finished",
-    ]);
-    expect(r.events[1]).toMatchObject({ text: "g9 says: folded" });
-    expect(calls.get("claimWork")).toBe(1);
-    expect(calls.get("completeWork")).toBe(1);
-    expect(calls.get("reportWorkEvents") ?? 0).toBe(0);
+    const error = await (async () => {
+      for await (const _ of stream) {
+        // nothing is expected
+      }
+    })().catch((e: unknown) => ConnectError.from(e));
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.InvalidArgument);
+    expect((error as ConnectError).message).toMatch(/first message of a channel must be connect/);
   });
 
   it("a slow turn's progress is reported while it runs, in order, then CompleteWork", async () => {

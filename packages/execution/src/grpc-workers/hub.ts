@@ -250,9 +250,14 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     session: WorkerSession,
     work: WorkAttempt,
     result: ExecutionResult,
+    trailing: readonly ExecutionEvent[] = [],
   ): Promise<boolean> {
     const pending = this.#current(session, work);
     if (!pending) return false;
+    for (const event of trailing) {
+      if (event.kind === "turn_finished" || event.kind === "routed") continue;
+      pending.plan.emit(event);
+    }
     session.running.delete(work.executionId);
     this.#finish(pending, {
       result:

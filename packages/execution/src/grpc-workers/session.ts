@@ -47,8 +47,17 @@ export interface WorkerPort {
   ): Promise<{ granted: boolean; reason: string }>;
   /** Progress of a granted attempt; false when it is not the session's now. */
   events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean;
-  /** The result of a granted attempt; false when it is not taken. */
-  complete(session: WorkerSession, work: WorkAttempt, result: ExecutionResult): Promise<boolean>;
+  /**
+   * The result of a granted attempt, after its `trailing` progress (in
+   * order; refused with the result when the attempt is not the session's);
+   * false when it is not taken.
+   */
+  complete(
+    session: WorkerSession,
+    work: WorkAttempt,
+    result: ExecutionResult,
+    trailing?: readonly ExecutionEvent[],
+  ): Promise<boolean>;
   /**
    * The vault grants of a granted, running attempt's agent (with the
    * deployment's fingerprints), as the JetStream path's SecretsRequest
@@ -158,6 +167,19 @@ export class WorkerSession {
     this.#ended = how;
     this.#wake?.();
     return true;
+  }
+
+  /** The next queued command, if any (for a consumer other than {@link commands}). */
+  nextCommand(): ConnectWorkerResponse | undefined {
+    return this.#commands.shift();
+  }
+
+  /**
+   * Called once when a command is queued or the session ends (the one
+   * consumer of its commands sets it before it waits; a later call replaces it).
+   */
+  set waiter(wake: (() => void) | undefined) {
+    this.#wake = wake;
   }
 
   /** The commands until the session ends or `signal` aborts. */

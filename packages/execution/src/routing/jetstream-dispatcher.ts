@@ -54,6 +54,7 @@ import {
   CancelNoticeSchema,
   ClaimRequestSchema,
   ClaimResponseSchema,
+  type ExecutionEvent as PbExecutionEvent,
   SecretsRequestSchema,
   SecretsResponseSchema,
   WorkerRegistrationSchema,
@@ -487,10 +488,20 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
     const pending = this.#current(report.executionId, report.attempt, report.workerId);
     if (!pending) return;
+    this.#progress(pending, report.before);
     if (report.body.case !== "event") return;
     const event = eventFromProto(report.body.value, "report.event");
     if (event.kind === "turn_finished" || event.kind === "routed") return;
     pending.plan.emit(event);
+  }
+
+  /** A report's batched progress (`before`), in order. */
+  #progress(pending: Pending, events: readonly PbExecutionEvent[]): void {
+    for (let i = 0; i < events.length; i++) {
+      const event = eventFromProto(events[i] as PbExecutionEvent, `report.before[${i}]`);
+      if (event.kind === "turn_finished" || event.kind === "routed") continue;
+      pending.plan.emit(event);
+    }
   }
 
   /**
@@ -552,6 +563,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     if (!pending || report.body.case !== "event") return;
     const event = eventFromProto(report.body.value, "report.event");
     if (event.kind !== "turn_finished") return;
+    this.#progress(pending, report.before);
     const result =
       pending.timedOut && event.result.status === "cancelled"
         ? timeoutResult(pending.limitMs ?? 0, event.result.messages)

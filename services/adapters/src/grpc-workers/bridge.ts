@@ -22,7 +22,13 @@
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import type { NatsConnection, Subscription } from "@nats-io/transport-node";
+import {
+  createInbox,
+  type Msg,
+  type NatsConnection,
+  errors as natsErrors,
+  type Subscription,
+} from "@nats-io/transport-node";
 import {
   type ExecutionEvent,
   type ExecutionNegotiation,
@@ -72,6 +78,10 @@ interface ClaimAnswer {
 
 interface Held {
   item: WorkItem;
+  /** When it was offered to the worker (epoch ms). */
+  offeredAt: number;
+  /** The worker has not claimed it yet (nor did the offer end). */
+  unclaimed: boolean;
   /** Resolved with the worker's negotiation (or undefined: no claim came). */
   claimed(negotiation: ExecutionNegotiation | undefined): void;
   /** The router's answer to the worker's claim, once it claimed. */
@@ -90,6 +100,14 @@ interface Bridged {
   subscriptions: Subscription[];
 }
 
+/** A request of the bridge to a router, waiting for its reply. */
+interface Ask {
+  subject: string;
+  deadline: number;
+  resolve(msg: Msg): void;
+  reject(error: Error): void;
+}
+
 /** Items one session may hold beyond its capacity; past it a router's offer is given back. */
 export const MAX_BACKLOG = 1024;
 
@@ -103,11 +121,110 @@ export class NatsWorkerBridge implements WorkerPort {
   readonly #bridged = new Map<WorkerSession, Bridged>();
   readonly #claimTimeoutMs: number;
   readonly #routerTimeoutMs: number;
+  /** Offers not claimed yet, over every session. */
+  #unclaimed = 0;
+  /** Checks claim deadlines while offers are unclaimed (one timer, not one per offer). */
+  #sweep: NodeJS.Timeout | undefined;
+  /** Requests to routers waiting for replies, by token (see {@link #request}). */
+  readonly #asks = new Map<string, Ask>();
+  #askSeq = 0;
+  /** The replies' subscription, on the connection it was made on. */
+  #replies: { connection: NatsConnection; inbox: string; sub: Subscription } | undefined;
+  /** Times out requests while some wait (one timer, not one per request). */
+  #askSweep: NodeJS.Timeout | undefined;
 
   constructor(options: NatsWorkerBridgeOptions) {
     this.#options = options;
     this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
     this.#routerTimeoutMs = options.routerTimeoutMs ?? 2000;
+  }
+
+  /** Arm or disarm the claim-deadline check with the count of unclaimed offers. */
+  #arm(): void {
+    if (this.#unclaimed === 0) {
+      clearInterval(this.#sweep);
+      this.#sweep = undefined;
+    } else if (!this.#sweep) {
+      const every = Math.min(1000, Math.max(20, Math.floor(this.#claimTimeoutMs / 4)));
+      this.#sweep = setInterval(() => this.#expireOffers(), every);
+      this.#sweep.unref();
+    }
+  }
+
+  /** Offers not claimed within the claim timeout end (they are given back). */
+  #expireOffers(): void {
+    const now = Date.now();
+    for (const bridged of this.#bridged.values()) {
+      for (const held of bridged.held.values()) {
+        if (held.unclaimed && now - held.offeredAt > this.#claimTimeoutMs) held.claimed(undefined);
+      }
+    }
+  }
+
+  /**
+   * Request/reply to a router without nats.js's per-request machinery (a
+   * timer, a mux entry and an Error built per request): one subscription
+   * for every reply, one timer while requests wait. Rejects as
+   * `connection.request` does: NoRespondersError when nobody listens,
+   * TimeoutError past `timeoutMs`.
+   */
+  #request(
+    connection: NatsConnection,
+    subject: string,
+    body: Uint8Array,
+    timeoutMs: number,
+  ): Promise<Msg> {
+    if (this.#replies?.connection !== connection) {
+      this.#replies?.sub.unsubscribe();
+      const inbox = createInbox();
+      const sub = connection.subscribe(`${inbox}.*`, {
+        callback: (_err, msg) => {
+          const token = msg.subject.slice(inbox.length + 1);
+          const ask = this.#asks.get(token);
+          if (!ask) return;
+          this.#asks.delete(token);
+          this.#armAsks();
+          if (msg.data.length === 0 && msg.headers?.code === 503) {
+            ask.reject(new natsErrors.NoRespondersError(ask.subject));
+          } else {
+            ask.resolve(msg);
+          }
+        },
+      });
+      this.#replies = { connection, inbox, sub };
+    }
+    const token = String(++this.#askSeq);
+    const reply = `${this.#replies.inbox}.${token}`;
+    return new Promise<Msg>((resolve, reject) => {
+      this.#asks.set(token, { subject, deadline: Date.now() + timeoutMs, resolve, reject });
+      this.#armAsks();
+      try {
+        connection.publish(subject, body, { reply });
+      } catch (error) {
+        this.#asks.delete(token);
+        this.#armAsks();
+        reject(error as Error);
+      }
+    });
+  }
+
+  #armAsks(): void {
+    if (this.#asks.size === 0) {
+      clearInterval(this.#askSweep);
+      this.#askSweep = undefined;
+    } else if (!this.#askSweep) {
+      const every = Math.min(250, Math.max(20, Math.floor(this.#routerTimeoutMs / 8)));
+      this.#askSweep = setInterval(() => {
+        const now = Date.now();
+        for (const [token, ask] of this.#asks) {
+          if (now < ask.deadline) continue;
+          this.#asks.delete(token);
+          ask.reject(new natsErrors.TimeoutError());
+        }
+        this.#armAsks();
+      }, every);
+      this.#askSweep.unref();
+    }
   }
 
   #nats(): { connection: NatsConnection; names: WireNames } {
@@ -214,8 +331,12 @@ export class NatsWorkerBridge implements WorkerPort {
     const held = this.#bridged.get(session)?.held.get(work.executionId);
     const nats = this.#options.nats();
     if (!held?.granted || held.item.attempt !== work.attempt || !nats) return false;
-    for (const event of events) {
-      nats.connection.publish(`${held.item.replyTo}.event`, this.#report(session, held, event));
+    // One message for the call's events, however many.
+    if (events.length > 0) {
+      nats.connection.publish(
+        `${held.item.replyTo}.event`,
+        this.#report(session, held, undefined, events),
+      );
     }
     return true;
   }
@@ -224,17 +345,22 @@ export class NatsWorkerBridge implements WorkerPort {
     session: WorkerSession,
     work: WorkAttempt,
     result: ExecutionResult,
+    trailing: readonly ExecutionEvent[] = [],
   ): Promise<boolean> {
     const held = this.#bridged.get(session)?.held.get(work.executionId);
     if (!held?.granted || held.item.attempt !== work.attempt) return false;
     const { connection } = this.#nats();
-    const body = this.#report(session, held, { kind: "turn_finished", result });
+    // The trailing progress rides on the result: one message (and its retries) for both.
+    const body = this.#report(session, held, { kind: "turn_finished", result }, trailing);
     try {
       for (let attempt = 1; ; attempt++) {
         try {
-          await connection.request(`${held.item.replyTo}.result`, body, {
-            timeout: this.#routerTimeoutMs,
-          });
+          await this.#request(
+            connection,
+            `${held.item.replyTo}.result`,
+            body,
+            this.#routerTimeoutMs,
+          );
           return true;
         } catch (error) {
           // The router that queued it is gone: nobody waits for this result.
@@ -256,7 +382,8 @@ export class NatsWorkerBridge implements WorkerPort {
     const { connection } = this.#nats();
     let response: ReturnType<typeof fromBinary<typeof SecretsResponseSchema>>;
     try {
-      const answer = await connection.request(
+      const answer = await this.#request(
+        connection,
         `${held.item.replyTo}.secrets`,
         toBinary(
           SecretsRequestSchema,
@@ -266,7 +393,7 @@ export class NatsWorkerBridge implements WorkerPort {
             workerId: session.workerId,
           }),
         ),
-        { timeout: this.#routerTimeoutMs },
+        this.#routerTimeoutMs,
       );
       response = fromBinary(SecretsResponseSchema, answer.data);
     } catch (error) {
@@ -276,14 +403,20 @@ export class NatsWorkerBridge implements WorkerPort {
     return response.vaults;
   }
 
-  #report(session: WorkerSession, held: Held, event: ExecutionEvent): Uint8Array {
+  #report(
+    session: WorkerSession,
+    held: Held,
+    event: ExecutionEvent | undefined,
+    before: readonly ExecutionEvent[] = [],
+  ): Uint8Array {
     return toBinary(
       WorkerReportSchema,
       create(WorkerReportSchema, {
         executionId: held.item.executionId,
         attempt: held.item.attempt,
         workerId: session.workerId,
-        body: { case: "event", value: eventToProto(event) },
+        ...(event ? { body: { case: "event", value: eventToProto(event) } } : {}),
+        before: before.map(eventToProto),
       }),
     );
   }
@@ -353,18 +486,32 @@ export class NatsWorkerBridge implements WorkerPort {
     const over = new Promise<void>((resolve) => {
       finished = resolve;
     });
-    let claimed!: (negotiation: ExecutionNegotiation | undefined) => void;
+    let resolveClaim!: (negotiation: ExecutionNegotiation | undefined) => void;
     const claim = new Promise<ExecutionNegotiation | undefined>((resolve) => {
-      claimed = resolve;
+      resolveClaim = resolve;
     });
-    const held: Held = { item, claimed, granted: false, finished };
+    const held: Held = {
+      item,
+      offeredAt: Date.now(),
+      unclaimed: true,
+      claimed: (negotiation) => {
+        if (held.unclaimed) {
+          held.unclaimed = false;
+          this.#unclaimed--;
+          this.#arm();
+        }
+        resolveClaim(negotiation);
+      },
+      granted: false,
+      finished,
+    };
     bridged.held.set(item.executionId, held);
+    this.#unclaimed++;
+    this.#arm();
     const work = { executionId: item.executionId, attempt: item.attempt };
     try {
       session.offer(work, item.request, item.deadline ? timestampMs(item.deadline) : undefined);
-      const timer = setTimeout(() => claimed(undefined), this.#claimTimeoutMs);
       const negotiation = await claim;
-      clearTimeout(timer);
       if (!negotiation) {
         // No claim came (or the worker is gone): the router places it elsewhere.
         this.#release(session, item, "the worker did not claim the offer");
@@ -373,7 +520,8 @@ export class NatsWorkerBridge implements WorkerPort {
       let granted = false;
       let reason = "";
       try {
-        const answer = await connection.request(
+        const answer = await this.#request(
+          connection,
           `${item.replyTo}.claim`,
           toBinary(
             ClaimRequestSchema,
@@ -384,7 +532,7 @@ export class NatsWorkerBridge implements WorkerPort {
               negotiation: negotiationToProto(negotiation),
             }),
           ),
-          { timeout: this.#routerTimeoutMs },
+          this.#routerTimeoutMs,
         );
         const response = fromBinary(ClaimResponseSchema, answer.data);
         granted = response.granted;
@@ -406,6 +554,8 @@ export class NatsWorkerBridge implements WorkerPort {
       session.offered.delete(item.executionId);
       await over;
     } finally {
+      // Never left counted as unclaimed (e.g. the offer could not be sent).
+      if (held.unclaimed) held.claimed(undefined);
       // A claim that came too late is refused, never left hanging.
       held.resolveAnswer?.({ granted: false, reason: "the offer is withdrawn" });
       session.offered.delete(item.executionId);

@@ -1,5 +1,6 @@
 /** WorkerService: adapter workers in any language over gRPC (see proto/trellis/adapters/v1/worker_service.proto). */
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import {
   contractInvalid,
   type ExecutionEvent,
@@ -9,11 +10,15 @@ import {
 } from "@trellis/adapter-sdk";
 import type {
   ExecutionEvent as PbEvent,
+  WorkerCallErrorSchema,
+  WorkerChannelRequest,
+  WorkerChannelResponseSchema,
   WorkerService,
   WorkRef,
 } from "@trellis/contracts/adapters";
 import type { WorkAttempt, WorkerSession } from "@trellis/execution";
 import { announcementFromProto } from "@trellis/execution";
+import { errorDetailOf, isTrellisError, toConnectError } from "@trellis/runtime";
 import type { WorkerSessions } from "./sessions.js";
 
 /** Most events one ReportWorkEvents call may carry. */
@@ -39,7 +44,7 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
       return event;
     });
   };
-  return {
+  const impl: Omit<ServiceImpl<typeof WorkerService>, "workerChannel"> = {
     async *connectWorker(request, context) {
       const session = sessions.connect(announcementFromProto(request.worker, "worker"));
       try {
@@ -74,11 +79,8 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
       const result = resultFromProto(request.result, "result");
       const { session, work } = fenced(request.work);
       // The trailing progress first, in order, then the result (a stale
-      // attempt's events are refused by the same fence as ReportWorkEvents).
-      if (events.length > 0 && !sessions.port.events(session, work, events)) {
-        return { accepted: false };
-      }
-      return { accepted: await sessions.port.complete(session, work, result) };
+      // attempt's events are refused by the same fence as the result).
+      return { accepted: await sessions.port.complete(session, work, result, events) };
     },
     async getWorkSecrets(request) {
       const { session, work } = fenced(request.work);
@@ -90,4 +92,151 @@ export function createWorkerHandlers(sessions: WorkerSessions): ServiceImpl<type
       return {};
     },
   };
+  return {
+    ...impl,
+    workerChannel: (requests, context) => workerChannel(sessions, impl, requests, context),
+  };
+}
+
+type ChannelAnswer = MessageInitShape<typeof WorkerChannelResponseSchema>;
+type ChannelBody = ChannelAnswer["body"];
+
+/** A failed channel call as the unary call's error would have said it. */
+export function callError(error: unknown): MessageInitShape<typeof WorkerCallErrorSchema> {
+  const wire = isTrellisError(error)
+    ? toConnectError(error)
+    : error instanceof ConnectError
+      ? error
+      : new ConnectError("internal error", Code.Internal);
+  const detail = errorDetailOf(wire);
+  return {
+    code: wire.code,
+    message: wire.rawMessage,
+    reason: detail?.reason ?? "",
+    param: detail?.param ?? "",
+  };
+}
+
+/**
+ * One call of the channel, started at once (in the order sent: what a call
+ * does before it first waits — events published, a claim forwarded — is
+ * done in that order) and answered when it is done.
+ */
+function channelCall(
+  impl: Omit<ServiceImpl<typeof WorkerService>, "workerChannel">,
+  call: WorkerChannelRequest,
+  context: HandlerContext,
+): Promise<ChannelBody> {
+  const { body } = call;
+  switch (body.case) {
+    case "claim":
+      return Promise.resolve(impl.claimWork(body.value, context)).then((value) => ({
+        case: "claimed",
+        value,
+      }));
+    case "report":
+      return Promise.resolve(impl.reportWorkEvents(body.value, context)).then((value) => ({
+        case: "reported",
+        value,
+      }));
+    case "complete":
+      return Promise.resolve(impl.completeWork(body.value, context)).then((value) => ({
+        case: "completed",
+        value,
+      }));
+    case "heartbeat":
+      return Promise.resolve(impl.workerHeartbeat(body.value, context)).then((value) => ({
+        case: "beat",
+        value,
+      }));
+    case "connect":
+      return Promise.reject(contractInvalid("connect", "only the first message of a channel"));
+    default:
+      return Promise.reject(contractInvalid("body", "is required"));
+  }
+}
+
+/**
+ * WorkerChannel: ConnectWorker, then the worker's calls and their answers
+ * on the same stream. The session ends with the stream (either side).
+ */
+async function* workerChannel(
+  sessions: WorkerSessions,
+  impl: Omit<ServiceImpl<typeof WorkerService>, "workerChannel">,
+  requests: AsyncIterable<WorkerChannelRequest>,
+  context: HandlerContext,
+): AsyncGenerator<ChannelAnswer> {
+  const input = requests[Symbol.asyncIterator]();
+  const first = await input.next();
+  if (first.done) return;
+  if (first.value.body.case !== "connect") {
+    throw contractInvalid("body", "the first message of a channel must be connect");
+  }
+  const session = sessions.connect(
+    announcementFromProto(first.value.body.value.worker, "connect.worker"),
+  );
+  const answers: ChannelAnswer[] = [];
+  let wake: (() => void) | undefined;
+  const woken = () => {
+    const resolve = wake;
+    wake = undefined;
+    session.waiter = undefined;
+    resolve?.();
+  };
+  let inputOver = false;
+  const reading = (async () => {
+    try {
+      for (;;) {
+        const next = await input.next();
+        if (next.done) return;
+        const { callId } = next.value;
+        channelCall(impl, next.value, context).then(
+          (body) => {
+            answers.push({ callId, body });
+            woken();
+          },
+          (error: unknown) => {
+            answers.push({ callId, body: { case: "error", value: callError(error) } });
+            woken();
+          },
+        );
+      }
+    } catch {
+      // The stream broke: the session ends below.
+    } finally {
+      inputOver = true;
+      woken();
+    }
+  })();
+  context.signal.addEventListener("abort", woken);
+  try {
+    yield {
+      body: {
+        case: "command",
+        value: {
+          command: {
+            case: "connected",
+            value: { workerId: session.workerId, session: session.token, ttlMs: session.ttlMs },
+          },
+        },
+      },
+    };
+    for (;;) {
+      for (let command = session.nextCommand(); command; command = session.nextCommand()) {
+        yield { body: { case: "command", value: command } };
+      }
+      for (let answer = answers.shift(); answer; answer = answers.shift()) yield answer;
+      if (session.ended || inputOver || context.signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        session.waiter = woken;
+      });
+    }
+  } finally {
+    context.signal.removeEventListener("abort", woken);
+    // The stream is gone (the worker left, died, or the call was canceled): so is the lease.
+    sessions.end(session, session.ended ?? "lost");
+    void input.return?.().catch(() => undefined);
+    void reading;
+  }
 }

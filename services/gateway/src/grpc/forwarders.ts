@@ -3,8 +3,9 @@
  * forwards each call to the service that owns it, so a generated client
  * pointed at the gateway can do everything the REST client can.
  *
- * Generic over `DescService`: unary and server-streaming methods are
- * forwarded (the public services have no client or bidi streams). The
+ * Generic over `DescService`: unary, server-streaming and bidi-streaming
+ * methods are forwarded (bidi: WorkerService.WorkerChannel, both directions
+ * as they come; the services' clients speak HTTP/2). The
  * authenticated caller travels in the `x-trellis-*` headers, with the request
  * id; the host's clients sign both with the service credentials and the
  * client tracing interceptor adds `traceparent`. Errors of the owning service
@@ -66,6 +67,20 @@ export function createForwardingImpl<T extends DescService>(
       impl[method.localName] = async (request: unknown, ctx: HandlerContext) => {
         try {
           return await call(request, forwardOptions(ctx, options));
+        } catch (error) {
+          throw credentialFault(error);
+        }
+      };
+    } else if (method.methodKind === "bidi_streaming") {
+      impl[method.localName] = async function* (
+        requests: AsyncIterable<unknown>,
+        ctx: HandlerContext,
+      ) {
+        try {
+          yield* call(
+            requests,
+            forwardOptions(ctx, { ...options, streaming: true }),
+          ) as AsyncIterable<unknown>;
         } catch (error) {
           throw credentialFault(error);
         }

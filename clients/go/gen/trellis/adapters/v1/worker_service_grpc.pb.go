@@ -17,6 +17,10 @@ const _ = grpc.SupportPackageIsVersion7
 //
 // For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
 type WorkerServiceClient interface {
+	// Connect, then claim, report, complete and beat on one stream (see
+	// WorkerChannelRequest); the session lives while the stream is open and
+	// heartbeats arrive, as with ConnectWorker.
+	WorkerChannel(ctx context.Context, opts ...grpc.CallOption) (WorkerService_WorkerChannelClient, error)
 	// Register and receive commands until the worker leaves or loses its lease.
 	ConnectWorker(ctx context.Context, in *ConnectWorkerRequest, opts ...grpc.CallOption) (WorkerService_ConnectWorkerClient, error)
 	// Keep the lease alive; NotFound means the lease is gone: connect again.
@@ -42,8 +46,39 @@ func NewWorkerServiceClient(cc grpc.ClientConnInterface) WorkerServiceClient {
 	return &workerServiceClient{cc}
 }
 
+func (c *workerServiceClient) WorkerChannel(ctx context.Context, opts ...grpc.CallOption) (WorkerService_WorkerChannelClient, error) {
+	stream, err := c.cc.NewStream(ctx, &_WorkerService_serviceDesc.Streams[0], "/trellis.adapters.v1.WorkerService/WorkerChannel", opts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &workerServiceWorkerChannelClient{stream}
+	return x, nil
+}
+
+type WorkerService_WorkerChannelClient interface {
+	Send(*WorkerChannelRequest) error
+	Recv() (*WorkerChannelResponse, error)
+	grpc.ClientStream
+}
+
+type workerServiceWorkerChannelClient struct {
+	grpc.ClientStream
+}
+
+func (x *workerServiceWorkerChannelClient) Send(m *WorkerChannelRequest) error {
+	return x.ClientStream.SendMsg(m)
+}
+
+func (x *workerServiceWorkerChannelClient) Recv() (*WorkerChannelResponse, error) {
+	m := new(WorkerChannelResponse)
+	if err := x.ClientStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
 func (c *workerServiceClient) ConnectWorker(ctx context.Context, in *ConnectWorkerRequest, opts ...grpc.CallOption) (WorkerService_ConnectWorkerClient, error) {
-	stream, err := c.cc.NewStream(ctx, &_WorkerService_serviceDesc.Streams[0], "/trellis.adapters.v1.WorkerService/ConnectWorker", opts...)
+	stream, err := c.cc.NewStream(ctx, &_WorkerService_serviceDesc.Streams[1], "/trellis.adapters.v1.WorkerService/ConnectWorker", opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -132,6 +167,10 @@ func (c *workerServiceClient) DisconnectWorker(ctx context.Context, in *Disconne
 // All implementations must embed UnimplementedWorkerServiceServer
 // for forward compatibility
 type WorkerServiceServer interface {
+	// Connect, then claim, report, complete and beat on one stream (see
+	// WorkerChannelRequest); the session lives while the stream is open and
+	// heartbeats arrive, as with ConnectWorker.
+	WorkerChannel(WorkerService_WorkerChannelServer) error
 	// Register and receive commands until the worker leaves or loses its lease.
 	ConnectWorker(*ConnectWorkerRequest, WorkerService_ConnectWorkerServer) error
 	// Keep the lease alive; NotFound means the lease is gone: connect again.
@@ -154,6 +193,9 @@ type WorkerServiceServer interface {
 type UnimplementedWorkerServiceServer struct {
 }
 
+func (UnimplementedWorkerServiceServer) WorkerChannel(WorkerService_WorkerChannelServer) error {
+	return status.Errorf(codes.Unimplemented, "method WorkerChannel not implemented")
+}
 func (UnimplementedWorkerServiceServer) ConnectWorker(*ConnectWorkerRequest, WorkerService_ConnectWorkerServer) error {
 	return status.Errorf(codes.Unimplemented, "method ConnectWorker not implemented")
 }
@@ -186,6 +228,32 @@ type UnsafeWorkerServiceServer interface {
 
 func RegisterWorkerServiceServer(s *grpc.Server, srv WorkerServiceServer) {
 	s.RegisterService(&_WorkerService_serviceDesc, srv)
+}
+
+func _WorkerService_WorkerChannel_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(WorkerServiceServer).WorkerChannel(&workerServiceWorkerChannelServer{stream})
+}
+
+type WorkerService_WorkerChannelServer interface {
+	Send(*WorkerChannelResponse) error
+	Recv() (*WorkerChannelRequest, error)
+	grpc.ServerStream
+}
+
+type workerServiceWorkerChannelServer struct {
+	grpc.ServerStream
+}
+
+func (x *workerServiceWorkerChannelServer) Send(m *WorkerChannelResponse) error {
+	return x.ServerStream.SendMsg(m)
+}
+
+func (x *workerServiceWorkerChannelServer) Recv() (*WorkerChannelRequest, error) {
+	m := new(WorkerChannelRequest)
+	if err := x.ServerStream.RecvMsg(m); err != nil {
+		return nil, err
+	}
+	return m, nil
 }
 
 func _WorkerService_ConnectWorker_Handler(srv interface{}, stream grpc.ServerStream) error {
@@ -347,6 +415,12 @@ var _WorkerService_serviceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "WorkerChannel",
+			Handler:       _WorkerService_WorkerChannel_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
 		{
 			StreamName:    "ConnectWorker",
 			Handler:       _WorkerService_ConnectWorker_Handler,

@@ -16,7 +16,7 @@ from trellis.adapters.v1 import execution_pb2 as trellis_dot_adapters_dot_v1_dot
 from trellis.adapters.v1 import vaults_pb2 as trellis_dot_adapters_dot_v1_dot_vaults__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n trellis/adapters/v1/worker.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\x1a trellis/adapters/v1/vaults.proto\"\xdb\x01\n\x08WorkItem\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12?\n\x07request\x18\x03 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\x12\x19\n\x08reply_to\x18\x04 \x01(\tR\x07replyTo\x12\x36\n\x08\x64\x65\x61\x64line\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line\"\xb5\x01\n\x0c\x43laimRequest\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\x12K\n\x0bnegotiation\x18\x04 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"A\n\rClaimResponse\x12\x18\n\x07granted\x18\x01 \x01(\x08R\x07granted\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"F\n\x0eWorkerReleased\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n\tunclaimed\x18\x02 \x01(\x08R\tunclaimed\"\xf0\x01\n\x0cWorkerReport\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\x12;\n\x05\x65vent\x18\x04 \x01(\x0b\x32#.trellis.adapters.v1.ExecutionEventH\x00R\x05\x65vent\x12\x41\n\x08released\x18\x05 \x01(\x0b\x32#.trellis.adapters.v1.WorkerReleasedH\x00R\x08releasedB\x06\n\x04\x62ody\"I\n\x0c\x43\x61ncelNotice\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"j\n\x0eSecretsRequest\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\"`\n\x0fSecretsResponse\x12\x37\n\x06vaults\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.VaultGrantR\x06vaults\x12\x14\n\x05\x65rror\x18\x02 \x01(\tR\x05\x65rrorb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n trellis/adapters/v1/worker.proto\x12\x13trellis.adapters.v1\x1a\x1fgoogle/protobuf/timestamp.proto\x1a#trellis/adapters/v1/execution.proto\x1a trellis/adapters/v1/vaults.proto\"\xdb\x01\n\x08WorkItem\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12?\n\x07request\x18\x03 \x01(\x0b\x32%.trellis.adapters.v1.ExecutionRequestR\x07request\x12\x19\n\x08reply_to\x18\x04 \x01(\tR\x07replyTo\x12\x36\n\x08\x64\x65\x61\x64line\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x08\x64\x65\x61\x64line\"\xb5\x01\n\x0c\x43laimRequest\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\x12K\n\x0bnegotiation\x18\x04 \x01(\x0b\x32).trellis.adapters.v1.ExecutionNegotiationR\x0bnegotiation\"A\n\rClaimResponse\x12\x18\n\x07granted\x18\x01 \x01(\x08R\x07granted\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"F\n\x0eWorkerReleased\x12\x16\n\x06reason\x18\x01 \x01(\tR\x06reason\x12\x1c\n\tunclaimed\x18\x02 \x01(\x08R\tunclaimed\"\xad\x02\n\x0cWorkerReport\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\x12;\n\x05\x65vent\x18\x04 \x01(\x0b\x32#.trellis.adapters.v1.ExecutionEventH\x00R\x05\x65vent\x12\x41\n\x08released\x18\x05 \x01(\x0b\x32#.trellis.adapters.v1.WorkerReleasedH\x00R\x08released\x12;\n\x06\x62\x65\x66ore\x18\x06 \x03(\x0b\x32#.trellis.adapters.v1.ExecutionEventR\x06\x62\x65\x66oreB\x06\n\x04\x62ody\"I\n\x0c\x43\x61ncelNotice\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\"j\n\x0eSecretsRequest\x12!\n\x0c\x65xecution_id\x18\x01 \x01(\tR\x0b\x65xecutionId\x12\x18\n\x07\x61ttempt\x18\x02 \x01(\rR\x07\x61ttempt\x12\x1b\n\tworker_id\x18\x03 \x01(\tR\x08workerId\"`\n\x0fSecretsResponse\x12\x37\n\x06vaults\x18\x01 \x03(\x0b\x32\x1f.trellis.adapters.v1.VaultGrantR\x06vaults\x12\x14\n\x05\x65rror\x18\x02 \x01(\tR\x05\x65rrorb\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'trellis.adapters.v1.worker_pb2', globals())
@@ -32,11 +32,11 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _WORKERRELEASED._serialized_start=634
   _WORKERRELEASED._serialized_end=704
   _WORKERREPORT._serialized_start=707
-  _WORKERREPORT._serialized_end=947
-  _CANCELNOTICE._serialized_start=949
-  _CANCELNOTICE._serialized_end=1022
-  _SECRETSREQUEST._serialized_start=1024
-  _SECRETSREQUEST._serialized_end=1130
-  _SECRETSRESPONSE._serialized_start=1132
-  _SECRETSRESPONSE._serialized_end=1228
+  _WORKERREPORT._serialized_end=1008
+  _CANCELNOTICE._serialized_start=1010
+  _CANCELNOTICE._serialized_end=1083
+  _SECRETSREQUEST._serialized_start=1085
+  _SECRETSREQUEST._serialized_end=1191
+  _SECRETSRESPONSE._serialized_start=1193
+  _SECRETSRESPONSE._serialized_end=1289
 # @@protoc_insertion_point(module_scope)

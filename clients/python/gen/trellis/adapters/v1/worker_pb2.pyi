@@ -77,15 +77,17 @@ class WorkerReleased(_message.Message):
     def __init__(self, reason: _Optional[str] = ..., unclaimed: bool = ...) -> None: ...
 
 class WorkerReport(_message.Message):
-    __slots__ = ["attempt", "event", "execution_id", "released", "worker_id"]
+    __slots__ = ["attempt", "before", "event", "execution_id", "released", "worker_id"]
     ATTEMPT_FIELD_NUMBER: _ClassVar[int]
+    BEFORE_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     EXECUTION_ID_FIELD_NUMBER: _ClassVar[int]
     RELEASED_FIELD_NUMBER: _ClassVar[int]
     WORKER_ID_FIELD_NUMBER: _ClassVar[int]
     attempt: int
+    before: _containers.RepeatedCompositeFieldContainer[_execution_pb2.ExecutionEvent]
     event: _execution_pb2.ExecutionEvent
     execution_id: str
     released: WorkerReleased
     worker_id: str
-    def __init__(self, execution_id: _Optional[str] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., event: _Optional[_Union[_execution_pb2.ExecutionEvent, _Mapping]] = ..., released: _Optional[_Union[WorkerReleased, _Mapping]] = ...) -> None: ...
+    def __init__(self, execution_id: _Optional[str] = ..., attempt: _Optional[int] = ..., worker_id: _Optional[str] = ..., event: _Optional[_Union[_execution_pb2.ExecutionEvent, _Mapping]] = ..., released: _Optional[_Union[WorkerReleased, _Mapping]] = ..., before: _Optional[_Iterable[_Union[_execution_pb2.ExecutionEvent, _Mapping]]] = ...) -> None: ...

@@ -129,6 +129,52 @@ class WorkRef(_message.Message):
     worker_id: str
     def __init__(self, worker_id: _Optional[str] = ..., session: _Optional[str] = ..., execution_id: _Optional[str] = ..., attempt: _Optional[int] = ...) -> None: ...
 
+class WorkerCallError(_message.Message):
+    __slots__ = ["code", "message", "param", "reason"]
+    CODE_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    PARAM_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    code: int
+    message: str
+    param: str
+    reason: str
+    def __init__(self, code: _Optional[int] = ..., message: _Optional[str] = ..., reason: _Optional[str] = ..., param: _Optional[str] = ...) -> None: ...
+
+class WorkerChannelRequest(_message.Message):
+    __slots__ = ["call_id", "claim", "complete", "connect", "heartbeat", "report"]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CLAIM_FIELD_NUMBER: _ClassVar[int]
+    COMPLETE_FIELD_NUMBER: _ClassVar[int]
+    CONNECT_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    REPORT_FIELD_NUMBER: _ClassVar[int]
+    call_id: int
+    claim: ClaimWorkRequest
+    complete: CompleteWorkRequest
+    connect: ConnectWorkerRequest
+    heartbeat: WorkerHeartbeatRequest
+    report: ReportWorkEventsRequest
+    def __init__(self, call_id: _Optional[int] = ..., connect: _Optional[_Union[ConnectWorkerRequest, _Mapping]] = ..., claim: _Optional[_Union[ClaimWorkRequest, _Mapping]] = ..., report: _Optional[_Union[ReportWorkEventsRequest, _Mapping]] = ..., complete: _Optional[_Union[CompleteWorkRequest, _Mapping]] = ..., heartbeat: _Optional[_Union[WorkerHeartbeatRequest, _Mapping]] = ...) -> None: ...
+
+class WorkerChannelResponse(_message.Message):
+    __slots__ = ["beat", "call_id", "claimed", "command", "completed", "error", "reported"]
+    BEAT_FIELD_NUMBER: _ClassVar[int]
+    CALL_ID_FIELD_NUMBER: _ClassVar[int]
+    CLAIMED_FIELD_NUMBER: _ClassVar[int]
+    COMMAND_FIELD_NUMBER: _ClassVar[int]
+    COMPLETED_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    REPORTED_FIELD_NUMBER: _ClassVar[int]
+    beat: WorkerHeartbeatResponse
+    call_id: int
+    claimed: ClaimWorkResponse
+    command: ConnectWorkerResponse
+    completed: CompleteWorkResponse
+    error: WorkerCallError
+    reported: ReportWorkEventsResponse
+    def __init__(self, call_id: _Optional[int] = ..., command: _Optional[_Union[ConnectWorkerResponse, _Mapping]] = ..., claimed: _Optional[_Union[ClaimWorkResponse, _Mapping]] = ..., reported: _Optional[_Union[ReportWorkEventsResponse, _Mapping]] = ..., completed: _Optional[_Union[CompleteWorkResponse, _Mapping]] = ..., beat: _Optional[_Union[WorkerHeartbeatResponse, _Mapping]] = ..., error: _Optional[_Union[WorkerCallError, _Mapping]] = ...) -> None: ...
+
 class WorkerConnected(_message.Message):
     __slots__ = ["session", "ttl_ms", "worker_id"]
     SESSION_FIELD_NUMBER: _ClassVar[int]

@@ -33,6 +33,12 @@ class WorkerServiceStub(object):
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
     it. Running executions of a worker that leaves are lost as above.
 
+    `WorkerChannel` carries steps 1–3 (and heartbeats) on one bidirectional
+    stream instead: the same messages, no HTTP/2 stream per call, so a turn
+    costs a worker and the server far less. Both forms have the same semantics;
+    a worker may use either (a server or proxy that answers Unimplemented to
+    the channel has only the unary form).
+
     Through the gateway, every method needs the admin key (a worker serves
     every workspace's turns).
     """
@@ -43,6 +49,11 @@ class WorkerServiceStub(object):
         Args:
             channel: A grpc.Channel.
         """
+        self.WorkerChannel = channel.stream_stream(
+                '/trellis.adapters.v1.WorkerService/WorkerChannel',
+                request_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelRequest.SerializeToString,
+                response_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelResponse.FromString,
+                )
         self.ConnectWorker = channel.unary_stream(
                 '/trellis.adapters.v1.WorkerService/ConnectWorker',
                 request_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.ConnectWorkerRequest.SerializeToString,
@@ -108,9 +119,24 @@ class WorkerServiceServicer(object):
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
     it. Running executions of a worker that leaves are lost as above.
 
+    `WorkerChannel` carries steps 1–3 (and heartbeats) on one bidirectional
+    stream instead: the same messages, no HTTP/2 stream per call, so a turn
+    costs a worker and the server far less. Both forms have the same semantics;
+    a worker may use either (a server or proxy that answers Unimplemented to
+    the channel has only the unary form).
+
     Through the gateway, every method needs the admin key (a worker serves
     every workspace's turns).
     """
+
+    def WorkerChannel(self, request_iterator, context):
+        """Connect, then claim, report, complete and beat on one stream (see
+        WorkerChannelRequest); the session lives while the stream is open and
+        heartbeats arrive, as with ConnectWorker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ConnectWorker(self, request, context):
         """Register and receive commands until the worker leaves or loses its lease.
@@ -165,6 +191,11 @@ class WorkerServiceServicer(object):
 
 def add_WorkerServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'WorkerChannel': grpc.stream_stream_rpc_method_handler(
+                    servicer.WorkerChannel,
+                    request_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelRequest.FromString,
+                    response_serializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelResponse.SerializeToString,
+            ),
             'ConnectWorker': grpc.unary_stream_rpc_method_handler(
                     servicer.ConnectWorker,
                     request_deserializer=trellis_dot_adapters_dot_v1_dot_worker__service__pb2.ConnectWorkerRequest.FromString,
@@ -235,9 +266,32 @@ class WorkerService(object):
     4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
     it. Running executions of a worker that leaves are lost as above.
 
+    `WorkerChannel` carries steps 1–3 (and heartbeats) on one bidirectional
+    stream instead: the same messages, no HTTP/2 stream per call, so a turn
+    costs a worker and the server far less. Both forms have the same semantics;
+    a worker may use either (a server or proxy that answers Unimplemented to
+    the channel has only the unary form).
+
     Through the gateway, every method needs the admin key (a worker serves
     every workspace's turns).
     """
+
+    @staticmethod
+    def WorkerChannel(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(request_iterator, target, '/trellis.adapters.v1.WorkerService/WorkerChannel',
+            trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelRequest.SerializeToString,
+            trellis_dot_adapters_dot_v1_dot_worker__service__pb2.WorkerChannelResponse.FromString,
+            options, channel_credentials,
+            insecure, call_credentials, compression, wait_for_ready, timeout, metadata)
 
     @staticmethod
     def ConnectWorker(request,

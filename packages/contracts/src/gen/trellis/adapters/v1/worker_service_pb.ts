@@ -18,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file trellis/adapters/v1/worker_service.proto.
  */
 export const file_trellis_adapters_v1_worker_service: GenFile = /*@__PURE__*/
-  fileDesc("Cih0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlcl9zZXJ2aWNlLnByb3RvEhN0cmVsbGlzLmFkYXB0ZXJzLnYxIk8KFENvbm5lY3RXb3JrZXJSZXF1ZXN0EjcKBndvcmtlchgBIAEoCzInLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VyUmVnaXN0cmF0aW9uIsEBChVDb25uZWN0V29ya2VyUmVzcG9uc2USOQoJY29ubmVjdGVkGAEgASgLMiQudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJDb25uZWN0ZWRIABIvCgVvZmZlchgCIAEoCzIeLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya09mZmVySAASMQoGY2FuY2VsGAMgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5DYW5jZWxXb3JrSABCCQoHY29tbWFuZCJFCg9Xb3JrZXJDb25uZWN0ZWQSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Nlc3Npb24YAiABKAkSDgoGdHRsX21zGAMgASgNIpgBCglXb3JrT2ZmZXISFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoKQ2FuY2VsV29yaxIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiVAoHV29ya1JlZhIRCgl3b3JrZXJfaWQYASABKAkSDwoHc2Vzc2lvbhgCIAEoCRIUCgxleGVjdXRpb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDSJPChZXb3JrZXJIZWFydGJlYXRSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDSIpChdXb3JrZXJIZWFydGJlYXRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0ifgoQQ2xhaW1Xb3JrUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEj4KC25lZ290aWF0aW9uGAIgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25OZWdvdGlhdGlvbiI0ChFDbGFpbVdvcmtSZXNwb25zZRIPCgdncmFudGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSJ6ChdSZXBvcnRXb3JrRXZlbnRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEjMKBmV2ZW50cxgCIAMoCzIjLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uRXZlbnQiKwoYUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlEg8KB2N1cnJlbnQYASABKAgirAEKE0NvbXBsZXRlV29ya1JlcXVlc3QSKgoEd29yaxgBIAEoCzIcLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya1JlZhI0CgZyZXN1bHQYAiABKAsyJC50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvblJlc3VsdBIzCgZldmVudHMYAyADKAsyIy50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvbkV2ZW50IigKFENvbXBsZXRlV29ya1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIkMKFUdldFdvcmtTZWNyZXRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmIkkKFkdldFdvcmtTZWNyZXRzUmVzcG9uc2USLwoGdmF1bHRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50Ij0KF0Rpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJIhoKGERpc2Nvbm5lY3RXb3JrZXJSZXNwb25zZTL1BQoNV29ya2VyU2VydmljZRJoCg1Db25uZWN0V29ya2VyEikudHJlbGxpcy5hZGFwdGVycy52MS5Db25uZWN0V29ya2VyUmVxdWVzdBoqLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29ubmVjdFdvcmtlclJlc3BvbnNlMAESbAoPV29ya2VySGVhcnRiZWF0EisudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXF1ZXN0GiwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXNwb25zZRJaCglDbGFpbVdvcmsSJS50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1JlcXVlc3QaJi50cmVsbGlzLmFkYXB0ZXJzLnYxLkNsYWltV29ya1Jlc3BvbnNlEm8KEFJlcG9ydFdvcmtFdmVudHMSLC50cmVsbGlzLmFkYXB0ZXJzLnYxLlJlcG9ydFdvcmtFdmVudHNSZXF1ZXN0Gi0udHJlbGxpcy5hZGFwdGVycy52MS5SZXBvcnRXb3JrRXZlbnRzUmVzcG9uc2USYwoMQ29tcGxldGVXb3JrEigudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXF1ZXN0GikudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXNwb25zZRJpCg5HZXRXb3JrU2VjcmV0cxIqLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0V29ya1NlY3JldHNSZXF1ZXN0GisudHJlbGxpcy5hZGFwdGVycy52MS5HZXRXb3JrU2VjcmV0c1Jlc3BvbnNlEm8KEERpc2Nvbm5lY3RXb3JrZXISLC50cmVsbGlzLmFkYXB0ZXJzLnYxLkRpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0Gi0udHJlbGxpcy5hZGFwdGVycy52MS5EaXNjb25uZWN0V29ya2VyUmVzcG9uc2ViBnByb3RvMw", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution, file_trellis_adapters_v1_routing, file_trellis_adapters_v1_vaults]);
+  fileDesc("Cih0cmVsbGlzL2FkYXB0ZXJzL3YxL3dvcmtlcl9zZXJ2aWNlLnByb3RvEhN0cmVsbGlzLmFkYXB0ZXJzLnYxIk8KFENvbm5lY3RXb3JrZXJSZXF1ZXN0EjcKBndvcmtlchgBIAEoCzInLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VyUmVnaXN0cmF0aW9uIsEBChVDb25uZWN0V29ya2VyUmVzcG9uc2USOQoJY29ubmVjdGVkGAEgASgLMiQudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJDb25uZWN0ZWRIABIvCgVvZmZlchgCIAEoCzIeLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya09mZmVySAASMQoGY2FuY2VsGAMgASgLMh8udHJlbGxpcy5hZGFwdGVycy52MS5DYW5jZWxXb3JrSABCCQoHY29tbWFuZCJFCg9Xb3JrZXJDb25uZWN0ZWQSEQoJd29ya2VyX2lkGAEgASgJEg8KB3Nlc3Npb24YAiABKAkSDgoGdHRsX21zGAMgASgNIpgBCglXb3JrT2ZmZXISFAoMZXhlY3V0aW9uX2lkGAEgASgJEg8KB2F0dGVtcHQYAiABKA0SNgoHcmVxdWVzdBgDIAEoCzIlLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uUmVxdWVzdBIsCghkZWFkbGluZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiQwoKQ2FuY2VsV29yaxIUCgxleGVjdXRpb25faWQYASABKAkSDwoHYXR0ZW1wdBgCIAEoDRIOCgZyZWFzb24YAyABKAkiVAoHV29ya1JlZhIRCgl3b3JrZXJfaWQYASABKAkSDwoHc2Vzc2lvbhgCIAEoCRIUCgxleGVjdXRpb25faWQYAyABKAkSDwoHYXR0ZW1wdBgEIAEoDSJPChZXb3JrZXJIZWFydGJlYXRSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDSIpChdXb3JrZXJIZWFydGJlYXRSZXNwb25zZRIOCgZ0dGxfbXMYASABKA0ifgoQQ2xhaW1Xb3JrUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEj4KC25lZ290aWF0aW9uGAIgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5FeGVjdXRpb25OZWdvdGlhdGlvbiI0ChFDbGFpbVdvcmtSZXNwb25zZRIPCgdncmFudGVkGAEgASgIEg4KBnJlYXNvbhgCIAEoCSJ6ChdSZXBvcnRXb3JrRXZlbnRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmEjMKBmV2ZW50cxgCIAMoCzIjLnRyZWxsaXMuYWRhcHRlcnMudjEuRXhlY3V0aW9uRXZlbnQiKwoYUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlEg8KB2N1cnJlbnQYASABKAgirAEKE0NvbXBsZXRlV29ya1JlcXVlc3QSKgoEd29yaxgBIAEoCzIcLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya1JlZhI0CgZyZXN1bHQYAiABKAsyJC50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvblJlc3VsdBIzCgZldmVudHMYAyADKAsyIy50cmVsbGlzLmFkYXB0ZXJzLnYxLkV4ZWN1dGlvbkV2ZW50IigKFENvbXBsZXRlV29ya1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIIkMKFUdldFdvcmtTZWNyZXRzUmVxdWVzdBIqCgR3b3JrGAEgASgLMhwudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrUmVmIkkKFkdldFdvcmtTZWNyZXRzUmVzcG9uc2USLwoGdmF1bHRzGAEgAygLMh8udHJlbGxpcy5hZGFwdGVycy52MS5WYXVsdEdyYW50Ij0KF0Rpc2Nvbm5lY3RXb3JrZXJSZXF1ZXN0EhEKCXdvcmtlcl9pZBgBIAEoCRIPCgdzZXNzaW9uGAIgASgJIhoKGERpc2Nvbm5lY3RXb3JrZXJSZXNwb25zZSLlAgoUV29ya2VyQ2hhbm5lbFJlcXVlc3QSDwoHY2FsbF9pZBgBIAEoBBI8Cgdjb25uZWN0GAIgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5Db25uZWN0V29ya2VyUmVxdWVzdEgAEjYKBWNsYWltGAMgASgLMiUudHJlbGxpcy5hZGFwdGVycy52MS5DbGFpbVdvcmtSZXF1ZXN0SAASPgoGcmVwb3J0GAQgASgLMiwudHJlbGxpcy5hZGFwdGVycy52MS5SZXBvcnRXb3JrRXZlbnRzUmVxdWVzdEgAEjwKCGNvbXBsZXRlGAUgASgLMigudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXF1ZXN0SAASQAoJaGVhcnRiZWF0GAYgASgLMisudHJlbGxpcy5hZGFwdGVycy52MS5Xb3JrZXJIZWFydGJlYXRSZXF1ZXN0SABCBgoEYm9keSKiAwoVV29ya2VyQ2hhbm5lbFJlc3BvbnNlEg8KB2NhbGxfaWQYASABKAQSPQoHY29tbWFuZBgCIAEoCzIqLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29ubmVjdFdvcmtlclJlc3BvbnNlSAASOQoHY2xhaW1lZBgDIAEoCzImLnRyZWxsaXMuYWRhcHRlcnMudjEuQ2xhaW1Xb3JrUmVzcG9uc2VIABJBCghyZXBvcnRlZBgEIAEoCzItLnRyZWxsaXMuYWRhcHRlcnMudjEuUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlSAASPgoJY29tcGxldGVkGAUgASgLMikudHJlbGxpcy5hZGFwdGVycy52MS5Db21wbGV0ZVdvcmtSZXNwb25zZUgAEjwKBGJlYXQYBiABKAsyLC50cmVsbGlzLmFkYXB0ZXJzLnYxLldvcmtlckhlYXJ0YmVhdFJlc3BvbnNlSAASNQoFZXJyb3IYByABKAsyJC50cmVsbGlzLmFkYXB0ZXJzLnYxLldvcmtlckNhbGxFcnJvckgAQgYKBGJvZHkiTwoPV29ya2VyQ2FsbEVycm9yEgwKBGNvZGUYASABKA0SDwoHbWVzc2FnZRgCIAEoCRIOCgZyZWFzb24YAyABKAkSDQoFcGFyYW0YBCABKAky4QYKDVdvcmtlclNlcnZpY2USagoNV29ya2VyQ2hhbm5lbBIpLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VyQ2hhbm5lbFJlcXVlc3QaKi50cmVsbGlzLmFkYXB0ZXJzLnYxLldvcmtlckNoYW5uZWxSZXNwb25zZSgBMAESaAoNQ29ubmVjdFdvcmtlchIpLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29ubmVjdFdvcmtlclJlcXVlc3QaKi50cmVsbGlzLmFkYXB0ZXJzLnYxLkNvbm5lY3RXb3JrZXJSZXNwb25zZTABEmwKD1dvcmtlckhlYXJ0YmVhdBIrLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VySGVhcnRiZWF0UmVxdWVzdBosLnRyZWxsaXMuYWRhcHRlcnMudjEuV29ya2VySGVhcnRiZWF0UmVzcG9uc2USWgoJQ2xhaW1Xb3JrEiUudHJlbGxpcy5hZGFwdGVycy52MS5DbGFpbVdvcmtSZXF1ZXN0GiYudHJlbGxpcy5hZGFwdGVycy52MS5DbGFpbVdvcmtSZXNwb25zZRJvChBSZXBvcnRXb3JrRXZlbnRzEiwudHJlbGxpcy5hZGFwdGVycy52MS5SZXBvcnRXb3JrRXZlbnRzUmVxdWVzdBotLnRyZWxsaXMuYWRhcHRlcnMudjEuUmVwb3J0V29ya0V2ZW50c1Jlc3BvbnNlEmMKDENvbXBsZXRlV29yaxIoLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29tcGxldGVXb3JrUmVxdWVzdBopLnRyZWxsaXMuYWRhcHRlcnMudjEuQ29tcGxldGVXb3JrUmVzcG9uc2USaQoOR2V0V29ya1NlY3JldHMSKi50cmVsbGlzLmFkYXB0ZXJzLnYxLkdldFdvcmtTZWNyZXRzUmVxdWVzdBorLnRyZWxsaXMuYWRhcHRlcnMudjEuR2V0V29ya1NlY3JldHNSZXNwb25zZRJvChBEaXNjb25uZWN0V29ya2VyEiwudHJlbGxpcy5hZGFwdGVycy52MS5EaXNjb25uZWN0V29ya2VyUmVxdWVzdBotLnRyZWxsaXMuYWRhcHRlcnMudjEuRGlzY29ubmVjdFdvcmtlclJlc3BvbnNlYgZwcm90bzM", [file_google_protobuf_timestamp, file_trellis_adapters_v1_execution, file_trellis_adapters_v1_routing, file_trellis_adapters_v1_vaults]);
 
 /**
  * @generated from message trellis.adapters.v1.ConnectWorkerRequest
@@ -474,6 +474,171 @@ export const DisconnectWorkerResponseSchema: GenMessage<DisconnectWorkerResponse
   messageDesc(file_trellis_adapters_v1_worker_service, 17);
 
 /**
+ * One message of a worker on its channel. The first is `connect` (and only
+ * the first); every other names the call it makes with a `call_id` of its
+ * choosing, which the answer carries. Calls are applied in the order sent
+ * (events before the result that follows them); answers may come in any
+ * order. Fencing is as in the unary calls (`work` names the session).
+ *
+ * @generated from message trellis.adapters.v1.WorkerChannelRequest
+ */
+export type WorkerChannelRequest = Message<"trellis.adapters.v1.WorkerChannelRequest"> & {
+  /**
+   * Echoed by the answer; 0 for `connect`.
+   *
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * @generated from oneof trellis.adapters.v1.WorkerChannelRequest.body
+   */
+  body: {
+    /**
+     * @generated from field: trellis.adapters.v1.ConnectWorkerRequest connect = 2;
+     */
+    value: ConnectWorkerRequest;
+    case: "connect";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.ClaimWorkRequest claim = 3;
+     */
+    value: ClaimWorkRequest;
+    case: "claim";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.ReportWorkEventsRequest report = 4;
+     */
+    value: ReportWorkEventsRequest;
+    case: "report";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.CompleteWorkRequest complete = 5;
+     */
+    value: CompleteWorkRequest;
+    case: "complete";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.WorkerHeartbeatRequest heartbeat = 6;
+     */
+    value: WorkerHeartbeatRequest;
+    case: "heartbeat";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message trellis.adapters.v1.WorkerChannelRequest.
+ * Use `create(WorkerChannelRequestSchema)` to create a new message.
+ */
+export const WorkerChannelRequestSchema: GenMessage<WorkerChannelRequest> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker_service, 18);
+
+/**
+ * One message to a worker on its channel: a command (`call_id` 0), or the
+ * answer to the worker's call `call_id`.
+ *
+ * @generated from message trellis.adapters.v1.WorkerChannelResponse
+ */
+export type WorkerChannelResponse = Message<"trellis.adapters.v1.WorkerChannelResponse"> & {
+  /**
+   * @generated from field: uint64 call_id = 1;
+   */
+  callId: bigint;
+
+  /**
+   * @generated from oneof trellis.adapters.v1.WorkerChannelResponse.body
+   */
+  body: {
+    /**
+     * connected (first), offer, cancel.
+     *
+     * @generated from field: trellis.adapters.v1.ConnectWorkerResponse command = 2;
+     */
+    value: ConnectWorkerResponse;
+    case: "command";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.ClaimWorkResponse claimed = 3;
+     */
+    value: ClaimWorkResponse;
+    case: "claimed";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.ReportWorkEventsResponse reported = 4;
+     */
+    value: ReportWorkEventsResponse;
+    case: "reported";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.CompleteWorkResponse completed = 5;
+     */
+    value: CompleteWorkResponse;
+    case: "completed";
+  } | {
+    /**
+     * @generated from field: trellis.adapters.v1.WorkerHeartbeatResponse beat = 6;
+     */
+    value: WorkerHeartbeatResponse;
+    case: "beat";
+  } | {
+    /**
+     * The call failed as the unary call would have (the channel stays open).
+     *
+     * @generated from field: trellis.adapters.v1.WorkerCallError error = 7;
+     */
+    value: WorkerCallError;
+    case: "error";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message trellis.adapters.v1.WorkerChannelResponse.
+ * Use `create(WorkerChannelResponseSchema)` to create a new message.
+ */
+export const WorkerChannelResponseSchema: GenMessage<WorkerChannelResponse> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker_service, 19);
+
+/**
+ * A failed channel call: what the unary call's error would have said.
+ *
+ * @generated from message trellis.adapters.v1.WorkerCallError
+ */
+export type WorkerCallError = Message<"trellis.adapters.v1.WorkerCallError"> & {
+  /**
+   * The gRPC status code (3 InvalidArgument, 5 NotFound, ...).
+   *
+   * @generated from field: uint32 code = 1;
+   */
+  code: number;
+
+  /**
+   * @generated from field: string message = 2;
+   */
+  message: string;
+
+  /**
+   * The machine-readable reason (ErrorDetail.reason), e.g. "invalid_argument".
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * The request field at fault, when one is.
+   *
+   * @generated from field: string param = 4;
+   */
+  param: string;
+};
+
+/**
+ * Describes the message trellis.adapters.v1.WorkerCallError.
+ * Use `create(WorkerCallErrorSchema)` to create a new message.
+ */
+export const WorkerCallErrorSchema: GenMessage<WorkerCallError> = /*@__PURE__*/
+  messageDesc(file_trellis_adapters_v1_worker_service, 20);
+
+/**
  * WorkerService: adapter workers in any language, over plain gRPC. The
  * generated stubs are all a worker needs (no NATS client). It carries the same
  * leases, fencing and retries as the JetStream worker path
@@ -501,12 +666,30 @@ export const DisconnectWorkerResponseSchema: GenMessage<DisconnectWorkerResponse
  * 4. `DisconnectWorker` (or closing the stream) leaves; no new offers arrive after
  *    it. Running executions of a worker that leaves are lost as above.
  *
+ * `WorkerChannel` carries steps 1–3 (and heartbeats) on one bidirectional
+ * stream instead: the same messages, no HTTP/2 stream per call, so a turn
+ * costs a worker and the server far less. Both forms have the same semantics;
+ * a worker may use either (a server or proxy that answers Unimplemented to
+ * the channel has only the unary form).
+ *
  * Through the gateway, every method needs the admin key (a worker serves
  * every workspace's turns).
  *
  * @generated from service trellis.adapters.v1.WorkerService
  */
 export const WorkerService: GenService<{
+  /**
+   * Connect, then claim, report, complete and beat on one stream (see
+   * WorkerChannelRequest); the session lives while the stream is open and
+   * heartbeats arrive, as with ConnectWorker.
+   *
+   * @generated from rpc trellis.adapters.v1.WorkerService.WorkerChannel
+   */
+  workerChannel: {
+    methodKind: "bidi_streaming";
+    input: typeof WorkerChannelRequestSchema;
+    output: typeof WorkerChannelResponseSchema;
+  },
   /**
    * Register and receive commands until the worker leaves or loses its lease.
    *
