@@ -19,6 +19,7 @@
  */
 import type { Journal, Projector } from "@trellis/storage";
 import { sql } from "kysely";
+import { agentStateOf, knownAgentState } from "./agent-state.js";
 import { OwnedTurns } from "./owned-turns.js";
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres-task-store.js";
 import { type OwnerLeaseHooks, SessionOwner } from "./session-owner.js";
@@ -200,9 +201,21 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async loadAgentState(...args: P<"loadAgentState">) {
-    // Only the session's appends that changed it (internal: the runner's read).
-    await this.#owner.drainAgentState(args[0]);
-    return super.loadAgentState(...args);
+    // The runner's read (internal), from the owner's memory (agent-state.ts).
+    const [sessionId] = args;
+    const known = this.#owner.held(sessionId)?.agentState;
+    if (known) return agentStateOf(known);
+    // Read once under the session's lock (no step of it changes the state
+    // meanwhile); no gate, no lease guard: a run reads, it takes nothing.
+    return this.#owner.withLock(sessionId, async () => {
+      const held = this.#owner.held(sessionId);
+      if (held?.agentState) return agentStateOf(held.agentState);
+      // Only the session's appends that changed it.
+      await this.#owner.drainAgentState(sessionId);
+      const state = await super.loadAgentState(...args);
+      if (held && this.#owner.held(sessionId) === held) held.agentState = knownAgentState(state);
+      return state;
+    });
   }
 
   override async sessionsWithQueuedWork(...args: P<"sessionsWithQueuedWork">) {
