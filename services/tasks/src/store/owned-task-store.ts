@@ -150,8 +150,16 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async recoverExpired(...args: P<"recoverExpired">) {
+    if (!(await this.anyExpired())) return [];
+    return this.#owner.exclusive(() => super.recoverExpired(...args));
+  }
+
+  /**
+   * Whether any run's lease expired, once everything is projected: the
+   * sweep's common answer ("none") without stopping the owned steps.
+   */
+  protected async anyExpired(): Promise<boolean> {
     await this.#owner.settled();
-    // The sweep's common answer ("none") without stopping the owned steps.
     const expired = await this.context.db
       .selectFrom("tasks")
       .select("id")
@@ -159,8 +167,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
       .where("lease_expires_at", "<", sql<Date>`now()`)
       .limit(1)
       .execute();
-    if (expired.length === 0) return [];
-    return this.#owner.exclusive(() => super.recoverExpired(...args));
+    return expired.length > 0;
   }
 
   override async renewLeases(...args: P<"renewLeases">) {
