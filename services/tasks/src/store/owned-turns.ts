@@ -47,7 +47,7 @@ import {
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
-import { claimEvent, claimOf, runEnd, submitEvents } from "./turn-events.js";
+import { claimEvent, claimOf, runEnd, submitEvents, submitResult } from "./turn-events.js";
 
 /** What one owned step changes, collected before its append. */
 class Step {
@@ -309,23 +309,16 @@ export class OwnedTurns {
     // it is projected, answers the retry as it answers any other.
     if (appended.duplicate) return undefined;
     this.#commit(step);
-    return {
+    return submitResult(
+      this.#p.directory,
       task,
-      replayed: false,
-      ...(decision.runNow
-        ? {
-            claim: claimOf(
-              this.#p.directory,
-              task,
-              agent,
-              inputPosition ?? 0n,
-              owner,
-              row,
-              session,
-            ),
-          }
-        : {}),
-    };
+      agent,
+      decision,
+      inputPosition,
+      owner,
+      row,
+      session,
+    );
   }
 
   /** A run's end (the caller holds its session's lock); undefined: not made here. */
