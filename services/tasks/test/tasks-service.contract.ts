@@ -79,6 +79,55 @@ export function describeTasksService(name: string, makeTarget: () => TasksTarget
       );
     }
 
+    describe("agent state", () => {
+      // One field appended by every run: a run's state shows what it started from.
+      const counting = (suspend: boolean) => ({
+        state: { fields: { runs: { type: "list<int>", reducer: "append", default: [] } } },
+        entry: "count",
+        nodes: {
+          count: { update: { messages: [{ role: "assistant", content: "counted" }], runs: [1] } },
+          ...(suspend
+            ? {
+                wait: { suspend: { signal_id: "go" } },
+              }
+            : {}),
+        },
+        edges: suspend ? [{ from: "count", to: "wait" }] : [{ from: "count", to: "END" }],
+      });
+
+      it("starts each turn from the state the session's last turn left", async () => {
+        const agent = await createAgent(h, "state-counter", "scripted", counting(false));
+        const sessionId = await newSession(agent);
+        const states = [];
+        for (const words of ["one", "two", "three"]) {
+          const { task } = await h.tasks.submitTask({ sessionId, input: text(words) });
+          const { task: done } = await watchUntil(h, task?.id as string);
+          expect(done.status).toBe(TaskStatus.COMPLETED);
+          states.push(done.state);
+        }
+        expect(states).toEqual([{ runs: [1] }, { runs: [1, 1] }, { runs: [1, 1, 1] }]);
+      });
+
+      it("starts from the state a suspended turn left (written by the relational path)", async () => {
+        const agent = await createAgent(h, "state-suspender", "scripted", counting(true));
+        const sessionId = await newSession(agent);
+        const { task } = await h.tasks.submitTask({ sessionId, input: text("one") });
+        const { task: waiting } = await watchUntil(h, task?.id as string, () => false, {
+          untilSettled: true,
+        });
+        expect(waiting.status).toBe(TaskStatus.INPUT_REQUIRED);
+        expect(waiting.state).toEqual({ runs: [1] });
+        await h.tasks.cancelTask({ taskId: task?.id as string });
+        // The next turn starts from what the suspended run left.
+        const next = await h.tasks.submitTask({ sessionId, input: text("two") });
+        const { task: second } = await watchUntil(h, next.task?.id as string, () => false, {
+          untilSettled: true,
+        });
+        expect(second.status).toBe(TaskStatus.INPUT_REQUIRED);
+        expect(second.state).toEqual({ runs: [1, 1] });
+      });
+    });
+
     describe("lifecycle", () => {
       it("runs a submitted task to COMPLETED with the default echo agent", async () => {
         const sessionId = await newSession();

@@ -71,16 +71,8 @@ export class LeasedTaskStore extends OwnedTaskStore {
 
   override async recoverExpired(...args: P<"recoverExpired">) {
     const [owner, limit] = args;
-    await this.owner.settled();
     // Cheap "none" first, as the owned store does; then only our sessions.
-    const found = await this.context.db
-      .selectFrom("tasks")
-      .select("id")
-      .where("run_state", "=", "running")
-      .where("lease_expires_at", "<", sql<Date>`now()`)
-      .limit(1)
-      .execute();
-    if (found.length === 0) return [];
+    if (!(await this.anyExpired())) return [];
     return this.owner.exclusive(() =>
       this.#leases.pinned(() =>
         this.parts.recovery.recoverExpired(owner, limit, (session) =>

@@ -40,7 +40,7 @@ import type {
   SubmitResult,
   WriteContext,
 } from "./task-store.js";
-import { claimEvent, claimOf, submitEvents } from "./turn-events.js";
+import { claimEvent, claimOf, submitEvents, submitResult } from "./turn-events.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
 declare module "./store-parts.js" {
@@ -192,24 +192,16 @@ export class Mailbox {
           }),
         );
       }
-      return {
+      return submitResult(
+        this.#p.directory,
         task,
-        replayed: false,
-        ...(decision.runNow
-          ? {
-              claim: claimOf(
-                this.#p.directory,
-                task,
-                agent,
-                inputPosition ?? 0n,
-                owner,
-                row,
-                session,
-              ),
-            }
-          : {}),
-        ...(decision.interrupt ? { interrupted: decision.interrupt } : {}),
-      };
+        agent,
+        decision,
+        inputPosition,
+        owner,
+        row,
+        session,
+      );
     });
   }
 

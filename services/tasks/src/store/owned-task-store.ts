@@ -20,10 +20,11 @@
 import type { Journal, Projector } from "@trellis/storage";
 import { sql } from "kysely";
 import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
+import { agentStateOf, knownAgentState } from "./agent-state.js";
 import { OwnedTurns } from "./owned-turns.js";
 import { PostgresTaskStore, type PostgresTaskStoreOptions } from "./postgres-task-store.js";
 import { type OwnerLeaseHooks, SessionOwner } from "./session-owner.js";
-import type { SessionRef } from "./session-stream.js";
+import { type SessionRef, sessionStream } from "./session-stream.js";
 import type { TaskStore } from "./task-store.js";
 
 /** The owner's key of a task's session. */
@@ -167,8 +168,16 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async recoverExpired(...args: P<"recoverExpired">) {
+    if (!(await this.anyExpired())) return [];
+    return this.#owner.exclusive(() => super.recoverExpired(...args));
+  }
+
+  /**
+   * Whether any run's lease expired, once everything is projected: the
+   * sweep's common answer ("none") without stopping the owned steps.
+   */
+  protected async anyExpired(): Promise<boolean> {
     await this.#owner.settled();
-    // The sweep's common answer ("none") without stopping the owned steps.
     const expired = await this.context.db
       .selectFrom("tasks")
       .select("id")
@@ -176,8 +185,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
       .where("lease_expires_at", "<", sql<Date>`now()`)
       .limit(1)
       .execute();
-    if (expired.length === 0) return [];
-    return this.#owner.exclusive(() => super.recoverExpired(...args));
+    return expired.length > 0;
   }
 
   override async renewLeases(...args: P<"renewLeases">) {
@@ -218,13 +226,24 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async loadAgentState(...args: P<"loadAgentState">) {
-    // Only the session's appends that changed it (internal: the runner's read).
+    // The runner's read (internal), from the owner's memory (agent-state.ts).
     const [id, workspaceId] = args;
     const ref = workspaceId
       ? { workspace_id: workspaceId, id }
       : await this.sessionRef(id, undefined);
-    await this.#owner.drainAgentState(ref);
-    return super.loadAgentState(...args);
+    const known = this.#owner.held(ref)?.agentState;
+    if (known) return agentStateOf(known);
+    // Read once under the session's lock (no step of it changes the state
+    // meanwhile); no gate, no lease guard: a run reads, it takes nothing.
+    return this.#owner.withLock(sessionStream(ref), async () => {
+      const held = this.#owner.held(ref);
+      if (held?.agentState) return agentStateOf(held.agentState);
+      // Only the session's appends that changed it.
+      await this.#owner.drainAgentState(ref);
+      const state = await super.loadAgentState(...args);
+      if (held && this.#owner.held(ref) === held) held.agentState = knownAgentState(state);
+      return state;
+    });
   }
 
   override async sessionsWithQueuedWork(...args: P<"sessionsWithQueuedWork">) {

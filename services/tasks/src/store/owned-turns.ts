@@ -31,6 +31,7 @@ import { cancelRequested } from "../domain/lifecycle.js";
 import { decideSubmit } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
+import { type KnownAgentState, knownAgentState } from "./agent-state.js";
 import { decodeMessages, encodeMessage, encodeMessages, encodeRequirements } from "./codec.js";
 import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
 import { toTask } from "./rows.js";
@@ -47,7 +48,7 @@ import {
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
-import { claimEvent, claimOf, runEnd, submitEvents } from "./turn-events.js";
+import { claimEvent, claimOf, runEnd, submitEvents, submitResult } from "./turn-events.js";
 
 /** What one owned step changes, collected before its append. */
 class Step {
@@ -57,6 +58,8 @@ class Step {
   readonly steps: PendingStep[] = [];
   /** Task rows as the step leaves them. */
   readonly tasks = new Map<string, TaskRow>();
+  /** The agent state the step left (a finish with a state), kept with the session. */
+  agentState: KnownAgentState | undefined;
 
   constructor(
     readonly session: SessionRow,
@@ -119,7 +122,12 @@ class Step {
       .concat([...this.tasks.values()].filter((row) => !this.mailbox.some((m) => m.id === row.id)))
       .filter((row) => row.run_state === "queued" || row.run_state === "running")
       .sort((a, b) => (a.queue_seq < b.queue_seq ? -1 : a.queue_seq > b.queue_seq ? 1 : 0));
-    return { session: this.session, mailbox, usedAt: Date.now() };
+    return {
+      session: this.session,
+      mailbox,
+      usedAt: Date.now(),
+      ...(this.agentState ? { agentState: this.agentState } : {}),
+    };
   }
 }
 
@@ -302,23 +310,16 @@ export class OwnedTurns {
     // it is projected, answers the retry as it answers any other.
     if (appended.duplicate) return undefined;
     this.#commit(step);
-    return {
+    return submitResult(
+      this.#p.directory,
       task,
-      replayed: false,
-      ...(decision.runNow
-        ? {
-            claim: claimOf(
-              this.#p.directory,
-              task,
-              agent,
-              inputPosition ?? 0n,
-              owner,
-              row,
-              session,
-            ),
-          }
-        : {}),
-    };
+      agent,
+      decision,
+      inputPosition,
+      owner,
+      row,
+      session,
+    );
   }
 
   /** A run's end (the caller holds its session's lock); undefined: not made here. */
@@ -416,6 +417,7 @@ export class OwnedTurns {
     };
     if (outcome.status === "completed" && outcome.state !== undefined) {
       set.state = outcome.state as TaskRow["state"];
+      step.agentState = knownAgentState(outcome.state);
       step.rows.push({
         op: "upsert",
         table: "session_states",

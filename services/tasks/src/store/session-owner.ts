@@ -10,12 +10,13 @@
  * | one session's steps are decided one at a time, on current state | a per-session async lock (instead of the session row lock); the state in memory is what the step appends |
  * | memory equals the tables once projected | an owned step changes copies of its rows and adopts them only after its append resolved; a failed append drops the session's state (reloaded next time) |
  * | loading a session sees every step it ever took | it waits for the projector to pass the session's last append, then reads the session row and its queued / running tasks |
- * | a relational write of a session (cancel, close, truncate, fork, a step the owner does not make in memory) is consistent with the owner | under the session's lock, after the projector passed the session's last append; the session's state is dropped after it |
+ * | a relational write of a session (cancel, close, truncate, fork, a step the owner does not make in memory) is consistent with the owner | under the session's lock, after the projector passed the session's last append; the session's state is dropped before and after it |
  * | a relational write that may touch any session (signals, replays, lease recovery) | under the owner's gate held exclusively: no owned step runs meanwhile, everything is projected first, every state is dropped after |
  * | reads see the caller's writes | `settled()`: wait for the projector to pass the journal's head at the call (a no-op when it has) |
  * | bounded memory | sessions unused for `idleMs` are evicted (and over `maxSessions`, the least recently used) |
  */
 import type { Journal, JournalEntry, Projector } from "@trellis/storage";
+import type { KnownAgentState } from "./agent-state.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { type SessionRef, sessionStream } from "./session-stream.js";
 import type { StoreContext } from "./store-context.js";
@@ -26,6 +27,8 @@ export interface OwnedSession {
   /** Its tasks in the mailbox (queued or running), by queue_seq. */
   mailbox: TaskRow[];
   usedAt: number;
+  /** The agent state the next run starts from, once known (agent-state.ts). */
+  agentState?: KnownAgentState;
 }
 
 /** Options of {@link SessionOwner}. */
@@ -113,10 +116,12 @@ export class SessionOwner {
   /**
    * Runs a relational write of `session` (the caller holds its lock): after
    * the projector passed the session's appends; the session's state is
-   * dropped after it, whatever it did.
+   * dropped before it (a read of its agent state goes to the table) and
+   * after it, whatever it did.
    */
   async relational<T>(session: SessionRef, work: () => Promise<T>): Promise<T> {
     await this.drain(session);
+    this.#sessions.delete(sessionStream(session));
     try {
       return await work();
     } finally {
@@ -171,6 +176,11 @@ export class SessionOwner {
   async drainAgentState(session: SessionRef): Promise<void> {
     const position = this.#statePositions.get(sessionStream(session));
     if (position !== undefined) await this.#waitFor(position);
+  }
+
+  /** The session's state if in memory (no loading, no lock, not counted as a use). */
+  held(session: SessionRef): OwnedSession | undefined {
+    return this.#sessions.get(sessionStream(session));
   }
 
   /** The session's state (the caller holds its lock), loaded when not in memory; undefined if it does not exist. */
@@ -306,7 +316,9 @@ export class SessionOwner {
   /** Adopts a step's new state once its append resolved. */
   adopt(session: SessionRef, state: OwnedSession): void {
     state.usedAt = Date.now();
-    this.#sessions.set(sessionStream(session), state);
+    const stream = sessionStream(session);
+    state.agentState ??= this.#sessions.get(stream)?.agentState;
+    this.#sessions.set(stream, state);
   }
 }
 

@@ -11,10 +11,11 @@ import type { Agent, Task } from "@trellis/contracts/tasks";
 import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { type EventScope, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
 import { isSuspended, transition } from "../domain/lifecycle.js";
+import type { SubmitDecision } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { decodeRequirements } from "./codec.js";
 import type { SessionRow, TaskRow } from "./schema.js";
-import type { Claim } from "./task-store.js";
+import type { Claim, SubmitResult } from "./task-store.js";
 
 /**
  * A submit's events: `task.submitted` (in the caller's scope, which carries
@@ -131,6 +132,31 @@ export function runEnd(
     default:
       throw new Error(`a run's end: unexpected outcome ${outcome.status}`);
   }
+}
+
+/**
+ * What a submit that created `task` answers (relational and owned alike):
+ * its claim when the mailbox was free (run it now), and the running turn it
+ * interrupted.
+ */
+export function submitResult(
+  directory: { safeToRetry(agent: Agent): boolean },
+  task: Task,
+  agent: Agent,
+  decision: SubmitDecision,
+  inputPosition: bigint | null,
+  owner: string,
+  row: Pick<TaskRow, "checkpoint" | "resume_payload" | "requirements">,
+  session: Pick<SessionRow, "transcript_epoch">,
+): SubmitResult {
+  return {
+    task,
+    replayed: false,
+    ...(decision.runNow
+      ? { claim: claimOf(directory, task, agent, inputPosition ?? 0n, owner, row, session) }
+      : {}),
+    ...(decision.interrupt ? { interrupted: decision.interrupt } : {}),
+  };
 }
 
 /** The claim handed to the runner for a task its owner now runs. */

@@ -2,6 +2,8 @@
 // submit and a finish to a known session are each ONE journal append (the
 // step's events, its step record, its row changes); the read model writes
 // the rows and the outbox rows behind, and reads see the caller's writes.
+
+import type { JsonObject } from "@bufbuild/protobuf";
 import { create } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
@@ -32,6 +34,7 @@ import {
 import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
+import type { Claim } from "../../src/store/task-store.js";
 import { text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
@@ -416,10 +419,10 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
     await database?.close();
   });
 
-  const submit = (words: string) =>
+  const submit = (words: string, sessionId = "ses_state_1") =>
     store.submitTask(
       {
-        sessionId: "ses_state_1",
+        sessionId,
         agentId,
         input: text(words),
         busyPolicy: BusyPolicy.ENQUEUE,
@@ -431,34 +434,146 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
       "owner_1",
     );
 
-  it("waits for the append that changed the state, not for the turn's own submit", async () => {
-    // Created by the first submit (relational), then owned.
-    const first = await submit("one");
-    await store.finishRun(
-      first.claim!,
-      { status: "completed", messages: [text("ok", Role.ASSISTANT)], state: { count: 1 } },
+  const complete = (claim: Claim | undefined, state?: JsonObject) =>
+    store.finishRun(
+      claim!,
+      { status: "completed", messages: [text("ok", Role.ASSISTANT)], ...(state ? { state } : {}) },
       "owner_1",
     );
-    // The finish changed the state and is not projected yet: the read waits for it.
-    expect(readModel.status().position).toBeLessThan(journal.head());
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
-    expect(readModel.status().position).toBe(journal.head());
 
-    // The next submit changes no state: reading it does not project the submit.
-    const second = await submit("two");
-    expect(second.claim).toBeDefined();
+  /** What the table holds (as a store on the same database after a restart reads it). */
+  const stored = async (sessionId: string) => {
+    await readModel.waitFor(journal.head(), { timeoutMs: 10_000 });
+    const row = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("session_states" as never)
+      .select("state" as never)
+      .where("session_id" as never, "=", sessionId as never)
+      .executeTakeFirst();
+    return (row as { state: JsonObject } | undefined)?.state;
+  };
+
+  it("serves the state a finish left from memory: no wait for the projector", async () => {
+    // Created by the first submit (relational), then owned.
+    const first = await submit("one");
+    await complete(first.claim, { count: 1 });
+    // The finish changed the state and is not projected yet: memory answers.
     const head = journal.head();
+    expect(readModel.status().position).toBeLessThan(head);
     expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
     expect(readModel.status().position).toBeLessThan(head);
 
-    // Its finish changes it again; a read after sees the new state.
+    // The next submit changes no state: the session keeps it.
+    const second = await submit("two");
+    expect(second.claim).toBeDefined();
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+
+    // Its finish changes it again; a finish without a state keeps it.
+    await complete(second.claim, { count: 2 });
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    const third = await submit("three");
+    await complete(third.claim);
+    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    expect(readModel.status().position).toBeLessThan(journal.head());
+    // And it is what the table holds once projected.
+    expect(await stored("ses_state_1")).toEqual({ count: 2 });
+  });
+
+  it("after an eviction, reads the table once (after the state's append), then memory", async () => {
+    const first = await submit("one", "ses_state_2");
+    await complete(first.claim, { step: "first", nested: { bb: 1, a: [1, { yy: 2, x: 3 }] } });
+    const second = await submit("two", "ses_state_2");
+    // Evicted (as idle, or a lost lease) between the claim and the run.
+    store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
+    expect(await store.loadAgentState("ses_state_2")).toEqual({
+      step: "first",
+      nested: { bb: 1, a: [1, { yy: 2, x: 3 }] },
+    });
+    await complete(second.claim, { step: "second" });
+    const changed = journal.head();
+    // Loaded again by the next submit (state unknown): read once, then kept.
+    store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
+    const third = await submit("three", "ses_state_2");
+    expect(
+      store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
+    ).toBeUndefined();
+    expect(await store.loadAgentState("ses_state_2")).toEqual({ step: "second" });
+    expect(
+      store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
+    ).toBeDefined();
+    // The projector passed the finish that changed the state.
+    expect(readModel.status().position).toBeGreaterThanOrEqual(changed);
+    await complete(third.claim, { step: "third", zz: { b: 1, aa: 2 } });
+    // Memory gives what the table gives, key order included.
+    const fromMemory = await store.loadAgentState("ses_state_2");
+    const fromTable = await stored("ses_state_2");
+    expect(fromMemory).toEqual(fromTable);
+    expect(JSON.stringify(fromMemory)).toBe(JSON.stringify(fromTable));
+  });
+
+  it("after a relational finish that writes the state (a suspension), reads the new one", async () => {
+    const first = await submit("one", "ses_state_3");
+    await complete(first.claim, { phase: "before" });
+    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "before" });
+    const second = await submit("two", "ses_state_3");
+    // A suspension is finished by the relational path (under the owner): it
+    // writes session_states itself, and the session's memory is dropped.
     await store.finishRun(
       second.claim!,
-      { status: "completed", messages: [], state: { count: 2 } },
+      {
+        status: "suspended",
+        messages: [text("need input", Role.AGENT)],
+        signalLabel: "approval",
+        metadata: {},
+        kind: "input",
+        checkpoint: { at: 1 },
+        state: { phase: "suspended" },
+      },
       "owner_1",
     );
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
-    // Applied up to its finish (the submit with it).
-    expect(readModel.status().position).toBe(journal.head());
+    expect(store.owner.held({ workspace_id: "default", id: "ses_state_3" })).toBeUndefined();
+    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
+    // The next turn of the session starts from it too.
+    const third = await submit("three", "ses_state_3");
+    expect(third.claim).toBeDefined();
+    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
+  });
+
+  it("after a restart, a new owner on the same database reads what the last finish left", async () => {
+    const first = await submit("one", "ses_state_4");
+    await complete(first.claim, { restarted: false });
+    const second = await submit("two", "ses_state_4");
+    await complete(second.claim, { restarted: true });
+    await readModel.waitFor(journal.head(), { timeoutMs: 10_000 });
+    const restarted = new OwnedTaskStore({
+      database,
+      schema: "tasks",
+      outbox: createOutboxWriter({ schema: "outbox_s" }),
+      leaseMs: 30_000,
+      owner: { journal, readModel },
+    });
+    try {
+      expect(await restarted.loadAgentState("ses_state_4")).toEqual({ restarted: true });
+      const third = await restarted.submitTask(
+        {
+          sessionId: "ses_state_4",
+          agentId,
+          input: text("three"),
+          busyPolicy: BusyPolicy.ENQUEUE,
+          parentTaskId: "",
+          createSession: true,
+          workspaceId: "default",
+        },
+        context,
+        "owner_1",
+      );
+      expect(third.claim).toBeDefined();
+      expect(await restarted.loadAgentState("ses_state_4")).toEqual({ restarted: true });
+      expect(
+        restarted.owner.held({ workspace_id: "default", id: "ses_state_4" })?.agentState,
+      ).toBeDefined();
+    } finally {
+      restarted.close();
+    }
   });
 });
