@@ -3,7 +3,7 @@
  * at) and the case the generator makes from it.
  */
 import type { DescMethod } from "@bufbuild/protobuf";
-import type { RawRequest } from "../../packages/runtime/test/wire.js";
+import type { RawRequest } from "@trellis/runtime/testing";
 
 /**
  * A vault id the pool's workspace holds: another workspace creating one of

@@ -3,7 +3,7 @@
  * mutations, bad framing, bad auth headers.
  */
 import { type DescMessage, type JsonValue, ScalarType } from "@bufbuild/protobuf";
-import { envelope } from "../../packages/runtime/test/wire.js";
+import { envelope } from "@trellis/runtime/testing";
 import type { FuzzSetup } from "./fuzz-setup.js";
 import type { Rng } from "./prng.js";
 import { deepJson, randomJson } from "./values.js";

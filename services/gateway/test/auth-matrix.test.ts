@@ -17,6 +17,13 @@ import {
   SignalService,
   TaskService,
 } from "@trellis/contracts/tasks";
+import {
+  harnClient,
+  type Json,
+  poll,
+  TestIdentityProvider,
+  VERSION,
+} from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger, errorDetailOf } from "@trellis/runtime";
@@ -39,8 +46,6 @@ import {
   waitGraph,
   webhookBody,
 } from "./support/auth-matrix/rows.js";
-import { harnClient, type Json, poll, VERSION } from "./support/harn-client.js";
-import { TestIdentityProvider } from "./support/oauth.js";
 import { openWs } from "./support/ws-client.js";
 
 const ADMIN_KEY = "trellis-matrix-admin-key-0123456789";

@@ -2,7 +2,7 @@
  * The authorization matrix's rows: one per REST route, with the request to
  * send and the status each credential column expects (auth-matrix.test.ts).
  */
-import type { harnClient, Json } from "../harn-client.js";
+import type { harnClient, Json } from "@trellis/gateway/testing";
 
 export type Column =
   | "none"
