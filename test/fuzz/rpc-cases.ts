@@ -1,3 +1,7 @@
+/**
+ * Fuzz cases against the RPC surface (Connect, gRPC, gRPC-Web; JSON and
+ * binary): a valid request from the descriptors, then mutated.
+ */
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { FuzzCase, FuzzSetup, WireProtocol } from "./fuzz-setup.js";
 import { authHeaders, frame, mutateBinary, mutateJson } from "./mutations.js";

@@ -1,3 +1,16 @@
+/**
+ * The storage contract: one suite every backend of @trellis/storage passes
+ * (PGlite in memory, PostgreSQL). A backend supplies a
+ * {@link StorageContractTarget} and a two-line spec file:
+ *
+ * @example
+ *   import { describeStorageContract, pgliteTarget } from "@trellis/storage/contract";
+ *   describeStorageContract("pglite", pgliteTarget);
+ *
+ * The event log is reached only through the EventLog port; the recording
+ * double is the default and an in-process EventLog can replace it
+ * (`options.createEventLog`).
+ */
 import type { EventLog } from "@trellis/eventlog";
 import { createTestDatabase, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe } from "vitest";

@@ -1,3 +1,13 @@
+/**
+ * Replay and fork, one suite for both hosts (embedded: PGlite and the
+ * in-process log; distributed: PostgreSQL and JetStream).
+ *
+ * Sources are real runs: scripted agents (deterministic, re-run by the
+ * replay) and built-in harness agents whose model is the recorded OpenAI
+ * server of the adapters' harness tests. That server is stopped before any
+ * harness task is replayed: a replay that tried to reach a provider would
+ * fail, and the counters of the test tools show no tool ran again.
+ */
 import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";

@@ -1,3 +1,12 @@
+/**
+ * The tasks service's behaviour, one suite every backend passes: embedded
+ * (PGlite + in-process log) and distributed (PostgreSQL + JetStream). Each
+ * backend adds a two-line spec file.
+ *
+ * Everything goes through a real transport (gRPC over h2c), with the
+ * scripted graph backend as the agent (plus the test backends of
+ * support/test-executor.ts where timing must be controlled).
+ */
 import { afterAll, beforeAll, describe } from "vitest";
 import { describeLifecycle } from "./contract/lifecycle.contract.js";
 import { describeRequestsAndEvents } from "./contract/requests.contract.js";

@@ -1,3 +1,7 @@
+/**
+ * Storage contract, part 1: the Database handle (types, transactions,
+ * replicas) and migrate. Registered by describeStorageContract.
+ */
 import { isTrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { type Kysely, type Migration, sql } from "kysely";

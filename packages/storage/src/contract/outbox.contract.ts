@@ -1,3 +1,7 @@
+/**
+ * Storage contract, part 2: the outbox tables — the unit of work
+ * (createOutboxWriter), appendToOutbox, readOutbox and pruneOutbox.
+ */
 import { create, equals } from "@bufbuild/protobuf";
 import { type Event, EventPayloadSchema, EventSchema } from "@trellis/contracts/core";
 import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";

@@ -1,3 +1,7 @@
+/**
+ * Storage contract, part 3: the outbox relay — publishing, order, retries,
+ * dead letters, NOTIFY and rebuilding the log from the outbox.
+ */
 import type { AppendResult, EventLog } from "@trellis/eventlog";
 import { TrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";

@@ -1,3 +1,4 @@
+/** Helpers shared by the storage contract's parts (contract/*.contract.ts). */
 import { create } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
 import type { EventLog } from "@trellis/eventlog";

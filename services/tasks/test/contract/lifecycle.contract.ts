@@ -1,3 +1,7 @@
+/**
+ * Tasks service contract: a task's lifecycle (submit, run, suspend, resume,
+ * cancel, fail) and submit-and-wait (wait_ms).
+ */
 import { Code } from "@connectrpc/connect";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { OutcomeStatus } from "@trellis/contracts/tasks";

@@ -1,3 +1,7 @@
+/**
+ * Tasks service contract: request validation (typed errors naming the
+ * field) and the event log (list, stream, order).
+ */
 import { Code } from "@connectrpc/connect";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { beforeAll, describe, expect, it } from "vitest";

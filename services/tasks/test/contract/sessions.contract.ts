@@ -1,3 +1,7 @@
+/**
+ * Tasks service contract: the session mailbox (busy policies, queued
+ * turns) and sessions (transcript, close, fork, truncate).
+ */
 import { Code } from "@connectrpc/connect";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { BusyPolicy, type Task } from "@trellis/contracts/tasks";
