@@ -16,6 +16,7 @@ import {
   created,
   ensureVisible,
   ok,
+  okPage,
   pageOf,
   param,
   queryString,
@@ -35,9 +36,7 @@ export async function listArtifacts(call: RestCall): Promise<RestResponse> {
     },
     call.options(),
   );
-  return ok(
-    listJson(response.artifacts.map(artifactToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.artifacts, artifactToHarn, response.nextPageToken);
 }
 
 export function decodeContent(body: JsonReader): Uint8Array | undefined {

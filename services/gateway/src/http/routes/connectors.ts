@@ -16,7 +16,6 @@ import {
   parseConnectorStatus,
   parseDeliveryMode,
 } from "../../domain/harn-extended-json.js";
-import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { agentPolicyOf, ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
@@ -25,6 +24,7 @@ import {
   created,
   ensureVisible,
   ok,
+  okPage,
   pageOf,
   param,
   queryString,
@@ -40,9 +40,7 @@ async function listConnectors(call: RestCall): Promise<RestResponse> {
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
       call.options(),
     );
-  return ok(
-    listJson(response.connectors.map(connectorToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.connectors, connectorToHarn, response.nextPageToken);
 }
 
 async function createConnector(call: RestCall): Promise<RestResponse> {
