@@ -16,7 +16,6 @@ import {
   created,
   ensureVisible,
   ok,
-  okPage,
   pageOf,
   param,
   queryString,
@@ -25,6 +24,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listArtifacts(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients.get(ArtifactService).listArtifacts(

@@ -9,16 +9,8 @@ import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import {
-  created,
-  ensureVisible,
-  ok,
-  okPage,
-  pageOf,
-  param,
-  required,
-  visibleSession,
-} from "./common.js";
+import { created, ensureVisible, ok, pageOf, param, required, visibleSession } from "./common.js";
+import { okPage } from "./paging.js";
 
 async function createBranch(call: RestCall): Promise<RestResponse> {
   const sessionId = param(call, "session_id");

@@ -2,10 +2,9 @@
 import type { JsonValue } from "@bufbuild/protobuf";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
-import { listJson } from "../../domain/harn-json.js";
 import { isAdmin } from "../../domain/scopes.js";
 import type { RestCall } from "../context.js";
-import { jsonResponse, type RestResponse } from "../io.js";
+import { jsonResponse } from "../io.js";
 
 /** `limit` (1–200, default 50) and `cursor` of a list request. */
 export function pageOf(call: RestCall): { pageSize: number; pageToken: string } {
@@ -62,23 +61,6 @@ export function required<T>(value: T | undefined, object: string, id: string): T
 }
 
 export const ok = (body: JsonValue) => jsonResponse(200, body);
-
-/**
- * 200 with one page of a paged read: each item as its Harn JSON, and the
- * cursor of the next page (none when the service's token is empty).
- */
-export function okPage<T>(
-  items: readonly T[],
-  toHarn: (item: T) => JsonValue,
-  nextPageToken: string,
-): RestResponse {
-  return ok(
-    listJson(
-      items.map((item) => toHarn(item)),
-      { nextCursor: nextPageToken },
-    ),
-  );
-}
 export const created = (body: JsonValue) => jsonResponse(201, body);
 export const accepted = (body: JsonValue) => jsonResponse(202, body);
 

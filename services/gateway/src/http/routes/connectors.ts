@@ -24,7 +24,6 @@ import {
   created,
   ensureVisible,
   ok,
-  okPage,
   pageOf,
   param,
   queryString,
@@ -32,6 +31,7 @@ import {
   visibleSession,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 async function listConnectors(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients

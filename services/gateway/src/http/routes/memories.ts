@@ -13,16 +13,8 @@ import { timestampJson, toValue, valueJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import {
-  created,
-  ok,
-  okPage,
-  pageOf,
-  param,
-  queryString,
-  required,
-  workspaceOf,
-} from "./common.js";
+import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
+import { okPage } from "./paging.js";
 
 const scopes = {
   persona: MemoryScope.PERSONA,

@@ -9,7 +9,6 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  okPage,
   pageOf,
   param,
   queryString,
@@ -17,6 +16,7 @@ import {
   visibleSession,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listSessions(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients

@@ -27,7 +27,6 @@ import {
   accepted,
   created,
   ok,
-  okPage,
   pageOf,
   param,
   queryString,
@@ -36,6 +35,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 import { withReceiptIds } from "./task-receipts.js";
 
 export const busyPolicies = {

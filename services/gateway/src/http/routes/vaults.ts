@@ -14,16 +14,8 @@ import { listJson, timestampJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import {
-  created,
-  ok,
-  okPage,
-  pageOf,
-  param,
-  queryString,
-  required,
-  workspaceOf,
-} from "./common.js";
+import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
+import { okPage } from "./paging.js";
 
 const noStore = { "cache-control": "no-store" };
 

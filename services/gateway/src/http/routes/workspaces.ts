@@ -18,13 +18,13 @@ import {
   created,
   ensureVisible,
   ok,
-  okPage,
   pageOf,
   param,
   queryString,
   required,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
