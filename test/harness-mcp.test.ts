@@ -20,12 +20,12 @@ import {
   startRecordedServer,
 } from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
+import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { harnClient, type Json, poll } from "../services/gateway/test/support/harn-client.js";
 
 const ADMIN_KEY = `trellis_sk_${randomBytes(32).toString("base64url")}`;
 const MCP_TOKEN = `mcp-${randomBytes(16).toString("hex")}`;

@@ -26,6 +26,7 @@ import {
   startRecordedServer,
 } from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
+import { harnClient, poll, requestToken, TestIdentityProvider } from "@trellis/gateway/testing";
 import { chatToMessage } from "@trellis/messages";
 import { EMBEDDED_OUTBOX_SCHEMA, type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
@@ -34,8 +35,6 @@ import { readOutbox } from "@trellis/storage";
 import { tasksService } from "@trellis/tasks";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { harnClient, poll } from "../services/gateway/test/support/harn-client.js";
-import { requestToken, TestIdentityProvider } from "../services/gateway/test/support/oauth.js";
 
 const ADMIN_KEY = `trellis_sk_${randomBytes(32).toString("base64url")}`;
 // Shaped like a provider key and like a key=value credential, as a vault

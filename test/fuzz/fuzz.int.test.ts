@@ -24,6 +24,13 @@ import { Code } from "@connectrpc/connect";
 import { ClaimWorkRequestSchema, ReportWorkEventsRequestSchema } from "@trellis/contracts/adapters";
 import { AgentService } from "@trellis/contracts/tasks";
 import {
+  envelope,
+  Http2Wire,
+  type RawResponse,
+  rpcOutcome,
+  sendHttp1,
+} from "@trellis/runtime/testing";
+import {
   createTestDatabase,
   deleteTestStreams,
   type TestDatabase,
@@ -31,13 +38,6 @@ import {
   uniqueName,
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  envelope,
-  Http2Wire,
-  type RawResponse,
-  rpcOutcome,
-  sendHttp1,
-} from "../../packages/runtime/test/wire.js";
 import { publicServices } from "../../services/gateway/src/grpc/public-services.js";
 import { restRoutes } from "../../services/gateway/src/http/routes/index.js";
 import { checkHealth, type Mesh, startMesh } from "../../src/mesh.js";

@@ -18,11 +18,8 @@ import {
   testNatsUrl,
   uniqueName,
 } from "@trellis/testkit";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  startWorkerProcess,
-  type WorkerProcess,
-} from "../../services/adapters/test/support/processes.js";
 import { type Mesh, startMesh } from "../../src/mesh.js";
 import {
   type OtlpReceiver,

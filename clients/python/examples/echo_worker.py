@@ -33,11 +33,12 @@ import sys
 import threading
 import time
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "gen"))
 
 import grpc  # noqa: E402
+
+from connection import add_server_arguments, open_channel, read_api_key  # noqa: E402
 
 from trellis.adapters.v1 import execution_pb2 as ex  # noqa: E402
 from trellis.adapters.v1 import routing_pb2, worker_service_pb2 as ws  # noqa: E402
@@ -286,35 +287,15 @@ class Worker:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("TRELLIS_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--api-key", default=os.environ.get("TRELLIS_API_KEY"))
-    parser.add_argument(
-        "--api-key-file",
-        default=os.environ.get("TRELLIS_API_KEY_FILE", ".trellis/data/admin-api-key"),
-    )
+    add_server_arguments(parser)
     parser.add_argument("--backend", default="py-echo")
     parser.add_argument("--worker-id", default="")
     parser.add_argument("--capacity", type=int, default=2)
     parser.add_argument("--heartbeat-ms", type=int, default=1000)
     parser.add_argument("--word-delay", type=float, default=0.05)
     args = parser.parse_args(argv)
-    key = args.api_key
-    if not key:
-        try:
-            key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
-        except OSError as error:
-            print(f"echo_worker: no API key ({error})", file=sys.stderr)
-            return 2
-    parsed = urlparse(args.url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        print(f"echo_worker: --url must be http(s)://host:port, got {args.url!r}", file=sys.stderr)
-        return 2
-    target = f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
-    channel = (
-        grpc.secure_channel(target, grpc.ssl_channel_credentials())
-        if parsed.scheme == "https"
-        else grpc.insecure_channel(target)
-    )
+    key = read_api_key(args, "echo_worker")
+    channel = open_channel(args.url, "echo_worker")
     worker = Worker(ws_grpc.WorkerServiceStub(channel), [("authorization", f"Bearer {key}")], args)
 
     def stop(_signum, _frame):

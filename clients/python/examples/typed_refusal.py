@@ -22,15 +22,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import uuid
 from pathlib import Path
-from urllib.parse import urlparse
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "gen"))
 
 import grpc  # noqa: E402
+
+from connection import add_server_arguments, open_channel, read_api_key  # noqa: E402
 
 from trellis.adapters.v1 import execution_pb2 as ex  # noqa: E402
 from trellis.core.v1 import error_pb2, message_pb2  # noqa: E402
@@ -60,34 +60,13 @@ def typed_details(error: grpc.RpcError) -> tuple[error_pb2.ErrorDetail | None,
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default=os.environ.get("TRELLIS_URL", "http://127.0.0.1:8080"))
-    parser.add_argument("--api-key", default=os.environ.get("TRELLIS_API_KEY"))
-    parser.add_argument(
-        "--api-key-file",
-        default=os.environ.get("TRELLIS_API_KEY_FILE", ".trellis/data/admin-api-key"),
-    )
+    add_server_arguments(parser)
     parser.add_argument("--agent-id", required=True)
     parser.add_argument("--require", action="append", choices=REQUIRABLE, default=[])
     parser.add_argument("--text", default="hello")
     args = parser.parse_args(argv)
-    key = args.api_key
-    if not key:
-        try:
-            key = Path(args.api_key_file).read_text(encoding="utf-8").strip()
-        except OSError as error:
-            print(f"typed_refusal: no API key ({error})", file=sys.stderr)
-            return 2
-    parsed = urlparse(args.url)
-    if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        print(f"typed_refusal: --url must be http(s)://host:port, got {args.url!r}",
-              file=sys.stderr)
-        return 2
-    target = f"{parsed.hostname}:{parsed.port or (443 if parsed.scheme == 'https' else 80)}"
-    channel = (
-        grpc.secure_channel(target, grpc.ssl_channel_credentials())
-        if parsed.scheme == "https"
-        else grpc.insecure_channel(target)
-    )
+    key = read_api_key(args, "typed_refusal")
+    channel = open_channel(args.url, "typed_refusal")
     tasks = services_pb2_grpc.TaskServiceStub(channel)
     requirements = ex.ExecutionRequirements(
         **{name: ex.REQUIREMENT_REQUIRED for name in args.require}

@@ -16,8 +16,14 @@ import {
 } from "@trellis/contracts/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createService, type TrellisService } from "../src/server.js";
+import {
+  envelope,
+  Http2Wire,
+  type RawResponse,
+  rpcOutcome,
+  sendHttp1,
+} from "../src/testing/wire.js";
 import { captureLogger, testHealthImpl } from "./support.js";
-import { envelope, Http2Wire, type RawResponse, rpcOutcome, sendHttp1 } from "./wire.js";
 
 const check = "/grpc.health.v1.Health/Check";
 const deliver = "/trellis.tasks.v1.SignalService/Deliver";

@@ -4,10 +4,11 @@
 // remote task id is in the events and the receipt; an input-required pause
 // resumes with the next input; cancel reaches the remote agent; and a
 // requirement the card does not declare is refused by negotiation.
+
+import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import { type A2aTestAgent, startA2aTestAgent } from "@trellis/testkit/a2a-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json, poll } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 
 const TOKEN = "remote-a2a-token";

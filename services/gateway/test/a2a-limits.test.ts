@@ -1,12 +1,13 @@
 // A2A reads count against the caller's read rate (429 with Retry-After past
 // it), like REST reads; the JSON-RPC body is bounded (413).
+
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 
 describe("A2A limits", () => {
   let trellis: EmbeddedTrellis;

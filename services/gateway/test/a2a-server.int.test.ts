@@ -13,11 +13,10 @@ import {
   DefaultAgentCardResolver,
   JsonRpcTransportFactory,
 } from "@a2a-js/sdk/client";
+import { harnClient, type Json, requestToken } from "@trellis/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-import { requestToken } from "./support/oauth.js";
 import {
   createScriptedAgent,
   echoAgent,

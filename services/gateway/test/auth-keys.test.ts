@@ -1,6 +1,8 @@
 // API keys per workspace: REST create / list / revoke, shown once, stored
 // hashed, no escalation, revocation at once; and `trellis keys` through a
 // running gateway and straight in the database (real PostgreSQL).
+
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createDatabase } from "@trellis/storage";
@@ -11,7 +13,6 @@ import { runKeys } from "../../../src/cli/keys.js";
 import { gatewayService } from "../src/definition.js";
 import { AgentPolicyStore } from "../src/policy/store.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
-import { harnClient } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-keys-test-admin-key-0123456789";
 

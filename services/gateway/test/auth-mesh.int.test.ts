@@ -13,6 +13,7 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health, reflectionV1 } from "@trellis/contracts/grpc";
 import { SessionService } from "@trellis/contracts/tasks";
+import { harnClient, poll, requestToken } from "@trellis/gateway/testing";
 import {
   callerHeaders,
   createMeshClientInterceptor,
@@ -28,8 +29,6 @@ import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
-import { harnClient, poll } from "./support/harn-client.js";
-import { requestToken } from "./support/oauth.js";
 
 const ADMIN_KEY = "trellis-mesh-test-admin-key-0123456789";
 const SECRET = randomBytes(32).toString("base64url");

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
+import { harnClient, requestToken, TestIdentityProvider } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createDatabase, migrate } from "@trellis/storage";
@@ -19,8 +20,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSigningKeys, parsePrivateKey } from "../src/auth/signing-keys.js";
 import { gatewayService } from "../src/definition.js";
 import { gatewayMigrations } from "../src/store/schema.js";
-import { harnClient } from "./support/harn-client.js";
-import { requestToken, TestIdentityProvider } from "./support/oauth.js";
 
 const ADMIN_KEY = "trellis-oauth-test-admin-key-0123456789";
 const quiet = createLogger({ service: "test", level: "error" });

@@ -3,6 +3,8 @@
  * `rate_limited` with `Retry-After` over REST, ResourceExhausted over
  * Connect — in bounded memory.
  */
+
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -10,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthThrottle, withAuthThrottle } from "../src/auth/auth-throttle.js";
 import type { Authenticator } from "../src/auth/authenticator.js";
 import { gatewayService } from "../src/definition.js";
-import { harnClient } from "./support/harn-client.js";
 
 describe("AuthThrottle", () => {
   it("blocks a source after maxFailures in a window, until the window ends", () => {

@@ -3,6 +3,8 @@
  * proxy. `TRELLIS_TRUSTED_PROXIES` (opt-in) makes the source the
  * X-Forwarded-For client when — and only when — the peer is a trusted proxy.
  */
+
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -15,7 +17,6 @@ import {
   peerSource,
 } from "../src/auth/client-source.js";
 import { gatewayService } from "../src/definition.js";
-import { harnClient } from "./support/harn-client.js";
 
 describe("client source rule", () => {
   const source = clientSourceOf(parseTrustedProxies("10.0.0.0/8, 127.0.0.1, fd00::/8"));

@@ -1,8 +1,9 @@
 // The Harn Core suite against the real tasks service (embedded, PGlite):
 // what a black-box client of `npm start` sees.
+
+import type { harnClient } from "@trellis/gateway/testing";
 import { tasksService } from "@trellis/tasks";
 import { describeHarnCore } from "./support/conformance.js";
-import type { harnClient } from "./support/harn-client.js";
 
 type Api = ReturnType<typeof harnClient>;
 

@@ -2,12 +2,13 @@
 // makes a new task uses a unit, checked before anything is stored; a
 // redelivery or a delivery that becomes a message gives its unit back; past
 // the quota a delivery is 422 policy_violation and stores nothing.
+
+import { harnClient, type Json } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
-import { harnClient, type Json } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-connector-quota-admin-0123456789";
 const TASKS_PER_DAY = 2;

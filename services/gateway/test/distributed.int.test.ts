@@ -4,6 +4,7 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
+import { harnClient, poll } from "@trellis/gateway/testing";
 import type { RunningService } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { tasksService } from "@trellis/tasks";
@@ -11,7 +12,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
-import { harnClient, poll } from "./support/harn-client.js";
 
 const backends = [
   {

@@ -8,9 +8,9 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { QuotaService } from "@trellis/contracts/gateway";
 import { ConnectorService } from "@trellis/contracts/tasks";
+import { harnClient, type Json } from "@trellis/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 
 function bearer(key: string): Interceptor {

@@ -6,13 +6,13 @@
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { send } from "../src/http/io.js";
-import { harnClient } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-hardening-artifacts-key-0123456789";
 

@@ -8,6 +8,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -15,7 +16,6 @@ import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
 const root = fileURLToPath(new URL("../../../", import.meta.url));

@@ -7,13 +7,13 @@
  */
 import { randomBytes } from "node:crypto";
 import { adaptersService } from "@trellis/adapters";
+import { harnClient, type Json } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
-import { harnClient, type Json } from "./support/harn-client.js";
 
 const ADMIN_KEY = `trellis-memory-admin-${randomBytes(16).toString("hex")}`;
 

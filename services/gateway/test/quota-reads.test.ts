@@ -5,13 +5,13 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger, errorDetailOf } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { loadLimitsConfig } from "../src/quota/config.js";
-import { harnClient } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-read-limit-admin-key-0123456789";
 const READS = 5;

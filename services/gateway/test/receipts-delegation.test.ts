@@ -4,6 +4,7 @@
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { TaskService } from "@trellis/contracts/tasks";
+import { harnClient, poll } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
@@ -12,7 +13,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, poll } from "./support/harn-client.js";
 
 describe("receipt routes behind the gateway (embedded)", () => {
   let trellis: EmbeddedTrellis;

@@ -3,12 +3,13 @@
  * `POST /v1/sessions/{id}/fork`), black-box: plain `fetch` against an
  * embedded gateway and tasks service.
  */
+
+import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
-import { harnClient, type Json, poll } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-replay-admin-key-0123456789";
 

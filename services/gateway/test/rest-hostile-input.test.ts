@@ -3,8 +3,8 @@
 // origins it is configured with. The gateway's real REST handler on a real
 // server; the routes behind it echo what they were given.
 import { createLogger, createService, type TrellisService } from "@trellis/runtime";
+import { sendHttp1 } from "@trellis/runtime/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { sendHttp1 } from "../../../packages/runtime/test/wire.js";
 import type { Authenticator } from "../src/auth/authenticator.js";
 import { loadGatewayConfig } from "../src/config.js";
 import type { GatewayDeps, RouteSpec } from "../src/http/context.js";

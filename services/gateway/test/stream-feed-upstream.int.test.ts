@@ -11,6 +11,7 @@ import type { Client } from "@connectrpc/connect";
 import { EventSchema } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { EventService } from "@trellis/contracts/tasks";
+import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import {
   createMeshClientInterceptor,
   processMeshCredentials,
@@ -26,7 +27,6 @@ import { gatewayService } from "../src/definition.js";
 import { EventFeeds, FeedItem, type FeedSubscriber } from "../src/feed/event-feeds.js";
 import { followSession } from "../src/feed/follow.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json, poll } from "./support/harn-client.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 

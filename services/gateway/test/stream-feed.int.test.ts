@@ -5,15 +5,21 @@
  * streams see only their task; and an open stream ends when its credential
  * is revoked or its access token expires.
  */
+
+import {
+  harnClient,
+  type Json,
+  poll,
+  type SseReader,
+  TestIdentityProvider,
+} from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json, poll, type SseReader } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-import { TestIdentityProvider } from "./support/oauth.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 import { openWs, type WsClient } from "./support/ws-client.js";
 

@@ -3,13 +3,14 @@
 // during a turn, each get the session's envelopes exactly once, in order,
 // byte-identical to a replay from the log; the feed stops with its last
 // subscriber and a new one starts cleanly.
+
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 import {
   createScriptedAgent,
   gatedToolAgent,

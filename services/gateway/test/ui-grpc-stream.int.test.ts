@@ -5,10 +5,10 @@
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UiEventService, UiTier } from "@trellis/contracts/gateway";
+import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import { createScriptedAgent, echoAgent, readUiFrames } from "./support/ui-fixtures.js";
 

@@ -3,9 +3,10 @@
 // approved and completed, the third compacted), two artifacts and a task
 // delegated to another session, read back section by section; then a branch
 // from returned resume cursors holds the history up to each.
+
+import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json, poll } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import {
   confirmation,

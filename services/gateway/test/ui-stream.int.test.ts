@@ -1,6 +1,6 @@
+import { harnClient } from "@trellis/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import {
   confirmation,

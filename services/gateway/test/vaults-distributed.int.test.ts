@@ -7,6 +7,7 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
 import { VaultService } from "@trellis/contracts/adapters";
+import { harnClient } from "@trellis/gateway/testing";
 import type { RunningService } from "@trellis/platform";
 import { createDatabase } from "@trellis/storage";
 import { sql } from "kysely";
@@ -14,7 +15,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
-import { harnClient } from "./support/harn-client.js";
 
 const SECRET = `dist-vault-${randomBytes(16).toString("hex")}`;
 

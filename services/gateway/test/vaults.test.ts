@@ -9,13 +9,13 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { adaptersService } from "@trellis/adapters";
 import { VaultAccessService, VaultService } from "@trellis/contracts/adapters";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
-import { harnClient } from "./support/harn-client.js";
 
 const ADMIN_KEY = `trellis-vaults-admin-${randomBytes(16).toString("hex")}`;
 const SECRET = `vault-value-${randomBytes(16).toString("hex")}`;

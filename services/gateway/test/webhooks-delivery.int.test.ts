@@ -7,6 +7,7 @@
 // the pure parts (signature test vector, address ranges, backoff).
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
+import { harnClient, type Json } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -19,7 +20,6 @@ import { matchesEventType } from "../src/webhooks/dispatcher.js";
 import { signWebhook, verifyWebhook } from "../src/webhooks/signing.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
-import { harnClient, type Json } from "./support/harn-client.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
 /** What the receiver saw of one request. */

@@ -5,13 +5,13 @@
 import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { tasksService } from "@trellis/tasks";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { loadWebhookSecretBox, WEBHOOK_KEY_FILE } from "../src/webhooks/config.js";
-import { harnClient } from "./support/harn-client.js";
 
 const ADMIN_KEY = "trellis-webhook-seal-admin-key-0123456789";
 

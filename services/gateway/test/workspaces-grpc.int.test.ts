@@ -4,10 +4,10 @@
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService, WorkspaceService } from "@trellis/contracts/tasks";
+import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 
 async function refusal(call: Promise<unknown>): Promise<ConnectError> {

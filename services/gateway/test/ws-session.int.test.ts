@@ -1,7 +1,7 @@
+import { harnClient, type Json, VERSION } from "@trellis/gateway/testing";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
-import { harnClient, type Json, VERSION } from "./support/harn-client.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import { createScriptedAgent, echoAgent, gatedToolAgent } from "./support/ui-fixtures.js";
 import { openWs, refusedUpgrade } from "./support/ws-client.js";

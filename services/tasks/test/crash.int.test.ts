@@ -4,9 +4,6 @@
  * task reaches a terminal state, none is run twice into the transcript, and
  * every session's transcript is in order.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import { TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
 import { eventually } from "@trellis/testkit";
@@ -14,47 +11,19 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, slowEcho, text, textOf } from "./support/fixtures.js";
 import { clientsFor, distributedTarget, type TasksClients } from "./support/harness.js";
-
-const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
-const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
+import { freePort, tasksProcesses } from "./support/service-processes.js";
 
 // Also with the turn journal on: the Outcome of every task is projected
 // once, whichever process wrote its step record.
 for (const journal of [false, true]) {
   describe(`tasks service crash (kill -9 mid-flight${journal ? ", journal on" : ""})`, () => {
     const target = distributedTarget();
-    const children: ChildProcess[] = [];
-    const logs: string[] = [];
+    const processes = tasksProcesses();
 
     afterAll(async () => {
-      for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+      processes.killAll();
       await target.teardown();
     });
-
-    async function startChild(env: Record<string, string>): Promise<ChildProcess> {
-      const child = spawn(process.execPath, ["--import", "tsx", mainPath], {
-        cwd: repoRoot,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      children.push(child);
-      for (const stream of [child.stdout, child.stderr]) {
-        stream?.setEncoding("utf8");
-        stream?.on("data", (chunk: string) => logs.push(chunk));
-      }
-      return child;
-    }
 
     it("recovers every accepted task after kill -9, without duplicates, transcripts in order", async () => {
       const port = await freePort();
@@ -69,7 +38,7 @@ for (const journal of [false, true]) {
         TRELLIS_TASKS_JOURNAL: String(journal),
       };
       const clients: TasksClients = clientsFor(`http://127.0.0.1:${port}`);
-      const first = await startChild(env);
+      const first = await processes.start(env);
       await eventually(() => clients.sessions.listSessions({}).then(() => true), {
         timeoutMs: 20_000,
         what: "the tasks service to answer",
@@ -124,7 +93,7 @@ for (const journal of [false, true]) {
       expect(lost).toBeGreaterThan(0);
       expect(Number(rows[0]?.open)).toBeGreaterThan(lost);
 
-      await startChild(env);
+      await processes.start(env);
       const finished = await eventually(
         async () => {
           const { tasks } = await clients.tasks.listTasks({ pageSize: 1000 });

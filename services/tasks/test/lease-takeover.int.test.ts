@@ -7,9 +7,6 @@
  * leases lapse, and every accepted turn completes exactly once, every
  * session's transcript in order, nothing lost, nothing duplicated.
  */
-import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
-import { fileURLToPath } from "node:url";
 import { TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
 import { eventually } from "@trellis/testkit";
@@ -17,23 +14,10 @@ import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, slowEcho, text, textOf } from "./support/fixtures.js";
 import { clientsFor, distributedTarget, type TasksClients } from "./support/harness.js";
-
-const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
-const mainPath = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+import { freePort, tasksProcesses } from "./support/service-processes.js";
 
 const SESSIONS = 10;
 const TURNS = 10;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 const terminal = (t: Task) =>
   t.status === TaskStatus.COMPLETED ||
@@ -42,27 +26,12 @@ const terminal = (t: Task) =>
 
 describe("two tasks replicas, session owner under leases (kill -9 of one mid-load)", () => {
   const target = distributedTarget();
-  const children: ChildProcess[] = [];
-  const logs: string[] = [];
+  const processes = tasksProcesses();
 
   afterAll(async () => {
-    for (const child of children) if (child.exitCode === null) child.kill("SIGKILL");
+    processes.killAll();
     await target.teardown();
   });
-
-  function startChild(env: Record<string, string>): ChildProcess {
-    const child = spawn(process.execPath, ["--import", "tsx", mainPath], {
-      cwd: repoRoot,
-      env: { ...process.env, ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    children.push(child);
-    for (const stream of [child.stdout, child.stderr]) {
-      stream?.setEncoding("utf8");
-      stream?.on("data", (chunk: string) => logs.push(chunk));
-    }
-    return child;
-  }
 
   it("loses and duplicates nothing and keeps every session in order", async () => {
     const base = {
@@ -77,12 +46,12 @@ describe("two tasks replicas, session owner under leases (kill -9 of one mid-loa
     const ports = [await freePort(), await freePort()];
     const replicas = ports.map((port) => clientsFor(`http://127.0.0.1:${port}`));
     const [a, b] = replicas as [TasksClients, TasksClients];
-    const first = startChild({ ...base, PORT: String(ports[0]) });
+    const first = processes.start({ ...base, PORT: String(ports[0]) });
     await eventually(() => a.sessions.listSessions({}).then(() => true), {
       timeoutMs: 30_000,
       what: "replica A to answer",
     });
-    startChild({ ...base, PORT: String(ports[1]) });
+    processes.start({ ...base, PORT: String(ports[1]) });
     await eventually(() => b.sessions.listSessions({}).then(() => true), {
       timeoutMs: 30_000,
       what: "replica B to answer",

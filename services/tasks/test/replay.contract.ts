@@ -8,29 +8,11 @@
  * harness task is replayed: a replay that tried to reach a provider would
  * fail, and the counters of the test tools show no tool ran again.
  */
-import { createHash } from "node:crypto";
-import {
-  clone,
-  create,
-  fromBinary,
-  fromJson,
-  type JsonObject,
-  type JsonValue,
-  toJson,
-} from "@bufbuild/protobuf";
-import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
+import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
-import {
-  type Event,
-  EventSchema,
-  type Message,
-  MessageSchema,
-  Role,
-  TaskStatus,
-} from "@trellis/contracts/core";
+import { type Event, EventSchema, type Message, TaskStatus } from "@trellis/contracts/core";
 import { ReplayMode, type Task, TaskSchema } from "@trellis/contracts/tasks";
-import type { ExecutionAdapter } from "@trellis/execution";
 import {
   createHarnessAdapter,
   createLocalExecutor,
@@ -46,7 +28,6 @@ import {
 } from "@trellis/execution/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
-import { canonicalize } from "json-canonicalize";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { APPROVAL_GRAPH, createAgent, expectReason, text, watchUntil } from "./support/fixtures.js";
 import type { TasksClients } from "./support/harness.js";
@@ -67,75 +48,19 @@ export type StartHost = (options: {
   replayTools: ReturnType<typeof createTools>["tools"];
 }) => Promise<ReplayHost>;
 
-const terminal = (t: Task) =>
-  t.status === TaskStatus.COMPLETED ||
-  t.status === TaskStatus.FAILED ||
-  t.status === TaskStatus.CANCELED;
-const settled = (t: Task) =>
-  terminal(t) || t.status === TaskStatus.INPUT_REQUIRED || t.status === TaskStatus.AUTH_REQUIRED;
+import {
+  comparable,
+  createDice,
+  dataOf,
+  decodeOutput,
+  encodeOutput,
+  markerOf,
+  recordOf,
+  settled,
+  sha256,
+  textOf,
+} from "./support/replay-values.js";
 
-/** What must be equal for a replayed message to reproduce its source (ids and times differ). */
-function comparable(message: Message | undefined): JsonValue {
-  const copy = clone(MessageSchema, message as Message);
-  copy.id = "";
-  copy.createdAt = undefined;
-  const metadata: JsonObject = { ...(copy.metadata ?? {}) };
-  delete metadata.replay;
-  copy.metadata = Object.keys(metadata).length > 0 ? metadata : undefined;
-  return toJson(MessageSchema, copy);
-}
-
-function sha256(value: JsonValue): string {
-  return `sha256:${createHash("sha256").update(canonicalize(value)).digest("hex")}`;
-}
-
-function markerOf(message: Message | undefined): JsonObject {
-  return (message?.metadata?.replay ?? {}) as JsonObject;
-}
-
-function recordOf(message: Message | undefined, key: string): JsonObject {
-  return (message?.metadata?.[key] ?? {}) as JsonObject;
-}
-
-function textOf(message: Message | undefined): string {
-  return (message?.parts ?? [])
-    .flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : []))
-    .join("");
-}
-
-function dataOf(event: Event | undefined): JsonObject {
-  const payload = event?.payload?.kind;
-  return payload?.case === "data" ? payload.value : {};
-}
-
-/**
- * A backend that is neither deterministic nor recorded in detail: each run
- * rolls a die. A replay must serve the recorded roll, never roll again.
- */
-function createDice(): { adapter: ExecutionAdapter; rolls: number[] } {
-  const rolls: number[] = [];
-  return {
-    rolls,
-    adapter: {
-      backendId: "dice",
-      async execute() {
-        const roll = 1 + Math.floor(Math.random() * 1_000_000);
-        rolls.push(roll);
-        return {
-          status: "completed",
-          messages: [
-            create(MessageSchema, {
-              role: Role.ASSISTANT,
-              parts: [{ kind: { case: "text", value: { text: `rolled ${roll}` } } }],
-            }),
-          ],
-        };
-      },
-    },
-  };
-}
-
-/** Registers the suite against a host. */
 export function describeReplay(name: string, startHost: StartHost): void {
   describe(`replay and fork (${name})`, () => {
     let host: ReplayHost;
@@ -799,21 +724,4 @@ export function describeReplay(name: string, startHost: StartHost): void {
       });
     });
   });
-}
-
-/** Task output as the store keeps it: size-delimited Messages. */
-function decodeOutput(data: Uint8Array): Message[] {
-  const out: Message[] = [];
-  let rest = data;
-  while (rest.length > 0) {
-    const peek = sizeDelimitedPeek(rest);
-    if (peek.eof) break;
-    out.push(fromBinary(MessageSchema, rest.subarray(peek.offset, peek.offset + peek.size)));
-    rest = rest.subarray(peek.offset + peek.size);
-  }
-  return out;
-}
-
-function encodeOutput(messages: Message[]): Uint8Array {
-  return Buffer.concat(messages.map((m) => sizeDelimitedEncode(MessageSchema, m)));
 }

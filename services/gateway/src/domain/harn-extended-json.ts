@@ -14,7 +14,7 @@ import {
   ConnectorDeliveryMode,
   ConnectorStatus,
 } from "@trellis/contracts/tasks";
-import { objectJson, timestampJson } from "./harn-json.js";
+import { resourceHead, timestampJson } from "./harn-json.js";
 
 /** "" → null: optional Harn ids. */
 function orNull(value: string): string | null {
@@ -48,11 +48,7 @@ export function parseDeliveryMode(name: (typeof deliveryModeNames)[number]): Con
 /** A Branch as Harn JSON (plus where it forked, which Harn leaves to implementations). */
 export function branchToHarn(branch: Branch): JsonObject {
   return {
-    id: branch.id,
-    object: "branch",
-    created_at: timestampJson(branch.createdAt),
-    updated_at: timestampJson(branch.updatedAt ?? branch.createdAt),
-    metadata: objectJson(branch.metadata),
+    ...resourceHead("branch", branch),
     workspace_id: branch.workspaceId,
     kind: BranchKind[branch.kind]?.toLowerCase() ?? "session",
     base_ref: branch.baseRef,
@@ -75,11 +71,7 @@ export function branchToHarn(branch: Branch): JsonObject {
 export function connectorToHarn(connector: Connector): JsonObject {
   const path = `/v1/connectors/${encodeURIComponent(connector.id)}/deliveries`;
   return {
-    id: connector.id,
-    object: "connector",
-    created_at: timestampJson(connector.createdAt),
-    updated_at: timestampJson(connector.updatedAt ?? connector.createdAt),
-    metadata: objectJson(connector.metadata),
+    ...resourceHead("connector", connector),
     provider: connector.provider,
     workspace_id: connector.workspaceId,
     status: ConnectorStatus[connector.status] ?? "ACTIVE",

@@ -68,6 +68,28 @@ export function objectJson(value: JsonObject | undefined): JsonObject {
   return value === undefined ? {} : (sortKeys(value) as JsonObject);
 }
 
+/** What a resource the Harn JSON gives a head to carries. */
+interface HarnResource {
+  id: string;
+  createdAt?: Timestamp | undefined;
+  updatedAt?: Timestamp | undefined;
+  metadata?: JsonObject | undefined;
+}
+
+/**
+ * The fields every mutable Harn resource opens with, in this order: id,
+ * object, created_at, updated_at (created_at until it changes), metadata.
+ */
+export function resourceHead(object: string, resource: HarnResource): JsonObject {
+  return {
+    id: resource.id,
+    object,
+    created_at: timestampJson(resource.createdAt),
+    updated_at: timestampJson(resource.updatedAt ?? resource.createdAt),
+    metadata: objectJson(resource.metadata),
+  };
+}
+
 /** Plain JSON → google.protobuf.Value. */
 export function toValue(json: JsonValue): Value {
   return fromJson(ValueSchema, json);
@@ -366,11 +388,7 @@ export function taskFailureToHarn(failure: TaskFailure | undefined): JsonObject 
 /** A Session as Harn JSON. */
 export function sessionToHarn(session: Session): JsonObject {
   return {
-    id: session.id,
-    object: "session",
-    created_at: timestampJson(session.createdAt),
-    updated_at: timestampJson(session.updatedAt ?? session.createdAt),
-    metadata: objectJson(session.metadata),
+    ...resourceHead("session", session),
     workspace_id: session.workspaceId,
     state: sessionStateName(session.state),
     transcript: {
@@ -395,11 +413,7 @@ export function sessionToHarn(session: Session): JsonObject {
 /** A Task as Harn JSON. */
 export function taskToHarn(task: Task): JsonObject {
   return {
-    id: task.id,
-    object: "task",
-    created_at: timestampJson(task.createdAt),
-    updated_at: timestampJson(task.updatedAt ?? task.createdAt),
-    metadata: objectJson(task.metadata),
+    ...resourceHead("task", task),
     session_id: task.sessionId,
     workspace_id: task.workspaceId,
     status: taskStatusName(task.status),
@@ -474,11 +488,7 @@ export function outcomeToHarn(outcome: Outcome, artifacts: readonly Artifact[] =
 /** A Workspace as Harn JSON. */
 export function workspaceToHarn(workspace: Workspace): JsonObject {
   return {
-    id: workspace.id,
-    object: "workspace",
-    created_at: timestampJson(workspace.createdAt),
-    updated_at: timestampJson(workspace.updatedAt ?? workspace.createdAt),
-    metadata: objectJson(workspace.metadata),
+    ...resourceHead("workspace", workspace),
     name: workspace.name,
     root: workspace.root,
     default_branch_id: orNull(workspace.defaultBranchId),
@@ -496,11 +506,7 @@ export function workspaceToHarn(workspace: Workspace): JsonObject {
 /** An Agent as a Harn Persona (`entry_workflow` is the backend that runs it). */
 export function agentToPersona(agent: Agent): JsonObject {
   return {
-    id: agent.id,
-    object: "persona",
-    created_at: timestampJson(agent.createdAt),
-    updated_at: timestampJson(agent.updatedAt ?? agent.createdAt),
-    metadata: objectJson(agent.metadata),
+    ...resourceHead("persona", agent),
     name: agent.name,
     version: agent.version,
     entry_workflow: agent.backend,

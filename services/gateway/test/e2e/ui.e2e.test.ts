@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { adaptersService } from "@trellis/adapters";
 import { chatService } from "@trellis/chat";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
@@ -20,7 +21,6 @@ import { type Browser, type BrowserContext, chromium, type Page } from "playwrig
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../../src/definition.js";
 import { ADMIN_KEY } from "../support/conformance.js";
-import { harnClient } from "../support/harn-client.js";
 import {
   createScriptedAgent,
   echoAgent,

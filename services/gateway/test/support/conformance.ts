@@ -8,12 +8,12 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
 import { SessionService } from "@trellis/contracts/tasks";
+import { harnClient, type Json, poll, VERSION } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, type ServiceDefinition, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../../src/definition.js";
 import { PostgresKeyStore } from "../../src/store/key-store.js";
-import { harnClient, type Json, poll, VERSION } from "./harn-client.js";
 
 /** How to drive the backend's agents. */
 export interface SuiteBackend {

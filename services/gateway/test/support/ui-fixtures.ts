@@ -3,7 +3,7 @@
  * calls a tool, then proposes a gated one and waits for approval, and a
  * reader of the UI stream's frames.
  */
-import type { harnClient, Json, SseReader } from "./harn-client.js";
+import type { harnClient, Json, SseReader } from "@trellis/gateway/testing";
 
 /**
  * A turn of this agent: assistant text with a `weather` call (`call_1`), its

@@ -1,7 +1,8 @@
 /** A WebSocket test client (the `ws` package): collects JSON frames and waits for them. */
+
+import type { Json } from "@trellis/gateway/testing";
+import { VERSION } from "@trellis/gateway/testing";
 import WebSocket from "ws";
-import type { Json } from "./harn-client.js";
-import { VERSION } from "./harn-client.js";
 
 export interface WsClient {
   socket: WebSocket;

@@ -24,6 +24,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listArtifacts(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients.get(ArtifactService).listArtifacts(
@@ -35,9 +36,7 @@ export async function listArtifacts(call: RestCall): Promise<RestResponse> {
     },
     call.options(),
   );
-  return ok(
-    listJson(response.artifacts.map(artifactToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.artifacts, artifactToHarn, response.nextPageToken);
 }
 
 export function decodeContent(body: JsonReader): Uint8Array | undefined {

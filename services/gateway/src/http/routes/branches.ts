@@ -5,12 +5,12 @@
  */
 import { BranchService } from "@trellis/contracts/tasks";
 import { branchKindNames, branchToHarn, parseBranchKind } from "../../domain/harn-extended-json.js";
-import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { created, ensureVisible, ok, pageOf, param, required, visibleSession } from "./common.js";
+import { okPage } from "./paging.js";
 
 async function createBranch(call: RestCall): Promise<RestResponse> {
   const sessionId = param(call, "session_id");
@@ -53,7 +53,7 @@ async function listBranches(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
     .get(BranchService)
     .listBranches({ sessionId, ...pageOf(call) }, call.options());
-  return ok(listJson(response.branches.map(branchToHarn), { nextCursor: response.nextPageToken }));
+  return okPage(response.branches, branchToHarn, response.nextPageToken);
 }
 
 /** The branch routes (session scopes: a branch is part of its session). */

@@ -16,7 +16,6 @@ import {
   parseConnectorStatus,
   parseDeliveryMode,
 } from "../../domain/harn-extended-json.js";
-import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { agentPolicyOf, ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
@@ -32,6 +31,7 @@ import {
   visibleSession,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 async function listConnectors(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
@@ -40,9 +40,7 @@ async function listConnectors(call: RestCall): Promise<RestResponse> {
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
       call.options(),
     );
-  return ok(
-    listJson(response.connectors.map(connectorToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.connectors, connectorToHarn, response.nextPageToken);
 }
 
 async function createConnector(call: RestCall): Promise<RestResponse> {

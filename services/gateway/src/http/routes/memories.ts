@@ -9,11 +9,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type Memory, MemoryScope, MemoryService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
-import { listJson, timestampJson, toValue, valueJson } from "../../domain/harn-json.js";
+import { timestampJson, toValue, valueJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
+import { okPage } from "./paging.js";
 
 const scopes = {
   persona: MemoryScope.PERSONA,
@@ -71,7 +72,7 @@ async function listMemories(call: RestCall): Promise<RestResponse> {
     },
     call.options(),
   );
-  return ok(listJson(response.memories.map(memoryJson), { nextCursor: response.nextPageToken }));
+  return okPage(response.memories, memoryJson, response.nextPageToken);
 }
 
 async function createMemory(call: RestCall): Promise<RestResponse> {

@@ -1,12 +1,7 @@
 /** Sessions and their transcripts (messages). */
 import { SessionService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
-import {
-  listJson,
-  messageFromHarn,
-  sessionMessageToHarn,
-  sessionToHarn,
-} from "../../domain/harn-json.js";
+import { messageFromHarn, sessionMessageToHarn, sessionToHarn } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";
@@ -21,6 +16,7 @@ import {
   visibleSession,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listSessions(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
@@ -29,7 +25,7 @@ export async function listSessions(call: RestCall): Promise<RestResponse> {
       { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
       call.options(),
     );
-  return ok(listJson(response.sessions.map(sessionToHarn), { nextCursor: response.nextPageToken }));
+  return okPage(response.sessions, sessionToHarn, response.nextPageToken);
 }
 
 export async function createSession(call: RestCall): Promise<RestResponse> {
@@ -110,9 +106,7 @@ export async function listSessionMessages(call: RestCall): Promise<RestResponse>
   const response = await call.ports.clients
     .get(SessionService)
     .listMessages({ sessionId: id, ...pageOf(call) }, call.options());
-  return ok(
-    listJson(response.messages.map(sessionMessageToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.messages, sessionMessageToHarn, response.nextPageToken);
 }
 
 export async function appendSessionMessage(call: RestCall): Promise<RestResponse> {

@@ -12,7 +12,6 @@ import { type Message, MessageSchema, type TaskStatus } from "@trellis/contracts
 import { BusyPolicy, SignalService, type Task, TaskService } from "@trellis/contracts/tasks";
 import { errors, TrellisError } from "@trellis/runtime";
 import {
-  listJson,
   messageFromHarn,
   messageToHarn,
   parseTaskStatus,
@@ -36,6 +35,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 import { withReceiptIds } from "./task-receipts.js";
 
 export const busyPolicies = {
@@ -179,7 +179,7 @@ export async function listTasks(
     call.options(),
   );
   const tasks = await withReceiptIds(call, response.tasks);
-  return ok(listJson(tasks.map(taskToHarn), { nextCursor: response.nextPageToken }));
+  return okPage(tasks, taskToHarn, response.nextPageToken);
 }
 
 export async function getTask(call: RestCall): Promise<RestResponse> {

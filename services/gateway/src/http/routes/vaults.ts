@@ -15,6 +15,7 @@ import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
 import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
+import { okPage } from "./paging.js";
 
 const noStore = { "cache-control": "no-store" };
 
@@ -52,7 +53,7 @@ async function listVaults(call: RestCall): Promise<RestResponse> {
     { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
     call.options(),
   );
-  return ok(listJson(response.vaults.map(vaultJson), { nextCursor: response.nextPageToken }));
+  return okPage(response.vaults, vaultJson, response.nextPageToken);
 }
 
 async function createVault(call: RestCall): Promise<RestResponse> {

@@ -24,6 +24,7 @@ import {
   required,
   workspaceOf,
 } from "./common.js";
+import { okPage } from "./paging.js";
 
 export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
@@ -42,9 +43,7 @@ export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
     return ok(listJson(workspace ? [workspaceToHarn(workspace)] : [], { hasMore: false }));
   }
   const response = await client.listWorkspaces(page, call.options());
-  return ok(
-    listJson(response.workspaces.map(workspaceToHarn), { nextCursor: response.nextPageToken }),
-  );
+  return okPage(response.workspaces, workspaceToHarn, response.nextPageToken);
 }
 
 export async function createWorkspace(call: RestCall): Promise<RestResponse> {
@@ -126,7 +125,7 @@ export async function listPersonas(call: RestCall): Promise<RestResponse> {
     );
   // A credential restricted to some agents sees only those.
   const agents = usableAgents(call.caller, response.agents);
-  return ok(listJson(agents.map(agentToPersona), { nextCursor: response.nextPageToken }));
+  return okPage(agents, agentToPersona, response.nextPageToken);
 }
 
 export async function createPersona(call: RestCall): Promise<RestResponse> {

@@ -2,7 +2,7 @@
  * A black-box Harn client for tests: plain `fetch`, knowing only the OpenAPI
  * document (paths, headers, envelopes).
  */
-import { type ParsedSseFrame, parseSse } from "../../src/domain/sse.js";
+import { type ParsedSseFrame, parseSse } from "../domain/sse.js";
 
 export const VERSION = "agents-protocol-2026-04-25";
 

@@ -19,7 +19,7 @@ import {
 import { findTrailerError } from "@connectrpc/connect/protocol-grpc";
 import { trailerFlag, trailerParse } from "@connectrpc/connect/protocol-grpc-web";
 import type { ErrorDetail } from "@trellis/contracts/core";
-import { errorDetailOf } from "../src/errors.js";
+import { errorDetailOf } from "../errors.js";
 
 /** One request, as sent. */
 export interface RawRequest {

@@ -1,0 +1,107 @@
+/**
+ * What the replay contract compares and builds: messages without their
+ * volatile fields, markers and records written by the scripted agents,
+ * event payloads, task output as the store keeps it, and a dice backend
+ * whose results a replay must not re-roll.
+ */
+import { createHash } from "node:crypto";
+import {
+  clone,
+  create,
+  fromBinary,
+  type JsonObject,
+  type JsonValue,
+  toJson,
+} from "@bufbuild/protobuf";
+import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
+import { type Event, type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
+import type { Task } from "@trellis/contracts/tasks";
+import type { ExecutionAdapter } from "@trellis/execution";
+import { canonicalize } from "json-canonicalize";
+
+export const terminal = (t: Task) =>
+  t.status === TaskStatus.COMPLETED ||
+  t.status === TaskStatus.FAILED ||
+  t.status === TaskStatus.CANCELED;
+export const settled = (t: Task) =>
+  terminal(t) || t.status === TaskStatus.INPUT_REQUIRED || t.status === TaskStatus.AUTH_REQUIRED;
+
+/** What must be equal for a replayed message to reproduce its source (ids and times differ). */
+export function comparable(message: Message | undefined): JsonValue {
+  const copy = clone(MessageSchema, message as Message);
+  copy.id = "";
+  copy.createdAt = undefined;
+  const metadata: JsonObject = { ...(copy.metadata ?? {}) };
+  delete metadata.replay;
+  copy.metadata = Object.keys(metadata).length > 0 ? metadata : undefined;
+  return toJson(MessageSchema, copy);
+}
+
+export function sha256(value: JsonValue): string {
+  return `sha256:${createHash("sha256").update(canonicalize(value)).digest("hex")}`;
+}
+
+export function markerOf(message: Message | undefined): JsonObject {
+  return (message?.metadata?.replay ?? {}) as JsonObject;
+}
+
+export function recordOf(message: Message | undefined, key: string): JsonObject {
+  return (message?.metadata?.[key] ?? {}) as JsonObject;
+}
+
+export function textOf(message: Message | undefined): string {
+  return (message?.parts ?? [])
+    .flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : []))
+    .join("");
+}
+
+export function dataOf(event: Event | undefined): JsonObject {
+  const payload = event?.payload?.kind;
+  return payload?.case === "data" ? payload.value : {};
+}
+
+/**
+ * A backend that is neither deterministic nor recorded in detail: each run
+ * rolls a die. A replay must serve the recorded roll, never roll again.
+ */
+export function createDice(): { adapter: ExecutionAdapter; rolls: number[] } {
+  const rolls: number[] = [];
+  return {
+    rolls,
+    adapter: {
+      backendId: "dice",
+      async execute() {
+        const roll = 1 + Math.floor(Math.random() * 1_000_000);
+        rolls.push(roll);
+        return {
+          status: "completed",
+          messages: [
+            create(MessageSchema, {
+              role: Role.ASSISTANT,
+              parts: [{ kind: { case: "text", value: { text: `rolled ${roll}` } } }],
+            }),
+          ],
+        };
+      },
+    },
+  };
+}
+
+/** Registers the suite against a host. */
+
+/** Task output as the store keeps it: size-delimited Messages. */
+export function decodeOutput(data: Uint8Array): Message[] {
+  const out: Message[] = [];
+  let rest = data;
+  while (rest.length > 0) {
+    const peek = sizeDelimitedPeek(rest);
+    if (peek.eof) break;
+    out.push(fromBinary(MessageSchema, rest.subarray(peek.offset, peek.offset + peek.size)));
+    rest = rest.subarray(peek.offset + peek.size);
+  }
+  return out;
+}
+
+export function encodeOutput(messages: Message[]): Uint8Array {
+  return Buffer.concat(messages.map((m) => sizeDelimitedEncode(MessageSchema, m)));
+}
