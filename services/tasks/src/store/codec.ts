@@ -55,6 +55,23 @@ export function jsonText(value: JsonValue | undefined): string {
   return JSON.stringify(value ?? {});
 }
 
+/**
+ * The resume_payload column's text for a resume with `payload`: the payload
+ * wrapped (`{"payload": …}`), so a signal without a payload (or with JSON
+ * null) still marks the task as resuming; a bare jsonb `null` reads back as
+ * null, like no resume at all, and the run would start over from its entry.
+ */
+export function resumeText(payload: JsonValue | undefined): string {
+  return JSON.stringify({ payload: payload ?? null });
+}
+
+/** The payload a resume_payload column holds; undefined when the task is not resuming. */
+export function resumePayloadOf(
+  column: { payload?: JsonValue } | null,
+): { payload: JsonValue } | undefined {
+  return column === null ? undefined : { payload: column.payload ?? null };
+}
+
 /** A task's own requirements as stored (ExecutionRequirements, binary); null when none. */
 export function encodeRequirements(value: ExecutionRequirements | undefined): Uint8Array | null {
   return value && Object.keys(value).length > 0

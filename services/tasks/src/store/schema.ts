@@ -139,8 +139,12 @@ export interface TaskTable {
   signal_id: string | null;
   /** The executor's opaque checkpoint of the last suspension. */
   checkpoint: NullableJsonb;
-  /** The payload of the signal that resumed it, until the continuation commits. */
-  resume_payload: NullableJsonb;
+  /**
+   * The payload of the signal that resumed it, wrapped as `{"payload": …}`
+   * (codec.resumeText: a null payload must still read as a resume), until
+   * the continuation commits.
+   */
+  resume_payload: NullableJsonb<{ payload?: JsonValue }>;
   /** The messages it appended to the transcript (size-delimited Messages). */
   output: Uint8Array | null;
   /** Replica holding the run, and until when (database clock). */
