@@ -140,11 +140,11 @@ export interface TaskTable {
   /** The executor's opaque checkpoint of the last suspension. */
   checkpoint: NullableJsonb;
   /**
-   * The payload of the signal that resumed it, wrapped as `{"payload": …}`
-   * (codec.resumeText: a null payload must still read as a resume), until
-   * the continuation commits.
+   * The payload of the signal that resumed it, wrapped as `{"$resume": …}`
+   * (codec.resumeText: a null payload must still read as a resume; rows of
+   * older versions hold it bare), until the continuation commits.
    */
-  resume_payload: NullableJsonb<{ payload?: JsonValue }>;
+  resume_payload: NullableJsonb;
   /** The messages it appended to the transcript (size-delimited Messages). */
   output: Uint8Array | null;
   /** Replica holding the run, and until when (database clock). */
