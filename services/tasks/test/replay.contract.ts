@@ -235,6 +235,39 @@ export function describeReplay(name: string, startHost: StartHost): void {
         }
       });
 
+      it("replays from a checkpoint resumed without payload: it goes on after the suspend node", async () => {
+        const agent = await createAgent(c, "go-waiter", "scripted", {
+          entry: "ask",
+          nodes: {
+            ask: { update: { messages: [{ role: "assistant", content: "asked" }] } },
+            wait: { suspend: { signal_id: "go" } },
+            after: { update: { messages: [{ role: "assistant", content: "after" }] } },
+          },
+          edges: [
+            { from: "ask", to: "wait" },
+            { from: "wait", to: "after" },
+          ],
+        });
+        const { session } = await c.sessions.createSession({ agentId: agent });
+        const { task } = await c.tasks.submitTask({
+          sessionId: session?.id as string,
+          input: text("hi"),
+        });
+        const waiting = (await settle(task?.id as string)).task;
+        expect(waiting.status).toBe(TaskStatus.INPUT_REQUIRED);
+        await c.signals.deliver({ signalId: waiting.suspension?.signalId as string });
+        const source = (await settle(waiting.id)).task;
+        expect(source.output.map(textOf)).toEqual(["asked", "after"]);
+        const replay = await c.tasks.replayTask({
+          taskId: source.id,
+          mode: ReplayMode.FROM_CHECKPOINT,
+          checkpointId: waiting.suspension?.checkpointId as string,
+        });
+        const done = (await settle(replay.task?.id as string)).task;
+        expect(done.status).toBe(TaskStatus.COMPLETED);
+        expect(done.output.map(textOf)).toEqual(["after"]);
+      });
+
       it("names what is missing when a checkpoint cannot be restored", async () => {
         const error = await expectReason(
           c.tasks.replayTask({

@@ -55,6 +55,32 @@ export function jsonText(value: JsonValue | undefined): string {
   return JSON.stringify(value ?? {});
 }
 
+/** The key that marks a wrapped resume_payload (never a payload's own key at the top). */
+const RESUME_KEY = "$resume";
+
+/**
+ * The resume_payload column's text for a resume with `payload`: the payload
+ * wrapped (`{"$resume": …}`), so a signal without a payload (or with JSON
+ * null) still marks the task as resuming; a bare jsonb `null` reads back as
+ * null, like no resume at all, and the run would start over from its entry.
+ */
+export function resumeText(payload: JsonValue | undefined): string {
+  return JSON.stringify({ [RESUME_KEY]: payload ?? null });
+}
+
+/**
+ * The payload a resume_payload column holds; undefined when the task is not
+ * resuming. Rows written before the wrapper (a task queued for resume across
+ * an upgrade) hold the payload bare: read as it is, so nothing is lost.
+ */
+export function resumePayloadOf(column: JsonValue | null): { payload: JsonValue } | undefined {
+  if (column === null) return undefined;
+  if (typeof column === "object" && !Array.isArray(column) && Object.hasOwn(column, RESUME_KEY)) {
+    return { payload: (column as Record<string, JsonValue>)[RESUME_KEY] ?? null };
+  }
+  return { payload: column };
+}
+
 /** A task's own requirements as stored (ExecutionRequirements, binary); null when none. */
 export function encodeRequirements(value: ExecutionRequirements | undefined): Uint8Array | null {
   return value && Object.keys(value).length > 0

@@ -25,7 +25,7 @@ import { newId } from "../domain/ids.js";
 import { cancelRequested, transition } from "../domain/lifecycle.js";
 import { decideSubmit } from "../domain/mailbox.js";
 import { classifySignal } from "../domain/signals.js";
-import { encodeMessage, encodeRequirements, jsonText } from "./codec.js";
+import { encodeMessage, encodeRequirements, jsonText, resumeText } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { submittedStep } from "./step-records.js";
@@ -420,7 +420,7 @@ export class Mailbox {
         .set({
           run_state: "queued",
           signal_id: null,
-          resume_payload: JSON.stringify(signal.payload ?? null),
+          resume_payload: resumeText(signal.payload),
           updated_at: NOW,
         })
         .where("id", "=", row.id)

@@ -17,7 +17,7 @@ import {
   type StoredOverride,
 } from "../domain/replay.js";
 import { classifySignal } from "../domain/signals.js";
-import { decodeMessages, encodeMessage, jsonText } from "./codec.js";
+import { decodeMessages, encodeMessage, jsonText, resumeText } from "./codec.js";
 import { toSession, toTask } from "./rows.js";
 import type { TaskRow } from "./schema.js";
 import type { StoreContext } from "./store-context.js";
@@ -203,7 +203,7 @@ export class Replays {
           ...(input.restore
             ? {
                 checkpoint: JSON.stringify(input.restore.checkpoint ?? null),
-                resume_payload: JSON.stringify(input.restore.payload ?? null),
+                resume_payload: resumeText(input.restore.payload),
               }
             : {}),
         })

@@ -139,7 +139,11 @@ export interface TaskTable {
   signal_id: string | null;
   /** The executor's opaque checkpoint of the last suspension. */
   checkpoint: NullableJsonb;
-  /** The payload of the signal that resumed it, until the continuation commits. */
+  /**
+   * The payload of the signal that resumed it, wrapped as `{"$resume": …}`
+   * (codec.resumeText: a null payload must still read as a resume; rows of
+   * older versions hold it bare), until the continuation commits.
+   */
   resume_payload: NullableJsonb;
   /** The messages it appended to the transcript (size-delimited Messages). */
   output: Uint8Array | null;

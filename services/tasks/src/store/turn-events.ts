@@ -13,7 +13,7 @@ import { type EventScope, taskStatusEvent, taskSubmittedEvent } from "../domain/
 import { isSuspended, transition } from "../domain/lifecycle.js";
 import type { SubmitDecision } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
-import { decodeRequirements } from "./codec.js";
+import { decodeRequirements, resumePayloadOf } from "./codec.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { Claim, SubmitResult } from "./task-store.js";
 
@@ -169,6 +169,7 @@ export function claimOf(
   row: Pick<TaskRow, "checkpoint" | "resume_payload" | "requirements">,
   session: Pick<SessionRow, "transcript_epoch">,
 ): Claim {
+  const resume = resumePayloadOf(row.resume_payload);
   return {
     task,
     agent,
@@ -177,8 +178,6 @@ export function claimOf(
     transcriptEpoch: session.transcript_epoch,
     leaseOwner: owner,
     ...decodeRequirements(row.requirements),
-    ...(row.resume_payload !== null
-      ? { resume: { checkpoint: row.checkpoint, payload: row.resume_payload } }
-      : {}),
+    ...(resume ? { resume: { checkpoint: row.checkpoint, payload: resume.payload } } : {}),
   };
 }

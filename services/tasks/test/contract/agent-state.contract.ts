@@ -5,7 +5,7 @@
  */
 import { TaskStatus } from "@trellis/contracts/core";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createAgent, text, watchUntil } from "../support/fixtures.js";
+import { createAgent, text, textOf, watchUntil } from "../support/fixtures.js";
 import type { TasksHarness } from "../support/harness.js";
 import type { TasksSuite } from "./suite.js";
 
@@ -63,6 +63,37 @@ export function describeAgentState(suite: TasksSuite): void {
       });
       expect(second.status).toBe(TaskStatus.INPUT_REQUIRED);
       expect(second.state).toEqual({ runs: [1, 1] });
+    });
+
+    it("resumes after the suspend node on a signal without payload, keeping the state", async () => {
+      const agent = await createAgent(h, "state-resumer", "scripted", {
+        state: { fields: { runs: { type: "list<int>", reducer: "append", default: [] } } },
+        entry: "count",
+        nodes: {
+          count: { update: { messages: [{ role: "assistant", content: "counted" }], runs: [1] } },
+          wait: { suspend: { signal_id: "go" } },
+          after: { update: { messages: [{ role: "assistant", content: "after" }], runs: [2] } },
+        },
+        edges: [
+          { from: "count", to: "wait" },
+          { from: "wait", to: "after" },
+          { from: "after", to: "END" },
+        ],
+      });
+      const sessionId = await newSession(agent);
+      const { task } = await h.tasks.submitTask({ sessionId, input: text("one") });
+      const { task: waiting } = await watchUntil(h, task?.id as string, () => false, {
+        untilSettled: true,
+      });
+      expect(waiting.status).toBe(TaskStatus.INPUT_REQUIRED);
+      expect(waiting.suspension?.signalId).toBe(`${task?.id}:go`);
+      expect(waiting.state).toEqual({ runs: [1] });
+      await h.signals.deliver({ signalId: `${task?.id}:go`, deliveryId: "go-1" });
+      const { task: done } = await watchUntil(h, task?.id as string);
+      // The resumed run goes on to `after`: `count` does not run again.
+      expect(done.status).toBe(TaskStatus.COMPLETED);
+      expect(done.state).toEqual({ runs: [1, 2] });
+      expect(done.output.map(textOf)).toEqual(["counted", "after"]);
     });
   });
 }
