@@ -11,7 +11,6 @@
  *   npm run bench -- heap          # TRELLIS_TASKS_JOURNAL passes through
  */
 import type { ChildProcess } from "node:child_process";
-import { fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,7 +20,8 @@ import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { uniqueName } from "@trellis/testkit";
-import { freePort, repoRoot } from "./lib/proc.js";
+import { gcMemory, startGcDev } from "./lib/gc-dev.js";
+import { freePort } from "./lib/proc.js";
 import { zeroLatencyGraph } from "./turn.bench.js";
 
 const API_KEY = "trl_bench_heap_0123456789abcdefghijklmnopqrstuvw";
@@ -47,55 +47,8 @@ export interface HeapResult {
   loadAfter: number[];
 }
 
-async function startServer(port: number, dataDir: string): Promise<ChildProcess> {
-  const child = fork(join(repoRoot, "bench/lib/fanout-server.ts"), [], {
-    cwd: repoRoot,
-    execArgv: ["--expose-gc", "--import", "tsx"],
-    env: {
-      ...process.env,
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-      // Out of reach, as in the peer harness: this measures memory, not limits.
-      TRELLIS_RATE_LIMIT_AGENT: "1000000000/1m",
-      TRELLIS_RATE_LIMIT_ACTOR: "1000000000/1m",
-      TRELLIS_RATE_LIMIT_WORKSPACE: "1000000000/1m",
-      TRELLIS_QUOTA_TASKS_PER_DAY: "1000000000",
-    },
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-  });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 180_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/listening on/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code}):\n${output}`));
-    });
-  });
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return child;
-}
-
-function heapMb(child: ChildProcess): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no memory reading from the server")), 60_000);
-    child.once("message", (m) => {
-      clearTimeout(timer);
-      resolve(Number(((m as NodeJS.MemoryUsage).heapUsed / 1024 / 1024).toFixed(1)));
-    });
-    child.send("memory");
-  });
+async function heapMb(child: ChildProcess): Promise<number> {
+  return Number(((await gcMemory(child)).heapUsed / 1024 / 1024).toFixed(1));
 }
 
 /** Run the heap benchmark. */
@@ -107,7 +60,19 @@ export async function runHeapBench(
   const port = options.port ?? (await freePort());
   const dataDir = await mkdtemp(join(tmpdir(), "trellis-heap-"));
   const loadBefore = loadavg();
-  const child = await startServer(port, dataDir);
+  const child = await startGcDev({
+    port,
+    dataDir,
+    apiKey: API_KEY,
+    // Out of reach, as in the peer harness: this measures memory, not limits.
+    env: {
+      TRELLIS_RATE_LIMIT_AGENT: "1000000000/1m",
+      TRELLIS_RATE_LIMIT_ACTOR: "1000000000/1m",
+      TRELLIS_RATE_LIMIT_WORKSPACE: "1000000000/1m",
+      TRELLIS_QUOTA_TASKS_PER_DAY: "1000000000",
+    },
+    timeoutMs: 180_000,
+  });
   try {
     const bearer: Interceptor = (next) => (req) => {
       req.header.set("authorization", `Bearer ${API_KEY}`);

@@ -20,7 +20,7 @@
  * Both processes need one descriptor per connection: the bench checks the
  * soft limit (`ulimit -n`) and refuses to start when `streams` cannot fit.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
@@ -28,8 +28,9 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
+import { gcMemory, startGcDev } from "./lib/gc-dev.js";
 import { quantile } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, rssBytes, stopChild } from "./lib/proc.js";
+import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_streams_0123456789abcdefghijklmnopqrst";
 const VERSION = "agents-protocol-2026-04-25";
@@ -86,52 +87,9 @@ export interface StreamsBenchResult {
   loadAfter: number[];
 }
 
-/** `trellis dev` with `--expose-gc` and an IPC channel for memory readings. */
-async function startServer(port: number, dataDir: string): Promise<ChildProcess> {
-  const child = fork(join(repoRoot, "bench/lib/fanout-server.ts"), [], {
-    cwd: repoRoot,
-    execArgv: ["--expose-gc", "--import", "tsx"],
-    env: {
-      ...process.env,
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-  });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/listening on/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code}):\n${output}`));
-    });
-  });
-  child.stdout?.resume();
-  child.stderr?.resume();
-  return child;
-}
-
-function serverMemory(child: ChildProcess): Promise<MemoryPoint> {
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error("no memory reading from the server")), 60_000);
-    child.once("message", (m) => {
-      clearTimeout(timer);
-      const usage = m as NodeJS.MemoryUsage;
-      resolve({ heapMb: mb(usage.heapUsed), rssMb: mb(rssBytes(child.pid as number)) });
-    });
-    child.send("memory");
-  });
+async function serverMemory(child: ChildProcess): Promise<MemoryPoint> {
+  const usage = await gcMemory(child);
+  return { heapMb: mb(usage.heapUsed), rssMb: mb(rssBytes(child.pid as number)) };
 }
 
 const mb = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));
@@ -266,7 +224,7 @@ export async function runStreamsBench(
   const loadBefore = loadavg();
   const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-streams-"));
   const port = await freePort();
-  const child = await startServer(port, dataDir);
+  const child = await startGcDev({ port, dataDir, apiKey: API_KEY });
   const pid = child.pid as number;
   const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const open: OpenStream[] = [];

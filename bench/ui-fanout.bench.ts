@@ -18,13 +18,13 @@
  * generator parsing 1,000 streams.
  */
 
-import { type ChildProcess, fork } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import * as http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { cpuMs, freePort, repoRoot, rssBytes, stopChild } from "./lib/proc.js";
+import { gcMemory, startGcDev } from "./lib/gc-dev.js";
+import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_fanout_0123456789abcdefghijklmnopqrstuv";
 const VERSION = "agents-protocol-2026-04-25";
@@ -60,47 +60,6 @@ export interface UiFanoutResult {
   serverCpuMsPerMessage: number;
   loadBefore: number[];
   loadAfter: number[];
-}
-
-/** `trellis dev` in a child with `--expose-gc` and IPC (./lib/fanout-server.ts). */
-async function startServer(port: number, dataDir: string): Promise<ChildProcess> {
-  const child = fork(join(repoRoot, "bench/lib/fanout-server.ts"), [], {
-    cwd: repoRoot,
-    execArgv: ["--expose-gc", "--import", "tsx"],
-    env: {
-      ...process.env,
-      TRELLIS_PORT: String(port),
-      TRELLIS_DATA_DIR: dataDir,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-  });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 60_000);
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/listening on/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", (chunk: Buffer) => {
-      output += chunk.toString();
-    });
-    child.once("exit", (code) => reject(new Error(`server exited (${code}):\n${output}`)));
-  });
-  return child;
-}
-
-/** The server's memory after two full garbage collections. */
-function serverMemory(child: ChildProcess): Promise<NodeJS.MemoryUsage> {
-  return new Promise((resolve) => {
-    child.once("message", (m) => resolve(m as NodeJS.MemoryUsage));
-    child.send("memory");
-  });
 }
 
 const quantile = (sorted: number[], q: number) =>
@@ -183,7 +142,7 @@ export async function runUiFanoutBench(options: UiFanoutOptions = {}): Promise<U
   const loadBefore = loadavg();
   const dataDir = await mkdtemp(join(tmpdir(), "trellis-bench-fanout-"));
   const port = await freePort();
-  const child = await startServer(port, dataDir);
+  const child = await startGcDev({ port, dataDir, apiKey: API_KEY });
   const pid = child.pid as number;
   const agent = new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
   const open: http.ClientRequest[] = [];
@@ -210,7 +169,7 @@ export async function runUiFanoutBench(options: UiFanoutOptions = {}): Promise<U
     await sleep(500);
     warm.destroy();
     await sleep(1000);
-    const before = await serverMemory(child);
+    const before = await gcMemory(child);
     const rssBefore = rssBytes(pid);
 
     const connectStart = performance.now();
@@ -227,7 +186,7 @@ export async function runUiFanoutBench(options: UiFanoutOptions = {}): Promise<U
     }
     const connectMs = performance.now() - connectStart;
     await sleep(2000);
-    const withSubscribers = await serverMemory(child);
+    const withSubscribers = await gcMemory(child);
     const rssWithSubscribers = rssBytes(pid);
 
     const cpuBefore = cpuMs(pid);
@@ -242,7 +201,7 @@ export async function runUiFanoutBench(options: UiFanoutOptions = {}): Promise<U
     }
     const serverCpu = cpuMs(pid) - cpuBefore;
     const rssAfterMessages = rssBytes(pid);
-    const afterMessages = await serverMemory(child);
+    const afterMessages = await gcMemory(child);
     const all = received.flat().sort((a, b) => a - b);
     const mb = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));
     return {
