@@ -12,7 +12,7 @@ import { chown, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { freePort } from "@trellis/testkit";
+import { restartablePort } from "@trellis/testkit";
 
 const run = promisify(execFile);
 
@@ -53,7 +53,7 @@ export class ThrowawayPostgres {
       const { stdout: gid } = await run("id", ["-g", "postgres"]);
       await chown(dir, Number(stdout.trim()), Number(gid.trim()));
     }
-    const pg = new ThrowawayPostgres(bin, dir, await freePort(), asRoot);
+    const pg = new ThrowawayPostgres(bin, dir, await restartablePort(), asRoot);
     await pg.#as(join(bin, "initdb"), ["-D", join(dir, "data"), "-A", "trust", "-U", "postgres"]);
     await pg.start();
     return pg;

@@ -120,6 +120,28 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free loopback port below Linux's ephemeral range (32768–60999), for a
+ * server that is stopped and started again on the same port: a port from
+ * {@link freePort} lies in that range, so while the server is down an
+ * outgoing connection of any process may take it as its local port and the
+ * restart then cannot bind. Falls back to {@link freePort}.
+ */
+export async function restartablePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  const bindable = (port: number) =>
+    new Promise<boolean>((resolve) => {
+      const server = createServer();
+      server.once("error", () => resolve(false));
+      server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt += 1) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await bindable(port)) return port;
+  }
+  return freePort();
+}
+
 /** Options of {@link ThrowawayNats.start}. */
 export interface ThrowawayNatsOptions {
   /** More nats-server arguments (TLS, auth). */
@@ -147,7 +169,7 @@ export class ThrowawayNats {
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
     const server = new ThrowawayNats(
-      await freePort(),
+      await restartablePort(),
       await mkdtemp(join(tmpdir(), "trellis-nats-")),
       options,
     );
