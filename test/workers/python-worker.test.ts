@@ -630,8 +630,14 @@ describe.skipIf(!python).each([
         const retried = await killMidTurn(true, pool, "go-kill");
         expect(retried.res.outcome?.kind.case, json(retried.res.outcome)).toBe("completed");
         expect(json(retried.res.outcome)).toContain("w59");
-        const lines = pool.flatMap((w) => (w === retried.victim ? [] : w.lines));
-        expect(lines.some((l) => l.step === "completed" && l.attempt === 2)).toBe(true);
+        // The worker logs its line after CompleteWork returns, so the reply
+        // can reach us first: wait for the line on a survivor.
+        const survivors = pool.filter((w) => w !== retried.victim && w.child.exitCode === null);
+        await Promise.any(
+          survivors.map((w) =>
+            w.waitFor((l) => l.step === "completed" && l.attempt === 2, "the retried attempt"),
+          ),
+        );
 
         const lost = await killMidTurn(false, pool, "go-kill");
         expect(lost.res.outcome?.kind.case, json(lost.res.outcome)).toBe("errored");
