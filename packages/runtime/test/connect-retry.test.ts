@@ -118,3 +118,28 @@ describe("unary calls while the connection is refused", () => {
     ).toBe(true);
   });
 });
+
+describe("TRELLIS_CONNECT_RETRY_MS", () => {
+  const saved = process.env.TRELLIS_CONNECT_RETRY_MS;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.TRELLIS_CONNECT_RETRY_MS;
+    else process.env.TRELLIS_CONNECT_RETRY_MS = saved;
+  });
+
+  it.each(["soon", "-1", "Infinity"])(
+    "refuses %j when a client is built, naming the variable",
+    (raw) => {
+      process.env.TRELLIS_CONNECT_RETRY_MS = raw;
+      expect(() => createServiceClient(health.Health, "http://127.0.0.1:1")).toThrow(
+        new RegExp(`TRELLIS_CONNECT_RETRY_MS must be a number of milliseconds ≥ 0, got "${raw}"`),
+      );
+    },
+  );
+
+  it("takes 0 (off) and an empty value (the default)", () => {
+    for (const raw of ["0", ""]) {
+      process.env.TRELLIS_CONNECT_RETRY_MS = raw;
+      expect(createServiceClient(health.Health, "http://127.0.0.1:1")).toBeDefined();
+    }
+  });
+});
