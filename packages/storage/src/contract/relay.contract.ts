@@ -16,9 +16,11 @@ import {
   event,
   expectPerResourceOrder,
   inTransaction,
+  publishedEvents,
   readAll,
   readLog,
   unpublished,
+  writeConcurrently,
 } from "./support.js";
 
 export function describeRelayContract(suite: StorageSuite): void {
@@ -30,24 +32,8 @@ export function describeRelayContract(suite: StorageSuite): void {
       const log = await newEventLog();
       const relay = startRelay(log, schema, { batchSize: 16 });
       const workspaceId = uniqueName("ws");
-      await Promise.all(
-        Array.from({ length: 30 }, (_, tx) =>
-          inTransaction(suite.database, (trx) =>
-            appendToOutbox(
-              trx,
-              schema,
-              Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % 4}`)),
-            ),
-          ).then(() => relay.kick()),
-        ),
-      );
-      const published = await eventually(
-        async () => {
-          const events = await readLog(log, workspaceId);
-          return events.length >= 150 ? events : undefined;
-        },
-        { what: "150 published events" },
-      );
+      await writeConcurrently(suite.database, schema, relay, workspaceId, 30, 4);
+      const published = await publishedEvents(log, workspaceId, 150);
       expect(published).toHaveLength(150);
       expectPerResourceOrder(published);
       const stored = await readAll(suite.database, schema);
@@ -213,24 +199,8 @@ export function describeRelayContract(suite: StorageSuite): void {
         listen: false,
       });
       const workspaceId = uniqueName("ws");
-      await Promise.all(
-        Array.from({ length: 20 }, (_, tx) =>
-          inTransaction(suite.database, (trx) =>
-            appendToOutbox(
-              trx,
-              schema,
-              Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % 3}`)),
-            ),
-          ).then(() => relay.kick()),
-        ),
-      );
-      const published = await eventually(
-        async () => {
-          const events = await readLog(log, workspaceId);
-          return events.length >= 100 ? events : undefined;
-        },
-        { what: "100 published events" },
-      );
+      await writeConcurrently(suite.database, schema, relay, workspaceId, 20, 3);
+      const published = await publishedEvents(log, workspaceId, 100);
       expect(published).toHaveLength(100);
       expectPerResourceOrder(published);
       // Rows handed to the log are marked published by the time the relay stops.

@@ -7,12 +7,12 @@
 import { create } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
 import type { EventLog } from "@trellis/eventlog";
-import { uniqueName } from "@trellis/testkit";
+import { eventually, uniqueName } from "@trellis/testkit";
 import type { Migration, Transaction } from "kysely";
 import { afterAll, beforeAll, expect } from "vitest";
 import type { Database } from "../database.js";
 import { migrate } from "../migrate.js";
-import { type OutboxEntry, readOutbox } from "../outbox/outbox.js";
+import { appendToOutbox, type OutboxEntry, readOutbox } from "../outbox/outbox.js";
 import type { StorageContractTarget } from "./suite.js";
 
 /** One backend opened for a contract suite; its handles exist once the suite's beforeAll ran. */
@@ -111,6 +111,46 @@ export async function readAll(database: Database, schema: string): Promise<Outbo
 
 export async function unpublished(database: Database, schema: string): Promise<number> {
   return (await readOutbox(database, schema, { limit: 100_000, unpublishedOnly: true })).length;
+}
+
+/**
+ * `transactions` concurrent transactions of 5 events each, spread over
+ * `resources` tasks of `workspaceId`, each kicking `relay` once committed.
+ */
+export async function writeConcurrently(
+  database: Database,
+  schema: string,
+  relay: { kick(): void },
+  workspaceId: string,
+  transactions: number,
+  resources: number,
+): Promise<void> {
+  await Promise.all(
+    Array.from({ length: transactions }, (_, tx) =>
+      inTransaction(database, (trx) =>
+        appendToOutbox(
+          trx,
+          schema,
+          Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % resources}`)),
+        ),
+      ).then(() => relay.kick()),
+    ),
+  );
+}
+
+/** The log's events of `workspaceId`, once it holds `count` or more. */
+export function publishedEvents(
+  log: EventLog,
+  workspaceId: string,
+  count: number,
+): Promise<Event[]> {
+  return eventually(
+    async () => {
+      const events = await readLog(log, workspaceId);
+      return events.length >= count ? events : undefined;
+    },
+    { what: `${count} published events` },
+  );
 }
 
 /** Everything the log holds for a workspace, in log order. */
