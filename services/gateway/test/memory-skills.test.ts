@@ -16,10 +16,7 @@ const gw = embeddedGateway("memory", ADMIN_KEY);
 
 describe("memory over REST", () => {
   it("creates, reads, lists and deletes memory with its provenance", async () => {
-    const client = harnClient(
-      gw.base,
-      await gw.keyWith("default", ["memory:read", "memory:write"]),
-    );
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const created = await client.post("/v1/memories", {
       scope: "workspace",
       owner_id: "default",
@@ -49,10 +46,7 @@ describe("memory over REST", () => {
   });
 
   it("refuses an unknown scope and oversized content with typed errors, storing nothing", async () => {
-    const client = harnClient(
-      gw.base,
-      await gw.keyWith("default", ["memory:read", "memory:write"]),
-    );
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const before = (await client.get("/v1/memories?limit=100")).json.data.length;
     const unknown = await client.post("/v1/memories", {
       scope: "galaxy",
@@ -82,10 +76,7 @@ describe("memory over REST", () => {
   });
 
   it("replays a create with the same Idempotency-Key, and keeps workspaces and scopes apart", async () => {
-    const client = harnClient(
-      gw.base,
-      await gw.keyWith("default", ["memory:read", "memory:write"]),
-    );
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const body = { scope: "workspace", content: "once", provenance: {} };
     const headers = { "idempotency-key": `mem-${randomBytes(4).toString("hex")}` };
     const first = await client.post("/v1/memories", body, { headers });
@@ -93,10 +84,10 @@ describe("memory over REST", () => {
     expect(first.status).toBe(201);
     expect(again.json.id).toBe(first.json.id);
 
-    const stranger = harnClient(gw.base, await gw.keyWith("ws_stranger", ["memory:read"]));
+    const stranger = await gw.clientWith("ws_stranger", ["memory:read"]);
     expect((await stranger.get(`/v1/memories/${first.json.id}`)).status).toBe(404);
     expect((await stranger.get("/v1/memories")).json.data).toHaveLength(0);
-    const reader = harnClient(gw.base, await gw.keyWith("default", ["sessions:read"]));
+    const reader = await gw.clientWith("default", ["sessions:read"]);
     expect((await reader.get("/v1/memories")).status).toBe(403);
   });
 });

@@ -19,10 +19,7 @@ const gw = embeddedGateway("vaults", ADMIN_KEY);
 
 describe("vaults over REST", () => {
   it("creates, reads and lists vaults and secrets without ever answering a value", async () => {
-    const writer = harnClient(
-      gw.base,
-      await gw.keyWith("default", ["vaults:read", "vaults:write"]),
-    );
+    const writer = await gw.clientWith("default", ["vaults:read", "vaults:write"]);
     const created = await writer.post("/v1/vaults", {
       provider: "trellis",
       capabilities: ["read", "write"],
@@ -185,10 +182,7 @@ describe("vaults over REST", () => {
       provider: "trellis",
       capabilities: ["read", "write"],
     });
-    const outsider = harnClient(
-      gw.base,
-      await gw.keyWith("w_vault_other", ["vaults:read", "vaults:write"]),
-    );
+    const outsider = await gw.clientWith("w_vault_other", ["vaults:read", "vaults:write"]);
     for (const response of [
       await outsider.get(`/v1/vaults/${mine.json.id}`),
       await outsider.get(`/v1/vaults/${mine.json.id}/secrets`),
@@ -209,10 +203,7 @@ describe("vaults over REST", () => {
       capabilities: ["read"],
     });
     expect([global.status, global.json.workspace_id]).toEqual([201, null]);
-    const member = harnClient(
-      gw.base,
-      await gw.keyWith("default", ["vaults:read", "vaults:write"]),
-    );
+    const member = await gw.clientWith("default", ["vaults:read", "vaults:write"]);
     expect((await member.get(`/v1/vaults/${global.json.id}`)).status).toBe(404);
     const refused = await member.post("/v1/vaults", {
       workspace_id: null,

@@ -5,6 +5,7 @@
  * key store.
  */
 import { adaptersService } from "@trellis/adapters";
+import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
@@ -19,6 +20,8 @@ export interface EmbeddedGateway {
   readonly base: string;
   /** A new API key of `workspaceId` with `scopes`. */
   keyWith(workspaceId: string, scopes: string[]): Promise<string>;
+  /** A Harn client with a new key of `workspaceId` and `scopes`. */
+  clientWith(workspaceId: string, scopes: string[]): Promise<ReturnType<typeof harnClient>>;
 }
 
 /** Registers the start and close of the deployment; `name` names the keys it mints. */
@@ -42,6 +45,10 @@ export function embeddedGateway(name: string, adminKey: string): EmbeddedGateway
     if (!trellis) throw new Error("embedded gateway: not started");
     return trellis;
   };
+  const keyWith = async (workspaceId: string, scopes: string[]): Promise<string> => {
+    if (!keys) throw new Error("embedded gateway: not started");
+    return (await keys.create({ name, actorId: name, workspaceId, scopes })).key;
+  };
   return {
     get trellis() {
       return started();
@@ -49,9 +56,9 @@ export function embeddedGateway(name: string, adminKey: string): EmbeddedGateway
     get base() {
       return started().address.url;
     },
-    async keyWith(workspaceId, scopes) {
-      if (!keys) throw new Error("embedded gateway: not started");
-      return (await keys.create({ name, actorId: name, workspaceId, scopes })).key;
+    keyWith,
+    async clientWith(workspaceId, scopes) {
+      return harnClient(started().address.url, await keyWith(workspaceId, scopes));
     },
   };
 }
