@@ -148,23 +148,23 @@ export function streamingFlows(api: () => HarnClient): void {
       expect(stream.response.status).toBe(200);
       expect(stream.response.headers.get("content-type")).toMatch(/^text\/event-stream/);
       const task = await submit(api(), sessionId, "stream me");
-      const frames = await stream.until((f) => f.event === "task.completed");
+      const frames = await stream.until((f) => f.event === "task.completed", 20_000);
       stream.close();
       expect(frames.at(-1)?.event).toBe("task.completed");
       for (const frame of frames) {
-        const event = JSON.parse(frame.data);
+        const event = JSON.parse(frame.data!);
         expect(frame.id).toBe(event.id);
         expect(frame.event).toBe(event.event);
       }
       const kinds = frames.map((f) => f.event);
       expect(kinds.indexOf("task.submitted")).toBeLessThan(kinds.indexOf("task.completed"));
-      expect(frames.some((f) => JSON.parse(f.data).task_id === task.id)).toBe(true);
+      expect(frames.some((f) => JSON.parse(f.data!).task_id === task.id)).toBe(true);
 
       // Resume after the first frame: exactly the rest, no gap, no duplicate.
       const resumed = await api().stream(`/v1/sessions/${sessionId}/events/stream`, {
         headers: { "last-event-id": frames[0]!.id! },
       });
-      const again = await resumed.until((f) => f.id === frames.at(-1)!.id);
+      const again = await resumed.until((f) => f.id === frames.at(-1)!.id, 20_000);
       resumed.close();
       expect(again.map((f) => f.id)).toEqual(frames.slice(1).map((f) => f.id));
     });
@@ -174,10 +174,10 @@ export function streamingFlows(api: () => HarnClient): void {
       const sessionId = await newSession(api(), workspaceId);
       const task = await submit(api(), sessionId, "task stream");
       const stream = await api().stream(`/v1/tasks/${task.id}/stream`);
-      const frames = await stream.until(() => false);
+      const frames = await stream.until(() => false, 20_000);
       expect(stream.ended).toBe(true);
       expect(frames.at(-1)?.event).toBe("task.completed");
-      expect(frames.every((f) => JSON.parse(f.data).task_id === task.id)).toBe(true);
+      expect(frames.every((f) => JSON.parse(f.data!).task_id === task.id)).toBe(true);
     });
   });
 }

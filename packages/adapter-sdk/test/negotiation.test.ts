@@ -2,35 +2,17 @@ import { chatToMessage } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
 import {
   type ExecutionCapabilities,
-  type ExecutionRequest,
   effectiveRequirements,
+  MINIMAL_CAPABILITIES,
   narrowRequirements,
   negotiateCapabilities,
   weakestCapabilities,
 } from "../src/index.js";
+import { request } from "./support.js";
 
 const caps = (over: Partial<ExecutionCapabilities> = {}): ExecutionCapabilities => ({
-  schemaVersion: 1,
-  toolUse: "none",
-  structuredToolCalls: false,
-  continuationSupport: "none",
-  approvalInterrupts: "none",
-  traceDepth: "minimal",
-  attachments: false,
-  streaming: "none",
-  maxContextStrategy: "unknown",
+  ...MINIMAL_CAPABILITIES,
   notes: [],
-  ...over,
-});
-
-const request = (over: Partial<ExecutionRequest> = {}): ExecutionRequest => ({
-  taskId: "tsk_1",
-  sessionId: "ses_1",
-  workspaceId: "ws_1",
-  agent: { id: "agt_1", backend: "b", definition: {}, tools: [] },
-  history: [],
-  input: chatToMessage({ role: "user", content: "hi" }),
-  signal: new AbortController().signal,
   ...over,
 });
 

@@ -1,23 +1,11 @@
-import { chatToMessage } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
 import {
   type ExecutionAdapter,
   type ExecutionEvent,
-  type ExecutionRequest,
   runExecution,
   streamExecution,
 } from "../src/index.js";
-
-const request = (over: Partial<ExecutionRequest> = {}): ExecutionRequest => ({
-  taskId: "tsk_1",
-  sessionId: "ses_1",
-  workspaceId: "ws_1",
-  agent: { id: "agt_1", backend: "b", definition: {}, tools: [] },
-  history: [],
-  input: chatToMessage({ role: "user", content: "hi" }),
-  signal: new AbortController().signal,
-  ...over,
-});
+import { request } from "./support.js";
 
 /** A backend that never returns and ignores aborts. */
 const stuck: ExecutionAdapter = { backendId: "stuck", execute: () => new Promise(() => {}) };

@@ -7,18 +7,19 @@
  * and vaults over RPC and runs it in adapter workers.
  */
 
-export {
-  narrowRequirements,
-  requirementProblems,
-  requirementsFromProto,
-  requirementsToProto,
-} from "@trellis/adapter-sdk";
-export {
-  type AdaptersConfig,
-  adaptersConfigSchema,
-  hubOptions,
-  loadAdaptersConfig,
-} from "./config.js";
+/**
+ * The execution seam (BYOH): how the tasks service asks an agent backend to
+ * run one turn. The types live in @trellis/adapter-sdk (so adapter workers
+ * outside this package share them) and map one-to-one onto the proto
+ * contract `trellis.adapters.v1` (proto/trellis/adapters/v1/execution.proto,
+ * mapping in packages/adapter-sdk/src/mapping/).
+ *
+ * Members added for BYOH are optional on {@link ExecutionAdapter}
+ * (`describeCapabilities`, `negotiate`, `executeStreaming`, `schemaVersion`),
+ * and every new request / result field is optional, so adapters written
+ * against the first version of this port still compile and run; the router
+ * assumes minimal capabilities for an adapter that does not describe itself.
+ */
 export type {
   AgentExecutor,
   ExecutionAdapter,
@@ -35,7 +36,19 @@ export type {
   RoutingPolicy,
   RunMemory,
   RunMemoryRecord,
-} from "./executor.js";
+} from "@trellis/adapter-sdk";
+export {
+  narrowRequirements,
+  requirementProblems,
+  requirementsFromProto,
+  requirementsToProto,
+} from "@trellis/adapter-sdk";
+export {
+  type AdaptersConfig,
+  adaptersConfigSchema,
+  hubOptions,
+  loadAdaptersConfig,
+} from "./config.js";
 export {
   embeddedWorkerHub,
   LocalWorkerHub,

@@ -9,11 +9,12 @@
  * the scripted one — the harness runs in adapter workers
  * (`trellis serve adapter-worker`).
  */
+
+import type { AgentExecutor, ExecutionAdapter } from "@trellis/adapter-sdk";
 import { outboundAddressRefusal } from "@trellis/platform";
 import type { SecretFingerprints } from "@trellis/runtime";
 import type { Database } from "@trellis/storage";
 import { createA2aAdapter } from "./a2a/a2a-adapter.js";
-import type { AgentExecutor, ExecutionAdapter } from "./executor.js";
 import type { HarnessEnvironment } from "./harness/environment.js";
 import { createHarnessAdapter } from "./harness/harness-adapter.js";
 import { harnessMcpPolicyFromEnv } from "./harness/mcp/definition.js";

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
+import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { describe, expect, it } from "vitest";
-import type { ExecutionRequest } from "../src/executor.js";
 import { GraphDefinitionError, parseGraph, runGraph } from "../src/scripted/graph.js";
 import { createScriptedAdapter } from "../src/scripted/scripted-adapter.js";
 

@@ -1,9 +1,9 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
+import type { ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { textOf } from "@trellis/messages";
 import { TrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import type { ExecutionEvent, ExecutionRequest } from "../src/executor.js";
 import { GraphDefinitionError, parseGraph, runGraph } from "../src/scripted/graph.js";
 import { chunkText, createScriptedAdapter } from "../src/scripted/scripted-adapter.js";
 

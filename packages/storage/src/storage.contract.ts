@@ -12,8 +12,8 @@
  * (`options.createEventLog`).
  */
 import type { EventLog } from "@trellis/eventlog";
-import { createTestDatabase, uniqueName } from "@trellis/testkit";
-import { afterAll, beforeAll, describe } from "vitest";
+import { createTestDatabase } from "@trellis/testkit";
+import { describe } from "vitest";
 import { describeCrashContract } from "./contract/crash.contract.js";
 import { describeDatabaseContract } from "./contract/database.contract.js";
 import { describeOutboxContract } from "./contract/outbox.contract.js";
@@ -24,10 +24,10 @@ import type {
   StorageContractTarget,
   StorageSuite,
 } from "./contract/suite.js";
+import { openContractBackend } from "./contract/support.js";
 import { createDatabase, type DatabaseConfig } from "./create-database.js";
 import type { Database } from "./database.js";
 import { openPGlite } from "./dialect/pglite/pglite-database.js";
-import { migrate } from "./migrate.js";
 import { createOutboxRelay, type OutboxRelay } from "./outbox/outbox-relay.js";
 import { outboxMigrations } from "./outbox/outbox-schema.js";
 import { createRecordingEventLog } from "./testing/recording-event-log.js";
@@ -80,24 +80,16 @@ export function describeStorageContract(
     options.createEventLog ? options.createEventLog() : createRecordingEventLog();
 
   describe(`storage contract: ${name}`, () => {
-    let target: StorageContractTarget;
-    let database: Database;
     const relays: OutboxRelay[] = [];
-
-    beforeAll(async () => {
-      target = await factory();
-      database = await target.open();
-    });
-    afterAll(async () => {
-      await Promise.all(relays.map((r) => r.stop()));
-      await target?.teardown();
+    const backend = openContractBackend(factory, {
+      release: () => Promise.all(relays.map((r) => r.stop())),
     });
 
     const startRelay = (
       eventLog: Pick<EventLog, "append">,
       schema: string,
       extra: RelayExtra = {},
-      on: Database = database,
+      on: Database = backend.database,
     ): OutboxRelay => {
       const relay = createOutboxRelay({
         database: on,
@@ -112,19 +104,15 @@ export function describeStorageContract(
       return relay;
     };
 
-    const outboxSchema = async (): Promise<string> => {
-      const schema = uniqueName("st");
-      await migrate(database, { schema, migrations: outboxMigrations(schema) });
-      return schema;
-    };
+    const outboxSchema = (): Promise<string> => backend.freshSchema("st", outboxMigrations);
 
     const suite: StorageSuite = {
       name,
       get database() {
-        return database;
+        return backend.database;
       },
       get target() {
-        return target;
+        return backend.target;
       },
       newEventLog,
       startRelay,

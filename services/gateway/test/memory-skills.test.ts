@@ -6,44 +6,17 @@
  * card listing them.
  */
 import { randomBytes } from "node:crypto";
-import { adaptersService } from "@trellis/adapters";
 import { harnClient, type Json } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
-import { PostgresKeyStore } from "../src/store/key-store.js";
+import { describe, expect, it } from "vitest";
+import { embeddedGateway } from "./support/embedded.js";
 
 const ADMIN_KEY = `trellis-memory-admin-${randomBytes(16).toString("hex")}`;
 
-let trellis: EmbeddedTrellis;
-let keys: PostgresKeyStore;
-let base: string;
-
-async function keyWith(workspaceId: string, scopes: string[]): Promise<string> {
-  return (await keys.create({ name: "memory", actorId: "memory", workspaceId, scopes })).key;
-}
-
-beforeAll(async () => {
-  trellis = await startEmbedded({
-    services: [gatewayService, tasksService, adaptersService],
-    port: 0,
-    logger: createLogger({ service: "test", level: "error" }),
-    env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-  });
-  base = trellis.address.url;
-  const gateway = trellis.contexts.get("gateway")!;
-  keys = new PostgresKeyStore(gateway.db, gateway.schema);
-}, 60_000);
-
-afterAll(async () => {
-  await trellis?.close({ graceMs: 500 });
-});
+const gw = embeddedGateway("memory", ADMIN_KEY);
 
 describe("memory over REST", () => {
   it("creates, reads, lists and deletes memory with its provenance", async () => {
-    const client = harnClient(base, await keyWith("default", ["memory:read", "memory:write"]));
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const created = await client.post("/v1/memories", {
       scope: "workspace",
       owner_id: "default",
@@ -73,7 +46,7 @@ describe("memory over REST", () => {
   });
 
   it("refuses an unknown scope and oversized content with typed errors, storing nothing", async () => {
-    const client = harnClient(base, await keyWith("default", ["memory:read", "memory:write"]));
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const before = (await client.get("/v1/memories?limit=100")).json.data.length;
     const unknown = await client.post("/v1/memories", {
       scope: "galaxy",
@@ -103,7 +76,7 @@ describe("memory over REST", () => {
   });
 
   it("replays a create with the same Idempotency-Key, and keeps workspaces and scopes apart", async () => {
-    const client = harnClient(base, await keyWith("default", ["memory:read", "memory:write"]));
+    const client = await gw.clientWith("default", ["memory:read", "memory:write"]);
     const body = { scope: "workspace", content: "once", provenance: {} };
     const headers = { "idempotency-key": `mem-${randomBytes(4).toString("hex")}` };
     const first = await client.post("/v1/memories", body, { headers });
@@ -111,17 +84,17 @@ describe("memory over REST", () => {
     expect(first.status).toBe(201);
     expect(again.json.id).toBe(first.json.id);
 
-    const stranger = harnClient(base, await keyWith("ws_stranger", ["memory:read"]));
+    const stranger = await gw.clientWith("ws_stranger", ["memory:read"]);
     expect((await stranger.get(`/v1/memories/${first.json.id}`)).status).toBe(404);
     expect((await stranger.get("/v1/memories")).json.data).toHaveLength(0);
-    const reader = harnClient(base, await keyWith("default", ["sessions:read"]));
+    const reader = await gw.clientWith("default", ["sessions:read"]);
     expect((await reader.get("/v1/memories")).status).toBe(403);
   });
 });
 
 describe("skills", () => {
   it("lists the agents' and tools' skills with their schemas, and the agent card lists them", async () => {
-    const admin = harnClient(base, ADMIN_KEY);
+    const admin = harnClient(gw.base, ADMIN_KEY);
     const persona = await admin.post("/v1/personas", {
       name: "skilled",
       description: "answers questions",

@@ -7,46 +7,19 @@
 import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { adaptersService } from "@trellis/adapters";
 import { VaultAccessService, VaultService } from "@trellis/contracts/adapters";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
-import { PostgresKeyStore } from "../src/store/key-store.js";
+import { describe, expect, it } from "vitest";
+import { embeddedGateway } from "./support/embedded.js";
 
 const ADMIN_KEY = `trellis-vaults-admin-${randomBytes(16).toString("hex")}`;
 const SECRET = `vault-value-${randomBytes(16).toString("hex")}`;
 
-let trellis: EmbeddedTrellis;
-let keys: PostgresKeyStore;
-let base: string;
-
-async function keyWith(workspaceId: string, scopes: string[]): Promise<string> {
-  return (await keys.create({ name: "vaults", actorId: "vaults", workspaceId, scopes })).key;
-}
-
-beforeAll(async () => {
-  trellis = await startEmbedded({
-    services: [gatewayService, tasksService, adaptersService],
-    port: 0,
-    logger: createLogger({ service: "test", level: "error" }),
-    env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-  });
-  base = trellis.address.url;
-  const gateway = trellis.contexts.get("gateway")!;
-  keys = new PostgresKeyStore(gateway.db, gateway.schema);
-}, 60_000);
-
-afterAll(async () => {
-  await trellis?.close({ graceMs: 500 });
-});
+const gw = embeddedGateway("vaults", ADMIN_KEY);
 
 describe("vaults over REST", () => {
   it("creates, reads and lists vaults and secrets without ever answering a value", async () => {
-    const writer = harnClient(base, await keyWith("default", ["vaults:read", "vaults:write"]));
+    const writer = await gw.clientWith("default", ["vaults:read", "vaults:write"]);
     const created = await writer.post("/v1/vaults", {
       provider: "trellis",
       capabilities: ["read", "write"],
@@ -103,7 +76,7 @@ describe("vaults over REST", () => {
   });
 
   it("validates what it stores", async () => {
-    const admin = harnClient(base, ADMIN_KEY);
+    const admin = harnClient(gw.base, ADMIN_KEY);
     const bad = [
       await admin.post("/v1/vaults", { capabilities: [] }),
       await admin.post("/v1/vaults", { provider: "hashicorp", capabilities: [] }),
@@ -147,7 +120,7 @@ describe("vaults over REST", () => {
   });
 
   it("updates a vault's policy, capabilities and metadata, and deletes it with its secrets", async () => {
-    const admin = harnClient(base, ADMIN_KEY);
+    const admin = harnClient(gw.base, ADMIN_KEY);
     const vault = await admin.post("/v1/vaults", {
       provider: "trellis",
       capabilities: ["read", "write"],
@@ -203,16 +176,13 @@ describe("vaults over REST", () => {
   });
 
   it("hides another workspace's vaults and keeps tenant-global ones to admin keys", async () => {
-    const admin = harnClient(base, ADMIN_KEY);
+    const admin = harnClient(gw.base, ADMIN_KEY);
     const mine = await admin.post("/v1/vaults", {
       workspace_id: "default",
       provider: "trellis",
       capabilities: ["read", "write"],
     });
-    const outsider = harnClient(
-      base,
-      await keyWith("w_vault_other", ["vaults:read", "vaults:write"]),
-    );
+    const outsider = await gw.clientWith("w_vault_other", ["vaults:read", "vaults:write"]);
     for (const response of [
       await outsider.get(`/v1/vaults/${mine.json.id}`),
       await outsider.get(`/v1/vaults/${mine.json.id}/secrets`),
@@ -233,7 +203,7 @@ describe("vaults over REST", () => {
       capabilities: ["read"],
     });
     expect([global.status, global.json.workspace_id]).toEqual([201, null]);
-    const member = harnClient(base, await keyWith("default", ["vaults:read", "vaults:write"]));
+    const member = await gw.clientWith("default", ["vaults:read", "vaults:write"]);
     expect((await member.get(`/v1/vaults/${global.json.id}`)).status).toBe(404);
     const refused = await member.post("/v1/vaults", {
       workspace_id: null,
@@ -246,8 +216,8 @@ describe("vaults over REST", () => {
 
 describe("vaults over gRPC (through the same scope table)", () => {
   it("creates a vault, writes a secret and reads only metadata back", async () => {
-    const key = await keyWith("default", ["vaults:read", "vaults:write"]);
-    const client = createClient(VaultService, createGrpcTransport({ baseUrl: base }));
+    const key = await gw.keyWith("default", ["vaults:read", "vaults:write"]);
+    const client = createClient(VaultService, createGrpcTransport({ baseUrl: gw.base }));
     const auth = { headers: { authorization: `Bearer ${key}` } };
     const { vault } = await client.createVault(
       { provider: "trellis", allowedAgentIds: ["agent_g"] },
@@ -292,13 +262,13 @@ describe("vaults over gRPC (through the same scope table)", () => {
     // Another workspace: NotFound; a credential without the scope: PermissionDenied.
     const outsider = {
       headers: {
-        authorization: `Bearer ${await keyWith("w_vault_other", ["vaults:read", "vaults:write"])}`,
+        authorization: `Bearer ${await gw.keyWith("w_vault_other", ["vaults:read", "vaults:write"])}`,
       },
     };
     const hidden = await client.getVault({ vaultId }, outsider).catch((e: unknown) => e);
     expect(ConnectError.from(hidden).code).toBe(Code.NotFound);
     const reader = {
-      headers: { authorization: `Bearer ${await keyWith("default", ["vaults:read"])}` },
+      headers: { authorization: `Bearer ${await gw.keyWith("default", ["vaults:read"])}` },
     };
     expect((await client.getVault({ vaultId }, reader)).vault?.id).toBe(vaultId);
     const denied = await client
@@ -308,7 +278,10 @@ describe("vaults over gRPC (through the same scope table)", () => {
     const anonymous = await client.listVaults({}).catch((e: unknown) => e);
     expect(ConnectError.from(anonymous).code).toBe(Code.Unauthenticated);
     // The mesh-internal VaultAccessService (secret values) is not served publicly, not even to admin.
-    const internal = await createClient(VaultAccessService, createGrpcTransport({ baseUrl: base }))
+    const internal = await createClient(
+      VaultAccessService,
+      createGrpcTransport({ baseUrl: gw.base }),
+    )
       .getAgentVaults(
         { workspaceId: "default", agentId: "agent_g" },
         { headers: { authorization: `Bearer ${ADMIN_KEY}` } },

@@ -56,37 +56,20 @@ export function requirementsFromProto(
 ): ExecutionRequirements | undefined {
   if (!value) return undefined;
   const at = (name: string) => `${field}.${name}`;
+  /** Requirement field `name` (proto number `raw`), one of `allowed`. */
+  const level = <T extends string>(raw: number, name: string, allowed: readonly T[]) =>
+    narrow(requirement.fromOptional(raw, at(name)), allowed, at(name));
   const allow = ["forbidden", "allowed", "required"] as const;
   const prefer = ["forbidden", "preferred", "required"] as const;
   const want = ["none", "preferred", "required"] as const;
   const out: ExecutionRequirements = defined({
-    toolUse: narrow(requirement.fromOptional(value.toolUse, at("tool_use")), allow, at("tool_use")),
-    structuredToolCalls: narrow(
-      requirement.fromOptional(value.structuredToolCalls, at("structured_tool_calls")),
-      prefer,
-      at("structured_tool_calls"),
-    ),
-    continuationSupport: narrow(
-      requirement.fromOptional(value.continuationSupport, at("continuation_support")),
-      want,
-      at("continuation_support"),
-    ),
-    approvalInterrupts: narrow(
-      requirement.fromOptional(value.approvalInterrupts, at("approval_interrupts")),
-      want,
-      at("approval_interrupts"),
-    ),
+    toolUse: level(value.toolUse, "tool_use", allow),
+    structuredToolCalls: level(value.structuredToolCalls, "structured_tool_calls", prefer),
+    continuationSupport: level(value.continuationSupport, "continuation_support", want),
+    approvalInterrupts: level(value.approvalInterrupts, "approval_interrupts", want),
     traceDepth: traceDepth.fromOptional(value.traceDepth, at("trace_depth")),
-    attachments: narrow(
-      requirement.fromOptional(value.attachments, at("attachments")),
-      allow,
-      at("attachments"),
-    ),
-    streaming: narrow(
-      requirement.fromOptional(value.streaming, at("streaming")),
-      prefer,
-      at("streaming"),
-    ),
+    attachments: level(value.attachments, "attachments", allow),
+    streaming: level(value.streaming, "streaming", prefer),
     maxElapsedMs: value.maxElapsedMs === 0 ? undefined : value.maxElapsedMs,
   });
   return out;

@@ -57,6 +57,7 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   defineAdapter,
   EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
   type ExecutionCapabilities,
   type ExecutionNegotiation,
   type ExecutionRequest,
@@ -67,7 +68,6 @@ import {
 import type { Message } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { TrellisError } from "@trellis/runtime";
-import type { ExecutionAdapter } from "../executor.js";
 import { builtinRefusal, checkA2aTarget, guardedFetch, parseA2aUrl } from "./outbound.js";
 import type { AddressRefusal } from "./pinned-fetch.js";
 

@@ -37,18 +37,16 @@ import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   defineAdapter,
   EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
   type ExecutionCapabilities,
+  type ExecutionEvent,
   type ExecutionNegotiation,
+  type ExecutionRequest,
+  type ExecutionResult,
 } from "@trellis/adapter-sdk";
 import { type Message, MessageSchema, Role } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { isRecord, sleep, TrellisError, withSpan } from "@trellis/runtime";
-import type {
-  ExecutionAdapter,
-  ExecutionEvent,
-  ExecutionRequest,
-  ExecutionResult,
-} from "../executor.js";
 import {
   decodeCheckpoint,
   encodeCheckpoint,

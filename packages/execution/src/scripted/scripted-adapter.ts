@@ -6,12 +6,14 @@ import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import {
   defineAdapter,
   EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
   type ExecutionCapabilities,
+  type ExecutionRequest,
+  type ExecutionResult,
 } from "@trellis/adapter-sdk";
 import { type Message, Role, Visibility } from "@trellis/contracts/core";
 import { type ChatMessageJson, chatToMessage, textOf } from "@trellis/messages";
 import { TrellisError } from "@trellis/runtime";
-import type { ExecutionAdapter, ExecutionRequest, ExecutionResult } from "../executor.js";
 import {
   GraphDefinitionError,
   type GraphMessage,

@@ -1,28 +1,16 @@
 /** Adapters with chosen capabilities, for routing tests (in process and in worker processes). */
 import {
   defineAdapter,
-  EXECUTION_SCHEMA_VERSION,
   type ExecutionAdapter,
   type ExecutionCapabilities,
   type ExecutionRequest,
+  MINIMAL_CAPABILITIES,
 } from "@trellis/adapter-sdk";
 import { chatToMessage, textOf } from "@trellis/messages";
 
-/** Capabilities: the minimum, with `over` applied. */
+/** Capabilities: the minimum (streaming natively, no notes), with `over` applied. */
 export function capabilities(over: Partial<ExecutionCapabilities> = {}): ExecutionCapabilities {
-  return {
-    schemaVersion: EXECUTION_SCHEMA_VERSION,
-    toolUse: "none",
-    structuredToolCalls: false,
-    continuationSupport: "none",
-    approvalInterrupts: "none",
-    traceDepth: "minimal",
-    attachments: false,
-    streaming: "native",
-    maxContextStrategy: "unknown",
-    notes: [],
-    ...over,
-  };
+  return { ...MINIMAL_CAPABILITIES, streaming: "native", notes: [], ...over };
 }
 
 /** Options of {@link probeAdapter}. */

@@ -9,13 +9,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { eventually, uniqueName } from "@trellis/testkit";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../database.js";
+import { describe, expect, it } from "vitest";
 import { appendToOutbox } from "../outbox/outbox.js";
 import type { OutboxRelay } from "../outbox/outbox-relay.js";
 import type { ChildLine, CrashChildConfig } from "../testing/outbox-crash-child.js";
 import { createRecordingEventLog } from "../testing/recording-event-log.js";
-import type { StorageContractTarget, StorageSuite } from "./suite.js";
+import type { StorageSuite } from "./suite.js";
 import {
   event,
   expectPerResourceOrder,
@@ -27,12 +26,6 @@ import {
 
 export function describeCrashContract(suite: StorageSuite): void {
   const { name, newEventLog, outboxSchema, startRelay } = suite;
-  // The suite's handles exist once its beforeAll ran; bind them for the tests below.
-  let database: Database;
-  let target: StorageContractTarget;
-  beforeAll(() => {
-    ({ database, target } = suite);
-  });
 
   describe("crash safety (child process killed)", () => {
     const childPath = fileURLToPath(new URL("../testing/outbox-crash-child.ts", import.meta.url));
@@ -70,12 +63,12 @@ export function describeCrashContract(suite: StorageSuite): void {
       });
 
     it("loses no event when the process is killed between commit and publish", async (ctx) => {
-      if (target.childConfig === undefined) return ctx.skip();
+      if (suite.target.childConfig === undefined) return ctx.skip();
       const schema = await outboxSchema();
       const workspaceId = uniqueName("ws");
       const { committed, signal } = await runChild(
         {
-          database: target.childConfig,
+          database: suite.target.childConfig,
           schema,
           workspaceId,
           mode: "commit",
@@ -86,7 +79,7 @@ export function describeCrashContract(suite: StorageSuite): void {
         (_line, committed, kill) => committed.length >= 60 && kill(),
       );
       expect(signal).toBe("SIGKILL");
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       const storedIds = new Set(stored.map((s) => s.event.id));
       expect(committed.every((id) => storedIds.has(id))).toBe(true);
       // Transactions are atomic: whole transactions only, even the one killed mid-way.
@@ -95,7 +88,7 @@ export function describeCrashContract(suite: StorageSuite): void {
 
       const log = await newEventLog();
       startRelay(log, schema);
-      await eventually(async () => (await unpublished(database, schema)) === 0, {
+      await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         what: "everything published",
       });
       const published = await readLog(log, workspaceId);
@@ -104,14 +97,14 @@ export function describeCrashContract(suite: StorageSuite): void {
     });
 
     it("publishes once when the relay is killed after publishing, before marking", async (ctx) => {
-      if (target.childConfig === undefined) return ctx.skip();
+      if (suite.target.childConfig === undefined) return ctx.skip();
       const schema = await outboxSchema();
       const workspaceId = uniqueName("ws");
       const dir = mkdtempSync(join(tmpdir(), "trellis-outbox-"));
       const logFile = join(dir, "log.jsonl");
       try {
         const { committed, signal } = await runChild({
-          database: target.childConfig,
+          database: suite.target.childConfig,
           schema,
           workspaceId,
           mode: "relay-crash",
@@ -125,13 +118,13 @@ export function describeCrashContract(suite: StorageSuite): void {
         expect(signal).toBe("SIGKILL");
         expect(committed).toHaveLength(30);
         // Batches 1–2 were marked; batch 3 reached the log, not the outbox.
-        expect(await unpublished(database, schema)).toBe(20);
+        expect(await unpublished(suite.database, schema)).toBe(20);
         // The durable log the child wrote survives it.
         const log = createRecordingEventLog({ file: logFile });
         expect(log.stats.stored).toBe(15);
 
         startRelay(log, schema, { batchSize: 5 });
-        await eventually(async () => (await unpublished(database, schema)) === 0, {
+        await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
           what: "everything published",
         });
         expect(log.stats.duplicates).toBe(5);
@@ -145,7 +138,7 @@ export function describeCrashContract(suite: StorageSuite): void {
     });
 
     it("hands the relay to a standby within moments when the active process dies", async (ctx) => {
-      if (target.childConfig === undefined) return ctx.skip();
+      if (suite.target.childConfig === undefined) return ctx.skip();
       const schema = await outboxSchema();
       const log = await newEventLog();
       let standby: OutboxRelay | undefined;
@@ -153,7 +146,7 @@ export function describeCrashContract(suite: StorageSuite): void {
       let killedAt = 0;
       const { signal } = await runChild(
         {
-          database: target.childConfig,
+          database: suite.target.childConfig,
           schema,
           workspaceId: "ws_1",
           mode: "relay-hold",
@@ -178,7 +171,7 @@ export function describeCrashContract(suite: StorageSuite): void {
         `[storage contract ${name}] relay takeover after SIGKILL: ${(performance.now() - killedAt).toFixed(0)} ms`,
       );
       const workspaceId = uniqueName("ws");
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_h")]),
       );
       await eventually(async () => (await readLog(log, workspaceId)).length === 1, {

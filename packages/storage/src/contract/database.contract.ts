@@ -5,20 +5,12 @@
 import { isTrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { type Kysely, type Migration, sql } from "kysely";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../database.js";
+import { describe, expect, it } from "vitest";
 import { migrate } from "../migrate.js";
 import { outboxMigrations } from "../outbox/outbox-schema.js";
-import type { StorageContractTarget, StorageSuite } from "./suite.js";
+import type { StorageSuite } from "./suite.js";
 
 export function describeDatabaseContract(suite: StorageSuite): void {
-  // The suite's handles exist once its beforeAll ran; bind them for the tests below.
-  let database: Database;
-  let target: StorageContractTarget;
-  beforeAll(() => {
-    ({ database, target } = suite);
-  });
-
   describe("database", () => {
     it("reads int8 (and count, int8[]) as bigint and bytea as Uint8Array", async () => {
       const { rows } = await sql<{
@@ -29,7 +21,7 @@ export function describeDatabaseContract(suite: StorageSuite): void {
         bytes: unknown;
       }>`select 7::int8 as small, 9007199254740993::int8 as big, count(*) as n,
                  array[1, null, 3]::int8[] as list, decode('01ff', 'hex') as bytes
-            from (values (1), (2)) as v(x)`.execute(database.kysely);
+            from (values (1), (2)) as v(x)`.execute(suite.database.kysely);
       const row = rows[0];
       expect(row?.small).toBe(7n);
       expect(row?.big).toBe(9007199254740993n);
@@ -40,13 +32,13 @@ export function describeDatabaseContract(suite: StorageSuite): void {
     });
 
     it("answers ping", async () => {
-      await expect(database.ping()).resolves.toBeUndefined();
+      await expect(suite.database.ping()).resolves.toBeUndefined();
     });
 
     it("lets one holder at a time have a named lock, across handles", async () => {
-      const other = await target.open();
+      const other = await suite.target.open();
       const name = uniqueName("lock");
-      const first = await database.acquireLock(name);
+      const first = await suite.database.acquireLock(name);
       let secondGranted = false;
       const second = other.acquireLock(name).then((lease) => {
         secondGranted = true;
@@ -58,7 +50,7 @@ export function describeDatabaseContract(suite: StorageSuite): void {
       // Giving up at once, and after waiting a while (blocked on the server).
       for (const after of [0, 200]) {
         const aborter = new AbortController();
-        const third = database.acquireLock(name, { signal: aborter.signal });
+        const third = suite.database.acquireLock(name, { signal: aborter.signal });
         setTimeout(() => aborter.abort(new Error("gave up")), after);
         await expect(third).rejects.toThrow("gave up");
       }
@@ -68,14 +60,14 @@ export function describeDatabaseContract(suite: StorageSuite): void {
       expect(lease.lost.aborted).toBe(false);
       await lease.release();
       // Released means free: an immediate acquire succeeds.
-      await (await database.acquireLock(name)).release();
+      await (await suite.database.acquireLock(name)).release();
     });
 
     it("notifies listeners of committed NOTIFYs only", async () => {
-      const other = await target.open();
+      const other = await suite.target.open();
       const channel = uniqueName("ch");
       let calls = 0;
-      const unlisten = await database.listen(channel, () => calls++);
+      const unlisten = await suite.database.listen(channel, () => calls++);
       await other.kysely
         .transaction()
         .execute(async (trx) => {
@@ -95,8 +87,8 @@ export function describeDatabaseContract(suite: StorageSuite): void {
     it("hands listeners the NOTIFY's payload", async () => {
       const channel = uniqueName("ch");
       const payloads: string[] = [];
-      const unlisten = await database.listen(channel, (payload) => payloads.push(payload));
-      await sql`select pg_notify(${channel}, '42')`.execute(database.kysely);
+      const unlisten = await suite.database.listen(channel, (payload) => payloads.push(payload));
+      await sql`select pg_notify(${channel}, '42')`.execute(suite.database.kysely);
       await eventually(() => payloads.length === 1, { what: "notification" });
       expect(payloads).toEqual(["42"]);
       await unlisten();
@@ -119,20 +111,20 @@ export function describeDatabaseContract(suite: StorageSuite): void {
     const tablesOf = async (schema: string): Promise<string[]> => {
       const { rows } = await sql<{ table_name: string }>`
           select table_name from information_schema.tables
-          where table_schema = ${schema} order by table_name`.execute(database.kysely);
+          where table_schema = ${schema} order by table_name`.execute(suite.database.kysely);
       return rows.map((r) => r.table_name);
     };
 
     it("creates the schema, applies migrations once, keeps bookkeeping in the schema", async () => {
       const schema = uniqueName("st");
       const migrations = { ...outboxMigrations(schema), ...things };
-      const first = await migrate(database, { schema, migrations });
+      const first = await migrate(suite.database, { schema, migrations });
       expect(first.applied).toEqual([
         "2026_11_22_000_create_outbox",
         "2026_11_22_create_things",
         "2027_02_03_000_outbox_notify_position",
       ]);
-      const second = await migrate(database, { schema, migrations });
+      const second = await migrate(suite.database, { schema, migrations });
       expect(second.applied).toEqual([]);
       expect(await tablesOf(schema)).toEqual([
         "kysely_migration",
@@ -147,7 +139,10 @@ export function describeDatabaseContract(suite: StorageSuite): void {
     it("is safe when replicas migrate at the same moment", async () => {
       const schema = uniqueName("st");
       const migrations = { ...outboxMigrations(schema), ...things };
-      const handles = [database, ...(await Promise.all([1, 2, 3].map(() => target.open())))];
+      const handles = [
+        suite.database,
+        ...(await Promise.all([1, 2, 3].map(() => suite.target.open()))),
+      ];
       const results = await Promise.all(handles.map((h) => migrate(h, { schema, migrations })));
       const applied = results.flatMap((r) => r.applied);
       expect(applied.sort()).toEqual(Object.keys(migrations).sort());
@@ -156,7 +151,7 @@ export function describeDatabaseContract(suite: StorageSuite): void {
 
     it("applies all pending migrations or none, and names the one that failed", async () => {
       const schema = uniqueName("st");
-      const error = await migrate(database, {
+      const error = await migrate(suite.database, {
         schema,
         migrations: {
           ...things,
@@ -177,7 +172,9 @@ export function describeDatabaseContract(suite: StorageSuite): void {
 
     it("rejects schema names that would need quoting", async () => {
       for (const schema of ["Tasks", "pg_tasks", "tasks-1", "", "a".repeat(41)]) {
-        const error = await migrate(database, { schema, migrations: {} }).catch((e: unknown) => e);
+        const error = await migrate(suite.database, { schema, migrations: {} }).catch(
+          (e: unknown) => e,
+        );
         expect(error).toMatchObject({ reason: "invalid_request", param: "schema" });
       }
     });

@@ -8,8 +8,7 @@ import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
 import { isTrellisError } from "@trellis/runtime";
 import { uniqueName } from "@trellis/testkit";
 import { type Kysely, sql, type Transaction } from "kysely";
-import { beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../database.js";
+import { describe, expect, it } from "vitest";
 import {
   appendToOutbox,
   type OutboxEntry,
@@ -24,18 +23,13 @@ import { event, expectChained, inTransaction, readAll } from "./support.js";
 
 export function describeOutboxContract(suite: StorageSuite): void {
   const { name, outboxSchema } = suite;
-  // The suite's handles exist once its beforeAll ran; bind them for the tests below.
-  let database: Database;
-  beforeAll(() => {
-    database = suite.database;
-  });
 
   describe("outbox: unit of work (createOutboxWriter)", () => {
     it("appends at commit, folds into the caller's statement, hands over exactly the committed rows", async () => {
       const schema = await outboxSchema();
       const handed: (readonly LoggedEvent[] | undefined)[] = [];
       const writer = createOutboxWriter({ schema, relay: { kick: (rows) => handed.push(rows) } });
-      await writer.transaction(database.kysely, async (unit) => {
+      await writer.transaction(suite.database.kysely, async (unit) => {
         unit.add([event("ws_1", "task_u"), event("ws_1", "task_v")]);
         const fold = await unit.fold();
         if (!fold) throw new Error("nothing folded");
@@ -55,12 +49,12 @@ export function describeOutboxContract(suite: StorageSuite): void {
       });
       // A rollback appends nothing and hands nothing over.
       await expect(
-        writer.transaction(database.kysely, async (unit) => {
+        writer.transaction(suite.database.kysely, async (unit) => {
           unit.add([event("ws_1", "task_w")]);
           throw new Error("roll back");
         }),
       ).rejects.toThrow("roll back");
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(stored.map((s) => s.event.sequence)).toEqual([1n, 1n, 2n]);
       expect(handed).toHaveLength(1);
       expect(handed[0]?.map((e) => [e.position, e.event.id])).toEqual(
@@ -81,14 +75,14 @@ export function describeOutboxContract(suite: StorageSuite): void {
         const fold = writer.fresh(events);
         const result = await sql<{ positions: unknown }>`
           with ${fold.ctes("mine", when === undefined ? undefined : sql`${when}::boolean`)}
-          select ${sql.raw(fold.positions("mine"))} as positions`.execute(database.kysely);
+          select ${sql.raw(fold.positions("mine"))} as positions`.execute(suite.database.kysely);
         return { fold, positions: result.rows[0]?.positions };
       };
       const input = [event("ws_1", "rcpt_a"), event("ws_1", "rcpt_b"), event("ws_1", "rcpt_a")];
       const { fold, positions } = await run(input);
       expect(fold.size).toBe(3);
       fold.committed(positions);
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(stored.map((s) => [s.event.resource?.id, s.event.sequence])).toEqual([
         ["rcpt_a", 1n],
         ["rcpt_b", 1n],
@@ -100,20 +94,20 @@ export function describeOutboxContract(suite: StorageSuite): void {
         stored.map((s) => [s.position, s.event.id]),
       );
       // The counters continue where the statement left them.
-      const [next] = await inTransaction(database, (trx) =>
+      const [next] = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "rcpt_a")]),
       );
       expect(next?.sequence).toBe(3n);
       expect(next?.previousEventId).toBe(stored[2]?.event.id);
       // Gated off: nothing written.
       await run([event("ws_1", "rcpt_c")], false);
-      expect(await readAll(database, schema)).toHaveLength(4);
+      expect(await readAll(suite.database, schema)).toHaveLength(4);
       // Not fresh after all: the statement fails, nothing written.
       const error = await run([event("ws_1", "rcpt_d"), event("ws_1", "rcpt_b")]).catch(
         (e: unknown) => e,
       );
       expect(error).toMatchObject({ code: "23505" });
-      expect(await readAll(database, schema)).toHaveLength(4);
+      expect(await readAll(suite.database, schema)).toHaveLength(4);
     });
   });
 
@@ -125,7 +119,9 @@ export function describeOutboxContract(suite: StorageSuite): void {
         event("ws_1", "task_b"),
         event("ws_1", "task_a", { id: "evt_given" }),
       ];
-      const first = await inTransaction(database, (trx) => appendToOutbox(trx, schema, input));
+      const first = await inTransaction(suite.database, (trx) =>
+        appendToOutbox(trx, schema, input),
+      );
       expect(first.map((e) => e.sequence)).toEqual([1n, 1n, 2n]);
       expect(first.map((e) => e.previousEventId)).toEqual(["", "", first[0]?.id]);
       expect(first[0]?.id).toMatch(/^evt_[0-9a-f]{32}$/);
@@ -135,27 +131,29 @@ export function describeOutboxContract(suite: StorageSuite): void {
       expect(input[0]?.sequence).toBe(0n);
       expect(input[0]?.id).toBe("");
 
-      const [next] = await inTransaction(database, (trx) =>
+      const [next] = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_a")]),
       );
       expect(next?.sequence).toBe(3n);
       expect(next?.previousEventId).toBe("evt_given");
 
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(stored.map((s) => s.event.id)).toEqual([...first, next].map((e) => e?.id));
       stored.forEach((s, i) => {
         expect(equals(EventSchema, s.event, [...first, next][i] as Event)).toBe(true);
         expect(s.publishedAt).toBeNull();
       });
-      expect(await inTransaction(database, (trx) => appendToOutbox(trx, schema, []))).toEqual([]);
+      expect(await inTransaction(suite.database, (trx) => appendToOutbox(trx, schema, []))).toEqual(
+        [],
+      );
     });
 
     it("sequenceOutboxEvents: the caller inserts the rows in its own statement", async () => {
       const schema = await outboxSchema();
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_s")]),
       );
-      const sequenced = await inTransaction(database, async (trx) => {
+      const sequenced = await inTransaction(suite.database, async (trx) => {
         const { events, rows } = await sequenceOutboxEvents(trx, schema, [
           event("ws_1", "task_s"),
           event("ws_1", "task_t"),
@@ -179,16 +177,16 @@ export function describeOutboxContract(suite: StorageSuite): void {
       });
       // A rolled-back sequencing uses up nothing.
       await expect(
-        inTransaction(database, async (trx) => {
+        inTransaction(suite.database, async (trx) => {
           await sequenceOutboxEvents(trx, schema, [event("ws_1", "task_s")]);
           throw new Error("rolled back");
         }),
       ).rejects.toThrow("rolled back");
-      const [after] = await inTransaction(database, (trx) =>
+      const [after] = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_s")]),
       );
       expect(after?.sequence).toBe(3n);
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(stored.map((s) => s.event.id).slice(1, 3)).toEqual(sequenced.map((e) => e.id));
       expect(stored.map((s) => [s.event.resource?.id, s.event.sequence])).toEqual([
         ["task_s", 1n],
@@ -198,7 +196,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
       ]);
       expectChained(stored.filter((s) => s.event.resource?.id === "task_s").map((s) => s.event));
       await expect(
-        database.kysely
+        suite.database.kysely
           .connection()
           .execute((c) => sequenceOutboxEvents(c as unknown as Transaction<unknown>, schema, [])),
       ).rejects.toMatchObject({ reason: "invalid_request" });
@@ -209,7 +207,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
       const started = performance.now();
       await Promise.all(
         Array.from({ length: 20 }, () =>
-          inTransaction(database, (trx) =>
+          inTransaction(suite.database, (trx) =>
             appendToOutbox(
               trx,
               schema,
@@ -219,7 +217,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
         ),
       );
       const ms = performance.now() - started;
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(stored.map((s) => s.event.sequence)).toEqual(
         Array.from({ length: 200 }, (_, i) => BigInt(i + 1)),
       );
@@ -233,23 +231,25 @@ export function describeOutboxContract(suite: StorageSuite): void {
       const schema = await outboxSchema();
       // 2 500 events over 1 250 resources: several statements of each kind.
       const events = Array.from({ length: 2500 }, (_, i) => event("ws_1", `task_${i % 1250}`));
-      const appended = await inTransaction(database, (trx) => appendToOutbox(trx, schema, events));
+      const appended = await inTransaction(suite.database, (trx) =>
+        appendToOutbox(trx, schema, events),
+      );
       expect(appended.map((e) => e.sequence)).toEqual(events.map((_, i) => (i < 1250 ? 1n : 2n)));
       expect(appended[1250]?.previousEventId).toBe(appended[0]?.id);
-      expect(await readAll(database, schema)).toHaveLength(2500);
+      expect(await readAll(suite.database, schema)).toHaveLength(2500);
     });
 
     it("leaves no event and uses up no sequence when the transaction rolls back", async () => {
       const schema = await outboxSchema();
-      await database.kysely
+      await suite.database.kysely
         .transaction()
         .execute(async (trx) => {
           await appendToOutbox(trx, schema, [event("ws_1", "task_r"), event("ws_1", "task_r")]);
           throw new Error("roll back");
         })
         .catch(() => {});
-      expect(await readAll(database, schema)).toEqual([]);
-      const [e] = await inTransaction(database, (trx) =>
+      expect(await readAll(suite.database, schema)).toEqual([]);
+      const [e] = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_r")]),
       );
       expect(e?.sequence).toBe(1n);
@@ -263,11 +263,11 @@ export function describeOutboxContract(suite: StorageSuite): void {
       huge.payload = create(EventPayloadSchema, {
         kind: { case: "data", value: { text: "x".repeat(MAX_EVENT_BYTES) } },
       });
-      const error = await inTransaction(database, (trx) =>
+      const error = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_big"), huge]),
       ).catch((e: unknown) => e);
       expect(isTrellisError(error) && error.reason, String(error)).toBe("payload_too_large");
-      expect(await readAll(database, schema)).toEqual([]);
+      expect(await readAll(suite.database, schema)).toEqual([]);
     });
 
     it("rejects events it cannot place, and calls outside a transaction", async () => {
@@ -282,27 +282,27 @@ export function describeOutboxContract(suite: StorageSuite): void {
         ],
       ];
       for (const events of attempts) {
-        const error = await inTransaction(database, (trx) =>
+        const error = await inTransaction(suite.database, (trx) =>
           appendToOutbox(trx, schema, events),
         ).catch((e: unknown) => e);
         expect(error).toMatchObject({ reason: "invalid_request", param: "events" });
       }
       const outside = await appendToOutbox(
-        database.kysely as unknown as Transaction<unknown>,
+        suite.database.kysely as unknown as Transaction<unknown>,
         schema,
         [event("ws_1", "task_x")],
       ).catch((e: unknown) => e);
       expect(outside).toMatchObject({ reason: "invalid_request", param: "trx" });
       // An id stored before fails the insert, so the whole transaction.
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_x", { id: "evt_once" })]),
       );
       await expect(
-        inTransaction(database, (trx) =>
+        inTransaction(suite.database, (trx) =>
           appendToOutbox(trx, schema, [event("ws_1", "task_z", { id: "evt_once" })]),
         ),
       ).rejects.toThrow();
-      expect((await readAll(database, schema)).map((s) => s.event.id)).toEqual(["evt_once"]);
+      expect((await readAll(suite.database, schema)).map((s) => s.event.id)).toEqual(["evt_once"]);
     });
   });
 
@@ -310,7 +310,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
     it("pages through the outbox in position order", async () => {
       const schema = await outboxSchema();
       for (let i = 0; i < 5; i++) {
-        await inTransaction(database, (trx) =>
+        await inTransaction(suite.database, (trx) =>
           appendToOutbox(
             trx,
             schema,
@@ -321,7 +321,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
       const pages: OutboxEntry[][] = [];
       let after: bigint | undefined;
       for (;;) {
-        const page = await readOutbox(database, schema, {
+        const page = await readOutbox(suite.database, schema, {
           limit: 10,
           ...(after === undefined ? {} : { afterPosition: after }),
         });
@@ -334,20 +334,20 @@ export function describeOutboxContract(suite: StorageSuite): void {
       expect([...positions].sort((a, b) => (a < b ? -1 : 1))).toEqual(positions);
       expect(new Set(positions).size).toBe(25);
       expect(
-        await readOutbox(database, schema, { limit: 100, unpublishedOnly: true }),
+        await readOutbox(suite.database, schema, { limit: 100, unpublishedOnly: true }),
       ).toHaveLength(25);
     });
 
     it("prunes only published rows older than the cut-off; sequences continue", async () => {
       const schema = await outboxSchema();
-      const events = await inTransaction(database, (trx) =>
+      const events = await inTransaction(suite.database, (trx) =>
         appendToOutbox(
           trx,
           schema,
           Array.from({ length: 5 }, () => event("ws_1", "task_p")),
         ),
       );
-      const tables = outboxTables(database.kysely, schema);
+      const tables = outboxTables(suite.database.kysely, schema);
       // Three published two hours ago, one just now, one still pending.
       await tables
         .updateTable("outbox")
@@ -359,13 +359,16 @@ export function describeOutboxContract(suite: StorageSuite): void {
         .set({ published_at: sql<Date>`now()` })
         .where("sequence", "=", 4n)
         .execute();
-      const deleted = await pruneOutbox(database, schema, {
+      const deleted = await pruneOutbox(suite.database, schema, {
         olderThanMs: 60 * 60 * 1000,
         batchSize: 2,
       });
       expect(deleted).toBe(3);
-      expect((await readAll(database, schema)).map((s) => s.event.sequence)).toEqual([4n, 5n]);
-      const [next] = await inTransaction(database, (trx) =>
+      expect((await readAll(suite.database, schema)).map((s) => s.event.sequence)).toEqual([
+        4n,
+        5n,
+      ]);
+      const [next] = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_p")]),
       );
       expect(next?.sequence).toBe(6n);

@@ -6,29 +6,25 @@ import type { AppendResult, EventLog } from "@trellis/eventlog";
 import { TrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
-import { beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Database } from "../database.js";
 import { DEAD_LETTER_KIND, type DeadLetter } from "../outbox/dead-letter.js";
 import { appendToOutbox, readOutbox } from "../outbox/outbox.js";
 import { createOutboxWriter } from "../outbox/outbox-writer.js";
-import type { StorageContractTarget, StorageSuite } from "./suite.js";
+import type { StorageSuite } from "./suite.js";
 import {
   event,
   expectPerResourceOrder,
   inTransaction,
+  publishedEvents,
   readAll,
   readLog,
   unpublished,
+  writeConcurrently,
 } from "./support.js";
 
 export function describeRelayContract(suite: StorageSuite): void {
   const { name, newEventLog, outboxSchema, startRelay } = suite;
-  // The suite's handles exist once its beforeAll ran; bind them for the tests below.
-  let database: Database;
-  let target: StorageContractTarget;
-  beforeAll(() => {
-    ({ database, target } = suite);
-  });
 
   describe("outbox: relay", () => {
     it("publishes every event once, per resource in sequence order, while writers run", async () => {
@@ -36,29 +32,13 @@ export function describeRelayContract(suite: StorageSuite): void {
       const log = await newEventLog();
       const relay = startRelay(log, schema, { batchSize: 16 });
       const workspaceId = uniqueName("ws");
-      await Promise.all(
-        Array.from({ length: 30 }, (_, tx) =>
-          inTransaction(database, (trx) =>
-            appendToOutbox(
-              trx,
-              schema,
-              Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % 4}`)),
-            ),
-          ).then(() => relay.kick()),
-        ),
-      );
-      const published = await eventually(
-        async () => {
-          const events = await readLog(log, workspaceId);
-          return events.length >= 150 ? events : undefined;
-        },
-        { what: "150 published events" },
-      );
+      await writeConcurrently(suite.database, schema, relay, workspaceId, 30, 4);
+      const published = await publishedEvents(log, workspaceId, 150);
       expect(published).toHaveLength(150);
       expectPerResourceOrder(published);
-      const stored = await readAll(database, schema);
+      const stored = await readAll(suite.database, schema);
       expect(new Set(published.map((e) => e.id))).toEqual(new Set(stored.map((s) => s.event.id)));
-      await eventually(async () => (await unpublished(database, schema)) === 0, {
+      await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         what: "rows marked published",
       });
       await relay.stop();
@@ -73,7 +53,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       await new Promise((r) => setTimeout(r, 300));
       const workspaceId = uniqueName("ws");
       const started = performance.now();
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_n")]),
       );
       await eventually(async () => (await readLog(log, workspaceId)).length === 1, {
@@ -89,15 +69,15 @@ export function describeRelayContract(suite: StorageSuite): void {
     it("NOTIFYs the highest position a statement inserted", async () => {
       const schema = await outboxSchema();
       const payloads: string[] = [];
-      const unlisten = await database.listen(`trellis_outbox_${schema}`, (payload) =>
+      const unlisten = await suite.database.listen(`trellis_outbox_${schema}`, (payload) =>
         payloads.push(payload),
       );
       const workspaceId = uniqueName("ws");
-      const appended = await inTransaction(database, (trx) =>
+      const appended = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_a"), event(workspaceId, "task_b")]),
       );
       await eventually(() => payloads.length === 1, { what: "notification" });
-      const rows = await readOutbox(database, schema, { limit: 100 });
+      const rows = await readOutbox(suite.database, schema, { limit: 100 });
       const positions = rows
         .filter((row) => appended.some((e) => e.id === row.event.id))
         .map((row) => row.position);
@@ -112,28 +92,30 @@ export function describeRelayContract(suite: StorageSuite): void {
       // Count the relay's reads of unpublished rows: one per round.
       let rounds = 0;
       const counting: Database = {
-        kind: database.kind,
-        kysely: database.kysely.withPlugin({
+        kind: suite.database.kind,
+        kysely: suite.database.kysely.withPlugin({
           transformQuery: (args) => {
             if (args.node.kind === "SelectQueryNode") rounds++;
             return args.node;
           },
           transformResult: async (args) => args.result,
         }),
-        ping: (o) => database.ping(o),
-        acquireLock: (n, o) => database.acquireLock(n, o),
-        listen: (c, f) => database.listen(c, f),
-        close: () => database.close(),
+        ping: (o) => suite.database.ping(o),
+        acquireLock: (n, o) => suite.database.acquireLock(n, o),
+        listen: (c, f) => suite.database.listen(c, f),
+        close: () => suite.database.close(),
       };
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 }, counting);
       await eventually(() => relay.active && rounds >= 1, { what: "relay's first round" });
       const notified: string[] = [];
-      const unlisten = await database.listen(`trellis_outbox_${schema}`, (p) => notified.push(p));
+      const unlisten = await suite.database.listen(`trellis_outbox_${schema}`, (p) =>
+        notified.push(p),
+      );
       const writer = createOutboxWriter({ schema, relay });
       for (let commit = 1; commit <= 5; commit++) {
         const workspaceId = uniqueName("ws");
         const before = rounds;
-        await writer.transaction(database.kysely, async (unit) => {
+        await writer.transaction(suite.database.kysely, async (unit) => {
           unit.add([event(workspaceId, "task_x"), event(workspaceId, "task_y")]);
         });
         await eventually(async () => (await readLog(log, workspaceId)).length === 2, {
@@ -152,13 +134,15 @@ export function describeRelayContract(suite: StorageSuite): void {
     it("wakes up on kick() when no notification arrives", async () => {
       const schema = await outboxSchema();
       // Without the trigger no NOTIFY is sent: only kick() or the poll can wake it.
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(database.kysely);
+      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
+        suite.database.kysely,
+      );
       const log = await newEventLog();
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 });
       await eventually(() => relay.active, { what: "relay active" });
       await new Promise((r) => setTimeout(r, 300));
       const workspaceId = uniqueName("ws");
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_k")]),
       );
       await new Promise((r) => setTimeout(r, 300));
@@ -186,7 +170,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       };
       const errors: unknown[] = [];
       const workspaceId = uniqueName("ws");
-      const appended = await inTransaction(database, (trx) =>
+      const appended = await inTransaction(suite.database, (trx) =>
         appendToOutbox(
           trx,
           schema,
@@ -194,7 +178,7 @@ export function describeRelayContract(suite: StorageSuite): void {
         ),
       );
       const relay = startRelay(crashingOnce, schema, { onError: (e) => errors.push(e) });
-      await eventually(async () => (await unpublished(database, schema)) === 0, {
+      await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         what: "rows marked published",
       });
       await relay.stop();
@@ -215,29 +199,13 @@ export function describeRelayContract(suite: StorageSuite): void {
         listen: false,
       });
       const workspaceId = uniqueName("ws");
-      await Promise.all(
-        Array.from({ length: 20 }, (_, tx) =>
-          inTransaction(database, (trx) =>
-            appendToOutbox(
-              trx,
-              schema,
-              Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % 3}`)),
-            ),
-          ).then(() => relay.kick()),
-        ),
-      );
-      const published = await eventually(
-        async () => {
-          const events = await readLog(log, workspaceId);
-          return events.length >= 100 ? events : undefined;
-        },
-        { what: "100 published events" },
-      );
+      await writeConcurrently(suite.database, schema, relay, workspaceId, 20, 3);
+      const published = await publishedEvents(log, workspaceId, 100);
       expect(published).toHaveLength(100);
       expectPerResourceOrder(published);
       // Rows handed to the log are marked published by the time the relay stops.
       await relay.stop();
-      expect(await unpublished(database, schema)).toBe(0);
+      expect(await unpublished(suite.database, schema)).toBe(0);
     });
 
     it("logRebuiltFromOutbox: an append that fails is retried with the same events first", async () => {
@@ -252,7 +220,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       };
       const errors: unknown[] = [];
       const workspaceId = uniqueName("ws");
-      const appended = await inTransaction(database, (trx) =>
+      const appended = await inTransaction(suite.database, (trx) =>
         appendToOutbox(
           trx,
           schema,
@@ -302,7 +270,7 @@ export function describeRelayContract(suite: StorageSuite): void {
         });
         const workspaceId = uniqueName("ws");
         const poison = { ...event(workspaceId, "task_p"), kind: "test.poison" };
-        const appended = await inTransaction(database, (trx) =>
+        const appended = await inTransaction(suite.database, (trx) =>
           appendToOutbox(trx, schema, [
             event(workspaceId, "task_p"),
             poison,
@@ -333,14 +301,14 @@ export function describeRelayContract(suite: StorageSuite): void {
         expectPerResourceOrder(published);
         expect(dead).toHaveLength(1);
         expect(dead[0]).toMatchObject({ eventId: appended[1]?.id, kind: "test.poison" });
-        expect(await unpublished(database, schema)).toBe(0);
+        expect(await unpublished(suite.database, schema)).toBe(0);
       });
     }
 
     it("keeps one active relay per schema; a standby takes over when it stops", async () => {
       const schema = await outboxSchema();
       const log = await newEventLog();
-      const other = await target.open();
+      const other = await suite.target.open();
       const a = startRelay(log, schema);
       const b = startRelay(log, schema, {}, other);
       await eventually(() => a.active || b.active, { what: "a relay active" });
@@ -352,7 +320,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       await leader.stop();
       await eventually(() => standby.active, { what: "standby took over" });
       const workspaceId = uniqueName("ws");
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_t"), event(workspaceId, "task_t")]),
       );
       await eventually(async () => (await readLog(log, workspaceId)).length === 2, {
@@ -366,7 +334,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       const log = await newEventLog();
       const workspaceId = uniqueName("ws");
       const batch = () =>
-        inTransaction(database, (trx) =>
+        inTransaction(suite.database, (trx) =>
           appendToOutbox(
             trx,
             schema,

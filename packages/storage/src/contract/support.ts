@@ -1,11 +1,87 @@
-/** Helpers shared by the storage contract's parts (contract/*.contract.ts). */
+/**
+ * Helpers shared by the storage package's contract suites: the backend a
+ * suite opens (storage, journal, journal unit, lease and publisher
+ * contracts) and what the storage contract's parts (contract/*.contract.ts)
+ * build their tests with.
+ */
 import { create } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
 import type { EventLog } from "@trellis/eventlog";
-import type { Transaction } from "kysely";
-import { expect } from "vitest";
+import { eventually, uniqueName } from "@trellis/testkit";
+import type { Migration, Transaction } from "kysely";
+import { afterAll, beforeAll, expect } from "vitest";
 import type { Database } from "../database.js";
-import { type OutboxEntry, readOutbox } from "../outbox/outbox.js";
+import { migrate } from "../migrate.js";
+import { appendToOutbox, type OutboxEntry, readOutbox } from "../outbox/outbox.js";
+import type { StorageContractTarget } from "./suite.js";
+
+/** One backend opened for a contract suite; its handles exist once the suite's beforeAll ran. */
+export interface ContractBackend {
+  readonly target: StorageContractTarget;
+  /** The suite's first handle on the target. */
+  readonly database: Database;
+  /** A second handle on the same database (another "replica"); opened with `other: true`. */
+  readonly other: Database;
+  /** A fresh schema named `prefix_…`, with `migrations` of it run on `database`. */
+  freshSchema(
+    prefix: string,
+    migrations: (schema: string) => Record<string, Migration>,
+  ): Promise<string>;
+}
+
+/** Options of {@link openContractBackend}. */
+export interface ContractBackendOptions {
+  /** Open a second handle (`other`) too. */
+  other?: boolean;
+  /** Closes what the tests started, after them and before the target is torn down. */
+  release?: () => Promise<unknown>;
+  /** The beforeAll's timeout (opening PGlite can take most of a minute on a loaded box). */
+  timeoutMs?: number;
+}
+
+/**
+ * Registers, in the enclosing describe, the opening of `factory`'s target
+ * and its handles before the tests, and after them `release` then the
+ * target's teardown.
+ */
+export function openContractBackend(
+  factory: () => Promise<StorageContractTarget>,
+  options: ContractBackendOptions = {},
+): ContractBackend {
+  let target: StorageContractTarget | undefined;
+  let database: Database | undefined;
+  let other: Database | undefined;
+  beforeAll(async () => {
+    target = await factory();
+    database = await target.open();
+    if (options.other) other = await target.open();
+  }, options.timeoutMs);
+  afterAll(async () => {
+    await options.release?.();
+    await target?.teardown();
+  });
+  const opened = <T>(value: T | undefined, what: string): T => {
+    if (value === undefined) throw new Error(`contract backend: ${what} is not open`);
+    return value;
+  };
+  const backend: ContractBackend = {
+    get target() {
+      return opened(target, "the target");
+    },
+    get database() {
+      return opened(database, "the database");
+    },
+    get other() {
+      return opened(other, "the other handle");
+    },
+    async freshSchema(prefix, migrations) {
+      const schema = uniqueName(prefix);
+      await migrate(backend.database, { schema, migrations: migrations(schema) });
+      return schema;
+    },
+  };
+  return backend;
+}
 
 /** A new event on `task` resource `resourceId`. */
 export function event(
@@ -35,6 +111,46 @@ export async function readAll(database: Database, schema: string): Promise<Outbo
 
 export async function unpublished(database: Database, schema: string): Promise<number> {
   return (await readOutbox(database, schema, { limit: 100_000, unpublishedOnly: true })).length;
+}
+
+/**
+ * `transactions` concurrent transactions of 5 events each, spread over
+ * `resources` tasks of `workspaceId`, each kicking `relay` once committed.
+ */
+export async function writeConcurrently(
+  database: Database,
+  schema: string,
+  relay: { kick(): void },
+  workspaceId: string,
+  transactions: number,
+  resources: number,
+): Promise<void> {
+  await Promise.all(
+    Array.from({ length: transactions }, (_, tx) =>
+      inTransaction(database, (trx) =>
+        appendToOutbox(
+          trx,
+          schema,
+          Array.from({ length: 5 }, (_, i) => event(workspaceId, `task_${(tx + i) % resources}`)),
+        ),
+      ).then(() => relay.kick()),
+    ),
+  );
+}
+
+/** The log's events of `workspaceId`, once it holds `count` or more. */
+export function publishedEvents(
+  log: EventLog,
+  workspaceId: string,
+  count: number,
+): Promise<Event[]> {
+  return eventually(
+    async () => {
+      const events = await readLog(log, workspaceId);
+      return events.length >= count ? events : undefined;
+    },
+    { what: `${count} published events` },
+  );
 }
 
 /** Everything the log holds for a workspace, in log order. */

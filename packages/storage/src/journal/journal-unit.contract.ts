@@ -6,10 +6,9 @@
  * anything is written.
  */
 import { isTrellisError } from "@trellis/runtime";
-import { uniqueName } from "@trellis/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { openContractBackend } from "../contract/support.js";
 import type { Database } from "../database.js";
-import { migrate } from "../migrate.js";
 import type { StorageContractTarget } from "../storage.contract.js";
 import { createJournal, type JournalEntry } from "./journal.js";
 import { readJournal } from "./journal-read.js";
@@ -29,24 +28,8 @@ export function describeJournalUnitContract(
   factory: () => Promise<StorageContractTarget>,
 ): void {
   describe(`journal appends in a caller's transaction: ${name}`, () => {
-    let target: StorageContractTarget;
-    let database: Database;
-    let other: Database;
-
-    beforeAll(async () => {
-      target = await factory();
-      database = await target.open();
-      other = await target.open();
-    });
-    afterAll(async () => {
-      await target?.teardown();
-    });
-
-    const freshSchema = async (): Promise<string> => {
-      const schema = uniqueName("ju");
-      await migrate(database, { schema, migrations: journalMigrations(schema) });
-      return schema;
-    };
+    const backend = openContractBackend(factory, { other: true });
+    const freshSchema = () => backend.freshSchema("ju", journalMigrations);
     const options = (schema: string, on: Database) => ({
       schema,
       lock: on.kind === "postgres",
@@ -55,23 +38,29 @@ export function describeJournalUnitContract(
 
     it("commits with the caller's writes and leaves nothing (and no gap) when it rolls back", async () => {
       const schema = await freshSchema();
-      const first = await database.kysely
+      const first = await backend.database.kysely
         .transaction()
         .execute((trx) =>
-          appendInTransaction(trx, [entry("s1", "a"), entry("s1", "b")], options(schema, database)),
+          appendInTransaction(
+            trx,
+            [entry("s1", "a"), entry("s1", "b")],
+            options(schema, backend.database),
+          ),
         );
       expect(first).toEqual([1n, 2n]);
       await expect(
-        database.kysely.transaction().execute(async (trx) => {
-          await appendInTransaction(trx, [entry("s1", "lost")], options(schema, database));
+        backend.database.kysely.transaction().execute(async (trx) => {
+          await appendInTransaction(trx, [entry("s1", "lost")], options(schema, backend.database));
           throw new Error("the caller's write failed");
         }),
       ).rejects.toThrow("the caller's write failed");
-      const next = await database.kysely
+      const next = await backend.database.kysely
         .transaction()
-        .execute((trx) => appendInTransaction(trx, [entry("s2", "c")], options(schema, database)));
+        .execute((trx) =>
+          appendInTransaction(trx, [entry("s2", "c")], options(schema, backend.database)),
+        );
       expect(next).toEqual([3n]);
-      const stored = await readJournal(other.kysely, schema, { limit: 100 });
+      const stored = await readJournal(backend.other.kysely, schema, { limit: 100 });
       expect(stored.map((r) => [r.position, r.stream, text(r.body)])).toEqual([
         [1n, "s1", "a"],
         [2n, "s1", "b"],
@@ -81,16 +70,16 @@ export function describeJournalUnitContract(
 
     it("keeps positions gapless beside group commits from another connection", async () => {
       const schema = await freshSchema();
-      const journal = createJournal(other, { schema });
+      const journal = createJournal(backend.other, { schema });
       try {
         const inTransaction = Array.from({ length: 20 }, (_, i) =>
-          database.kysely
+          backend.database.kysely
             .transaction()
             .execute((trx) =>
               appendInTransaction(
                 trx,
                 [entry(`t${i}`, `t${i}.1`), entry(`t${i}`, `t${i}.2`)],
-                options(schema, database),
+                options(schema, backend.database),
               ),
             ),
         );
@@ -105,7 +94,7 @@ export function describeJournalUnitContract(
         for (const own of positions) expect(own[1]).toBe((own[0] as bigint) + 1n);
         const sorted = positions.flat().sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
         expect(sorted).toEqual(Array.from({ length: 80 }, (_, i) => BigInt(i + 1)));
-        const stored = await readJournal(other.kysely, schema, { limit: 1000 });
+        const stored = await readJournal(backend.other.kysely, schema, { limit: 1000 });
         expect(stored).toHaveLength(80);
         for (const record of stored) {
           expect(text(record.body).startsWith(`${record.stream}.`)).toBe(true);
@@ -118,9 +107,9 @@ export function describeJournalUnitContract(
     it("refuses bad input before writing anything", async () => {
       const schema = await freshSchema();
       const refused = async (entries: JournalEntry[], reason: string) => {
-        const error = await database.kysely
+        const error = await backend.database.kysely
           .transaction()
-          .execute((trx) => appendInTransaction(trx, entries, options(schema, database)))
+          .execute((trx) => appendInTransaction(trx, entries, options(schema, backend.database)))
           .then(
             () => undefined,
             (e: unknown) => e,
@@ -133,7 +122,7 @@ export function describeJournalUnitContract(
         [{ stream: "s", kind: "k", body: new Uint8Array(1024 * 1024 + 1) }],
         "payload_too_large",
       );
-      expect(await readJournal(other.kysely, schema, { limit: 10 })).toEqual([]);
+      expect(await readJournal(backend.other.kysely, schema, { limit: 10 })).toEqual([]);
     });
   });
 }

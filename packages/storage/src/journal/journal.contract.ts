@@ -18,11 +18,10 @@ import {
   type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 import { isTrellisError } from "@trellis/runtime";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { eventually } from "@trellis/testkit";
 import { sql, type Transaction } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../database.js";
-import { migrate } from "../migrate.js";
+import { describe, expect, it } from "vitest";
+import { openContractBackend } from "../contract/support.js";
 import type { StorageContractTarget } from "../storage.contract.js";
 import { createJournal, type Journal, type JournalEntry, type JournalOptions } from "./journal.js";
 import { type JournalRecord, readJournal } from "./journal-read.js";
@@ -50,46 +49,35 @@ export function describeJournalContract(
   factory: () => Promise<StorageContractTarget>,
 ): void {
   describe(`journal contract: ${name}`, () => {
-    let target: StorageContractTarget;
-    let database: Database;
-    let other: Database;
     const journals: Journal[] = [];
     const projectors: Projector[] = [];
-
-    beforeAll(async () => {
-      target = await factory();
-      database = await target.open();
-      other = await target.open();
+    const backend = openContractBackend(factory, {
+      other: true,
+      async release() {
+        await Promise.all(projectors.map((p) => p.stop()));
+        await Promise.all(journals.map((j) => j.close()));
+      },
     });
-    afterAll(async () => {
-      await Promise.all(projectors.map((p) => p.stop()));
-      await Promise.all(journals.map((j) => j.close()));
-      await target?.teardown();
-    });
-
-    const freshSchema = async (): Promise<string> => {
-      const schema = uniqueName("jr");
-      await migrate(database, { schema, migrations: journalMigrations(schema) });
-      return schema;
-    };
-    const open = (schema: string, options: Partial<JournalOptions> = {}, on = database) => {
+    const freshSchema = () => backend.freshSchema("jr", journalMigrations);
+    const open = (schema: string, options: Partial<JournalOptions> = {}, on = backend.database) => {
       const journal = createJournal(on, { schema, ...options });
       journals.push(journal);
       return journal;
     };
-    const all = (schema: string, on = other) => readJournal(on.kysely, schema, { limit: 100_000 });
+    const all = (schema: string, on = backend.other) =>
+      readJournal(on.kysely, schema, { limit: 100_000 });
     /** How many transactions wrote the journal's rows (their distinct `xmin`). */
     const transactions = async (schema: string): Promise<number> => {
       const result = await sql<{ n: bigint }>`
         select count(distinct xmin::text) as n from ${sql.id(schema, "journal")}`.execute(
-        other.kysely,
+        backend.other.kysely,
       );
       return Number(result.rows[0]?.n ?? 0n);
     };
     /** A projection table and a `project` that records each entry in it. */
     const projection = async (schema: string) => {
       await sql`create table ${sql.id(schema, "applied")} (position bigint not null, stream text not null)`.execute(
-        database.kysely,
+        backend.database.kysely,
       );
       const apply = async (batch: readonly JournalRecord[], trx: Transaction<unknown>) => {
         await sql`insert into ${sql.id(schema, "applied")} (position, stream) values ${sql.join(
@@ -99,7 +87,7 @@ export function describeJournalContract(
       const applied = async (): Promise<bigint[]> => {
         const rows = await sql<{ position: bigint }>`
           select position from ${sql.id(schema, "applied")} order by position`.execute(
-          other.kysely,
+          backend.other.kysely,
         );
         return rows.rows.map((r) => BigInt(r.position));
       };
@@ -112,7 +100,7 @@ export function describeJournalContract(
       },
     ) => {
       const projector = await createProjector({
-        database,
+        database: backend.database,
         schema,
         name: "test",
         pollIntervalMs: 50,
@@ -138,7 +126,7 @@ export function describeJournalContract(
       const held = new Promise<void>((r) => {
         holding = r;
       });
-      const blocker = other.kysely.transaction().execute(async (trx) => {
+      const blocker = backend.other.kysely.transaction().execute(async (trx) => {
         await sql`select pg_advisory_xact_lock(hashtextextended(${`trellis.journal.${schema}`}, 0))`.execute(
           trx,
         );
@@ -186,7 +174,7 @@ export function describeJournalContract(
       );
       const perTransaction = await sql<{ n: bigint }>`
         select count(*) as n from ${sql.id(small, "journal")} group by xmin::text`.execute(
-        other.kysely,
+        backend.other.kysely,
       );
       expect(perTransaction.rows.map((r) => Number(r.n))).toEqual([2, 2, 2, 2, 2, 2].map(() => 4));
     });
@@ -194,7 +182,7 @@ export function describeJournalContract(
     it("writes an idempotency key once, also when it repeats within one batch and across writers", async () => {
       const schema = await freshSchema();
       const first = open(schema);
-      const second = open(schema, {}, other);
+      const second = open(schema, {}, backend.other);
       const same = (i: number) => [entry("s1", `k${i}`), entry("s1", `k${i}b`)];
       const results = await Promise.all([
         ...Array.from({ length: 5 }, (_, i) =>
@@ -220,13 +208,13 @@ export function describeJournalContract(
     it("keeps each stream in append order with gapless positions visible in order", async () => {
       const schema = await freshSchema();
       const a = open(schema);
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       // A reader paging by position while two writers append must never see a gap.
       let reading = true;
       const gaps: string[] = [];
       const reader = (async () => {
         while (reading) {
-          const rows = await readJournal(other.kysely, schema, { limit: 100_000 });
+          const rows = await readJournal(backend.other.kysely, schema, { limit: 100_000 });
           rows.forEach((r, i) => {
             if (r.position !== BigInt(i + 1)) gaps.push(`${i + 1} → ${r.position}`);
           });
@@ -258,7 +246,7 @@ export function describeJournalContract(
     it("refuses an append whose stream moved (expectedPosition), alone in its batch", async () => {
       const schema = await freshSchema();
       const journal = open(schema);
-      const owner = open(schema, {}, other);
+      const owner = open(schema, {}, backend.other);
       expect(await journal.append([entry("s")], { expectedPosition: 0n })).toEqual({
         positions: [1n],
         duplicate: false,
@@ -317,9 +305,11 @@ export function describeJournalContract(
         begin
           if new.kind = 'poison' then raise exception 'refused'; end if;
           return new;
-        end $$`.execute(database.kysely);
+        end $$`.execute(backend.database.kysely);
       await sql`create trigger refuse before insert on ${sql.id(schema, "journal")}
-        for each row execute function ${sql.id(schema, "refuse")}()`.execute(database.kysely);
+        for each row execute function ${sql.id(schema, "refuse")}()`.execute(
+        backend.database.kysely,
+      );
       const outcomes = await Promise.allSettled([
         journal.append([entry("s1")]),
         journal.append([entry("s2", "poison")]),
@@ -402,7 +392,7 @@ export function describeJournalContract(
       const journal = open(schema);
       const { apply, applied } = await projection(schema);
       const p1 = await project(schema, { batchSize: 3, journal, project: apply });
-      const p2 = await project(schema, { batchSize: 3, project: apply, database: other });
+      const p2 = await project(schema, { batchSize: 3, project: apply, database: backend.other });
       await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append([entry(`s${i}`)])));
       await p1.waitFor(40n);
       await p2.waitFor(40n);
@@ -412,7 +402,7 @@ export function describeJournalContract(
     it("applies what its journal hands over without reading it back, and reads gaps", async () => {
       const schema = await freshSchema();
       const journal = open(schema);
-      const elsewhere = open(schema, {}, other);
+      const elsewhere = open(schema, {}, backend.other);
       const { apply, applied } = await projection(schema);
       // Written before the projector started: only the table has them.
       await journal.append([entry("before"), entry("before")]);
@@ -484,7 +474,7 @@ export function describeJournalContract(
 
     it("wakes a projector in another process by NOTIFY", async () => {
       const schema = await freshSchema();
-      const journal = open(schema, { notify: true }, other);
+      const journal = open(schema, { notify: true }, backend.other);
       const { apply, applied } = await projection(schema);
       // No in-process journal and no polling to speak of: only the NOTIFY wakes it.
       const projector = await project(schema, {
@@ -552,7 +542,7 @@ export function describeJournalContract(
     /** A projection of bodies as text: the database refuses a NUL, and a check refuses `refuse:me`. */
     const textProjection = async (schema: string) => {
       await sql`create table ${sql.id(schema, "texts")} (position bigint primary key, body text not null check (body <> 'refuse:me'))`.execute(
-        database.kysely,
+        backend.database.kysely,
       );
       const apply = async (batch: readonly JournalRecord[], trx: Transaction<unknown>) => {
         await sql`insert into ${sql.id(schema, "texts")} (position, body) values ${sql.join(
@@ -561,13 +551,15 @@ export function describeJournalContract(
       };
       const applied = async (): Promise<bigint[]> => {
         const rows = await sql<{ position: bigint }>`
-          select position from ${sql.id(schema, "texts")} order by position`.execute(other.kysely);
+          select position from ${sql.id(schema, "texts")} order by position`.execute(
+          backend.other.kysely,
+        );
         return rows.rows.map((r) => BigInt(r.position));
       };
       const deadLetters = async () => {
         const rows = await sql<{ position: bigint; stream: string; kind: string; reason: string }>`
           select position, stream, kind, reason from ${sql.id(schema, "journal_dead_letter")}
-          order by position`.execute(other.kysely);
+          order by position`.execute(backend.other.kysely);
         return rows.rows.map((r) => ({ ...r, position: BigInt(r.position) }));
       };
       return { apply, applied, deadLetters };
@@ -611,7 +603,7 @@ export function describeJournalContract(
       expect(await applied()).toEqual(range(12));
       const rows = await sql<{ position: bigint; body: string }>`
         select position, body from ${sql.id(schema, "texts")} where body = '[unrecordable]' order by position`.execute(
-        other.kysely,
+        backend.other.kysely,
       );
       expect(rows.rows.map((r) => BigInt(r.position))).toEqual([3n, 8n]);
       expect(substitutes).toEqual([3n, 8n]);

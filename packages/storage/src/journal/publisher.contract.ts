@@ -28,8 +28,8 @@ import { type EventLog, type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/event
 import { TrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Database } from "../database.js";
+import { describe, expect, it } from "vitest";
+import { openContractBackend } from "../contract/support.js";
 import { migrate } from "../migrate.js";
 import { DEAD_LETTER_KIND, type DeadLetter } from "../outbox/dead-letter.js";
 import type { StorageContractTarget } from "../storage.contract.js";
@@ -99,28 +99,22 @@ const stepRecord = (n: number): JournalEntry => ({
 /** Registers the publisher contract suite for one backend pair. */
 export function describePublisherContract(name: string, target: PublisherContractTarget): void {
   describe(`publisher contract: ${name}`, () => {
-    let storage: StorageContractTarget;
-    let database: Database;
     const journals: Journal[] = [];
     const publishers: Publisher[] = [];
     const logs: PublisherLogHandle[] = [];
-
-    // Opening PGlite (WebAssembly) took over 60 s on the loaded 2-core box.
-    beforeAll(async () => {
-      storage = await target.storage();
-      database = await storage.open();
-    }, 180_000);
-    afterAll(async () => {
-      await Promise.all(publishers.map((p) => p.stop()));
-      await Promise.all(journals.map((j) => j.close()));
-      await Promise.all(logs.map((l) => l.dispose()));
-      await storage?.teardown();
+    const backend = openContractBackend(() => target.storage(), {
+      async release() {
+        await Promise.all(publishers.map((p) => p.stop()));
+        await Promise.all(journals.map((j) => j.close()));
+        await Promise.all(logs.map((l) => l.dispose()));
+      },
+      // Opening PGlite (WebAssembly) took over 60 s on the loaded 2-core box.
+      timeoutMs: 180_000,
     });
 
     const setup = async () => {
-      const schema = uniqueName("pub");
-      await migrate(database, { schema, migrations: journalMigrations(schema) });
-      const journal = createJournal(database, { schema });
+      const schema = await backend.freshSchema("pub", journalMigrations);
+      const journal = createJournal(backend.database, { schema });
       journals.push(journal);
       const handle = await target.openLog();
       logs.push(handle);
@@ -134,7 +128,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       options: Partial<PublisherOptions<unknown>> = {},
     ): Promise<Publisher> => {
       const publisher = await createPublisher({
-        database,
+        database: backend.database,
         schema,
         name: "events",
         journal,
@@ -205,7 +199,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       expect(stats.deadLetters).toBe(0);
       if (s.handle.positioned) {
         // Embedded: the log's positions are the journal's.
-        const journal = await readJournal(database.kysely, s.schema, { limit: 100 });
+        const journal = await readJournal(backend.database.kysely, s.schema, { limit: 100 });
         const positions = new Map(journal.map((r) => [r.position, r.kind]));
         for (const l of logged) expect(positions.get(l.position)).toBe(l.event.kind);
       }
@@ -233,7 +227,10 @@ export function describePublisherContract(name: string, target: PublisherContrac
 
     it("wakes on a NOTIFY from a journal in another process, without polling", async () => {
       const s = await setup();
-      const elsewhere = createJournal(await storage.open(), { schema: s.schema, notify: true });
+      const elsewhere = createJournal(await backend.target.open(), {
+        schema: s.schema,
+        notify: true,
+      });
       journals.push(elsewhere);
       // No in-process journal to wake it, no poll to speak of.
       const publisher = await start(s, {
@@ -476,13 +473,13 @@ export function describePublisherContract(name: string, target: PublisherContrac
     it("killed by SIGKILL inside a batch (child process): restart publishes nothing twice, loses nothing", async (ctx) => {
       const s = await setup();
       const nats = s.handle.child;
-      if (storage.childConfig === undefined || nats === undefined) return ctx.skip();
+      if (backend.target.childConfig === undefined || nats === undefined) return ctx.skip();
       const events = Array.from({ length: 30 }, (_, i) =>
         eventOf(s.workspaceId, `task_${i % 3}`, Math.floor(i / 3) + 1),
       );
       const last = await appendEvents(s.journal, events);
       const config: PublisherCrashConfig = {
-        database: storage.childConfig,
+        database: backend.target.childConfig,
         schema: s.schema,
         nats,
         crashAfterEvents: 13,
@@ -493,7 +490,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       expect(before.length).toBe(13);
       const position = await sql<{ position: bigint }>`
         select position from ${sql.id(s.schema, "journal_projection")} where name = 'events'`.execute(
-        database.kysely,
+        backend.database.kysely,
       );
       expect(BigInt(position.rows[0]?.position ?? 0n)).toBe(0n);
       const restarted = await start(s);
@@ -509,8 +506,8 @@ export function describePublisherContract(name: string, target: PublisherContrac
     describe("pruneJournal", () => {
       it("deletes what every projector applied, keeps each stream's newest entry, never reuses positions", async () => {
         const schema = uniqueName("prune");
-        await migrate(database, { schema, migrations: journalMigrations(schema) });
-        const journal = createJournal(database, { schema });
+        await migrate(backend.database, { schema, migrations: journalMigrations(schema) });
+        const journal = createJournal(backend.database, { schema });
         journals.push(journal);
         const text = new TextEncoder();
         const put = (stream: string, n: number) =>
@@ -525,7 +522,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
         await put("a", 5); // 1-5
         await put("b", 2); // 6-7
         await put("a", 3); // 8-10
-        expect((await pruneJournal(database, { schema })).deleted).toBe(0);
+        expect((await pruneJournal(backend.database, { schema })).deleted).toBe(0);
 
         const positions = new Map<string, bigint>([
           ["fast", 10n],
@@ -533,20 +530,20 @@ export function describePublisherContract(name: string, target: PublisherContrac
         ]);
         for (const [name, position] of positions) {
           await sql`insert into ${sql.id(schema, "journal_projection")} (name, position)
-            values (${name}, ${position})`.execute(database.kysely);
+            values (${name}, ${position})`.execute(backend.database.kysely);
         }
         // Entries 1-7 applied by both. Kept of them: b's newest (7). 8-10 are above slow.
-        const result = await pruneJournal(database, { schema, chunk: 2 });
+        const result = await pruneJournal(backend.database, { schema, chunk: 2 });
         expect(result).toEqual({ deleted: 6, lowest: 7n });
-        const left = await readJournal(database.kysely, schema, { limit: 100 });
+        const left = await readJournal(backend.database.kysely, schema, { limit: 100 });
         expect(left.map((r) => r.position)).toEqual([7n, 8n, 9n, 10n]);
 
         // Everything applied: the newest entry of each stream stays (a's is the journal's head).
         await sql`update ${sql.id(schema, "journal_projection")} set position = 10`.execute(
-          database.kysely,
+          backend.database.kysely,
         );
-        expect((await pruneJournal(database, { schema })).deleted).toBe(2);
-        const kept = await readJournal(database.kysely, schema, { limit: 100 });
+        expect((await pruneJournal(backend.database, { schema })).deleted).toBe(2);
+        const kept = await readJournal(backend.database.kysely, schema, { limit: 100 });
         expect(kept.map((r) => [r.position, r.stream])).toEqual([
           [7n, "b"],
           [10n, "a"],
@@ -562,11 +559,13 @@ export function describePublisherContract(name: string, target: PublisherContrac
 
         // keepSince: entries written since then stay although applied.
         await sql`update ${sql.id(schema, "journal_projection")} set position = 12`.execute(
-          database.kysely,
+          backend.database.kysely,
         );
         const since = new Date(Date.now() - 3_600_000);
-        expect((await pruneJournal(database, { schema, keepSince: since })).deleted).toBe(0);
-        expect((await pruneJournal(database, { schema })).deleted).toBe(2);
+        expect((await pruneJournal(backend.database, { schema, keepSince: since })).deleted).toBe(
+          0,
+        );
+        expect((await pruneJournal(backend.database, { schema })).deleted).toBe(2);
       });
     });
   });

@@ -16,14 +16,14 @@
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { isTrellisError } from "@trellis/runtime";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { eventually } from "@trellis/testkit";
 import { sql } from "kysely";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
+import { openContractBackend } from "../contract/support.js";
 import type { Database } from "../database.js";
 import { createJournal, type Journal } from "../journal/journal.js";
 import { readJournal } from "../journal/journal-read.js";
 import { journalMigrations } from "../journal/journal-schema.js";
-import { migrate } from "../migrate.js";
 import type { StorageContractTarget } from "../storage.contract.js";
 import type { LeaseChildConfig, LeaseChildLine } from "../testing/lease-crash-child.js";
 import { leaseMigrations } from "./lease-schema.js";
@@ -37,43 +37,33 @@ export function describeLeaseContract(
   factory: () => Promise<StorageContractTarget>,
 ): void {
   describe(`lease contract: ${name}`, () => {
-    let target: StorageContractTarget;
-    let database: Database;
-    let other: Database;
     const opened: Leases[] = [];
     const journals: Journal[] = [];
-
-    beforeAll(async () => {
-      target = await factory();
-      database = await target.open();
-      other = await target.open();
+    const backend = openContractBackend(factory, {
+      other: true,
+      async release() {
+        await Promise.all(opened.map((l) => l.close()));
+        await Promise.all(journals.map((j) => j.close()));
+      },
       // Opening PGlite can take most of a minute on the loaded shared box.
-    }, 180_000);
-    afterAll(async () => {
-      await Promise.all(opened.map((l) => l.close()));
-      await Promise.all(journals.map((j) => j.close()));
-      await target?.teardown();
+      timeoutMs: 180_000,
     });
-
-    const freshSchema = async (): Promise<string> => {
-      const schema = uniqueName("ls");
-      await migrate(database, {
-        schema,
-        migrations: { ...journalMigrations(schema), ...leaseMigrations(schema) },
-      });
-      return schema;
-    };
+    const freshSchema = () =>
+      backend.freshSchema("ls", (schema) => ({
+        ...journalMigrations(schema),
+        ...leaseMigrations(schema),
+      }));
     const open = (
       schema: string,
       options: Partial<LeasesOptions> = {},
-      on: Database = database,
+      on: Database = backend.database,
     ): Leases => {
       const leases = createLeases({ database: on, schema, ttlMs: 30_000, ...options });
       opened.push(leases);
       return leases;
     };
     const journalOf = (schema: string) => {
-      const journal = createJournal(database, { schema });
+      const journal = createJournal(backend.database, { schema });
       journals.push(journal);
       return journal;
     };
@@ -85,11 +75,11 @@ export function describeLeaseContract(
     /** A stalled owner: its lease's expiry passes on the database clock. */
     const lapse = (schema: string, stream: string) =>
       sql`update ${sql.id(schema, "session_leases")} set expires_at = now() - interval '1 second'
-        where stream = ${stream}`.execute(other.kysely);
+        where stream = ${stream}`.execute(backend.other.kysely);
     const row = async (schema: string, stream: string) => {
       const result = await sql<{ owner: string; fence: bigint; expires_at: Date }>`
         select owner, fence, expires_at from ${sql.id(schema, "session_leases")}
-        where stream = ${stream}`.execute(other.kysely);
+        where stream = ${stream}`.execute(backend.other.kysely);
       return result.rows[0];
     };
     const reasonOf = (error: unknown) => (isTrellisError(error) ? error.reason : String(error));
@@ -97,7 +87,7 @@ export function describeLeaseContract(
     it("acquires, refuses a second owner, renews, releases", async () => {
       const schema = await freshSchema();
       const a = open(schema);
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       const first = await a.acquire("ses_1");
       expect(first).toMatchObject({
         acquired: true,
@@ -152,7 +142,7 @@ export function describeLeaseContract(
       // One statement: every row got the same database time.
       const result = await sql<{ n: bigint }>`
         select count(distinct expires_at) as n from ${sql.id(schema, "session_leases")}`.execute(
-        other.kysely,
+        backend.other.kysely,
       );
       expect(Number(result.rows[0]?.n)).toBe(1);
       for (const stream of streams) await a.release(stream);
@@ -162,7 +152,7 @@ export function describeLeaseContract(
     it("lets exactly one of two racing owners win each stream", async () => {
       const schema = await freshSchema();
       const a = open(schema);
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       const streams = Array.from({ length: 20 }, (_, i) => `race_${i}`);
       const results = await Promise.all(
         streams.map((stream) => Promise.all([a.acquire(stream), b.acquire(stream)])),
@@ -180,7 +170,7 @@ export function describeLeaseContract(
       const schema = await freshSchema();
       const lostA: LostLease[] = [];
       const a = open(schema, { onLost: (lost) => lostA.push(lost) });
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       await a.acquire("ses_t");
       await a.acquire("ses_e");
       await journalOf(schema).append([entry("ses_t", "a1")], { expectedPosition: 0n });
@@ -215,7 +205,7 @@ export function describeLeaseContract(
       const schema = await freshSchema();
       const lostA: LostLease[] = [];
       const a = open(schema, { onLost: (lost) => lostA.push(lost) });
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       await a.acquire("ses_r");
       await lapse(schema, "ses_r");
       expect((await b.acquire("ses_r")).acquired).toBe(true);
@@ -226,7 +216,7 @@ export function describeLeaseContract(
 
     it("drops leases past their deadline when the database cannot be reached", async () => {
       const schema = await freshSchema();
-      const gone = await target.open();
+      const gone = await backend.target.open();
       const lostA: LostLease[] = [];
       const a = open(
         schema,
@@ -247,7 +237,7 @@ export function describeLeaseContract(
       const schema = await freshSchema();
       const journal = journalOf(schema);
       const a = open(schema);
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       const mine = await a.acquire("ses_f");
       if (!mine.acquired) throw new Error("a must acquire");
       let aHead = mine.expectedPosition;
@@ -259,7 +249,10 @@ export function describeLeaseContract(
       if (!theirs.acquired) throw new Error("b must take over");
       expect(theirs.expectedPosition).toBe(aHead);
       // The new owner rebuilds from the journal up to its head, then appends.
-      const rebuilt = await readJournal(other.kysely, schema, { stream: "ses_f", limit: 100 });
+      const rebuilt = await readJournal(backend.other.kysely, schema, {
+        stream: "ses_f",
+        limit: 100,
+      });
       expect(rebuilt.map((r) => r.position)).toEqual([aHead]);
       await journal.append([entry("ses_f", "b1")], { expectedPosition: theirs.expectedPosition });
 
@@ -271,7 +264,10 @@ export function describeLeaseContract(
           (error) => reasonOf(error),
         );
       expect(refused).toBe("conflict");
-      const history = await readJournal(other.kysely, schema, { stream: "ses_f", limit: 100 });
+      const history = await readJournal(backend.other.kysely, schema, {
+        stream: "ses_f",
+        limit: 100,
+      });
       expect(history.map((r) => new TextDecoder().decode(r.body))).toEqual(["a1", "b1"]);
 
       // The other order: the deposed owner slips in first; then the new
@@ -288,7 +284,10 @@ export function describeLeaseContract(
           (error) => reasonOf(error),
         );
       expect(late).toBe("conflict");
-      const final = await readJournal(other.kysely, schema, { stream: "ses_f", limit: 100 });
+      const final = await readJournal(backend.other.kysely, schema, {
+        stream: "ses_f",
+        limit: 100,
+      });
       expect(final.map((r) => new TextDecoder().decode(r.body))).toEqual(["a1", "b1", "b2"]);
     });
 
@@ -303,25 +302,25 @@ export function describeLeaseContract(
       await a.release("s1");
       expect((await a.acquire("s3")).acquired).toBe(true);
       await expect(a.acquire("")).rejects.toSatisfy((e) => reasonOf(e) === "invalid_request");
-      expect(() => createLeases({ database, schema, ttlMs: 100, renewEveryMs: 100 })).toThrow(
-        /renewEveryMs/,
-      );
+      expect(() =>
+        createLeases({ database: backend.database, schema, ttlMs: 100, renewEveryMs: 100 }),
+      ).toThrow(/renewEveryMs/);
       await a.close();
       await expect(a.acquire("s4")).rejects.toSatisfy((e) => reasonOf(e) === "service_unavailable");
       // Closing released everything held: others take it at once.
-      const b = open(schema, {}, other);
+      const b = open(schema, {}, backend.other);
       expect(await b.acquire("s2")).toMatchObject({ acquired: true, tookOver: true });
     });
 
     it("hands a killed owner's leases over after the TTL", async (ctx) => {
-      if (target.childConfig === undefined) return ctx.skip();
+      if (backend.target.childConfig === undefined) return ctx.skip();
       const schema = await freshSchema();
       const streams = ["k1", "k2", "k3"];
       await journalOf(schema).append([entry("k2", "x")], { expectedPosition: 0n });
       const childPath = fileURLToPath(new URL("../testing/lease-crash-child.ts", import.meta.url));
       const packageDir = fileURLToPath(new URL("../..", import.meta.url));
       const config: LeaseChildConfig = {
-        database: target.childConfig,
+        database: backend.target.childConfig,
         schema,
         streams,
         ttlMs: 2_000,
@@ -348,7 +347,7 @@ export function describeLeaseContract(
           child.on("exit", () => reject(new Error("lease child exited before acquiring")));
         });
         expect(line.fences).toEqual(["1", "1", "1"]);
-        const b = open(schema, {}, other);
+        const b = open(schema, {}, backend.other);
         // Held and renewed by a live child: refused.
         expect(await b.acquire("k1")).toMatchObject({ acquired: false, ownedBy: line.owner });
 

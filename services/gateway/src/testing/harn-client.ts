@@ -28,6 +28,22 @@ export interface ApiResponse<T = Json> {
   json: T;
 }
 
+/**
+ * The headers of one request: `options.headers`, then the bearer key
+ * (`defaultKey` unless `options.key` says otherwise) and the protocol version.
+ */
+export function harnHeaders(
+  defaultKey: string,
+  options: Omit<RequestOptions, "body"> = {},
+): Record<string, string> {
+  const headers: Record<string, string> = { ...options.headers };
+  const key = options.key === undefined ? defaultKey : options.key;
+  if (key !== null) headers.authorization = `Bearer ${key}`;
+  const version = options.version === undefined ? VERSION : options.version;
+  if (version !== null) headers["harn-agents-protocol-version"] = version;
+  return headers;
+}
+
 /** A client bound to a base URL and a default key. */
 export function harnClient(baseUrl: string, defaultKey: string) {
   async function request<T = Json>(
@@ -35,11 +51,7 @@ export function harnClient(baseUrl: string, defaultKey: string) {
     path: string,
     options: RequestOptions = {},
   ): Promise<ApiResponse<T>> {
-    const headers: Record<string, string> = { ...options.headers };
-    const key = options.key === undefined ? defaultKey : options.key;
-    if (key !== null) headers.authorization = `Bearer ${key}`;
-    const version = options.version === undefined ? VERSION : options.version;
-    if (version !== null) headers["harn-agents-protocol-version"] = version;
+    const headers = harnHeaders(defaultKey, options);
     if (options.body !== undefined) headers["content-type"] = "application/json";
     const response = await fetch(`${baseUrl}${path}`, {
       method,
@@ -64,11 +76,7 @@ export function harnClient(baseUrl: string, defaultKey: string) {
       request<T>("POST", path, { ...options, ...(body === undefined ? {} : { body }) }),
     /** Open an SSE stream. */
     async stream(path: string, options: RequestOptions = {}): Promise<SseReader> {
-      const headers: Record<string, string> = { accept: "text/event-stream", ...options.headers };
-      const key = options.key === undefined ? defaultKey : options.key;
-      if (key !== null) headers.authorization = `Bearer ${key}`;
-      const version = options.version === undefined ? VERSION : options.version;
-      if (version !== null) headers["harn-agents-protocol-version"] = version;
+      const headers = { accept: "text/event-stream", ...harnHeaders(defaultKey, options) };
       const abort = new AbortController();
       const response = await fetch(`${baseUrl}${path}`, { headers, signal: abort.signal });
       return new SseReader(response, abort);

@@ -6,6 +6,7 @@
 export {
   type ApiResponse,
   harnClient,
+  harnHeaders,
   type Json,
   poll,
   type RequestOptions,

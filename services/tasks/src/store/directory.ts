@@ -13,12 +13,19 @@ import {
 import { conflict, invalidRequest, notFound, permissionDenied } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
 import { jsonWeight, PAGE_METADATA_BUDGET } from "./bounded-metadata.js";
-import { jsonText } from "./codec.js";
+import { encodeRequirements, jsonText } from "./codec.js";
 import { afterSeq, readPage } from "./paging.js";
 import { toAgent, toWorkspace } from "./rows.js";
 import { NOW, type StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
-import type { Idempotency, Page, PageRequest, WorkspacePatch, WriteContext } from "./task-store.js";
+import type {
+  Idempotency,
+  NewTask,
+  Page,
+  PageRequest,
+  WorkspacePatch,
+  WriteContext,
+} from "./task-store.js";
 import type { Tx } from "./write-unit.js";
 
 declare module "./store-parts.js" {
@@ -328,6 +335,21 @@ export class Directory {
       );
     }
     return agent;
+  }
+
+  /**
+   * The agent a submit runs (as resolveAgent) and the task's own
+   * requirements, checked against it before anything is stored (a refusal
+   * throws): the stored form, null when there are none.
+   */
+  async submitAgent(
+    tx: Tx | undefined,
+    agentId: string,
+    workspaceId: string,
+    input: Pick<NewTask, "prepareRequirements">,
+  ): Promise<{ agent: Agent; requirements: Uint8Array | null }> {
+    const agent = await this.resolveAgent(tx, agentId, workspaceId, "agent_id");
+    return { agent, requirements: encodeRequirements(input.prepareRequirements?.(agent)) };
   }
 
   safeToRetry(agent: Agent): boolean {

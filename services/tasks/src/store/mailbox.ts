@@ -23,9 +23,8 @@ import { invalidRequest, notFound } from "../domain/errors.js";
 import { signalEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import { cancelRequested, transition } from "../domain/lifecycle.js";
-import { decideSubmit } from "../domain/mailbox.js";
 import { classifySignal } from "../domain/signals.js";
-import { encodeMessage, encodeRequirements, jsonText, resumeText } from "./codec.js";
+import { encodeMessage, jsonText, resumeText } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { submittedStep } from "./step-records.js";
@@ -40,7 +39,7 @@ import type {
   SubmitResult,
   WriteContext,
 } from "./task-store.js";
-import { claimEvent, claimOf, submitEvents, submitResult } from "./turn-events.js";
+import { claimEvent, claimOf, submitDecision, submitEvents, submitResult } from "./turn-events.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
 declare module "./store-parts.js" {
@@ -109,31 +108,15 @@ export class Mailbox {
       // With create_session the request describes the session to get or create:
       // an existing one runs its own agent (harness §3.2), whatever agent_id says.
       const agentId = input.createSession && !created ? "" : input.agentId;
-      const agent = await this.#p.directory.resolveAgent(
+      const { agent, requirements } = await this.#p.directory.submitAgent(
         tx,
         agentId || session.agent_id,
         session.workspace_id,
-        "agent_id",
+        input,
       );
-      // The task's own requirements, checked against its agent before anything is stored.
-      const requirements = encodeRequirements(input.prepareRequirements?.(agent));
       const view = await this.#mailbox(tx, session.id);
       // Decided on the locked session, so "busy" cannot change before commit.
-      const decision = decideSubmit(
-        input.busyPolicy,
-        {
-          ...(view.running
-            ? {
-                running: {
-                  id: view.running.id,
-                  canceled: cancelRequested(view.running),
-                },
-              }
-            : {}),
-          queued: view.head ? 1 : 0,
-        },
-        session.id,
-      );
+      const decision = submitDecision(input.busyPolicy, view, session.id);
       if (decision.interrupt && view.running) {
         await this.cancelRow(tx, session, view.running, `interrupted by task ${taskId}`, context);
       }

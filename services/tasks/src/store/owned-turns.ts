@@ -28,11 +28,10 @@ import { notFound } from "../domain/errors.js";
 import { agentActor, messageEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import { cancelRequested } from "../domain/lifecycle.js";
-import { decideSubmit } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
 import { type KnownAgentState, knownAgentState } from "./agent-state.js";
-import { decodeMessages, encodeMessage, encodeMessages, encodeRequirements } from "./codec.js";
+import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
 import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
@@ -48,7 +47,14 @@ import {
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
-import { claimEvent, claimOf, runEnd, submitEvents, submitResult } from "./turn-events.js";
+import {
+  claimEvent,
+  claimOf,
+  runEnd,
+  submitDecision,
+  submitEvents,
+  submitResult,
+} from "./turn-events.js";
 
 /** What one owned step changes, collected before its append. */
 class Step {
@@ -203,21 +209,17 @@ export class OwnedTurns {
     if (key && (await this.#keyProjected(keyScope, key.key))) return undefined;
     this.#p.transcript.assertOpen(found);
     // An existing session runs its own agent when the request may create one (harness §3.2).
-    const agent = await this.#p.directory.resolveAgent(
+    const { agent, requirements } = await this.#p.directory.submitAgent(
       undefined,
       (input.createSession ? "" : input.agentId) || found.agent_id,
       found.workspace_id,
-      "agent_id",
+      input,
     );
-    // The task's own requirements, checked against its agent before anything is stored.
-    const requirements = encodeRequirements(input.prepareRequirements?.(agent));
-    const running = state.mailbox.find((row) => row.run_state === "running");
-    const head = state.mailbox.find((row) => row.run_state === "queued");
-    const decision = decideSubmit(
+    const decision = submitDecision(
       input.busyPolicy,
       {
-        ...(running ? { running: { id: running.id, canceled: cancelRequested(running) } } : {}),
-        queued: head ? 1 : 0,
+        running: state.mailbox.find((row) => row.run_state === "running"),
+        head: state.mailbox.find((row) => row.run_state === "queued"),
       },
       found.id,
     );

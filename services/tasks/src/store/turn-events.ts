@@ -7,11 +7,11 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { ErrorDetailSchema, type Event, TaskStatus } from "@trellis/contracts/core";
-import type { Agent, Task } from "@trellis/contracts/tasks";
+import type { Agent, BusyPolicy, Task } from "@trellis/contracts/tasks";
 import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { type EventScope, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
-import { isSuspended, transition } from "../domain/lifecycle.js";
-import type { SubmitDecision } from "../domain/mailbox.js";
+import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
+import { decideSubmit, type SubmitDecision } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { decodeRequirements, resumePayloadOf } from "./codec.js";
 import type { SessionRow, TaskRow } from "./schema.js";
@@ -44,6 +44,26 @@ export function submitEvents(
     ),
   );
   return { events, status };
+}
+
+/**
+ * What the busy policy makes of a submit to a session whose mailbox holds
+ * `running` (the turn holding it) and `head` (the first queued task).
+ */
+export function submitDecision(
+  policy: BusyPolicy,
+  mailbox: { running?: TaskRow | undefined; head?: TaskRow | undefined },
+  sessionId: string,
+): SubmitDecision {
+  const { running, head } = mailbox;
+  return decideSubmit(
+    policy,
+    {
+      ...(running ? { running: { id: running.id, canceled: cancelRequested(running) } } : {}),
+      queued: head ? 1 : 0,
+    },
+    sessionId,
+  );
 }
 
 /**

@@ -1,0 +1,64 @@
+/**
+ * Embedded Trellis with the gateway, tasks and adapters for one test file:
+ * started before its tests with `adminKey` as the admin key, closed after
+ * them; API keys of chosen scopes are minted straight into the gateway's
+ * key store.
+ */
+import { adaptersService } from "@trellis/adapters";
+import { harnClient } from "@trellis/gateway/testing";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger } from "@trellis/runtime";
+import { tasksService } from "@trellis/tasks";
+import { afterAll, beforeAll } from "vitest";
+import { gatewayService } from "../../src/definition.js";
+import { PostgresKeyStore } from "../../src/store/key-store.js";
+
+/** The running deployment; valid once the file's beforeAll ran. */
+export interface EmbeddedGateway {
+  readonly trellis: EmbeddedTrellis;
+  /** The gateway's base URL (REST and gRPC). */
+  readonly base: string;
+  /** A new API key of `workspaceId` with `scopes`. */
+  keyWith(workspaceId: string, scopes: string[]): Promise<string>;
+  /** A Harn client with a new key of `workspaceId` and `scopes`. */
+  clientWith(workspaceId: string, scopes: string[]): Promise<ReturnType<typeof harnClient>>;
+}
+
+/** Registers the start and close of the deployment; `name` names the keys it mints. */
+export function embeddedGateway(name: string, adminKey: string): EmbeddedGateway {
+  let trellis: EmbeddedTrellis | undefined;
+  let keys: PostgresKeyStore | undefined;
+  beforeAll(async () => {
+    trellis = await startEmbedded({
+      services: [gatewayService, tasksService, adaptersService],
+      port: 0,
+      logger: createLogger({ service: "test", level: "error" }),
+      env: { TRELLIS_API_KEY: adminKey, TRELLIS_LOG_LEVEL: "error" },
+    });
+    const gateway = trellis.contexts.get("gateway")!;
+    keys = new PostgresKeyStore(gateway.db, gateway.schema);
+  }, 60_000);
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 500 });
+  });
+  const started = (): EmbeddedTrellis => {
+    if (!trellis) throw new Error("embedded gateway: not started");
+    return trellis;
+  };
+  const keyWith = async (workspaceId: string, scopes: string[]): Promise<string> => {
+    if (!keys) throw new Error("embedded gateway: not started");
+    return (await keys.create({ name, actorId: name, workspaceId, scopes })).key;
+  };
+  return {
+    get trellis() {
+      return started();
+    },
+    get base() {
+      return started().address.url;
+    },
+    keyWith,
+    async clientWith(workspaceId, scopes) {
+      return harnClient(started().address.url, await keyWith(workspaceId, scopes));
+    },
+  };
+}
