@@ -119,12 +119,15 @@ describe("gRPC worker sessions held by the router's process", () => {
     const remote = routed.remote as NonNullable<typeof routed.remote>;
     const nc = routed.connection as NatsConnection;
     let onTheWire = 0;
+    const count = () => {
+      onTheWire++;
+    };
     const spies = [
       nc.subscribe(remote.names.offer(worker?.workerId as string), {
-        callback: () => onTheWire++,
+        callback: count,
       }),
       nc.subscribe(`${remote.names.routerInbox(remote.routerId)}.*`, {
-        callback: () => onTheWire++,
+        callback: count,
       }),
     ];
     // An offer queued while the previous turn's answer is being sent is sent
