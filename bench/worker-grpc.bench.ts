@@ -8,7 +8,11 @@
  * - by a JetStream worker process (`runWorker`: NATS client), and
  * - by a gRPC worker process (`runGrpcWorker`: WorkerService over h2c),
  *   whose session this process holds and relays as the adapters service
- *   does in a mesh (the router places work on it directly over core NATS).
+ *   does in a mesh (the router places work on it directly over core NATS);
+ * - by a second gRPC worker process whose session is held by the router's
+ *   own process (`grpc-local`: the bridge is given the router as `local`,
+ *   so the router's offers and the session's claims and results pass in
+ *   process — what a router holding its workers' streams costs).
  *
  * CPU is read from /proc for this process (router, and the bridge on the gRPC
  * path) and the worker process, per turn, over `turns` executions after a
@@ -48,7 +52,7 @@ export interface WorkerGrpcBenchOptions {
 
 /** One path's figures. */
 export interface WorkerPathPoint {
-  path: "jetstream" | "grpc";
+  path: WorkerPath;
   turns: number;
   routerCpuMsPerTurn: number;
   workerCpuMsPerTurn: number;
@@ -60,12 +64,18 @@ export interface WorkerPathPoint {
   errors: number;
 }
 
-/** Both paths (medians of the rounds), every round, and grpc / jetstream total CPU per turn. */
+/** The paths measured, in this order in every round's list. */
+export type WorkerPath = "jetstream" | "grpc" | "grpc-local";
+const PATHS: readonly WorkerPath[] = ["jetstream", "grpc", "grpc-local"];
+
+/** Every path (medians of the rounds), every round, and gRPC / JetStream total CPU per turn. */
 export interface WorkerGrpcBenchResult {
   points: WorkerPathPoint[];
   rounds: WorkerPathPoint[][];
-  /** Median over the rounds of each round's ratio. */
+  /** Median over the rounds of each round's ratio, relayed gRPC path (the mesh's). */
   cpuRatio: number;
+  /** The same for the session held by the router's process. */
+  cpuRatioLocal: number;
 }
 
 const probeGrpcWorkerScript = new URL(
@@ -111,19 +121,33 @@ export async function runWorkerGrpcBench(
           : undefined,
     }),
   });
-  const server = http2.createServer(
-    connectNodeAdapter({
-      routes: (r) => {
-        r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
-      },
+  // The same, but the bridge exchanges the router's messages with it in process.
+  const localSessions = new WorkerSessions({
+    port: new NatsWorkerBridge({
+      nats: () =>
+        routed.connection && routed.remote
+          ? { connection: routed.connection, names: routed.remote.names }
+          : undefined,
+      local: () => routed.remote,
     }),
-  );
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  const serve = async (table: WorkerSessions) => {
+    const server = http2.createServer(
+      connectNodeAdapter({
+        routes: (r) => {
+          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(table)));
+        },
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+  };
+  const relayed = await serve(sessions);
+  const held = await serve(localSessions);
   const workers: WorkerProcess[] = [];
   let n = 0;
   const measure = async (
-    path: "jetstream" | "grpc",
+    path: WorkerPath,
     backend: string,
     worker: WorkerProcess,
   ): Promise<WorkerPathPoint> => {
@@ -174,22 +198,31 @@ export async function runWorkerGrpcBench(
     workers.push(js);
     const grpc = await startWorkerProcess(probeGrpcWorkerScript, {
       PROBE_BACKEND: "bench-grpc",
-      TRELLIS_WORKER_URL: url,
+      TRELLIS_WORKER_URL: relayed.url,
       TRELLIS_WORKER_ID: `bench-grpc-${prefix}`,
     });
     workers.push(grpc);
+    const grpcLocal = await startWorkerProcess(probeGrpcWorkerScript, {
+      PROBE_BACKEND: "bench-grpc-local",
+      TRELLIS_WORKER_URL: held.url,
+      TRELLIS_WORKER_ID: `bench-grpc-local-${prefix}`,
+    });
+    workers.push(grpcLocal);
+    const run: Record<WorkerPath, () => Promise<WorkerPathPoint>> = {
+      jetstream: () => measure("jetstream", "bench-js", js),
+      grpc: () => measure("grpc", "bench-grpc", grpc),
+      "grpc-local": () => measure("grpc-local", "bench-grpc-local", grpcLocal),
+    };
     const all: WorkerPathPoint[][] = [];
     for (let round = 0; round < rounds; round++) {
-      const jsPoint = () => measure("jetstream", "bench-js", js);
-      const grpcPoint = () => measure("grpc", "bench-grpc", grpc);
-      if (round % 2 === 0) all.push([await jsPoint(), await grpcPoint()]);
-      else {
-        const g = await grpcPoint();
-        all.push([await jsPoint(), g]);
-      }
+      // Forward in even rounds, backward in odd ones; stored in PATHS order.
+      const order = round % 2 === 0 ? PATHS : [...PATHS].reverse();
+      const points = new Map<WorkerPath, WorkerPathPoint>();
+      for (const path of order) points.set(path, await run[path]());
+      all.push(PATHS.map((path) => points.get(path) as WorkerPathPoint));
     }
     const median = (values: number[]) => quantile(values, 0.5);
-    const point = (i: 0 | 1): WorkerPathPoint => {
+    const point = (i: number): WorkerPathPoint => {
       const of = all.map((r) => r[i] as WorkerPathPoint);
       const m = (f: (p: WorkerPathPoint) => number) => median(of.map(f));
       return {
@@ -204,20 +237,26 @@ export async function runWorkerGrpcBench(
         errors: of.reduce((sum, p) => sum + p.errors, 0),
       };
     };
-    return {
-      points: [point(0), point(1)],
-      rounds: all,
-      cpuRatio: median(
+    const ratio = (i: number) =>
+      median(
         all.map(
-          ([j, g]) =>
-            (g as WorkerPathPoint).totalCpuMsPerTurn / (j as WorkerPathPoint).totalCpuMsPerTurn,
+          (r) =>
+            (r[i] as WorkerPathPoint).totalCpuMsPerTurn /
+            (r[0] as WorkerPathPoint).totalCpuMsPerTurn,
         ),
-      ),
+      );
+    return {
+      points: PATHS.map((_, i) => point(i)),
+      rounds: all,
+      cpuRatio: ratio(1),
+      cpuRatioLocal: ratio(2),
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
     sessions.close();
-    server.close();
+    localSessions.close();
+    relayed.server.close();
+    held.server.close();
     await routed.stop();
     await deleteTestStreams(prefix);
   }
@@ -229,13 +268,15 @@ export function formatWorkerGrpcBench(result: WorkerGrpcBenchResult): string {
     (p) =>
       `  ${p.path.padEnd(10)} ${String(p.turns).padStart(5)}  ${p.routerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.workerCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.totalCpuMsPerTurn.toFixed(3).padStart(8)}  ${p.p50Ms.toFixed(2).padStart(7)}  ${p.p99Ms.toFixed(2).padStart(7)}  ${p.natsMsgsPerTurn.toFixed(1).padStart(9)}  ${p.errors}`,
   );
-  const perRound = result.rounds.map(([j, g]) =>
-    ((g?.totalCpuMsPerTurn ?? 0) / (j?.totalCpuMsPerTurn ?? 1)).toFixed(2),
-  );
+  const perRound = (i: number) =>
+    result.rounds
+      .map((r) => ((r[i]?.totalCpuMsPerTurn ?? 0) / (r[0]?.totalCpuMsPerTurn ?? 1)).toFixed(2))
+      .join(" ");
   return [
     `worker paths: CPU per turn, one in flight, zero-latency probe backend (medians of ${result.rounds.length} alternating round(s))`,
     "  path       turns  router ms  worker ms  total ms   p50 ms   p99 ms  nats msgs  errors",
     ...rows,
-    `  gRPC / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (rounds: ${perRound.join(" ")}; target ≤ 1.2×)`,
+    `  gRPC (relayed, as in a mesh) / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (rounds: ${perRound(1)}; target ≤ 1.2×)`,
+    `  gRPC (session held by the router's process) / JetStream: ${result.cpuRatioLocal.toFixed(2)}× (rounds: ${perRound(2)})`,
   ].join("\n");
 }

@@ -115,6 +115,8 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
               routed.connection && routed.remote
                 ? { connection: routed.connection, names: routed.remote.names }
                 : undefined,
+            // Turns this service's own router places (RoutingService.Execute) pass in process.
+            local: () => routed.remote,
             logger: context.logger,
           }),
       });

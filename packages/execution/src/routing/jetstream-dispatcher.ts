@@ -172,6 +172,9 @@ interface Pending {
 
 const empty = new Uint8Array();
 
+/** What the inbox handlers read of a message (a NATS one, or one delivered in process). */
+type InboxMsg = Pick<Msg, "subject" | "data" | "respond">;
+
 /** The JetStream {@link RemoteDispatcher}. */
 export class JetStreamDispatcher implements RemoteDispatcher {
   readonly routerId: string;
@@ -193,6 +196,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   readonly #storage: "file" | "memory" | undefined;
   readonly #vaultAccess: VaultAccessLoader | undefined;
   readonly #fingerprints: SecretFingerprints | undefined;
+  /** Sessions of this process offered to without NATS, by worker id (see {@link attachLocal}). */
+  readonly #local = new Map<string, (item: Uint8Array) => void>();
   #stream: Promise<void> | undefined;
   #closed = false;
 
@@ -240,23 +245,59 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       nc.subscribe(this.names.allHeartbeats, {
         callback: (_err, msg) => this.#heartbeat(msg),
       }),
-      nc.subscribe(`${this.#inbox}.*`, {
-        callback: (_err, msg) => {
-          const kind = msg.subject.slice(this.#inbox.length + 1);
-          try {
-            if (kind === "claim") this.#claim(msg);
-            else if (kind === "event") this.#event(msg);
-            else if (kind === "result") this.#result(msg);
-            else if (kind === "secrets") this.#secrets(msg);
-          } catch (error) {
-            this.#logger?.warn("ignoring an unreadable worker message", {
-              subject: msg.subject,
-              error: String(error),
-            });
-          }
-        },
-      }),
+      nc.subscribe(`${this.#inbox}.*`, { callback: (_err, msg) => this.#inboxMessage(msg) }),
     );
+  }
+
+  /** A worker's message to this router's inbox (over NATS or from a session of this process). */
+  #inboxMessage(msg: InboxMsg): void {
+    const kind = msg.subject.slice(this.#inbox.length + 1);
+    try {
+      if (kind === "claim") this.#claim(msg);
+      else if (kind === "event") this.#event(msg);
+      else if (kind === "result") this.#result(msg);
+      else if (kind === "secrets") this.#secrets(msg);
+    } catch (error) {
+      this.#logger?.warn("ignoring an unreadable worker message", {
+        subject: msg.subject,
+        error: String(error),
+      });
+    }
+  }
+
+  /**
+   * Offers of this router for `workerId` go to `sink` in this process, not
+   * over NATS (a gRPC worker session held by this process); the returned
+   * function ends that. Routers of other processes still reach the session
+   * over NATS.
+   */
+  attachLocal(workerId: string, sink: (item: Uint8Array) => void): () => void {
+    this.#local.set(workerId, sink);
+    return () => {
+      if (this.#local.get(workerId) === sink) this.#local.delete(workerId);
+    };
+  }
+
+  /**
+   * A message of a session of this process for `subject`: delivered to this
+   * router (in a microtask, as NATS would, never re-entrantly) when it is
+   * this router's inbox and the router is open; false: send it over NATS.
+   * `respond` gets the answer of a request (claim, result, secrets).
+   */
+  deliverLocal(subject: string, data: Uint8Array, respond?: (answer: Uint8Array) => void): boolean {
+    if (this.#closed || !subject.startsWith(this.#inbox) || subject[this.#inbox.length] !== ".") {
+      return false;
+    }
+    const msg: InboxMsg = {
+      subject,
+      data,
+      respond: (answer: Uint8Array) => {
+        respond?.(answer);
+        return true;
+      },
+    };
+    queueMicrotask(() => this.#inboxMessage(msg));
+    return true;
   }
 
   #heartbeat(msg: Msg): void {
@@ -406,6 +447,12 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   #offer(pending: Pending, worker: WorkerEntry): void {
     pending.offeredTo = worker.workerId;
     pending.offeredAt = Date.now();
+    const local = this.#local.get(worker.workerId);
+    if (local) {
+      const item = this.#item(pending);
+      queueMicrotask(() => local(item));
+      return;
+    }
     const headers = traceHeaders(pending.trace);
     this.#nc.publish(
       this.names.offer(worker.workerId),
@@ -429,7 +476,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
   }
 
-  #claim(msg: Msg): void {
+  #claim(msg: InboxMsg): void {
     const claim = fromBinary(ClaimRequestSchema, msg.data);
     const pending = this.#pending.get(claim.executionId);
     const answer = (granted: boolean, reason = "") =>
@@ -475,7 +522,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     answer(true);
   }
 
-  #event(msg: Msg): void {
+  #event(msg: InboxMsg): void {
     const report = fromBinary(WorkerReportSchema, msg.data);
     if (report.body.case === "released") {
       this.#released(
@@ -528,7 +575,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
    * A worker's request for the vault secrets of the execution it runs:
    * answered only to the worker holding the current attempt's claim.
    */
-  #secrets(msg: Msg): void {
+  #secrets(msg: InboxMsg): void {
     const answer = (init: MessageInitShape<typeof SecretsResponseSchema>) =>
       msg.respond(toBinary(SecretsResponseSchema, create(SecretsResponseSchema, init)));
     const request = fromBinary(SecretsRequestSchema, msg.data);
@@ -555,7 +602,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     );
   }
 
-  #result(msg: Msg): void {
+  #result(msg: InboxMsg): void {
     // Always acknowledge, so the worker stops retrying even a stale result.
     msg.respond(empty);
     const report = fromBinary(WorkerReportSchema, msg.data);
@@ -749,5 +796,6 @@ export class JetStreamDispatcher implements RemoteDispatcher {
       });
     }
     for (const sub of this.#subscriptions) sub.unsubscribe();
+    this.#local.clear();
   }
 }

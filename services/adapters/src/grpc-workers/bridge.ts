@@ -19,12 +19,16 @@
  *   with, is given back (`released`) and the router places it again;
  * - `ReportWorkEvents` / `CompleteWork` go to that router's inbox; the
  *   router's cancel notices become `cancel` commands.
+ *
+ * With `local` (a router in this process), that router's offers, and this
+ * session's claims, reports and results for it, pass in process — the same
+ * messages, encoded the same, through the same handlers, without the NATS
+ * round trips; every other router reaches the session over NATS as above.
  */
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import {
   createInbox,
-  type Msg,
   type NatsConnection,
   errors as natsErrors,
   type Subscription,
@@ -68,7 +72,22 @@ export interface NatsWorkerBridgeOptions {
   claimTimeoutMs?: number;
   /** How long the router may take to answer a claim (default 2000 ms). */
   routerTimeoutMs?: number;
+  /** The router of this process, once it is open, to exchange its messages with in process. */
+  local?(): LocalRouter | undefined;
   logger?: Logger;
+}
+
+/** A router in the bridge's process (JetStreamDispatcher's `attachLocal` / `deliverLocal`). */
+export interface LocalRouter {
+  /** Its offers for `workerId` go to `sink`; returns the function that ends that. */
+  attachLocal(workerId: string, sink: (item: Uint8Array) => void): () => void;
+  /** Delivers a message to it when `subject` is its inbox; false: not its (send over NATS). */
+  deliverLocal(subject: string, data: Uint8Array, respond?: (answer: Uint8Array) => void): boolean;
+}
+
+/** What the bridge reads of a router's answer. */
+interface Answer {
+  data: Uint8Array;
 }
 
 interface ClaimAnswer {
@@ -98,13 +117,15 @@ interface Bridged {
   /** Items placed on it while every slot was taken, oldest first. */
   backlog: WorkItem[];
   subscriptions: Subscription[];
+  /** Ends the in-process offers of the local router, if any. */
+  detachLocal?: () => void;
 }
 
 /** A request of the bridge to a router, waiting for its reply. */
 interface Ask {
   subject: string;
   deadline: number;
-  resolve(msg: Msg): void;
+  resolve(answer: Answer): void;
   reject(error: Error): void;
 }
 
@@ -173,7 +194,7 @@ export class NatsWorkerBridge implements WorkerPort {
     subject: string,
     body: Uint8Array,
     timeoutMs: number,
-  ): Promise<Msg> {
+  ): Promise<Answer> {
     if (this.#replies?.connection !== connection) {
       this.#replies?.sub.unsubscribe();
       const inbox = createInbox();
@@ -195,10 +216,19 @@ export class NatsWorkerBridge implements WorkerPort {
     }
     const token = String(++this.#askSeq);
     const reply = `${this.#replies.inbox}.${token}`;
-    return new Promise<Msg>((resolve, reject) => {
+    return new Promise<Answer>((resolve, reject) => {
       this.#asks.set(token, { subject, deadline: Date.now() + timeoutMs, resolve, reject });
       this.#armAsks();
       try {
+        const local = this.#options.local?.();
+        const answered = (data: Uint8Array) => {
+          const ask = this.#asks.get(token);
+          if (!ask) return;
+          this.#asks.delete(token);
+          this.#armAsks();
+          ask.resolve({ data });
+        };
+        if (local?.deliverLocal(subject, body, answered)) return;
         connection.publish(subject, body, { reply });
       } catch (error) {
         this.#asks.delete(token);
@@ -258,6 +288,9 @@ export class NatsWorkerBridge implements WorkerPort {
   attach(session: WorkerSession): void {
     const { connection, names } = this.#nats();
     const bridged: Bridged = { session, held: new Map(), backlog: [], subscriptions: [] };
+    bridged.detachLocal = this.#options
+      .local?.()
+      ?.attachLocal(session.workerId, (data) => this.#placed(bridged, connection, data));
     bridged.subscriptions.push(
       connection.subscribe(names.discover, { callback: () => this.#announce(session, false) }),
       connection.subscribe(names.offer(session.workerId), {
@@ -298,6 +331,7 @@ export class NatsWorkerBridge implements WorkerPort {
     // beating, and every router notices when its lease runs out.
     if (how === "left") this.#announce(session, true);
     for (const sub of bridged.subscriptions) sub.unsubscribe();
+    bridged.detachLocal?.();
     for (const held of bridged.held.values()) {
       held.claimed(undefined);
       held.finished();
@@ -333,7 +367,8 @@ export class NatsWorkerBridge implements WorkerPort {
     if (!held?.granted || held.item.attempt !== work.attempt || !nats) return false;
     // One message for the call's events, however many.
     if (events.length > 0) {
-      nats.connection.publish(
+      this.#publish(
+        nats.connection,
         `${held.item.replyTo}.event`,
         this.#report(session, held, undefined, events),
       );
@@ -403,6 +438,11 @@ export class NatsWorkerBridge implements WorkerPort {
     return response.vaults;
   }
 
+  /** A message without an answer to a router: in process to the local one, else over NATS. */
+  #publish(connection: NatsConnection, subject: string, body: Uint8Array): void {
+    if (!this.#options.local?.()?.deliverLocal(subject, body)) connection.publish(subject, body);
+  }
+
   #report(
     session: WorkerSession,
     held: Held,
@@ -462,7 +502,8 @@ export class NatsWorkerBridge implements WorkerPort {
   #release(session: WorkerSession, item: WorkItem, reason: string, unclaimed = true): void {
     const nats = this.#options.nats();
     if (!nats || nats.connection.isClosed()) return;
-    nats.connection.publish(
+    this.#publish(
+      nats.connection,
       `${item.replyTo}.event`,
       toBinary(
         WorkerReportSchema,

@@ -222,10 +222,19 @@ async function* workerChannel(
       },
     };
     for (;;) {
-      for (let command = session.nextCommand(); command; command = session.nextCommand()) {
-        yield { body: { case: "command", value: command } };
+      // Both queues are looked at again after every yield: what is queued
+      // while one is sent (no waiter is set then) must not wait for the
+      // next wake-up (a heartbeat's answer, up to a heartbeat later).
+      for (;;) {
+        const command = session.nextCommand();
+        if (command) {
+          yield { body: { case: "command", value: command } };
+          continue;
+        }
+        const answer = answers.shift();
+        if (!answer) break;
+        yield answer;
       }
-      for (let answer = answers.shift(); answer; answer = answers.shift()) yield answer;
       if (session.ended || inputOver || context.signal.aborted) return;
       await new Promise<void>((resolve) => {
         wake = resolve;

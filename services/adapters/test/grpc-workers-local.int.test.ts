@@ -1,0 +1,213 @@
+// gRPC worker sessions held by the router's own process (real NATS): the
+// bridge is given that router as `local`, so its offers and the session's
+// claims, reports and results pass in process — no NATS message per turn —
+// through the same handlers, fences and retries; a router of another
+// process still reaches the session over NATS.
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { NatsConnection } from "@nats-io/transport-node";
+import {
+  type AdapterWorker,
+  type ExecutionEvent,
+  type ExecutionRequest,
+  runGrpcWorker,
+} from "@trellis/adapter-sdk";
+import { WorkerService } from "@trellis/contracts/adapters";
+import { createRoutedExecutor, type RoutedExecutor } from "@trellis/execution";
+import { probeAdapter } from "@trellis/execution/testing";
+import { chatToMessage, textOf } from "@trellis/messages";
+import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { NatsWorkerBridge } from "../src/grpc-workers/bridge.js";
+import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
+import { WorkerSessions } from "../src/grpc-workers/sessions.js";
+import { withErrorDetails } from "../src/handlers/errors.js";
+
+const probeGrpcWorkerScript = new URL("./support/probe-grpc-worker.ts", import.meta.url).pathname;
+
+function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
+  const events: ExecutionEvent[] = [];
+  const abort = new AbortController();
+  const value: ExecutionRequest = {
+    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
+    sessionId: "ses_1",
+    workspaceId: "wsp_1",
+    agent: { id: "agt_1", backend, definition: {}, tools: [] },
+    history: [],
+    input: chatToMessage({ role: "user", content: text }),
+    signal: abort.signal,
+    onEvent: (event) => events.push(event),
+    ...over,
+  };
+  return { value, events, abort };
+}
+
+const routedEvents = (events: ExecutionEvent[]) =>
+  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+
+describe("gRPC worker sessions held by the router's process", () => {
+  const prefix = uniqueName("gwl").toLowerCase();
+  const env = {
+    NATS_URL: testNatsUrl,
+    TRELLIS_NATS_PREFIX: prefix,
+    TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+    TRELLIS_ADAPTERS_GRACE: "500ms",
+  };
+  let routed: RoutedExecutor;
+  let sessions: WorkerSessions;
+  let server: http2.Http2Server;
+  let url: string;
+  const workers: AdapterWorker[] = [];
+  const processes: WorkerProcess[] = [];
+
+  beforeAll(async () => {
+    routed = createRoutedExecutor({ mode: "distributed", adapters: [], env });
+    await routed.start();
+    sessions = new WorkerSessions({
+      port: new NatsWorkerBridge({
+        nats: () =>
+          routed.connection && routed.remote
+            ? { connection: routed.connection, names: routed.remote.names }
+            : undefined,
+        local: () => routed.remote,
+        // A stalled offer would wait this long: the tests below would time out.
+        claimTimeoutMs: 120_000,
+      }),
+    });
+    server = http2.createServer(
+      connectNodeAdapter({
+        routes: (r) => {
+          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
+        },
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+
+  afterEach(async () => {
+    for (const w of workers.splice(0)) await w.stop({ graceMs: 100 });
+    for (const p of processes.splice(0)) await p.kill();
+  });
+
+  afterAll(async () => {
+    sessions.close();
+    server.close();
+    await routed.stop();
+    await deleteTestStreams(prefix);
+  });
+
+  const known = (router: RoutedExecutor, backend: string, count: number) =>
+    eventually(() => router.registry.backend(backend)?.workers.length === count, {
+      timeoutMs: 30_000,
+      what: `${count} worker(s) of ${backend}`,
+    });
+
+  it("runs turns back to back without a NATS message per turn", async () => {
+    // No heartbeat within the test: nothing but the turn itself wakes the channel.
+    workers.push(
+      await runGrpcWorker({
+        adapter: probeAdapter({ backendId: "gl1" }),
+        url,
+        heartbeatMs: 60_000,
+      }),
+    );
+    await known(routed, "gl1", 1);
+    const [worker] = routed.registry.backend("gl1")?.workers ?? [];
+    const remote = routed.remote as NonNullable<typeof routed.remote>;
+    const nc = routed.connection as NatsConnection;
+    let onTheWire = 0;
+    const count = () => {
+      onTheWire++;
+    };
+    const spies = [
+      nc.subscribe(remote.names.offer(worker?.workerId as string), {
+        callback: count,
+      }),
+      nc.subscribe(`${remote.names.routerInbox(remote.routerId)}.*`, {
+        callback: count,
+      }),
+    ];
+    // An offer queued while the previous turn's answer is being sent is sent
+    // at once (it used to wait for the next wake-up of the channel).
+    for (let i = 0; i < 20; i++) {
+      const r = request("gl1", `turn ${i}`);
+      const result = await routed.router.execute(r.value);
+      expect(result.status, JSON.stringify(result)).toBe("completed");
+      expect(result.messages[0] && textOf(result.messages[0])).toBe(`gl1 says: turn ${i}`);
+      expect(r.events.map((e) => e.kind)).toEqual([
+        "routed",
+        "text_delta",
+        "step_finished",
+        "turn_finished",
+      ]);
+    }
+    await nc.flush();
+    for (const spy of spies) spy.unsubscribe();
+    expect(onTheWire).toBe(0);
+  }, 30_000);
+
+  it("a router of another process places on the same session over NATS", async () => {
+    workers.push(
+      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gl2" }), url, heartbeatMs: 200 }),
+    );
+    const other = createRoutedExecutor({ mode: "distributed", adapters: [], env });
+    await other.start();
+    try {
+      await known(other, "gl2", 1);
+      await known(routed, "gl2", 1);
+      const [a, b] = await Promise.all([
+        other.router.execute(request("gl2", "from afar").value),
+        routed.router.execute(request("gl2", "from here").value),
+      ]);
+      expect(a.status, JSON.stringify(a)).toBe("completed");
+      expect(a.messages[0] && textOf(a.messages[0])).toBe("gl2 says: from afar");
+      expect(b.status, JSON.stringify(b)).toBe("completed");
+      expect(b.messages[0] && textOf(b.messages[0])).toBe("gl2 says: from here");
+    } finally {
+      await other.stop();
+    }
+  });
+
+  it("a caller's cancel reaches the worker; after kill -9 a safe turn runs again elsewhere", async () => {
+    workers.push(
+      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gl3" }), url, heartbeatMs: 200 }),
+    );
+    await known(routed, "gl3", 1);
+    const r = request("gl3", "sleep 30000");
+    const running = routed.router.execute(r.value);
+    await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
+    r.abort.abort();
+    expect((await running).status).toBe("cancelled");
+
+    const start = (name: string) =>
+      startWorkerProcess(probeGrpcWorkerScript, {
+        PROBE_BACKEND: "gl4",
+        TRELLIS_WORKER_URL: url,
+        TRELLIS_WORKER_ID: `${name}-${prefix}`,
+      }).then((p) => {
+        processes.push(p);
+        return p;
+      });
+    const [a, b] = await Promise.all([start("a"), start("b")]);
+    await known(routed, "gl4", 2);
+    const byId = new Map([
+      [a.workerId, a],
+      [b.workerId, b],
+    ]);
+    const safe = request("gl4", "sleep 1500", {
+      agent: { id: "agt_1", backend: "gl4", definition: {}, tools: [], safeToRetry: true },
+    });
+    const retried = routed.router.execute(safe.value);
+    await eventually(() => routedEvents(safe.events).length === 1, { what: "the first claim" });
+    const victim = byId.get(routedEvents(safe.events)[0]?.workerId as string) as WorkerProcess;
+    await victim.kill();
+    const result = await retried;
+    expect(result.status, JSON.stringify(result)).toBe("completed");
+    const placements = routedEvents(safe.events);
+    expect(placements.map((p) => p.attempt)).toEqual([1, 2]);
+    expect(placements[1]?.workerId).not.toBe(victim.workerId);
+  }, 90_000);
+});
