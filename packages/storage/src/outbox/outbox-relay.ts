@@ -12,6 +12,9 @@ import { outboxChannel } from "./outbox-schema.js";
 /** How often a cursor-following relay marks what it handed over (see markThenPublish). */
 const MARK_INTERVAL_MS = 1000;
 
+/** How long a NOTIFY naming a position not handed over waits for its kick (see notified). */
+const NOTIFY_GRACE_MS = 20;
+
 /**
  * The reason a wait for work ends early. One shared value: `abort()` without
  * a reason builds a DOMException (with its stack) per wake-up, several per turn.
@@ -272,8 +275,35 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
 
   // A NOTIFY's payload: the highest outbox position its statement inserted
   // (see `outboxMigrations`), or "" (an older trigger, a reconnect).
-  const notified = (payload?: string): void =>
-    signal(payload && /^[0-9]{1,19}$/.test(payload) ? [BigInt(payload)] : undefined);
+  //
+  // While this relay takes hand-overs, the NOTIFY of its own process's
+  // commit often arrives before the writer's kick (both leave PostgreSQL at
+  // the commit; the kick waits for the commit's answer): a position it was
+  // not handed is given NOTIFY_GRACE_MS for its kick before it asks for a
+  // read. Another replica's rows reach the log that much later.
+  const notified = (payload?: string): void => {
+    const position = payload && /^[0-9]{1,19}$/.test(payload) ? BigInt(payload) : undefined;
+    if (position === undefined || !publishesHandOver || !active) {
+      signal(position === undefined ? undefined : [position]);
+      return;
+    }
+    if (published.has(position) || isHanded(position)) return;
+    awaitingKick.push(position);
+    if (awaitingKick.length > publishedBound) {
+      awaitingKick = [];
+      signal(undefined);
+      return;
+    }
+    graceTimer ??= setTimeout(() => {
+      graceTimer = undefined;
+      const positions = awaitingKick;
+      awaitingKick = [];
+      const unknown = positions.filter((p) => !published.has(p) && !isHanded(p));
+      if (unknown.length > 0) signal(unknown);
+    }, NOTIFY_GRACE_MS);
+  };
+  let awaitingKick: bigint[] = [];
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
 
   // Positions a round published answer the wakes that named them.
   function publishedRows(positions: Iterable<bigint>): void {
@@ -648,6 +678,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     },
     async stop() {
       stopping.abort(new Error("relay stopped"));
+      clearTimeout(graceTimer);
       wake?.();
       await running;
     },
