@@ -6,9 +6,18 @@ import { Role } from "@trellis/contracts/core";
 import { health } from "@trellis/contracts/grpc";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import pg from "pg";
 import { startMesh } from "../src/mesh.js";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
-import { freePort, repoRoot, startDev, startNode, stopChild, totalCpuMs } from "./lib/proc.js";
+import {
+  cpuMsIfRunning,
+  freePort,
+  repoRoot,
+  startDev,
+  startNode,
+  stopChild,
+  totalCpuMs,
+} from "./lib/proc.js";
 
 /** Options of {@link runTurnBench}. */
 export interface TurnBenchOptions {
@@ -33,6 +42,8 @@ export interface TurnPoint {
   p99Ms: number;
   perSecond: number;
   cpuMsPerTurn: number;
+  /** CPU per turn of the target's PostgreSQL backends (distributed only). */
+  dbCpuMsPerTurn?: number;
   errors: number;
   rounds: LoadResult[];
 }
@@ -41,6 +52,8 @@ export interface TurnPoint {
 export interface BenchTarget {
   name: string;
   pids(): number[];
+  /** Its PostgreSQL server's backends serving it (distributed), measured apart. */
+  dbPids?(): Promise<number[]>;
   /** Prepare worker `worker` (e.g. create its session); called before each load. */
   op(worker: number, call: number): Promise<void>;
   close(): Promise<void>;
@@ -188,6 +201,20 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
   return {
     name: `Trellis ${kind} turn, distributed`,
     pids: () => Object.values(mesh.pids()),
+    // The backends of this database (the server must be on this machine).
+    async dbPids() {
+      const client = new pg.Client({ connectionString: db.url });
+      await client.connect();
+      try {
+        const result = await client.query<{ pid: number }>(
+          "select pid from pg_stat_activity where datname = $1 and pid <> pg_backend_pid()",
+          [db.name],
+        );
+        return result.rows.map((row) => row.pid);
+      } finally {
+        await client.end();
+      }
+    },
     op,
     async close() {
       await mesh.stop();
@@ -205,10 +232,16 @@ async function measure(
   await runLoad(target.op, { concurrency, durationMs: options.warmupMs });
   const rounds: LoadResult[] = [];
   const cpu: number[] = [];
+  const dbCpu: number[] = [];
+  const sum = (pids: readonly number[]) =>
+    pids.reduce((total, pid) => total + (cpuMsIfRunning(pid) ?? 0), 0);
   for (let i = 0; i < options.rounds; i++) {
+    const dbPids = (await target.dbPids?.()) ?? [];
+    const dbBefore = sum(dbPids);
     const before = totalCpuMs(target.pids());
     const result = await runLoad(target.op, { concurrency, durationMs: options.windowMs });
     cpu.push((totalCpuMs(target.pids()) - before) / Math.max(1, result.calls));
+    if (target.dbPids) dbCpu.push((sum(dbPids) - dbBefore) / Math.max(1, result.calls));
     rounds.push(result);
   }
   return {
@@ -218,6 +251,7 @@ async function measure(
     p99Ms: median(rounds.map((r) => r.p99Ms)),
     perSecond: median(rounds.map((r) => r.perSecond)),
     cpuMsPerTurn: median(cpu),
+    ...(dbCpu.length > 0 ? { dbCpuMsPerTurn: median(dbCpu) } : {}),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
     rounds,
   };
@@ -256,7 +290,7 @@ export function formatTurnBench(points: readonly TurnPoint[], title = "turn benc
   );
   const lines = [
     `${title} (medians of ${points[0]?.rounds.length ?? 0} windows; ratios to the raw Connect call at the same concurrency)`,
-    "target                              in-flight   p50 ms  p99 ms   turns/s  cpu ms/turn  p50×raw  tput×raw  errors",
+    "target                              in-flight   p50 ms  p99 ms   turns/s  cpu ms/turn  p50×raw  tput×raw  errors  pg ms/turn",
   ];
   for (const p of points) {
     const base = raw.get(p.concurrency);
@@ -271,7 +305,7 @@ export function formatTurnBench(points: readonly TurnPoint[], title = "turn benc
         base ? p.p50Ms / base.p50Ms : undefined,
       ).padStart(
         7,
-      )}  ${r(base ? p.perSecond / base.perSecond : undefined).padStart(8)}  ${String(p.errors).padStart(6)}`,
+      )}  ${r(base ? p.perSecond / base.perSecond : undefined).padStart(8)}  ${String(p.errors).padStart(6)}  ${(p.dbCpuMsPerTurn === undefined ? "-" : p.dbCpuMsPerTurn.toFixed(3)).padStart(10)}`,
     );
   }
   return lines.join("\n");

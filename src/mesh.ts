@@ -33,6 +33,8 @@ export interface MeshOptions {
   logDir?: string;
   /** Extra env for every process. */
   env?: Record<string, string>;
+  /** Extra node flags for every process (e.g. `--cpu-prof`, not allowed in NODE_OPTIONS). */
+  nodeArgs?: readonly string[];
   /** How long to wait for every service to be SERVING (default 60 s). */
   readyTimeoutMs?: number;
   /**
@@ -196,11 +198,15 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     const entry = workerNames.includes(name)
       ? [join(root, "src", "cli", "main.ts"), "serve", "adapter-worker"]
       : [join(root, "services", name, "src", "main.ts")];
-    const proc = spawn(process.execPath, ["--import", "tsx", ...entry], {
-      cwd: root,
-      env: { ...baseEnv, PORT: String(ports[name]) },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const proc = spawn(
+      process.execPath,
+      [...(options.nodeArgs ?? []), "--import", "tsx", ...entry],
+      {
+        cwd: root,
+        env: { ...baseEnv, PORT: String(ports[name]) },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     proc.stdout?.pipe(log);
     proc.stderr?.pipe(log);
     tails.set(name, "");

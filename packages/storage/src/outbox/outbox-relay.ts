@@ -12,6 +12,9 @@ import { outboxChannel } from "./outbox-schema.js";
 /** How often a cursor-following relay marks what it handed over (see markThenPublish). */
 const MARK_INTERVAL_MS = 1000;
 
+/** How long a NOTIFY naming a position not handed over waits for its kick (see notified). */
+const NOTIFY_GRACE_MS = 20;
+
 /**
  * The reason a wait for work ends early. One shared value: `abort()` without
  * a reason builds a DOMException (with its stack) per wake-up, several per turn.
@@ -120,10 +123,14 @@ export interface OutboxRelay {
    * decoded would equal it) with its row's position. A unit of work
    * (`createOutboxWriter`) passes them itself after its commit. A relay that follows the outbox
    * by cursor (PGlite) publishes them without reading them back when they
-   * continue from its cursor; any other relay, or rows that do not continue
-   * from it (a position in between was committed by a writer that handed
-   * nothing over, or used up by a rollback), is read from the outbox as
-   * usual. The relay takes the objects over: the caller must not change them.
+   * continue from its cursor; rows that do not continue from it (a position
+   * in between was committed by a writer that handed nothing over, or used
+   * up by a rollback) are read from the outbox as usual. A relay that marks
+   * after append (the default) publishes them without reading them back
+   * while it leads, and marks them published in bulk within a second; a row
+   * the log refuses as handed over (an earlier row of its resource is not
+   * out yet) sends the round to the outbox. The relay takes the objects
+   * over: the caller must not change them.
    */
   kick(committed?: readonly LoggedEvent[]): void;
   /** True while this relay holds the lock and is the one publishing. */
@@ -231,6 +238,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // `wake` ends the current wait early.
   let wakeAny = false;
   const wakeFor = new Set<bigint>();
+  // Rows handed over by a kick wait in `handed` (server hand-over).
+  let wakeHanded = false;
   // Positions the last rounds published (insertion order; bounded).
   const published = new Set<bigint>();
   const publishedBound = batchSize * 4;
@@ -239,7 +248,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   const signal = (positions: readonly bigint[] | undefined): void => {
     if (positions === undefined || positions.length === 0) wakeAny = true;
     else {
-      if (positions.every((p) => published.has(p))) return;
+      if (positions.every((p) => published.has(p) || isHanded(p))) return;
       for (const p of positions) wakeFor.add(p);
       if (wakeFor.size > publishedBound) {
         wakeFor.clear();
@@ -250,14 +259,51 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   };
 
   const kick = (committed?: readonly LoggedEvent[]) => {
-    if (committed !== undefined && committed.length > 0 && takesHandOver) handOver(committed);
+    if (committed !== undefined && committed.length > 0) {
+      if (publishesHandOver) {
+        // Leading on a server: publish them as handed over (no read-back).
+        if (active) {
+          handOver(committed);
+          wakeHanded = true;
+          wake?.();
+          return;
+        }
+      } else if (takesHandOver) handOver(committed);
+    }
     signal(committed?.map((entry) => entry.position));
   };
 
   // A NOTIFY's payload: the highest outbox position its statement inserted
   // (see `outboxMigrations`), or "" (an older trigger, a reconnect).
-  const notified = (payload?: string): void =>
-    signal(payload && /^[0-9]{1,19}$/.test(payload) ? [BigInt(payload)] : undefined);
+  //
+  // While this relay takes hand-overs, the NOTIFY of its own process's
+  // commit often arrives before the writer's kick (both leave PostgreSQL at
+  // the commit; the kick waits for the commit's answer): a position it was
+  // not handed is given NOTIFY_GRACE_MS for its kick before it asks for a
+  // read. Another replica's rows reach the log that much later.
+  const notified = (payload?: string): void => {
+    const position = payload && /^[0-9]{1,19}$/.test(payload) ? BigInt(payload) : undefined;
+    if (position === undefined || !publishesHandOver || !active) {
+      signal(position === undefined ? undefined : [position]);
+      return;
+    }
+    if (published.has(position) || isHanded(position)) return;
+    awaitingKick.push(position);
+    if (awaitingKick.length > publishedBound) {
+      awaitingKick = [];
+      signal(undefined);
+      return;
+    }
+    graceTimer ??= setTimeout(() => {
+      graceTimer = undefined;
+      const positions = awaitingKick;
+      awaitingKick = [];
+      const unknown = positions.filter((p) => !published.has(p) && !isHanded(p));
+      if (unknown.length > 0) signal(unknown);
+    }, NOTIFY_GRACE_MS);
+  };
+  let awaitingKick: bigint[] = [];
+  let graceTimer: ReturnType<typeof setTimeout> | undefined;
 
   // Positions a round published answer the wakes that named them.
   function publishedRows(positions: Iterable<bigint>): void {
@@ -275,13 +321,21 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   }
 
   // Called as a round starts: it answers every wake asked for before it.
-  function roundStarts(): void {
+  // True when one of them asks for a read of the outbox (not only the
+  // publishing of handed-over rows).
+  function roundStarts(): boolean {
+    const read = wakeAny || wakeFor.size > 0;
     wakeAny = false;
     wakeFor.clear();
+    wakeHanded = false;
+    return read;
   }
 
   async function waitForWork(ms: number, lost: AbortSignal): Promise<void> {
-    if (wakeAny || wakeFor.size > 0) return;
+    if (wakeAny || wakeFor.size > 0 || wakeHanded) return;
+    // Rows published from a hand-over are marked at most MARK_INTERVAL_MS later.
+    if (unmarked.length > 0)
+      ms = Math.max(0, Math.min(ms, markedAt + MARK_INTERVAL_MS - Date.now()));
     const woken = new AbortController();
     wake = () => woken.abort(WOKEN);
     await sleep(ms, woken.signal, lost, stopping.signal);
@@ -307,6 +361,23 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // every round marks and reads what is unpublished, as the first one does.
   const followsByCursor = database.kind === "pglite";
   const takesHandOver = followsByCursor && options.logRebuiltFromOutbox === true;
+  // Mark after append (a log outside the process, e.g. on a server): while
+  // this relay leads, rows its own process's writers hand over with their
+  // kick are published as handed over — no read-back — and marked published
+  // in bulk at most once per MARK_INTERVAL_MS (and before every read, and at
+  // stop). Rows nobody handed over (another replica's, a crashed process's,
+  // a writer without a relay) are read from the outbox as before: on a
+  // NOTIFY naming a position it was not handed, on a kick without rows, and
+  // at least every `pollIntervalMs`. Per-resource order holds because the
+  // log refuses a sequence that is not the next one (`conflict`): a handed
+  // row whose resource has an earlier row not yet published (another
+  // replica committed it and its NOTIFY is still on its way) fails, and the
+  // round reads the outbox instead, which has both, in position order.
+  // A crash between publish and mark re-publishes; the log keeps one copy.
+  const publishesHandOver = options.logRebuiltFromOutbox !== true;
+  // Positions published from a hand-over, not yet marked published.
+  let unmarked: bigint[] = [];
+  let lastReadAt = 0;
   let cursor: bigint | undefined;
   let markedUpTo = 0n;
   let markedAt = 0;
@@ -319,8 +390,56 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   let handed: LoggedEvent[] = [];
 
   function handOver(committed: readonly LoggedEvent[]): void {
-    if (handed.length + committed.length > batchSize * 4) handed = [];
+    if (handed.length + committed.length > batchSize * 4) {
+      handed = [];
+      // Dropped: the outbox still has them.
+      wakeAny = true;
+    }
     handed.push(...committed);
+  }
+
+  function isHanded(position: bigint): boolean {
+    for (const entry of handed) if (entry.position === position) return true;
+    return false;
+  }
+
+  // Publishes the handed-over rows (server hand-over). False when the log
+  // refused them: the caller reads the outbox instead (only what the outbox
+  // holds is ever dead-lettered; ids dedupe what did go out).
+  async function publishHanded(lost: AbortSignal): Promise<{ ok: boolean; count: number }> {
+    let batch = handed.filter((entry) => !published.has(entry.position));
+    handed = [];
+    if (batch.length === 0 || lost.aborted) return { ok: true, count: 0 };
+    batch.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
+    if (batch.length > batchSize) {
+      handed = batch.slice(batchSize);
+      wakeHanded = true;
+      batch = batch.slice(0, batchSize);
+    }
+    try {
+      await publishRaw(batch);
+    } catch {
+      handed = [];
+      return { ok: false, count: 0 };
+    }
+    const positions = batch.map((entry) => entry.position);
+    publishedRows(positions);
+    if (unmarked.length === 0) markedAt = Date.now();
+    unmarked.push(...positions);
+    return { ok: true, count: batch.length };
+  }
+
+  // Marks the rows published from a hand-over as published, in one statement.
+  async function markUnmarked(): Promise<void> {
+    if (unmarked.length === 0) return;
+    const positions = unmarked;
+    await sql`
+      update ${sql.id(schema, "outbox")} set published_at = now()
+      where position = any(${positions.map(String)}::bigint[]) and published_at is null`.execute(
+      database.kysely,
+    );
+    unmarked = unmarked.length === positions.length ? [] : unmarked.slice(positions.length);
+    markedAt = Date.now();
   }
 
   // The handed-over rows that continue from the cursor, in order; none when
@@ -431,8 +550,27 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
 
   // One round: the oldest unpublished rows, published then marked. Returns
   // how many rows it handled.
-  async function relayBatch(lost: AbortSignal): Promise<number> {
+  async function relayBatch(lost: AbortSignal, readAsked: boolean): Promise<number> {
     if (options.logRebuiltFromOutbox) return markThenPublish();
+    let handled = 0;
+    let read = readAsked || Date.now() - lastReadAt >= pollIntervalMs;
+    if (handed.length > 0) {
+      const outcome = await publishHanded(lost);
+      handled = outcome.count;
+      if (!outcome.ok) read = true;
+    }
+    if (!read) {
+      if (unmarked.length > 0 && Date.now() - markedAt >= MARK_INTERVAL_MS) await markUnmarked();
+      return handled;
+    }
+    // Rows published from a hand-over are marked first, so the read does not
+    // return them.
+    await markUnmarked();
+    lastReadAt = Date.now();
+    return handled + (await readRound(lost));
+  }
+
+  async function readRound(lost: AbortSignal): Promise<number> {
     const rows = await db
       .selectFrom("outbox")
       .select(["position", "body"])
@@ -457,6 +595,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       )
       .execute();
     publishedRows(rows.map((row) => row.position));
+    // A full batch may leave more behind: the next round reads again.
+    if (rows.length >= batchSize) wakeAny = true;
     return rows.length;
   }
 
@@ -465,11 +605,12 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     while (!stopping.signal.aborted && !lease.lost.aborted) {
       let handled: number;
       try {
-        roundStarts();
-        handled = await relayBatch(lease.lost);
+        handled = await relayBatch(lease.lost, roundStarts() || lastReadAt === 0);
         delay = minDelay;
       } catch (error) {
         onError(error);
+        // The retry reads the outbox (whatever part of the round failed).
+        wakeAny = true;
         await sleep(delay, stopping.signal, lease.lost);
         delay = Math.min(delay * 2, maxDelay);
         continue;
@@ -478,7 +619,14 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       if (handled < batchSize) await waitForWork(pollIntervalMs, lease.lost);
     }
     // Stopping while still leading: mark the last window before letting go.
-    if (!lease.lost.aborted) await markPublished().catch(onError);
+    if (!lease.lost.aborted) {
+      await markPublished().catch(onError);
+      await markUnmarked().catch(onError);
+    }
+    // Whoever leads next reads what this relay did not publish or mark.
+    handed = [];
+    unmarked = [];
+    lastReadAt = 0;
   }
 
   async function run(): Promise<void> {
@@ -530,6 +678,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     },
     async stop() {
       stopping.abort(new Error("relay stopped"));
+      clearTimeout(graceTimer);
       wake?.();
       await running;
     },

@@ -5,6 +5,15 @@
  * sends what is due, signed, and retries failures with exponential backoff
  * and jitter until `TRELLIS_WEBHOOK_MAX_ATTEMPTS`.
  *
+ * The consumer runs only while some subscription exists: with none it stops
+ * pulling after the event that found none, and starts again when one is
+ * made here (`invalidate`) or another replica's shows up (a poll every
+ * `pausedPollMs`). The durable keeps its place meanwhile, so the events
+ * that arrived while it was stopped come next: none made after a
+ * subscription is lost (deliveries are of events made after the
+ * subscription, `created_at`), the older ones are dropped as before. A long
+ * pause makes that catch-up long (one ack per event).
+ *
  * Several gateway replicas share the work: the log's durable consumer gives
  * each event to one of them, and a delivery is claimed with a lease before it
  * is sent. Delivery is at least once (a replica that dies mid-attempt leaves
@@ -28,6 +37,9 @@ export const WEBHOOK_CONSUMER = "gateway-webhooks";
 
 // A subscription made on another replica is seen within this long.
 const subscriptionCacheMs = 1_000;
+// While no subscription exists the consumer is stopped; a subscription made
+// on another replica starts it within this long (one made here at once).
+const pausedPollMs = 5_000;
 
 /** Whether an event kind matches a subscription's `event_types`. */
 export function matchesEventType(patterns: readonly string[], kind: string): boolean {
@@ -45,6 +57,8 @@ export class WebhookDispatcher {
   private readonly abort = new AbortController();
   private cache: { at: number; subscriptions: SubscriptionRow[] } | undefined;
   private wake: (() => void) | undefined;
+  /** Ends the stopped consumer's wait for a subscription. */
+  private wakeConsumer: (() => void) | undefined;
   /** The delivery loop's next wait: the poll interval, doubled per empty round while idle. */
   private idleWaitMs = 0;
   private running: Promise<unknown>[] = [];
@@ -65,12 +79,37 @@ export class WebhookDispatcher {
   async stop(): Promise<void> {
     this.abort.abort();
     this.wake?.();
+    this.wakeConsumer?.();
     await Promise.allSettled(this.running);
   }
 
   /** Forget cached subscriptions (one was made or deleted here). */
   invalidate(): void {
     this.cache = undefined;
+    this.wakeConsumer?.();
+  }
+
+  /** Waits until some subscription exists (or the dispatcher stops). */
+  private async untilSubscribed(): Promise<void> {
+    const signal = this.abort.signal;
+    while (!signal.aborted) {
+      try {
+        if ((await this.subscriptions()).length > 0) return;
+      } catch (error) {
+        this.options.logger.warn("webhooks: reading subscriptions failed", {
+          error: error instanceof Error ? error.message : String(error),
+        });
+      }
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, pausedPollMs);
+        this.wakeConsumer = done;
+        function done() {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+      this.wakeConsumer = undefined;
+    }
   }
 
   private async subscriptions(): Promise<SubscriptionRow[]> {
@@ -117,7 +156,14 @@ export class WebhookDispatcher {
     const { eventLog, logger } = this.options;
     const signal = this.abort.signal;
     let backoff = 500;
+    // The first start opens the durable (so it exists from then on) even
+    // without subscriptions; after that it runs only while one exists.
+    let first = true;
     while (!signal.aborted) {
+      if (!first) await this.untilSubscribed();
+      first = false;
+      if (signal.aborted) return;
+      let unsubscribed = false;
       try {
         for await (const item of eventLog.consume({
           name: WEBHOOK_CONSUMER,
@@ -129,6 +175,11 @@ export class WebhookDispatcher {
             await this.handleEvent(item.event);
             await item.ack();
             backoff = 500;
+            // No subscription: stop pulling (6 acks per turn for nothing).
+            if ((await this.subscriptions()).length === 0) {
+              unsubscribed = true;
+              break;
+            }
           } catch (error) {
             if (signal.aborted) return;
             logger.warn("webhooks: queueing an event failed; it will be redelivered", {
@@ -138,6 +189,8 @@ export class WebhookDispatcher {
             await item.nak(2_000).catch(() => undefined);
           }
         }
+        // Stopped for want of a subscription: wait for one, no backoff.
+        if (unsubscribed) continue;
       } catch (error) {
         if (signal.aborted) return;
         logger.warn("webhooks: the event consumer stopped; reopening", {
