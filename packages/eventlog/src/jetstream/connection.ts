@@ -24,25 +24,8 @@ import {
   nanos,
   type Status,
 } from "@nats-io/transport-node";
-// nats.js's internals (no `exports` map there): what the client itself uses.
-import { RequestOne } from "@nats-io/transport-node/lib/nats-base-client.js";
 import { isTrellisError, TrellisError } from "@trellis/runtime";
 import { unavailable } from "../errors.js";
-
-// nats.js 3.4 ends every request that succeeded — each JetStream publish and
-// `ackAck` — with `cancel()`, which rejects the (already resolved) promise
-// with a `new RequestError("cancelled")`: an Error and its stack capture per
-// request for nothing, 1.0 % of the tasks process's CPU and 1.6 % of
-// receipts' in a distributed turn (session 14, `bench/mesh-profile.ts`).
-// A cancel without a reason now rejects with one shared error instead.
-const CANCELLED = new errors.RequestError("cancelled");
-{
-  const proto = RequestOne.prototype as { cancel(err?: Error): void };
-  const cancel = proto.cancel;
-  proto.cancel = function (this: unknown, err?: Error): void {
-    cancel.call(this, err ?? CANCELLED);
-  };
-}
 
 /** Options of {@link connectNats}. */
 export interface ConnectNatsOptions {
