@@ -2,7 +2,7 @@
  * Storage contract, part 2: the outbox tables — the unit of work
  * (createOutboxWriter), appendToOutbox, readOutbox and pruneOutbox.
  */
-import { create, equals, toBinary } from "@bufbuild/protobuf";
+import { clone, create, equals, toBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventPayloadSchema, EventSchema } from "@trellis/contracts/core";
 import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
@@ -219,7 +219,8 @@ export function describeOutboxContract(suite: StorageSuite): void {
       ];
       for (const e of given) e.createdAt = timestampNow();
       // Deliberately different from the event: proves which one was stored.
-      const stale = create(EventSchema, { ...given[1], kind: "test.encoded" });
+      const stale = clone(EventSchema, given[1] as Event);
+      stale.kind = "test.encoded";
       const encoded = new Map(
         given.map((e, i) => [e, toBinary(EventSchema, i === 1 ? stale : e)] as const),
       );
