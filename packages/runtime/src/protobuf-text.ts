@@ -11,7 +11,8 @@
  */
 import { configureTextEncoding, getTextEncoding } from "@bufbuild/protobuf/wire";
 
-const encodeUtf8 = (text: string): Uint8Array => Buffer.from(text, "utf8");
+// Buffer.from never returns a view of a SharedArrayBuffer.
+const encodeUtf8 = (text: string) => Buffer.from(text, "utf8") as Uint8Array<ArrayBuffer>;
 
 /**
  * Makes protobuf-es encode strings with `Buffer.from` in this process (once;
