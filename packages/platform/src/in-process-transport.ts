@@ -10,9 +10,13 @@
  *
  * What stays exactly as on the wire, so a handler cannot tell the difference:
  *
- * - messages cross as protobuf binary (`toBinary` / `fromBinary`) in both
- *   directions: caller and handler never share an object, and anything that
- *   would not survive serialization fails here too;
+ * - messages cross as deep copies (`clone`) in both directions: caller and
+ *   handler never share an object (nested messages, lists, maps and bytes
+ *   included), and every field is set through protobuf's reflection, which
+ *   refuses a value of the wrong type as the encoder would. (Encoding to
+ *   binary and parsing back gave the same guarantee at ~3× the CPU — the
+ *   largest Trellis-owned cost of an embedded turn at 32 in flight;
+ *   docs/benchmarks.md, session 14);
  * - client interceptors wrap the call (`runUnaryCall` / `runStreamingCall`:
  *   deadline, signal), server interceptors wrap the implementation
  *   (`invokeUnaryImplementation` / `transformInvokeImplementation`), each
@@ -30,16 +34,15 @@
  * - a method with no handler is `unimplemented`.
  */
 import {
+  clone,
   create as createMessage,
   type DescMessage,
   type DescMethod,
   type DescMethodStreaming,
   type DescMethodUnary,
-  fromBinary,
   isMessage,
   type MessageInitShape,
   type MessageShape,
-  toBinary,
 } from "@bufbuild/protobuf";
 import {
   Code,
@@ -114,13 +117,17 @@ function collectSpecs(routes: (router: ConnectRouter) => void): Map<DescMethod, 
  */
 const CALL_ENDED = new ConnectError("the call ended", Code.Canceled);
 
-/** A copy of `message` as the other side of a wire would parse it. */
+/**
+ * A copy of `message` that shares no object with it, as the other side of a
+ * wire would parse it. An init shape is built into a message first (`create`
+ * may keep nested messages and arrays it is given), then copied.
+ */
 function copy<T extends DescMessage>(
   schema: T,
   message: MessageShape<T> | MessageInitShape<T>,
 ): MessageShape<T> {
   const full = isMessage(message, schema) ? message : createMessage(schema, message);
-  return fromBinary(schema, toBinary(schema, full));
+  return clone(schema, full);
 }
 
 /** The error as the caller would see it after the Connect protocol carried it. */

@@ -42,6 +42,7 @@ import type { HttpRequest, HttpResponse } from "./http-types.js";
 import { type RequestLimits, requestLimitsFromEnv } from "./limits.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createServerMetricsInterceptor } from "./metrics.js";
+import { useBufferUtf8Encoder } from "./protobuf-text.js";
 import { typed, typedRpcError } from "./protocol-errors.js";
 import { createReflectionImpls, ReflectionIndex } from "./reflection.js";
 import { afterResponse } from "./request-body.js";
@@ -225,6 +226,8 @@ function distinctServices(handlers: readonly { service: DescService }[]): DescSe
  *   const { url } = await service.listen({ port: config.PORT });
  */
 export function createService(options: ServiceOptions): TrellisService {
+  // Process-wide: protobuf's string encoder on Buffer (see protobuf-text.ts).
+  useBufferUtf8Encoder();
   const logger = options.logger ?? createLogger({ service: options.name });
   const monitor = new HealthMonitor(options.health ?? {}, logger);
   const limits: RequestLimits = {

@@ -110,6 +110,7 @@ export type {
   OutboxEntry,
   PruneOutboxOptions,
   ReadOutboxOptions,
+  SequenceOptions,
 } from "./outbox/outbox.js";
 export {
   appendToOutbox,

@@ -2,7 +2,8 @@
  * Storage contract, part 2: the outbox tables — the unit of work
  * (createOutboxWriter), appendToOutbox, readOutbox and pruneOutbox.
  */
-import { create, equals } from "@bufbuild/protobuf";
+import { clone, create, equals, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventPayloadSchema, EventSchema } from "@trellis/contracts/core";
 import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
 import { isTrellisError } from "@trellis/runtime";
@@ -11,6 +12,7 @@ import { type Kysely, sql, type Transaction } from "kysely";
 import { describe, expect, it } from "vitest";
 import {
   appendToOutbox,
+  appendToOutboxLogged,
   type OutboxEntry,
   outboxTables,
   pruneOutbox,
@@ -200,6 +202,45 @@ export function describeOutboxContract(suite: StorageSuite): void {
           .connection()
           .execute((c) => sequenceOutboxEvents(c as unknown as Transaction<unknown>, schema, [])),
       ).rejects.toMatchObject({ reason: "invalid_request" });
+    });
+
+    it("appendToOutboxLogged: events given encoded store that encoding plus their sequence", async () => {
+      const schema = await outboxSchema();
+      await inTransaction(database, (trx) =>
+        appendToOutbox(trx, schema, [event("ws_1", "task_e")]),
+      );
+      const given = [
+        event("ws_1", "task_e", { id: "evt_enc_1" }),
+        event("ws_1", "task_e", { id: "evt_enc_2" }),
+        // No id: completed here, so its encoding is not used (nor wrong).
+        event("ws_1", "task_f"),
+      ];
+      for (const e of given) e.createdAt = timestampNow();
+      // Deliberately different from the event: proves which one was stored.
+      const stale = clone(EventSchema, given[1] as Event);
+      stale.kind = "test.encoded";
+      const encoded = new Map(
+        given.map((e, i) => [e, toBinary(EventSchema, i === 1 ? stale : e)] as const),
+      );
+      const logged = await inTransaction(database, (trx) =>
+        appendToOutboxLogged(trx, schema, given, { adopt: true, encoded }),
+      );
+      expect(logged.map((l) => l.event.sequence)).toEqual([2n, 3n, 1n]);
+      const [first, ...stored] = await readAll(database, schema);
+      expect(stored.map((s) => s.event.kind)).toEqual([
+        "test.happened",
+        "test.encoded",
+        "test.happened",
+      ]);
+      // Parsed back, the rows are the sequenced events (ids, chain, times).
+      expect(equals(EventSchema, stored[0]?.event as Event, given[0] as Event)).toBe(true);
+      expect(stored[1]?.event).toMatchObject({
+        id: "evt_enc_2",
+        sequence: 3n,
+        previousEventId: "evt_enc_1",
+      });
+      expect(equals(EventSchema, stored[2]?.event as Event, given[2] as Event)).toBe(true);
+      expect(stored[0]?.event.previousEventId).toBe(first?.event.id);
     });
 
     it("stays gap-free per resource under concurrent transactions (20 tx × 10 events)", async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { clone, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
 import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
@@ -54,17 +55,33 @@ export async function appendToOutbox<DB>(
   return (await appendToOutboxLogged(trx, schema, events)).map((entry) => entry.event);
 }
 
+/** Options of {@link sequenceOutboxEvents} and {@link appendToOutboxLogged}. */
+export interface SequenceOptions {
+  /** See {@link sequenceOutboxEvents}. Default false. */
+  adopt?: boolean;
+  /**
+   * Events the caller holds encoded already (protobuf binary of the event
+   * exactly as given: no sequence, no previous event id), e.g. an owned
+   * step's event read from the journal: its row's body is that encoding
+   * with the two assigned fields appended (protobuf's merge of repeated
+   * scalar fields: the same message when parsed, same size), instead of
+   * encoding the whole event again. An event given without an id or a
+   * creation time (filled in here) is encoded in full.
+   */
+  encoded?: ReadonlyMap<Event, Uint8Array>;
+}
+
 /**
  * {@link appendToOutbox}, returning each completed event with the position
  * its row got — what a unit of work hands to the relay after its commit
- * (`outbox-writer.ts`), so the relay need not read the rows back. `adopt`
+ * (`outbox-writer.ts`), so the relay need not read the rows back. Options
  * as in {@link sequenceOutboxEvents}.
  */
 export async function appendToOutboxLogged<DB>(
   trx: Transaction<DB>,
   schema: string,
   events: readonly Event[],
-  options: { adopt?: boolean } = {},
+  options: SequenceOptions = {},
 ): Promise<LoggedEvent[]> {
   const { events: completed, rows } = await sequenceOutboxEvents(trx, schema, events, options);
   const db = outboxTables(trx, schema);
@@ -125,13 +142,14 @@ export function outboxEntries(
  *
  * `adopt`: the caller gives the event objects up, so they are completed in
  * place and returned instead of copies (the caller's own, freshly built
- * events: a copy each would be wasted). Default false.
+ * events: a copy each would be wasted). Default false. `encoded`: see
+ * {@link SequenceOptions}.
  */
 export async function sequenceOutboxEvents<DB>(
   trx: Transaction<DB>,
   schema: string,
   events: readonly Event[],
-  options: { adopt?: boolean } = {},
+  options: SequenceOptions = {},
 ): Promise<{ events: Event[]; rows: NewOutboxRow[] }> {
   assertSchemaName(schema);
   if (!trx.isTransaction) {
@@ -139,6 +157,8 @@ export async function sequenceOutboxEvents<DB>(
   }
   if (events.length === 0) return { events: [], rows: [] };
   const adopt = options.adopt === true;
+  // Read before `complete` fills in an id or a time the encoding lacks.
+  const prefixes = encodedPrefixes(events, options.encoded);
   const completed = events.map((event, index) => complete(event, index, adopt));
   const seen = new Set<string>();
   for (const event of completed) {
@@ -195,7 +215,42 @@ export async function sequenceOutboxEvents<DB>(
     }
   }
 
-  return { events: completed, rows: completed.map(outboxRow) };
+  return {
+    events: completed,
+    rows: completed.map((event, index) => outboxRow(event, prefixes?.[index])),
+  };
+}
+
+/** Each event's usable encoding from `encoded` (see {@link SequenceOptions}), by index. */
+function encodedPrefixes(
+  events: readonly Event[],
+  encoded: ReadonlyMap<Event, Uint8Array> | undefined,
+): (Uint8Array | undefined)[] | undefined {
+  if (encoded === undefined || encoded.size === 0) return undefined;
+  return events.map((event) =>
+    event.id !== "" &&
+    event.createdAt !== undefined &&
+    event.sequence === 0n &&
+    event.previousEventId === ""
+      ? encoded.get(event)
+      : undefined,
+  );
+}
+
+const SEQUENCE_FIELD = EventSchema.field.sequence.number;
+const PREVIOUS_EVENT_FIELD = EventSchema.field.previousEventId.number;
+
+/** `prefix` (the event encoded before sequencing) with its sequence and previous event id appended. */
+function withSequence(prefix: Uint8Array, event: Event): Uint8Array {
+  const writer = new BinaryWriter().tag(SEQUENCE_FIELD, WireType.Varint).uint64(event.sequence);
+  if (event.previousEventId !== "") {
+    writer.tag(PREVIOUS_EVENT_FIELD, WireType.LengthDelimited).string(event.previousEventId);
+  }
+  const tail = writer.finish();
+  const body = new Uint8Array(prefix.length + tail.length);
+  body.set(prefix);
+  body.set(tail, prefix.length);
+  return body;
 }
 
 /**
@@ -234,13 +289,20 @@ export function sequenceFreshOutboxEvents(
       replaced_event_id: "",
     });
   }
-  return { events: completed, rows: completed.map(outboxRow), counters: [...counters.values()] };
+  return {
+    events: completed,
+    rows: completed.map((event) => outboxRow(event)),
+    counters: [...counters.values()],
+  };
 }
 
-/** The outbox row of a sequenced event (refused when too large for the log). */
-function outboxRow(event: Event): NewOutboxRow {
+/**
+ * The outbox row of a sequenced event (refused when too large for the log);
+ * `prefix`: the event's encoding before sequencing, when the caller had it.
+ */
+function outboxRow(event: Event, prefix?: Uint8Array): NewOutboxRow {
   const resource = event.resource as NonNullable<Event["resource"]>;
-  const body = toBinary(EventSchema, event);
+  const body = prefix ? withSequence(prefix, event) : toBinary(EventSchema, event);
   // Refused here, in the writer's transaction, rather than by the log after
   // it was queued (where it would stand in the way of every later event).
   if (body.length > MAX_EVENT_BYTES) {

@@ -107,6 +107,8 @@ export async function applySteps(
   const outcomes: Insertable<OutcomeTable>[] = [];
   const rows: RowChange[] = [];
   const events: Event[] = [];
+  // Each event's journal body: its outbox row is that body plus the sequence.
+  const encoded = new Map<Event, Uint8Array>();
   for (const entry of batch) {
     if (entry.kind === ROWS_STEP) {
       rows.push(...decodeRowChanges(entry.body));
@@ -114,7 +116,11 @@ export async function applySteps(
     }
     if (entry.kind !== FINISHED_STEP) {
       // Anything but a step record is an owned step's public event.
-      if (entry.kind !== SUBMITTED_STEP) events.push(decodeStepEvent(entry.body));
+      if (entry.kind !== SUBMITTED_STEP) {
+        const event = decodeStepEvent(entry.body);
+        events.push(event);
+        encoded.set(event, entry.body);
+      }
       continue;
     }
     const record = fromBinary(StepRecordSchema, entry.body);
@@ -139,5 +145,5 @@ export async function applySteps(
   if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
   // Sequenced by the outbox now, in journal order (one owner per session);
   // the events were decoded here, so the relay and the log may keep them.
-  return appendToOutboxLogged(owned.raw, owned.outboxSchema, events, { adopt: true });
+  return appendToOutboxLogged(owned.raw, owned.outboxSchema, events, { adopt: true, encoded });
 }

@@ -52,15 +52,28 @@ export function encodeRowChanges(changes: readonly RowChange[]): Uint8Array {
   return body;
 }
 
+const utf8 = new TextEncoder();
+
 function encodeRowChangesText(changes: readonly RowChange[]): Uint8Array {
-  const text = JSON.stringify(changes, function (this: Record<string, unknown>, key, value) {
-    const raw = this[key];
-    if (typeof raw === "bigint") return { $n: raw.toString() };
-    if (raw instanceof Uint8Array) return { $b: Buffer.from(raw).toString("base64") };
-    if (raw instanceof Date) return { $t: raw.toISOString() };
-    return value;
-  });
-  return new TextEncoder().encode(text);
+  // Tagged first, then stringified without a replacer: a replacer function
+  // takes JSON.stringify off its fast path (about twice the CPU).
+  return utf8.encode(JSON.stringify(tagged(changes)));
+}
+
+/** `value` with its bigints, bytes and dates as the tagged objects {@link decodeRowChanges} reads. */
+function tagged(value: unknown): unknown {
+  if (typeof value === "bigint") return { $n: value.toString() };
+  if (value === null || typeof value !== "object") return value;
+  if (value instanceof Uint8Array) {
+    return { $b: Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString("base64") };
+  }
+  if (value instanceof Date) return { $t: value.toISOString() };
+  if (Array.isArray(value)) return value.map(tagged);
+  // Anything else with its own JSON form (none in rows today) keeps it.
+  if (typeof (value as { toJSON?: unknown }).toJSON === "function") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value)) out[key] = tagged((value as Record<string, unknown>)[key]);
+  return out;
 }
 
 /** Decodes {@link encodeRowChanges} (the changes themselves for a body this process encoded). */
