@@ -206,7 +206,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
 
     it("appendToOutboxLogged: events given encoded store that encoding plus their sequence", async () => {
       const schema = await outboxSchema();
-      await inTransaction(database, (trx) =>
+      await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event("ws_1", "task_e")]),
       );
       const given = [
@@ -222,11 +222,11 @@ export function describeOutboxContract(suite: StorageSuite): void {
       const encoded = new Map(
         given.map((e, i) => [e, toBinary(EventSchema, i === 1 ? stale : e)] as const),
       );
-      const logged = await inTransaction(database, (trx) =>
+      const logged = await inTransaction(suite.database, (trx) =>
         appendToOutboxLogged(trx, schema, given, { adopt: true, encoded }),
       );
       expect(logged.map((l) => l.event.sequence)).toEqual([2n, 3n, 1n]);
-      const [first, ...stored] = await readAll(database, schema);
+      const [first, ...stored] = await readAll(suite.database, schema);
       expect(stored.map((s) => s.event.kind)).toEqual([
         "test.happened",
         "test.encoded",

@@ -138,8 +138,8 @@ export function describeRelayContract(suite: StorageSuite): void {
       let reads = 0;
       let writes = 0;
       const counting: Database = {
-        kind: database.kind,
-        kysely: database.kysely.withPlugin({
+        kind: suite.database.kind,
+        kysely: suite.database.kysely.withPlugin({
           transformQuery: (args) => {
             const text = JSON.stringify(args.node);
             if (args.node.kind === "SelectQueryNode") reads++;
@@ -148,13 +148,15 @@ export function describeRelayContract(suite: StorageSuite): void {
           },
           transformResult: async (args) => args.result,
         }),
-        ping: (o) => database.ping(o),
-        acquireLock: (n, o) => database.acquireLock(n, o),
-        listen: (c, f) => database.listen(c, f),
-        close: () => database.close(),
+        ping: (o) => suite.database.ping(o),
+        acquireLock: (n, o) => suite.database.acquireLock(n, o),
+        listen: (c, f) => suite.database.listen(c, f),
+        close: () => suite.database.close(),
       };
       // No NOTIFY: only the kick (with its rows) and the poll wake it.
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(database.kysely);
+      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
+        suite.database.kysely,
+      );
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 }, counting);
       await eventually(() => relay.active && reads >= 1, { what: "relay's first round" });
       const readsBefore = reads;
@@ -162,7 +164,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       const writer = createOutboxWriter({ schema, relay });
       const workspaceId = uniqueName("ws");
       for (let commit = 0; commit < 10; commit++) {
-        await writer.transaction(database.kysely, async (unit) => {
+        await writer.transaction(suite.database.kysely, async (unit) => {
           unit.add([event(workspaceId, "task_h"), event(workspaceId, `task_${commit}`)]);
         });
       }
@@ -170,7 +172,7 @@ export function describeRelayContract(suite: StorageSuite): void {
         what: "events published",
       });
       expect(reads - readsBefore).toBe(0);
-      await eventually(async () => (await unpublished(database, schema)) === 0, {
+      await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         timeoutMs: 3000,
         what: "rows marked published",
       });
@@ -184,17 +186,19 @@ export function describeRelayContract(suite: StorageSuite): void {
     it("reads the outbox when a handed row's resource has an earlier row nobody handed over", async () => {
       const schema = await outboxSchema();
       const log = await newEventLog();
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(database.kysely);
+      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
+        suite.database.kysely,
+      );
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 });
       await eventually(() => relay.active, { what: "relay active" });
       await new Promise((r) => setTimeout(r, 200));
       const workspaceId = uniqueName("ws");
       // Another replica's commit: no kick, and its NOTIFY has not arrived.
-      const foreign = await inTransaction(database, (trx) =>
+      const foreign = await inTransaction(suite.database, (trx) =>
         appendToOutbox(trx, schema, [event(workspaceId, "task_r"), event(workspaceId, "task_r")]),
       );
       const writer = createOutboxWriter({ schema, relay });
-      const own = await writer.transaction(database.kysely, async (unit) => {
+      const own = await writer.transaction(suite.database.kysely, async (unit) => {
         const mine = [event(workspaceId, "task_r")];
         unit.add(mine, { adopt: true });
         return mine;
@@ -208,7 +212,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       const published = await readLog(log, workspaceId);
       expect(published.map((e) => e.id)).toEqual([...foreign.map((e) => e.id), own[0]?.id]);
       expectPerResourceOrder(published);
-      await eventually(async () => (await unpublished(database, schema)) === 0, {
+      await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         timeoutMs: 3000,
         what: "rows marked published",
       });
