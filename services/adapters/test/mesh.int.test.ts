@@ -29,14 +29,8 @@ import {
 } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdaptersService } from "../src/definition.js";
 import {
@@ -47,15 +41,14 @@ import {
   type WorkerProcess,
 } from "./support/processes.js";
 
-const prefix = uniqueName("adpmesh").toLowerCase();
-let database: TestDatabase;
+let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
 let adapters: RunningService;
 let tasks: RunningService;
 const workers: WorkerProcess[] = [];
 
 const workerEnv = (backend: string, extra: Record<string, string> = {}) => ({
   NATS_URL: testNatsUrl,
-  TRELLIS_NATS_PREFIX: prefix,
+  TRELLIS_NATS_PREFIX: deployment.prefix,
   TRELLIS_WORKER_HEARTBEAT: "200",
   PROBE_BACKEND: backend,
   ...extra,
@@ -78,21 +71,18 @@ function clients(url: string) {
 
 beforeAll(async () => {
   process.env.TRELLIS_LOG_LEVEL ??= "error";
-  database = await createTestDatabase("adapters_test");
-  const env = {
-    TRELLIS_LOG_LEVEL: "error",
-    TRELLIS_MESH_SECRET: meshSecret,
-    DATABASE_URL: database.url,
-    NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
-    PORT: "0",
-    TRELLIS_SHUTDOWN_GRACE: "1s",
-    TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-    TRELLIS_ADAPTERS_GRACE: "1000",
-  };
+  deployment = await openDeployment("adapters_test", runService, {
+    prefix: "adpmesh",
+    meshSecret,
+    env: {
+      TRELLIS_SHUTDOWN_GRACE: "1s",
+      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+      TRELLIS_ADAPTERS_GRACE: "1000",
+    },
+  });
   [adapters, tasks] = await Promise.all([
-    runService(createAdaptersService(), { env, handleSignals: false }),
-    runService(createTasksService(), { env, handleSignals: false }),
+    deployment.start(createAdaptersService()),
+    deployment.start(createTasksService()),
   ]);
   workers.push(
     ...(await Promise.all([
@@ -116,10 +106,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.stop()));
-  await tasks?.close();
-  await adapters?.close();
-  await database?.drop();
-  await deleteTestStreams(prefix);
+  await deployment?.close();
 });
 
 const input = (text: string) => chatToMessage({ role: "user", content: text });

@@ -39,14 +39,8 @@ import {
   runService,
 } from "@trellis/platform";
 import { createTasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import { createAdaptersService } from "../src/definition.js";
@@ -56,10 +50,9 @@ import {
   workerToolsModule,
 } from "./worker-support.js";
 
-const prefix = uniqueName("adpworker").toLowerCase();
 const meshSecret = `test-mesh-secret-${uniqueName("s")}-0123456789abcdef`;
 const signer = createMeshClientInterceptor(new MeshCredentials(meshSecret), "worker-test");
-let database: TestDatabase;
+let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
 let server: RecordedServer;
 let adapters: RunningService;
 let tasks: RunningService;
@@ -79,13 +72,13 @@ function clients(url: string) {
 function workerEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {
     NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
+    TRELLIS_NATS_PREFIX: deployment.prefix,
     TRELLIS_WORKER_HEARTBEAT: "200",
     TRELLIS_WORKER_BACKENDS: "harness,scripted",
     OPENAI_API_KEY: "sk-test-recorded",
     OPENAI_BASE_URL: `${server.url}/v1`,
     TRELLIS_HARNESS_TOOLS: workerToolsModule,
-    DATABASE_URL: database.url,
+    DATABASE_URL: deployment.db.url,
     ...extra,
   };
 }
@@ -109,35 +102,28 @@ async function startWorker(extra: Record<string, string> = {}): Promise<AdapterW
 beforeAll(async () => {
   process.env.TRELLIS_LOG_LEVEL ??= "error";
   server = await startRecordedServer();
-  database = await createTestDatabase("adapter_worker");
-  const env = {
-    TRELLIS_LOG_LEVEL: "error",
-    TRELLIS_MESH_SECRET: meshSecret,
-    DATABASE_URL: database.url,
-    NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
-    PORT: "0",
-    TRELLIS_SHUTDOWN_GRACE: "1s",
-    TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-    TRELLIS_ADAPTERS_GRACE: "1000",
-    TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
-  };
-  adapters = await runService(createAdaptersService(), { env, handleSignals: false });
+  deployment = await openDeployment("adapter_worker", runService, {
+    prefix: "adpworker",
+    meshSecret,
+    env: {
+      TRELLIS_SHUTDOWN_GRACE: "1s",
+      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
+      TRELLIS_ADAPTERS_GRACE: "1000",
+      TRELLIS_VAULT_KEY: randomBytes(32).toString("base64"),
+    },
+  });
+  adapters = await deployment.start(createAdaptersService());
   // The tasks service reads vaults for remote workers from the adapters service.
-  tasks = await runService(createTasksService(), {
-    env: { ...env, TRELLIS_ADAPTERS_URL: adapters.address.url },
-    handleSignals: false,
+  tasks = await deployment.start(createTasksService(), {
+    TRELLIS_ADAPTERS_URL: adapters.address.url,
   });
   await startWorker();
 }, 120_000);
 
 afterAll(async () => {
   await Promise.all(workers.map((w) => w.kill()));
-  await tasks?.close();
-  await adapters?.close();
+  await deployment?.close();
   await server?.close();
-  await database?.drop();
-  await deleteTestStreams(prefix);
 });
 
 async function createHarnessAgent(name: string, safeToRetry = false): Promise<string> {
@@ -260,7 +246,7 @@ describe("trellis serve adapter-worker", () => {
       mode: "distributed",
       env: {
         NATS_URL: testNatsUrl,
-        TRELLIS_NATS_PREFIX: prefix,
+        TRELLIS_NATS_PREFIX: deployment.prefix,
         TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
       },
       adapters: [],

@@ -20,15 +20,8 @@ import {
   runService,
 } from "@trellis/platform";
 import { tasksService } from "@trellis/tasks";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  freePort,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually, freePort } from "@trellis/testkit";
+import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { replyGraph, scriptedAgent } from "./support.js";
 
@@ -38,9 +31,8 @@ const root = fileURLToPath(new URL("../../../", import.meta.url));
 // the chat processes get the secret from this process's environment).
 const asMeshPeer = createMeshClientInterceptor(processMeshCredentials(), "test");
 
-let db: TestDatabase;
+let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
 let tasks: RunningService;
-let prefix: string;
 let env: Record<string, string>;
 const children = new Set<ChildProcess>();
 
@@ -83,25 +75,14 @@ function killed(child: ChildProcess): Promise<void> {
 }
 
 beforeAll(async () => {
-  prefix = uniqueName("chatkill").replaceAll("-", "_");
-  db = await createTestDatabase("trellis_chat_kill");
-  const common = {
-    DATABASE_URL: db.url,
-    NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
-    PORT: "0",
-    TRELLIS_SHUTDOWN_GRACE: "200ms",
-    TRELLIS_LOG_LEVEL: "error",
-  };
-  tasks = await runService(tasksService, { env: common, handleSignals: false });
-  env = { ...common, TRELLIS_TASKS_URL: tasks.address.url };
+  deployment = await openDeployment("trellis_chat_kill", runService, { prefix: "chatkill" });
+  tasks = await deployment.start(tasksService);
+  env = { ...deployment.env, TRELLIS_TASKS_URL: tasks.address.url };
 });
 
 afterAll(async () => {
   await Promise.all([...children].map(killed));
-  await tasks?.close();
-  await deleteTestStreams(prefix).catch(() => undefined);
-  await db?.drop();
+  await deployment?.close();
 });
 
 describe("chat process killed mid-Send (distributed mode)", () => {

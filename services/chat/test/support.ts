@@ -19,7 +19,7 @@ import {
 } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { openDeployment } from "@trellis/testkit/deployment";
 import { chatService } from "../src/index.js";
 
 /** Clients of a running mesh (tasks + chat), in any mode, and how to stop it. */
@@ -102,34 +102,20 @@ export interface DistributedChat extends ChatClients {
 export async function startDistributedChat(
   extraEnv: Record<string, string> = {},
 ): Promise<DistributedChat> {
-  const prefix = uniqueName("chat").replaceAll("-", "_");
-  const db = await createTestDatabase("trellis_chat");
-  const env = {
-    DATABASE_URL: db.url,
-    NATS_URL: testNatsUrl,
-    TRELLIS_NATS_PREFIX: prefix,
-    PORT: "0",
-    TRELLIS_SHUTDOWN_GRACE: "200ms",
-    TRELLIS_LOG_LEVEL: "error",
-    ...extraEnv,
-  };
-  const started: RunningService[] = [];
-  const cleanup = async () => {
-    for (const service of started.reverse()) await service.close().catch(() => undefined);
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db.drop().catch(() => undefined);
-  };
+  const deployment = await openDeployment("trellis_chat", runService, {
+    prefix: "chat",
+    env: extraEnv,
+  });
+  const cleanup = () => deployment.close().catch(() => undefined);
   try {
-    const tasks = await runService(tasksService, { env, handleSignals: false });
-    started.push(tasks);
-    const tasksEnv = { ...env, TRELLIS_TASKS_URL: tasks.address.url };
-    const chat = await runService(chatService, { env: tasksEnv, handleSignals: false });
-    started.push(chat);
+    const tasks = await deployment.start(tasksService);
+    const tasksEnv = { TRELLIS_TASKS_URL: tasks.address.url };
+    const chat = await deployment.start(chatService, tasksEnv);
     return {
       ...clientsAt(chat.address.url, tasks.address.url, cleanup),
       tasks,
       chatService: chat,
-      env: tasksEnv,
+      env: { ...deployment.env, ...tasksEnv },
     };
   } catch (error) {
     await cleanup();

@@ -13,29 +13,26 @@ import Anthropic, {
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatBlockJson } from "@trellis/messages";
 import { isRecord } from "@trellis/runtime";
-import { assistantMessage, plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
+import { plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
 import type {
   FinishReason,
-  ModelProvider,
   ModelRequest,
   ModelResponse,
   ModelUsage,
   ProviderConnection,
 } from "./provider.js";
+import { type Json, modelResponse, type SdkErrors, sdkProvider } from "./provider-call.js";
 import {
   counter,
   invalidResponse,
   ProviderError,
   type ProviderErrorCategory,
-  providerErrorOf,
 } from "./provider-error.js";
 
 const PROVIDER = "Anthropic";
 
 /** Provider name of {@link createAnthropicProvider}. */
 export const ANTHROPIC_PROVIDER = "anthropic";
-
-type Json = Record<string, unknown>;
 
 function invalidRequest(message: string): ProviderError {
   return new ProviderError({ category: "provider_invalid_request", message });
@@ -172,32 +169,23 @@ const CATEGORY_OF_TYPE: Record<string, ProviderErrorCategory> = {
   timeout_error: "provider_unavailable",
 };
 
-/** Maps an SDK failure onto llm-provider §7 (§8.2.3); aborts pass through unchanged. */
-function mapError(error: unknown, signal: AbortSignal | undefined): unknown {
-  if (error instanceof ProviderError) return error;
-  if (error instanceof APIUserAbortError || signal?.aborted) return error;
-  if (error instanceof APIConnectionTimeoutError) {
-    return providerErrorOf(PROVIDER, { kind: "timeout" }, error);
-  }
-  if (error instanceof APIError) {
+/** How the SDK's errors map onto llm-provider §7 (§8.2.3). */
+const SDK_ERRORS: SdkErrors = {
+  abort: APIUserAbortError,
+  timeout: APIConnectionTimeoutError,
+  api(error) {
+    if (!(error instanceof APIError)) return undefined;
     const type = error.type ?? undefined;
-    const text = error.apiMessage ?? error.message;
-    const withoutStatus = (type && CATEGORY_OF_TYPE[type]) || "provider_unavailable";
-    return providerErrorOf(
-      PROVIDER,
-      {
-        kind: "api",
-        status: error.status,
-        code: type,
-        text,
-        headers: error.headers,
-        withoutStatus,
-      },
-      error,
-    );
-  }
-  return providerErrorOf(PROVIDER, { kind: "other" }, error);
-}
+    return {
+      kind: "api",
+      status: error.status,
+      code: type,
+      text: error.apiMessage ?? error.message,
+      headers: error.headers,
+      withoutStatus: (type && CATEGORY_OF_TYPE[type]) || "provider_unavailable",
+    };
+  },
+};
 
 /** §8.2.2: a complete message response. */
 function responseOf(raw: Json, model: string): ModelResponse {
@@ -246,13 +234,7 @@ function responseOf(raw: Json, model: string): ModelResponse {
         break;
     }
   }
-  return {
-    message: assistantMessage(blocks, toolCalls, finishReason === "error"),
-    finishReason,
-    usage: usageOf(raw.usage),
-    raw: raw as JsonObject,
-    model: typeof raw.model === "string" ? raw.model : model,
-  };
+  return modelResponse(raw, model, { blocks, toolCalls, finishReason, usage: usageOf(raw.usage) });
 }
 
 /**
@@ -341,29 +323,21 @@ export type AnthropicProviderOptions = ProviderConnection;
  * call (the API does, and §8.2.1 forbids inventing one).
  */
 export function createAnthropicProvider(options: AnthropicProviderOptions) {
-  const client = options.apiKey
-    ? new Anthropic({
-        apiKey: options.apiKey,
-        baseURL: options.baseURL ?? "https://api.anthropic.com",
-        timeout: options.timeoutMs ?? 120_000,
-        maxRetries: options.maxRetries ?? 0,
-      })
-    : undefined;
-  return (model: string): ModelProvider => ({
-    provider: ANTHROPIC_PROVIDER,
-    model,
-    async complete(request: ModelRequest): Promise<ModelResponse> {
+  return sdkProvider(options, {
+    name: ANTHROPIC_PROVIDER,
+    label: PROVIDER,
+    keyVariable: "ANTHROPIC_API_KEY",
+    baseURL: "https://api.anthropic.com",
+    client: (settings) => new Anthropic(settings),
+    errors: SDK_ERRORS,
+    refuse(request) {
       if (request.maxOutputTokens === undefined) {
         throw invalidRequest("the Anthropic mapping needs max_tokens (max_output_tokens)");
       }
-      if (!client) {
-        throw new ProviderError({
-          category: "provider_authentication",
-          message: "no Anthropic API key is configured (ANTHROPIC_API_KEY)",
-        });
-      }
+    },
+    body(model, request) {
       const wire = wireRequest(toWireMessages(request.messages));
-      const body: Json = {
+      return {
         model,
         max_tokens: request.maxOutputTokens,
         ...(wire.system !== "" ? { system: wire.system } : {}),
@@ -379,26 +353,15 @@ export function createAnthropicProvider(options: AnthropicProviderOptions) {
           : {}),
         ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
       };
-      const requestOptions = request.signal ? { signal: request.signal } : {};
-      try {
-        if (request.stream) {
-          const stream = await client.messages.create(
-            { ...body, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming,
-            requestOptions,
-          );
-          const assembled = await assemble(stream, request.onDelta);
-          // The SDK ends a stream quietly when it is aborted: never take the rest for an answer.
-          request.signal?.throwIfAborted();
-          return responseOf(assembled, model);
-        }
-        const message = await client.messages.create(
-          body as unknown as Anthropic.MessageCreateParamsNonStreaming,
-          requestOptions,
-        );
-        return responseOf(message as unknown as Json, model);
-      } catch (error) {
-        throw mapError(error, request.signal);
-      }
     },
+    stream: (client, body, options) =>
+      client.messages.create(
+        { ...body, stream: true } as unknown as Anthropic.MessageCreateParamsStreaming,
+        options,
+      ),
+    once: (client, body, options) =>
+      client.messages.create(body as unknown as Anthropic.MessageCreateParamsNonStreaming, options),
+    assemble,
+    responseOf,
   });
 }

@@ -4,27 +4,24 @@
  * response §8.1.2, errors §8.1.3, streaming §8.1.6). Works with any
  * OpenAI-compatible server through `baseURL`.
  */
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { ChatBlockJson } from "@trellis/messages";
 import { isRecord } from "@trellis/runtime";
 import OpenAI, { APIConnectionTimeoutError, APIError, APIUserAbortError } from "openai";
-import { assistantMessage, plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
+import { plainText, toWireMessages, type WireMessage } from "./chat-mapping.js";
 import type {
   FinishReason,
-  ModelProvider,
   ModelRequest,
   ModelResponse,
   ModelUsage,
   ProviderConnection,
 } from "./provider.js";
-import { counter, invalidResponse, ProviderError, providerErrorOf } from "./provider-error.js";
+import { type Json, modelResponse, type SdkErrors, sdkProvider } from "./provider-call.js";
+import { counter, invalidResponse } from "./provider-error.js";
 
 const PROVIDER = "OpenAI";
 
 /** Provider name of {@link createOpenAIProvider}. */
 export const OPENAI_PROVIDER = "openai";
-
-type Json = Record<string, unknown>;
 
 /** §8.1.1: one canonical message as a Chat Completions message (thinking stripped). */
 function wireMessage(message: WireMessage): Json {
@@ -103,32 +100,23 @@ function usageOf(raw: unknown): ModelUsage {
   };
 }
 
-/** Maps an SDK failure onto llm-provider §7 (§8.1.3); aborts pass through unchanged. */
-function mapError(error: unknown, signal: AbortSignal | undefined): unknown {
-  if (error instanceof ProviderError) return error;
-  if (error instanceof APIUserAbortError || signal?.aborted) return error;
-  if (error instanceof APIConnectionTimeoutError) {
-    return providerErrorOf(PROVIDER, { kind: "timeout" }, error);
-  }
-  if (error instanceof APIError) {
+/** How the SDK's errors map onto llm-provider §7 (§8.1.3). */
+const SDK_ERRORS: SdkErrors = {
+  abort: APIUserAbortError,
+  timeout: APIConnectionTimeoutError,
+  api(error) {
+    if (!(error instanceof APIError)) return undefined;
     const body = isRecord(error.error) ? error.error : {};
-    const code = typeof body.code === "string" ? body.code : (error.type ?? undefined);
-    const text = typeof body.message === "string" ? body.message : error.message;
-    return providerErrorOf(
-      PROVIDER,
-      {
-        kind: "api",
-        status: error.status,
-        code,
-        text,
-        headers: error.headers,
-        withoutStatus: "provider_unavailable",
-      },
-      error,
-    );
-  }
-  return providerErrorOf(PROVIDER, { kind: "other" }, error);
-}
+    return {
+      kind: "api",
+      status: error.status,
+      code: typeof body.code === "string" ? body.code : (error.type ?? undefined),
+      text: typeof body.message === "string" ? body.message : error.message,
+      headers: error.headers,
+      withoutStatus: "provider_unavailable",
+    };
+  },
+};
 
 /** §8.1.2: a complete (non-streamed) chat completion. */
 function responseOf(raw: Json, model: string): ModelResponse {
@@ -157,13 +145,7 @@ function responseOf(raw: Json, model: string): ModelResponse {
       argumentsText: typeof fn.arguments === "string" ? fn.arguments : "",
     };
   });
-  return {
-    message: assistantMessage(blocks, toolCalls, finishReason === "error"),
-    finishReason,
-    usage: usageOf(raw.usage),
-    raw: raw as JsonObject,
-    model: typeof raw.model === "string" ? raw.model : model,
-  };
+  return modelResponse(raw, model, { blocks, toolCalls, finishReason, usage: usageOf(raw.usage) });
 }
 
 /** §8.1.6: reads the chunks, reports deltas, and assembles a chat completion. */
@@ -235,68 +217,48 @@ export type OpenAIProviderOptions = ProviderConnection;
  * without an API key every call fails with `provider_authentication`.
  */
 export function createOpenAIProvider(options: OpenAIProviderOptions) {
-  const client = options.apiKey
-    ? new OpenAI({
-        apiKey: options.apiKey,
-        baseURL: options.baseURL ?? "https://api.openai.com/v1",
-        timeout: options.timeoutMs ?? 120_000,
-        maxRetries: options.maxRetries ?? 0,
-      })
-    : undefined;
-  return (model: string): ModelProvider => ({
-    provider: OPENAI_PROVIDER,
-    model,
-    async complete(request: ModelRequest): Promise<ModelResponse> {
-      if (!client) {
-        throw new ProviderError({
-          category: "provider_authentication",
-          message: "no OpenAI API key is configured (OPENAI_API_KEY)",
-        });
-      }
-      const body: Json = {
-        model,
-        messages: toWireMessages(request.messages).map(wireMessage),
-        ...(request.tools.length > 0
-          ? {
-              tools: request.tools.map((tool) => ({
-                type: "function",
-                function: {
-                  name: tool.name,
-                  description: tool.description,
-                  parameters: tool.parameters,
-                },
-              })),
-            }
-          : {}),
-        ...(request.maxOutputTokens !== undefined
-          ? { max_completion_tokens: request.maxOutputTokens }
-          : {}),
-        ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
-      };
-      const requestOptions = request.signal ? { signal: request.signal } : {};
-      try {
-        if (request.stream) {
-          const stream = await client.chat.completions.create(
-            {
-              ...body,
-              stream: true,
-              stream_options: { include_usage: true },
-            } as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming,
-            requestOptions,
-          );
-          const assembled = await assemble(stream, request.onDelta);
-          // The SDK ends a stream quietly when it is aborted: never take the rest for an answer.
-          request.signal?.throwIfAborted();
-          return responseOf(assembled, model);
-        }
-        const completion = await client.chat.completions.create(
-          body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
-          requestOptions,
-        );
-        return responseOf(completion as unknown as Json, model);
-      } catch (error) {
-        throw mapError(error, request.signal);
-      }
-    },
+  return sdkProvider(options, {
+    name: OPENAI_PROVIDER,
+    label: PROVIDER,
+    keyVariable: "OPENAI_API_KEY",
+    baseURL: "https://api.openai.com/v1",
+    client: (settings) => new OpenAI(settings),
+    errors: SDK_ERRORS,
+    body: (model, request) => ({
+      model,
+      messages: toWireMessages(request.messages).map(wireMessage),
+      ...(request.tools.length > 0
+        ? {
+            tools: request.tools.map((tool) => ({
+              type: "function",
+              function: {
+                name: tool.name,
+                description: tool.description,
+                parameters: tool.parameters,
+              },
+            })),
+          }
+        : {}),
+      ...(request.maxOutputTokens !== undefined
+        ? { max_completion_tokens: request.maxOutputTokens }
+        : {}),
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    }),
+    stream: (client, body, options) =>
+      client.chat.completions.create(
+        {
+          ...body,
+          stream: true,
+          stream_options: { include_usage: true },
+        } as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming,
+        options,
+      ),
+    once: (client, body, options) =>
+      client.chat.completions.create(
+        body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+        options,
+      ),
+    assemble,
+    responseOf,
   });
 }

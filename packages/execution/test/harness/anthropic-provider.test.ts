@@ -8,15 +8,9 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Visibility } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
-import {
-  createAnthropicProvider,
-  isProviderError,
-  type ModelDelta,
-  type ModelTool,
-  type ProviderError,
-} from "../../src/index.js";
+import { createAnthropicProvider, type ModelDelta, type ModelTool } from "../../src/index.js";
 import { ANTHROPIC_MESSAGES, fixture } from "../../src/testing/recorded-server.js";
-import { useRecordedServer } from "./support/fixture.js";
+import { failure, useRecordedServer } from "./support/fixture.js";
 
 const WEATHER: ModelTool = {
   name: "get_weather",
@@ -37,15 +31,6 @@ function provider(options: { timeoutMs?: number } = {}) {
     baseURL: server.url,
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
   })("claude-sonnet-5-5");
-}
-
-async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isProviderError(error)) throw new Error(`expected a ProviderError, got ${String(error)}`);
-  return error;
 }
 
 describe("Anthropic provider (Messages API)", () => {

@@ -8,15 +8,9 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { chatToMessage } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
-import {
-  createOpenAIProvider,
-  isProviderError,
-  type ModelDelta,
-  type ModelTool,
-  type ProviderError,
-} from "../../src/index.js";
+import { createOpenAIProvider, type ModelDelta, type ModelTool } from "../../src/index.js";
 import { fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
-import { useRecordedServer } from "./support/fixture.js";
+import { failure, useRecordedServer } from "./support/fixture.js";
 
 const WEATHER: ModelTool = {
   name: "get_weather",
@@ -41,15 +35,6 @@ function provider(options: { timeoutMs?: number; apiKey?: string } = {}) {
     baseURL: `${server.url}/v1`,
     ...(options.timeoutMs !== undefined ? { timeoutMs: options.timeoutMs } : {}),
   })("gpt-4o-mini");
-}
-
-async function failure(promise: Promise<unknown>): Promise<ProviderError> {
-  const error = await promise.then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  if (!isProviderError(error)) throw new Error(`expected a ProviderError, got ${String(error)}`);
-  return error;
 }
 
 describe("OpenAI provider (Chat Completions)", () => {

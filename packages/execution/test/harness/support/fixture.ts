@@ -10,7 +10,7 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Message, Role } from "@trellis/contracts/core";
 import { createMeshClientInterceptor, runService } from "@trellis/platform";
 import { createTasksService } from "@trellis/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { openDeployment } from "@trellis/testkit/deployment";
 import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import {
   createHarnessAdapter,
@@ -18,6 +18,8 @@ import {
   createScriptedAdapter,
   type ExecutionResult,
   type HarnessTool,
+  isProviderError,
+  type ProviderError,
 } from "../../../src/index.js";
 import { recordedProviders } from "../../../src/testing/harness-agents.js";
 import { type RecordedServer, startRecordedServer } from "../../../src/testing/recorded-server.js";
@@ -77,24 +79,15 @@ export async function startHarnessTasks(
   tools: readonly HarnessTool[],
 ): Promise<HarnessTasks> {
   process.env.TRELLIS_LOG_LEVEL ??= "error";
-  const prefix = uniqueName(name).replaceAll("-", "_");
   const server = await startRecordedServer();
-  const database = await createTestDatabase(name);
+  const deployment = await openDeployment(name, runService, {
+    env: { TRELLIS_SHUTDOWN_GRACE: "1s" },
+  });
   const executor = createLocalExecutor([
     createScriptedAdapter(),
     createHarnessAdapter({ providers: recordedProviders(server.url), tools: [...tools] }),
   ]);
-  const service = await runService(createTasksService({ executor }), {
-    env: {
-      TRELLIS_LOG_LEVEL: "error",
-      DATABASE_URL: database.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "1s",
-    },
-    handleSignals: false,
-  });
+  const service = await deployment.start(createTasksService({ executor }));
   const transport = createGrpcTransport({
     baseUrl: service.address.url,
     interceptors: [createMeshClientInterceptor(service.mesh, "adapters")],
@@ -103,12 +96,20 @@ export async function startHarnessTasks(
     server,
     transport,
     async close() {
-      await service.close();
+      await deployment.close();
       await server.close();
-      await database.drop();
-      await deleteTestStreams(prefix);
     },
   };
+}
+
+/** The {@link ProviderError} `promise` rejects with; fails on anything else. */
+export async function failure(promise: Promise<unknown>): Promise<ProviderError> {
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  if (!isProviderError(error)) throw new Error(`expected a ProviderError, got ${String(error)}`);
+  return error;
 }
 
 /** Messages as role, text, tool calls and the call they answer. */
