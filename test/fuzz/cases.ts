@@ -19,6 +19,7 @@ export {
   type RestRouteInfo,
   type RpcTarget,
   type Surface,
+  TAKEN_SESSION_ID,
   TAKEN_VAULT_ID,
   type WireProtocol,
 } from "./fuzz-setup.js";

@@ -11,6 +11,9 @@ import type { RawRequest } from "@trellis/runtime/testing";
  */
 export const TAKEN_VAULT_ID = "vlt_fuzz_taken";
 
+/** The same for a client-chosen session id (issue 22 finding 4). */
+export const TAKEN_SESSION_ID = "ses_fuzz_taken";
+
 /** Ids of real resources, so that some requests reach deep into handlers. */
 export interface Pool {
   workspaceId: string;

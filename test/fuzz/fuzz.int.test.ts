@@ -48,6 +48,7 @@ import {
   generateCase,
   type Pool,
   type RpcTarget,
+  TAKEN_SESSION_ID,
   TAKEN_VAULT_ID,
 } from "./cases.js";
 
@@ -315,7 +316,8 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
       if (messageId === "msg_none" || eventId === "evt_none")
         await new Promise((r) => setTimeout(r, 100));
     }
-    // An id other workspaces' requests reuse (see TAKEN_VAULT_ID).
+    // Ids other workspaces' requests reuse (see TAKEN_VAULT_ID, TAKEN_SESSION_ID).
+    await rest("POST", "/v1/sessions", { id: TAKEN_SESSION_ID, workspace_id: "default" });
     await rest("POST", "/v1/vaults", {
       id: TAKEN_VAULT_ID,
       workspace_id: "default",

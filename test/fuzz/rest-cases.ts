@@ -8,6 +8,7 @@ import {
   type FuzzSetup,
   type Pool,
   type RestRouteInfo,
+  TAKEN_SESSION_ID,
   TAKEN_VAULT_ID,
 } from "./fuzz-setup.js";
 import { authHeaders, mutateJson } from "./mutations.js";
@@ -190,6 +191,18 @@ export function restCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
     } else if (route.method === "POST" && route.path === "/v1/vaults" && rng.chance(0.5)) {
       // Sent intact: another workspace's id is no conflict (and says nothing).
       body = Buffer.from(JSON.stringify(json));
+      mutations.push("foreign-id");
+    } else if (route.method === "POST" && route.path === "/v1/sessions" && rng.chance(0.3)) {
+      // The same for a session id the pool's workspace holds, in another
+      // workspace each time (the admin key may name any).
+      body = Buffer.from(
+        JSON.stringify({
+          ...(json as Record<string, JsonValue>),
+          id: TAKEN_SESSION_ID,
+          workspace_id: `ws_fuzz_${rng.int(0, 1_000_000_000)}`,
+          persona_id: "agent_echo",
+        }),
+      );
       mutations.push("foreign-id");
     } else if (rng.chance(0.85)) {
       const m = mutateJson(rng, json, setup);

@@ -197,7 +197,7 @@ export class HealthWatchdog {
     try {
       const { session } = await this.#o.clients
         .get(SessionService)
-        .getSession({ sessionId }, this.#context.options());
+        .getSession({ sessionId, workspaceId: ref.workspaceId }, this.#context.options());
       // Another workspace's session of the same id is not this one's policy.
       if (!session || session.workspaceId !== ref.workspaceId) return undefined;
       policy = healthPolicyOf(session.metadata);

@@ -93,7 +93,7 @@ export function createBranchHandlers(
     },
     async listBranches(request, context) {
       const session = await store.getSession(request.sessionId, scopeOf(context));
-      const page = await branches.listOfSession(session.id, pageOf(request));
+      const page = await branches.listOfSession(session.workspaceId, session.id, pageOf(request));
       return { branches: page.items, nextPageToken: page.nextPageToken };
     },
   };

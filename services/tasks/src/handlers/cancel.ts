@@ -72,6 +72,7 @@ export async function cancelTaskTree(
 /** Ids of a session's tasks that are not terminal (a session's mailbox holds few). */
 export async function openTaskIds(
   deps: Pick<HandlerDeps, "store">,
+  workspaceId: string,
   sessionId: string,
   scope: string | undefined,
 ): Promise<string[]> {
@@ -79,7 +80,7 @@ export async function openTaskIds(
   let pageToken = "";
   do {
     const page = await deps.store.listTasks(
-      { sessionId, workspaceId: "", statuses: OPEN_STATUSES },
+      { sessionId, workspaceId, statuses: OPEN_STATUSES },
       { pageSize: 1000, pageToken },
       scope,
     );

@@ -30,7 +30,14 @@ export function createEventHandlers(deps: HandlerDeps): ServiceImpl<typeof Event
       };
     }
     if (request.sessionId) {
-      const session = await store.getSession(request.sessionId, scope);
+      if (scope !== undefined && request.workspaceId && request.workspaceId !== scope) {
+        throw notFound("session", request.sessionId);
+      }
+      // Session ids are unique per workspace: a caller bound to none may name it.
+      const session = await store.getSession(
+        request.sessionId,
+        scope ?? (request.workspaceId || undefined),
+      );
       return { workspaceId: session.workspaceId, sessionId: session.id };
     }
     if (scope !== undefined && request.workspaceId && request.workspaceId !== scope) {

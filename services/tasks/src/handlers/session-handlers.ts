@@ -8,7 +8,7 @@ import {
   type SessionService,
 } from "@trellis/contracts/tasks";
 import { validateChatMessage } from "@trellis/messages";
-import { invalidRequest } from "../domain/errors.js";
+import { invalidRequest, notFound } from "../domain/errors.js";
 import { cancelChildren, openTaskIds } from "./cancel.js";
 import {
   type HandlerDeps,
@@ -55,7 +55,17 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
       return { session };
     },
     async getSession(request, context) {
-      return { session: await store.getSession(request.sessionId, scopeOf(context)) };
+      // Session ids are unique per workspace: a caller bound to none may name it.
+      const scope = scopeOf(context);
+      if (scope !== undefined && request.workspaceId && request.workspaceId !== scope) {
+        throw notFound("session", request.sessionId);
+      }
+      return {
+        session: await store.getSession(
+          request.sessionId,
+          scope ?? (request.workspaceId || undefined),
+        ),
+      };
     },
     async listSessions(request, context) {
       const page = await store.listSessions(
@@ -68,7 +78,8 @@ export function createSessionHandlers(deps: HandlerDeps): ServiceImpl<typeof Ses
     async closeSession(request, context) {
       const write = writeContext(context);
       // Closing cancels the session's open tasks, and with them the tasks they delegated to.
-      const open = await openTaskIds(deps, request.sessionId, write.scope);
+      const target = await store.getSession(request.sessionId, write.scope);
+      const open = await openTaskIds(deps, target.workspaceId, target.id, write.scope);
       const { session, abort } = await store.closeSession(request.sessionId, request.reason, write);
       for (const id of abort) runner.abort(id, "the session was closed");
       await cancelChildren(deps, open, write, context.signal);

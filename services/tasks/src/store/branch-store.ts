@@ -44,7 +44,7 @@ export interface BranchStore {
   /** Records a branch once (by id); recording it again returns the stored one. */
   record(branch: NewBranch, context: WriteContext): Promise<Branch>;
   get(id: string, scope?: string): Promise<Branch>;
-  listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>>;
+  listOfSession(workspaceId: string, sessionId: string, page: PageRequest): Promise<Page<Branch>>;
 }
 
 /** {@link BranchStore} on PostgreSQL / PGlite. */
@@ -122,12 +122,20 @@ export class PostgresBranchStore implements BranchStore {
   }
 
   /** The branches made from a session, oldest first (the caller checked the session). */
-  async listOfSession(sessionId: string, page: PageRequest): Promise<Page<Branch>> {
+  async listOfSession(
+    workspaceId: string,
+    sessionId: string,
+    page: PageRequest,
+  ): Promise<Page<Branch>> {
     return readPage(
       page,
       (window) =>
         afterSeq(
-          this.#db.selectFrom("branches").selectAll().where("parent_session_id", "=", sessionId),
+          this.#db
+            .selectFrom("branches")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId)
+            .where("parent_session_id", "=", sessionId),
           window,
         ).execute(),
       (r) => r.seq,

@@ -63,7 +63,10 @@ export class LeasedTaskStore extends OwnedTaskStore {
   }
 
   override async claimNext(...args: P<"claimNext">) {
-    const stream = sessionStream(await this.sessionRef(args[0], undefined));
+    const [id, , workspaceId] = args;
+    const stream = sessionStream(
+      workspaceId ? { workspace_id: workspaceId, id } : await this.sessionRef(id, undefined),
+    );
     const mine = await this.owner.withLock(stream, () => this.#leases.ensure(stream, false));
     if (!mine) return undefined;
     return this.#retried(() => super.claimNext(...args));

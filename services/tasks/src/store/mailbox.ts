@@ -19,6 +19,7 @@ import {
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { Task } from "@trellis/contracts/tasks";
 import { CompiledQuery, sql } from "kysely";
+import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { invalidRequest, notFound } from "../domain/errors.js";
 import { signalEvent, taskStatusEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -36,6 +37,7 @@ import type {
   DeliverResult,
   DeliverySignal,
   NewTask,
+  SessionKey,
   SubmitResult,
   WriteContext,
 } from "./task-store.js";
@@ -77,10 +79,13 @@ export class Mailbox {
       let session: LockedSession | undefined;
       let created = false;
       if (input.sessionId) {
-        const { rows } = await tx.raw.executeQuery<SessionRow>(
-          CompiledQuery.raw(this.#ctx.hot.lockSession, [input.sessionId]),
+        const found = await this.#p.unit.findSession(
+          tx,
+          input.sessionId,
+          context.scope,
+          // By id alone: the named (or the caller's home) workspace's session, else the oldest.
+          input.workspaceId || DEFAULT_WORKSPACE_ID,
         );
-        const found = rows[0];
         if (found && context.scope !== undefined && found.workspace_id !== context.scope) {
           throw notFound("session", input.sessionId);
         }
@@ -104,7 +109,7 @@ export class Mailbox {
       }
       this.#p.transcript.assertOpen(session);
       if (input0.role === Role.TOOL)
-        await this.#p.transcript.assertAnswersToolCall(tx, session.id, input0);
+        await this.#p.transcript.assertAnswersToolCall(tx, session, input0);
       // With create_session the request describes the session to get or create:
       // an existing one runs its own agent (harness §3.2), whatever agent_id says.
       const agentId = input.createSession && !created ? "" : input.agentId;
@@ -114,7 +119,7 @@ export class Mailbox {
         session.workspace_id,
         input,
       );
-      const view = await this.#mailbox(tx, session.id);
+      const view = await this.#mailbox(tx, session);
       // Decided on the locked session, so "busy" cannot change before commit.
       const decision = submitDecision(input.busyPolicy, view, session.id);
       if (decision.interrupt && view.running) {
@@ -193,9 +198,18 @@ export class Mailbox {
   }
 
   /** The task holding the session's mailbox, and the head of its queue. */
-  async #mailbox(tx: Tx, sessionId: string): Promise<{ running?: TaskRow; head?: TaskRow }> {
+  async #mailbox(
+    tx: Tx,
+    session: Pick<SessionRow, "workspace_id" | "id">,
+  ): Promise<{ running?: TaskRow; head?: TaskRow }> {
     const { rows } = await tx.raw.executeQuery<TaskRow>(
-      CompiledQuery.raw(this.#ctx.hot.mailbox, [sessionId, "queued", "running", 2]),
+      CompiledQuery.raw(this.#ctx.hot.mailbox, [
+        session.workspace_id,
+        session.id,
+        "queued",
+        "running",
+        2,
+      ]),
     );
     const running = rows[0]?.run_state === "running" ? rows[0] : undefined;
     const head = rows.find((r) => r.run_state === "queued");
@@ -214,7 +228,7 @@ export class Mailbox {
     known?: { running?: TaskRow; head?: TaskRow },
   ): Promise<Claim | undefined> {
     if (session.state === SessionState.CLOSED) return undefined;
-    const view = known ?? (await this.#mailbox(tx, session.id));
+    const view = known ?? (await this.#mailbox(tx, session));
     if (view.running || !view.head) return undefined;
     const head = view.head;
     const started = claimEvent(this.#p.unit.scopeOf(session), head);
@@ -263,7 +277,7 @@ export class Mailbox {
   ): Promise<CancelResult> {
     const found = await this.#p.resources.taskRow(this.#ctx.db, id, context.scope);
     return this.#p.unit.write(async (tx) => {
-      const session = await this.#p.unit.lockSession(tx, found.session_id, undefined);
+      const session = await this.#p.unit.lockSession(tx, found.session_id, found.workspace_id);
       const row = await this.#p.resources.taskRow(tx.db, id, context.scope);
       if (row.status === TaskStatus.CANCELED || cancelRequested(row)) {
         // Cancel is idempotent: the first one won, nothing replaces it.
@@ -345,7 +359,7 @@ export class Mailbox {
       if (seen) return this.#duplicateDelivery(seen, context.scope);
     }
     const waiting =
-      (await this.#waitingFor(signal.signalId, sessionId)) ??
+      (await this.#waitingFor(signal.signalId, sessionId, context.scope)) ??
       (sessionId === "" && signal.labelAlone
         ? await this.#waitingOnLabel(signal.signalId, context.scope)
         : undefined);
@@ -364,7 +378,7 @@ export class Mailbox {
     const signalId = waiting.signal_id ?? signal.signalId;
     const deliveryId = signal.deliveryId || signalId;
     const result = await this.#p.unit.write(async (tx): Promise<DeliverResult | "duplicate"> => {
-      const session = await this.#p.unit.lockSession(tx, waiting.session_id, undefined);
+      const session = await this.#p.unit.lockSession(tx, waiting.session_id, waiting.workspace_id);
       const recorded = await tx.db
         .insertInto("signal_deliveries")
         .values({
@@ -429,12 +443,15 @@ export class Mailbox {
   async #waitingFor(
     signalId: string,
     sessionId: string,
+    scope: string | undefined,
   ): Promise<Pick<TaskRow, "id" | "session_id" | "workspace_id" | "signal_id"> | undefined> {
     let query = this.#ctx.db
       .selectFrom("tasks")
       .select(["id", "session_id", "workspace_id", "signal_id"])
       .where("run_state", "=", "waiting");
     if (sessionId === "") return query.where("signal_id", "=", signalId).executeTakeFirst();
+    // Session ids are unique per workspace: the caller's session of that id.
+    if (scope !== undefined) query = query.where("workspace_id", "=", scope);
     query = query
       .where("session_id", "=", sessionId)
       .where((eb) =>
@@ -494,19 +511,23 @@ export class Mailbox {
     return { taskId, duplicate: true, task: toTask(row) };
   }
 
-  async claimNext(sessionId: string, owner: string): Promise<Claim | undefined> {
+  async claimNext(
+    sessionId: string,
+    owner: string,
+    workspaceId?: string,
+  ): Promise<Claim | undefined> {
     return this.#p.unit.write(async (tx) => {
-      const session = await this.#p.unit.lockSession(tx, sessionId, undefined);
+      const session = await this.#p.unit.lockSession(tx, sessionId, workspaceId);
       const claim = await this.claimHead(tx, session, owner);
       if (claim) await this.#p.unit.saveSession(tx, session);
       return claim;
     });
   }
 
-  async sessionsWithQueuedWork(limit: number): Promise<string[]> {
+  async sessionsWithQueuedWork(limit: number): Promise<SessionKey[]> {
     const rows = await this.#ctx.db
       .selectFrom("tasks as q")
-      .select("q.session_id")
+      .select(["q.workspace_id", "q.session_id"])
       .distinct()
       .where("q.run_state", "=", "queued")
       .where(({ not, exists, selectFrom }) =>
@@ -514,6 +535,7 @@ export class Mailbox {
           exists(
             selectFrom("tasks as r")
               .select("r.id")
+              .whereRef("r.workspace_id", "=", "q.workspace_id")
               .whereRef("r.session_id", "=", "q.session_id")
               .where("r.run_state", "=", "running"),
           ),
@@ -521,6 +543,6 @@ export class Mailbox {
       )
       .limit(limit)
       .execute();
-    return rows.map((r) => r.session_id);
+    return rows.map((r) => ({ workspaceId: r.workspace_id, sessionId: r.session_id }));
   }
 }

@@ -100,8 +100,10 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async claimNext(...args: P<"claimNext">) {
-    const [id, owner] = args;
-    const ref = await this.sessionRef(id, undefined);
+    const [id, owner, workspaceId] = args;
+    const ref = workspaceId
+      ? { workspace_id: workspaceId, id }
+      : await this.sessionRef(id, undefined);
     return this.#owner.withSession(ref, async () => {
       const state = await this.#owner.load(ref);
       if (!state) return undefined;
@@ -309,11 +311,13 @@ export class OwnedTaskStore extends PostgresTaskStore {
   /**
    * The session a call naming `sessionId` acts on, as the owner keys it: in
    * the caller's workspace (`scope`) when it is confined to one; else the
-   * session's own: the caller's workspace (`home`) when the owner holds
-   * that session in memory (the steady turn loop: no read), else a lookup
-   * (the id-only rule). A session that does not exist gets the default
-   * workspace: the call then fails (not found) or creates it relationally,
-   * with no state in memory to agree with.
+   * session's own, by the relational path's rule (`WriteUnit.lockSession`,
+   * `Mailbox.submitTask`): the session of the workspace the call names or
+   * the caller's home (`home`; none: the default workspace), else the
+   * oldest of that id — without a read when the owner holds the `home` one
+   * (the steady turn loop). A session that does not exist gets `home` (or
+   * the default workspace): the call then fails (not found) or creates it
+   * relationally, with no state in memory to agree with.
    */
   protected async sessionRef(
     sessionId: string,
@@ -327,10 +331,11 @@ export class OwnedTaskStore extends PostgresTaskStore {
       .selectFrom("sessions")
       .select("workspace_id")
       .where("id", "=", sessionId)
-      .orderBy("created_at")
+      .orderBy(sql`workspace_id = ${home || DEFAULT_WORKSPACE_ID}`, "desc")
+      .orderBy("seq")
       .limit(1)
       .executeTakeFirst();
-    return { workspace_id: row?.workspace_id ?? DEFAULT_WORKSPACE_ID, id: sessionId };
+    return { workspace_id: row?.workspace_id ?? (home || DEFAULT_WORKSPACE_ID), id: sessionId };
   }
 
   /** A relational write of one session, under its lock (see the module header). */

@@ -99,6 +99,7 @@ class Step {
       op: "update",
       table: "sessions",
       id: s.id,
+      workspaceId: s.workspace_id,
       set: {
         state: s.state,
         transcript_epoch: s.transcript_epoch,
@@ -424,6 +425,7 @@ export class OwnedTurns {
         op: "upsert",
         table: "session_states",
         values: {
+          workspace_id: row.workspace_id,
           session_id: row.session_id,
           state: JSON.stringify(outcome.state),
           task_id: row.id,
@@ -509,6 +511,7 @@ export class OwnedTurns {
         table: "messages",
         values: {
           id: message.id,
+          workspace_id: session.workspace_id,
           session_id: session.id,
           position: start + BigInt(i),
           turn: turns[i] as bigint,

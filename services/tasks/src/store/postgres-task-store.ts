@@ -180,7 +180,7 @@ export class PostgresTaskStore implements TaskStore {
   }
 
   loadAgentState(...args: Parameters<TaskStore["loadAgentState"]>) {
-    return this.#p.transcript.loadAgentState(args[0]);
+    return this.#p.transcript.loadAgentState(...args);
   }
 
   // ------------------------------------------------------------ mailbox

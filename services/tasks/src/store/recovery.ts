@@ -51,7 +51,11 @@ export class Recovery {
 
   async releaseRun(claim: Claim, owner: string, reason: string): Promise<void> {
     await this.#p.unit.write(async (tx) => {
-      const session = await this.#p.unit.lockSession(tx, claim.task.sessionId, undefined);
+      const session = await this.#p.unit.lockSession(
+        tx,
+        claim.task.sessionId,
+        claim.task.workspaceId,
+      );
       const row = await tx.db
         .selectFrom("tasks")
         .selectAll()
@@ -151,7 +155,11 @@ export class Recovery {
       const session = { workspace_id: candidate.workspace_id, id: candidate.session_id };
       if (accept && !(await accept(session))) continue;
       const claim = await this.#p.unit.write(async (tx) => {
-        const session = await this.#p.unit.lockSession(tx, candidate.session_id, undefined);
+        const session = await this.#p.unit.lockSession(
+          tx,
+          candidate.session_id,
+          candidate.workspace_id,
+        );
         const row = await tx.db
           .selectFrom("tasks")
           .selectAll()

@@ -58,6 +58,7 @@ export class Replays {
       const at = await this.#ctx.db
         .selectFrom("messages")
         .select("id")
+        .where("workspace_id", "=", row.workspace_id)
         .where("session_id", "=", row.session_id)
         .where("position", "=", row.input_position)
         .executeTakeFirst();
@@ -112,11 +113,11 @@ export class Replays {
       );
       if (earlier) {
         const row = await this.#p.resources.taskRow(tx.db, earlier, context.scope);
-        const session = await this.#p.unit.lockSession(tx, row.session_id, context.scope);
+        const session = await this.#p.unit.lockSession(tx, row.session_id, row.workspace_id);
         return { task: toTask(row), session: toSession(session), replayed: true };
       }
       const source = await this.#p.resources.taskRow(tx.db, plan.sourceTaskId, context.scope);
-      const parent = await this.#p.unit.lockSession(tx, source.session_id, context.scope);
+      const parent = await this.#p.unit.lockSession(tx, source.session_id, source.workspace_id);
       if (parent.message_count < input.forkCount) {
         throw replayUnavailable(
           plan.sourceTaskId,
@@ -140,7 +141,7 @@ export class Replays {
           parent,
           branchId: newId("br"),
           fromEventId: input.forkEventId,
-          fromMessageId: await this.#p.sessions.messageIdAt(tx, parent.id, input.forkCount),
+          fromMessageId: await this.#p.sessions.messageIdAt(tx, parent, input.forkCount),
           messageCount: input.forkCount,
         },
       });

@@ -210,6 +210,7 @@ export class Resources {
         const session = await tx.db
           .selectFrom("sessions")
           .select("workspace_id")
+          .where("workspace_id", "=", workspaceId)
           .where("id", "=", artifact.sessionId)
           .executeTakeFirst();
         if (!session || session.workspace_id !== workspaceId)

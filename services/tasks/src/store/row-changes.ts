@@ -29,7 +29,14 @@ export const ROWS_STEP = "tasks.step.rows";
 /** One change to one row. */
 export type RowChange =
   | { op: "insert"; table: "tasks" | "messages" | "task_checkpoints"; values: Row }
-  | { op: "update"; table: "sessions" | "tasks"; id: string; set: Row }
+  | {
+      op: "update";
+      table: "sessions" | "tasks";
+      id: string;
+      set: Row;
+      /** A session's workspace (its key is (workspace_id, id)); absent in older journals. */
+      workspaceId?: string;
+    }
   | { op: "upsert"; table: "session_states"; values: Row }
   | { op: "insert_key"; table: "idempotency_keys"; values: Row };
 
@@ -95,6 +102,7 @@ interface Update {
   table: "sessions" | "tasks";
   id: string;
   set: Row;
+  workspaceId?: string;
 }
 
 /** Columns stored as jsonb: the changes carry their values as JSON text. */
@@ -110,23 +118,31 @@ const JSONB_COLUMNS: Record<Update["table"], ReadonlySet<string>> = {
  */
 function updateRows(table: Update["table"], rows: readonly Update[]): Write {
   const first = rows[0] as Update;
+  // Grouped by whether they name a workspace: all of them do, or none.
+  const keyed = first.workspaceId !== undefined;
   if (rows.length === 1) {
-    return (qc) => qc.updateTable(table).set(first.set).where("id", "=", first.id);
+    return (qc) => {
+      const query = qc.updateTable(table).set(first.set).where("id", "=", first.id);
+      return keyed ? query.where("workspace_id", "=", first.workspaceId) : query;
+    };
   }
   const columns = Object.keys(first.set);
   const jsonb = JSONB_COLUMNS[table];
   const json = `[${rows.map((row) => rowJson(row, jsonb)).join(",")}]`;
-  return (qc) =>
-    qc
+  return (qc) => {
+    const query = qc
       .updateTable(`${table} as t`)
       .from(sql`json_populate_recordset(null::${sql.table(table)}, ${json}::json)`.as("r"))
       .set((eb) => Object.fromEntries(columns.map((column) => [column, eb.ref(`r.${column}`)])))
       .whereRef("t.id", "=", "r.id");
+    return keyed ? query.whereRef("t.workspace_id", "=", "r.workspace_id") : query;
+  };
 }
 
 /** One row as a JSON object whose values PostgreSQL's input functions take. */
 function rowJson(row: Update, jsonb: ReadonlySet<string>): string {
   let out = `{"id":${JSON.stringify(row.id)}`;
+  if (row.workspaceId !== undefined) out += `,"workspace_id":${JSON.stringify(row.workspaceId)}`;
   for (const [column, value] of Object.entries(row.set)) {
     out += `,${JSON.stringify(column)}:`;
     if (value === null || value === undefined) out += "null";
@@ -157,6 +173,7 @@ export async function applyRowChanges(
   const updates = new Map<string, Update>();
   const states = new Map<string, Row>();
   const keys: Row[] = [];
+  await withWorkspaces(changes, db);
   for (const change of changes) {
     switch (change.op) {
       case "insert":
@@ -172,14 +189,23 @@ export async function applyRowChanges(
           Object.assign(inserted, change.set);
           break;
         }
-        const key = `${change.table}:${change.id}`;
+        const key = JSON.stringify([change.table, change.workspaceId ?? null, change.id]);
         const earlier = updates.get(key);
         if (earlier) Object.assign(earlier.set, change.set);
-        else updates.set(key, { table: change.table, id: change.id, set: { ...change.set } });
+        else
+          updates.set(key, {
+            table: change.table,
+            id: change.id,
+            set: { ...change.set },
+            ...(change.workspaceId !== undefined ? { workspaceId: change.workspaceId } : {}),
+          });
         break;
       }
       case "upsert":
-        states.set(String(change.values.session_id), change.values);
+        states.set(
+          JSON.stringify([change.values.workspace_id, change.values.session_id]),
+          change.values,
+        );
         break;
       case "insert_key":
         keys.push(change.values);
@@ -190,7 +216,7 @@ export async function applyRowChanges(
   const groups = new Map<string, { table: Update["table"]; taking: boolean; rows: Update[] }>();
   for (const update of updates.values()) {
     const taking = update.table === "tasks" && update.set.run_state === "running";
-    const key = `${update.table}|${Object.keys(update.set).sort().join(",")}|${taking}`;
+    const key = `${update.table}|${Object.keys(update.set).sort().join(",")}|${taking}|${update.workspaceId !== undefined}`;
     const group = groups.get(key);
     if (group) group.rows.push(update);
     else groups.set(key, { table: update.table, taking, rows: [update] });
@@ -217,7 +243,7 @@ export async function applyRowChanges(
         .insertInto("session_states")
         .values(values)
         .onConflict((oc) =>
-          oc.column("session_id").doUpdateSet((eb) => ({
+          oc.columns(["workspace_id", "session_id"]).doUpdateSet((eb) => ({
             state: eb.ref("excluded.state"),
             task_id: eb.ref("excluded.task_id"),
             updated_at: eb.ref("excluded.updated_at"),
@@ -245,6 +271,38 @@ export async function applyRowChanges(
   const anyDb = db as Transaction<any>;
   await writeAll(anyDb, first);
   await writeAll(anyDb, rest);
+}
+
+/**
+ * Fills the workspace of transcript and agent-state rows that journals
+ * written before session ids became unique per workspace (migration
+ * `2027_05_01_000_session_ids_per_workspace`) left without one: their
+ * session ids were unique then, so the id finds it. Changes this process
+ * encodes always carry it, so only decoded (fresh) rows are filled.
+ */
+async function withWorkspaces(
+  changes: readonly RowChange[],
+  db: Transaction<TasksDatabase>,
+): Promise<void> {
+  const missing = changes.filter((c) =>
+    (c.op === "insert" && c.table === "messages") ||
+    (c.op === "upsert" && c.table === "session_states")
+      ? c.values.workspace_id === undefined
+      : false,
+  ) as { values: Row }[];
+  if (missing.length === 0) return;
+  const ids = [...new Set(missing.map((c) => String(c.values.session_id)))];
+  const rows = await db
+    .selectFrom("sessions")
+    .select(["id", "workspace_id"])
+    .where("id", "in", ids)
+    .orderBy("seq", "desc")
+    .execute();
+  // The oldest row of an id last: it wins.
+  const workspaceOf = new Map(rows.map((r) => [r.id, r.workspace_id]));
+  for (const change of missing) {
+    change.values.workspace_id = workspaceOf.get(String(change.values.session_id)) ?? "";
+  }
 }
 
 /** One write of a batch, built on the query creator it will run in. */

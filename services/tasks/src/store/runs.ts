@@ -223,10 +223,15 @@ export class Runs {
 
   async finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult> {
     return this.#p.unit.write(async (tx): Promise<FinishResult> => {
-      const session = await this.#p.unit.lockSession(tx, claim.task.sessionId, undefined);
+      const session = await this.#p.unit.lockSession(
+        tx,
+        claim.task.sessionId,
+        claim.task.workspaceId,
+      );
       // This run's task and the head of the queue, in one read (under the session lock).
       const { rows } = await tx.raw.executeQuery<TaskRow>(
         CompiledQuery.raw(this.#ctx.hot.finishedRun, [
+          session.workspace_id,
           session.id,
           claim.task.id,
           "queued",
@@ -300,9 +305,16 @@ export class Runs {
       set.state = state;
       await tx.db
         .insertInto("session_states")
-        .values({ session_id: row.session_id, state, task_id: row.id })
+        .values({
+          workspace_id: row.workspace_id,
+          session_id: row.session_id,
+          state,
+          task_id: row.id,
+        })
         .onConflict((oc) =>
-          oc.column("session_id").doUpdateSet({ state, task_id: row.id, updated_at: NOW }),
+          oc
+            .columns(["workspace_id", "session_id"])
+            .doUpdateSet({ state, task_id: row.id, updated_at: NOW }),
         )
         .execute();
     }

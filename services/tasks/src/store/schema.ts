@@ -87,6 +87,8 @@ export interface MessageTable {
   seq: Generated<bigint>;
   /** The message id; a fork shares its parent's messages, ids included. */
   id: string;
+  /** The session's workspace (session ids are unique per workspace). */
+  workspace_id: string;
   session_id: string;
   position: bigint;
   turn: bigint;
@@ -161,6 +163,7 @@ export interface TaskTable {
 
 /** The latest agent state of a session: what its next run starts from. */
 export interface SessionStateTable {
+  workspace_id: string;
   session_id: string;
   state: Jsonb;
   /** The task whose run left it. */

@@ -7,7 +7,8 @@ import { EventSchema, Role, SessionState } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { Session } from "@trellis/contracts/tasks";
 import { outboxTables } from "@trellis/storage";
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
+import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { conflict, invalidRequest, notFound } from "../domain/errors.js";
 import { sessionEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -81,7 +82,7 @@ export class Sessions {
         input.idempotency,
         id,
       );
-      if (earlier) return toSession(await this.#p.unit.lockSession(tx, earlier, context.scope));
+      if (earlier) return toSession(await this.#p.unit.lockSession(tx, earlier, workspaceId));
       const session = await this.insertSession(tx, {
         id,
         workspaceId,
@@ -139,7 +140,7 @@ export class Sessions {
         forked_message_count: input.fork?.messageCount ?? 0n,
         metadata: jsonText(input.metadata),
       })
-      .onConflict((oc) => oc.column("id").doNothing())
+      .onConflict((oc) => oc.columns(["workspace_id", "id"]).doNothing())
       .returningAll()
       .executeTakeFirst();
     if (!row) throw conflict(`session ${input.id} already exists`, { session_id: input.id });
@@ -156,14 +157,29 @@ export class Sessions {
     return row;
   }
 
+  /**
+   * Session `id` of workspace `scope`; without one, by id alone: the default
+   * workspace's session of that id, else the oldest (the rule of
+   * `WriteUnit.lockSession`, and of agents in `Directory.getAgent`).
+   */
   async getSession(id: string, scope?: string): Promise<Session> {
-    const row = await this.#ctx.db
-      .selectFrom("sessions")
-      .selectAll()
-      .where("id", "=", id)
-      .executeTakeFirst();
+    return toSession(await this.sessionRow(this.#ctx.db, id, scope));
+  }
+
+  /** The row {@link getSession} reads. */
+  async sessionRow(
+    db: Kysely<TasksDatabase>,
+    id: string,
+    scope: string | undefined,
+  ): Promise<SessionRow> {
+    let query = db.selectFrom("sessions").selectAll().where("id", "=", id);
+    query =
+      scope === undefined
+        ? query.orderBy(sql`workspace_id = ${DEFAULT_WORKSPACE_ID}`, "desc").orderBy("seq")
+        : query.where("workspace_id", "=", scope);
+    const row = await query.limit(1).executeTakeFirst();
     if (!visible(row, scope)) throw notFound("session", id);
-    return toSession(row);
+    return row;
   }
 
   async listSessions(
@@ -204,7 +220,8 @@ export class Sessions {
       const open = await tx.db
         .selectFrom("tasks")
         .selectAll()
-        .where("session_id", "=", id)
+        .where("workspace_id", "=", session.workspace_id)
+        .where("session_id", "=", session.id)
         .where("run_state", "in", NOT_DONE)
         .orderBy("queue_seq")
         .execute();
@@ -276,7 +293,7 @@ export class Sessions {
           parent,
           branchId: input.branchId || newId("br"),
           fromEventId,
-          fromMessageId: await this.messageIdAt(tx, parent.id, count),
+          fromMessageId: await this.messageIdAt(tx, parent, count),
           messageCount: count,
         },
       });
@@ -296,12 +313,17 @@ export class Sessions {
   }
 
   /** The id of the message just before position `count` ("" for none). */
-  async messageIdAt(tx: Tx, sessionId: string, count: bigint): Promise<string> {
+  async messageIdAt(
+    tx: Tx,
+    session: Pick<SessionRow, "workspace_id" | "id">,
+    count: bigint,
+  ): Promise<string> {
     if (count <= 0n) return "";
     const row = await tx.db
       .selectFrom("messages")
       .select("id")
-      .where("session_id", "=", sessionId)
+      .where("workspace_id", "=", session.workspace_id)
+      .where("session_id", "=", session.id)
       .where("position", "=", count - 1n)
       .executeTakeFirst();
     return row?.id ?? "";
@@ -319,14 +341,15 @@ export class Sessions {
   ): Promise<void> {
     if (count <= 0n) return;
     await sql`
-      insert into ${sql.id(this.#ctx.schema, "messages")} (id, session_id, position, turn, task_id, role, body, created_at)
-      select id, ${session.id}, position, turn, task_id, role, body, created_at
+      insert into ${sql.id(this.#ctx.schema, "messages")} (id, workspace_id, session_id, position, turn, task_id, role, body, created_at)
+      select id, ${session.workspace_id}, ${session.id}, position, turn, task_id, role, body, created_at
       from ${sql.id(this.#ctx.schema, "messages")}
-      where session_id = ${parent.id} and position < ${count}
+      where workspace_id = ${parent.workspace_id} and session_id = ${parent.id} and position < ${count}
       order by position`.execute(tx.raw);
     const turns = await tx.db
       .selectFrom("messages")
       .select((eb) => eb.fn.countAll<bigint>().as("n"))
+      .where("workspace_id", "=", session.workspace_id)
       .where("session_id", "=", session.id)
       .where("role", "in", [Role.USER, Role.AGENT])
       .executeTakeFirstOrThrow();
@@ -339,6 +362,7 @@ export class Sessions {
     const row = await tx.db
       .selectFrom("messages")
       .select("position")
+      .where("workspace_id", "=", session.workspace_id)
       .where("session_id", "=", session.id)
       .where("id", "=", messageId)
       .executeTakeFirst();
@@ -360,10 +384,10 @@ export class Sessions {
     const outbox = outboxTables<TasksDatabase>(tx.raw, this.#ctx.outboxSchema);
     const event = await outbox
       .selectFrom("outbox")
-      .select(["position", "session_id"])
+      .select(["position", "workspace_id", "session_id"])
       .where("id", "=", eventId)
       .executeTakeFirst();
-    if (!event || event.session_id !== session.id) {
+    if (!event || event.session_id !== session.id || event.workspace_id !== session.workspace_id) {
       throw invalidRequest(
         `event ${eventId} is not an event of session ${session.id}`,
         "at_event_id",
@@ -372,6 +396,7 @@ export class Sessions {
     const last = await outbox
       .selectFrom("outbox")
       .select("body")
+      .where("workspace_id", "=", session.workspace_id)
       .where("session_id", "=", session.id)
       .where("position", "<=", event.position)
       .where("kind", "in", MESSAGE_EVENT_KINDS)
@@ -396,7 +421,8 @@ export class Sessions {
       const running = await tx.db
         .selectFrom("tasks")
         .select("id")
-        .where("session_id", "=", id)
+        .where("workspace_id", "=", session.workspace_id)
+        .where("session_id", "=", session.id)
         .where("run_state", "in", ["running", "queued"])
         .limit(1)
         .executeTakeFirst();
@@ -409,7 +435,8 @@ export class Sessions {
       const next = await tx.db
         .selectFrom("messages")
         .select("position")
-        .where("session_id", "=", id)
+        .where("workspace_id", "=", session.workspace_id)
+        .where("session_id", "=", session.id)
         .where("role", "in", [Role.USER, Role.AGENT])
         .orderBy("position")
         .offset(Number(keepTurns))
@@ -423,7 +450,8 @@ export class Sessions {
       if (plan.dropped > 0n) {
         await tx.db
           .deleteFrom("messages")
-          .where("session_id", "=", id)
+          .where("workspace_id", "=", session.workspace_id)
+          .where("session_id", "=", session.id)
           .where("position", ">=", plan.cut)
           .execute();
       }

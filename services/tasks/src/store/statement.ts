@@ -32,8 +32,15 @@ export class StatementWriter<DB> {
   }
 
   /** `with name as (update table set … where id = … returning returning)`. */
-  withUpdate(name: string, table: string, set: object, id: string, returning: string): this {
-    this.#ctes.push(`${quoteId(name)} as (${this.update(table, set, id, returning)})`);
+  withUpdate(
+    name: string,
+    table: string,
+    set: object,
+    id: string,
+    returning: string,
+    workspaceId?: string,
+  ): this {
+    this.#ctes.push(`${quoteId(name)} as (${this.update(table, set, id, returning, workspaceId)})`);
     return this;
   }
 
@@ -62,13 +69,20 @@ export class StatementWriter<DB> {
     return `insert into ${table} (${columns.map(quoteId).join(", ")}) values ${values.join(", ")} returning ${returning}`;
   }
 
-  /** The text of `update table set … where "id" = id returning …`. */
-  update(table: string, set: object, id: string, returning: string): string {
+  /**
+   * The text of `update table set … where "id" = id returning …` (and
+   * `"workspace_id" = workspaceId` when given: a session's key).
+   */
+  update(table: string, set: object, id: string, returning: string, workspaceId?: string): string {
     const assignments = Object.entries(set)
       .filter(([, value]) => value !== undefined)
       .map(([column, value]) => `${quoteId(column)} = ${this.value(value)}`);
     if (assignments.length === 0) throw new Error("an update needs at least one column");
-    return `update ${table} set ${assignments.join(", ")} where "id" = ${this.value(id)} returning ${returning}`;
+    const where =
+      workspaceId === undefined
+        ? `"id" = ${this.value(id)}`
+        : `"workspace_id" = ${this.value(workspaceId)} and "id" = ${this.value(id)}`;
+    return `update ${table} set ${assignments.join(", ")} where ${where} returning ${returning}`;
   }
 
   /** A value's SQL: its fragment for a `sql` expression, else a new parameter. */

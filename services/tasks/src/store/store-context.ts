@@ -55,13 +55,18 @@ export interface CommittedChanges {
  * cost more than the database spent on them.
  */
 export interface HotStatements {
-  /** `$1` session id. */
+  /** `$1` workspace id, `$2` session id (session ids are unique per workspace). */
   lockSession: string;
-  /** The running task and the queue's head: `$1` session id, `$2` 'queued', `$3` 'running', `$4` 2. */
+  /** By id alone: `$1` session id, `$2` the preferred workspace, `$3` 1. */
+  lockSessionById: string;
+  /**
+   * The running task and the queue's head: `$1` workspace id, `$2` session
+   * id, `$3` 'queued', `$4` 'running', `$5` 2.
+   */
   mailbox: string;
   /**
-   * A finished run's task and the queue's head: `$1` session id, `$2` task
-   * id, `$3` 'queued', `$4` task id, `$5` 2.
+   * A finished run's task and the queue's head: `$1` workspace id, `$2`
+   * session id, `$3` task id, `$4` 'queued', `$5` task id, `$6` 2.
    */
   finishedRun: string;
 }

@@ -27,6 +27,12 @@ import type { ExecutionRequirements } from "@trellis/execution";
 import type { ReplayPlan, StoredOverride } from "../domain/replay.js";
 import type { RunOutcome } from "../domain/run.js";
 
+/** A session's key: session ids are unique per workspace. */
+export interface SessionKey {
+  workspaceId: string;
+  sessionId: string;
+}
+
 /** Who writes, and the workspace they are confined to (undefined: internal call or admin key). */
 export interface WriteContext {
   actor: Actor;
@@ -358,7 +364,8 @@ export interface TaskStore {
   ): Promise<DeliverResult>;
 
   /** Claims the session's next turn if its mailbox is free. */
-  claimNext(sessionId: string, owner: string): Promise<Claim | undefined>;
+  /** `workspaceId`: the session's (absent: by id alone, see `WriteUnit.lockSession`). */
+  claimNext(sessionId: string, owner: string, workspaceId?: string): Promise<Claim | undefined>;
   /** Records how a claimed run ended and claims the session's next turn. */
   finishRun(claim: Claim, outcome: RunOutcome, owner: string): Promise<FinishResult>;
   /**
@@ -379,9 +386,14 @@ export interface TaskStore {
   /** Recovers runs whose lease expired; returns the turns it claimed for `owner` meanwhile. */
   recoverExpired(owner: string, limit: number): Promise<Claim[]>;
   /** Sessions with queued turns and a free mailbox (missed wake-ups, crashed submitters). */
-  sessionsWithQueuedWork(limit: number): Promise<string[]>;
+  sessionsWithQueuedWork(limit: number): Promise<SessionKey[]>;
   /** The transcript's messages at positions `from` ≤ p < `to`, in order. */
-  loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]>;
+  loadTranscript(
+    sessionId: string,
+    from: bigint,
+    to: bigint,
+    workspaceId?: string,
+  ): Promise<Message[]>;
   /**
    * The session's agent state besides the transcript (what the last completed
    * or suspended run that kept state left); undefined when none kept any.

@@ -46,11 +46,16 @@ export class Transcript {
    * message of the session (checked under the session lock, so against the
    * transcript it will follow).
    */
-  async assertAnswersToolCall(tx: Tx, sessionId: string, message: Message): Promise<void> {
+  async assertAnswersToolCall(
+    tx: Tx,
+    session: Pick<SessionRow, "workspace_id" | "id">,
+    message: Message,
+  ): Promise<void> {
     const rows = await tx.db
       .selectFrom("messages")
       .select("body")
-      .where("session_id", "=", sessionId)
+      .where("workspace_id", "=", session.workspace_id)
+      .where("session_id", "=", session.id)
       .where("role", "=", Role.ASSISTANT)
       .execute();
     const earlier = rows.map((row) => decodeMessage(row.body));
@@ -81,16 +86,17 @@ export class Transcript {
         idempotency,
         prepared.id,
       );
+      const session = await this.#p.unit.lockSession(tx, sessionId, context.scope);
       if (earlier) {
         const row = await tx.db
           .selectFrom("messages")
           .selectAll()
-          .where("session_id", "=", sessionId)
+          .where("workspace_id", "=", session.workspace_id)
+          .where("session_id", "=", session.id)
           .where("id", "=", earlier)
           .executeTakeFirst();
         if (row) return toSessionMessage(row);
       }
-      const session = await this.#p.unit.lockSession(tx, sessionId, context.scope);
       this.assertOpen(session);
       const [appended] = await this.appendMessages(tx, session, [prepared], "", context.actor);
       await this.#p.unit.saveSession(tx, session);
@@ -112,6 +118,7 @@ export class Transcript {
     const start = session.message_count;
     const rows = prepared.map((message, i) => ({
       id: message.id,
+      workspace_id: session.workspace_id,
       session_id: session.id,
       position: start + BigInt(i),
       turn: turns[i] as bigint,
@@ -144,14 +151,15 @@ export class Transcript {
     page: PageRequest,
     scope?: string,
   ): Promise<Page<SessionMessage>> {
-    await this.#p.sessions.getSession(sessionId, scope);
+    const session = await this.#p.sessions.sessionRow(this.#ctx.db, sessionId, scope);
     return readPage(
       page,
       ({ after, limit }) => {
         let query = this.#ctx.db
           .selectFrom("messages")
           .select(["body", "session_id", "position", "turn", "task_id"])
-          .where("session_id", "=", sessionId)
+          .where("workspace_id", "=", session.workspace_id)
+          .where("session_id", "=", session.id)
           .orderBy("position")
           .limit(limit);
         // Positions start at 0: the token holds position + 1.
@@ -167,7 +175,9 @@ export class Transcript {
   async getMessage(id: string, scope?: string): Promise<SessionMessage> {
     let query = this.#ctx.db
       .selectFrom("messages as m")
-      .innerJoin("sessions as s", "s.id", "m.session_id")
+      .innerJoin("sessions as s", (join) =>
+        join.onRef("s.workspace_id", "=", "m.workspace_id").onRef("s.id", "=", "m.session_id"),
+      )
       .select(["m.body", "m.session_id", "m.position", "m.turn", "m.task_id"])
       .where("m.id", "=", id)
       .orderBy("m.seq")
@@ -178,11 +188,19 @@ export class Transcript {
     return toSessionMessage(row);
   }
 
-  async loadTranscript(sessionId: string, from: bigint, to: bigint): Promise<Message[]> {
+  /** `workspaceId`: the session's (absent: by id alone, see `Sessions.getSession`). */
+  async loadTranscript(
+    sessionId: string,
+    from: bigint,
+    to: bigint,
+    workspaceId?: string,
+  ): Promise<Message[]> {
     if (to <= from) return [];
+    const workspace = workspaceId ?? (await this.#workspaceOf(sessionId));
     let query = this.#ctx.db
       .selectFrom("messages")
       .select("body")
+      .where("workspace_id", "=", workspace)
       .where("session_id", "=", sessionId)
       .where("position", "<", to)
       .orderBy("position");
@@ -192,12 +210,23 @@ export class Transcript {
   }
 
   /** The agent's state besides the transcript, as the session's last run left it. */
-  async loadAgentState(sessionId: string): Promise<JsonObject | undefined> {
+  async loadAgentState(sessionId: string, workspaceId?: string): Promise<JsonObject | undefined> {
+    const workspace = workspaceId ?? (await this.#workspaceOf(sessionId));
     const row = await this.#ctx.db
       .selectFrom("session_states")
       .select("state")
+      .where("workspace_id", "=", workspace)
       .where("session_id", "=", sessionId)
       .executeTakeFirst();
     return row?.state;
+  }
+
+  /** The workspace of session `id` found by id alone ("" when there is none). */
+  async #workspaceOf(id: string): Promise<string> {
+    try {
+      return (await this.#p.sessions.sessionRow(this.#ctx.db, id, undefined)).workspace_id;
+    } catch {
+      return "";
+    }
   }
 }

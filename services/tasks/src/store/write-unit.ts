@@ -26,6 +26,7 @@ import {
   type Transaction,
   type UpdateObject,
 } from "kysely";
+import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { notFound } from "../domain/errors.js";
 import { type EventScope, SYSTEM_ACTOR } from "../domain/events.js";
 import { reserveKey } from "./idempotency-keys.js";
@@ -83,13 +84,17 @@ export type TaskWrite =
 /** The {@link HotStatements} of the store whose tables are in `schema`. */
 export function hotStatements(schema: string): HotStatements {
   return {
-    lockSession: `select * from ${qualified(schema, "sessions")} where "id" = $1 for update`,
+    lockSession: `select * from ${qualified(schema, "sessions")} where "workspace_id" = $1 and "id" = $2 for update`,
+    // By id alone: the preferred workspace's ($2) session of that id, else the oldest.
+    lockSessionById:
+      `select * from ${qualified(schema, "sessions")} where "id" = $1 ` +
+      `order by workspace_id = $2 desc, "seq" limit $3 for update`,
     mailbox:
-      `select * from ${qualified(schema, "tasks")} where "session_id" = $1 and "run_state" in ($2, $3) ` +
-      `order by run_state = 'running' desc, "queue_seq" limit $4`,
+      `select * from ${qualified(schema, "tasks")} where "workspace_id" = $1 and "session_id" = $2 and "run_state" in ($3, $4) ` +
+      `order by run_state = 'running' desc, "queue_seq" limit $5`,
     finishedRun:
-      `select * from ${qualified(schema, "tasks")} where "session_id" = $1 and ("id" = $2 or "run_state" = $3) ` +
-      `order by id = $4 desc, "queue_seq" limit $5`,
+      `select * from ${qualified(schema, "tasks")} where "workspace_id" = $1 and "session_id" = $2 and ("id" = $3 or "run_state" = $4) ` +
+      `order by id = $5 desc, "queue_seq" limit $6`,
   };
 }
 
@@ -212,15 +217,35 @@ export class WriteUnit {
     if (event.taskId && !tx.changed.has(event.taskId)) tx.changed.set(event.taskId, undefined);
   }
 
+  /**
+   * Locks session `id` of workspace `scope` (the caller's, or the task's for
+   * internal writes). Without one, by id alone: the default workspace's
+   * session of that id, else the oldest (session ids are unique per workspace).
+   */
   async lockSession(tx: Tx, id: string, scope: string | undefined): Promise<LockedSession> {
-    // Every write's first statement: its text is kept (see HotStatements).
-    const { rows } = await tx.raw.executeQuery<SessionRow>(
-      CompiledQuery.raw(this.#ctx.hot.lockSession, [id]),
-    );
-    const row = rows[0];
+    const row = await this.findSession(tx, id, scope, DEFAULT_WORKSPACE_ID);
     if (!visible(row, scope)) throw notFound("session", id);
     if (this.#ctx.sessionFence) await this.#ctx.sessionFence(tx.raw, sessionStream(row));
     return row;
+  }
+
+  /**
+   * Session `id` of workspace `scope`, locked (`for update`); without a
+   * scope, by id alone: `preferred`'s session of that id, else the oldest.
+   */
+  async findSession(
+    tx: Tx,
+    id: string,
+    scope: string | undefined,
+    preferred: string,
+  ): Promise<SessionRow | undefined> {
+    // Every write's first statement: its text is kept (see HotStatements).
+    const { rows } = await tx.raw.executeQuery<SessionRow>(
+      scope === undefined
+        ? CompiledQuery.raw(this.#ctx.hot.lockSessionById, [id, preferred, 1])
+        : CompiledQuery.raw(this.#ctx.hot.lockSession, [scope, id]),
+    );
+    return rows[0];
   }
 
   /**
@@ -234,6 +259,7 @@ export class WriteUnit {
       this.sessionChanges(session),
       session.id,
       "*",
+      session.workspace_id,
     );
     return toSession(await statement.first<SessionRow>(tx.raw, main));
   }
@@ -265,6 +291,7 @@ export class WriteUnit {
       this.sessionChanges(session),
       session.id,
       '"id"',
+      session.workspace_id,
     );
     const tasks = qualified(this.#ctx.schema, "tasks");
     const main =

@@ -241,10 +241,10 @@ export class TurnRunner {
         found = true;
         this.dispatch(claim);
       }
-      for (const sessionId of await store.sessionsWithQueuedWork(50)) {
+      for (const { workspaceId, sessionId } of await store.sessionsWithQueuedWork(50)) {
         if (this.#stop.signal.aborted) return found;
         found = true;
-        this.dispatch(await store.claimNext(sessionId, owner));
+        this.dispatch(await store.claimNext(sessionId, owner, workspaceId));
       }
     } catch (error) {
       logger.warn("mailbox sweep failed; retrying next round", { error: String(error) });
@@ -323,7 +323,8 @@ export class TurnRunner {
     const [history, state] = await Promise.all([
       this.#retry(() =>
         this.#transcripts.history(
-          ({ sessionId }, from, to) => store.loadTranscript(sessionId, from, to),
+          ({ workspaceId, sessionId }, from, to) =>
+            store.loadTranscript(sessionId, from, to, workspaceId),
           { workspaceId: claim.task.workspaceId, sessionId: claim.task.sessionId },
           claim.transcriptEpoch,
           claim.inputPosition,

@@ -3,10 +3,10 @@
  * artifacts.
  */
 import { createHash } from "node:crypto";
-import { TaskStatus } from "@trellis/contracts/core";
+import { SessionState, TaskStatus } from "@trellis/contracts/core";
 import { eventually } from "@trellis/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
-import { expectReason, text, watchUntil } from "../support/fixtures.js";
+import { expectReason, text, textOf, watchUntil } from "../support/fixtures.js";
 import type { TasksHarness } from "../support/harness.js";
 import type { TasksSuite } from "./suite.js";
 
@@ -119,6 +119,94 @@ export function describeWorkspaces(suite: TasksSuite): void {
       // The built-in echo agent stays usable everywhere.
       const { session } = await carol.sessions.createSession({ agentId: "agent_echo" });
       expect(session?.agentId).toBe("agent_echo");
+    });
+  });
+
+  describe("session ids per workspace", () => {
+    it("lets two workspaces use one session id, neither learning of the other, each keeping its own", async () => {
+      const carol = h.as({ actorId: "carol", workspaceId: "ws_carol" });
+      const dave = h.as({ actorId: "dave", workspaceId: "ws_dave" });
+      const id = `ses_standup_${Date.now()}`;
+      const mine = await carol.sessions.createSession({
+        sessionId: id,
+        initialMessages: [text("carol's note")],
+      });
+      expect(mine.session?.workspaceId).toBe("ws_carol");
+      // Another workspace takes the same id: no conflict, nothing revealed.
+      const theirs = await dave.sessions.createSession({ sessionId: id });
+      expect(theirs.session?.workspaceId).toBe("ws_dave");
+      expect(theirs.session?.messageCount).toBe(0n);
+      // Within one workspace the id stays unique.
+      await expectReason(carol.sessions.createSession({ sessionId: id }), "conflict");
+
+      const textsOf = async (who: typeof carol) =>
+        (await who.sessions.listMessages({ sessionId: id, pageSize: 1000 })).messages.map((m) =>
+          textOf(m.message),
+        );
+      // Each runs a turn in its own session.
+      for (const [who, name] of [
+        [carol, "carol"],
+        [dave, "dave"],
+      ] as const) {
+        const { task } = await who.tasks.submitTask({ sessionId: id, input: text(`${name} asks`) });
+        expect(task?.workspaceId).toBe(`ws_${name}`);
+        const done = await watchUntil(who, task?.id as string);
+        expect(done.task.status).toBe(TaskStatus.COMPLETED);
+      }
+      const carols = await textsOf(carol);
+      const daves = await textsOf(dave);
+      expect(carols.slice(0, 2)).toEqual(["carol's note", "carol asks"]);
+      expect(daves[0]).toBe("dave asks");
+      expect(carols.join("|")).not.toContain("dave");
+      expect(daves.join("|")).not.toContain("carol");
+
+      // Events stay apart.
+      for (const [who, workspaceId] of [
+        [carol, "ws_carol"],
+        [dave, "ws_dave"],
+      ] as const) {
+        // The log is written behind the outbox in distributed mode.
+        const events = await eventually(async () => {
+          const { events } = await who.events.listEvents({ sessionId: id, limit: 1000 });
+          return events.length > 0 ? events : undefined;
+        });
+        expect(new Set(events.map((e) => e.workspaceId))).toEqual(new Set([workspaceId]));
+      }
+
+      // Appending to, forking and truncating one leaves the other as it was.
+      const before = (await carol.sessions.getSession({ sessionId: id })).session;
+      await dave.sessions.appendMessage({ sessionId: id, message: text("dave appends") });
+      expect((await textsOf(dave)).at(-1)).toBe("dave appends");
+      expect(await textsOf(carol)).toEqual(carols);
+      const fork = (await dave.sessions.forkSession({ sessionId: id })).session;
+      expect(fork?.workspaceId).toBe("ws_dave");
+      expect(fork?.parentSessionId).toBe(id);
+      const forked = (await dave.sessions.listMessages({ sessionId: fork?.id as string })).messages;
+      expect(forked.map((m) => textOf(m.message))).toEqual(await textsOf(dave));
+      await dave.sessions.truncateSession({ sessionId: id, keepTurns: 0n });
+      expect(await textsOf(dave)).toEqual([]);
+      expect(await textsOf(carol)).toEqual(carols);
+      await carol.sessions.closeSession({ sessionId: id });
+      const after = (await dave.sessions.getSession({ sessionId: id })).session;
+      expect(after?.workspaceId).toBe("ws_dave");
+      expect(after?.state).toBe(SessionState.ACTIVE);
+      expect((await carol.sessions.getSession({ sessionId: id })).session?.messageCount).toBe(
+        before?.messageCount,
+      );
+
+      // A caller bound to no workspace names it; without a name, the oldest.
+      expect((await h.sessions.getSession({ sessionId: id })).session?.workspaceId).toBe(
+        "ws_carol",
+      );
+      expect(
+        (await h.sessions.getSession({ sessionId: id, workspaceId: "ws_dave" })).session
+          ?.workspaceId,
+      ).toBe("ws_dave");
+      // A confined caller reads its own only.
+      await expectReason(
+        dave.sessions.getSession({ sessionId: id, workspaceId: "ws_carol" }),
+        "resource_not_found",
+      );
     });
   });
 

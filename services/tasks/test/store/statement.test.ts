@@ -49,11 +49,28 @@ describe("StatementWriter", () => {
   it("keeps the hot statements' texts as kysely compiled them", () => {
     const hot = hotStatements("tasks");
     const scoped = db.withSchema("tasks");
-    const lock = scoped.selectFrom("sessions").selectAll().where("id", "=", "s1").forUpdate();
+    const lock = scoped
+      .selectFrom("sessions")
+      .selectAll()
+      .where("workspace_id", "=", "w1")
+      .where("id", "=", "s1")
+      .forUpdate();
     expect(hot.lockSession).toBe(lock.compile().sql);
+    const byId = scoped
+      .selectFrom("sessions")
+      .selectAll()
+      .where("id", "=", "s1")
+      .orderBy(sql`workspace_id = ${"default"}`, "desc")
+      .orderBy("seq")
+      .limit(1)
+      .forUpdate()
+      .compile();
+    expect(hot.lockSessionById).toBe(byId.sql);
+    expect(byId.parameters).toEqual(["s1", "default", 1]);
     const mailbox = scoped
       .selectFrom("tasks")
       .selectAll()
+      .where("workspace_id", "=", "w1")
       .where("session_id", "=", "s1")
       .where("run_state", "in", ["queued", "running"])
       .orderBy(sql`run_state = 'running'`, "desc")
@@ -61,10 +78,11 @@ describe("StatementWriter", () => {
       .limit(2)
       .compile();
     expect(hot.mailbox).toBe(mailbox.sql);
-    expect(mailbox.parameters).toEqual(["s1", "queued", "running", 2]);
+    expect(mailbox.parameters).toEqual(["w1", "s1", "queued", "running", 2]);
     const finished = scoped
       .selectFrom("tasks")
       .selectAll()
+      .where("workspace_id", "=", "w1")
       .where("session_id", "=", "s1")
       .where((eb) => eb.or([eb("id", "=", "t1"), eb("run_state", "=", "queued")]))
       .orderBy(sql`id = ${"t1"}`, "desc")
@@ -72,7 +90,7 @@ describe("StatementWriter", () => {
       .limit(2)
       .compile();
     expect(hot.finishedRun).toBe(finished.sql);
-    expect(finished.parameters).toEqual(["s1", "t1", "queued", "t1", 2]);
+    expect(finished.parameters).toEqual(["w1", "s1", "t1", "queued", "t1", 2]);
   });
 
   it("refuses what it cannot write", () => {

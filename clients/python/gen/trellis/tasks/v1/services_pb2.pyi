@@ -239,10 +239,12 @@ class GetOutcomeResponse(_message.Message):
     def __init__(self, outcome: _Optional[_Union[_resources_pb2.Outcome, _Mapping]] = ...) -> None: ...
 
 class GetSessionRequest(_message.Message):
-    __slots__ = ["session_id"]
+    __slots__ = ["session_id", "workspace_id"]
     SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    WORKSPACE_ID_FIELD_NUMBER: _ClassVar[int]
     session_id: str
-    def __init__(self, session_id: _Optional[str] = ...) -> None: ...
+    workspace_id: str
+    def __init__(self, session_id: _Optional[str] = ..., workspace_id: _Optional[str] = ...) -> None: ...
 
 class GetSessionResponse(_message.Message):
     __slots__ = ["session"]
