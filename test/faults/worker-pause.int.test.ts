@@ -70,15 +70,16 @@ describe("a paused adapter worker", () => {
     candidates: WorkerProcess | WorkerProcess[],
   ) {
     const pool = Array.isArray(candidates) ? candidates : [candidates];
-    const { agent } = await clients.agents.createAgent({
-      agent: {
-        workspaceId: "default",
-        name: uniqueName("paused"),
-        backend,
-        safeToRetry,
-        definition: {},
-      },
-    });
+    // The backend is known once the worker's registration reached the
+    // mesh; under load that can be after the worker process is up.
+    const name = uniqueName("paused");
+    const { agent } = await eventually(
+      () =>
+        clients.agents.createAgent({
+          agent: { workspaceId: "default", name, backend, safeToRetry, definition: {} },
+        }),
+      { timeoutMs: 15_000, intervalMs: 200, what: `an agent on backend ${backend}` },
+    );
     const sessionId = `ses_${uniqueName("p")}`;
     const input = `sleep ${workMs}`;
     // The router learns of a new worker from its heartbeats: retry until routed.
