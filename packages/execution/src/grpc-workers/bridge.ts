@@ -53,16 +53,16 @@ import {
   type WorkItem,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
+import { type Logger, TrellisError } from "@trellis/runtime";
+import { announcementToProto } from "../routing/announcement.js";
 import {
-  announcementToProto,
   type SessionEnd,
   secretsRefused,
   type VaultGrantInit,
   type WorkAttempt,
   type WorkerPort,
   type WorkerSession,
-} from "@trellis/execution";
-import { type Logger, TrellisError } from "@trellis/runtime";
+} from "./session.js";
 
 /** Options of {@link NatsWorkerBridge}. */
 export interface NatsWorkerBridgeOptions {
