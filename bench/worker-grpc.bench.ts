@@ -12,7 +12,12 @@
  * - by a second gRPC worker process whose session is held by the router's
  *   own process (`grpc-local`: the bridge is given the router as `local`,
  *   so the router's offers and the session's claims and results pass in
- *   process — what a router holding its workers' streams costs).
+ *   process — what a router holding its workers' streams costs);
+ * - by a third gRPC worker process reaching that same session table through
+ *   a gateway forwarder (`grpc-gw`: `createForwardingImpl`, in this process,
+ *   without the gateway's auth and quota interceptors) — a mesh's path
+ *   since session 14: the worker connects to the gateway, which forwards
+ *   WorkerService to the tasks service whose router places the turns.
  *
  * CPU is read from /proc for this process (router, and the bridge on the gRPC
  * path) and the worker process, per turn, over `turns` executions after a
@@ -25,18 +30,20 @@
  */
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
+import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
 import { probeWorkerScript } from "@trellis/execution/testing";
 import { chatToMessage } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
+import { NatsWorkerBridge } from "../packages/execution/src/grpc-workers/bridge.js";
+import { createWorkerHandlers } from "../packages/execution/src/grpc-workers/handlers.js";
+import { WorkerSessions } from "../packages/execution/src/grpc-workers/sessions.js";
 import { createRoutedExecutor } from "../packages/execution/src/routing/routed-executor.js";
-import { NatsWorkerBridge } from "../services/adapters/src/grpc-workers/bridge.js";
-import { createWorkerHandlers } from "../services/adapters/src/grpc-workers/handlers.js";
-import { WorkerSessions } from "../services/adapters/src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
+import { createForwardingImpl } from "../services/gateway/src/grpc/forwarders.js";
 import { quantile } from "./lib/load.js";
 import { cpuMs } from "./lib/proc.js";
 
@@ -65,8 +72,8 @@ export interface WorkerPathPoint {
 }
 
 /** The paths measured, in this order in every round's list. */
-export type WorkerPath = "jetstream" | "grpc" | "grpc-local";
-const PATHS: readonly WorkerPath[] = ["jetstream", "grpc", "grpc-local"];
+export type WorkerPath = "jetstream" | "grpc" | "grpc-local" | "grpc-gw";
+const PATHS: readonly WorkerPath[] = ["jetstream", "grpc", "grpc-local", "grpc-gw"];
 
 /** Every path (medians of the rounds), every round, and gRPC / JetStream total CPU per turn. */
 export interface WorkerGrpcBenchResult {
@@ -76,6 +83,8 @@ export interface WorkerGrpcBenchResult {
   cpuRatio: number;
   /** The same for the session held by the router's process. */
   cpuRatioLocal: number;
+  /** The same, the worker reaching that process through a gateway forwarder (a mesh since session 14). */
+  cpuRatioGateway: number;
 }
 
 const probeGrpcWorkerScript = new URL(
@@ -144,6 +153,22 @@ export async function runWorkerGrpcBench(
   };
   const relayed = await serve(sessions);
   const held = await serve(localSessions);
+  // A gateway's forwarder in front of `held` (the gateway forwards WorkerService to tasks).
+  const gateway = http2.createServer(
+    connectNodeAdapter({
+      routes: (r) => {
+        r.service(
+          WorkerService,
+          createForwardingImpl(
+            WorkerService,
+            createClient(WorkerService, createGrpcTransport({ baseUrl: held.url })),
+          ),
+        );
+      },
+    }),
+  );
+  await new Promise<void>((resolve) => gateway.listen(0, "127.0.0.1", resolve));
+  const gatewayUrl = `http://127.0.0.1:${(gateway.address() as AddressInfo).port}`;
   const workers: WorkerProcess[] = [];
   let n = 0;
   const measure = async (
@@ -208,10 +233,17 @@ export async function runWorkerGrpcBench(
       TRELLIS_WORKER_ID: `bench-grpc-local-${prefix}`,
     });
     workers.push(grpcLocal);
+    const grpcGateway = await startWorkerProcess(probeGrpcWorkerScript, {
+      PROBE_BACKEND: "bench-grpc-gw",
+      TRELLIS_WORKER_URL: gatewayUrl,
+      TRELLIS_WORKER_ID: `bench-grpc-gw-${prefix}`,
+    });
+    workers.push(grpcGateway);
     const run: Record<WorkerPath, () => Promise<WorkerPathPoint>> = {
       jetstream: () => measure("jetstream", "bench-js", js),
       grpc: () => measure("grpc", "bench-grpc", grpc),
       "grpc-local": () => measure("grpc-local", "bench-grpc-local", grpcLocal),
+      "grpc-gw": () => measure("grpc-gw", "bench-grpc-gw", grpcGateway),
     };
     const all: WorkerPathPoint[][] = [];
     for (let round = 0; round < rounds; round++) {
@@ -250,6 +282,7 @@ export async function runWorkerGrpcBench(
       rounds: all,
       cpuRatio: ratio(1),
       cpuRatioLocal: ratio(2),
+      cpuRatioGateway: ratio(3),
     };
   } finally {
     await Promise.all(workers.map((w) => w.stop()));
@@ -257,6 +290,7 @@ export async function runWorkerGrpcBench(
     localSessions.close();
     relayed.server.close();
     held.server.close();
+    gateway.close();
     await routed.stop();
     await deleteTestStreams(prefix);
   }
@@ -276,7 +310,8 @@ export function formatWorkerGrpcBench(result: WorkerGrpcBenchResult): string {
     `worker paths: CPU per turn, one in flight, zero-latency probe backend (medians of ${result.rounds.length} alternating round(s))`,
     "  path       turns  router ms  worker ms  total ms   p50 ms   p99 ms  nats msgs  errors",
     ...rows,
-    `  gRPC (relayed, as in a mesh) / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (rounds: ${perRound(1)}; target ≤ 1.2×)`,
+    `  gRPC (relayed by another process) / JetStream total CPU per turn: ${result.cpuRatio.toFixed(2)}× (rounds: ${perRound(1)}; target ≤ 1.2×)`,
     `  gRPC (session held by the router's process) / JetStream: ${result.cpuRatioLocal.toFixed(2)}× (rounds: ${perRound(2)})`,
+    `  gRPC (held by the router's process, through a gateway forwarder: a mesh) / JetStream: ${result.cpuRatioGateway.toFixed(2)}× (rounds: ${perRound(3)})`,
   ].join("\n");
 }

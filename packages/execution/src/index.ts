@@ -50,6 +50,17 @@ export {
   loadAdaptersConfig,
 } from "./config.js";
 export {
+  type LocalRouter,
+  MAX_BACKLOG,
+  NatsWorkerBridge,
+  type NatsWorkerBridgeOptions,
+} from "./grpc-workers/bridge.js";
+export {
+  callError,
+  createWorkerHandlers,
+  MAX_EVENTS_PER_REPORT,
+} from "./grpc-workers/handlers.js";
+export {
   embeddedWorkerHub,
   LocalWorkerHub,
   type LocalWorkerHubOptions,
@@ -63,6 +74,7 @@ export {
   type WorkerPort,
   WorkerSession,
 } from "./grpc-workers/session.js";
+export { WorkerSessions, type WorkerSessionsOptions } from "./grpc-workers/sessions.js";
 export * from "./harness/index.js";
 export {
   type BuiltinAdaptersOptions,

@@ -146,13 +146,14 @@ function createRemoteClients(
   const cache = new Map<string, Client<DescService>>();
   const sign = createMeshClientInterceptor(mesh, peer);
   return {
-    get<T extends DescService>(service: T): Client<T> {
-      let client = cache.get(service.typeName);
+    get<T extends DescService>(service: T, owner = ownerOf(service)): Client<T> {
+      const key = `${owner} ${service.typeName}`;
+      let client = cache.get(key);
       if (!client) {
-        client = createServiceClient(service, serviceUrl(ownerOf(service), source), {
+        client = createServiceClient(service, serviceUrl(owner, source), {
           interceptors: [sign],
         }) as Client<DescService>;
-        cache.set(service.typeName, client);
+        cache.set(key, client);
       }
       return client as Client<T>;
     },

@@ -30,8 +30,10 @@ export interface ServiceClients {
   /**
    * A client for `service`, wherever it runs: in embedded mode an in-process
    * transport (no socket), in distributed mode h2c to the owning service.
+   * `owner` names another service that serves it too (distributed; default
+   * the one its proto package names, `ownerOf`); embedded ignores it.
    */
-  get<T extends DescService>(service: T): Client<T>;
+  get<T extends DescService>(service: T, owner?: string): Client<T>;
 }
 
 /**

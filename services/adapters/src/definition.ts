@@ -21,17 +21,17 @@ import {
   adaptersMigrations,
   createInProcessBackends,
   createRoutedExecutor,
+  createWorkerHandlers,
   embeddedWorkerHub,
   hubOptions,
   loadAdaptersConfig,
   loadVaultBox,
+  NatsWorkerBridge,
   VaultStore,
+  WorkerSessions,
 } from "@trellis/execution";
 import type { ServiceDefinition } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
-import { NatsWorkerBridge } from "./grpc-workers/bridge.js";
-import { createWorkerHandlers } from "./grpc-workers/handlers.js";
-import { WorkerSessions } from "./grpc-workers/sessions.js";
 import { withErrorDetails } from "./handlers/errors.js";
 import { createRegistryHandlers } from "./handlers/registry-handlers.js";
 import { createRoutingHandlers } from "./handlers/routing-handlers.js";

@@ -3,13 +3,18 @@
  * and gRPC worker sessions over RPC) and the adapter worker process. The
  * execution itself (router, in-process backends) is @trellis/execution.
  */
+
+// The gRPC worker sessions moved to @trellis/execution (the tasks service holds them too).
+export {
+  createWorkerHandlers,
+  WorkerSessions,
+  type WorkerSessionsOptions,
+} from "@trellis/execution";
 export {
   type AdaptersServiceOptions,
   adaptersService,
   createAdaptersService,
 } from "./definition.js";
-export { createWorkerHandlers } from "./grpc-workers/handlers.js";
-export { WorkerSessions, type WorkerSessionsOptions } from "./grpc-workers/sessions.js";
 export {
   createVaultAccessHandlers,
   createVaultHandlers,

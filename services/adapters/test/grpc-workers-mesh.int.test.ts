@@ -28,15 +28,18 @@ import {
   WorkerService,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
-import { createRoutedExecutor, type RoutedExecutor } from "@trellis/execution";
+import {
+  createRoutedExecutor,
+  createWorkerHandlers,
+  NatsWorkerBridge,
+  type RoutedExecutor,
+  WorkerSessions,
+} from "@trellis/execution";
 import { capabilities, probeAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { NatsWorkerBridge } from "../src/grpc-workers/bridge.js";
-import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
-import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 
 const probeGrpcWorkerScript = new URL("./support/probe-grpc-worker.ts", import.meta.url).pathname;

@@ -18,18 +18,18 @@ import {
 import { WorkerService } from "@trellis/contracts/adapters";
 import {
   createRoutedExecutor,
+  createWorkerHandlers,
+  NatsWorkerBridge,
   type RoutedExecutor,
   type WorkerPort,
   type WorkerSession,
+  WorkerSessions,
 } from "@trellis/execution";
 import { secretsReaderAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { SecretFingerprints } from "@trellis/runtime";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { NatsWorkerBridge } from "../src/grpc-workers/bridge.js";
-import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
-import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 
 describe("gRPC workers through the mesh bridge", () => {

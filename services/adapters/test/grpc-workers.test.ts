@@ -28,18 +28,18 @@ import {
 import {
   BackendRegistry,
   createRoutedExecutor,
+  createWorkerHandlers,
   LocalWorkerHub,
   Router,
   type WorkerPort,
   type WorkerSession,
+  WorkerSessions,
 } from "@trellis/execution";
 import { capabilities, probeAdapter, secretsReaderAdapter } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { SecretFingerprints } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { createWorkerHandlers } from "../src/grpc-workers/handlers.js";
-import { WorkerSessions } from "../src/grpc-workers/sessions.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 
 function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {

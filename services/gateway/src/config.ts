@@ -32,6 +32,12 @@ export const gatewayConfigSchema = {
   TRELLIS_MAX_BODY_BYTES: env.int({ min: 1024 }).default(16 * 1024 * 1024),
   /** Timeout of calls to internal services. */
   TRELLIS_UPSTREAM_TIMEOUT: env.duration({ minMs: 100 }).default(30_000),
+  /**
+   * The service gRPC workers' WorkerService calls are forwarded to (distributed):
+   * `tasks` (its routers hand their turns to the streams they hold, in
+   * process) or `adapters` (a relay: every turn over NATS).
+   */
+  TRELLIS_GATEWAY_WORKERS_TO: env.enum(["tasks", "adapters"]).default("tasks"),
   /** Public base URL advertised in the agent card (default: from the request's Host). */
   TRELLIS_PUBLIC_URL: env.url({ protocols: ["http", "https"] }).optional(),
 

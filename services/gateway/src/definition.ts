@@ -9,6 +9,7 @@
  * for every public RPC service (to the owning service over h2c), behind the
  * same interceptor.
  */
+import { WorkerService } from "@trellis/contracts/adapters";
 import type { ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
 import { TrellisError } from "@trellis/runtime";
@@ -253,6 +254,8 @@ export const gatewayService: ServiceDefinition = {
         if (ctx.mode === "distributed") {
           registerForwarders(router, publicServices, ctx.clients, {
             defaultTimeoutMs: config.TRELLIS_UPSTREAM_TIMEOUT,
+            // The tasks service's routers place turns on the streams it holds in process.
+            owners: { [WorkerService.typeName]: config.TRELLIS_GATEWAY_WORKERS_TO },
           });
         }
       },

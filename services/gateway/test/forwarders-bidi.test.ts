@@ -3,11 +3,16 @@
 // the channel, not only the unary calls.
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createClient } from "@connectrpc/connect";
+import type { DescService } from "@bufbuild/protobuf";
+import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
-import { type WorkerChannelRequest, WorkerService } from "@trellis/contracts/adapters";
+import {
+  RoutingService,
+  type WorkerChannelRequest,
+  WorkerService,
+} from "@trellis/contracts/adapters";
 import { afterAll, describe, expect, it } from "vitest";
-import { createForwardingImpl } from "../src/grpc/forwarders.js";
+import { createForwardingImpl, registerForwarders } from "../src/grpc/forwarders.js";
 
 async function listen(server: http2.Http2Server): Promise<string> {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -83,6 +88,29 @@ describe("gateway forwarders: bidi streams", () => {
       [1n, 1],
       [2n, 2],
       [3n, 3],
+    ]);
+  });
+
+  it("forwards a service to the owner it is given, others to their proto package's", () => {
+    // Distributed: the tasks service holds the WorkerChannel streams (its
+    // routers place on them in process); routing stays the adapters service's.
+    const asked: [string, string | undefined][] = [];
+    const transport = createRouterTransport(() => {});
+    const clients = {
+      get<T extends DescService>(service: T, owner?: string): Client<T> {
+        asked.push([service.typeName, owner]);
+        return createClient(service, transport);
+      },
+    };
+    registerForwarders(
+      { service: () => undefined } as never,
+      [WorkerService, RoutingService],
+      clients,
+      { owners: { [WorkerService.typeName]: "tasks" } },
+    );
+    expect(asked).toEqual([
+      [WorkerService.typeName, "tasks"],
+      [RoutingService.typeName, undefined],
     ]);
   });
 });

@@ -9,6 +9,7 @@
 
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { WorkerService } from "@trellis/contracts/adapters";
 import {
   AgentService,
   ArtifactService,
@@ -27,11 +28,14 @@ import {
   type AgentExecutor,
   createInProcessBackends,
   createRoutedExecutor,
+  createWorkerHandlers,
   embeddedWorkerHub,
   type HarnessTool,
   hubOptions,
   loadAdaptersConfig,
+  NatsWorkerBridge,
   vaultAccessThrough,
+  WorkerSessions,
   withAgentFacts,
 } from "@trellis/execution";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
@@ -215,6 +219,24 @@ async function createTasksModule(
           : {}),
       })
     : undefined;
+  // Distributed: gRPC workers may hold their WorkerChannel here (the
+  // gateway forwards WorkerService to this service): this replica's router
+  // hands its turns to them in process; every other router (other replicas,
+  // the adapters service) reaches them over NATS, as through the adapters
+  // service's relay. Embedded: the adapters service holds them (one hub).
+  const workerSessions =
+    routed && context.mode === "distributed"
+      ? new WorkerSessions({
+          port: new NatsWorkerBridge({
+            nats: () =>
+              routed.connection && routed.remote
+                ? { connection: routed.connection, names: routed.remote.names }
+                : undefined,
+            local: () => routed.remote,
+            logger: context.logger,
+          }),
+        })
+      : undefined;
   const replayTools =
     options.replayTools ?? (backends?.harnessTools.length ? backends.harnessTools : undefined);
   let executor: AgentExecutor = options.executor ?? routed!.router;
@@ -298,6 +320,12 @@ async function createTasksModule(
           SkillService,
           withErrorDetails(SkillService, createSkillHandlers(store, backends?.harnessTools ?? [])),
         );
+      if (workerSessions) {
+        router.service(
+          WorkerService,
+          withErrorDetails(WorkerService, createWorkerHandlers(workerSessions)),
+        );
+      }
     },
     ...(readModel ? { health: [readModelHealth(readModel)] } : {}),
     start: async () => {
@@ -306,6 +334,7 @@ async function createTasksModule(
     },
     stop: async () => {
       await runner.stop();
+      workerSessions?.close();
       await routed?.stop();
       if (journal && readModel) {
         // What the owner appended reaches the tables before the projector stops.

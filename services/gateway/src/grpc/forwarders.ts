@@ -29,6 +29,12 @@ import { errorDetailOf, requestIdHeader, requestIdOf, TrellisError } from "@trel
 export interface ForwarderOptions {
   /** Timeout of forwarded unary calls when the caller set none. */
   defaultTimeoutMs?: number;
+  /**
+   * Services forwarded to another service than the one their proto package
+   * names, by full name (e.g. `trellis.adapters.v1.WorkerService` to
+   * `tasks`).
+   */
+  owners?: Readonly<Record<string, string>>;
 }
 
 type AnyMethod = (request: unknown, options: CallOptions) => unknown;
@@ -122,6 +128,7 @@ export function registerForwarders(
   options: ForwarderOptions = {},
 ): void {
   for (const service of services) {
-    router.service(service, createForwardingImpl(service, clients.get(service), options));
+    const client = clients.get(service, options.owners?.[service.typeName]);
+    router.service(service, createForwardingImpl(service, client, options));
   }
 }

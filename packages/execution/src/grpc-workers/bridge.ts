@@ -1,7 +1,9 @@
 /**
  * A mesh's gRPC workers: each session becomes a worker of the mesh
  * (proto/trellis/adapters/v1/worker.proto) that routers place work on
- * directly — the adapters service relays, without the JetStream work
+ * directly — the process holding the session relays (in a mesh the tasks
+ * service, to which the gateway forwards WorkerService; the adapters
+ * service for workers that reach it directly), without the JetStream work
  * queue — with the same claims, fences, leases and retries as a JetStream
  * worker:
  *
@@ -53,16 +55,16 @@ import {
   type WorkItem,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
+import { type Logger, TrellisError } from "@trellis/runtime";
+import { announcementToProto } from "../routing/announcement.js";
 import {
-  announcementToProto,
   type SessionEnd,
   secretsRefused,
   type VaultGrantInit,
   type WorkAttempt,
   type WorkerPort,
   type WorkerSession,
-} from "@trellis/execution";
-import { type Logger, TrellisError } from "@trellis/runtime";
+} from "./session.js";
 
 /** Options of {@link NatsWorkerBridge}. */
 export interface NatsWorkerBridgeOptions {

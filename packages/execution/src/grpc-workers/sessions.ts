@@ -5,14 +5,8 @@
  * its worker id and session token. Leases are checked only while a session
  * is open: a service no worker connected to sets no timer.
  */
-import {
-  type SessionEnd,
-  sessionNotFound,
-  validateAnnouncement,
-  type WorkerAnnouncement,
-  type WorkerPort,
-  WorkerSession,
-} from "@trellis/execution";
+import { validateAnnouncement, type WorkerAnnouncement } from "../routing/registry.js";
+import { type SessionEnd, sessionNotFound, type WorkerPort, WorkerSession } from "./session.js";
 
 /** Options of {@link WorkerSessions}. */
 export interface WorkerSessionsOptions {

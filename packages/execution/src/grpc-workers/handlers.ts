@@ -16,9 +16,9 @@ import type {
   WorkerService,
   WorkRef,
 } from "@trellis/contracts/adapters";
-import type { WorkAttempt, WorkerSession } from "@trellis/execution";
-import { announcementFromProto } from "@trellis/execution";
 import { errorDetailOf, isTrellisError, toConnectError } from "@trellis/runtime";
+import { announcementFromProto } from "../routing/announcement.js";
+import type { WorkAttempt, WorkerSession } from "./session.js";
 import type { WorkerSessions } from "./sessions.js";
 
 /** Most events one ReportWorkEvents call may carry. */
