@@ -248,7 +248,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   const signal = (positions: readonly bigint[] | undefined): void => {
     if (positions === undefined || positions.length === 0) wakeAny = true;
     else {
-      if (positions.every((p) => published.has(p) || isHanded(p))) return;
+      if (positions.every((p) => published.has(p))) return;
       for (const p of positions) wakeFor.add(p);
       if (wakeFor.size > publishedBound) {
         wakeFor.clear();
