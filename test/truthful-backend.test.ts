@@ -275,6 +275,13 @@ describe.each([
     const narrowedRun = await settled(second.task?.id ?? "");
     expect(narrowedRun?.status).toBe(TaskStatus.COMPLETED);
     expect(narrowedRun?.assignedBackend).toBe("scripted");
+    // A replay reruns it under the source task's requirements, not the
+    // agent's alone (on "plain" it would fail).
+    const replay = await tasks.replayTask({ taskId: narrowedRun?.id ?? "" });
+    const replayRun = await settled(replay.task?.id ?? "");
+    expect(replayRun?.parentTaskId).toBe(narrowedRun?.id);
+    expect(replayRun?.assignedBackend).toBe("scripted");
+    expect(replayRun?.status, JSON.stringify(replayRun?.failure)).toBe(TaskStatus.COMPLETED);
   });
 
   it("that no allowed backend meets refuse the submit with typed details; nothing is stored", async () => {

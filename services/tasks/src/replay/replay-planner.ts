@@ -119,7 +119,9 @@ export async function planReplay(
       { session_id: task.sessionId },
     );
   }
-  const strategy = strategyOf(agent.backend, DETERMINISTIC_BACKENDS);
+  // By the backend the source ran on (routing may have moved it off the
+  // agent's primary), not the agent's primary alone.
+  const strategy = strategyOf(task.assignedBackend || agent.backend, DETERMINISTIC_BACKENDS);
   const overrides = await readOverrides(deps, request, mode, strategy, scope, task.id);
 
   const events = await sourceEvents(deps, task.workspaceId, task.sessionId, task.id, status);

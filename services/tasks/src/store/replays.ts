@@ -199,6 +199,8 @@ export class Replays {
           created_by: context.actor.id,
           parent_task_id: plan.sourceTaskId,
           assigned_backend: agent.backend,
+          // The source's own requirements (already narrowed by its agent).
+          requirements: source.requirements,
           idempotency_key: input.idempotency?.key ?? "",
           metadata: jsonText(input.metadata),
           ...(input.restore
