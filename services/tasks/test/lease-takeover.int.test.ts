@@ -173,12 +173,18 @@ describe("two tasks replicas, session owner under leases (kill -9 of one mid-loa
       });
       // Kill -9 after accept: the turns running on A were re-queued by B (its
       // worker's lease expired) and completed exactly once (one Outcome each, above).
+      // The log is read through the relay, so wait for the note to arrive.
       for (const id of runningOnA) {
-        const { events } = await b.events.listEvents({ taskId: id });
-        const notes = events.flatMap((e) =>
-          e.payload?.kind.case === "taskStatusChanged" ? [e.payload.kind.value.reason] : [],
+        await eventually(
+          async () => {
+            const { events } = await b.events.listEvents({ taskId: id });
+            const notes = events.flatMap((e) =>
+              e.payload?.kind.case === "taskStatusChanged" ? [e.payload.kind.value.reason] : [],
+            );
+            return notes.some((n) => /re-queued: .*lease expired/.test(n));
+          },
+          { timeoutMs: 15_000, intervalMs: 250, what: `task ${id}'s re-queue (lease expired)` },
         );
-        expect(notes.some((n) => /re-queued: .*lease expired/.test(n))).toBe(true);
       }
     } finally {
       await db.end();
