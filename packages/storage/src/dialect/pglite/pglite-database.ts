@@ -1,8 +1,8 @@
 import { PGlite } from "@electric-sql/pglite";
 import { Kysely } from "kysely";
-import { withTimeout } from "../../async.js";
 import type { Database } from "../../database.js";
 import { storageError } from "../../errors.js";
+import { assembleDatabase } from "../assemble-database.js";
 import type { PGliteDatabaseConfig } from "./pglite-config.js";
 import { PGliteDialect } from "./pglite-dialect.js";
 import { createPGliteLocks } from "./pglite-lock.js";
@@ -56,41 +56,18 @@ export async function createPGliteDatabase<DB>(
     (await openPGlite(config.dataDir === undefined ? {} : { dataDir: config.dataDir }));
   await pglite.waitReady;
 
-  const kysely = new Kysely<DB>({ dialect: new PGliteDialect({ pglite: kyselyView(pglite) }) });
-  const locks = createPGliteLocks(pglite);
-  const notifier = createPGliteNotifier(pglite);
-  let closed = false;
-
-  return {
+  return assembleDatabase({
     kind: "pglite",
-    kysely,
-    async ping(options = {}) {
-      const timeoutMs = options.timeoutMs ?? 2000;
-      try {
-        if (closed || pglite.closed) throw new Error("the database is closed");
-        await withTimeout(
-          pglite.query("select 1"),
-          timeoutMs,
-          () => new Error(`no answer within ${timeoutMs} ms`),
-        );
-      } catch (error) {
-        throw storageError({
-          reason: "service_unavailable",
-          message: `pglite is unavailable: ${error instanceof Error ? error.message : String(error)}`,
-          metadata: { dependency: "pglite" },
-          cause: error,
-        });
-      }
+    kysely: new Kysely<DB>({ dialect: new PGliteDialect({ pglite: kyselyView(pglite) }) }),
+    async probe(closed) {
+      if (closed || pglite.closed) throw new Error("the database is closed");
+      return pglite.query("select 1");
     },
-    acquireLock: (name, options) => locks.acquire(name, options),
-    listen: (channel, onNotify) => notifier.listen(channel, onNotify),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await Promise.all([locks.close(), notifier.close()]);
-      // Lets queued kysely work finish; the view's close() is a no-op.
-      await kysely.destroy();
+    locks: createPGliteLocks(pglite),
+    notifier: createPGliteNotifier(pglite),
+    // kysely.destroy() before this lets queued work finish; the view's close() is a no-op.
+    async afterClose() {
       if (owned && !pglite.closed) await pglite.close();
     },
-  };
+  });
 }

@@ -1,8 +1,7 @@
 import { Kysely, PostgresDialect } from "kysely";
 import pg from "pg";
-import { withTimeout } from "../../async.js";
 import { type Database, warnBackgroundError } from "../../database.js";
-import { storageError } from "../../errors.js";
+import { assembleDatabase } from "../assemble-database.js";
 import type { PostgresDatabaseConfig } from "./postgres-config.js";
 import { createPostgresLocks } from "./postgres-lock.js";
 import { createPostgresNotifier } from "./postgres-notifier.js";
@@ -42,39 +41,12 @@ export function createPostgresDatabase<DB>(config: PostgresDatabaseConfig): Data
     client.on("error", (error) => onBackgroundError(error, "pooled connection failed"));
   });
 
-  const kysely = new Kysely<DB>({ dialect: new PostgresDialect({ pool }) });
-  const locks = createPostgresLocks({ clientConfig, pool, onBackgroundError });
-  const notifier = createPostgresNotifier({ clientConfig, onBackgroundError });
-  let closed = false;
-
-  return {
+  return assembleDatabase({
     kind: "postgres",
-    kysely,
-    async ping(options = {}) {
-      const timeoutMs = options.timeoutMs ?? 2000;
-      try {
-        await withTimeout(
-          pool.query("select 1"),
-          timeoutMs,
-          () => new Error(`no answer within ${timeoutMs} ms`),
-        );
-      } catch (error) {
-        throw storageError({
-          reason: "service_unavailable",
-          message: `postgres is unavailable: ${error instanceof Error ? error.message : String(error)}`,
-          metadata: { dependency: "postgres" },
-          cause: error,
-        });
-      }
-    },
-    acquireLock: (name, options) => locks.acquire(name, options),
-    listen: (channel, onNotify) => notifier.listen(channel, onNotify),
-    async close() {
-      if (closed) return;
-      closed = true;
-      await Promise.all([locks.close(), notifier.close()]);
-      // Ends the pool.
-      await kysely.destroy();
-    },
-  };
+    kysely: new Kysely<DB>({ dialect: new PostgresDialect({ pool }) }),
+    probe: () => pool.query("select 1"),
+    locks: createPostgresLocks({ clientConfig, pool, onBackgroundError }),
+    notifier: createPostgresNotifier({ clientConfig, onBackgroundError }),
+    // kysely.destroy() ends the pool.
+  });
 }
