@@ -16,8 +16,6 @@ import {
   createService,
   createServiceClient,
   env,
-  type HttpHandler,
-  httpRequestId,
   initTelemetry,
   loadConfig,
   onShutdownSignals,
@@ -40,15 +38,15 @@ import {
   createMeshServerInterceptor,
   type MeshCredentials,
   meshCredentialsFromEnv,
-  meshFailureMessage,
   meshSecretFileVariable,
   meshSecretVariable,
   meshSignedRpc,
   processMeshCredentials,
-  verifyMeshHttp,
 } from "./mesh.js";
+import { meshGuardedHttp } from "./mesh-http.js";
 import {
   createClosingController,
+  registerShutdown,
   type ServiceClients,
   type ServiceContext,
   type ServiceDefinition,
@@ -269,21 +267,25 @@ export async function runService(
       ],
     },
   });
-  // Closers run in reverse order: module, relay, then connections.
-  service.onClose(async () => {
-    await signals.close();
-    await eventLog.close();
-    await db.close();
-  }, "connections");
-  // ServiceContext.closing fires when shutdown starts (long-lived streams end
-  // then, instead of holding the drain until the grace period runs out).
-  service.closing.addEventListener("abort", () => closing.abort(), { once: true });
-  service.onClose(() => relay.stop(), "outbox relay");
-  service.onClose(async () => {
-    closing.abort();
-    clients.close();
-    await module.stop?.();
-  }, definition.name);
+  registerShutdown(service, {
+    closing,
+    modules: {
+      name: definition.name,
+      async stop() {
+        clients.close();
+        await module.stop?.();
+      },
+    },
+    relay,
+    storage: {
+      name: "connections",
+      async close() {
+        await signals.close();
+        await eventLog.close();
+        await db.close();
+      },
+    },
+  });
 
   relay.start();
   const address = await service.listen({
@@ -319,33 +321,6 @@ function resolveMeshCredentials(
     `${meshSecretVariable} is not set for this service: it uses this process's service credentials, so services in other processes without the same secret cannot call it`,
   );
   return processMeshCredentials();
-}
-
-/**
- * An internal service's plain-HTTP handler behind the service credential:
- * a request without a valid one gets 401 with the error envelope.
- */
-function meshGuardedHttp(handler: HttpHandler, mesh: MeshCredentials): HttpHandler {
-  return (req, res) => {
-    const result = verifyMeshHttp(mesh, req);
-    if (result.ok) return handler(req, res);
-    const requestId = httpRequestId(req);
-    const body = JSON.stringify({
-      error: {
-        code: "unauthenticated",
-        message: meshFailureMessage(result.failure),
-        type: "auth_error",
-        param: null,
-        request_id: requestId || null,
-        details: { credential: "service", problem: result.failure },
-      },
-    });
-    res.statusCode = 401;
-    res.setHeader("content-type", "application/json; charset=utf-8");
-    res.setHeader("content-length", String(Buffer.byteLength(body)));
-    res.end(body);
-    return true;
-  };
 }
 
 /**

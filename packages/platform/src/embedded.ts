@@ -55,12 +55,11 @@ import {
   createMeshServerInterceptor,
   MeshCredentials,
   meshCredentialsFromEnv,
-  meshFailureMessage,
-  meshHeader,
-  verifyMeshHttp,
 } from "./mesh.js";
+import { meshGuardedHttp } from "./mesh-http.js";
 import {
   createClosingController,
+  registerShutdown,
   type ServiceClients,
   type ServiceContext,
   type ServiceDefinition,
@@ -188,36 +187,6 @@ const consumerPositionsMigration = {
     },
   },
 };
-
-/**
- * A non-public module's HTTP handler: requests without a service credential
- * are not for it (declined: the gateway did not hand them on); a wrong one is
- * refused with 401.
- */
-function handedOnOnly(
-  handler: NonNullable<ServiceModule["http"]>,
-  mesh: MeshCredentials,
-): NonNullable<ServiceModule["http"]> {
-  return (req, res) => {
-    if (req.headers[meshHeader] === undefined) return false;
-    const result = verifyMeshHttp(mesh, req);
-    if (result.ok) return handler(req, res);
-    const body = JSON.stringify({
-      error: {
-        code: "unauthenticated",
-        message: meshFailureMessage(result.failure),
-        type: "auth_error",
-        param: null,
-        request_id: null,
-        details: { credential: "service", problem: result.failure },
-      },
-    });
-    res.statusCode = 401;
-    res.setHeader("content-type", "application/json; charset=utf-8");
-    res.end(body);
-    return true;
-  };
-}
 
 /**
  * Indexes for the in-process log's reads of the outbox (events older than its
@@ -390,7 +359,13 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   const httpHandlers = options.services.flatMap((definition) => {
     const module = modules.get(definition.name);
     if (!module?.http) return [];
-    return [definition.public || !guarded ? module.http : handedOnOnly(module.http, mesh)];
+    // A request without a service credential is not for a non-public module
+    // (the gateway did not hand it on); a wrong one is refused with 401.
+    return [
+      definition.public || !guarded
+        ? module.http
+        : meshGuardedHttp(module.http, mesh, { declineUnsigned: true, reportRequestId: false }),
+    ];
   });
   const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
   const server = createService({
@@ -415,25 +390,30 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       ],
     },
   });
-  server.onClose(async () => {
-    await signals.close();
-    await eventLog.close();
-    await positions
-      .flush()
-      .catch((error) =>
-        logger.warn("saving consumer positions at close failed", { error: String(error) }),
-      );
-    await db.close();
-    await pglite.close();
-  }, "storage");
-  // ServiceContext.closing fires when shutdown starts (long-lived streams end
-  // then, instead of holding the drain until the grace period runs out).
-  server.closing.addEventListener("abort", () => closing.abort(), { once: true });
-  server.onClose(() => relay.stop(), "outbox relay");
-  server.onClose(async () => {
-    closing.abort();
-    for (const module of [...all].reverse()) await module.stop?.();
-  }, "services");
+  registerShutdown(server, {
+    closing,
+    modules: {
+      name: "services",
+      async stop() {
+        for (const module of [...all].reverse()) await module.stop?.();
+      },
+    },
+    relay,
+    storage: {
+      name: "storage",
+      async close() {
+        await signals.close();
+        await eventLog.close();
+        await positions
+          .flush()
+          .catch((error) =>
+            logger.warn("saving consumer positions at close failed", { error: String(error) }),
+          );
+        await db.close();
+        await pglite.close();
+      },
+    },
+  });
 
   relay.start();
   const address = await server.listen({

@@ -16,6 +16,7 @@ import type {
   HttpHandler,
   Logger,
   SecretFingerprints,
+  TrellisService,
   UpgradeHandler,
 } from "@trellis/runtime";
 import type { Database, OutboxWriter } from "@trellis/storage";
@@ -141,4 +142,34 @@ export function createClosingController(): AbortController {
   const closing = new AbortController();
   setMaxListeners(0, closing.signal);
   return closing;
+}
+
+/** What {@link registerShutdown} closes, each step a named closer. */
+export interface ShutdownSteps {
+  /** The controller whose signal is {@link ServiceContext.closing}. */
+  closing: AbortController;
+  /** Stops the modules; runs first, once `closing` has fired. */
+  modules: { name: string; stop(): Promise<void> };
+  relay: { stop(): Promise<void> };
+  /** Closes the event log, signals and database; runs last. */
+  storage: { name: string; close(): Promise<void> };
+}
+
+/**
+ * Registers how a server hosting modules shuts down. `closing` fires as soon
+ * as shutdown starts (long-lived streams end then, instead of holding the
+ * drain until the grace period runs out). Closers run in reverse order of
+ * registration: modules, outbox relay, then storage and connections.
+ */
+export function registerShutdown(
+  server: Pick<TrellisService, "onClose" | "closing">,
+  steps: ShutdownSteps,
+): void {
+  server.onClose(() => steps.storage.close(), steps.storage.name);
+  server.closing.addEventListener("abort", () => steps.closing.abort(), { once: true });
+  server.onClose(() => steps.relay.stop(), "outbox relay");
+  server.onClose(async () => {
+    steps.closing.abort();
+    await steps.modules.stop();
+  }, steps.modules.name);
 }
