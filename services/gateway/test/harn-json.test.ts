@@ -9,7 +9,14 @@ import {
   ToolResultStatus,
   Visibility,
 } from "@trellis/contracts/core";
-import { ArtifactKind, ArtifactSchema, SessionSchema, TaskSchema } from "@trellis/contracts/tasks";
+import {
+  ArtifactKind,
+  ArtifactSchema,
+  OutcomeSchema,
+  OutcomeStatus,
+  SessionSchema,
+  TaskSchema,
+} from "@trellis/contracts/tasks";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
 import {
@@ -18,6 +25,7 @@ import {
   listJson,
   messageFromHarn,
   messageToHarn,
+  outcomeToHarn,
   sessionToHarn,
   taskInputFromHarn,
   taskToHarn,
@@ -235,6 +243,36 @@ describe("proto → Harn JSON", () => {
       uri: null,
       visibility: "public",
     });
+  });
+
+  it("opens artifacts and outcomes with the resource head (never updated)", () => {
+    const head = (json: JsonObject) => Object.entries(json).slice(0, 5);
+    const artifact = artifactToHarn(
+      create(ArtifactSchema, { id: "art_1", createdAt: at, metadata: { b: 1, a: 2 } }),
+    );
+    expect(head(artifact)).toEqual([
+      ["id", "art_1"],
+      ["object", "artifact"],
+      ["created_at", "2026-04-25T19:00:00Z"],
+      ["updated_at", "2026-04-25T19:00:00Z"],
+      ["metadata", { a: 2, b: 1 }],
+    ]);
+    expect(Object.keys(artifact.metadata as JsonObject)).toEqual(["a", "b"]);
+    const outcome = outcomeToHarn(
+      create(OutcomeSchema, { id: "out_1", status: OutcomeStatus.SUCCEEDED, createdAt: at }),
+    );
+    expect(head(outcome)).toEqual([
+      ["id", "out_1"],
+      ["object", "outcome"],
+      ["created_at", "2026-04-25T19:00:00Z"],
+      ["updated_at", "2026-04-25T19:00:00Z"],
+      ["metadata", {}],
+    ]);
+    expect(outcome.status).toBe("SUCCEEDED");
+    expect(head(outcomeToHarn(create(OutcomeSchema, { id: "out_2" })))[2]).toEqual([
+      "created_at",
+      null,
+    ]);
   });
 
   it("builds the PaginatedList envelope", () => {

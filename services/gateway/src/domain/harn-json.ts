@@ -437,14 +437,10 @@ export function taskToHarn(task: Task): JsonObject {
 
 /** An Artifact as Harn JSON (`sha256` as bare hex, per the schema's pattern). */
 export function artifactToHarn(artifact: Artifact): JsonObject {
-  const created = timestampJson(artifact.createdAt);
   const hash = artifact.sha256.replace(/^sha256:/, "");
   return {
-    id: artifact.id,
-    object: "artifact",
-    created_at: created,
-    updated_at: created,
-    metadata: objectJson(artifact.metadata),
+    // Never updated: updated_at is created_at.
+    ...resourceHead("artifact", artifact),
     kind: artifactKindName(artifact.kind),
     mime_type: artifact.mimeType || "application/octet-stream",
     uri: orNull(artifact.uri),
@@ -465,13 +461,9 @@ const outcomeStatusNames: Record<number, string> = {
 
 /** An Outcome as Harn JSON, with its artifacts when the caller resolved them. */
 export function outcomeToHarn(outcome: Outcome, artifacts: readonly Artifact[] = []): JsonObject {
-  const created = timestampJson(outcome.createdAt);
   return {
-    id: outcome.id,
-    object: "outcome",
-    created_at: created,
-    updated_at: created,
-    metadata: {},
+    // Never updated, and no metadata: updated_at is created_at, metadata {}.
+    ...resourceHead("outcome", outcome),
     task_id: outcome.taskId,
     status: outcomeStatusNames[outcome.status] ?? null,
     summary: outcome.summary,
