@@ -7,8 +7,6 @@
  * streams progress in order, honours cancels and `maxElapsedMs`, and keeps
  * its lease with heartbeats.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
@@ -32,8 +30,7 @@ import {
   type WorkOffer,
   type WorkRef,
 } from "@trellis/contracts/adapters";
-import { createLogger, type Logger } from "@trellis/runtime";
-import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import type { Logger } from "@trellis/runtime";
 import {
   capabilitiesToProto,
   eventToProto,
@@ -42,11 +39,11 @@ import {
   resultToProto,
   vaultGrantsFromProto,
 } from "./mapping.js";
-import { capabilitiesOf, capabilityProblems, negotiateWith } from "./negotiation.js";
+import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
 import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
-import { toToken } from "./wire.js";
 import type { AdapterWorker } from "./worker.js";
+import { workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runGrpcWorker}. */
 export interface GrpcWorkerOptions {
@@ -132,26 +129,15 @@ class Outbox<T> implements AsyncIterable<T> {
 /** Connect to Trellis over gRPC and run `options.adapter`; resolves once registered. */
 export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const backendId = adapter.backendId;
-  if (!BACKEND_ID_PATTERN.test(backendId)) {
-    throw new Error(`backend id ${JSON.stringify(backendId)} must match ${BACKEND_ID_PATTERN}`);
-  }
-  const capabilities = capabilitiesOf(adapter);
-  const problems = capabilityProblems(capabilities);
-  if (problems.length) {
-    throw new Error(
-      `adapter ${backendId} describes invalid capabilities: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`,
-    );
-  }
-  const capacity = Math.max(1, Math.floor(options.capacity ?? 1));
-  const heartbeatMs = options.heartbeatMs ?? 1000;
-  const graceMs = options.graceMs ?? 2000;
-  const requestedId =
-    options.workerId ??
-    toToken(`${backendId}-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
-  const log = (options.logger ?? createLogger({ service: `adapter-${backendId}` })).child({
-    worker_id: requestedId,
-  });
+  const {
+    backendId,
+    capabilities,
+    capacity,
+    heartbeatMs,
+    graceMs,
+    workerId: requestedId,
+    log,
+  } = workerSetup(options);
   const auth: Interceptor[] = options.apiKey
     ? [
         (next) => (req) => {

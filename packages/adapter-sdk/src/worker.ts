@@ -17,8 +17,6 @@
  * - Streams progress back as it happens, then the result (acknowledged by
  *   the router, retried until it is).
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { type JsMsg, jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -35,8 +33,7 @@ import {
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
 import { connectNats, type NatsSecurity } from "@trellis/eventlog";
-import { createLogger, extractTraceContext, type Logger, withSpan } from "@trellis/runtime";
-import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import { extractTraceContext, type Logger, withSpan } from "@trellis/runtime";
 import {
   capabilitiesToProto,
   contractInvalid,
@@ -45,7 +42,7 @@ import {
   requestFromProto,
   vaultGrantsFromProto,
 } from "./mapping.js";
-import { capabilitiesOf, capabilityProblems, negotiateWith } from "./negotiation.js";
+import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
 import {
   EXECUTION_SCHEMA_VERSION,
@@ -60,10 +57,10 @@ import {
   ensureWorkStream,
   isNoResponders,
   isTimeout,
-  toToken,
   type WireNames,
   wireNames,
 } from "./wire.js";
+import { workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -119,28 +116,10 @@ function delay(ms: number): Promise<void> {
 /** Start a worker for `options.adapter`; resolves once it is registered and pulling. */
 export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const backendId = adapter.backendId;
-  if (!BACKEND_ID_PATTERN.test(backendId)) {
-    throw new Error(`backend id ${JSON.stringify(backendId)} must match ${BACKEND_ID_PATTERN}`);
-  }
-  const capabilities = capabilitiesOf(adapter);
-  const problems = capabilityProblems(capabilities);
-  if (problems.length) {
-    throw new Error(
-      `adapter ${backendId} describes invalid capabilities: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`,
-    );
-  }
-  const capacity = Math.max(1, Math.floor(options.capacity ?? 1));
-  const heartbeatMs = options.heartbeatMs ?? 1000;
-  const graceMs = options.graceMs ?? 2000;
+  const { backendId, capabilities, capacity, heartbeatMs, graceMs, workerId, log } =
+    workerSetup(options);
   const claimTimeoutMs = options.claimTimeoutMs ?? 2000;
-  const workerId =
-    options.workerId ??
-    toToken(`${backendId}-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
   const names: WireNames = wireNames(options.prefix);
-  const log = (options.logger ?? createLogger({ service: `adapter-${backendId}` })).child({
-    worker_id: workerId,
-  });
   const nc =
     options.connection ??
     (await connectNats({

@@ -1,0 +1,65 @@
+/** What every worker (over NATS or gRPC) checks and settles before it connects. */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import { createLogger, type Logger } from "@trellis/runtime";
+import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import { capabilitiesOf, capabilityProblems } from "./negotiation.js";
+import type { ExecutionAdapter, ExecutionCapabilities } from "./types.js";
+import { toToken } from "./wire.js";
+
+/** The options both worker kinds share. */
+export interface WorkerBasics {
+  adapter: ExecutionAdapter;
+  workerId?: string | undefined;
+  capacity?: number | undefined;
+  heartbeatMs?: number | undefined;
+  graceMs?: number | undefined;
+  logger?: Logger | undefined;
+}
+
+/** A worker's checked identity and settings, defaults applied. */
+export interface WorkerSetup {
+  backendId: string;
+  capabilities: ExecutionCapabilities;
+  /** Executions at once: a whole number, at least 1 (default 1). */
+  capacity: number;
+  heartbeatMs: number;
+  graceMs: number;
+  /** The given id, or backend, host, pid and a random part. */
+  workerId: string;
+  /** The worker's logger, tagged with its id. */
+  log: Logger;
+}
+
+/**
+ * Checks the adapter (its backend id and the capabilities it describes;
+ * throws naming what is wrong) and applies the defaults of the settings.
+ */
+export function workerSetup(options: WorkerBasics): WorkerSetup {
+  const { adapter } = options;
+  const backendId = adapter.backendId;
+  if (!BACKEND_ID_PATTERN.test(backendId)) {
+    throw new Error(`backend id ${JSON.stringify(backendId)} must match ${BACKEND_ID_PATTERN}`);
+  }
+  const capabilities = capabilitiesOf(adapter);
+  const problems = capabilityProblems(capabilities);
+  if (problems.length) {
+    throw new Error(
+      `adapter ${backendId} describes invalid capabilities: ${problems.map((p) => `${p.field} ${p.message}`).join("; ")}`,
+    );
+  }
+  const workerId =
+    options.workerId ??
+    toToken(`${backendId}-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
+  return {
+    backendId,
+    capabilities,
+    capacity: Math.max(1, Math.floor(options.capacity ?? 1)),
+    heartbeatMs: options.heartbeatMs ?? 1000,
+    graceMs: options.graceMs ?? 2000,
+    workerId,
+    log: (options.logger ?? createLogger({ service: `adapter-${backendId}` })).child({
+      worker_id: workerId,
+    }),
+  };
+}
