@@ -43,7 +43,7 @@ import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
 import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
 import type { AdapterWorker } from "./worker.js";
-import { workerSetup } from "./worker-setup.js";
+import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runGrpcWorker}. */
 export interface GrpcWorkerOptions {
@@ -74,11 +74,6 @@ export interface GrpcWorkerOptions {
 
 /** Most events one ReportWorkEvents / CompleteWork call carries (the server's bound). */
 const MAX_EVENTS_PER_CALL = 256;
-
-interface Running {
-  abort: AbortController;
-  done: Promise<void>;
-}
 
 /** The calls of one session, over the channel or as unary calls. */
 interface SessionCalls {
@@ -280,7 +275,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
   };
   let current = await open();
   const { workerId } = current;
-  const running = new Map<string, Running>();
+  const running = new Map<string, RunningExecution>();
   let completed = 0;
   let stopping = false;
 
@@ -451,13 +446,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     async stop(stopOptions = {}) {
       if (stopping) return;
       stopping = true;
-      const grace = stopOptions.graceMs ?? graceMs;
-      const all = Promise.all([...running.values()].map((r) => r.done.catch(() => undefined)));
-      const timer = setTimeout(() => {
-        for (const r of running.values()) r.abort.abort(new Error("the worker is stopping"));
-      }, grace);
-      await all;
-      clearTimeout(timer);
+      await drainExecutions(running, stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
       await client
         .disconnectWorker({ workerId: current.workerId, session: current.session })
         .catch(() => undefined);

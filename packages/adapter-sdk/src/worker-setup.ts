@@ -63,3 +63,31 @@ export function workerSetup(options: WorkerBasics): WorkerSetup {
     }),
   };
 }
+
+/** An execution a worker runs now. */
+export interface RunningExecution {
+  abort: AbortController;
+  done: Promise<void>;
+}
+
+/**
+ * Waits until the running executions have finished; those still running
+ * after `graceMs` are aborted ("the worker is stopping") and waited for too.
+ * With `ignoreFailures` an execution that rejects does not fail the wait.
+ */
+export async function drainExecutions(
+  running: ReadonlyMap<string, RunningExecution>,
+  graceMs: number,
+  options: { ignoreFailures?: boolean } = {},
+): Promise<void> {
+  const all = Promise.all(
+    [...running.values()].map((r) =>
+      options.ignoreFailures ? r.done.catch(() => undefined) : r.done,
+    ),
+  );
+  const timer = setTimeout(() => {
+    for (const r of running.values()) r.abort.abort(new Error("the worker is stopping"));
+  }, graceMs);
+  await all;
+  clearTimeout(timer);
+}

@@ -60,7 +60,7 @@ import {
   type WireNames,
   wireNames,
 } from "./wire.js";
-import { workerSetup } from "./worker-setup.js";
+import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -104,11 +104,6 @@ export interface AdapterWorker {
   stop(options?: { graceMs?: number }): Promise<void>;
 }
 
-interface Running {
-  abort: AbortController;
-  done: Promise<void>;
-}
-
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
@@ -136,7 +131,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
   };
   let consumer = await setUp();
 
-  const running = new Map<string, Running>();
+  const running = new Map<string, RunningExecution>();
   let completed = 0;
   let stopping = false;
 
@@ -384,13 +379,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
       if (stopping) return;
       stopping = true;
       beat(); // leaving: routers stop placing work here at once
-      const grace = stopOptions.graceMs ?? graceMs;
-      const all = Promise.all([...running.values()].map((r) => r.done));
-      const timer = setTimeout(() => {
-        for (const r of running.values()) r.abort.abort(new Error("the worker is stopping"));
-      }, grace);
-      await all;
-      clearTimeout(timer);
+      await drainExecutions(running, stopOptions.graceMs ?? graceMs);
       await Promise.all(slots);
       clearInterval(heartbeat);
       for (const sub of subscriptions) sub.unsubscribe();

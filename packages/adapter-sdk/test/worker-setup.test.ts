@@ -1,7 +1,7 @@
 // What both worker kinds check and settle before they connect.
 import { describe, expect, it } from "vitest";
 import type { ExecutionAdapter, ExecutionCapabilities } from "../src/index.js";
-import { workerSetup } from "../src/worker-setup.js";
+import { drainExecutions, workerSetup } from "../src/worker-setup.js";
 
 const adapter = (backendId: string, capabilities?: unknown): ExecutionAdapter => ({
   backendId,
@@ -43,5 +43,34 @@ describe("workerSetup", () => {
     expect(() => workerSetup({ adapter: adapter("echo", { schemaVersion: 0 }) })).toThrow(
       /adapter echo describes invalid capabilities: schemaVersion must be a positive integer/,
     );
+  });
+});
+
+describe("drainExecutions", () => {
+  const execution = (settle: (abort: AbortController) => Promise<void>) => {
+    const abort = new AbortController();
+    return { abort, done: settle(abort) };
+  };
+  const untilAborted = (abort: AbortController) =>
+    new Promise<void>((resolve) => abort.signal.addEventListener("abort", () => resolve()));
+
+  it("aborts what still runs after the grace period, then waits for it", async () => {
+    const stuck = execution(untilAborted);
+    await drainExecutions(new Map([["b", stuck]]), 0);
+    expect(String(stuck.abort.signal.reason)).toContain("the worker is stopping");
+  });
+
+  it("aborts nothing that finishes within the grace period", async () => {
+    const quick = execution(() => Promise.resolve());
+    await drainExecutions(new Map([["a", quick]]), 60_000);
+    expect(quick.abort.signal.aborted).toBe(false);
+  });
+
+  it("fails on a failed execution unless told to ignore failures", async () => {
+    const failing = () => new Map([["a", execution(() => Promise.reject(new Error("boom")))]]);
+    await expect(drainExecutions(failing(), 1000)).rejects.toThrow("boom");
+    await expect(
+      drainExecutions(failing(), 1000, { ignoreFailures: true }),
+    ).resolves.toBeUndefined();
   });
 });
