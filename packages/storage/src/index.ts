@@ -61,6 +61,7 @@ export type {
   JournalTable,
 } from "./journal/journal-schema.js";
 export {
+  journalAppendFunctionMigration,
   journalChannel,
   journalDeadLetterMigration,
   journalMigrations,

@@ -1,5 +1,6 @@
 import { type Kysely, type Migration, type Selectable, sql } from "kysely";
 import { assertSchemaName } from "../schema-name.js";
+import { appendFunctionMigration } from "./journal-append-sql.js";
 
 /**
  * One journal entry: table `<schema>.journal`. Written only by a journal
@@ -121,6 +122,7 @@ export function journalMigrations(schema: string): Record<string, Migration> {
       },
     },
     "2027_04_03_000_create_journal_dead_letter": journalDeadLetterMigration(schema),
+    "2027_06_04_000_create_journal_append": journalAppendFunctionMigration(schema),
   };
 }
 
@@ -157,4 +159,15 @@ export function journalDeadLetterMigration(schema: string): Migration {
 export function journalTables<DB>(kysely: Kysely<DB>, schema: string): Kysely<JournalDatabase> {
   assertSchemaName(schema);
   return (kysely as unknown as Kysely<JournalDatabase>).withSchema(schema);
+}
+
+/**
+ * The migration creating `<schema>.journal_append`, the one-statement batch
+ * of `createJournal` on PostgreSQL (journal-append-sql.ts). Idempotent
+ * (`create or replace`): a service that ran `journalMigrations` inside one
+ * of its own migrations runs this one as a later migration of its own. A
+ * journal in a schema without it falls back to a transaction per batch.
+ */
+export function journalAppendFunctionMigration(schema: string): Migration {
+  return appendFunctionMigration(schema, journalChannel(schema));
 }

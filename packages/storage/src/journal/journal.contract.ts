@@ -295,6 +295,59 @@ export function describeJournalContract(
       ).rejects.toMatchObject({ reason: "invalid_request", param: "expectedPosition" });
     });
 
+    it("lets exactly one of two racing writers append at an expected position", async () => {
+      const schema = await freshSchema();
+      const a = open(schema);
+      const b = open(schema, {}, backend.other);
+      // Each round both writers expect the same head; another stream moves the
+      // journal's head meanwhile. One wins, the other is refused, every round.
+      let head = 0n;
+      for (let round = 0; round < 12; round++) {
+        const outcomes = await Promise.allSettled([
+          a.append([entry("s", `a${round}`)], { expectedPosition: head }),
+          b.append([entry("s", `b${round}`)], { expectedPosition: head }),
+          b.append([entry(`o${round}`)]),
+        ]);
+        const won = outcomes.slice(0, 2).filter((o) => o.status === "fulfilled");
+        expect(won).toHaveLength(1);
+        const lost = outcomes.slice(0, 2).find((o) => o.status === "rejected");
+        expect((lost as PromiseRejectedResult).reason).toMatchObject({ reason: "conflict" });
+        head = (won[0] as PromiseFulfilledResult<{ positions: bigint[] }>).value
+          .positions[0] as bigint;
+      }
+      const rows = await all(schema);
+      expect(rows.map((r) => r.position)).toEqual(range(24));
+      expect(rows.filter((r) => r.stream === "s")).toHaveLength(12);
+    });
+
+    it("appends by the one-statement function, and without it in an older schema", async () => {
+      const schema = await freshSchema();
+      const fn = await sql<{ n: number }>`
+        select count(*)::int as n from pg_proc p join pg_namespace n on n.oid = p.pronamespace
+        where n.nspname = ${schema} and p.proname = 'journal_append'`.execute(backend.other.kysely);
+      expect(fn.rows[0]?.n).toBe(1);
+      // A schema migrated before the function existed: the journal falls back.
+      await sql`drop function ${sql.id(schema, "journal_append")}`.execute(backend.other.kysely);
+      const journal = open(schema);
+      const first = await journal.append([entry("s", "a"), entry("s", "b")], {
+        expectedPosition: 0n,
+        idempotencyKey: "k1",
+      });
+      expect(first).toEqual({ positions: [1n, 2n], duplicate: false });
+      expect(await journal.append([entry("s", "a")], { idempotencyKey: "k1" })).toEqual({
+        positions: [1n, 2n],
+        duplicate: true,
+      });
+      await expect(
+        journal.append([entry("s", "c")], { expectedPosition: 1n }),
+      ).rejects.toMatchObject({ reason: "conflict", metadata: { position: "2" } });
+      expect(await journal.append([entry("s", "c")], { expectedPosition: 2n })).toEqual({
+        positions: [3n],
+        duplicate: false,
+      });
+      expect(journal.stats()).toMatchObject({ failedBatches: 0, conflicts: 1, duplicates: 1 });
+    });
+
     it("fails every append of a failed batch, writes none of it, and recovers", async () => {
       const schema = await freshSchema();
       const journal = open(schema);

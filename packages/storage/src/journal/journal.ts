@@ -2,6 +2,7 @@ import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../database.js";
 import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
+import { appendByFunction, type FunctionResult } from "./journal-append-sql.js";
 import {
   invalidJournalInput,
   journalQueueFull,
@@ -310,8 +311,11 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
  * batch order. Postgres: a transaction-scoped advisory lock per journal
  * makes batches of every process take positions one after another, so
  * positions become visible in order (the lock is released after the commit
- * is visible). PGlite runs one transaction at a time anyway: no lock, and a
- * batch without keys or NOTIFY is a single statement.
+ * is visible); the whole batch is ONE statement, `<schema>.journal_append`
+ * (journal-append-sql.ts), or — in a schema migrated before that function
+ * existed — a transaction of up to six. PGlite runs one transaction at a
+ * time anyway: no lock, and a batch without keys or NOTIFY is a single
+ * statement.
  */
 function batchWriter<DB>(
   database: Database<DB>,
@@ -322,6 +326,7 @@ function batchWriter<DB>(
   const lockName = `trellis.journal.${schema}`;
   const channel = journalChannel(schema);
   const locks = database.kind === "postgres";
+  let byFunction = true;
 
   return async (batch) => {
     const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];
@@ -426,11 +431,50 @@ function batchWriter<DB>(
       return positions;
     };
 
+    if (locks && byFunction) {
+      try {
+        const answers = await appendByFunction(
+          database.kysely as unknown as Kysely<unknown>,
+          schema,
+          notify,
+          batch,
+        );
+        return batch.map((pending, i) => fromFunction(pending, answers[i] as FunctionResult));
+      } catch (error) {
+        // 42883 undefined_function: the schema predates journal_append. The
+        // failed statement wrote nothing; use the transaction from now on.
+        if (!isUndefinedFunction(error)) throw error;
+        byFunction = false;
+      }
+    }
     if (!locks && !notify && keys.length === 0 && expecting.length === 0) {
       return write(database.kysely);
     }
     return database.kysely.transaction().execute((trx) => write(trx));
   };
+}
+
+function fromFunction(pending: Pending, answer: FunctionResult): AppendResult | Error {
+  const stream = pending.entries[0]?.stream as string;
+  switch (answer.status) {
+    case "written":
+      return { positions: range(answer.first, pending.entries.length), duplicate: false };
+    case "duplicate":
+      return { positions: range(answer.first, answer.size), duplicate: true };
+    case "conflict":
+      return streamMoved(stream, pending.expected as bigint, answer.head, false);
+    case "moved":
+      return streamMoved(stream, pending.expected as bigint, 0n, true);
+  }
+}
+
+function isUndefinedFunction(error: unknown): boolean {
+  return (
+    typeof error === "object" &&
+    error !== null &&
+    (error as { code?: unknown }).code === "42883" &&
+    String((error as { message?: unknown }).message).includes("journal_append")
+  );
 }
 
 function streamMoved(stream: string, expected: bigint, current: bigint, inBatch: boolean): Error {

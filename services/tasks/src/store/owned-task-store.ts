@@ -11,7 +11,8 @@
  * | `submitTask`, `finishRun`, `claimNext` | under the session's lock, in memory, one append; a rare case the owner does not make falls back to the relational write under the same lock |
  * | writes of one session (close, truncate, fork, append a message, cancel, release, progress) | relational, under the session's lock, after its appends are projected; its state in memory is dropped after |
  * | writes that may touch any session (signals, replays, expired leases) | relational, under the owner's gate alone, after everything is projected |
- * | reads | after the projector passed the journal's head at the call (read-your-writes; a no-op when it has) |
+ * | reads | after the projector passed the journal's head at the call (read-your-writes; a no-op when it has); a read of one named session in a named workspace, after that session's head when its owner is this replica (distributed: no read of the journal table's head) |
+ * | the runner's polls (`anyExpired`, `sessionsWithQueuedWork`) | after this process's own appends are projected: another replica's work shows up at a later poll |
  * | workspaces, agents | unchanged (the turn path does not write them) |
  *
  * Embedded only: one process owns all sessions. Distributed mode needs the
@@ -175,11 +176,12 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   /**
-   * Whether any run's lease expired, once everything is projected: the
-   * sweep's common answer ("none") without stopping the owned steps.
+   * Whether any run's lease expired, once this process's appends are
+   * projected: the sweep's common answer ("none") without stopping the
+   * owned steps. A "yes" is judged again, after everything is projected.
    */
   protected async anyExpired(): Promise<boolean> {
-    await this.#owner.settled();
+    await this.#owner.settledHere();
     const expired = await this.context.db
       .selectFrom("tasks")
       .select("id")
@@ -203,7 +205,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
   // ------------------------------------------------------------ reads: after the projector
 
   override async getSession(...args: P<"getSession">) {
-    await this.#owner.settled();
+    await this.#settledFor(args[0], args[1]);
     return super.getSession(...args);
   }
 
@@ -213,7 +215,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async listMessages(...args: P<"listMessages">) {
-    await this.#owner.settled();
+    await this.#settledFor(args[0], args[3]);
     return super.listMessages(...args);
   }
 
@@ -223,7 +225,7 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async loadTranscript(...args: P<"loadTranscript">) {
-    await this.#owner.settled();
+    await this.#settledFor(args[0], args[3]);
     return super.loadTranscript(...args);
   }
 
@@ -249,7 +251,9 @@ export class OwnedTaskStore extends PostgresTaskStore {
   }
 
   override async sessionsWithQueuedWork(...args: P<"sessionsWithQueuedWork">) {
-    await this.#owner.settled();
+    // The runner's poll: its own writes; another replica's queued work is
+    // that replica's to run (or shows up at a later poll).
+    await this.#owner.settledHere();
     return super.sessionsWithQueuedWork(...args);
   }
 
@@ -336,6 +340,16 @@ export class OwnedTaskStore extends PostgresTaskStore {
       .limit(1)
       .executeTakeFirst();
     return { workspace_id: row?.workspace_id ?? (home || DEFAULT_WORKSPACE_ID), id: sessionId };
+  }
+
+  /**
+   * Before a read of one session: when the call names its workspace, only
+   * that session's appends (see `SessionOwner.settledFor`); else (the
+   * session is found by its id alone) everything.
+   */
+  #settledFor(sessionId: string, workspaceId: string | undefined): Promise<void> {
+    if (workspaceId === undefined || workspaceId === "") return this.#owner.settled();
+    return this.#owner.settledFor({ workspace_id: workspaceId, id: sessionId });
   }
 
   /** A relational write of one session, under its lock (see the module header). */

@@ -90,6 +90,8 @@ export class SessionLeases implements OwnerLeaseHooks {
   readonly #heads = new Map<string, bigint>();
   readonly #usedAt = new Map<string, number>();
   readonly #takenAt = new Map<string, number>();
+  /** Streams with an append of this replica under the current lease (its fence at least). */
+  readonly #confirmed = new Set<string>();
   /** Callers waiting for a hand-off of a stream (woken by its "free"). */
   readonly #waiting = new Map<string, Set<() => void>>();
   readonly #stats: SessionLeaseStats = {
@@ -159,6 +161,19 @@ export class SessionLeases implements OwnerLeaseHooks {
   }
 
   /**
+   * The stream's head for a read of the session here: only while the lease
+   * is held (within its local deadline, which ends before the database's)
+   * and an append of this replica under it landed — the fence entry was
+   * written at the head the lease answered, and no other replica appends
+   * while it is held. Before the fence lands the head is not yet confirmed
+   * (a deposed owner may have slipped an append in): undefined.
+   */
+  readHead(sessionId: string): bigint | undefined {
+    if (!this.#confirmed.has(sessionId) || !this.holds(sessionId)) return undefined;
+    return this.#heads.get(sessionId);
+  }
+
+  /**
    * In a relational write's transaction (after it locked the session row):
    * if this replica believes it holds the session, the lease row must say so
    * (owner, fence, unexpired), and is locked `for share` until the commit —
@@ -194,6 +209,7 @@ export class SessionLeases implements OwnerLeaseHooks {
   /** Records an append's last position (the stream's new head). */
   appended(sessionId: string, last: bigint): void {
     this.#heads.set(sessionId, last);
+    this.#confirmed.add(sessionId);
     this.#usedAt.set(sessionId, Date.now());
   }
 
@@ -285,6 +301,7 @@ export class SessionLeases implements OwnerLeaseHooks {
     const owner = this.#owner;
     if (!owner) throw new Error("SessionLeases.start was not called");
     this.#heads.set(sessionId, head);
+    this.#confirmed.delete(sessionId);
     this.#takenAt.set(sessionId, Date.now());
     try {
       this.#stats.fences++;
@@ -312,6 +329,7 @@ export class SessionLeases implements OwnerLeaseHooks {
 
   #forget(sessionId: string): void {
     this.#heads.delete(sessionId);
+    this.#confirmed.delete(sessionId);
     this.#usedAt.delete(sessionId);
     this.#takenAt.delete(sessionId);
   }

@@ -13,6 +13,8 @@
  * | a relational write of a session (cancel, close, truncate, fork, a step the owner does not make in memory) is consistent with the owner | under the session's lock, after the projector passed the session's last append; the session's state is dropped before and after it |
  * | a relational write that may touch any session (signals, replays, lease recovery) | under the owner's gate held exclusively: no owned step runs meanwhile, everything is projected first, every state is dropped after |
  * | reads see the caller's writes | `settled()`: wait for the projector to pass the journal's head at the call (a no-op when it has) |
+ * | a read of one session its owner serves | `settledFor()`: distributed, while this replica holds the session's lease and its fence landed, the session's own head is enough (no other replica can have appended to it); else `settled()` |
+ * | the runner's own polls (expired runs, queued work) | `settledHere()`: this process's head, never the table's: what another replica wrote and this one has not projected yet is found by a later poll |
  * | bounded memory | sessions unused for `idleMs` are evicted (and over `maxSessions`, the least recently used) |
  */
 import type { Journal, JournalEntry, Projector } from "@trellis/storage";
@@ -61,6 +63,12 @@ export interface OwnerLeaseHooks {
   appended(stream: string, last: bigint): void;
   /** The append was refused: the stream moved (this replica was deposed). */
   conflicted(stream: string, error: unknown): void;
+  /**
+   * The stream's head while this replica holds its lease and has appended
+   * under it (its fence entry at least): every entry of the stream is at or
+   * below it. Undefined otherwise.
+   */
+  readHead(stream: string): bigint | undefined;
 }
 
 /** See the module header. */
@@ -82,6 +90,8 @@ export class SessionOwner {
   readonly #locks = new Map<string, Promise<void>>();
   readonly #gate = new Gate();
   readonly #sweep: NodeJS.Timeout;
+  /** Reads of the journal table's head made by `settled()` (tests). */
+  #headReads = 0;
 
   constructor(ctx: StoreContext, options: SessionOwnerOptions) {
     this.#ctx = ctx;
@@ -158,7 +168,29 @@ export class SessionOwner {
 
   /** Resolves once the projector has applied everything appended before the call. */
   async settled(): Promise<void> {
-    await this.#waitFor(this.#head ? await this.#head() : this.#journal.head());
+    if (!this.#head) return this.#waitFor(this.#journal.head());
+    this.#headReads++;
+    await this.#waitFor(await this.#head());
+  }
+
+  /**
+   * Resolves once the projector has applied every append of `session` made
+   * before the call (a read of that session alone, see the module header).
+   */
+  async settledFor(session: SessionRef): Promise<void> {
+    const own = this.#leases?.readHead(sessionStream(session));
+    if (own === undefined) return this.settled();
+    await this.#waitFor(own);
+  }
+
+  /** Resolves once the projector has applied everything this process appended before the call. */
+  async settledHere(): Promise<void> {
+    await this.#waitFor(this.#journal.head());
+  }
+
+  /** How often `settled()` read the journal table's head (distributed; tests). */
+  get headReads(): number {
+    return this.#headReads;
   }
 
   /** Resolves once the projector has applied `session`'s appends. */

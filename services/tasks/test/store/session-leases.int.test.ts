@@ -217,4 +217,46 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     const after = await b.store.listMessages(session, { taskId: "" }, page);
     expect(after.items.map((m) => textOf(m.message))).toEqual(["one", "one", "note"]);
   }, 60_000);
+  it("serves a read of a session it owns after that session's head, without the table's head", async () => {
+    const session = "ses_lease_3";
+    const stream = streamOf(session);
+    expect(a.leases.readHead(stream)).toBeUndefined();
+    const first = await submit(a, session, "one");
+    await a.store.finishRun(
+      first.claim!,
+      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
+      a.id,
+    );
+    // A holds the lease; its head is the stream's last entry.
+    const written = await entries(session);
+    expect(a.leases.readHead(stream)).toBe(written.at(-1)?.position);
+    const page = { pageSize: 100, pageToken: "" };
+    const reads = a.store.owner.headReads;
+    const own = await a.store.listMessages(session, { taskId: "" }, page, "default");
+    expect(own.items.map((m) => textOf(m.message))).toEqual(["one", "one"]);
+    expect((await a.store.getSession(session, "default")).id).toBe(session);
+    expect(a.store.owner.headReads).toBe(reads);
+    // Without the workspace the session is found by id: the table's head.
+    await a.store.getSession(session);
+    expect(a.store.owner.headReads).toBe(reads + 1);
+    // B does not hold it: B waits for the table's head, and sees A's writes.
+    const readsOfB = b.store.owner.headReads;
+    expect(b.leases.readHead(stream)).toBeUndefined();
+    const there = await b.store.listMessages(session, { taskId: "" }, page, "default");
+    expect(there.items.map((m) => textOf(m.message))).toEqual(["one", "one"]);
+    expect(b.store.owner.headReads).toBe(readsOfB + 1);
+    // B takes the session over (a hand-off): A no longer answers a head; B does once fenced.
+    const second = await submit(b, session, "two");
+    expect(a.leases.readHead(stream)).toBeUndefined();
+    expect(b.leases.readHead(stream)).toBe((await entries(session)).at(-1)?.position);
+    await b.store.finishRun(
+      second.claim!,
+      { status: "completed", messages: [text("two", Role.ASSISTANT)] },
+      b.id,
+    );
+    // A's read of the session now waits for the table's head and sees B's turn.
+    const back = await a.store.listMessages(session, { taskId: "" }, page, "default");
+    expect(back.items.map((m) => textOf(m.message))).toEqual(["one", "one", "two", "two"]);
+    expect(a.store.owner.headReads).toBe(reads + 2);
+  }, 60_000);
 });

@@ -14,6 +14,7 @@ import { sessionLeases } from "./2027_03_02_session_leases.js";
 import { taskRequirements } from "./2027_03_04_task_requirements.js";
 import { journalDeadLetter } from "./2027_04_03_journal_dead_letter.js";
 import { sessionIdsPerWorkspace } from "./2027_05_01_000_session_ids_per_workspace.js";
+import { journalAppend } from "./2027_06_04_journal_append.js";
 
 export const tasksMigrations: Record<string, Migration> = {
   "2026_11_22_create_tasks": createTasks,
@@ -30,4 +31,5 @@ export const tasksMigrations: Record<string, Migration> = {
   "2027_03_04_task_requirements": taskRequirements,
   "2027_04_03_journal_dead_letter": journalDeadLetter,
   "2027_05_01_000_session_ids_per_workspace": sessionIdsPerWorkspace,
+  "2027_06_04_journal_append": journalAppend,
 };
