@@ -12,6 +12,7 @@
  * | `TRELLIS_RECEIPT_SCHEMA_FILE` | path of `receipt-2026-04-25.schema.json`; verification then also validates against it | unset (not checked) |
  * | `TRELLIS_RECEIPT_GAP_WAIT` | how long a terminal event waits for missing earlier events of its task before the receipt is issued without them | `30s` |
  * | `TRELLIS_RECEIPT_MODEL_PRICES` | model prices for `cost`: JSON `{"<provider>/<model>[*]": {"input_usd_per_mtok": n, "output_usd_per_mtok": n}}` (see `domain/pricing.ts`); a call it does not price costs 0 with `pricing: unknown` | none |
+ * | `TRELLIS_RECEIPT_BATCH_LINGER` | how long a batch of events that issues a receipt waits for more events so they share its statement (group commit); a receipt appears up to this much after its task's end; `0` writes at once; at most `1s` | `20ms` |
  * | `TRELLIS_RECEIPT_ACK_WAIT` | the consumer's ack wait: an event handed out but not acknowledged by a replica that stopped or crashed comes back after this long (a live replica keeps what it holds with in-progress acks) | `4s` |
  *
  * Every public key ever used is also kept in the `signing_keys` table, so
@@ -31,6 +32,17 @@ import { createSchemaValidator, type SchemaValidator } from "./domain/schema.js"
  */
 export const DEFAULT_ACK_WAIT_MS = 4_000;
 
+/**
+ * Default of how long the consumer's batch that issues a receipt waits for
+ * more events (`TRELLIS_RECEIPT_BATCH_LINGER`, the consumer's
+ * `issueLingerMs`): about one turn at one in flight, so consecutive turns
+ * share a statement; short beside the client's first poll for the receipt.
+ */
+export const DEFAULT_ISSUE_LINGER_MS = 20;
+
+/** Largest `TRELLIS_RECEIPT_BATCH_LINGER`. */
+export const MAX_ISSUE_LINGER_MS = 1_000;
+
 /** Environment variables the receipts service reads. */
 export const receiptsConfigSchema = {
   TRELLIS_RECEIPT_SIGNING_KEY: env.string().optional().secret(),
@@ -41,6 +53,9 @@ export const receiptsConfigSchema = {
   TRELLIS_RECEIPT_SCHEMA_FILE: env.string().optional(),
   TRELLIS_RECEIPT_GAP_WAIT: env.duration().default(30_000),
   TRELLIS_RECEIPT_ACK_WAIT: env.duration({ minMs: 1_000 }).default(DEFAULT_ACK_WAIT_MS),
+  TRELLIS_RECEIPT_BATCH_LINGER: env
+    .duration({ maxMs: MAX_ISSUE_LINGER_MS })
+    .default(DEFAULT_ISSUE_LINGER_MS),
   TRELLIS_RECEIPT_MODEL_PRICES: env.string().optional(),
 };
 
@@ -56,6 +71,8 @@ export interface ReceiptsConfig {
   validateSchema?: SchemaValidator;
   gapWaitMs: number;
   ackWaitMs: number;
+  /** The consumer's `issueLingerMs` (`TRELLIS_RECEIPT_BATCH_LINGER`). */
+  batchLingerMs: number;
   /** Model prices for receipts' cost (undefined: every model call is priced `unknown`). */
   prices?: PriceTable;
 }
@@ -151,5 +168,6 @@ export function loadReceiptsConfig(
     ...(validateSchema ? { validateSchema } : {}),
     gapWaitMs: raw.TRELLIS_RECEIPT_GAP_WAIT,
     ackWaitMs: raw.TRELLIS_RECEIPT_ACK_WAIT,
+    batchLingerMs: raw.TRELLIS_RECEIPT_BATCH_LINGER,
   };
 }

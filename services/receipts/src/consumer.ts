@@ -20,8 +20,17 @@
  * need not be written at once: a batch made only of them waits up to
  * `lingerMs` (default {@link DEFAULT_LINGER_MS}) for more, unacknowledged,
  * so a turn's events — its submission's, then its end's a few milliseconds
- * later — share one statement instead of one each. An event that issues a
- * receipt, or a full batch, ends the wait at once.
+ * later — share one statement instead of one each.
+ *
+ * Receipts are behind the answer (nothing waits on one synchronously: a
+ * client polls for it), so a batch that issues waits too, up to
+ * `issueLingerMs` (default {@link DEFAULT_ISSUE_LINGER_MS}) after its first
+ * issuing event arrived — group commit: at one turn in flight the next turns'
+ * events, which a client sends as soon as it has its answer, share the
+ * statement, where each turn used to be a batch of its own. A receipt thus
+ * appears up to that long later than its task's end. A full batch, or
+ * stopping, ends either wait at once; `issueLingerMs: 0` ends it as soon
+ * as an issuing event arrives (the behaviour before).
  *
  * A failure (the database restarting) is retried in place a few times so
  * events of a task keep their order; after that the batch's events are tried
@@ -30,8 +39,8 @@
  */
 import type { Event } from "@trellis/contracts/core";
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
-import { type Logger, sleep } from "@trellis/runtime";
-import { DEFAULT_ACK_WAIT_MS } from "./config.js";
+import { type Logger, sleep, TrellisError } from "@trellis/runtime";
+import { DEFAULT_ACK_WAIT_MS, DEFAULT_ISSUE_LINGER_MS } from "./config.js";
 import { APPROVAL_EVENT_KIND, terminalStatusOf } from "./domain/facts.js";
 import type { ReceiptProcessor } from "./processor.js";
 
@@ -43,6 +52,11 @@ export const DEFAULT_BATCH_SIZE = 256;
 
 /** How long a batch that issues nothing waits for more events (default of `lingerMs`). */
 export const DEFAULT_LINGER_MS = 50;
+
+export { DEFAULT_ISSUE_LINGER_MS };
+
+/** Longest `lingerMs` / `issueLingerMs` {@link startReceiptConsumer} accepts. */
+export const MAX_LINGER_OPTION_MS = 60_000;
 
 /** A running consumer. */
 export interface ReceiptConsumer {
@@ -66,10 +80,21 @@ export function startReceiptConsumer(options: {
    * {@link DEFAULT_LINGER_MS}; 0: never).
    */
   lingerMs?: number;
+  /**
+   * How long a batch that issues a receipt waits for more events after its
+   * first issuing event arrived (default {@link DEFAULT_ISSUE_LINGER_MS};
+   * 0: never). A receipt appears up to this much later.
+   */
+  issueLingerMs?: number;
 }): ReceiptConsumer {
   const { eventLog, processor, logger } = options;
   const batchSize = Math.max(1, options.batchSize ?? DEFAULT_BATCH_SIZE);
-  const lingerMs = Math.max(0, options.lingerMs ?? DEFAULT_LINGER_MS);
+  const lingerMs = lingerOption("lingerMs", options.lingerMs, DEFAULT_LINGER_MS);
+  const issueLingerMs = lingerOption(
+    "issueLingerMs",
+    options.issueLingerMs,
+    DEFAULT_ISSUE_LINGER_MS,
+  );
   const ackWaitMs = options.ackWaitMs ?? DEFAULT_ACK_WAIT_MS;
   const abort = new AbortController();
   const signal = abort.signal;
@@ -178,25 +203,47 @@ export function startReceiptConsumer(options: {
         // Let the reader take what has already arrived (events appended
         // together come in one after another) so they share a transaction.
         if (waiting.length < batchSize) await new Promise((resolve) => setImmediate(resolve));
-        // Nothing to issue yet: let the rest of the turn arrive (see the header).
-        if (lingerMs > 0) {
-          const deadline = performance.now() + lingerMs;
+        // Let the rest of the turn, and the next turns, arrive (see the header):
+        // up to `lingerMs` while nothing issues, then up to `issueLingerMs`
+        // from the first issuing event.
+        if (lingerMs > 0 || issueLingerMs > 0) {
+          let deadline = performance.now() + lingerMs;
+          let issuing = false;
           let scanned = 0;
+          // One timer per deadline; a delivery wakes the loop without it.
+          let timer: NodeJS.Timeout | undefined;
+          let timerFor = Number.NaN;
           for (;;) {
-            while (scanned < waiting.length && !issues((waiting[scanned] as ConsumedEvent).event)) {
-              scanned++;
+            if (!issuing) {
+              while (
+                scanned < waiting.length &&
+                !issues((waiting[scanned] as ConsumedEvent).event)
+              ) {
+                scanned++;
+              }
+              if (scanned < waiting.length) {
+                issuing = true;
+                deadline = performance.now() + issueLingerMs;
+              }
             }
             const left = deadline - performance.now();
-            if (scanned < waiting.length || waiting.length >= batchSize || left <= 0) break;
+            if (waiting.length >= batchSize || left <= 0) break;
             if (ended || signal.aborted) break;
-            let timer: NodeJS.Timeout | undefined;
+            if (timerFor !== deadline) {
+              clearTimeout(timer);
+              timer = setTimeout(() => {
+                // A timer may fire a fraction of a millisecond early: re-arm then.
+                timerFor = Number.NaN;
+                wakeHandler?.();
+              }, left);
+              timerFor = deadline;
+            }
             await new Promise<void>((resolve) => {
               wakeHandler = resolve;
-              timer = setTimeout(resolve, left);
             });
-            clearTimeout(timer);
             wakeHandler = undefined;
           }
+          clearTimeout(timer);
           if (signal.aborted) break;
         }
         const batch = waiting.splice(0, batchSize);
@@ -239,6 +286,26 @@ export function startReceiptConsumer(options: {
       await loop;
     },
   };
+}
+
+/** A linger option: a finite number of ms from 0 to {@link MAX_LINGER_OPTION_MS}. */
+function lingerOption(name: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `receipts consumer: ${name} must be a number of milliseconds >= 0, got ${String(value)}`,
+      param: name,
+    });
+  }
+  if (value > MAX_LINGER_OPTION_MS) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `receipts consumer: ${name} must be at most ${MAX_LINGER_OPTION_MS} ms, got ${value}`,
+      param: name,
+    });
+  }
+  return value;
 }
 
 /** Whether handling the event may issue a receipt (a task's end, a tool confirmation). */

@@ -61,6 +61,7 @@ export const receiptsService: ServiceDefinition = {
           processor,
           logger: ctx.logger,
           ackWaitMs: config.ackWaitMs,
+          issueLingerMs: config.batchLingerMs,
         });
       },
       async stop() {

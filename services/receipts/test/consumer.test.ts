@@ -1,12 +1,15 @@
 // The consumer loop on the in-process event log: events appended together are
 // handled together (never more than the batch size), a batch that issues
-// nothing waits for the rest of its turn, and an event the store keeps
-// refusing holds back no other event of its batch.
+// nothing waits for the rest of its turn, a batch that issues waits for the
+// next turns (group commit) until its linger, a full batch or a stop ends the
+// wait, and an event the store keeps refusing holds back no other event of
+// its batch. Linger options and TRELLIS_RECEIPT_BATCH_LINGER are validated.
 import type { Event } from "@trellis/contracts/core";
 import { createEventLog, type EventLog } from "@trellis/eventlog";
-import { createLogger } from "@trellis/runtime";
+import { createLogger, TrellisError } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterEach, describe, expect, it } from "vitest";
+import { DEFAULT_ISSUE_LINGER_MS, loadReceiptsConfig } from "../src/config.js";
 import { type ReceiptConsumer, startReceiptConsumer } from "../src/consumer.js";
 import type { Delivery, Outcome, ReceiptProcessor } from "../src/processor.js";
 import { taskEvents } from "./support.js";
@@ -89,6 +92,123 @@ describe("receipts consumer loop", () => {
       what: "the lone events handled after the wait",
     });
     expect(fake.batches.slice(1)).toEqual([alone.map((e) => e.id)]);
+  });
+
+  it("lets a batch that issues wait for the next turns, then handles them together", async () => {
+    eventLog = await createEventLog({ kind: "in-process" });
+    const fake = fakeProcessor(() => false);
+    consumer = startReceiptConsumer({
+      eventLog,
+      processor: fake.processor,
+      logger,
+      issueLingerMs: 1_500,
+    });
+    const first = taskEvents({ taskId: "task_group_1" });
+    const second = taskEvents({ taskId: "task_group_2" });
+    // A whole turn, its end included: the batch issues, yet waits.
+    await eventLog.append(first);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(fake.batches).toEqual([]);
+    // The next turn arrives within the wait (its end does not extend it).
+    await eventLog.append(second);
+    const both = [...first, ...second].map((e) => e.id);
+    await eventually(async () => fake.handled.size === both.length, {
+      timeoutMs: 10_000,
+      what: "both turns handled",
+    });
+    expect(fake.batches).toEqual([both]);
+  });
+
+  it("ends a batch's wait when the batch is full", async () => {
+    eventLog = await createEventLog({ kind: "in-process" });
+    const fake = fakeProcessor(() => false);
+    consumer = startReceiptConsumer({
+      eventLog,
+      processor: fake.processor,
+      logger,
+      batchSize: 8,
+      lingerMs: 60_000,
+      issueLingerMs: 60_000,
+    });
+    const turn = taskEvents({ taskId: "task_full" });
+    const all = [...turn, ...events(16 - turn.length)];
+    await eventLog.append(all);
+    // A minute of linger otherwise: full batches go at once.
+    await eventually(async () => fake.handled.size === 16, {
+      timeoutMs: 20_000,
+      what: "two full batches handled",
+    });
+    expect(fake.batches).toEqual([all.slice(0, 8), all.slice(8)].map((b) => b.map((e) => e.id)));
+  });
+
+  it("ends a batch's wait when it stops, leaving the batch to be redelivered", async () => {
+    eventLog = await createEventLog({ kind: "in-process" });
+    const fake = fakeProcessor(() => false);
+    const lingering = startReceiptConsumer({
+      eventLog,
+      processor: fake.processor,
+      logger,
+      issueLingerMs: 60_000,
+    });
+    const turn = taskEvents({ taskId: "task_stop" });
+    await eventLog.append(turn);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Resolves without waiting out the minute (the test's timeout is one).
+    await lingering.stop();
+    expect(fake.batches).toEqual([]);
+    // Nothing was acknowledged: the next consumer gets the turn.
+    consumer = startReceiptConsumer({
+      eventLog,
+      processor: fake.processor,
+      logger,
+      issueLingerMs: 0,
+    });
+    await eventually(async () => fake.handled.size === turn.length, {
+      timeoutMs: 10_000,
+      what: "the turn redelivered and handled",
+    });
+    expect(fake.batches.flat()).toEqual(turn.map((e) => e.id));
+  });
+
+  it("refuses a linger that is not a number of milliseconds from 0 to a minute", async () => {
+    eventLog = await createEventLog({ kind: "in-process" });
+    const fake = fakeProcessor(() => false);
+    for (const [name, value] of [
+      ["issueLingerMs", -1],
+      ["issueLingerMs", Number.NaN],
+      ["issueLingerMs", Number.POSITIVE_INFINITY],
+      ["issueLingerMs", 60_001],
+      ["issueLingerMs", "20" as unknown as number],
+      ["lingerMs", -5],
+      ["lingerMs", Number.NaN],
+    ] as const) {
+      let thrown: unknown;
+      try {
+        startReceiptConsumer({ eventLog, processor: fake.processor, logger, [name]: value });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, `${name}: ${String(value)}`).toBeInstanceOf(TrellisError);
+      expect((thrown as TrellisError).reason).toBe("config_invalid");
+      expect((thrown as TrellisError).message).toContain(name);
+    }
+  });
+
+  it("reads TRELLIS_RECEIPT_BATCH_LINGER as a duration up to 1s", () => {
+    expect(loadReceiptsConfig({}).batchLingerMs).toBe(DEFAULT_ISSUE_LINGER_MS);
+    expect(loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: "0" }).batchLingerMs).toBe(0);
+    expect(loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: "25ms" }).batchLingerMs).toBe(25);
+    for (const raw of ["soon", "-1", "2s", "10 apples"]) {
+      let thrown: unknown;
+      try {
+        loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: raw });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown, raw).toBeInstanceOf(TrellisError);
+      expect((thrown as TrellisError).reason).toBe("config_invalid");
+      expect((thrown as TrellisError).message).toContain("TRELLIS_RECEIPT_BATCH_LINGER");
+    }
   });
 
   it("lets a refused event hold back no other event of its batch", async () => {

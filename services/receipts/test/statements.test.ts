@@ -222,6 +222,31 @@ describe.each([
     expect(perTask).toBeLessThanOrEqual(1 + 1 / TURNS);
   });
 
+  it("back to back, the next turn not waiting for the receipt: turns share statements", async () => {
+    // As at one chat turn in flight: the client sends its next turn once it
+    // has its answer, and receipts are behind the answer. A batch that issues
+    // waits (issueLingerMs) for the next turns, whose events share it.
+    const workspace = "ws_back_to_back";
+    const before = counter.count();
+    for (let i = 0; i < TURNS; i++) {
+      const all = taskEvents({ taskId: `task_b2b_${i}`, workspaceId: workspace });
+      await eventLog.append(all.slice(0, -1));
+      await new Promise((resolve) => setTimeout(resolve, 3));
+      await eventLog.append(all.slice(-1));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    await eventually(async () => (await progress(workspace)).receipts >= TURNS, {
+      timeoutMs: 20_000,
+      what: `${TURNS} receipts`,
+    });
+    const perTask = (counter.count() - before) / TURNS;
+    console.log(`receipts consumer, back to back: ${perTask.toFixed(2)} statements per task`);
+    // Gap-free and linked across the batches the turns were grouped into.
+    await chainIsGapFree(workspace, TURNS);
+    // One statement per turn without the wait; with it, fewer.
+    expect(perTask).toBeLessThanOrEqual(0.75);
+  });
+
   it("burst: many tasks' events at once", async () => {
     const workspace = "ws_burst";
     const all: Event[] = [];
