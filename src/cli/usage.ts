@@ -16,7 +16,7 @@ Environment:
   TRELLIS_API_KEY                  the admin API key (default: generated once,
                                    kept in <data dir>/data/admin-api-key)
   TRELLIS_EVENT_WINDOW             events kept in memory (default 20000)
-  TRELLIS_CONSUMER_POSITION_FLUSH  consumer position write delay (default 100ms)
+  TRELLIS_CONSUMER_POSITION_FLUSH  consumer position write delay (default 1s)
   OTEL_*                           where traces and metrics go
 `;
 

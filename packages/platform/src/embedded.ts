@@ -82,8 +82,9 @@ export interface EmbeddedOptions {
   env?: Readonly<Record<string, string | undefined>>;
   /**
    * Durable consumers' positions are written at most this long after an ack
-   * (one statement for all of them; default 100 ms). A crash redelivers the
-   * acks of that window. 0 writes every ack before it resolves.
+   * (one statement for all of them; default
+   * {@link DEFAULT_CONSUMER_POSITION_FLUSH_MS}). A crash redelivers the acks
+   * of that window. 0 writes every ack before it resolves.
    */
   consumerPositionFlushMs?: number;
   /**
@@ -103,6 +104,16 @@ export interface EmbeddedTrellis {
   client<T extends DescService>(service: T): Client<T>;
   close(options?: { graceMs?: number }): Promise<void>;
 }
+
+/**
+ * How long an acked durable-consumer position may wait before it is written
+ * (1 s): at one turn in flight a shorter timer writes about once per turn;
+ * this writes at most once a second. A crash redelivers at most that second
+ * of acked events, which the durable consumers take again without effect
+ * (receipts: idempotent records; webhooks: one delivery per subscription and
+ * event, `on conflict do nothing`).
+ */
+export const DEFAULT_CONSUMER_POSITION_FLUSH_MS = 1_000;
 
 /**
  * Durable-consumer positions kept in the embedded database, written behind:
@@ -250,7 +261,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
 
   const positions = new DatabaseConsumerPositions(
     db,
-    options.consumerPositionFlushMs ?? 100,
+    options.consumerPositionFlushMs ?? DEFAULT_CONSUMER_POSITION_FLUSH_MS,
     logger,
   );
   const window = options.eventWindow ?? DEFAULT_EVENT_WINDOW;

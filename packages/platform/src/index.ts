@@ -25,6 +25,7 @@ export {
   runServiceMain,
 } from "./distributed.js";
 export {
+  DEFAULT_CONSUMER_POSITION_FLUSH_MS,
   EMBEDDED_OUTBOX_SCHEMA,
   type EmbeddedOptions,
   type EmbeddedTrellis,

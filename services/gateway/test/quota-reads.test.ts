@@ -58,7 +58,13 @@ describe("read rate limits", () => {
     );
     // Write counts: behind only where the gateway is the only replica (embedded).
     expect(loadLimitsConfig({}).writesFlushMs).toBe(0);
-    expect(loadLimitsConfig({}, { onlyReplica: true }).writesFlushMs).toBe(100);
+    // The only replica (embedded) writes both behind once a second.
+    expect(loadLimitsConfig({}, { onlyReplica: true }).writesFlushMs).toBe(1_000);
+    expect(loadLimitsConfig({}, { onlyReplica: true }).readsFlushMs).toBe(1_000);
+    expect(
+      loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS_FLUSH: "100ms" }, { onlyReplica: true })
+        .readsFlushMs,
+    ).toBe(100);
     expect(
       loadLimitsConfig({ TRELLIS_RATE_LIMIT_WRITES_FLUSH: "0" }, { onlyReplica: true })
         .writesFlushMs,

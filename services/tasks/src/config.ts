@@ -3,6 +3,7 @@
  * (validated; a bad value stops the service with a message naming it).
  */
 import { type ConfigOf, env, loadConfig } from "@trellis/runtime";
+import { DEFAULT_READ_MODEL_DELAY_MS } from "./store/read-model.js";
 
 /** Environment variables the tasks service reads. */
 export const tasksConfigSchema = {
@@ -32,6 +33,20 @@ export const tasksConfigSchema = {
    * distributed mode: the relational path alone.
    */
   TRELLIS_TASKS_JOURNAL: env.enum(["false", "true", "owner"]).optional(),
+  /**
+   * Journal on: how long the `tasks-read-model` projector waits after a
+   * commit wakes it, so one transaction applies the steps of several turns
+   * (a turn's submit and finish, and those of other sessions). Behind the
+   * answer: a read that needs the projected rows (`waitFor` — an outcome, a
+   * session loaded again, shutdown) ends the wait at once. What it delays:
+   * `trellis health`'s lag, and the owned steps' public events (their outbox
+   * rows are written in the projector's transaction), so `StreamEvents` /
+   * `SendStreaming` see them up to this much later. `0` applies each wake-up
+   * at once.
+   */
+  TRELLIS_TASKS_PROJECTOR_DELAY: env
+    .duration({ minMs: 0, maxMs: 1_000 })
+    .default(DEFAULT_READ_MODEL_DELAY_MS),
   /** Largest artifact content stored in the database (bytes). */
   TRELLIS_TASKS_MAX_ARTIFACT_BYTES: env
     .int({ min: 0, max: 1_073_741_824 })

@@ -152,6 +152,7 @@ async function createTasksModule(
           database: context.db,
           schema: context.schema,
           listen: context.db.kind === "postgres",
+          delayMs: config.TRELLIS_TASKS_PROJECTOR_DELAY,
           onError: (error, where) => context.logger.warn(where, { error: String(error) }),
           ...(journal
             ? {

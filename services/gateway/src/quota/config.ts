@@ -8,11 +8,13 @@
  * - `TRELLIS_RATE_LIMIT_READS`     reads per actor (REST GET, read RPCs, stream opens), default `30000/1m`
  * - `TRELLIS_QUOTA_TASKS_PER_DAY`  tasks a workspace may start per UTC day (hard), default `100000`
  * - `TRELLIS_RATE_LIMIT_READS_FLUSH` how often a replica writes the read counts it holds
- *   (`write-behind-counters.ts`), default `100ms`; `0` counts every read with its own statement
+ *   (`write-behind-counters.ts`), default `100ms`, and `1s` where the gateway is the only
+ *   replica by construction (embedded, on PGlite: its counts are exact in memory, a crash
+ *   loses at most the last second of them); `0` counts every read with its own statement
  *   (exact across replicas)
  * - `TRELLIS_RATE_LIMIT_WRITES_FLUSH` the same for write rates and the daily task quota;
- *   default `100ms` where the gateway is the only replica by construction (embedded, on
- *   PGlite) and `0` on PostgreSQL, where replicas share the counters exactly
+ *   default `1s` where the gateway is the only replica and `0` on PostgreSQL, where
+ *   replicas share the counters exactly
  *
  * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
  */
@@ -75,6 +77,13 @@ function parseCount(name: string, raw: string): number | undefined {
   return value;
 }
 
+/**
+ * The write-behind interval of an only replica (embedded): nothing else
+ * counts, so the limits stay exact; a crash loses at most this much of the
+ * counts. One flush a second instead of one per turn at one turn in flight.
+ */
+const ONLY_REPLICA_FLUSH = "1s";
+
 /** A flush interval: `0`, or `<n>ms` / `<n>s` up to 10 s. */
 function parseFlush(name: string, raw: string): number {
   const match = /^(\d+)\s*(ms|s)?$/.exec(raw.trim().toLowerCase());
@@ -92,7 +101,7 @@ function parseFlush(name: string, raw: string): number {
 /**
  * Read the limits from the host's environment. `onlyReplica`: the gateway
  * is the only one counting (embedded), so write counts may be written behind
- * by default too.
+ * by default too, and both once a second.
  */
 export function loadLimitsConfig(
   env: Readonly<Record<string, string | undefined>>,
@@ -105,11 +114,11 @@ export function loadLimitsConfig(
   const reads = rate("TRELLIS_RATE_LIMIT_READS", "30000/1m");
   const readsFlushMs = parseFlush(
     "TRELLIS_RATE_LIMIT_READS_FLUSH",
-    env.TRELLIS_RATE_LIMIT_READS_FLUSH ?? "100ms",
+    env.TRELLIS_RATE_LIMIT_READS_FLUSH ?? (options.onlyReplica ? ONLY_REPLICA_FLUSH : "100ms"),
   );
   const writesFlushMs = parseFlush(
     "TRELLIS_RATE_LIMIT_WRITES_FLUSH",
-    env.TRELLIS_RATE_LIMIT_WRITES_FLUSH ?? (options.onlyReplica ? "100ms" : "0"),
+    env.TRELLIS_RATE_LIMIT_WRITES_FLUSH ?? (options.onlyReplica ? ONLY_REPLICA_FLUSH : "0"),
   );
   const tasksPerDay = parseCount(
     "TRELLIS_QUOTA_TASKS_PER_DAY",
