@@ -22,15 +22,15 @@ export const tasksConfigSchema = {
   /** How long shutdown waits for running turns before handing them back. */
   TRELLIS_TASKS_SHUTDOWN_GRACE: env.duration({ minMs: 0, maxMs: 600_000 }).default(5_000),
   /**
-   * The turn journal (docs/turn-journal.md). `owner`, the default in
-   * embedded mode: the session owner makes submit and finish in memory, each
+   * The turn journal (docs/turn-journal.md). `owner`, the default (both
+   * modes; distributed since session 15): the session owner makes submit and finish in memory, each
    * ONE group-committed journal append, and the `tasks-read-model` projector
    * writes tasks, messages, sessions, outcomes and the outbox rows behind
    * (its lag shows in `trellis health`); in distributed mode each session is
    * owned by one replica under a lease of `TRELLIS_TASKS_LEASE` (step 4).
    * `true`: submit and finish also append their step records beside the
-   * relational writes and Outcome rows are projected. `false`, the default in
-   * distributed mode: the relational path alone.
+   * relational writes and Outcome rows are projected. `false`: the relational
+   * path alone.
    */
   TRELLIS_TASKS_JOURNAL: env.enum(["false", "true", "owner"]).optional(),
   /**

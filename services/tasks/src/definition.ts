@@ -126,12 +126,11 @@ async function createTasksModule(
   const config = loadTasksConfig(context.env);
   const owner = options.replicaId ?? `${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`;
   const watchers = new TaskWatchers();
-  // The turn journal: "owner" (the embedded default) makes the turn path in
-  // memory, one append per step, and projects the rows behind; "true" appends
-  // step records beside the relational writes; "false" (the distributed
-  // default) is the relational path.
-  const journalMode =
-    config.TRELLIS_TASKS_JOURNAL ?? (context.mode === "embedded" ? "owner" : "false");
+  // The turn journal: "owner" (the default in both modes; distributed under
+  // session leases) makes the turn path in memory, one append per step, and
+  // projects the rows behind; "true" appends step records beside the
+  // relational writes; "false" is the relational path.
+  const journalMode = config.TRELLIS_TASKS_JOURNAL ?? "owner";
   // Distributed owner mode: a session is owned by one replica under a lease.
   const leases =
     journalMode === "owner" && context.mode !== "embedded"

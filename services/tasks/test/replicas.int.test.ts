@@ -16,14 +16,19 @@ import { createTestExecutor } from "./support/test-executor.js";
 // projector under one name. And with the session owner under leases
 // ("owner"): a session's calls on the other replica take it by a hand-off.
 for (const journal of ["false", "true", "owner"] as const) {
-  const label = { false: "", true: ", journal on", owner: ", session owner under leases" }[journal];
+  const label = {
+    false: ", relational path",
+    true: ", journal on",
+    owner: ", session owner under leases",
+  }[journal];
   describe(`tasks service replicas (PostgreSQL + JetStream${label})`, () => {
     const target = distributedTarget();
     const { executor, probe, gates } = createTestExecutor();
     const env = {
       TRELLIS_TASKS_LEASE: "2s",
       TRELLIS_TASKS_SWEEP: "100ms",
-      ...(journal !== "false" ? { TRELLIS_TASKS_JOURNAL: journal } : {}),
+      // Named every time: "false" is the relational path (no longer the default).
+      TRELLIS_TASKS_JOURNAL: journal,
     };
     let a: TasksHarness;
     let b: TasksHarness;
