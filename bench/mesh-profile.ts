@@ -8,8 +8,12 @@
  * samples inside the loaded window; see `turn-profile.ts`, the embedded one).
  *
  *   npx tsx bench/mesh-profile.ts            # TRELLIS_PROFILE_TOP=25 for more rows
+ *
+ * TRELLIS_PROFILE_KEEP=1 keeps the profiles and writes `window.json` (the
+ * loaded window in the profiles' clock, the turns, each process's pid)
+ * beside them, for a closer look (e.g. by caller) than the tables here.
  */
-import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createGrpcTransport } from "@connectrpc/connect-node";
@@ -148,4 +152,10 @@ for (const [name, pid] of Object.entries(pids)) {
   for (const [key, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top))
     console.log(`   ${pct(n)}  ${key}`);
 }
-await rm(profDir, { recursive: true, force: true });
+if (process.env.TRELLIS_PROFILE_KEEP) {
+  await writeFile(
+    join(profDir, "window.json"),
+    JSON.stringify({ from: fromUs, to: toUs, turns, pids }),
+  );
+  console.log(`\nprofiles kept: ${profDir}`);
+} else await rm(profDir, { recursive: true, force: true });
