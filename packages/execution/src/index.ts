@@ -89,11 +89,11 @@ export {
   announcementFromProto,
   announcementToProto,
 } from "./routing/announcement.js";
-export {
-  JetStreamDispatcher,
-  type JetStreamDispatcherOptions,
-  type VaultAccessLoader,
-} from "./routing/jetstream-dispatcher.js";
+export type {
+  JetStreamDispatcherOptions,
+  VaultAccessLoader,
+} from "./routing/dispatcher-options.js";
+export { JetStreamDispatcher } from "./routing/jetstream-dispatcher.js";
 export {
   type Candidate,
   type Decision,

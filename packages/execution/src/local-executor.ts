@@ -21,7 +21,7 @@ import { harnessMcpPolicyFromEnv } from "./harness/mcp/definition.js";
 import { harnessProvidersFromEnv } from "./harness/providers-from-env.js";
 import { PostgresToolRunLedger, type ToolRunLedger } from "./harness/tool-run-ledger.js";
 import type { HarnessTool } from "./harness/tools.js";
-import type { VaultAccessLoader } from "./routing/jetstream-dispatcher.js";
+import type { VaultAccessLoader } from "./routing/dispatcher-options.js";
 import { BackendRegistry } from "./routing/registry.js";
 import { Router } from "./routing/router.js";
 import { createScriptedAdapter } from "./scripted/scripted-adapter.js";

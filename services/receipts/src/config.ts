@@ -32,6 +32,12 @@ import { createSchemaValidator, type SchemaValidator } from "./domain/schema.js"
  */
 export const DEFAULT_ACK_WAIT_MS = 4_000;
 
+/** Events the consumer handles in one transaction at most (default of its `batchSize`). */
+export const DEFAULT_BATCH_SIZE = 256;
+
+/** How long a consumer batch that issues nothing waits for more events (default of its `lingerMs`). */
+export const DEFAULT_LINGER_MS = 50;
+
 /**
  * Default of how long the consumer's batch that issues a receipt waits for
  * more events (`TRELLIS_RECEIPT_BATCH_LINGER`, the consumer's
@@ -42,6 +48,13 @@ export const DEFAULT_ISSUE_LINGER_MS = 20;
 
 /** Largest `TRELLIS_RECEIPT_BATCH_LINGER`. */
 export const MAX_ISSUE_LINGER_MS = 1_000;
+
+/**
+ * Longest `lingerMs` / `issueLingerMs` the consumer accepts when built in
+ * code (tests, bench); what the environment sets is held to
+ * {@link MAX_ISSUE_LINGER_MS}.
+ */
+export const MAX_LINGER_OPTION_MS = 60_000;
 
 /** Environment variables the receipts service reads. */
 export const receiptsConfigSchema = {

@@ -40,23 +40,18 @@
 import type { Event } from "@trellis/contracts/core";
 import type { ConsumedEvent, EventLog } from "@trellis/eventlog";
 import { type Logger, sleep, TrellisError } from "@trellis/runtime";
-import { DEFAULT_ACK_WAIT_MS, DEFAULT_ISSUE_LINGER_MS } from "./config.js";
+import {
+  DEFAULT_ACK_WAIT_MS,
+  DEFAULT_BATCH_SIZE,
+  DEFAULT_ISSUE_LINGER_MS,
+  DEFAULT_LINGER_MS,
+  MAX_LINGER_OPTION_MS,
+} from "./config.js";
 import { APPROVAL_EVENT_KIND, terminalStatusOf } from "./domain/facts.js";
 import type { ReceiptProcessor } from "./processor.js";
 
 /** Name of the durable consumer. */
 export const CONSUMER_NAME = "receipts";
-
-/** Events handled in one transaction at most (default of `batchSize`). */
-export const DEFAULT_BATCH_SIZE = 256;
-
-/** How long a batch that issues nothing waits for more events (default of `lingerMs`). */
-export const DEFAULT_LINGER_MS = 50;
-
-export { DEFAULT_ISSUE_LINGER_MS };
-
-/** Longest `lingerMs` / `issueLingerMs` {@link startReceiptConsumer} accepts. */
-export const MAX_LINGER_OPTION_MS = 60_000;
 
 /** A running consumer. */
 export interface ReceiptConsumer {

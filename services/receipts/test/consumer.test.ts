@@ -9,7 +9,7 @@ import { createEventLog, type EventLog } from "@trellis/eventlog";
 import { createLogger, TrellisError } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterEach, describe, expect, it } from "vitest";
-import { DEFAULT_ISSUE_LINGER_MS, loadReceiptsConfig } from "../src/config.js";
+import { DEFAULT_ISSUE_LINGER_MS, loadReceiptsConfig, MAX_ISSUE_LINGER_MS } from "../src/config.js";
 import { type ReceiptConsumer, startReceiptConsumer } from "../src/consumer.js";
 import type { Delivery, Outcome, ReceiptProcessor } from "../src/processor.js";
 import { taskEvents } from "./support.js";
@@ -198,7 +198,10 @@ describe("receipts consumer loop", () => {
     expect(loadReceiptsConfig({}).batchLingerMs).toBe(DEFAULT_ISSUE_LINGER_MS);
     expect(loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: "0" }).batchLingerMs).toBe(0);
     expect(loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: "25ms" }).batchLingerMs).toBe(25);
-    for (const raw of ["soon", "-1", "2s", "10 apples"]) {
+    expect(loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: "1s" }).batchLingerMs).toBe(
+      MAX_ISSUE_LINGER_MS,
+    );
+    for (const raw of ["soon", "-1", "-1ms", "1001ms", "2s", "10 apples"]) {
       let thrown: unknown;
       try {
         loadReceiptsConfig({ TRELLIS_RECEIPT_BATCH_LINGER: raw });

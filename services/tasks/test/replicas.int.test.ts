@@ -92,13 +92,37 @@ for (const journal of ["false", "true", "owner"] as const) {
         sessionId: session?.id as string,
         input: text("long"),
       });
-      await gates.started(task?.id as string);
-      const started = Date.now();
-      await b.tasks.cancelTask({ taskId: task?.id as string });
-      const { task: final } = await watchUntil(b, task?.id as string, (t) => t.outcomeId !== "");
+      const taskId = task?.id as string;
+      await gates.started(taskId);
+      // The gate is never opened: the turn would run on forever unless the
+      // cancel asked through b reaches a's runner and aborts its backend.
+      await b.tasks.cancelTask({ taskId });
+      const { task: final } = await watchUntil(b, taskId, (t) => t.outcomeId !== "");
       expect(final.status).toBe(TaskStatus.CANCELED);
-      // Aborted through NOTIFY, well before a lease renewal would have noticed.
-      expect(Date.now() - started).toBeLessThan(1500);
+      // The turn's execution ended "cancelled" (the abort reached it), not "completed".
+      expect(probe.ended(taskId)).toBe("cancelled");
+      const { messages } = await a.sessions.listMessages({ sessionId: final.sessionId });
+      expect(messages.map((m) => textOf(m.message))).not.toContain("gate opened");
+      // The log says so: one task.canceled, after the request, and the backend
+      // confirmed it stopped (a backend that ignores the abort is given up on
+      // after the cancel grace instead, with another reason).
+      const events = await eventually(
+        async () => {
+          const all = (await a.events.listEvents({ taskId, limit: 1000 })).events;
+          return all.some((e) => e.kind === "task.canceled") ? all : undefined;
+        },
+        { what: `task.canceled of ${taskId}`, timeoutMs: 20_000 },
+      );
+      const kinds = events.map((e) => e.kind);
+      expect(kinds.filter((k) => k === "task.canceled")).toHaveLength(1);
+      expect(kinds).not.toContain("task.completed");
+      expect(kinds.indexOf("user.cancel_requested")).toBeLessThan(kinds.indexOf("task.canceled"));
+      const canceled = events.find((e) => e.kind === "task.canceled");
+      const reason =
+        canceled?.payload?.kind.case === "taskStatusChanged"
+          ? canceled.payload.kind.value.reason
+          : "";
+      expect(reason).toMatch(/\(the backend confirmed it stopped\)$/);
     });
 
     it("hands its turns back on shutdown: re-run elsewhere when safe, else FAILED worker_lost", async () => {

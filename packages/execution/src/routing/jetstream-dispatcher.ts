@@ -24,8 +24,6 @@
  * - `maxElapsedMs` and caller cancels reach the worker as a CancelNotice;
  *   the router itself gives up after the grace period. Nothing waits forever.
  */
-import { randomUUID } from "node:crypto";
-import { hostname } from "node:os";
 import { create, fromBinary, type MessageInitShape, toBinary } from "@bufbuild/protobuf";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { type JetStreamClient, jetstream, jetstreamManager } from "@nats-io/jetstream";
@@ -44,8 +42,6 @@ import {
   negotiationFromProto,
   requestToProto,
   timeoutResult,
-  toToken,
-  type VaultGrant,
   vaultGrantsToProto,
   type WireNames,
   wireNames,
@@ -69,75 +65,15 @@ import {
   type SecretFingerprints,
 } from "@trellis/runtime";
 import { announcementFromProto } from "./announcement.js";
+import {
+  dispatcherSettings,
+  type JetStreamDispatcherOptions,
+  type VaultAccessLoader,
+  withFingerprints,
+} from "./dispatcher-options.js";
 import { afterLostWorker, holdsAttempt } from "./lease.js";
 import type { BackendRegistry, WorkerEntry } from "./registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "./router.js";
-
-/** Options of {@link JetStreamDispatcher.open}. */
-export interface JetStreamDispatcherOptions {
-  connection: NatsConnection;
-  registry: BackendRegistry;
-  /** Subject prefix (TRELLIS_NATS_PREFIX, default "trellis"). */
-  prefix?: string;
-  /** This router's id (default: host, pid, random). */
-  routerId?: string;
-  /** Storage of the work-queue stream if this router creates it (default file). */
-  storage?: "file" | "memory";
-  /** How long a canceled or timed-out worker may take to report (default 2000 ms). */
-  graceMs?: number;
-  /** Placements of one execution at most, counting retries after lost workers (default 3). */
-  maxAttempts?: number;
-  /**
-   * How often dead workers and stuck queues are checked while executions are
-   * waiting or running (default 200 ms); with none, the interval doubles per
-   * check up to 8 × that, and the next dispatch brings it back at once.
-   */
-  sweepMs?: number;
-  /** A queued execution whose backend has no live worker this long fails (default 5000 ms). */
-  unavailableAfterMs?: number;
-  /** A direct offer not claimed this long is placed again (default 10000 ms). */
-  claimTimeoutMs?: number;
-  /**
-   * The vaults an agent's tools in a workspace may name (the vault access
-   * policy), for the workers running its executions; absent: none.
-   */
-  vaultAccess?: VaultAccessLoader;
-  /**
-   * The deployment's secret fingerprints: each secret granted to a worker
-   * goes with its fingerprint (`VaultGrant.fingerprints`), which the worker's
-   * harness records, since it holds no key. Absent: none sent (the worker
-   * records such reads with a null fingerprint).
-   */
-  fingerprints?: SecretFingerprints;
-  logger?: Logger;
-}
-
-/** The vaults of a workspace as the tools of one agent see them. */
-export type VaultAccessLoader = (
-  workspaceId: string,
-  agentId: string,
-) => Promise<ReadonlyMap<string, VaultGrant>>;
-
-/** The grants with each allowed secret's fingerprint (as given without fingerprints). */
-export function withFingerprints(
-  vaults: ReadonlyMap<string, VaultGrant>,
-  fingerprints: SecretFingerprints | undefined,
-): ReadonlyMap<string, VaultGrant> {
-  if (!fingerprints) return vaults;
-  return new Map(
-    [...vaults].map(([vaultId, grant]): [string, VaultGrant] => [
-      vaultId,
-      grant.allowed
-        ? {
-            ...grant,
-            fingerprints: new Map(
-              [...grant.secrets].map(([name, value]) => [name, fingerprints.of(value)]),
-            ),
-          }
-        : grant,
-    ]),
-  );
-}
 
 function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
   const entries = Object.entries(record);
@@ -206,20 +142,19 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     this.#js = jetstream(options.connection);
     this.#registry = options.registry;
     this.names = names;
-    this.routerId =
-      options.routerId ??
-      toToken(`router-${hostname()}-${process.pid}-${randomUUID().slice(0, 8)}`);
+    const settings = dispatcherSettings(options);
+    this.routerId = settings.routerId;
     this.#inbox = names.routerInbox(this.routerId);
-    this.#graceMs = options.graceMs ?? 2000;
-    this.#maxAttempts = options.maxAttempts ?? 3;
-    this.#unavailableAfterMs = options.unavailableAfterMs ?? 5000;
-    this.#claimTimeoutMs = options.claimTimeoutMs ?? 10_000;
+    this.#graceMs = settings.graceMs;
+    this.#maxAttempts = settings.maxAttempts;
+    this.#unavailableAfterMs = settings.unavailableAfterMs;
+    this.#claimTimeoutMs = settings.claimTimeoutMs;
     this.#logger = options.logger;
     this.#storage = options.storage;
     this.#vaultAccess = options.vaultAccess;
     this.#fingerprints = options.fingerprints;
     this.#unlisten = this.#registry.onWorkerLost((worker) => this.#workerLost(worker));
-    const sweepMs = options.sweepMs ?? 200;
+    const { sweepMs } = settings;
     this.#sweep = new IdleBackoff({ baseMs: sweepMs, maxMs: sweepMs * 8, unref: true });
     void this.#sweepLoop();
   }

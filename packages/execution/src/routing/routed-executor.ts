@@ -15,11 +15,8 @@ import { type Logger, type SecretFingerprints, TrellisError } from "@trellis/run
 import { loadAdaptersConfig } from "../config.js";
 import { createScriptedAdapter } from "../scripted/scripted-adapter.js";
 import { announcementToProto } from "./announcement.js";
-import {
-  JetStreamDispatcher,
-  type VaultAccessLoader,
-  withFingerprints,
-} from "./jetstream-dispatcher.js";
+import { type VaultAccessLoader, withFingerprints } from "./dispatcher-options.js";
+import { JetStreamDispatcher } from "./jetstream-dispatcher.js";
 import { BackendRegistry, type LocalBackendOptions, type WorkerAnnouncement } from "./registry.js";
 import {
   type DispatchOutcome,

@@ -9,7 +9,7 @@ import { vaultGrantsFromProto } from "@trellis/adapter-sdk";
 import { VaultAccessService } from "@trellis/contracts/adapters";
 import type { ServiceClients } from "@trellis/platform";
 import { type SecretScope, type SecretSource, vaultSource } from "../harness/environment.js";
-import type { VaultAccessLoader } from "../routing/jetstream-dispatcher.js";
+import type { VaultAccessLoader } from "../routing/dispatcher-options.js";
 import type { VaultStore } from "./store.js";
 
 /** A `vaultSecrets` loader (see `HarnessEnvironment`) over `store`. */

@@ -126,8 +126,6 @@ export interface ReceiptPage {
 
 /** Storage of the receipts service (port). */
 export interface ReceiptStore {
-  /** Records an event of a task; false when it was already recorded. */
-  recordTaskEvent(input: TaskEventInput): Promise<boolean>;
   /** The recorded events of a task, in log order. */
   taskEvents(taskId: string): Promise<TaskEventRecord[]>;
   /** The recorded events of several tasks (one query), each task's in log order. */
@@ -202,24 +200,6 @@ export class PostgresReceiptStore implements ReceiptStore {
     this.#db = this.#root.withSchema(options.schema);
     this.#schema = options.schema;
     this.#outbox = options.outbox;
-  }
-
-  async recordTaskEvent(input: TaskEventInput): Promise<boolean> {
-    const result = await this.#db
-      .insertInto("task_events")
-      .values({
-        event_id: input.eventId,
-        task_id: input.taskId,
-        workspace_id: input.workspaceId,
-        session_id: input.sessionId,
-        position: input.position,
-        kind: input.kind,
-        event_hash: input.eventHash,
-        facts: JSON.stringify(input.facts),
-      })
-      .onConflict((oc) => oc.column("event_id").doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
   }
 
   async taskEvents(taskId: string): Promise<TaskEventRecord[]> {

@@ -31,6 +31,7 @@
  * `sessionId` parameter below is that name.
  */
 
+import { type Counter, type Meter, metrics } from "@opentelemetry/api";
 import { isTrellisError, TrellisError } from "@trellis/runtime";
 import type { Database, Leases, LostLease } from "@trellis/storage";
 import { createLeases } from "@trellis/storage";
@@ -54,9 +55,24 @@ export interface SessionLeasesOptions {
   /** Extra wait after the holder's TTL before a hand-off gives up (default 5 s). */
   waitMs?: number;
   onError?: (error: unknown, where: string) => void;
+  /** Meter of the hand-off and take-over counters (default: the global provider's `@trellis/tasks` meter). */
+  meter?: Meter;
 }
 
-/** Counters (tests, bench). */
+/**
+ * OpenTelemetry counter of session hand-offs, attribute
+ * `trellis.session_lease.handoff`: `asked` on the replica that wants a
+ * session another live replica holds (one per request, repeated every
+ * 250 ms until given), `given` on the holder that released it on request.
+ */
+export const sessionLeaseHandoffsMetric = "trellis.tasks.session_lease.handoffs";
+/**
+ * OpenTelemetry counter of session leases this replica took that another
+ * replica held before (given up on a hand-off, released idle, or lapsed).
+ */
+export const sessionLeaseTakeoversMetric = "trellis.tasks.session_lease.takeovers";
+
+/** Counters (tests, bench; hand-offs and take-overs also as OpenTelemetry counters). */
 export interface SessionLeaseStats {
   acquired: number;
   tookOver: number;
@@ -85,7 +101,7 @@ export function isStreamConflict(error: unknown): boolean {
 
 /** See the module header. */
 export class SessionLeases implements OwnerLeaseHooks {
-  readonly #o: Required<Omit<SessionLeasesOptions, "onError">> & SessionLeasesOptions;
+  readonly #o: Required<Omit<SessionLeasesOptions, "onError" | "meter">> & SessionLeasesOptions;
   readonly #leases: Leases;
   readonly #heads = new Map<string, bigint>();
   readonly #usedAt = new Map<string, number>();
@@ -104,6 +120,8 @@ export class SessionLeases implements OwnerLeaseHooks {
     lost: 0,
     conflicts: 0,
   };
+  /** Made on first use: the global meter provider may be installed after this is built. */
+  #instruments: { handoffs: Counter; takeovers: Counter } | undefined;
   #owner: SessionOwner | undefined;
   /** While > 0 (a relational write over sessions this replica holds), no hand-off is given. */
   #pinned = 0;
@@ -246,7 +264,10 @@ export class SessionLeases implements OwnerLeaseHooks {
       if (taken.acquired) {
         if (await this.#fence(sessionId, taken.expectedPosition)) {
           this.#stats.acquired++;
-          if (taken.tookOver) this.#stats.tookOver++;
+          if (taken.tookOver) {
+            this.#stats.tookOver++;
+            this.#counters().takeovers.add(1);
+          }
           return true;
         }
         continue;
@@ -265,6 +286,7 @@ export class SessionLeases implements OwnerLeaseHooks {
         askedOf = taken.ownedBy;
         askedAt = Date.now();
         this.#stats.handoffsAsked++;
+        this.#counters().handoffs.add(1, { "trellis.session_lease.handoff": "asked" });
         await this.#notify(`ask\n${taken.ownedBy}\n${sessionId}`);
       }
       await this.#freed(sessionId, pause);
@@ -321,6 +343,22 @@ export class SessionLeases implements OwnerLeaseHooks {
     }
   }
 
+  #counters(): { handoffs: Counter; takeovers: Counter } {
+    if (this.#instruments) return this.#instruments;
+    const meter = this.#o.meter ?? metrics.getMeter("@trellis/tasks");
+    this.#instruments = {
+      handoffs: meter.createCounter(sessionLeaseHandoffsMetric, {
+        description: "Session hand-offs between tasks replicas (asked for, given)",
+        unit: "{handoff}",
+      }),
+      takeovers: meter.createCounter(sessionLeaseTakeoversMetric, {
+        description: "Session leases taken that another tasks replica held before",
+        unit: "{lease}",
+      }),
+    };
+    return this.#instruments;
+  }
+
   #lost(lost: LostLease): void {
     this.#stats.lost++;
     this.#forget(lost.stream);
@@ -350,6 +388,7 @@ export class SessionLeases implements OwnerLeaseHooks {
       async (given) => {
         if (!given) return;
         this.#stats.handoffsGiven++;
+        this.#counters().handoffs.add(1, { "trellis.session_lease.handoff": "given" });
         await this.#notify(`free\n${stream}`);
       },
       (error) => this.#o.onError?.(error, "handing a session off"),

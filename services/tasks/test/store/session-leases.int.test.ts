@@ -2,8 +2,16 @@
 // replicas in one process on one PostgreSQL: a replica deposed while it
 // still believes it owns a session has its append refused (nothing of it is
 // written), and its call goes on at the lease's new holder by a hand-off;
-// per-session order holds across the replicas.
+// per-session order holds across the replicas. Hand-offs and take-overs are
+// counted as OpenTelemetry counters.
 import { create } from "@bufbuild/protobuf";
+import {
+  AggregationTemporality,
+  InMemoryMetricExporter,
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type SumMetricData,
+} from "@opentelemetry/sdk-metrics";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
 import {
@@ -24,7 +32,11 @@ import { userActor } from "../../src/domain/events.js";
 import { LeasedTaskStore } from "../../src/store/leased-task-store.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { createTasksReadModel } from "../../src/store/read-model.js";
-import { SessionLeases } from "../../src/store/session-leases.js";
+import {
+  SessionLeases,
+  sessionLeaseHandoffsMetric,
+  sessionLeaseTakeoversMetric,
+} from "../../src/store/session-leases.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { text, textOf } from "../support/fixtures.js";
 
@@ -37,6 +49,25 @@ interface Replica {
   readModel: Projector;
   leases: SessionLeases;
   store: LeasedTaskStore;
+  /** This replica's metrics (its own meter provider). */
+  metrics: { provider: MeterProvider; exporter: InMemoryMetricExporter };
+}
+
+/** Sum of a counter's points of `replica` whose attributes include `attributes`. */
+async function counted(
+  replica: Replica,
+  name: string,
+  attributes: Record<string, string> = {},
+): Promise<number> {
+  await replica.metrics.provider.forceFlush();
+  const metric = replica.metrics.exporter
+    .getMetrics()
+    .at(-1)
+    ?.scopeMetrics.flatMap((s) => s.metrics)
+    .find((m) => m.descriptor.name === name) as SumMetricData | undefined;
+  return (metric?.dataPoints ?? [])
+    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+    .reduce((sum, p) => sum + p.value, 0);
 }
 
 describe("tasks store, session owner under leases (PostgreSQL, two replicas)", () => {
@@ -56,7 +87,16 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       outbox: { schema: "tasks", kick: () => undefined },
     });
     // A long TTL: the test expires a lease by hand, before the holder's renewal notices.
-    const leases = new SessionLeases({ database, schema: "tasks", owner: id, ttlMs: 60_000 });
+    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
+    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
+    const provider = new MeterProvider({ readers: [reader] });
+    const leases = new SessionLeases({
+      database,
+      schema: "tasks",
+      owner: id,
+      ttlMs: 60_000,
+      meter: provider.getMeter("test"),
+    });
     const store = new LeasedTaskStore({
       database,
       schema: "tasks",
@@ -66,7 +106,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       leases,
     });
     await leases.start(store.owner);
-    return { id, database, journal, readModel, leases, store };
+    return { id, database, journal, readModel, leases, store, metrics: { provider, exporter } };
   }
 
   beforeAll(async () => {
@@ -99,6 +139,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       await r.journal.close();
       await r.readModel.stop();
       await r.database.close();
+      await r.metrics.provider.shutdown();
     }
     await testDb?.drop();
   });
@@ -190,6 +231,25 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       TaskStatus.COMPLETED,
       TaskStatus.COMPLETED,
     ]);
+
+    // The take-overs and the hand-offs, as counters: B took the lapsed lease
+    // over, A asked for the session and B gave it, and back; each replica's
+    // counters say what its stats say.
+    const handoff = "trellis.session_lease.handoff";
+    expect(await counted(a, sessionLeaseTakeoversMetric)).toBeGreaterThan(0);
+    expect(await counted(b, sessionLeaseTakeoversMetric)).toBeGreaterThan(1);
+    expect(await counted(a, sessionLeaseHandoffsMetric, { [handoff]: "asked" })).toBeGreaterThan(0);
+    expect(await counted(b, sessionLeaseHandoffsMetric, { [handoff]: "given" })).toBeGreaterThan(0);
+    for (const r of [a, b]) {
+      const stats = r.leases.stats();
+      expect(await counted(r, sessionLeaseTakeoversMetric), r.id).toBe(stats.tookOver);
+      expect(await counted(r, sessionLeaseHandoffsMetric, { [handoff]: "asked" }), r.id).toBe(
+        stats.handoffsAsked,
+      );
+      expect(await counted(r, sessionLeaseHandoffsMetric, { [handoff]: "given" }), r.id).toBe(
+        stats.handoffsGiven,
+      );
+    }
   }, 60_000);
 
   it("refuses a relational write of a holder whose lease lapsed, and writes nothing of it", async () => {

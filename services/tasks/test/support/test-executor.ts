@@ -25,6 +25,11 @@ export interface ExecutionProbe {
   starts(sessionId: string): string[];
   /** Histories the backend was given, by task id. */
   history(taskId: string): number | undefined;
+  /**
+   * How the task's last turn ended at the backend (its result's status, or
+   * `threw`); undefined while it runs or if it never started.
+   */
+  ended(taskId: string): ExecutionResult["status"] | "threw" | undefined;
 }
 
 /** Opens "gate" turns. */
@@ -121,6 +126,7 @@ export function createTestExecutor(): {
   const active = new Map<string, number>();
   const starts = new Map<string, string[]>();
   const histories = new Map<string, number>();
+  const endings = new Map<string, ExecutionResult["status"] | "threw">();
   let max = 0;
   const executor: AgentExecutor = {
     backends: () => inner.backends(),
@@ -134,8 +140,14 @@ export function createTestExecutor(): {
       list.push(request.taskId);
       starts.set(request.sessionId, list);
       histories.set(request.taskId, request.history.length);
+      endings.delete(request.taskId);
       try {
-        return await inner.execute(request);
+        const result = await inner.execute(request);
+        endings.set(request.taskId, result.status);
+        return result;
+      } catch (error) {
+        endings.set(request.taskId, "threw");
+        throw error;
       } finally {
         active.set(request.sessionId, (active.get(request.sessionId) ?? 1) - 1);
       }
@@ -147,6 +159,7 @@ export function createTestExecutor(): {
       maxConcurrentPerSession: () => max,
       starts: (sessionId) => starts.get(sessionId) ?? [],
       history: (taskId) => histories.get(taskId),
+      ended: (taskId) => endings.get(taskId),
     },
     gates: {
       started: (taskId) => slot(started, taskId).promise,

@@ -38,9 +38,13 @@ import { receiptsServed } from "./discovery.js";
 const CONCURRENCY = 8;
 /**
  * How long "no receipt yet" is believed before the receipts service is asked
- * again. Zero by default: a receipt is issued milliseconds after the task
- * ends, and a client that saw it on `GET /v1/receipts` must then see it on
- * the task (Harn flow "receipts"); only found ids are remembered.
+ * again. Zero by default: the receipts service issues a receipt soon after
+ * the task ends — its consumer lets the batch holding the task's end linger
+ * for more events first (`TRELLIS_RECEIPT_BATCH_LINGER`, 20 ms by default,
+ * at most 1 s), so a task read right after it ends often has no receipt yet
+ * and one read a little later has — and a client that saw it on
+ * `GET /v1/receipts` must then see it on the task (Harn flow "receipts");
+ * only found ids are remembered.
  */
 export const NEGATIVE_TTL_MS = 0;
 /** Task ids remembered per replica (found receipts and recent misses together). */
