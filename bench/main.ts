@@ -9,6 +9,7 @@
  *                                 this checkout's turn against another's, side by side
  *   npm run bench -- heap         server heap over 100,000 chat turns (TRELLIS_HEAP_TURNS)
  *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
+ *   npm run bench -- rpc-stack    server CPU of one RPC hop: bare Connect, runtime, internal
  *   npm run bench -- worker-grpc  a turn through a gRPC worker vs a JetStream worker
  *                                 (TRELLIS_BENCH_ROUNDS alternating rounds, default 3;
  *                                 TRELLIS_BENCH_WORKER_TURNS per path and round)
@@ -33,6 +34,7 @@ import { formatLeaseBench, runLeaseBench } from "./lease.bench.js";
 import { formatPublisherBench, runPublisherBench } from "./publisher.bench.js";
 import { formatReceiptsBench, runReceiptsBench } from "./receipts.bench.js";
 import { formatRoutingBench, runRoutingBench } from "./routing.bench.js";
+import { formatRpcStackBench, runRpcStackBench } from "./rpc-stack.bench.js";
 import { formatStreamsBench, runStreamsBench } from "./streams.bench.js";
 import { formatTurnBench, runTurnBench } from "./turn.bench.js";
 import { formatTurnAbBench, runTurnAbBench, turnAbOptionsFromEnv } from "./turn-ab.bench.js";
@@ -156,6 +158,16 @@ const benches: Bench[] = [
     async run() {
       const result = await runRoutingBench();
       return { text: formatRoutingBench(result), data: result };
+    },
+  },
+  {
+    // One RPC hop's server CPU: bare Connect, the runtime, an internal service (issue 20).
+    name: "rpc-stack",
+    async run() {
+      const rounds = Number(process.env.TRELLIS_BENCH_ROUNDS ?? 3);
+      const windowMs = Number(process.env.TRELLIS_BENCH_WINDOW_MS ?? 3000);
+      const result = await runRpcStackBench({ rounds, windowMs });
+      return { text: formatRpcStackBench(result), data: result };
     },
   },
   {
