@@ -21,47 +21,13 @@ import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "
 import { startMesh } from "../src/mesh.js";
 import { runLoad } from "./lib/load.js";
 import { cpuMsIfRunning } from "./lib/proc.js";
+import { largest, type Profile, percent, summarize, topLines } from "./lib/profile.js";
 import { chatTurnOps } from "./turn.bench.js";
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-}
-interface Profile {
-  nodes: { id: number; callFrame: CallFrame }[];
-  startTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
 
 const API_KEY = "trellis-profile-key-0123456789abcdef";
 const concurrency = Number(process.env.TRELLIS_PROFILE_CONCURRENCY ?? 32);
 const windowMs = Number(process.env.TRELLIS_PROFILE_MS ?? 10_000);
 const top = Number(process.env.TRELLIS_PROFILE_TOP ?? 12);
-
-function area(frame: CallFrame): string {
-  const url = frame.url;
-  if (!url) {
-    if (frame.functionName === "(garbage collector)") return "GC";
-    if (frame.functionName === "(program)") return "(program)";
-    return "native / builtins";
-  }
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg) {
-    const name = pkg[1] as string;
-    if (name.startsWith("@opentelemetry")) return "OpenTelemetry";
-    if (name.startsWith("@connectrpc")) return "Connect";
-    if (name.startsWith("@bufbuild")) return "protobuf";
-    if (name.startsWith("@nats-io")) return "NATS client";
-    if (name === "pg" || name.startsWith("pg-")) return "pg";
-    return name;
-  }
-  const own = /\/(packages|services)\/([^/]+)\//.exec(url);
-  if (own) return `trellis ${own[2]}`;
-  if (url.startsWith("node:")) return "node core";
-  return "other";
-}
 
 const profDir = await mkdtemp(join(tmpdir(), "trellis-mesh-profile-"));
 const db = await createTestDatabase("trellis_prof");
@@ -122,35 +88,12 @@ for (const [name, pid] of Object.entries(pids)) {
     continue;
   }
   const profile = JSON.parse(await readFile(join(profDir, file), "utf8")) as Profile;
-  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-  const self = new Map<string, number>();
-  const areas = new Map<string, number>();
-  let t = profile.startTime;
-  let counted = 0;
-  for (let i = 0; i < profile.samples.length; i++) {
-    t += profile.timeDeltas[i] ?? 0;
-    if (t < fromUs || t > toUs) continue;
-    const frame = byId.get(profile.samples[i] as number)?.callFrame;
-    if (!frame || frame.functionName === "(idle)") continue;
-    counted++;
-    const short = frame.url
-      .replace(/^.*\/node_modules\//, "")
-      .replace(/^file:\/\/.*?\/(packages|services|src)\//, "$1/");
-    const key = `${frame.functionName || "(anonymous)"}  ${short}:${frame.lineNumber + 1}`;
-    self.set(key, (self.get(key) ?? 0) + 1);
-    const where = area(frame);
-    areas.set(where, (areas.get(where) ?? 0) + 1);
-  }
-  const pct = (n: number) => `${((n / Math.max(1, counted)) * 100).toFixed(1).padStart(5)} %`;
-  console.log(
-    `   by area: ${[...areas]
-      .sort((a, b) => b[1] - a[1])
-      .slice(0, 8)
-      .map(([a, n]) => `${a} ${pct(n).trim()}`)
-      .join(", ")}`,
-  );
-  for (const [key, n] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top))
-    console.log(`   ${pct(n)}  ${key}`);
+  const summary = summarize(profile, fromUs, toUs);
+  const areas = largest(summary.byArea, 8).map(([a, n]) => `${a} ${percent(n, summary.busy)}`);
+  console.log(`   by area: ${areas.join(", ")}`);
+  for (const line of topLines(summary.bySelf, summary.busy, top, "   ")) console.log(line);
+  console.log("   by the innermost Trellis frame:");
+  for (const line of topLines(summary.byOwnFrame, summary.busy, top, "   ")) console.log(line);
 }
 if (process.env.TRELLIS_PROFILE_KEEP) {
   await writeFile(
