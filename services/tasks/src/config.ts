@@ -42,7 +42,9 @@ export const tasksConfigSchema = {
    * `trellis health`'s lag, and the owned steps' public events (their outbox
    * rows are written in the projector's transaction), so `StreamEvents` /
    * `SendStreaming` see them up to this much later. `0` applies each wake-up
-   * at once.
+   * at once. Only a small backlog waits: a wake-up that finds 32 entries
+   * committed (about 3 turns' steps, as under load) applies them at once, and
+   * a delay ends when that many are reached.
    */
   TRELLIS_TASKS_PROJECTOR_DELAY: env
     .duration({ minMs: 0, maxMs: 1_000 })

@@ -592,6 +592,51 @@ export function describeJournalContract(
       expect(await applied()).toEqual([1n, 2n, 3n]);
     });
 
+    it("applies a large backlog without waiting the delay (delayUntilBacklog, default 32)", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      const batches: number[] = [];
+      // Nobody waits and the delay is a minute: only the backlog's size applies it.
+      await project(schema, {
+        journal,
+        delayMs: 60_000,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          batches.push(batch.length);
+          await apply(batch, trx);
+        },
+      });
+      await journal.append(Array.from({ length: 32 }, (_, i) => entry(`s${i}`)));
+      await eventually(async () => (await applied()).length === 32, { timeoutMs: 10_000 });
+      expect(batches).toEqual([32]);
+    });
+
+    it("ends a delay once the backlog reaches delayUntilBacklog, one batch", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied } = await projection(schema);
+      const batches: bigint[][] = [];
+      const projector = await project(schema, {
+        journal,
+        delayMs: 60_000,
+        delayUntilBacklog: 3,
+        pollIntervalMs: 60_000,
+        project: async (batch, trx) => {
+          batches.push(batch.map((e) => e.position));
+          await apply(batch, trx);
+        },
+      });
+      await journal.append([entry("a")]);
+      await journal.append([entry("b")]);
+      // Two entries are a small backlog: they wait.
+      await new Promise((r) => setTimeout(r, 200));
+      expect(projector.position()).toBe(0n);
+      await journal.append([entry("c")]);
+      await eventually(async () => (await applied()).length === 3, { timeoutMs: 10_000 });
+      expect(batches).toEqual([[1n, 2n, 3n]]);
+    });
+
     /** A projection of bodies as text: the database refuses a NUL, and a check refuses `refuse:me`. */
     const textProjection = async (schema: string) => {
       await sql`create table ${sql.id(schema, "texts")} (position bigint primary key, body text not null check (body <> 'refuse:me'))`.execute(

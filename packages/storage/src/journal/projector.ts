@@ -90,10 +90,22 @@ export interface ProjectorOptions<DB> {
   /** How often to look for entries when nothing woke it (default 1000 ms). */
   pollIntervalMs?: number;
   /**
-   * After a wake-up, wait this long for more entries so one transaction
-   * applies several appends (default 0). A `waitFor` cuts the wait short.
+   * After a wake-up, wait up to this long for more entries so one
+   * transaction applies several appends (default 0). A `waitFor` cuts the
+   * wait short, and so does a backlog of `delayUntilBacklog` entries.
    */
   delayMs?: number;
+  /**
+   * The rule "only a small backlog waits" (default 32 entries): a wake-up
+   * that finds at least this many entries committed past the position
+   * skips `delayMs`, and a delay under way ends as soon as this many are
+   * committed. At a low rate the delay gathers a few appends into one
+   * transaction; under load a batch is large already, and waiting would
+   * only add latency. The backlog is known from the in-process `journal`'s
+   * commits; a wake-up by NOTIFY alone (another process's writer) waits the
+   * delay in full.
+   */
+  delayUntilBacklog?: number;
   /**
    * A journal in this process: each committed batch wakes the projector at
    * once and hands it its entries, which it applies without reading them
@@ -159,6 +171,7 @@ export interface ProjectorStatus {
  * | survives the database going away | a failed round is retried with backoff from the durable position |
  * | survives an entry the database refuses for good | the batch is bisected down to the entry; it is dead-lettered (row, counter, status, `onPoison`), the others applied in order |
  * | read-your-writes | `waitFor(position)` resolves once the position is applied |
+ * | batches at a low rate, no wait under load | `delayMs` after a wake-up, only while fewer than `delayUntilBacklog` entries wait; a `waitFor` ends it |
  */
 export interface Projector {
   /** The last position applied. */
@@ -204,6 +217,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const batchSize = options.batchSize ?? 500;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const delayMs = options.delayMs ?? 0;
+  const delayUntilBacklog = BigInt(options.delayUntilBacklog ?? 32);
   const retryMs = options.retryMs ?? 50;
   const maxRetryMs = options.maxRetryMs ?? 5000;
   const onError = options.onError ?? warnBackgroundError;
@@ -236,6 +250,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   let wakeUp = new AbortController();
   // Aborted by waitFor: someone is waiting, so no delay for batching.
   let urgent = new AbortController();
+  // Aborted when the backlog reaches delayUntilBacklog: the batch is large enough.
+  let gathered = new AbortController();
   const stopping = new AbortController();
   const waiters: Waiter[] = [];
 
@@ -258,6 +274,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   });
   const unsubscribe = options.journal?.onCommit((committed) => {
     if (committed > head) head = committed;
+    if (head - position >= delayUntilBacklog) gathered.abort(WOKEN);
     wake();
   });
   /** The handed entries that continue from `position` (none: read the table). */
@@ -460,7 +477,12 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
           // The waiters that made the last round urgent are settled: a new
           // wake-up batches again (a waitFor during the delay still cuts it).
           if (urgent.signal.aborted && waiters.length === 0) urgent = new AbortController();
-          await sleep(delayMs, urgent.signal, stopping.signal);
+          // Only a small backlog waits (delayUntilBacklog); a commit that
+          // makes it large enough ends the wait.
+          if (head - position < delayUntilBacklog) {
+            gathered = new AbortController();
+            await sleep(delayMs, urgent.signal, gathered.signal, stopping.signal);
+          }
         }
       } catch (error) {
         failures++;

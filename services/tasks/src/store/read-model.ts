@@ -46,7 +46,10 @@ export const READ_MODEL_PROJECTOR = "tasks-read-model";
  * The read model's default batching delay (`TRELLIS_TASKS_PROJECTOR_DELAY`):
  * long enough that at one turn in flight a turn's submit and finish usually
  * share a transaction (session 15: 1.68 → 1.01 projector transactions per
- * turn), short beside a turn's answer, which never waits for it.
+ * turn), short beside a turn's answer, which never waits for it. Only a
+ * small backlog waits it (the projector's `delayUntilBacklog`, 32 entries;
+ * a chat turn appends about 9): under load a wake-up already finds a large
+ * batch and applies it at once.
  */
 export const DEFAULT_READ_MODEL_DELAY_MS = 30;
 
@@ -57,9 +60,10 @@ export interface TasksReadModelOptions {
   /** LISTEN for other replicas' commits (PostgreSQL, several replicas). */
   listen?: boolean;
   /**
-   * Wait this long after a wake-up to gather more steps in one batch (default
-   * 30 ms: a turn's submit and finish, and other turns', share one
-   * transaction); a `waitFor` ends the wait at once.
+   * Wait up to this long after a wake-up to gather more steps in one batch
+   * (default 30 ms: a turn's submit and finish, and other turns', share one
+   * transaction); a `waitFor` ends the wait at once, and a backlog of 32
+   * entries skips or ends it (the projector's `delayUntilBacklog`).
    */
   delayMs?: number;
   onError?: (error: unknown, context: string) => void;
