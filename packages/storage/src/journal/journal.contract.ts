@@ -541,7 +541,7 @@ export function describeJournalContract(
       expect(await applied()).toEqual([1n, 2n]);
     });
 
-    it("gathers appends into one batch with delayMs, unless someone waits", async () => {
+    it("gathers appends into one batch with delayMs", async () => {
       const schema = await freshSchema();
       const journal = open(schema);
       const { apply, applied } = await projection(schema);
@@ -558,11 +558,7 @@ export function describeJournalContract(
       for (let i = 0; i < 5; i++) await journal.append([entry(`s${i}`)]);
       await eventually(async () => (await applied()).length === 5, { timeoutMs: 5000 });
       expect(calls).toBeLessThanOrEqual(2);
-      // A waiter does not sit out the delay.
-      const { positions } = await journal.append([entry("now")]);
-      const started = performance.now();
-      await projector.waitFor(positions[0] as bigint);
-      expect(performance.now() - started).toBeLessThan(700);
+      await projector.stop();
     });
 
     it("gathers again after a waiter was served (delayMs)", async () => {
@@ -580,6 +576,7 @@ export function describeJournalContract(
           await apply(batch, trx);
         },
       });
+      // A waiter does not sit out the delay: a minute would outlast the test.
       const first = await journal.append([entry("a")]);
       await projector.waitFor(first.positions[0] as bigint);
       await journal.append([entry("b")]);
