@@ -21,7 +21,7 @@ import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { uniqueName } from "@trellis/testkit";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
-import { freePort } from "./lib/proc.js";
+import { freePort, limitsOutOfReach } from "./lib/proc.js";
 import { zeroLatencyGraph } from "./turn.bench.js";
 
 const API_KEY = "trl_bench_heap_0123456789abcdefghijklmnopqrstuvw";
@@ -65,12 +65,7 @@ export async function runHeapBench(
     dataDir,
     apiKey: API_KEY,
     // Out of reach, as in the peer harness: this measures memory, not limits.
-    env: {
-      TRELLIS_RATE_LIMIT_AGENT: "1000000000/1m",
-      TRELLIS_RATE_LIMIT_ACTOR: "1000000000/1m",
-      TRELLIS_RATE_LIMIT_WORKSPACE: "1000000000/1m",
-      TRELLIS_QUOTA_TASKS_PER_DAY: "1000000000",
-    },
+    env: { ...limitsOutOfReach },
     timeoutMs: 180_000,
   });
   try {

@@ -12,6 +12,7 @@ import { type LoadResult, median, runLoad } from "./lib/load.js";
 import {
   cpuMsIfRunning,
   freePort,
+  limitsOutOfReach,
   repoRoot,
   startDev,
   startNode,
@@ -170,6 +171,7 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
     // A loaded shared machine can take over a minute to start it.
     timeoutMs: Number(process.env.TRELLIS_BENCH_START_MS ?? 180_000),
     root,
+    env: { ...limitsOutOfReach },
   });
   const transport = createGrpcTransport({
     baseUrl: dev.baseUrl,
@@ -191,7 +193,7 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
     databaseUrl: db.url,
     natsUrl: testNatsUrl,
     natsPrefix: prefix,
-    env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn" },
+    env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
   });
   const transport = createGrpcTransport({
     baseUrl: mesh.urls.gateway as string,

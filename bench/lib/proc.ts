@@ -111,6 +111,18 @@ export async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<
   clearTimeout(timer);
 }
 
+/**
+ * Rate limits and the daily task quota out of reach, as in the peer harness:
+ * a turn benchmark measures the turn, and at a quiet moment it sends more
+ * than the default 3,000 submits a minute per agent.
+ */
+export const limitsOutOfReach: Readonly<Record<string, string>> = {
+  TRELLIS_RATE_LIMIT_AGENT: "1000000000/1m",
+  TRELLIS_RATE_LIMIT_ACTOR: "1000000000/1m",
+  TRELLIS_RATE_LIMIT_WORKSPACE: "1000000000/1m",
+  TRELLIS_QUOTA_TASKS_PER_DAY: "1000000000",
+};
+
 /** Options of {@link startDev}. */
 export interface DevOptions {
   /** The admin API key (`TRELLIS_API_KEY`). */
