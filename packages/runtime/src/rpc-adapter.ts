@@ -228,39 +228,35 @@ export function createRpcHandler(
     header: Headers,
     call: CallInfo,
   ): UniversalServerResponse {
-    let error: ConnectError;
-    let status = res.status;
-    if (res.status === 415) {
-      error = fail(
-        new ConnectError(
-          "unsupported content type; use application/json, application/proto, application/connect+json, application/connect+proto, application/grpc or application/grpc-web",
-          Code.InvalidArgument,
-        ),
-        call,
+    const mistake = requestMistake(res.status, call);
+    if (mistake !== undefined) {
+      // 505: a bidirectional stream needs HTTP/2; it is the request that is wrong, not the server.
+      const status = res.status === 505 ? 400 : res.status;
+      return jsonErrorResponse(
+        fail(new ConnectError(mistake, Code.InvalidArgument), call),
+        status,
+        header,
       );
-    } else if (res.status === 405) {
-      error = fail(
-        new ConnectError(
-          "HTTP method not allowed for this RPC; use POST (GET only for side-effect-free unary methods over Connect)",
-          Code.InvalidArgument,
-        ),
-        call,
-      );
-    } else if (res.status === 505) {
-      // A bidirectional stream needs HTTP/2; it is the request that is wrong, not the server.
-      error = fail(
-        new ConnectError(
-          `${call.rpc} is a bidirectional stream: call it over HTTP/2 (got HTTP/${call.httpVersion})`,
-          Code.InvalidArgument,
-        ),
-        call,
-      );
-      status = 400;
-    } else {
-      error = fail(new ConnectError(`request refused (HTTP ${res.status})`, Code.Unknown), call);
-      status = codeToHttpStatus(error.code);
     }
-    return jsonErrorResponse(error, status, header);
+    const error = fail(
+      new ConnectError(`request refused (HTTP ${res.status})`, Code.Unknown),
+      call,
+    );
+    return jsonErrorResponse(error, codeToHttpStatus(error.code), header);
+  }
+
+  /** What the client got wrong when Connect refused with `status` (415, 405, 505), else undefined. */
+  function requestMistake(status: number, call: CallInfo): string | undefined {
+    switch (status) {
+      case 415:
+        return "unsupported content type; use application/json, application/proto, application/connect+json, application/connect+proto, application/grpc or application/grpc-web";
+      case 405:
+        return "HTTP method not allowed for this RPC; use POST (GET only for side-effect-free unary methods over Connect)";
+      case 505:
+        return `${call.rpc} is a bidirectional stream: call it over HTTP/2 (got HTTP/${call.httpVersion})`;
+      default:
+        return undefined;
+    }
   }
 
   /** Rewrite the end-of-stream frame of a Connect stream. */
