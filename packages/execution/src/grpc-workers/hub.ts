@@ -22,7 +22,6 @@ import {
   type ExecutionEvent,
   type ExecutionNegotiation,
   type ExecutionResult,
-  effectiveRequirements,
   requestToProto,
   timeoutResult,
   type VaultGrant,
@@ -30,6 +29,14 @@ import {
 } from "@trellis/adapter-sdk";
 import type { Logger } from "@trellis/runtime";
 import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.js";
+import {
+  cancelledResult,
+  deadlineOf,
+  type PendingExecution,
+  resultAfterDeadline,
+  stopWatching,
+  watchDeadlineAndCancel,
+} from "../routing/pending-execution.js";
 import type { BackendRegistry } from "../routing/registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "../routing/router.js";
 import {
@@ -64,7 +71,7 @@ export interface LocalWorkerHubOptions {
   logger?: Logger;
 }
 
-interface Pending {
+interface Pending extends PendingExecution {
   plan: HubPlan;
   attempt: number;
   state: "queued" | "running" | "done";
@@ -239,10 +246,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean {
     const pending = this.#current(session, work);
     if (!pending) return false;
-    for (const event of events) {
-      if (event.kind === "turn_finished" || event.kind === "routed") continue;
-      pending.plan.emit(event);
-    }
+    relayProgress(pending, events);
     return true;
   }
 
@@ -254,17 +258,9 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   ): Promise<boolean> {
     const pending = this.#current(session, work);
     if (!pending) return false;
-    for (const event of trailing) {
-      if (event.kind === "turn_finished" || event.kind === "routed") continue;
-      pending.plan.emit(event);
-    }
+    relayProgress(pending, trailing);
     session.running.delete(work.executionId);
-    this.#finish(pending, {
-      result:
-        pending.timedOut && result.status === "cancelled"
-          ? timeoutResult(pending.limitMs ?? 0, result.messages)
-          : result,
-    });
+    this.#finish(pending, { result: resultAfterDeadline(pending, result) });
     this.#pump();
     return true;
   }
@@ -287,7 +283,6 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   // ------------------------------------------------------------- dispatcher
 
   dispatch(plan: HubPlan): Promise<DispatchOutcome> {
-    const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
     return new Promise<DispatchOutcome>((resolve) => {
       const pending: Pending = {
         plan,
@@ -296,20 +291,14 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         resolve,
         timers: [],
         onAbort: () => this.#cancel(pending, "canceled by the caller"),
-        ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+        ...deadlineOf(plan),
       };
       this.#pending.set(plan.executionId, pending);
       this.#arm();
-      if (pending.deadline !== undefined) {
-        pending.timers.push(
-          setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
-        );
-      }
-      if (plan.request.signal.aborted) {
-        this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+      if (!watchDeadlineAndCancel(pending, () => this.#timeout(pending))) {
+        this.#finish(pending, { result: cancelledResult() });
         return;
       }
-      plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
       this.#pump();
     });
   }
@@ -425,14 +414,11 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     if (pending.state === "running") {
       this.#notifyCancel(pending, reason);
       pending.timers.push(
-        setTimeout(
-          () => this.#finish(pending, { result: { status: "cancelled", messages: [] } }),
-          this.#graceMs,
-        ),
+        setTimeout(() => this.#finish(pending, { result: cancelledResult() }), this.#graceMs),
       );
       return;
     }
-    this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+    this.#finish(pending, { result: cancelledResult() });
   }
 
   #notifyCancel(pending: Pending, reason: string): void {
@@ -446,14 +432,20 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   #finish(pending: Pending, outcome: DispatchOutcome): void {
     if (pending.state === "done") return;
     pending.state = "done";
-    for (const timer of pending.timers) clearTimeout(timer);
-    pending.timers = [];
-    pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
+    stopWatching(pending);
     pending.session?.offered.delete(pending.plan.executionId);
     pending.session?.running.delete(pending.plan.executionId);
     this.#pending.delete(pending.plan.executionId);
     this.#arm();
     pending.resolve(outcome);
+  }
+}
+
+/** A worker's progress goes to the plan; the result and `routed` are the router's to emit. */
+function relayProgress(pending: Pending, events: readonly ExecutionEvent[]): void {
+  for (const event of events) {
+    if (event.kind === "turn_finished" || event.kind === "routed") continue;
+    pending.plan.emit(event);
   }
 }
 
