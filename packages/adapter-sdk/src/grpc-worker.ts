@@ -43,7 +43,7 @@ import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
 import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
 import type { AdapterWorker } from "./worker.js";
-import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runGrpcWorker}. */
 export interface GrpcWorkerOptions {
@@ -275,8 +275,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
   };
   let current = await open();
   const { workerId } = current;
-  const running = new Map<string, RunningExecution>();
-  let completed = 0;
+  const running = new RunningExecutions();
   let stopping = false;
 
   const heartbeat = setInterval(() => {
@@ -384,13 +383,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       const events = await trailing();
       await held.calls.complete({ work, result: resultToProto(result), events });
     })();
-    running.set(offer.executionId, { abort, done });
-    try {
-      await done;
-    } finally {
-      running.delete(offer.executionId);
-      completed++;
-    }
+    await running.track(offer.executionId, { abort, done });
   };
 
   // Follow the command stream; when the session is lost (the stream ends,
@@ -408,9 +401,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
               log.warn("running an offer failed", { error: String(error) }),
             );
           } else if (command.case === "cancel") {
-            running
-              .get(command.value.executionId)
-              ?.abort.abort(new Error(command.value.reason || "canceled"));
+            running.cancel(command.value.executionId, command.value.reason || "canceled");
           }
         }
       } catch (error) {
@@ -441,12 +432,12 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       return running.size;
     },
     get completed() {
-      return completed;
+      return running.completed;
     },
     async stop(stopOptions = {}) {
       if (stopping) return;
       stopping = true;
-      await drainExecutions(running, stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
+      await running.drain(stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
       await client
         .disconnectWorker({ workerId: current.workerId, session: current.session })
         .catch(() => undefined);

@@ -91,3 +91,40 @@ export async function drainExecutions(
   await all;
   clearTimeout(timer);
 }
+
+/** The executions a worker runs now, and how many it has finished. */
+export class RunningExecutions {
+  readonly #running = new Map<string, RunningExecution>();
+  #completed = 0;
+
+  /** Executions running now. */
+  get size(): number {
+    return this.#running.size;
+  }
+
+  /** Executions finished (any outcome). */
+  get completed(): number {
+    return this.#completed;
+  }
+
+  /** Hold the execution as running until it is done, then count it finished. */
+  async track(executionId: string, execution: RunningExecution): Promise<void> {
+    this.#running.set(executionId, execution);
+    try {
+      await execution.done;
+    } finally {
+      this.#running.delete(executionId);
+      this.#completed++;
+    }
+  }
+
+  /** Abort a running execution (the router canceled it); one not running here is ignored. */
+  cancel(executionId: string, reason: string): void {
+    this.#running.get(executionId)?.abort.abort(new Error(reason));
+  }
+
+  /** {@link drainExecutions} of those running now. */
+  drain(graceMs: number, options: { ignoreFailures?: boolean } = {}): Promise<void> {
+    return drainExecutions(this.#running, graceMs, options);
+  }
+}

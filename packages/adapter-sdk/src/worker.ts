@@ -60,7 +60,7 @@ import {
   type WireNames,
   wireNames,
 } from "./wire.js";
-import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -131,8 +131,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
   };
   let consumer = await setUp();
 
-  const running = new Map<string, RunningExecution>();
-  let completed = 0;
+  const running = new RunningExecutions();
   let stopping = false;
 
   const registration = (leaving: boolean) =>
@@ -162,9 +161,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
       callback: (_err, msg) => {
         try {
           const notice = fromBinary(CancelNoticeSchema, msg.data);
-          running
-            .get(notice.executionId)
-            ?.abort.abort(new Error(notice.reason || "canceled by the router"));
+          running.cancel(notice.executionId, notice.reason || "canceled by the router");
         } catch (error) {
           log.warn("ignoring an unreadable cancel notice", { error: String(error) });
         }
@@ -332,13 +329,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
         await deliver(item, result);
       },
     );
-    running.set(item.executionId, { abort, done });
-    try {
-      await done;
-    } finally {
-      running.delete(item.executionId);
-      completed++;
-    }
+    await running.track(item.executionId, { abort, done });
   };
 
   const slot = async (): Promise<void> => {
@@ -373,18 +364,18 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
       return running.size;
     },
     get completed() {
-      return completed;
+      return running.completed;
     },
     async stop(stopOptions = {}) {
       if (stopping) return;
       stopping = true;
       beat(); // leaving: routers stop placing work here at once
-      await drainExecutions(running, stopOptions.graceMs ?? graceMs);
+      await running.drain(stopOptions.graceMs ?? graceMs);
       await Promise.all(slots);
       clearInterval(heartbeat);
       for (const sub of subscriptions) sub.unsubscribe();
       if (ownsConnection) await nc.drain().catch(() => undefined);
-      log.info("adapter worker stopped", { completed });
+      log.info("adapter worker stopped", { completed: running.completed });
     },
   };
 }
