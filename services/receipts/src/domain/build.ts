@@ -324,6 +324,29 @@ function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
   };
 }
 
+/** What every receipt opens with: schema, id, subject, issuer and when, and who and where. */
+function receiptHeader(
+  input: Parameters<typeof identifiersOf>[0] & {
+    receiptId: string;
+    issuedAt: Date;
+    issuer: IssuerInfo;
+    keyId: string;
+  },
+  subject: UnsignedReceipt["subject"],
+): Pick<
+  UnsignedReceipt,
+  "schema" | "receipt_id" | "subject" | "issuer" | "issued_at" | "identifiers"
+> {
+  return {
+    schema: RECEIPT_SCHEMA,
+    receipt_id: input.receiptId,
+    subject,
+    issuer: issuerOf(input.issuer, input.keyId),
+    issued_at: input.issuedAt.toISOString(),
+    identifiers: identifiersOf(input),
+  };
+}
+
 function jsonFailure(
   failure: Record<string, JsonValue> | undefined,
 ): Record<string, unknown> | null {
@@ -339,12 +362,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
   const cost = costOf(summary, input.prices);
   const limit = agent.budgetLimit;
   return {
-    schema: RECEIPT_SCHEMA,
-    receipt_id: input.receiptId,
-    subject: { object: "task", id: summary.taskId },
-    issuer: issuerOf(input.issuer, input.keyId),
-    issued_at: input.issuedAt.toISOString(),
-    identifiers: identifiersOf(input),
+    ...receiptHeader(input, { object: "task", id: summary.taskId }),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: startedAt,
@@ -422,12 +440,7 @@ export function buildApprovalReceipt(input: ApprovalReceiptInput): UnsignedRecei
   const { summary, agent, approval } = input;
   const tier = agent.tier ?? DEFAULT_TIER;
   return {
-    schema: RECEIPT_SCHEMA,
-    receipt_id: input.receiptId,
-    subject: { object: "approval", id: input.eventId },
-    issuer: issuerOf(input.issuer, input.keyId),
-    issued_at: input.issuedAt.toISOString(),
-    identifiers: identifiersOf(input),
+    ...receiptHeader(input, { object: "approval", id: input.eventId }),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: input.requestedAt ?? input.decidedAt,
