@@ -41,9 +41,9 @@ import {
 } from "./mapping.js";
 import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
-import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
+import type { ExecutionAdapter } from "./types.js";
 import type { AdapterWorker } from "./worker.js";
-import { RunningExecutions, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerAnnouncement, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runGrpcWorker}. */
 export interface GrpcWorkerOptions {
@@ -124,15 +124,8 @@ class Outbox<T> implements AsyncIterable<T> {
 /** Connect to Trellis over gRPC and run `options.adapter`; resolves once registered. */
 export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const {
-    backendId,
-    capabilities,
-    capacity,
-    heartbeatMs,
-    graceMs,
-    workerId: requestedId,
-    log,
-  } = workerSetup(options);
+  const setup = workerSetup(options);
+  const { backendId, capabilities, capacity, heartbeatMs, graceMs, log } = setup;
   const auth: Interceptor[] = options.apiKey
     ? [
         (next) => (req) => {
@@ -160,18 +153,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     over: boolean;
   }
   const registration = (): MessageInitShape<typeof ConnectWorkerRequestSchema> => ({
-    worker: {
-      schemaVersion: EXECUTION_SCHEMA_VERSION,
-      workerId: requestedId,
-      backendId,
-      capabilities: capabilitiesToProto(capabilities),
-      capacity,
-      hints: {
-        costPerExecution: options.hints?.costPerExecution ?? 0,
-        latencyMs: options.hints?.latencyMs ?? 0,
-      },
-      heartbeatIntervalMs: heartbeatMs,
-    },
+    worker: workerAnnouncement(setup, options.hints),
   });
   const unaryCalls: SessionCalls = {
     claim: (request) => client.claimWork(request),

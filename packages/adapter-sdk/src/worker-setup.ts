@@ -3,8 +3,13 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { createLogger, type Logger } from "@trellis/runtime";
 import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import { capabilitiesToProto } from "./mapping/negotiation.js";
 import { capabilitiesOf, capabilityProblems } from "./negotiation.js";
-import type { ExecutionAdapter, ExecutionCapabilities } from "./types.js";
+import {
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
+  type ExecutionCapabilities,
+} from "./types.js";
 import { toToken } from "./wire.js";
 
 /** The options both worker kinds share. */
@@ -61,6 +66,32 @@ export function workerSetup(options: WorkerBasics): WorkerSetup {
     log: (options.logger ?? createLogger({ service: `adapter-${backendId}` })).child({
       worker_id: workerId,
     }),
+  };
+}
+
+/** Routing hints a worker gives: relative cost per execution, typical latency. */
+export interface WorkerHints {
+  costPerExecution?: number;
+  latencyMs?: number;
+}
+
+/**
+ * How a worker describes itself to the routers: the fields of its
+ * registration both kinds send alike (the NATS worker adds its load and
+ * whether it is leaving).
+ */
+export function workerAnnouncement(setup: WorkerSetup, hints: WorkerHints | undefined) {
+  return {
+    schemaVersion: EXECUTION_SCHEMA_VERSION,
+    workerId: setup.workerId,
+    backendId: setup.backendId,
+    capabilities: capabilitiesToProto(setup.capabilities),
+    capacity: setup.capacity,
+    hints: {
+      costPerExecution: hints?.costPerExecution ?? 0,
+      latencyMs: hints?.latencyMs ?? 0,
+    },
+    heartbeatIntervalMs: setup.heartbeatMs,
   };
 }
 

@@ -35,7 +35,6 @@ import {
 import { connectNats, type NatsSecurity } from "@trellis/eventlog";
 import { extractTraceContext, type Logger, withSpan } from "@trellis/runtime";
 import {
-  capabilitiesToProto,
   contractInvalid,
   eventToProto,
   negotiationToProto,
@@ -44,13 +43,12 @@ import {
 } from "./mapping.js";
 import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
-import {
-  EXECUTION_SCHEMA_VERSION,
-  type ExecutionAdapter,
-  type ExecutionEvent,
-  type ExecutionNegotiation,
-  type ExecutionResult,
-  type VaultGrant,
+import type {
+  ExecutionAdapter,
+  ExecutionEvent,
+  ExecutionNegotiation,
+  ExecutionResult,
+  VaultGrant,
 } from "./types.js";
 import {
   ensureBackendConsumer,
@@ -60,7 +58,7 @@ import {
   type WireNames,
   wireNames,
 } from "./wire.js";
-import { RunningExecutions, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerAnnouncement, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -111,8 +109,8 @@ function delay(ms: number): Promise<void> {
 /** Start a worker for `options.adapter`; resolves once it is registered and pulling. */
 export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const { backendId, capabilities, capacity, heartbeatMs, graceMs, workerId, log } =
-    workerSetup(options);
+  const setup = workerSetup(options);
+  const { backendId, capabilities, capacity, heartbeatMs, graceMs, workerId, log } = setup;
   const claimTimeoutMs = options.claimTimeoutMs ?? 2000;
   const names: WireNames = wireNames(options.prefix);
   const nc =
@@ -138,17 +136,8 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
     toBinary(
       WorkerRegistrationSchema,
       create(WorkerRegistrationSchema, {
-        schemaVersion: EXECUTION_SCHEMA_VERSION,
-        workerId,
-        backendId,
-        capabilities: capabilitiesToProto(capabilities),
-        capacity,
+        ...workerAnnouncement(setup, options.hints),
         inFlight: running.size,
-        hints: {
-          costPerExecution: options.hints?.costPerExecution ?? 0,
-          latencyMs: options.hints?.latencyMs ?? 0,
-        },
-        heartbeatIntervalMs: heartbeatMs,
         leaving,
       }),
     );
