@@ -178,22 +178,11 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         this.#requeue(pending);
         continue;
       }
-      const decision = afterLostWorker({
-        safeToRetry: pending.plan.request.agent.safeToRetry === true,
-        attempt: pending.attempt,
-        maxAttempts: this.#maxAttempts,
-        workerId: session.workerId,
-        backendId: session.backendId,
-      });
+      const decision = afterLostWorker(pending, session, this.#maxAttempts, this.#logger);
       if (!decision.retry) {
         this.#finish(pending, { result: decision.result });
         continue;
       }
-      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
-        execution_id: pending.plan.executionId,
-        worker_id: session.workerId,
-        attempt: pending.attempt + 1,
-      });
       pending.attempt++;
       this.#requeue(pending);
     }

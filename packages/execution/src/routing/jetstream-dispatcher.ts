@@ -561,23 +561,11 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         continue;
       }
       if (pending.state !== "running" || pending.workerId !== worker.workerId) continue;
-      const { plan } = pending;
-      const decision = afterLostWorker({
-        safeToRetry: plan.request.agent.safeToRetry === true,
-        attempt: pending.attempt,
-        maxAttempts: this.#maxAttempts,
-        workerId: worker.workerId,
-        backendId: worker.backendId,
-      });
+      const decision = afterLostWorker(pending, worker, this.#maxAttempts, this.#logger);
       if (!decision.retry) {
         this.#finish(pending, { result: decision.result });
         continue;
       }
-      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
-        execution_id: plan.executionId,
-        worker_id: worker.workerId,
-        attempt: pending.attempt + 1,
-      });
       pending.attempt++;
       pending.state = "queued";
       pending.workerId = undefined;
