@@ -260,54 +260,57 @@ export function createRpcHandler(
   }
 
   /** Rewrite the end-of-stream frame of a Connect stream. */
-  async function* rewriteEndStream(
+  function rewriteEndStream(
     body: AsyncIterable<Uint8Array>,
     header: Headers,
     call: CallInfo,
   ): AsyncGenerator<Uint8Array> {
-    for await (const chunk of body) {
-      const flags = chunk[0] ?? 0;
-      if ((flags & endStreamFlag) !== endStreamFlag || chunk.byteLength < 5) {
-        yield chunk;
-        continue;
-      }
+    return rewriteFlaggedFrames(body, endStreamFlag, async (chunk) => {
       const data = await frameData(chunk, header.get("connect-content-encoding"));
       let end: ReturnType<typeof endStreamFromJson>;
       try {
         end = endStreamFromJson(data);
       } catch {
-        yield chunk;
-        continue;
+        return undefined;
       }
-      if (end.error === undefined || errorDetailOf(end.error) !== undefined) {
-        yield chunk;
-        continue;
-      }
-      yield encodeEnvelope(
+      if (end.error === undefined || errorDetailOf(end.error) !== undefined) return undefined;
+      return encodeEnvelope(
         endStreamFlag,
         endStream.serialize({ metadata: end.metadata, error: fail(end.error, call) }),
       );
-    }
+    });
   }
 
   /** Rewrite the trailer frame of a gRPC-Web response. */
-  async function* rewriteGrpcWebTrailer(
+  function rewriteGrpcWebTrailer(
     body: AsyncIterable<Uint8Array>,
     header: Headers,
     call: CallInfo,
   ): AsyncGenerator<Uint8Array> {
+    return rewriteFlaggedFrames(body, trailerFlag, async (chunk) => {
+      const trailer = trailerParse(await frameData(chunk, header.get("grpc-encoding")));
+      if (!retypeTrailer(trailer, call)) return undefined;
+      return encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+    });
+  }
+
+  /**
+   * Pass a framed body through, giving each whole frame that carries `flag`
+   * (a Connect end-of-stream, a gRPC-Web trailer) to `rewrite`: the frame to
+   * send instead, or undefined to send it as it is.
+   */
+  async function* rewriteFlaggedFrames(
+    body: AsyncIterable<Uint8Array>,
+    flag: number,
+    rewrite: (frame: Uint8Array) => Promise<Uint8Array | undefined>,
+  ): AsyncGenerator<Uint8Array> {
     for await (const chunk of body) {
       const flags = chunk[0] ?? 0;
-      if ((flags & trailerFlag) !== trailerFlag || chunk.byteLength < 5) {
+      if ((flags & flag) !== flag || chunk.byteLength < 5) {
         yield chunk;
         continue;
       }
-      const trailer = trailerParse(await frameData(chunk, header.get("grpc-encoding")));
-      if (!retypeTrailer(trailer, call)) {
-        yield chunk;
-        continue;
-      }
-      yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+      yield (await rewrite(chunk)) ?? chunk;
     }
   }
 
