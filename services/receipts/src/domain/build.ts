@@ -86,14 +86,18 @@ export interface AgentProfile {
   tenantId?: string;
 }
 
-/** Everything {@link buildTaskReceipt} needs. */
-export interface TaskReceiptInput {
+/** What every receipt is issued with: its id, when, by whom and signed with which key, and where. */
+export interface ReceiptIssue {
   receiptId: string;
   issuedAt: Date;
   issuer: IssuerInfo;
   keyId: string;
   workspaceId: string;
   sessionId: string;
+}
+
+/** Everything {@link buildTaskReceipt} needs. */
+export interface TaskReceiptInput extends ReceiptIssue {
   summary: TaskSummary;
   /** The agent when the task started (undefined: same as at the end). */
   agentAtStart?: AgentProfile;
@@ -326,12 +330,7 @@ function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
 
 /** What every receipt opens with: schema, id, subject, issuer and when, and who and where. */
 function receiptHeader(
-  input: Parameters<typeof identifiersOf>[0] & {
-    receiptId: string;
-    issuedAt: Date;
-    issuer: IssuerInfo;
-    keyId: string;
-  },
+  input: ReceiptIssue & { summary: TaskSummary; agent: AgentProfile },
   subject: UnsignedReceipt["subject"],
 ): Pick<
   UnsignedReceipt,
@@ -408,13 +407,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
 }
 
 /** Everything {@link buildApprovalReceipt} needs. */
-export interface ApprovalReceiptInput {
-  receiptId: string;
-  issuedAt: Date;
-  issuer: IssuerInfo;
-  keyId: string;
-  workspaceId: string;
-  sessionId: string;
+export interface ApprovalReceiptInput extends ReceiptIssue {
   /** The approval event's id: the receipt's subject. */
   eventId: string;
   eventHash: Sha256;
