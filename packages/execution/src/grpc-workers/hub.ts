@@ -32,6 +32,7 @@ import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.j
 import {
   cancelledResult,
   deadlineOf,
+  emitRouted,
   type PendingExecution,
   resultAfterDeadline,
   stopWatching,
@@ -214,20 +215,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     pending.workerId = session.workerId;
     pending.orphanedSince = undefined;
     session.running.set(work.executionId, work.attempt);
-    const router = pending.plan.negotiation;
-    const reasons = [...router.reasons, ...negotiation.reasons].filter(
-      (r, i, all) =>
-        r.severity !== "blocking" &&
-        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
-    );
-    pending.plan.emit({
-      kind: "routed",
-      backendId: pending.plan.view.backendId,
-      workerId: session.workerId,
-      attempt: pending.attempt,
-      degraded: router.degraded || negotiation.degraded,
-      reasons,
-    });
+    emitRouted(pending, session.workerId, negotiation);
     if (pending.plan.request.signal.aborted) this.#cancel(pending, "canceled by the caller");
     return { granted: true, reason: "" };
   }

@@ -73,6 +73,7 @@ import { afterLostWorker, holdsAttempt, routerFailure } from "./lease.js";
 import {
   cancelledResult,
   deadlineOf,
+  emitRouted,
   type PendingExecution,
   resultAfterDeadline,
   stopWatching,
@@ -439,20 +440,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     pending.workerId = claim.workerId;
     pending.orphanedSince = undefined;
     pending.unplaced = false;
-    const router = pending.plan.negotiation;
-    const reasons = [...router.reasons, ...negotiation.reasons].filter(
-      (r, i, all) =>
-        r.severity !== "blocking" &&
-        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
-    );
-    pending.plan.emit({
-      kind: "routed",
-      backendId: pending.plan.view.backendId,
-      workerId: claim.workerId,
-      attempt: pending.attempt,
-      degraded: router.degraded || negotiation.degraded,
-      reasons,
-    });
+    emitRouted(pending, claim.workerId, negotiation);
     answer(true);
   }
 

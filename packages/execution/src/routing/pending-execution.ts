@@ -1,9 +1,15 @@
 /**
  * What both remote dispatchers (JetStream and the embedded gRPC worker hub)
  * keep of an execution from dispatch to its end: its deadline and the
- * caller's cancel, and what a late result means once the deadline passed.
+ * caller's cancel, the `routed` event of a granted claim, and what a late
+ * result means once the deadline passed.
  */
-import { type ExecutionResult, effectiveRequirements, timeoutResult } from "@trellis/adapter-sdk";
+import {
+  type ExecutionNegotiation,
+  type ExecutionResult,
+  effectiveRequirements,
+  timeoutResult,
+} from "@trellis/adapter-sdk";
 import type { DispatchPlan } from "./router.js";
 
 /** The part of a dispatcher's pending execution this module reads. */
@@ -45,6 +51,32 @@ export function stopWatching(pending: PendingExecution): void {
   for (const timer of pending.timers) clearTimeout(timer);
   pending.timers = [];
   pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
+}
+
+/**
+ * Tell the caller where its execution runs now that a worker's claim was
+ * granted: the `routed` event, with the router's and the worker's
+ * non-blocking reasons (each once), degraded when either negotiation was.
+ */
+export function emitRouted(
+  pending: PendingExecution & { attempt: number },
+  workerId: string,
+  negotiation: ExecutionNegotiation,
+): void {
+  const router = pending.plan.negotiation;
+  const reasons = [...router.reasons, ...negotiation.reasons].filter(
+    (r, i, all) =>
+      r.severity !== "blocking" &&
+      all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
+  );
+  pending.plan.emit({
+    kind: "routed",
+    backendId: pending.plan.view.backendId,
+    workerId,
+    attempt: pending.attempt,
+    degraded: router.degraded || negotiation.degraded,
+    reasons,
+  });
 }
 
 /** The result of an execution its caller canceled. */
