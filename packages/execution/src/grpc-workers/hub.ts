@@ -28,7 +28,12 @@ import {
   vaultGrantsToProto,
 } from "@trellis/adapter-sdk";
 import type { Logger } from "@trellis/runtime";
-import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.js";
+import {
+  afterLostWorker,
+  holdsAttempt,
+  routerFailure,
+  unavailableBackend,
+} from "../routing/lease.js";
 import {
   cancelledResult,
   deadlineOf,
@@ -356,16 +361,8 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         pending.orphanedSince = undefined;
         continue;
       }
-      pending.orphanedSince ??= now;
-      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
-        this.#finish(pending, {
-          result: routerFailure(
-            "backend_unavailable",
-            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
-            true,
-          ),
-        });
-      }
+      const failure = unavailableBackend(pending, backendId, now, this.#unavailableAfterMs);
+      if (failure) this.#finish(pending, { result: failure });
     }
     this.#pump();
   }

@@ -69,7 +69,7 @@ import {
   type VaultAccessLoader,
   withFingerprints,
 } from "./dispatcher-options.js";
-import { afterLostWorker, holdsAttempt, routerFailure } from "./lease.js";
+import { afterLostWorker, holdsAttempt, routerFailure, unavailableBackend } from "./lease.js";
 import {
   cancelledResult,
   deadlineOf,
@@ -609,16 +609,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         }
         continue;
       }
-      pending.orphanedSince ??= now;
-      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
-        this.#finish(pending, {
-          result: routerFailure(
-            "backend_unavailable",
-            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
-            true,
-          ),
-        });
-      }
+      const failure = unavailableBackend(pending, backendId, now, this.#unavailableAfterMs);
+      if (failure) this.#finish(pending, { result: failure });
     }
   }
 

@@ -63,3 +63,23 @@ export function holdsAttempt(
     pending?.state === "running" && pending.attempt === attempt && pending.workerId === workerId
   );
 }
+
+/**
+ * A queued execution whose backend has no live worker now: it waits, from
+ * the first check that saw none, up to `unavailableAfterMs`; then it fails
+ * with `backend_unavailable` (retryable). Undefined while it may wait.
+ */
+export function unavailableBackend(
+  pending: { orphanedSince?: number | undefined },
+  backendId: string,
+  now: number,
+  unavailableAfterMs: number,
+): ExecutionResult | undefined {
+  pending.orphanedSince ??= now;
+  if (now - pending.orphanedSince < unavailableAfterMs) return undefined;
+  return routerFailure(
+    "backend_unavailable",
+    `backend ${backendId} has had no live worker for ${unavailableAfterMs} ms`,
+    true,
+  );
+}
