@@ -41,9 +41,9 @@ import {
 } from "./mapping.js";
 import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
-import { EXECUTION_SCHEMA_VERSION, type ExecutionAdapter } from "./types.js";
+import type { ExecutionAdapter } from "./types.js";
 import type { AdapterWorker } from "./worker.js";
-import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerAnnouncement, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runGrpcWorker}. */
 export interface GrpcWorkerOptions {
@@ -124,15 +124,8 @@ class Outbox<T> implements AsyncIterable<T> {
 /** Connect to Trellis over gRPC and run `options.adapter`; resolves once registered. */
 export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const {
-    backendId,
-    capabilities,
-    capacity,
-    heartbeatMs,
-    graceMs,
-    workerId: requestedId,
-    log,
-  } = workerSetup(options);
+  const setup = workerSetup(options);
+  const { backendId, capabilities, capacity, heartbeatMs, graceMs, log } = setup;
   const auth: Interceptor[] = options.apiKey
     ? [
         (next) => (req) => {
@@ -160,18 +153,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
     over: boolean;
   }
   const registration = (): MessageInitShape<typeof ConnectWorkerRequestSchema> => ({
-    worker: {
-      schemaVersion: EXECUTION_SCHEMA_VERSION,
-      workerId: requestedId,
-      backendId,
-      capabilities: capabilitiesToProto(capabilities),
-      capacity,
-      hints: {
-        costPerExecution: options.hints?.costPerExecution ?? 0,
-        latencyMs: options.hints?.latencyMs ?? 0,
-      },
-      heartbeatIntervalMs: heartbeatMs,
-    },
+    worker: workerAnnouncement(setup, options.hints),
   });
   const unaryCalls: SessionCalls = {
     claim: (request) => client.claimWork(request),
@@ -275,8 +257,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
   };
   let current = await open();
   const { workerId } = current;
-  const running = new Map<string, RunningExecution>();
-  let completed = 0;
+  const running = new RunningExecutions();
   let stopping = false;
 
   const heartbeat = setInterval(() => {
@@ -384,13 +365,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       const events = await trailing();
       await held.calls.complete({ work, result: resultToProto(result), events });
     })();
-    running.set(offer.executionId, { abort, done });
-    try {
-      await done;
-    } finally {
-      running.delete(offer.executionId);
-      completed++;
-    }
+    await running.track(offer.executionId, { abort, done });
   };
 
   // Follow the command stream; when the session is lost (the stream ends,
@@ -408,9 +383,7 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
               log.warn("running an offer failed", { error: String(error) }),
             );
           } else if (command.case === "cancel") {
-            running
-              .get(command.value.executionId)
-              ?.abort.abort(new Error(command.value.reason || "canceled"));
+            running.cancel(command.value.executionId, command.value.reason || "canceled");
           }
         }
       } catch (error) {
@@ -441,12 +414,12 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
       return running.size;
     },
     get completed() {
-      return completed;
+      return running.completed;
     },
     async stop(stopOptions = {}) {
       if (stopping) return;
       stopping = true;
-      await drainExecutions(running, stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
+      await running.drain(stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
       await client
         .disconnectWorker({ workerId: current.workerId, session: current.session })
         .catch(() => undefined);

@@ -3,8 +3,13 @@ import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { createLogger, type Logger } from "@trellis/runtime";
 import { BACKEND_ID_PATTERN } from "./define-adapter.js";
+import { capabilitiesToProto } from "./mapping/negotiation.js";
 import { capabilitiesOf, capabilityProblems } from "./negotiation.js";
-import type { ExecutionAdapter, ExecutionCapabilities } from "./types.js";
+import {
+  EXECUTION_SCHEMA_VERSION,
+  type ExecutionAdapter,
+  type ExecutionCapabilities,
+} from "./types.js";
 import { toToken } from "./wire.js";
 
 /** The options both worker kinds share. */
@@ -64,6 +69,32 @@ export function workerSetup(options: WorkerBasics): WorkerSetup {
   };
 }
 
+/** Routing hints a worker gives: relative cost per execution, typical latency. */
+export interface WorkerHints {
+  costPerExecution?: number;
+  latencyMs?: number;
+}
+
+/**
+ * How a worker describes itself to the routers: the fields of its
+ * registration both kinds send alike (the NATS worker adds its load and
+ * whether it is leaving).
+ */
+export function workerAnnouncement(setup: WorkerSetup, hints: WorkerHints | undefined) {
+  return {
+    schemaVersion: EXECUTION_SCHEMA_VERSION,
+    workerId: setup.workerId,
+    backendId: setup.backendId,
+    capabilities: capabilitiesToProto(setup.capabilities),
+    capacity: setup.capacity,
+    hints: {
+      costPerExecution: hints?.costPerExecution ?? 0,
+      latencyMs: hints?.latencyMs ?? 0,
+    },
+    heartbeatIntervalMs: setup.heartbeatMs,
+  };
+}
+
 /** An execution a worker runs now. */
 export interface RunningExecution {
   abort: AbortController;
@@ -90,4 +121,41 @@ export async function drainExecutions(
   }, graceMs);
   await all;
   clearTimeout(timer);
+}
+
+/** The executions a worker runs now, and how many it has finished. */
+export class RunningExecutions {
+  readonly #running = new Map<string, RunningExecution>();
+  #completed = 0;
+
+  /** Executions running now. */
+  get size(): number {
+    return this.#running.size;
+  }
+
+  /** Executions finished (any outcome). */
+  get completed(): number {
+    return this.#completed;
+  }
+
+  /** Hold the execution as running until it is done, then count it finished. */
+  async track(executionId: string, execution: RunningExecution): Promise<void> {
+    this.#running.set(executionId, execution);
+    try {
+      await execution.done;
+    } finally {
+      this.#running.delete(executionId);
+      this.#completed++;
+    }
+  }
+
+  /** Abort a running execution (the router canceled it); one not running here is ignored. */
+  cancel(executionId: string, reason: string): void {
+    this.#running.get(executionId)?.abort.abort(new Error(reason));
+  }
+
+  /** {@link drainExecutions} of those running now. */
+  drain(graceMs: number, options: { ignoreFailures?: boolean } = {}): Promise<void> {
+    return drainExecutions(this.#running, graceMs, options);
+  }
 }

@@ -35,7 +35,6 @@ import {
 import { connectNats, type NatsSecurity } from "@trellis/eventlog";
 import { extractTraceContext, type Logger, withSpan } from "@trellis/runtime";
 import {
-  capabilitiesToProto,
   contractInvalid,
   eventToProto,
   negotiationToProto,
@@ -44,13 +43,12 @@ import {
 } from "./mapping.js";
 import { negotiateWith } from "./negotiation.js";
 import { runExecution } from "./run-execution.js";
-import {
-  EXECUTION_SCHEMA_VERSION,
-  type ExecutionAdapter,
-  type ExecutionEvent,
-  type ExecutionNegotiation,
-  type ExecutionResult,
-  type VaultGrant,
+import type {
+  ExecutionAdapter,
+  ExecutionEvent,
+  ExecutionNegotiation,
+  ExecutionResult,
+  VaultGrant,
 } from "./types.js";
 import {
   ensureBackendConsumer,
@@ -60,7 +58,7 @@ import {
   type WireNames,
   wireNames,
 } from "./wire.js";
-import { drainExecutions, type RunningExecution, workerSetup } from "./worker-setup.js";
+import { RunningExecutions, workerAnnouncement, workerSetup } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -111,8 +109,8 @@ function delay(ms: number): Promise<void> {
 /** Start a worker for `options.adapter`; resolves once it is registered and pulling. */
 export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> {
   const { adapter } = options;
-  const { backendId, capabilities, capacity, heartbeatMs, graceMs, workerId, log } =
-    workerSetup(options);
+  const setup = workerSetup(options);
+  const { backendId, capabilities, capacity, heartbeatMs, graceMs, workerId, log } = setup;
   const claimTimeoutMs = options.claimTimeoutMs ?? 2000;
   const names: WireNames = wireNames(options.prefix);
   const nc =
@@ -131,25 +129,15 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
   };
   let consumer = await setUp();
 
-  const running = new Map<string, RunningExecution>();
-  let completed = 0;
+  const running = new RunningExecutions();
   let stopping = false;
 
   const registration = (leaving: boolean) =>
     toBinary(
       WorkerRegistrationSchema,
       create(WorkerRegistrationSchema, {
-        schemaVersion: EXECUTION_SCHEMA_VERSION,
-        workerId,
-        backendId,
-        capabilities: capabilitiesToProto(capabilities),
-        capacity,
+        ...workerAnnouncement(setup, options.hints),
         inFlight: running.size,
-        hints: {
-          costPerExecution: options.hints?.costPerExecution ?? 0,
-          latencyMs: options.hints?.latencyMs ?? 0,
-        },
-        heartbeatIntervalMs: heartbeatMs,
         leaving,
       }),
     );
@@ -162,9 +150,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
       callback: (_err, msg) => {
         try {
           const notice = fromBinary(CancelNoticeSchema, msg.data);
-          running
-            .get(notice.executionId)
-            ?.abort.abort(new Error(notice.reason || "canceled by the router"));
+          running.cancel(notice.executionId, notice.reason || "canceled by the router");
         } catch (error) {
           log.warn("ignoring an unreadable cancel notice", { error: String(error) });
         }
@@ -332,13 +318,7 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
         await deliver(item, result);
       },
     );
-    running.set(item.executionId, { abort, done });
-    try {
-      await done;
-    } finally {
-      running.delete(item.executionId);
-      completed++;
-    }
+    await running.track(item.executionId, { abort, done });
   };
 
   const slot = async (): Promise<void> => {
@@ -373,18 +353,18 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
       return running.size;
     },
     get completed() {
-      return completed;
+      return running.completed;
     },
     async stop(stopOptions = {}) {
       if (stopping) return;
       stopping = true;
       beat(); // leaving: routers stop placing work here at once
-      await drainExecutions(running, stopOptions.graceMs ?? graceMs);
+      await running.drain(stopOptions.graceMs ?? graceMs);
       await Promise.all(slots);
       clearInterval(heartbeat);
       for (const sub of subscriptions) sub.unsubscribe();
       if (ownsConnection) await nc.drain().catch(() => undefined);
-      log.info("adapter worker stopped", { completed });
+      log.info("adapter worker stopped", { completed: running.completed });
     },
   };
 }

@@ -1,7 +1,7 @@
 // What both worker kinds check and settle before they connect.
 import { describe, expect, it } from "vitest";
 import type { ExecutionAdapter, ExecutionCapabilities } from "../src/index.js";
-import { drainExecutions, workerSetup } from "../src/worker-setup.js";
+import { drainExecutions, RunningExecutions, workerSetup } from "../src/worker-setup.js";
 
 const adapter = (backendId: string, capabilities?: unknown): ExecutionAdapter => ({
   backendId,
@@ -72,5 +72,32 @@ describe("drainExecutions", () => {
     await expect(
       drainExecutions(failing(), 1000, { ignoreFailures: true }),
     ).resolves.toBeUndefined();
+  });
+});
+
+describe("RunningExecutions", () => {
+  it("holds an execution until it is done, counts it finished, and cancels by id", async () => {
+    const running = new RunningExecutions();
+    const abort = new AbortController();
+    const done = new Promise<void>((resolve) =>
+      abort.signal.addEventListener("abort", () => resolve()),
+    );
+    const tracked = running.track("e1", { abort, done });
+    expect([running.size, running.completed]).toEqual([1, 0]);
+    running.cancel("other", "not this one");
+    expect(abort.signal.aborted).toBe(false);
+    running.cancel("e1", "canceled by the router");
+    await tracked;
+    expect(String(abort.signal.reason)).toContain("canceled by the router");
+    expect([running.size, running.completed]).toEqual([0, 1]);
+  });
+
+  it("counts a failed execution finished and passes its failure on", async () => {
+    const running = new RunningExecutions();
+    const done = Promise.reject(new Error("boom"));
+    await expect(running.track("e1", { abort: new AbortController(), done })).rejects.toThrow(
+      "boom",
+    );
+    expect([running.size, running.completed]).toEqual([0, 1]);
   });
 });

@@ -161,14 +161,7 @@ export function createErrorInterceptor(
       if (!res.stream) return res;
       return { ...res, message: mapStreamErrors(res.message, logger, req, limits) };
     } catch (error) {
-      throw toWireError(
-        error,
-        logger,
-        `${req.service.typeName}/${req.method.name}`,
-        req.contextValues.get(requestIdKey),
-        req.signal,
-        limits,
-      );
+      throw callError(error, logger, req, limits);
     }
   };
 }
@@ -182,13 +175,23 @@ async function* mapStreamErrors<T>(
   try {
     yield* source;
   } catch (error) {
-    throw toWireError(
-      error,
-      logger,
-      `${req.service.typeName}/${req.method.name}`,
-      req.contextValues.get(requestIdKey),
-      req.signal,
-      limits,
-    );
+    throw callError(error, logger, req, limits);
   }
+}
+
+/** {@link toWireError} for an error of the call `req`. */
+function callError(
+  error: unknown,
+  logger: Logger,
+  req: UnaryRequest | StreamRequest,
+  limits: RequestLimits,
+): ConnectError {
+  return toWireError(
+    error,
+    logger,
+    `${req.service.typeName}/${req.method.name}`,
+    req.contextValues.get(requestIdKey),
+    req.signal,
+    limits,
+  );
 }

@@ -201,29 +201,25 @@ export function createReflectionImpls(index: () => ReflectionIndex): {
   v1alpha: ServiceImpl<typeof reflectionV1alpha.ServerReflection>;
 } {
   return {
-    v1: {
-      async *serverReflectionInfo(requests) {
-        const sent = new Set<string>();
-        for await (const req of requests) {
-          yield {
-            validHost: req.host,
-            originalRequest: req,
-            messageResponse: index().answer(req.messageRequest, sent),
-          };
-        }
-      },
-    },
-    v1alpha: {
-      async *serverReflectionInfo(requests) {
-        const sent = new Set<string>();
-        for await (const req of requests) {
-          yield {
-            validHost: req.host,
-            originalRequest: req,
-            messageResponse: index().answer(req.messageRequest, sent),
-          };
-        }
-      },
-    },
+    v1: { serverReflectionInfo: (requests) => answerEach(index, requests) },
+    v1alpha: { serverReflectionInfo: (requests) => answerEach(index, requests) },
   };
+}
+
+/**
+ * One reflection stream, of either version (they ask and answer alike):
+ * each request answered from the index; a file is sent once per stream.
+ */
+async function* answerEach<Request extends { host: string; messageRequest: Question }>(
+  index: () => ReflectionIndex,
+  requests: AsyncIterable<Request>,
+): AsyncGenerator<{ validHost: string; originalRequest: Request; messageResponse: Answer }> {
+  const sent = new Set<string>();
+  for await (const req of requests) {
+    yield {
+      validHost: req.host,
+      originalRequest: req,
+      messageResponse: index().answer(req.messageRequest, sent),
+    };
+  }
 }

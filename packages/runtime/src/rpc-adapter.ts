@@ -228,90 +228,89 @@ export function createRpcHandler(
     header: Headers,
     call: CallInfo,
   ): UniversalServerResponse {
-    let error: ConnectError;
-    let status = res.status;
-    if (res.status === 415) {
-      error = fail(
-        new ConnectError(
-          "unsupported content type; use application/json, application/proto, application/connect+json, application/connect+proto, application/grpc or application/grpc-web",
-          Code.InvalidArgument,
-        ),
-        call,
+    const mistake = requestMistake(res.status, call);
+    if (mistake !== undefined) {
+      // 505: a bidirectional stream needs HTTP/2; it is the request that is wrong, not the server.
+      const status = res.status === 505 ? 400 : res.status;
+      return jsonErrorResponse(
+        fail(new ConnectError(mistake, Code.InvalidArgument), call),
+        status,
+        header,
       );
-    } else if (res.status === 405) {
-      error = fail(
-        new ConnectError(
-          "HTTP method not allowed for this RPC; use POST (GET only for side-effect-free unary methods over Connect)",
-          Code.InvalidArgument,
-        ),
-        call,
-      );
-    } else if (res.status === 505) {
-      // A bidirectional stream needs HTTP/2; it is the request that is wrong, not the server.
-      error = fail(
-        new ConnectError(
-          `${call.rpc} is a bidirectional stream: call it over HTTP/2 (got HTTP/${call.httpVersion})`,
-          Code.InvalidArgument,
-        ),
-        call,
-      );
-      status = 400;
-    } else {
-      error = fail(new ConnectError(`request refused (HTTP ${res.status})`, Code.Unknown), call);
-      status = codeToHttpStatus(error.code);
     }
-    return jsonErrorResponse(error, status, header);
+    const error = fail(
+      new ConnectError(`request refused (HTTP ${res.status})`, Code.Unknown),
+      call,
+    );
+    return jsonErrorResponse(error, codeToHttpStatus(error.code), header);
+  }
+
+  /** What the client got wrong when Connect refused with `status` (415, 405, 505), else undefined. */
+  function requestMistake(status: number, call: CallInfo): string | undefined {
+    switch (status) {
+      case 415:
+        return "unsupported content type; use application/json, application/proto, application/connect+json, application/connect+proto, application/grpc or application/grpc-web";
+      case 405:
+        return "HTTP method not allowed for this RPC; use POST (GET only for side-effect-free unary methods over Connect)";
+      case 505:
+        return `${call.rpc} is a bidirectional stream: call it over HTTP/2 (got HTTP/${call.httpVersion})`;
+      default:
+        return undefined;
+    }
   }
 
   /** Rewrite the end-of-stream frame of a Connect stream. */
-  async function* rewriteEndStream(
+  function rewriteEndStream(
     body: AsyncIterable<Uint8Array>,
     header: Headers,
     call: CallInfo,
   ): AsyncGenerator<Uint8Array> {
-    for await (const chunk of body) {
-      const flags = chunk[0] ?? 0;
-      if ((flags & endStreamFlag) !== endStreamFlag || chunk.byteLength < 5) {
-        yield chunk;
-        continue;
-      }
+    return rewriteFlaggedFrames(body, endStreamFlag, async (chunk) => {
       const data = await frameData(chunk, header.get("connect-content-encoding"));
       let end: ReturnType<typeof endStreamFromJson>;
       try {
         end = endStreamFromJson(data);
       } catch {
-        yield chunk;
-        continue;
+        return undefined;
       }
-      if (end.error === undefined || errorDetailOf(end.error) !== undefined) {
-        yield chunk;
-        continue;
-      }
-      yield encodeEnvelope(
+      if (end.error === undefined || errorDetailOf(end.error) !== undefined) return undefined;
+      return encodeEnvelope(
         endStreamFlag,
         endStream.serialize({ metadata: end.metadata, error: fail(end.error, call) }),
       );
-    }
+    });
   }
 
   /** Rewrite the trailer frame of a gRPC-Web response. */
-  async function* rewriteGrpcWebTrailer(
+  function rewriteGrpcWebTrailer(
     body: AsyncIterable<Uint8Array>,
     header: Headers,
     call: CallInfo,
   ): AsyncGenerator<Uint8Array> {
+    return rewriteFlaggedFrames(body, trailerFlag, async (chunk) => {
+      const trailer = trailerParse(await frameData(chunk, header.get("grpc-encoding")));
+      if (!retypeTrailer(trailer, call)) return undefined;
+      return encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+    });
+  }
+
+  /**
+   * Pass a framed body through, giving each whole frame that carries `flag`
+   * (a Connect end-of-stream, a gRPC-Web trailer) to `rewrite`: the frame to
+   * send instead, or undefined to send it as it is.
+   */
+  async function* rewriteFlaggedFrames(
+    body: AsyncIterable<Uint8Array>,
+    flag: number,
+    rewrite: (frame: Uint8Array) => Promise<Uint8Array | undefined>,
+  ): AsyncGenerator<Uint8Array> {
     for await (const chunk of body) {
       const flags = chunk[0] ?? 0;
-      if ((flags & trailerFlag) !== trailerFlag || chunk.byteLength < 5) {
+      if ((flags & flag) !== flag || chunk.byteLength < 5) {
         yield chunk;
         continue;
       }
-      const trailer = trailerParse(await frameData(chunk, header.get("grpc-encoding")));
-      if (!retypeTrailer(trailer, call)) {
-        yield chunk;
-        continue;
-      }
-      yield encodeEnvelope(trailerFlag, trailerSerialize(trailer));
+      yield (await rewrite(chunk)) ?? chunk;
     }
   }
 

@@ -3,7 +3,15 @@
  * `traceparent` carried through Connect headers and NATS message headers, a
  * server span per RPC and a client span per outgoing call.
  */
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import {
+  Code,
+  ConnectError,
+  type Interceptor,
+  type StreamRequest,
+  type StreamResponse,
+  type UnaryRequest,
+  type UnaryResponse,
+} from "@connectrpc/connect";
 import {
   type Context,
   context,
@@ -464,6 +472,31 @@ function traceStream<T>(
 }
 
 /**
+ * Make the call with its span active: the span ends with a unary call, or
+ * with the response stream ({@link traceStream}), recording how it ended.
+ */
+async function callInSpan(
+  next: Parameters<Interceptor>[0],
+  req: UnaryRequest | StreamRequest,
+  span: Span,
+  ctx: Context,
+  kind: SpanKind,
+): Promise<UnaryResponse | StreamResponse> {
+  let res: UnaryResponse | StreamResponse;
+  try {
+    res = await context.with(ctx, next, undefined, req);
+  } catch (error) {
+    finishError(span, error, kind);
+    throw error;
+  }
+  if (!res.stream) {
+    finishOk(span);
+    return res;
+  }
+  return { ...res, message: traceStream(res.message, span, ctx, kind, req.signal) };
+}
+
+/**
  * Server interceptor: one SERVER span per RPC, child of the caller's
  * `traceparent` when present, active while the handler runs (so logs and
  * outgoing calls see it). Also puts the call's request id into the
@@ -486,21 +519,7 @@ export function createServerTracingInterceptor(
     let ctx = trace.setSpan(parent, span);
     const requestId = req.contextValues.get(requestIdKey);
     if (requestId !== "") ctx = contextWithRequestId(ctx, requestId);
-    let res: Awaited<ReturnType<typeof next>>;
-    try {
-      res = await context.with(ctx, next, undefined, req);
-    } catch (error) {
-      finishError(span, error, SpanKind.SERVER);
-      throw error;
-    }
-    if (!res.stream) {
-      finishOk(span);
-      return res;
-    }
-    return {
-      ...res,
-      message: traceStream(res.message, span, ctx, SpanKind.SERVER, req.signal),
-    };
+    return callInSpan(next, req, span, ctx, SpanKind.SERVER);
   };
 }
 
@@ -529,21 +548,7 @@ export function createClientTracingInterceptor(
     if (requestId !== undefined && !req.header.has(requestIdHeader)) {
       req.header.set(requestIdHeader, requestId);
     }
-    let res: Awaited<ReturnType<typeof next>>;
-    try {
-      res = await context.with(ctx, next, undefined, req);
-    } catch (error) {
-      finishError(span, error, SpanKind.CLIENT);
-      throw error;
-    }
-    if (!res.stream) {
-      finishOk(span);
-      return res;
-    }
-    return {
-      ...res,
-      message: traceStream(res.message, span, ctx, SpanKind.CLIENT, req.signal),
-    };
+    return callInSpan(next, req, span, ctx, SpanKind.CLIENT);
   };
 }
 

@@ -8,8 +8,11 @@ import { existsSync, readFileSync } from "node:fs";
 import {
   DiscardPolicy,
   JetStreamApiError,
+  type JetStreamClient,
   JetStreamError,
   type JetStreamManager,
+  jetstream,
+  jetstreamManager,
   RetentionPolicy,
   StorageType,
   type StreamConfig,
@@ -25,6 +28,7 @@ import {
   type Status,
 } from "@nats-io/transport-node";
 import { isTrellisError, TrellisError } from "@trellis/runtime";
+import { validateSubjectPrefix } from "../address.js";
 import { unavailable } from "../errors.js";
 
 /** Options of {@link connectNats}. */
@@ -207,6 +211,48 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 /** The stream name for a subject prefix: `trellis` + `EVENTS` → `TRELLIS_EVENTS`. */
 export function streamNameFor(prefix: string, suffix: string): string {
   return `${prefix.replaceAll(".", "_").toUpperCase()}_${suffix}`;
+}
+
+/** Where a JetStream adapter keeps its messages: a subject prefix and a stream. */
+export interface PrefixedStreamOptions extends StreamOptions {
+  connection: NatsConnection;
+  /** First subject token(s) (default `"trellis"`). */
+  prefix?: string;
+  /** Stream name (default `<PREFIX>_<SUFFIX>`). */
+  streamName?: string;
+  /** JetStream API and publish timeout (default 5000 ms). */
+  requestTimeoutMs?: number;
+}
+
+/** The stream an adapter opened, and its JetStream clients. */
+export interface PrefixedStream {
+  prefix: string;
+  streamName: string;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+}
+
+/**
+ * Connect to JetStream and create (or update) the stream of one kind of
+ * message under the prefix: `<prefix>.<kind>.>`, in `<PREFIX>_<suffix>`
+ * unless a stream name is given. Failures are thrown as {@link natsError}s.
+ */
+export async function openPrefixedStream(
+  options: PrefixedStreamOptions,
+  kind: string,
+  suffix: string,
+): Promise<PrefixedStream> {
+  const prefix = options.prefix ?? "trellis";
+  validateSubjectPrefix(prefix);
+  const streamName = options.streamName ?? streamNameFor(prefix, suffix);
+  const timeout = options.requestTimeoutMs ?? 5000;
+  try {
+    const jsm = await jetstreamManager(options.connection, { timeout });
+    await ensureStream(jsm, streamName, `${prefix}.${kind}.>`, options);
+    return { prefix, streamName, js: jetstream(options.connection, { timeout }), jsm };
+  } catch (err) {
+    throw natsError(err);
+  }
 }
 
 /**

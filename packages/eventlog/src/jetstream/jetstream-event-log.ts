@@ -7,8 +7,6 @@ import {
   type JetStreamClient,
   type JetStreamManager,
   type JsMsg,
-  jetstream,
-  jetstreamManager,
   type StoredMsg,
 } from "@nats-io/jetstream";
 import { headers, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
@@ -22,7 +20,6 @@ import {
   subjectMatches,
   validateEvents,
   validateFilter,
-  validateSubjectPrefix,
 } from "../address.js";
 import {
   closedError,
@@ -48,10 +45,10 @@ import { formatTraceparent, parseTraceparent } from "../trace.js";
 import {
   ConnectionWatch,
   closeConnection,
-  ensureStream,
   natsError,
+  openPrefixedStream,
+  type PrefixedStream,
   type StreamOptions,
-  streamNameFor,
   withTimeout,
 } from "./connection.js";
 import { consumeDurable } from "./durable.js";
@@ -168,18 +165,12 @@ export class JetStreamEventLog implements EventLog {
   readonly #live = new Set<{ end(): void }>();
   #closed = false;
 
-  private constructor(
-    options: JetStreamEventLogOptions,
-    prefix: string,
-    streamName: string,
-    js: JetStreamClient,
-    jsm: JetStreamManager,
-  ) {
-    this.prefix = prefix;
-    this.streamName = streamName;
+  private constructor(options: JetStreamEventLogOptions, stream: PrefixedStream) {
+    this.prefix = stream.prefix;
+    this.streamName = stream.streamName;
     this.#nc = options.connection;
-    this.#js = js;
-    this.#jsm = jsm;
+    this.#js = stream.js;
+    this.#jsm = stream.jsm;
     this.#watch = new ConnectionWatch(options.connection);
     this.#ownsConnection = options.ownsConnection ?? false;
     this.#pingTimeoutMs = options.pingTimeoutMs ?? 2000;
@@ -188,18 +179,7 @@ export class JetStreamEventLog implements EventLog {
 
   /** Connect to JetStream and create (or update) the stream. */
   static async open(options: JetStreamEventLogOptions): Promise<JetStreamEventLog> {
-    const prefix = options.prefix ?? "trellis";
-    validateSubjectPrefix(prefix);
-    const streamName = options.streamName ?? streamNameFor(prefix, "EVENTS");
-    const timeout = options.requestTimeoutMs ?? 5000;
-    try {
-      const jsm = await jetstreamManager(options.connection, { timeout });
-      await ensureStream(jsm, streamName, `${prefix}.events.>`, options);
-      const js = jetstream(options.connection, { timeout });
-      return new JetStreamEventLog(options, prefix, streamName, js, jsm);
-    } catch (err) {
-      throw natsError(err);
-    }
+    return new JetStreamEventLog(options, await openPrefixedStream(options, "events", "EVENTS"));
   }
 
   // ── append ────────────────────────────────────────────────────────────────

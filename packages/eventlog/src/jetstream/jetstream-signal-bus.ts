@@ -1,27 +1,16 @@
 import { createHash } from "node:crypto";
 import type { JsonValue } from "@bufbuild/protobuf";
-import {
-  type JetStreamClient,
-  type JetStreamManager,
-  jetstream,
-  jetstreamManager,
-  type StoredMsg,
-} from "@nats-io/jetstream";
+import type { JetStreamClient, JetStreamManager, StoredMsg } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  encodeToken,
-  signalTokens,
-  validateSignalPrefix,
-  validateSubjectPrefix,
-} from "../address.js";
+import { encodeToken, signalTokens, validateSignalPrefix } from "../address.js";
 import { closedError, invalidRequest } from "../errors.js";
 import type { ReceivedSignal, Signal, SignalBus, SignalSubscribeOptions } from "../event-log.js";
 import {
   closeConnection,
-  ensureStream,
   natsError,
+  openPrefixedStream,
+  type PrefixedStream,
   type StreamOptions,
-  streamNameFor,
 } from "./connection.js";
 import { consumeDurable } from "./durable.js";
 
@@ -80,40 +69,18 @@ export class JetStreamSignalBus implements SignalBus {
   readonly #live = new Set<{ end(): void }>();
   #closed = false;
 
-  private constructor(
-    options: JetStreamSignalBusOptions,
-    prefix: string,
-    streamName: string,
-    js: JetStreamClient,
-    jsm: JetStreamManager,
-  ) {
-    this.prefix = prefix;
-    this.streamName = streamName;
+  private constructor(options: JetStreamSignalBusOptions, stream: PrefixedStream) {
+    this.prefix = stream.prefix;
+    this.streamName = stream.streamName;
     this.#nc = options.connection;
-    this.#js = js;
-    this.#jsm = jsm;
+    this.#js = stream.js;
+    this.#jsm = stream.jsm;
     this.#ownsConnection = options.ownsConnection ?? false;
   }
 
   /** Connect to JetStream and create (or update) the signal stream. */
   static async open(options: JetStreamSignalBusOptions): Promise<JetStreamSignalBus> {
-    const prefix = options.prefix ?? "trellis";
-    validateSubjectPrefix(prefix);
-    const streamName = options.streamName ?? streamNameFor(prefix, "SIGNALS");
-    const timeout = options.requestTimeoutMs ?? 5000;
-    try {
-      const jsm = await jetstreamManager(options.connection, { timeout });
-      await ensureStream(jsm, streamName, `${prefix}.signals.>`, options);
-      return new JetStreamSignalBus(
-        options,
-        prefix,
-        streamName,
-        jetstream(options.connection, { timeout }),
-        jsm,
-      );
-    } catch (err) {
-      throw natsError(err);
-    }
+    return new JetStreamSignalBus(options, await openPrefixedStream(options, "signals", "SIGNALS"));
   }
 
   async deliver(input: { signalId: string; deliveryId?: string; payload: JsonValue }): Promise<{

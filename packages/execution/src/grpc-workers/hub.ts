@@ -22,14 +22,27 @@ import {
   type ExecutionEvent,
   type ExecutionNegotiation,
   type ExecutionResult,
-  effectiveRequirements,
   requestToProto,
   timeoutResult,
   type VaultGrant,
   vaultGrantsToProto,
 } from "@trellis/adapter-sdk";
 import type { Logger } from "@trellis/runtime";
-import { afterLostWorker, holdsAttempt, routerFailure } from "../routing/lease.js";
+import {
+  afterLostWorker,
+  holdsAttempt,
+  routerFailure,
+  unavailableBackend,
+} from "../routing/lease.js";
+import {
+  cancelledResult,
+  deadlineOf,
+  emitRouted,
+  type PendingExecution,
+  resultAfterDeadline,
+  stopWatching,
+  watchDeadlineAndCancel,
+} from "../routing/pending-execution.js";
 import type { BackendRegistry } from "../routing/registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "../routing/router.js";
 import {
@@ -64,7 +77,7 @@ export interface LocalWorkerHubOptions {
   logger?: Logger;
 }
 
-interface Pending {
+interface Pending extends PendingExecution {
   plan: HubPlan;
   attempt: number;
   state: "queued" | "running" | "done";
@@ -171,22 +184,11 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         this.#requeue(pending);
         continue;
       }
-      const decision = afterLostWorker({
-        safeToRetry: pending.plan.request.agent.safeToRetry === true,
-        attempt: pending.attempt,
-        maxAttempts: this.#maxAttempts,
-        workerId: session.workerId,
-        backendId: session.backendId,
-      });
+      const decision = afterLostWorker(pending, session, this.#maxAttempts, this.#logger);
       if (!decision.retry) {
         this.#finish(pending, { result: decision.result });
         continue;
       }
-      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
-        execution_id: pending.plan.executionId,
-        worker_id: session.workerId,
-        attempt: pending.attempt + 1,
-      });
       pending.attempt++;
       this.#requeue(pending);
     }
@@ -218,20 +220,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     pending.workerId = session.workerId;
     pending.orphanedSince = undefined;
     session.running.set(work.executionId, work.attempt);
-    const router = pending.plan.negotiation;
-    const reasons = [...router.reasons, ...negotiation.reasons].filter(
-      (r, i, all) =>
-        r.severity !== "blocking" &&
-        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
-    );
-    pending.plan.emit({
-      kind: "routed",
-      backendId: pending.plan.view.backendId,
-      workerId: session.workerId,
-      attempt: pending.attempt,
-      degraded: router.degraded || negotiation.degraded,
-      reasons,
-    });
+    emitRouted(pending, session.workerId, negotiation);
     if (pending.plan.request.signal.aborted) this.#cancel(pending, "canceled by the caller");
     return { granted: true, reason: "" };
   }
@@ -239,10 +228,7 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   events(session: WorkerSession, work: WorkAttempt, events: ExecutionEvent[]): boolean {
     const pending = this.#current(session, work);
     if (!pending) return false;
-    for (const event of events) {
-      if (event.kind === "turn_finished" || event.kind === "routed") continue;
-      pending.plan.emit(event);
-    }
+    relayProgress(pending, events);
     return true;
   }
 
@@ -254,17 +240,9 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   ): Promise<boolean> {
     const pending = this.#current(session, work);
     if (!pending) return false;
-    for (const event of trailing) {
-      if (event.kind === "turn_finished" || event.kind === "routed") continue;
-      pending.plan.emit(event);
-    }
+    relayProgress(pending, trailing);
     session.running.delete(work.executionId);
-    this.#finish(pending, {
-      result:
-        pending.timedOut && result.status === "cancelled"
-          ? timeoutResult(pending.limitMs ?? 0, result.messages)
-          : result,
-    });
+    this.#finish(pending, { result: resultAfterDeadline(pending, result) });
     this.#pump();
     return true;
   }
@@ -287,7 +265,6 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   // ------------------------------------------------------------- dispatcher
 
   dispatch(plan: HubPlan): Promise<DispatchOutcome> {
-    const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
     return new Promise<DispatchOutcome>((resolve) => {
       const pending: Pending = {
         plan,
@@ -296,20 +273,14 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         resolve,
         timers: [],
         onAbort: () => this.#cancel(pending, "canceled by the caller"),
-        ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+        ...deadlineOf(plan),
       };
       this.#pending.set(plan.executionId, pending);
       this.#arm();
-      if (pending.deadline !== undefined) {
-        pending.timers.push(
-          setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
-        );
-      }
-      if (plan.request.signal.aborted) {
-        this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+      if (!watchDeadlineAndCancel(pending, () => this.#timeout(pending))) {
+        this.#finish(pending, { result: cancelledResult() });
         return;
       }
-      plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
       this.#pump();
     });
   }
@@ -390,16 +361,8 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
         pending.orphanedSince = undefined;
         continue;
       }
-      pending.orphanedSince ??= now;
-      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
-        this.#finish(pending, {
-          result: routerFailure(
-            "backend_unavailable",
-            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
-            true,
-          ),
-        });
-      }
+      const failure = unavailableBackend(pending, backendId, now, this.#unavailableAfterMs);
+      if (failure) this.#finish(pending, { result: failure });
     }
     this.#pump();
   }
@@ -425,14 +388,11 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
     if (pending.state === "running") {
       this.#notifyCancel(pending, reason);
       pending.timers.push(
-        setTimeout(
-          () => this.#finish(pending, { result: { status: "cancelled", messages: [] } }),
-          this.#graceMs,
-        ),
+        setTimeout(() => this.#finish(pending, { result: cancelledResult() }), this.#graceMs),
       );
       return;
     }
-    this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+    this.#finish(pending, { result: cancelledResult() });
   }
 
   #notifyCancel(pending: Pending, reason: string): void {
@@ -446,14 +406,20 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
   #finish(pending: Pending, outcome: DispatchOutcome): void {
     if (pending.state === "done") return;
     pending.state = "done";
-    for (const timer of pending.timers) clearTimeout(timer);
-    pending.timers = [];
-    pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
+    stopWatching(pending);
     pending.session?.offered.delete(pending.plan.executionId);
     pending.session?.running.delete(pending.plan.executionId);
     this.#pending.delete(pending.plan.executionId);
     this.#arm();
     pending.resolve(outcome);
+  }
+}
+
+/** A worker's progress goes to the plan; the result and `routed` are the router's to emit. */
+function relayProgress(pending: Pending, events: readonly ExecutionEvent[]): void {
+  for (const event of events) {
+    if (event.kind === "turn_finished" || event.kind === "routed") continue;
+    pending.plan.emit(event);
   }
 }
 

@@ -35,8 +35,6 @@ import {
   type Subscription,
 } from "@nats-io/transport-node";
 import {
-  type ExecutionResult,
-  effectiveRequirements,
   ensureWorkStream,
   eventFromProto,
   negotiationFromProto,
@@ -71,7 +69,16 @@ import {
   type VaultAccessLoader,
   withFingerprints,
 } from "./dispatcher-options.js";
-import { afterLostWorker, holdsAttempt } from "./lease.js";
+import { afterLostWorker, holdsAttempt, routerFailure, unavailableBackend } from "./lease.js";
+import {
+  cancelledResult,
+  deadlineOf,
+  emitRouted,
+  type PendingExecution,
+  resultAfterDeadline,
+  stopWatching,
+  watchDeadlineAndCancel,
+} from "./pending-execution.js";
 import type { BackendRegistry, WorkerEntry } from "./registry.js";
 import type { DispatchOutcome, DispatchPlan, RemoteDispatcher } from "./router.js";
 
@@ -83,7 +90,7 @@ function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
   return h;
 }
 
-interface Pending {
+interface Pending extends PendingExecution {
   plan: DispatchPlan;
   attempt: number;
   state: "queued" | "running" | "done";
@@ -247,10 +254,9 @@ export class JetStreamDispatcher implements RemoteDispatcher {
   dispatch(plan: DispatchPlan): Promise<DispatchOutcome> {
     if (this.#closed) {
       return Promise.resolve({
-        result: this.#failed("backend_unavailable", "the router is shutting down", true),
+        result: routerFailure("backend_unavailable", "the router is shutting down", true),
       });
     }
-    const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
     return new Promise<DispatchOutcome>((resolve, reject) => {
       const pending: Pending = {
         plan,
@@ -260,23 +266,17 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         timers: [],
         trace: injectTraceHeaders({}),
         onAbort: () => this.#cancel(pending, "canceled by the caller"),
-        ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+        ...deadlineOf(plan),
       };
       this.#pending.set(plan.executionId, pending);
       this.#sweep.reset();
-      if (pending.deadline !== undefined) {
-        pending.timers.push(
-          setTimeout(() => this.#timeout(pending), Math.max(0, pending.deadline - Date.now())),
-        );
-      }
-      if (plan.request.signal.aborted) {
-        this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+      if (!watchDeadlineAndCancel(pending, () => this.#timeout(pending))) {
+        this.#finish(pending, { result: cancelledResult() });
         return;
       }
-      plan.request.signal.addEventListener("abort", pending.onAbort, { once: true });
       this.#place(pending).catch((error: unknown) => {
         this.#pending.delete(plan.executionId);
-        this.#clear(pending);
+        stopWatching(pending);
         pending.state = "done";
         reject(error);
       });
@@ -335,7 +335,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
     this.#place(pending, avoid).catch((error: unknown) =>
       this.#finish(pending, {
-        result: this.#failed(
+        result: routerFailure(
           "backend_unavailable",
           `placing the execution again failed: ${String(error)}`,
           true,
@@ -440,20 +440,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     pending.workerId = claim.workerId;
     pending.orphanedSince = undefined;
     pending.unplaced = false;
-    const router = pending.plan.negotiation;
-    const reasons = [...router.reasons, ...negotiation.reasons].filter(
-      (r, i, all) =>
-        r.severity !== "blocking" &&
-        all.findIndex((o) => o.code === r.code && o.message === r.message) === i,
-    );
-    pending.plan.emit({
-      kind: "routed",
-      backendId: pending.plan.view.backendId,
-      workerId: claim.workerId,
-      attempt: pending.attempt,
-      degraded: router.degraded || negotiation.degraded,
-      reasons,
-    });
+    emitRouted(pending, claim.workerId, negotiation);
     answer(true);
   }
 
@@ -546,11 +533,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     const event = eventFromProto(report.body.value, "report.event");
     if (event.kind !== "turn_finished") return;
     this.#progress(pending, report.before);
-    const result =
-      pending.timedOut && event.result.status === "cancelled"
-        ? timeoutResult(pending.limitMs ?? 0, event.result.messages)
-        : event.result;
-    this.#finish(pending, { result });
+    this.#finish(pending, { result: resultAfterDeadline(pending, event.result) });
   }
 
   #current(executionId: string, attempt: number, workerId: string): Pending | undefined {
@@ -566,29 +549,17 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         continue;
       }
       if (pending.state !== "running" || pending.workerId !== worker.workerId) continue;
-      const { plan } = pending;
-      const decision = afterLostWorker({
-        safeToRetry: plan.request.agent.safeToRetry === true,
-        attempt: pending.attempt,
-        maxAttempts: this.#maxAttempts,
-        workerId: worker.workerId,
-        backendId: worker.backendId,
-      });
+      const decision = afterLostWorker(pending, worker, this.#maxAttempts, this.#logger);
       if (!decision.retry) {
         this.#finish(pending, { result: decision.result });
         continue;
       }
-      this.#logger?.warn("worker lost mid-execution; running it again elsewhere", {
-        execution_id: plan.executionId,
-        worker_id: worker.workerId,
-        attempt: pending.attempt + 1,
-      });
       pending.attempt++;
       pending.state = "queued";
       pending.workerId = undefined;
       this.#place(pending).catch((error: unknown) =>
         this.#finish(pending, {
-          result: this.#failed(
+          result: routerFailure(
             "backend_unavailable",
             `re-queuing after a lost worker failed: ${String(error)}`,
             true,
@@ -638,16 +609,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
         }
         continue;
       }
-      pending.orphanedSince ??= now;
-      if (now - pending.orphanedSince >= this.#unavailableAfterMs) {
-        this.#finish(pending, {
-          result: this.#failed(
-            "backend_unavailable",
-            `backend ${backendId} has had no live worker for ${this.#unavailableAfterMs} ms`,
-            true,
-          ),
-        });
-      }
+      const failure = unavailableBackend(pending, backendId, now, this.#unavailableAfterMs);
+      if (failure) this.#finish(pending, { result: failure });
     }
   }
 
@@ -674,14 +637,11 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     if (pending.state === "running" && pending.workerId) {
       this.#notifyCancel(pending, reason);
       pending.timers.push(
-        setTimeout(
-          () => this.#finish(pending, { result: { status: "cancelled", messages: [] } }),
-          this.#graceMs,
-        ),
+        setTimeout(() => this.#finish(pending, { result: cancelledResult() }), this.#graceMs),
       );
       return;
     }
-    this.#finish(pending, { result: { status: "cancelled", messages: [] } });
+    this.#finish(pending, { result: cancelledResult() });
   }
 
   #notifyCancel(pending: Pending, reason: string): void {
@@ -695,20 +655,10 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     );
   }
 
-  #failed(category: string, message: string, retryable: boolean): ExecutionResult {
-    return { status: "failed", messages: [], category, message, retryable };
-  }
-
-  #clear(pending: Pending): void {
-    for (const timer of pending.timers) clearTimeout(timer);
-    pending.timers = [];
-    pending.plan.request.signal.removeEventListener("abort", pending.onAbort);
-  }
-
   #finish(pending: Pending, outcome: DispatchOutcome): void {
     if (pending.state === "done") return;
     pending.state = "done";
-    this.#clear(pending);
+    stopWatching(pending);
     this.#pending.delete(pending.plan.executionId);
     pending.resolve(outcome);
   }
@@ -727,7 +677,7 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     for (const pending of [...this.#pending.values()]) {
       this.#notifyCancel(pending, "the router is shutting down");
       this.#finish(pending, {
-        result: this.#failed("backend_unavailable", "the router shut down mid-execution", true),
+        result: routerFailure("backend_unavailable", "the router shut down mid-execution", true),
       });
     }
     for (const sub of this.#subscriptions) sub.unsubscribe();

@@ -4,6 +4,8 @@
  * fence a worker's message must pass to count.
  */
 import type { ExecutionResult } from "@trellis/adapter-sdk";
+import type { Logger } from "@trellis/runtime";
+import type { DispatchPlan } from "./router.js";
 
 /** A `failed` result of the router itself. */
 export function routerFailure(
@@ -19,18 +21,26 @@ export type LostWorkerDecision = { retry: true } | { retry: false; result: Execu
 
 /**
  * Run it again (attempt + 1) when the agent is safe to retry and attempts
- * are left; else it fails with `worker_lost` (not retryable: the turn may
- * have had effects).
+ * are left (logged: the caller places it again); else it fails with
+ * `worker_lost` (not retryable: the turn may have had effects).
  */
-export function afterLostWorker(options: {
-  safeToRetry: boolean;
-  attempt: number;
-  maxAttempts: number;
-  workerId: string;
-  backendId: string;
-}): LostWorkerDecision {
-  const { safeToRetry, attempt, maxAttempts, workerId, backendId } = options;
-  if (safeToRetry && attempt < maxAttempts) return { retry: true };
+export function afterLostWorker(
+  pending: { plan: DispatchPlan; attempt: number },
+  worker: { workerId: string; backendId: string },
+  maxAttempts: number,
+  logger: Logger | undefined,
+): LostWorkerDecision {
+  const { workerId, backendId } = worker;
+  const { attempt } = pending;
+  const safeToRetry = pending.plan.request.agent.safeToRetry === true;
+  if (safeToRetry && attempt < maxAttempts) {
+    logger?.warn("worker lost mid-execution; running it again elsewhere", {
+      execution_id: pending.plan.executionId,
+      worker_id: workerId,
+      attempt: attempt + 1,
+    });
+    return { retry: true };
+  }
   return {
     retry: false,
     result: routerFailure(
@@ -51,5 +61,25 @@ export function holdsAttempt(
 ): boolean {
   return (
     pending?.state === "running" && pending.attempt === attempt && pending.workerId === workerId
+  );
+}
+
+/**
+ * A queued execution whose backend has no live worker now: it waits, from
+ * the first check that saw none, up to `unavailableAfterMs`; then it fails
+ * with `backend_unavailable` (retryable). Undefined while it may wait.
+ */
+export function unavailableBackend(
+  pending: { orphanedSince?: number | undefined },
+  backendId: string,
+  now: number,
+  unavailableAfterMs: number,
+): ExecutionResult | undefined {
+  pending.orphanedSince ??= now;
+  if (now - pending.orphanedSince < unavailableAfterMs) return undefined;
+  return routerFailure(
+    "backend_unavailable",
+    `backend ${backendId} has had no live worker for ${unavailableAfterMs} ms`,
+    true,
   );
 }

@@ -299,13 +299,7 @@ export function createVaultAccessHandlers(
 ): ServiceImpl<typeof VaultAccessService> {
   return {
     async getAgentVaults(request, context) {
-      if (callerOf(context) !== undefined) {
-        throw new TrellisError({
-          reason: "permission_denied",
-          message: "VaultAccessService is for the services of the mesh only",
-          domain: "adapters",
-        });
-      }
+      refuseUserCalls(context);
       if (!request.workspaceId) throw errors.invalid("workspace_id is required", "workspace_id");
       if (!request.agentId) throw errors.invalid("agent_id is required", "agent_id");
       const vaults = await store.accessFor(request.workspaceId, request.agentId);
@@ -313,17 +307,22 @@ export function createVaultAccessHandlers(
     },
 
     async getAccessToken(request, context) {
-      if (callerOf(context) !== undefined) {
-        throw new TrellisError({
-          reason: "permission_denied",
-          message: "VaultAccessService is for the services of the mesh only",
-          domain: "adapters",
-        });
-      }
+      refuseUserCalls(context);
       if (!request.workspaceId) throw errors.invalid("workspace_id is required", "workspace_id");
       if (!request.vaultId) throw errors.invalid("vault_id is required", "vault_id");
       const token = await store.accessToken(request.workspaceId, request.vaultId);
       return { accessToken: token.accessToken, expiresAt: timestampFromDate(token.expiresAt) };
     },
   };
+}
+
+/** VaultAccessService answers the services of the mesh only: a call with a caller is refused. */
+function refuseUserCalls(context: HandlerContext): void {
+  if (callerOf(context) !== undefined) {
+    throw new TrellisError({
+      reason: "permission_denied",
+      message: "VaultAccessService is for the services of the mesh only",
+      domain: "adapters",
+    });
+  }
 }

@@ -86,14 +86,18 @@ export interface AgentProfile {
   tenantId?: string;
 }
 
-/** Everything {@link buildTaskReceipt} needs. */
-export interface TaskReceiptInput {
+/** What every receipt is issued with: its id, when, by whom and signed with which key, and where. */
+export interface ReceiptIssue {
   receiptId: string;
   issuedAt: Date;
   issuer: IssuerInfo;
   keyId: string;
   workspaceId: string;
   sessionId: string;
+}
+
+/** Everything {@link buildTaskReceipt} needs. */
+export interface TaskReceiptInput extends ReceiptIssue {
   summary: TaskSummary;
   /** The agent when the task started (undefined: same as at the end). */
   agentAtStart?: AgentProfile;
@@ -324,6 +328,24 @@ function replayInput(input: TaskReceiptInput): UnsignedReceipt["replay_input"] {
   };
 }
 
+/** What every receipt opens with: schema, id, subject, issuer and when, and who and where. */
+function receiptHeader(
+  input: ReceiptIssue & { summary: TaskSummary; agent: AgentProfile },
+  subject: UnsignedReceipt["subject"],
+): Pick<
+  UnsignedReceipt,
+  "schema" | "receipt_id" | "subject" | "issuer" | "issued_at" | "identifiers"
+> {
+  return {
+    schema: RECEIPT_SCHEMA,
+    receipt_id: input.receiptId,
+    subject,
+    issuer: issuerOf(input.issuer, input.keyId),
+    issued_at: input.issuedAt.toISOString(),
+    identifiers: identifiersOf(input),
+  };
+}
+
 function jsonFailure(
   failure: Record<string, JsonValue> | undefined,
 ): Record<string, unknown> | null {
@@ -339,12 +361,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
   const cost = costOf(summary, input.prices);
   const limit = agent.budgetLimit;
   return {
-    schema: RECEIPT_SCHEMA,
-    receipt_id: input.receiptId,
-    subject: { object: "task", id: summary.taskId },
-    issuer: issuerOf(input.issuer, input.keyId),
-    issued_at: input.issuedAt.toISOString(),
-    identifiers: identifiersOf(input),
+    ...receiptHeader(input, { object: "task", id: summary.taskId }),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: startedAt,
@@ -390,13 +407,7 @@ export function buildTaskReceipt(input: TaskReceiptInput): UnsignedReceipt {
 }
 
 /** Everything {@link buildApprovalReceipt} needs. */
-export interface ApprovalReceiptInput {
-  receiptId: string;
-  issuedAt: Date;
-  issuer: IssuerInfo;
-  keyId: string;
-  workspaceId: string;
-  sessionId: string;
+export interface ApprovalReceiptInput extends ReceiptIssue {
   /** The approval event's id: the receipt's subject. */
   eventId: string;
   eventHash: Sha256;
@@ -422,12 +433,7 @@ export function buildApprovalReceipt(input: ApprovalReceiptInput): UnsignedRecei
   const { summary, agent, approval } = input;
   const tier = agent.tier ?? DEFAULT_TIER;
   return {
-    schema: RECEIPT_SCHEMA,
-    receipt_id: input.receiptId,
-    subject: { object: "approval", id: input.eventId },
-    issuer: issuerOf(input.issuer, input.keyId),
-    issued_at: input.issuedAt.toISOString(),
-    identifiers: identifiersOf(input),
+    ...receiptHeader(input, { object: "approval", id: input.eventId }),
     lifecycle: {
       ...(summary.createdAt ? { created_at: summary.createdAt } : {}),
       started_at: input.requestedAt ?? input.decidedAt,
