@@ -20,6 +20,7 @@ import {
   PeriodicExportingMetricReader,
   type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
+import { isTrellisError } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { sql, type Transaction } from "kysely";
 import { describe, expect, it } from "vitest";
@@ -173,7 +174,7 @@ export function describeProjectorContract(
       const journal = open(schema);
       const { apply, applied } = await projection(schema);
       let calls = 0;
-      const projector = await project(schema, {
+      await project(schema, {
         journal,
         delayMs: 1000,
         pollIntervalMs: 60_000,
@@ -185,7 +186,6 @@ export function describeProjectorContract(
       for (let i = 0; i < 5; i++) await journal.append([entry(`s${i}`)]);
       await eventually(async () => (await applied()).length === 5, { timeoutMs: 5000 });
       expect(calls).toBeLessThanOrEqual(2);
-      await projector.stop();
     });
 
     it("gathers again after a waiter was served (delayMs)", async () => {
@@ -234,6 +234,17 @@ export function describeProjectorContract(
       await journal.append(Array.from({ length: 32 }, (_, i) => entry(`s${i}`)));
       await eventually(async () => (await applied()).length === 32, { timeoutMs: 10_000 });
       expect(batches).toEqual([32]);
+    });
+
+    it("refuses a delayUntilBacklog that is not a whole number ≥ 1, typed", async () => {
+      const schema = await freshSchema();
+      for (const delayUntilBacklog of [0, -1, 1.5, Number.NaN]) {
+        const refused = await project(schema, { delayUntilBacklog, project: async () => {} }).then(
+          () => undefined,
+          (error: unknown) => error,
+        );
+        expect(isTrellisError(refused) && refused.reason).toBe("invalid_request");
+      }
     });
 
     it("ends a delay once the backlog reaches delayUntilBacklog, one batch", async () => {

@@ -217,7 +217,14 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   const batchSize = options.batchSize ?? 500;
   const pollIntervalMs = options.pollIntervalMs ?? 1000;
   const delayMs = options.delayMs ?? 0;
-  const delayUntilBacklog = BigInt(options.delayUntilBacklog ?? 32);
+  const backlog = options.delayUntilBacklog ?? 32;
+  if (!Number.isSafeInteger(backlog) || backlog < 1) {
+    throw invalidJournalInput(
+      `a projector's delayUntilBacklog must be a whole number ≥ 1, not ${backlog}`,
+      "delayUntilBacklog",
+    );
+  }
+  const delayUntilBacklog = BigInt(backlog);
   const retryMs = options.retryMs ?? 50;
   const maxRetryMs = options.maxRetryMs ?? 5000;
   const onError = options.onError ?? warnBackgroundError;
