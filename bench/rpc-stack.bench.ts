@@ -45,6 +45,16 @@ export interface RpcStackPoint {
 export async function runRpcStackBench(options: RpcStackOptions = {}): Promise<RpcStackPoint[]> {
   const rounds = options.rounds ?? 3;
   const windowMs = options.windowMs ?? 3000;
+  if (!Number.isInteger(rounds) || rounds < 1) {
+    throw new Error(
+      `rpc-stack: rounds (TRELLIS_BENCH_ROUNDS) must be a whole number ≥ 1, not ${rounds}`,
+    );
+  }
+  if (!Number.isInteger(windowMs) || windowMs < 100) {
+    throw new Error(
+      `rpc-stack: the window (TRELLIS_BENCH_WINDOW_MS) must be a whole number of ms ≥ 100, not ${windowMs}`,
+    );
+  }
   const secret = randomBytes(32).toString("hex");
   const credentials = new MeshCredentials(secret);
   const servers = new Map<
