@@ -165,6 +165,9 @@ async function window(
   const countedPositioned = positioned && {
     appendLogged: async (batch: readonly LoggedEvent[], options?: { adopt?: boolean }) =>
       count(await positioned.appendLogged(batch, options)),
+    get lastPosition() {
+      return positioned.lastPosition;
+    },
   };
   const relay =
     mode === "outbox relay"

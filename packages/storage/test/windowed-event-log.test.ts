@@ -455,6 +455,51 @@ describe("windowed in-process log over the outbox", () => {
   });
 });
 
+describe("outbox relay feeding a positioned log", () => {
+  it("marks nothing; rows committed while no relay ran reach the restarted log and its consumers once", async () => {
+    const schema = await freshOutbox();
+    const ws = uniqueName("ws");
+    let embedded = await startEmbedded(schema);
+    const first = await embedded.write(
+      Array.from({ length: 3 }, (_, i) => taskEvent(ws, `task_${i}`)),
+    );
+    await embedded.stop();
+    // Committed with no relay running (a crash before the hand-over).
+    const unrelayed = await database.kysely
+      .transaction()
+      .execute((trx) =>
+        appendToOutbox(trx, schema, [taskEvent(ws, "task_0"), taskEvent(ws, "task_9")]),
+      );
+    // The relay rewrote no row: the log, not the column, says what it holds.
+    const marked = await sql<{ n: string }>`
+      select count(*)::text as n from ${sql.id(schema, "outbox")}
+      where published_at is not null`.execute(database.kysely);
+    expect(marked.rows[0]?.n).toBe("0");
+
+    embedded = await startEmbedded(schema, embedded.positions);
+    const all = [...first, ...unrelayed].map((e) => e.id);
+    expect(ids(await embedded.log.read({ filter: { workspaceId: ws } }))).toEqual(all);
+    // The relay goes on after what the log was rebuilt with.
+    const late = await embedded.write([taskEvent(ws, "task_1", "late")]);
+    const seen: string[] = [];
+    for await (const delivery of embedded.log.consume({
+      name: "each-once",
+      filter: { workspaceId: ws },
+    })) {
+      seen.push(delivery.event.id);
+      await delivery.ack();
+      if (delivery.event.id === late[0]?.id) break;
+    }
+    expect(seen).toEqual([...all, late[0]?.id]);
+    const logged = await embedded.log.read({ filter: { workspaceId: ws } });
+    expect(ids(logged)).toEqual(seen);
+    const rows = await readOutbox(database, schema, { limit: 100 });
+    expect(logged.map((e) => e.position)).toEqual(rows.map((row) => row.position));
+    expect(rows.every((row) => row.publishedAt === null)).toBe(true);
+    await embedded.stop();
+  });
+});
+
 describe("outbox relay: rows handed over with the kick", () => {
   /** A unit of work's hand-over, caught instead of given to a relay. */
   function caughtWriter(schema: string) {
@@ -597,6 +642,9 @@ describe("outbox relay: rows handed over with the kick", () => {
         appendLogged(events, options) {
           received.push(...events);
           return log.appendLogged(events, options);
+        },
+        get lastPosition() {
+          return log.lastPosition;
         },
       },
       logRebuiltFromOutbox: true,

@@ -310,6 +310,15 @@ export class InProcessEventLog implements EventLog {
     }
   }
 
+  /**
+   * The highest position this log has stored (0 when none), whether or not
+   * it is still held in memory: with an archive, every position up to it is
+   * the archive's or this log's (what an outbox relay feeding it starts after).
+   */
+  get lastPosition(): bigint {
+    return this.#journal.lastPosition;
+  }
+
   /** The events held in memory, in position order (a copy of the list; events are shared, treat as read-only). */
   snapshot(): LoggedEvent[] {
     return this.#journal.held().map((e) => ({ event: e.value, position: e.position }));

@@ -66,6 +66,13 @@ export interface OutboxRelayOptions<DB = unknown> {
    * at the next start (embedded mode: `InProcessEventLog.appendLogged`).
    * Needs writers that commit in position order, which PGlite's single
    * connection guarantees.
+   *
+   * Such a log holds every outbox row up to its `lastPosition` (it was
+   * rebuilt from the outbox when it opened), so the relay starts after that
+   * position and writes nothing to the outbox: rows are not marked
+   * published (`published_at` stays null), since the rebuilt log, not the
+   * column, is what says a row reached it. One update per event less — a
+   * chat turn's six outbox rows were each rewritten once to mark them.
    */
   positionedLog?: {
     /** `adopt`: the log may keep the objects (the relay never touches them again). */
@@ -73,6 +80,8 @@ export interface OutboxRelayOptions<DB = unknown> {
       events: readonly LoggedEvent[],
       options?: { adopt?: boolean },
     ): Promise<AppendResult[]>;
+    /** The highest outbox position the log holds (0 when it holds none). */
+    readonly lastPosition: bigint;
   };
   /**
    * LISTEN for the outbox's NOTIFY (default true). Turn it off when every
@@ -352,7 +361,10 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // same snapshot; after that a round only reads the rows after its cursor
   // (an index range scan, no write), and the rows it handed to the log are
   // marked published in bulk at most once per MARK_INTERVAL_MS and at stop.
-  // Reading by cursor is sound only where writers commit in position order
+  // With a positioned log (embedded mode) nothing is marked: the first round
+  // starts after the log's last position, as the log was rebuilt from the
+  // outbox, and a row never handed over before a crash is in the log the
+  // next start rebuilds. Reading by cursor is sound only where writers commit in position order
   // (PGlite: one connection, one transaction at a time),
   // so no row can later appear at or below the cursor. Rows handed over but
   // not yet marked when the process dies are marked and re-appended at the
@@ -466,6 +478,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
       await publish(unsent);
       unsent = undefined;
     }
+    // A positioned log already holds the outbox up to its last position.
+    if (cursor === undefined && positionedLog) cursor = positionedLog.lastPosition;
     let rows: { position: bigint; body: Uint8Array }[];
     const taken = cursor === undefined ? [] : takeHanded(cursor);
     if (taken.length > 0) {
@@ -535,9 +549,10 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     return batch.length;
   }
 
-  // Marks what the cursor passed (and the log holds) as published.
+  // Marks what the cursor passed (and the log holds) as published; nothing
+  // for a positioned log, which says itself what it holds.
   async function markPublished(): Promise<void> {
-    if (cursor === undefined || unsent || cursor <= markedUpTo) return;
+    if (positionedLog || cursor === undefined || unsent || cursor <= markedUpTo) return;
     const upTo = cursor;
     await sql`
       update ${sql.id(schema, "outbox")} set published_at = now()

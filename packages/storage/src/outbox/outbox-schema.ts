@@ -27,7 +27,8 @@ import { assertSchemaName } from "../schema-name.js";
  * - `body` — the complete `trellis.core.v1.Event`, protobuf binary; the other
  *   columns copy some of its fields for querying.
  * - `published_at` — null until the relay has handed the event to the event
- *   log; published rows may be pruned (`pruneOutbox`).
+ *   log; published rows may be pruned (`pruneOutbox`). Embedded mode's relay
+ *   never sets it: there the outbox is the log, rebuilt at every start.
  */
 export interface OutboxTable {
   position: Generated<bigint>;
