@@ -13,6 +13,7 @@ import { dataEvent } from "../domain/events.js";
 import { type SchemaStore, type SchemaStoreOptions, schemaStore } from "./event-writer.js";
 import type { BranchRow, ExtendedDatabase } from "./extended-schema.js";
 import { afterSeq, readPage } from "./paging.js";
+import { visible } from "./store-context.js";
 import type { Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** A branch to record (its fork already made). */
@@ -105,7 +106,7 @@ export class PostgresBranchStore implements BranchStore {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("branch", id);
+    if (!visible(row, scope)) throw notFound("branch", id);
     return toBranch(row);
   }
 

@@ -36,6 +36,7 @@ import type {
 } from "./extended-schema.js";
 import { reserveKey } from "./idempotency-keys.js";
 import { afterSeq, readPage } from "./paging.js";
+import { visible } from "./store-context.js";
 import type { Idempotency, Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** Fields of a new connector (already checked by the domain rules). */
@@ -161,9 +162,7 @@ export class PostgresConnectorStore implements ConnectorStore {
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) {
-      throw notFound("connector", id);
-    }
+    if (!visible(row, scope)) throw notFound("connector", id);
     return toConnector(row);
   }
 
