@@ -19,13 +19,8 @@ import { EventService, SessionService } from "@trellis/contracts/tasks";
 import { callerOf, type ServiceClients } from "@trellis/platform";
 import { errors } from "@trellis/runtime";
 import { isAdmin } from "../domain/scopes.js";
-import { bootstrapFrame, projectorFor } from "../ui/frames.js";
-import {
-  envelopeForTier,
-  formatCursor,
-  type UiTier as ProjectionTier,
-  parseCursor,
-} from "../ui/projection/index.js";
+import { bootstrapFrame, projectorFor, resumedFrames, sessionHistory } from "../ui/frames.js";
+import { type UiTier as ProjectionTier, parseCursor } from "../ui/projection/index.js";
 import { forwardOptions } from "./forwarders.js";
 
 function tierOf(tier: UiTier): ProjectionTier {
@@ -69,53 +64,24 @@ export async function* streamUiEvents(
   }
 
   const events = clients.get(EventService);
-  const history: Event[] = [];
-  for (let after = ""; ; ) {
-    const page = await events.listEvents(
-      { sessionId: session.id, afterEventId: after, limit: 200 },
-      unary,
-    );
-    history.push(...page.events);
-    const last = page.events.at(-1);
-    if (!page.hasMore || last === undefined) break;
-    after = last.id;
-  }
-  const ids = new Set(history.map((e) => e.id));
-  if (cursor && !ids.has(cursor.eventId)) {
-    throw errors.invalid(
-      `cursor ${JSON.stringify(request.cursor)} is not a position in the UI stream of session ${session.id}`,
-      "cursor",
-    );
-  }
   const until = request.untilEventId;
-  if (until !== "" && !ids.has(until)) {
-    throw errors.invalid(
-      `event ${JSON.stringify(until)} is not an event of session ${session.id}`,
-      "until_event_id",
-    );
-  }
+  const { history, ids } = await sessionHistory(events, session, unary, {
+    cursorText: request.cursor,
+    cursor,
+    until: until === "" ? undefined : until,
+    untilField: "until_event_id",
+  });
 
   const boot = bootstrapFrame(session, tier, request.cursor);
   yield { $typeName: "trellis.gateway.v1.StreamUiEventsResponse", envelope: envelope("", boot) };
 
-  const projector = projectorFor(session);
-  let sending = cursor === undefined;
+  const resumed = resumedFrames(projectorFor(session), tier, cursor);
   function* framesOf(event: Event): Generator<StreamUiEventsResponse> {
-    const projected = projector.project(event);
-    let skipThrough = -1;
-    if (!sending) {
-      if (cursor?.eventId !== event.id) return;
-      sending = true;
-      skipThrough = cursor.index ?? Number.POSITIVE_INFINITY;
-    }
-    for (const [index, item] of projected.entries()) {
-      const visible = index > skipThrough ? envelopeForTier(item, tier) : undefined;
-      if (visible) {
-        yield {
-          $typeName: "trellis.gateway.v1.StreamUiEventsResponse",
-          envelope: envelope(formatCursor(event.id, index), visible),
-        };
-      }
+    for (const frame of resumed(event)) {
+      yield {
+        $typeName: "trellis.gateway.v1.StreamUiEventsResponse",
+        envelope: envelope(frame.id ?? "", frame),
+      };
     }
   }
   for (const event of history) {

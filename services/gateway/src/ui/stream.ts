@@ -33,15 +33,16 @@ import type { RestCall } from "../http/context.js";
 import { queryString, visibleSession } from "../http/routes/common.js";
 import { startSse, writeSse } from "../http/sse-stream.js";
 import { type FeedItem, fanoutOf } from "./fanout.js";
-import { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame } from "./frames.js";
 import {
-  envelopeForTier,
-  formatCursor,
-  parseCursor,
-  UI_TIERS,
-  type UiCursor,
-  type UiTier,
-} from "./projection/index.js";
+  bootstrapFrame,
+  framesOf,
+  projectorFor,
+  resumedFrames,
+  sessionHistory,
+  sseOfFrame,
+  type UiFrame,
+} from "./frames.js";
+import { parseCursor, UI_TIERS, type UiCursor, type UiTier } from "./projection/index.js";
 
 export { bootstrapFrame, framesOf, projectorFor, sseOfFrame, type UiFrame };
 
@@ -159,30 +160,12 @@ async function serveStream(
 ): Promise<void> {
   const { res, ports } = call;
   // The history, read before anything is written so a bad cursor is a plain 400.
-  const history: Event[] = [];
-  for (let after = ""; ; ) {
-    const page = await events.listEvents(
-      { sessionId: session.id, afterEventId: after, limit: 200 },
-      call.options(),
-    );
-    history.push(...page.events);
-    const last = page.events.at(-1);
-    if (!page.hasMore || last === undefined) break;
-    after = last.id;
-  }
-  const ids = new Set(history.map((e) => e.id));
-  if (cursor && !ids.has(cursor.eventId)) {
-    throw errors.invalid(
-      `cursor ${JSON.stringify(cursorText)} is not a position in the UI stream of session ${session.id}`,
-      "cursor",
-    );
-  }
-  if (until !== undefined && !ids.has(until)) {
-    throw errors.invalid(
-      `event ${JSON.stringify(until)} is not an event of session ${session.id}`,
-      "until",
-    );
-  }
+  const { history, ids } = await sessionHistory(events, session, call.options(), {
+    cursorText,
+    cursor,
+    until,
+    untilField: "until",
+  });
 
   const abort = new AbortController();
   const onClose = () => abort.abort();
@@ -195,23 +178,9 @@ async function serveStream(
   }, ports.config.TRELLIS_SSE_HEARTBEAT);
   heartbeat.unref();
 
-  const projector = projectorFor(session);
-  // Every event goes through the projector (its state needs the whole log);
-  // nothing is sent until the cursor's envelope has gone by.
-  let sending = cursor === undefined;
+  const resumed = resumedFrames(projectorFor(session), tier, cursor);
   const sendEvent = async (event: Event) => {
-    const envelopes = projector.project(event);
-    let skipThrough = -1;
-    if (!sending) {
-      if (cursor?.eventId !== event.id) return;
-      sending = true;
-      skipThrough = cursor.index ?? Number.POSITIVE_INFINITY;
-    }
-    for (const [index, envelope] of envelopes.entries()) {
-      const visible = index > skipThrough ? envelopeForTier(envelope, tier) : undefined;
-      if (visible)
-        await writeSse(res, sseOfFrame({ id: formatCursor(event.id, index), ...visible }));
-    }
+    for (const frame of resumed(event)) await writeSse(res, sseOfFrame(frame));
   };
 
   try {

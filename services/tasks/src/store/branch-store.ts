@@ -8,13 +8,12 @@ import { create, type JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { type Branch, type BranchKind, BranchSchema } from "@trellis/contracts/tasks";
-import type { Database } from "@trellis/storage";
-import type { Kysely, Transaction } from "kysely";
 import { notFound } from "../domain/errors.js";
 import { dataEvent } from "../domain/events.js";
-import { type EventWriterOptions, writeWithEvents } from "./event-writer.js";
+import { type SchemaStore, type SchemaStoreOptions, schemaStore } from "./event-writer.js";
 import type { BranchRow, ExtendedDatabase } from "./extended-schema.js";
 import { afterSeq, readPage } from "./paging.js";
+import { visible } from "./store-context.js";
 import type { Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** A branch to record (its fork already made). */
@@ -34,10 +33,7 @@ export interface NewBranch {
 }
 
 /** Options of {@link PostgresBranchStore}. */
-export interface BranchStoreOptions extends EventWriterOptions {
-  database: Database<unknown>;
-  schema: string;
-}
+export type BranchStoreOptions = SchemaStoreOptions;
 
 /** The port: branch records (scoped like `TaskStore`). */
 export interface BranchStore {
@@ -49,16 +45,10 @@ export interface BranchStore {
 
 /** {@link BranchStore} on PostgreSQL / PGlite. */
 export class PostgresBranchStore implements BranchStore {
-  readonly #kysely: Kysely<ExtendedDatabase>;
-  readonly #db: Kysely<ExtendedDatabase>;
-  readonly #schema: string;
-  readonly #events: EventWriterOptions;
+  readonly #store: SchemaStore<ExtendedDatabase>;
 
   constructor(options: BranchStoreOptions) {
-    this.#kysely = options.database.kysely as Kysely<ExtendedDatabase>;
-    this.#db = this.#kysely.withSchema(options.schema);
-    this.#schema = options.schema;
-    this.#events = { outbox: options.outbox };
+    this.#store = schemaStore(options);
   }
 
   /**
@@ -66,8 +56,7 @@ export class PostgresBranchStore implements BranchStore {
    * session; recording it again returns the stored one.
    */
   async record(branch: NewBranch, context: WriteContext): Promise<Branch> {
-    await writeWithEvents(this.#kysely, this.#events, async (raw, emit) => {
-      const trx = raw.withSchema(this.#schema) as Transaction<ExtendedDatabase>;
+    await this.#store.write(async (trx, emit) => {
       const inserted = await trx
         .insertInto("branches")
         .values({
@@ -112,12 +101,12 @@ export class PostgresBranchStore implements BranchStore {
 
   /** A branch of the caller's workspace (`resource_not_found` otherwise). */
   async get(id: string, scope?: string): Promise<Branch> {
-    const row = await this.#db
+    const row = await this.#store.db
       .selectFrom("branches")
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) throw notFound("branch", id);
+    if (!visible(row, scope)) throw notFound("branch", id);
     return toBranch(row);
   }
 
@@ -131,7 +120,7 @@ export class PostgresBranchStore implements BranchStore {
       page,
       (window) =>
         afterSeq(
-          this.#db
+          this.#store.db
             .selectFrom("branches")
             .selectAll()
             .where("workspace_id", "=", workspaceId)

@@ -12,7 +12,7 @@
  */
 import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { type Event, type Message, MessageSchema } from "@trellis/contracts/core";
+import { type Message, MessageSchema } from "@trellis/contracts/core";
 import {
   type Connector,
   type ConnectorDelivery,
@@ -21,14 +21,13 @@ import {
   ConnectorSchema,
   ConnectorStatus,
 } from "@trellis/contracts/tasks";
-import type { Database } from "@trellis/storage";
-import type { Kysely, Transaction } from "kysely";
+import type { Transaction } from "kysely";
 import { connectorEvent, deliveryFacts, type NormalizedDelivery } from "../domain/connectors.js";
 import { DEFAULT_WORKSPACE_ID } from "../domain/defaults.js";
 import { notFound } from "../domain/errors.js";
 import type { EventScope } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
-import { type EventWriterOptions, writeWithEvents } from "./event-writer.js";
+import { type SchemaStore, type SchemaStoreOptions, schemaStore } from "./event-writer.js";
 import type {
   ConnectorDeliveryRow,
   ConnectorRow,
@@ -37,6 +36,7 @@ import type {
 } from "./extended-schema.js";
 import { reserveKey } from "./idempotency-keys.js";
 import { afterSeq, readPage } from "./paging.js";
+import { visible } from "./store-context.js";
 import type { Idempotency, Page, PageRequest, WriteContext } from "./task-store.js";
 
 /** Fields of a new connector (already checked by the domain rules). */
@@ -67,10 +67,7 @@ export interface DeliveryResult {
 }
 
 /** Options of {@link PostgresConnectorStore}. */
-export interface ConnectorStoreOptions extends EventWriterOptions {
-  database: Database<unknown>;
-  schema: string;
-}
+export type ConnectorStoreOptions = SchemaStoreOptions;
 
 /**
  * The port: connectors and the deliveries they received. Scoping as in
@@ -115,16 +112,10 @@ export interface ConnectorStore {
 
 /** {@link ConnectorStore} on PostgreSQL / PGlite. */
 export class PostgresConnectorStore implements ConnectorStore {
-  readonly #kysely: Kysely<ExtendedDatabase>;
-  readonly #db: Kysely<ExtendedDatabase>;
-  readonly #schema: string;
-  readonly #events: EventWriterOptions;
+  readonly #store: SchemaStore<ExtendedDatabase>;
 
   constructor(options: ConnectorStoreOptions) {
-    this.#kysely = options.database.kysely as Kysely<ExtendedDatabase>;
-    this.#db = this.#kysely.withSchema(options.schema);
-    this.#schema = options.schema;
-    this.#events = { outbox: options.outbox };
+    this.#store = schemaStore(options);
   }
 
   /** The workspace a write acts in: the caller's, or (internal calls) the one named. */
@@ -143,7 +134,7 @@ export class PostgresConnectorStore implements ConnectorStore {
   ): Promise<Connector> {
     const id = newId("conn");
     const keyScope = `${input.workspaceId}|${context.actor.id}|CreateConnector|`;
-    const createdId = await this.#write(async (trx) => {
+    const createdId = await this.#store.write(async (trx) => {
       const earlier = await reserveKey(trx, keyScope, idempotency, id);
       if (earlier) return earlier;
       await trx
@@ -166,14 +157,12 @@ export class PostgresConnectorStore implements ConnectorStore {
   }
 
   async get(id: string, scope?: string): Promise<Connector> {
-    const row = await this.#db
+    const row = await this.#store.db
       .selectFrom("connectors")
       .selectAll()
       .where("id", "=", id)
       .executeTakeFirst();
-    if (!row || (scope !== undefined && row.workspace_id !== scope)) {
-      throw notFound("connector", id);
-    }
+    if (!visible(row, scope)) throw notFound("connector", id);
     return toConnector(row);
   }
 
@@ -182,7 +171,10 @@ export class PostgresConnectorStore implements ConnectorStore {
       page,
       (window) =>
         afterSeq(
-          this.#db.selectFrom("connectors").selectAll().where("workspace_id", "=", workspaceId),
+          this.#store.db
+            .selectFrom("connectors")
+            .selectAll()
+            .where("workspace_id", "=", workspaceId),
           window,
         ).execute(),
       (r) => r.seq,
@@ -197,7 +189,7 @@ export class PostgresConnectorStore implements ConnectorStore {
     reason: string,
     context: WriteContext,
   ): Promise<Connector> {
-    await this.#write(async (trx, emit) => {
+    await this.#store.write(async (trx, emit) => {
       const row = await trx
         .updateTable("connectors")
         .set({ status, status_reason: reason, updated_at: new Date() })
@@ -234,7 +226,7 @@ export class PostgresConnectorStore implements ConnectorStore {
   ): Promise<RecordedDelivery> {
     const facts = deliveryFacts(connector, normalized.deliveryId, normalized.eventKind);
     const scope = scopeOf(connector.workspaceId, context);
-    return this.#write(async (trx, emit) => {
+    return this.#store.write(async (trx, emit) => {
       const inserted = await trx
         .insertInto("connector_deliveries")
         .values({
@@ -287,7 +279,7 @@ export class PostgresConnectorStore implements ConnectorStore {
     provider: string,
     context: WriteContext,
   ): Promise<ConnectorDelivery> {
-    return this.#write(async (trx, emit) => {
+    return this.#store.write(async (trx, emit) => {
       const row = await this.#settle(trx, recorded.id, "SUBMITTED", {
         task_id: result.taskId ?? "",
         session_id: result.sessionId,
@@ -325,7 +317,7 @@ export class PostgresConnectorStore implements ConnectorStore {
     provider: string,
     context: WriteContext,
   ): Promise<ConnectorDelivery> {
-    return this.#write(async (trx, emit) => {
+    return this.#store.write(async (trx, emit) => {
       const row = await this.#settle(trx, recorded.id, "FAILED", { failure });
       if (row.changed) {
         emit(
@@ -349,7 +341,7 @@ export class PostgresConnectorStore implements ConnectorStore {
 
   /** A delivery already stored for `(connector, delivery id)`, if any (reads only). */
   async find(connectorId: string, deliveryId: string): Promise<ConnectorDelivery | undefined> {
-    const row = await this.#db
+    const row = await this.#store.db
       .selectFrom("connector_deliveries")
       .selectAll()
       .where("connector_id", "=", connectorId)
@@ -379,14 +371,6 @@ export class PostgresConnectorStore implements ConnectorStore {
       .where("id", "=", id)
       .executeTakeFirstOrThrow();
     return { row, changed: false };
-  }
-
-  #write<T>(
-    work: (trx: Transaction<ExtendedDatabase>, emit: (event: Event) => void) => Promise<T>,
-  ): Promise<T> {
-    return writeWithEvents(this.#kysely, this.#events, (trx, emit) =>
-      work(trx.withSchema(this.#schema), emit),
-    );
   }
 }
 

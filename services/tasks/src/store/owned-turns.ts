@@ -11,10 +11,9 @@
  * call, creates its session or reuses a key already projected; a finish of a
  * canceled turn, of a replay, of a resumed or suspending turn.
  */
-import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { timestampNow } from "@bufbuild/protobuf/wkt";
 import {
-  ErrorDetailSchema,
   type Event,
   type Message,
   MessageSchema,
@@ -22,14 +21,13 @@ import {
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
-import { OutcomeSchema, OutcomeStatus, TaskFailureSchema } from "@trellis/contracts/tasks";
 import type { JournalEntry } from "@trellis/storage";
 import { notFound } from "../domain/errors.js";
 import { agentActor, messageEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import { cancelRequested } from "../domain/lifecycle.js";
 import type { RunOutcome } from "../domain/run.js";
-import { assignTurns, closeToolCalls, summarize } from "../domain/transcript.js";
+import { assignTurns, closeToolCalls } from "../domain/transcript.js";
 import { type KnownAgentState, knownAgentState } from "./agent-state.js";
 import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
 import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
@@ -50,6 +48,8 @@ import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from ".
 import {
   claimEvent,
   claimOf,
+  endedFailure,
+  endedOutcome,
   runEnd,
   submitDecision,
   submitEvents,
@@ -367,26 +367,7 @@ export class OwnedTurns {
       status: end.status,
       output: appended,
       ...(outcome.backendId ? { assignedBackend: outcome.backendId } : {}),
-      ...(row.outcome_id
-        ? {}
-        : {
-            outcome: create(OutcomeSchema, {
-              id: outcomeId,
-              taskId: row.id,
-              sessionId: row.session_id,
-              workspaceId: row.workspace_id,
-              status:
-                end.status === TaskStatus.COMPLETED
-                  ? OutcomeStatus.SUCCEEDED
-                  : end.status === TaskStatus.CANCELED
-                    ? OutcomeStatus.CANCELED
-                    : OutcomeStatus.FAILED,
-              summary: summarize(messages, end.failure?.message ?? end.note),
-              messages,
-              artifactIds: [],
-              createdAt: timestampNow(),
-            }),
-          }),
+      ...(row.outcome_id ? {} : { outcome: endedOutcome(row, outcomeId, end, messages) }),
     });
     step.steps.push(record);
     const set: Partial<TaskRow> = {
@@ -394,19 +375,7 @@ export class OwnedTurns {
       run_state: "done",
       output: encodeMessages(messages),
       outcome_id: outcomeId,
-      failure: end.failure
-        ? toBinary(
-            TaskFailureSchema,
-            create(TaskFailureSchema, {
-              ...end.failure,
-              detail: create(ErrorDetailSchema, {
-                reason: end.failure.category,
-                domain: "tasks.trellis.dev",
-                metadata: { task_id: row.id },
-              }),
-            }),
-          )
-        : row.failure,
+      failure: endedFailure(row, end),
       suspension: null,
       signal_id: null,
       checkpoint: null,

@@ -8,7 +8,7 @@ import { type Event, EventSchema, TaskStatus } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { type Artifact, ArtifactKind, type Outcome, type Task } from "@trellis/contracts/tasks";
 import { journalHead, outboxTables } from "@trellis/storage";
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, type SelectQueryBuilder, sql, type Transaction } from "kysely";
 import { invalidRequest, notFound, payloadTooLarge } from "../domain/errors.js";
 import { dataEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -44,6 +44,23 @@ const ARTIFACT_COLUMNS = [
   "metadata",
   "created_at",
 ] as const;
+
+/**
+ * The rows of a listing of outcomes or artifacts that a {@link ResourceFilter}
+ * keeps; a caller with a scope sees only its own workspace.
+ */
+function matching<TB extends "outcomes" | "artifacts", O>(
+  query: SelectQueryBuilder<TasksDatabase, TB, O>,
+  filter: ResourceFilter,
+  scope: string | undefined,
+): SelectQueryBuilder<TasksDatabase, TB, O> {
+  const workspace = scope ?? filter.workspaceId;
+  let kept = query;
+  if (workspace) kept = kept.where(sql.ref("workspace_id"), "=", workspace);
+  if (filter.sessionId) kept = kept.where(sql.ref("session_id"), "=", filter.sessionId);
+  if (filter.taskId) kept = kept.where(sql.ref("task_id"), "=", filter.taskId);
+  return kept;
+}
 
 declare module "./store-parts.js" {
   interface StoreParts {
@@ -158,19 +175,17 @@ export class Resources {
     page: PageRequest,
     scope?: string,
   ): Promise<Page<Outcome>> {
-    const workspace = scope ?? filter.workspaceId;
     // Read-your-writes for every listing (one indexed max() and, when the
     // projector is behind, a wait of at most one batch).
     await this.#readModelCaughtUp();
     return readPage(
       page,
-      (window) => {
-        let query = afterSeq(this.#ctx.db.selectFrom("outcomes").selectAll(), window);
-        if (workspace) query = query.where("workspace_id", "=", workspace);
-        if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
-        if (filter.taskId) query = query.where("task_id", "=", filter.taskId);
-        return query.execute();
-      },
+      (window) =>
+        matching(
+          afterSeq(this.#ctx.db.selectFrom("outcomes").selectAll(), window),
+          filter,
+          scope,
+        ).execute(),
       (r) => r.seq,
       toOutcome,
     );
@@ -275,16 +290,14 @@ export class Resources {
     page: PageRequest,
     scope?: string,
   ): Promise<Page<Artifact>> {
-    const workspace = scope ?? filter.workspaceId;
     return readPage(
       page,
-      (window) => {
-        let query = afterSeq(this.#ctx.db.selectFrom("artifacts").select(ARTIFACT_COLUMNS), window);
-        if (workspace) query = query.where("workspace_id", "=", workspace);
-        if (filter.sessionId) query = query.where("session_id", "=", filter.sessionId);
-        if (filter.taskId) query = query.where("task_id", "=", filter.taskId);
-        return query.execute();
-      },
+      (window) =>
+        matching(
+          afterSeq(this.#ctx.db.selectFrom("artifacts").select(ARTIFACT_COLUMNS), window),
+          filter,
+          scope,
+        ).execute(),
       (r) => r.seq,
       toArtifact,
     );

@@ -5,20 +5,8 @@
  * final change (output into the transcript, outcome, lifecycle event).
  */
 import { create, fromBinary, type JsonValue, toBinary } from "@bufbuild/protobuf";
-import { timestampNow } from "@bufbuild/protobuf/wkt";
-import {
-  ErrorDetailSchema,
-  type Event,
-  type Message,
-  SessionState,
-  TaskStatus,
-} from "@trellis/contracts/core";
-import {
-  OutcomeSchema,
-  OutcomeStatus,
-  SuspensionSchema,
-  TaskFailureSchema,
-} from "@trellis/contracts/tasks";
+import { type Event, type Message, SessionState, TaskStatus } from "@trellis/contracts/core";
+import { SuspensionSchema } from "@trellis/contracts/tasks";
 import { CompiledQuery, type UpdateObject } from "kysely";
 import type { TaskEndFailure } from "../domain/blocking.js";
 import { agentActor, dataEvent, taskStatusEvent } from "../domain/events.js";
@@ -26,7 +14,7 @@ import { newId } from "../domain/ids.js";
 import { cancelEndReason, cancelRequested, transition } from "../domain/lifecycle.js";
 import type { RunOutcome } from "../domain/run.js";
 import { signalIdFor } from "../domain/signals.js";
-import { closeToolCalls, summarize } from "../domain/transcript.js";
+import { closeToolCalls } from "../domain/transcript.js";
 import { decodeMessages, encodeMessages } from "./codec.js";
 import { toTask } from "./rows.js";
 import type { TaskRow, TasksDatabase } from "./schema.js";
@@ -34,7 +22,7 @@ import { finishedStep } from "./step-records.js";
 import { NOW, type StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult } from "./task-store.js";
-import { runEnd } from "./turn-events.js";
+import { endedFailure, endedOutcome, runEnd } from "./turn-events.js";
 import type { LockedSession, TaskWrite, Tx } from "./write-unit.js";
 
 /** How a task ends (see `Runs.finalize`). */
@@ -123,60 +111,29 @@ export class Runs {
       await this.#p.replays.emitReplayEnd(tx, session, row, end, messages);
     if (end.event) this.#p.unit.emit(tx, end.event);
     const outcomeId = row.outcome_id || newId("out");
-    const outcomeStatus =
-      end.status === TaskStatus.COMPLETED
-        ? OutcomeStatus.SUCCEEDED
-        : end.status === TaskStatus.CANCELED
-          ? OutcomeStatus.CANCELED
-          : OutcomeStatus.FAILED;
+    const outcome = row.outcome_id ? undefined : endedOutcome(row, outcomeId, end, messages);
     if (this.#p.unit.journaled) {
       // The Outcome rides on the step record; the read model projects it.
       tx.steps.push(
         finishedStep(session, row.id, {
           status: end.status,
           output: appended.map((m) => m.message as Message),
-          ...(row.outcome_id
-            ? {}
-            : {
-                outcome: create(OutcomeSchema, {
-                  id: outcomeId,
-                  taskId: row.id,
-                  sessionId: row.session_id,
-                  workspaceId: row.workspace_id,
-                  status: outcomeStatus,
-                  summary: summarize(messages, end.failure?.message ?? end.note),
-                  messages,
-                  artifactIds: [],
-                  createdAt: timestampNow(),
-                }),
-              }),
+          ...(outcome ? { outcome } : {}),
         }),
       );
-    } else if (!row.outcome_id) {
+    } else if (outcome) {
       tx.pendingOutcomes.push({
         id: outcomeId,
         task_id: row.id,
         session_id: row.session_id,
         workspace_id: row.workspace_id,
-        status: outcomeStatus,
-        summary: summarize(messages, end.failure?.message ?? end.note),
+        status: outcome.status,
+        summary: outcome.summary,
         messages: encodeMessages(messages),
         artifact_ids: "[]",
       });
     }
-    const failure = end.failure
-      ? toBinary(
-          TaskFailureSchema,
-          create(TaskFailureSchema, {
-            ...end.failure,
-            detail: create(ErrorDetailSchema, {
-              reason: end.failure.category,
-              domain: "tasks.trellis.dev",
-              metadata: { task_id: row.id },
-            }),
-          }),
-        )
-      : row.failure;
+    const failure = endedFailure(row, end);
     return {
       kind: "update",
       id: row.id,

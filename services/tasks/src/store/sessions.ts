@@ -21,7 +21,7 @@ import { toSession } from "./rows.js";
 import type { SessionRow, TasksDatabase } from "./schema.js";
 import { type StoreContext, visible } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
-import type { Idempotency, NewSession, Page, PageRequest, WriteContext } from "./task-store.js";
+import type { NewFork, NewSession, Page, PageRequest, WriteContext } from "./task-store.js";
 import type { LockedSession, Tx } from "./write-unit.js";
 
 const sessionColumnsButMetadata = [
@@ -252,19 +252,7 @@ export class Sessions {
     });
   }
 
-  async forkSession(
-    input: {
-      sessionId: string;
-      atEventId: string;
-      atMessageCount: bigint;
-      atMessageId?: string;
-      atOrigin?: boolean;
-      branchId: string;
-      metadata?: Record<string, JsonValue>;
-      idempotency?: Idempotency;
-    },
-    context: WriteContext,
-  ): Promise<Session> {
+  async forkSession(input: NewFork, context: WriteContext): Promise<Session> {
     const id = newId("ses");
     return this.#p.unit.write(async (tx) => {
       const earlier = await this.#p.unit.reserveKey(

@@ -154,6 +154,20 @@ export interface NewSession {
   idempotency?: Idempotency;
 }
 
+/** Where a session is forked, and the fields of the new one. */
+export interface NewFork {
+  sessionId: string;
+  atEventId: string;
+  atMessageCount: bigint;
+  /** Copy up to and including this message (when atEventId is empty). */
+  atMessageId?: string;
+  /** Copy nothing: a fork at the session's origin. */
+  atOrigin?: boolean;
+  branchId: string;
+  metadata?: Record<string, JsonValue>;
+  idempotency?: Idempotency;
+}
+
 /** Fields of a new task. */
 export interface NewTask {
   sessionId: string;
@@ -300,21 +314,7 @@ export interface TaskStore {
     reason: string,
     context: WriteContext,
   ): Promise<{ session: Session; abort: string[] }>;
-  forkSession(
-    input: {
-      sessionId: string;
-      atEventId: string;
-      atMessageCount: bigint;
-      /** Copy up to and including this message (when atEventId is empty). */
-      atMessageId?: string;
-      /** Copy nothing: a fork at the session's origin. */
-      atOrigin?: boolean;
-      branchId: string;
-      metadata?: Record<string, JsonValue>;
-      idempotency?: Idempotency;
-    },
-    context: WriteContext,
-  ): Promise<Session>;
+  forkSession(input: NewFork, context: WriteContext): Promise<Session>;
   truncateSession(
     id: string,
     keepTurns: bigint,

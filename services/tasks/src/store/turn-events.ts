@@ -1,18 +1,28 @@
 /**
- * The events and the claim of a turn's steps, built one way for both writers:
- * the relational mailbox (mailbox.ts, runs.ts) and the session owner
- * (owned-turns.ts). Only the builders are shared: each writer gives the
+ * The events, the claim and the end (outcome, failure) of a turn's steps,
+ * built one way for both writers: the relational mailbox (mailbox.ts,
+ * runs.ts) and the session owner (owned-turns.ts). Only the builders are shared: each writer gives the
  * events their ids, sequences and previous ids its own way (the outbox's
  * counters, or the owner's append).
  */
-import { create } from "@bufbuild/protobuf";
-import { ErrorDetailSchema, type Event, TaskStatus } from "@trellis/contracts/core";
-import type { Agent, BusyPolicy, Task } from "@trellis/contracts/tasks";
+import { create, toBinary } from "@bufbuild/protobuf";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { ErrorDetailSchema, type Event, type Message, TaskStatus } from "@trellis/contracts/core";
+import {
+  type Agent,
+  type BusyPolicy,
+  type Outcome,
+  OutcomeSchema,
+  OutcomeStatus,
+  type Task,
+  TaskFailureSchema,
+} from "@trellis/contracts/tasks";
 import { blockingOf, type TaskEndFailure } from "../domain/blocking.js";
 import { type EventScope, taskStatusEvent, taskSubmittedEvent } from "../domain/events.js";
 import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js";
 import { decideSubmit, type SubmitDecision } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
+import { summarize } from "../domain/transcript.js";
 import { decodeRequirements, resumePayloadOf } from "./codec.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { Claim, SubmitResult } from "./task-store.js";
@@ -152,6 +162,59 @@ export function runEnd(
     default:
       throw new Error(`a run's end: unexpected outcome ${outcome.status}`);
   }
+}
+
+/** How a task ended, as its outcome and its row record it. */
+type Ended = Pick<RunEnd, "status" | "note" | "failure">;
+
+/**
+ * The Outcome of a task that ended with `messages` (its whole output): its
+ * summary is the last agent text, else the failure's message or the note.
+ */
+export function endedOutcome(
+  row: Pick<TaskRow, "id" | "session_id" | "workspace_id">,
+  id: string,
+  end: Ended,
+  messages: Message[],
+): Outcome {
+  return create(OutcomeSchema, {
+    id,
+    taskId: row.id,
+    sessionId: row.session_id,
+    workspaceId: row.workspace_id,
+    status:
+      end.status === TaskStatus.COMPLETED
+        ? OutcomeStatus.SUCCEEDED
+        : end.status === TaskStatus.CANCELED
+          ? OutcomeStatus.CANCELED
+          : OutcomeStatus.FAILED,
+    summary: summarize(messages, end.failure?.message ?? end.note),
+    messages,
+    artifactIds: [],
+    createdAt: timestampNow(),
+  });
+}
+
+/**
+ * The `failure` column of a task that ended: its end's failure with the
+ * error detail naming the task, else what the row held.
+ */
+export function endedFailure(
+  row: Pick<TaskRow, "id" | "failure">,
+  end: Pick<Ended, "failure">,
+): Uint8Array | null {
+  if (!end.failure) return row.failure;
+  return toBinary(
+    TaskFailureSchema,
+    create(TaskFailureSchema, {
+      ...end.failure,
+      detail: create(ErrorDetailSchema, {
+        reason: end.failure.category,
+        domain: "tasks.trellis.dev",
+        metadata: { task_id: row.id },
+      }),
+    }),
+  );
 }
 
 /**

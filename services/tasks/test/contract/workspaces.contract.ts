@@ -230,5 +230,37 @@ export function describeWorkspaces(suite: TasksSuite): void {
         "invalid_request",
       );
     });
+
+    it("lists outcomes and artifacts by session and task, inside the caller's workspace", async () => {
+      const erin = h.as({ actorId: "erin", workspaceId: "ws_erin" });
+      const frank = h.as({ actorId: "frank", workspaceId: "ws_frank" });
+      const sessionId = (await erin.sessions.createSession({})).session?.id as string;
+      const taskId = (await erin.tasks.submitTask({ sessionId, input: text("list me") })).task
+        ?.id as string;
+      const done = await watchUntil(erin, taskId);
+      const register = async (name: string, ofTask: string) =>
+        (
+          await erin.artifacts.registerArtifact({
+            artifact: { sessionId, taskId: ofTask, name },
+            content: new TextEncoder().encode(name),
+          })
+        ).artifact?.id;
+      const ofTask = await register("of-task.txt", taskId);
+      const ofSession = await register("of-session.txt", "");
+      const artifactIds = async (filter: { sessionId?: string; taskId?: string }) =>
+        (await erin.artifacts.listArtifacts(filter)).artifacts.map((a) => a.id);
+      expect(await artifactIds({ sessionId })).toEqual([ofTask, ofSession]);
+      expect(await artifactIds({ sessionId, taskId })).toEqual([ofTask]);
+      expect((await erin.outcomes.listOutcomes({ taskId })).outcomes.map((o) => o.id)).toEqual([
+        done.task.outcomeId,
+      ]);
+      // A caller of another workspace lists none of them, even naming this one.
+      expect(
+        (await frank.artifacts.listArtifacts({ workspaceId: "ws_erin", sessionId })).artifacts,
+      ).toEqual([]);
+      expect(
+        (await frank.outcomes.listOutcomes({ workspaceId: "ws_erin", taskId })).outcomes,
+      ).toEqual([]);
+    });
   });
 }

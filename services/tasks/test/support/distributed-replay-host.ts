@@ -6,7 +6,7 @@
  */
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createMeshClientInterceptor, runService, setCallerHeaders } from "@trellis/platform";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { openDeployment } from "@trellis/testkit/deployment";
 import pg from "pg";
 import { createTasksService } from "../../src/definition.js";
 import type { StartHost } from "../replay.contract.js";
@@ -15,23 +15,14 @@ import { clientsOf } from "./harness.js";
 /** A StartHost for the distributed service with `env` added to its environment. */
 export function distributedReplayHost(env: Record<string, string> = {}): StartHost {
   return async ({ executor, replayTools }) => {
-    const database = await createTestDatabase("tasks_replay");
-    const prefix = uniqueName("replay").replaceAll("-", "_");
-    const service = await runService(createTasksService({ executor, replayTools }), {
-      env: {
-        TRELLIS_LOG_LEVEL: "error",
-        DATABASE_URL: database.url,
-        NATS_URL: testNatsUrl,
-        TRELLIS_NATS_PREFIX: prefix,
-        PORT: "0",
-        TRELLIS_SHUTDOWN_GRACE: "1s",
-        ...env,
-      },
-      handleSignals: false,
+    const deployment = await openDeployment("tasks_replay", runService, {
+      prefix: "replay",
+      env: { TRELLIS_SHUTDOWN_GRACE: "1s", ...env },
     });
+    const service = await deployment.start(createTasksService({ executor, replayTools }));
     const url = service.address.url;
     const sign = createMeshClientInterceptor(service.mesh, "gateway");
-    const sql = new pg.Client({ connectionString: database.url });
+    const sql = new pg.Client({ connectionString: deployment.db.url });
     await sql.connect();
     await sql.query("set search_path to tasks");
     return {
@@ -54,9 +45,7 @@ export function distributedReplayHost(env: Record<string, string> = {}): StartHo
       sql: (text, values) => sql.query(text, values),
       async close() {
         await sql.end();
-        await service.close();
-        await database.drop();
-        await deleteTestStreams(prefix);
+        await deployment.close();
       },
     };
   };
