@@ -15,6 +15,7 @@ import { loadKeyRing } from "./keys.js";
 import { ReceiptProcessor } from "./processor.js";
 import { receiptsMigrations } from "./store/migrations/index.js";
 import { PostgresReceiptStore } from "./store/receipt-store.js";
+import { logTaskHistory } from "./task-history.js";
 import { ReceiptVerifier } from "./verifier.js";
 
 /** The receipts service, runnable embedded or as its own process. */
@@ -45,8 +46,11 @@ export const receiptsService: ServiceDefinition = {
       directory: createAgentDirectory({ clients: ctx.clients, logger: ctx.logger }),
       config,
       logger: ctx.logger,
-      // Embedded mode has one process, so one consumer: it sees every event.
-      exclusive: ctx.mode === "embedded",
+      // Embedded mode has one process, so one consumer: it sees every event,
+      // and its log (the outbox) is durable: a task's history is read there.
+      ...(ctx.mode === "embedded"
+        ? { exclusive: true, history: logTaskHistory(ctx.eventLog) }
+        : {}),
     });
     let consumer: ReceiptConsumer | undefined;
     return {

@@ -3,7 +3,8 @@
  * a time:
  *
  * 1. events about a task are reduced to facts and recorded (idempotent: the
- *    event id is the key), with the event's hash;
+ *    event id is the key), with the event's hash — except in embedded mode,
+ *    where the log itself is the record (`history`, below);
  * 2. `user.tool_confirmation` issues an approval receipt;
  * 3. `task.completed` / `task.failed` / `task.canceled` issue the task's
  *    receipt from every recorded fact, following the receipt policy.
@@ -30,7 +31,9 @@
  * that this replica did not see (another replica's: then nothing is written
  * and the batch is built again from the store). Otherwise, e.g. for tasks
  * that began before this process started, the store is read (one query per
- * batch).
+ * batch) — or, with `history` (embedded mode: the only consumer of a log
+ * that is the durable outbox), the task's events are read back from the
+ * log and the store records no facts at all (`task-history.ts`).
  */
 import { randomUUID } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -61,6 +64,7 @@ import {
   type TaskEventInput,
 } from "./store/receipt-store.js";
 import type { ReceiptRow } from "./store/schema.js";
+import type { TaskHistory } from "./task-history.js";
 
 /** What to do with the event once handled. */
 export type Outcome = { ack: true } | { ack: false; retryInMs: number; reason: string };
@@ -82,6 +86,13 @@ export interface ReceiptProcessorOptions {
    * be taken from memory (see the module comment). Default false.
    */
   exclusive?: boolean;
+  /**
+   * With `exclusive`: where the earlier events of a task this process did not
+   * see from its start are read (embedded mode: the event log, which is
+   * durable there). The store then records no facts (`task_events`): the log
+   * is the history. Without it the store keeps every event's facts.
+   */
+  history?: TaskHistory;
   now?: () => Date;
   newReceiptId?: () => string;
 }
@@ -103,6 +114,10 @@ export class ReceiptProcessor {
   readonly #tasks = new Map<string, CachedTask>();
 
   constructor(options: ReceiptProcessorOptions) {
+    if (options.history && !options.exclusive) {
+      // Replicas fence each other through the recorded facts (see the module comment).
+      throw new Error("ReceiptProcessor: `history` needs `exclusive` (one consumer of the log)");
+    }
     this.#o = options;
     this.#now = options.now ?? (() => new Date());
     this.#newId = options.newReceiptId ?? (() => `rcpt_${randomUUID().replaceAll("-", "")}`);
@@ -139,8 +154,7 @@ export class ReceiptProcessor {
     const recorded: Recorded[] = [];
     for (const [index, delivery] of deliveries.entries()) {
       const { event } = delivery;
-      if (event.kind.startsWith("receipt.")) continue;
-      const taskId = taskIdOf(event);
+      const taskId = recordedTaskOf(event);
       if (!taskId) continue;
       const first = firstIndex.get(event.id);
       if (first !== undefined) {
@@ -148,26 +162,11 @@ export class ReceiptProcessor {
         continue;
       }
       firstIndex.set(event.id, index);
-      const facts = extractFacts(event, taskId);
-      // The agent's tier when the task starts (trust.start_tier).
-      if (facts.status === "WORKING" && event.kind === EVENT_KIND.taskStarted) {
-        const agent = await this.#o.directory.agentOfTask(
-          taskId,
-          agentIdOf(event),
-          workspaceOf(event),
-        );
-        if (agent.profile.tier) facts.agentTier = agent.profile.tier;
-      }
       recorded.push({
         index,
         delivery,
         taskId,
-        record: {
-          eventId: event.id,
-          eventHash: eventHash(event),
-          facts,
-          position: delivery.position,
-        },
+        record: await this.#record(event, taskId, delivery.position),
       });
     }
 
@@ -213,7 +212,8 @@ export class ReceiptProcessor {
     }
 
     await this.#o.store.commitBatch({
-      events: recorded.map(toInput),
+      // With a history to read them from, facts live in memory only.
+      events: this.#o.history ? [] : recorded.map(toInput),
       receipts: sourcesFirst(requests, replaySources),
       checkExisting: issuers.some((i) => i.delivery.deliveryCount > 1),
       ...(fenced.length ? { facts: fenced } : {}),
@@ -269,7 +269,9 @@ export class ReceiptProcessor {
         toRead.push(taskId);
       }
     }
-    if (toRead.length) {
+    if (toRead.length && this.#o.history) {
+      for (const taskId of toRead) known.set(taskId, await this.#fromHistory(taskId, issuers));
+    } else if (toRead.length) {
       for (const [taskId, records] of await this.#o.store.taskEventsOf(toRead)) {
         known.set(taskId, records);
       }
@@ -284,6 +286,46 @@ export class ReceiptProcessor {
       history.set(taskId, [...byId.values()].sort(logOrder));
     }
     return { history, fenced };
+  }
+
+  /** What one event about a task contributes to its receipt. */
+  async #record(event: Event, taskId: string, position: bigint): Promise<StoredTaskEvent> {
+    const facts = extractFacts(event, taskId);
+    // The agent's tier when the task starts (trust.start_tier).
+    if (facts.status === "WORKING" && event.kind === EVENT_KIND.taskStarted) {
+      const agent = await this.#o.directory.agentOfTask(
+        taskId,
+        agentIdOf(event),
+        workspaceOf(event),
+      );
+      if (agent.profile.tier) facts.agentTier = agent.profile.tier;
+    }
+    return { eventId: event.id, eventHash: eventHash(event), facts, position };
+  }
+
+  /**
+   * A task's records read back from the log (`history`), through its last
+   * issuing event of the batch. A `task.started` read back takes the agent's
+   * tier as it is now (the recorded facts kept it as it was).
+   */
+  async #fromHistory(taskId: string, issuers: readonly Recorded[]): Promise<StoredTaskEvent[]> {
+    let last: Recorded | undefined;
+    for (const issuer of issuers) {
+      if (issuer.taskId === taskId && (!last || issuer.record.position > last.record.position))
+        last = issuer;
+    }
+    if (!last || !this.#o.history) return [];
+    const { event } = last.delivery;
+    const logged = await this.#o.history.eventsOf(
+      { taskId, workspaceId: event.workspaceId, sessionId: event.sessionId },
+      last.record.position,
+    );
+    const records: StoredTaskEvent[] = [];
+    for (const entry of logged) {
+      if (recordedTaskOf(entry.event) !== taskId) continue;
+      records.push(await this.#record(entry.event, taskId, entry.position));
+    }
+    return records;
   }
 
   #remember(taskId: string, record: StoredTaskEvent): void {
@@ -572,6 +614,12 @@ function logOrder(a: StoredTaskEvent, b: StoredTaskEvent): number {
 
 function isOutcome(value: IssueRequest | Outcome): value is Outcome {
   return "ack" in value;
+}
+
+/** The task an event is recorded for: its own, except the receipts' own announcements. */
+function recordedTaskOf(event: Event): string | undefined {
+  if (event.kind.startsWith("receipt.")) return undefined;
+  return taskIdOf(event);
 }
 
 function workspaceOf(event: Event): string {

@@ -6,6 +6,7 @@
 import { clone, create } from "@bufbuild/protobuf";
 import type { PGlite } from "@electric-sql/pglite";
 import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
+import { InProcessEventLog } from "@trellis/eventlog";
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
@@ -21,6 +22,7 @@ import type { KeyRing } from "../src/keys.js";
 import { type Delivery, ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
+import { logTaskHistory, type TaskHistory } from "../src/task-history.js";
 import { issuer, newKey } from "./receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
@@ -90,7 +92,11 @@ interface Harness {
   store: PostgresReceiptStore;
   /** Another store on the same tables, as another replica would have. */
   newStore(): PostgresReceiptStore;
-  processor(options?: { exclusive?: boolean; store?: PostgresReceiptStore }): ReceiptProcessor;
+  processor(options?: {
+    exclusive?: boolean;
+    store?: PostgresReceiptStore;
+    history?: TaskHistory;
+  }): ReceiptProcessor;
   rows(
     workspace: string,
   ): Promise<{ chain_index: bigint; receipt_hash: string; document: string }[]>;
@@ -118,6 +124,7 @@ async function harness(db: Database<unknown>, schema: string): Promise<Harness> 
         now: () => new Date("2026-11-22T12:00:00Z"),
         newReceiptId: () => `rcpt_${String(++n).padStart(4, "0")}`,
         ...(options.exclusive ? { exclusive: true } : {}),
+        ...(options.history ? { history: options.history } : {}),
       });
     },
     async rows(workspace) {
@@ -214,6 +221,82 @@ describe("receipts in batches", () => {
     const rows = await h.rows("ws_again");
     expect(rows).toHaveLength(2);
     expectGapFree(rows);
+  });
+
+  it("with the log as history (embedded): records no facts, and after a restart issues byte for byte what one process issues", async () => {
+    const tasks = Array.from({ length: 6 }, (_, i) => ({
+      taskId: `task_h${i}`,
+      workspaceId: "ws_hist",
+      withTool: i % 2 === 0,
+    }));
+    const base = logOf(tasks).map((d) => d.event);
+    // An event about task_h1 on another resource (its final artifact): the
+    // history must find it through the session, not the task's resource.
+    const end = base.findIndex((e) => e.taskId === "task_h1" && e.kind === "task.completed");
+    const artifact = create(EventSchema, {
+      id: "evt_task_h1_artifact",
+      kind: "artifact.created",
+      resource: { object: "artifact", id: "art_h1" },
+      workspaceId: "ws_hist",
+      sessionId: (base[end] as Event).sessionId,
+      taskId: "task_h1",
+      sequence: 1n,
+      ...((base[end] as Event).createdAt ? { createdAt: (base[end] as Event).createdAt } : {}),
+      actor: { id: "agent_echo", kind: ActorKind.AGENT },
+      payload: {
+        kind: {
+          case: "data",
+          value: { artifact_id: "art_h1", kind: "file", uri: "/a/b.txt", sha256: "0".repeat(64) },
+        },
+      },
+    });
+    const events = [...base.slice(0, end), artifact, ...base.slice(end)];
+    // The consumer is handed the events as the log holds them.
+    const log = new InProcessEventLog();
+    await log.appendLogged(events.map((event, i) => ({ event, position: BigInt(i + 1) })));
+    const deliveries: Delivery[] = (await log.read({ filter: { workspaceId: "ws_hist" } })).map(
+      (logged) => ({ ...logged, deliveryCount: 1 }),
+    );
+    expect(deliveries).toHaveLength(events.length);
+
+    // What one process that records every event's facts issues.
+    const expected = await harness(db, "receipts_hist_expected");
+    const single = expected.processor();
+    for (const delivery of deliveries)
+      expect(await single.handle(delivery, 1)).toEqual({ ack: true });
+    const wanted = await expected.rows("ws_hist");
+    expect(JSON.parse(wanted[1]?.document ?? "{}").final_artifacts).toBeDefined();
+
+    const h = await harness(db, "receipts_hist");
+    const history = logTaskHistory(log);
+    // Everything before the first receipt is due, then a restart: the new
+    // process saw none of the tasks begin and reads them from the log.
+    const due = deliveries.findIndex(
+      (d) => d.event.kind === "user.tool_confirmation" || d.event.kind === "task.completed",
+    );
+    expect(due).toBeGreaterThan(tasks.length);
+    const before = h.processor({ exclusive: true, history });
+    expect((await before.handleBatch(deliveries.slice(0, due))).every((o) => o.ack)).toBe(true);
+    const after = h.processor({ exclusive: true, history });
+    for (let at = due, size = 1; at < deliveries.length; at += size, size = (size * 3) % 7) {
+      const outcomes = await after.handleBatch(deliveries.slice(at, at + size));
+      expect(outcomes.every((o) => o.ack)).toBe(true);
+    }
+    const rows = await h.rows("ws_hist");
+    expectGapFree(rows);
+    expect(rows).toEqual(wanted);
+    const recorded = await db.kysely
+      .withSchema("receipts_hist")
+      .selectFrom("task_events" as never)
+      .select((eb) => eb.fn.countAll<number>().as("n"))
+      .executeTakeFirstOrThrow();
+    expect(Number(recorded.n)).toBe(0);
+  });
+
+  it("refuses a history without exclusive (replicas fence through recorded facts)", () => {
+    expect(() => batched.processor({ history: logTaskHistory(new InProcessEventLog()) })).toThrow(
+      /needs `exclusive`/,
+    );
   });
 
   it("keeps one chain when issuers with their own remembered heads take turns and race", async () => {
