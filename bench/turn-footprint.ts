@@ -10,6 +10,10 @@
  * Embedded Trellis runs in this process (`startEmbedded`, PGlite in a
  * temporary directory, rate limits out of reach); `ChatService.Send` turns of
  * the zero-latency scripted agent go through its port as in `turn.bench.ts`.
+ * `TRELLIS_FOOTPRINT_MODE=distributed` counts the mesh instead (`startMesh`
+ * on a fresh database of the test PostgreSQL and a fresh NATS prefix, every
+ * service's schema in that database; the write-ahead log is the server's,
+ * so it includes whatever else the server is doing).
  * After `TRELLIS_FOOTPRINT_WARMUP` turns (default 40) and again after
  * `TRELLIS_FOOTPRINT_TURNS` more (default 400), at
  * `TRELLIS_FOOTPRINT_CONCURRENCY` in flight (default 8, one session per
@@ -27,7 +31,10 @@ import { join } from "node:path";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
+import { createDatabase } from "@trellis/storage";
+import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { type Kysely, sql } from "kysely";
+import { startMesh } from "../src/mesh.js";
 import { allServices } from "../src/services.js";
 import { limitsOutOfReach } from "./lib/proc.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -47,6 +54,71 @@ function wholeFromEnv(name: string, fallback: number): number {
 const warmup = wholeFromEnv("TRELLIS_FOOTPRINT_WARMUP", 40);
 const turns = wholeFromEnv("TRELLIS_FOOTPRINT_TURNS", 400);
 const concurrency = wholeFromEnv("TRELLIS_FOOTPRINT_CONCURRENCY", 8);
+const mode = process.env.TRELLIS_FOOTPRINT_MODE || "embedded";
+if (mode !== "embedded" && mode !== "distributed") {
+  throw new Error(
+    `TRELLIS_FOOTPRINT_MODE must be embedded or distributed, got ${JSON.stringify(mode)}`,
+  );
+}
+// A server's idle backends report their counters up to 10 s after their
+// last commit (PostgreSQL's PGSTAT_IDLE_INTERVAL): wait longer between the
+// reads that decide the database is quiet.
+const quietMs = mode === "distributed" ? 11_000 : 1000;
+
+/** A running Trellis to count: its gateway and its database. */
+interface Target {
+  url: string;
+  db: Kysely<unknown>;
+  stop(): Promise<void>;
+}
+
+async function embeddedTarget(): Promise<Target> {
+  const dataDir = await mkdtemp(join(tmpdir(), "trellis-footprint-"));
+  const trellis = await startEmbedded({
+    services: allServices,
+    dataDir,
+    port: 0,
+    logger: createLogger({ service: "trellis", level: "warn" }),
+    env: {
+      ...process.env,
+      TRELLIS_API_KEY: API_KEY,
+      TRELLIS_LOG_LEVEL: "warn",
+      ...limitsOutOfReach,
+    },
+  });
+  const context = trellis.contexts.get("tasks");
+  if (!context) throw new Error("embedded Trellis has no tasks service");
+  return {
+    url: trellis.address.url,
+    db: context.db.kysely as Kysely<unknown>,
+    async stop() {
+      await trellis.close({ graceMs: 5000 });
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function distributedTarget(): Promise<Target> {
+  const testDb = await createTestDatabase("trellis_footprint");
+  const prefix = uniqueName("footprint");
+  const mesh = await startMesh({
+    databaseUrl: testDb.url,
+    natsUrl: testNatsUrl,
+    natsPrefix: prefix,
+    env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
+  });
+  const database = await createDatabase({ kind: "postgres", url: testDb.url, poolSize: 1 });
+  return {
+    url: mesh.urls.gateway as string,
+    db: database.kysely as Kysely<unknown>,
+    async stop() {
+      await database.close();
+      await mesh.stop();
+      await testDb.drop();
+      await deleteTestStreams(prefix);
+    },
+  };
+}
 
 /** One table's counters at one moment. */
 interface TableCounts {
@@ -105,7 +177,7 @@ async function snapshot(db: Kysely<unknown>): Promise<Snapshot> {
 async function settle(db: Kysely<unknown>): Promise<Snapshot> {
   let last = await snapshot(db);
   for (let round = 0; round < 30; round++) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await new Promise((resolve) => setTimeout(resolve, quietMs));
     const next = await snapshot(db);
     const same = [...next.tables].every(([name, counts]) => {
       const before = last.tables.get(name);
@@ -119,7 +191,9 @@ async function settle(db: Kysely<unknown>): Promise<Snapshot> {
     last = next;
     if (same) return next;
   }
-  throw new Error("the database did not go quiet within 30 s of the last turn");
+  throw new Error(
+    `the database did not go quiet within ${(30 * quietMs) / 1000} s of the last turn`,
+  );
 }
 
 async function sendTurns(op: (worker: number, call: number) => Promise<void>, count: number) {
@@ -136,20 +210,11 @@ async function sendTurns(op: (worker: number, call: number) => Promise<void>, co
 
 const per = (value: number) => (value / turns).toFixed(2).padStart(8);
 
-const dataDir = await mkdtemp(join(tmpdir(), "trellis-footprint-"));
-const trellis = await startEmbedded({
-  services: allServices,
-  dataDir,
-  port: 0,
-  logger: createLogger({ service: "trellis", level: "warn" }),
-  env: { ...process.env, TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
-});
+const target = mode === "distributed" ? await distributedTarget() : await embeddedTarget();
 try {
-  const context = trellis.contexts.get("tasks");
-  if (!context) throw new Error("embedded Trellis has no tasks service");
-  const db = context.db.kysely as Kysely<unknown>;
+  const { db } = target;
   const transport = createGrpcTransport({
-    baseUrl: trellis.address.url,
+    baseUrl: target.url,
     interceptors: [
       (next) => (request) => {
         request.header.set("authorization", `Bearer ${API_KEY}`);
@@ -164,7 +229,7 @@ try {
   const after = await settle(db);
 
   console.log(
-    `${turns} chat turns at ${concurrency} in flight (after ${warmup} to warm up); per turn:\n`,
+    `${mode}: ${turns} chat turns at ${concurrency} in flight (after ${warmup} to warm up); per turn:\n`,
   );
   console.log(
     `${"table".padEnd(34)}${"inserts".padStart(8)}${"updates".padStart(8)}${"(hot)".padStart(8)}${"deletes".padStart(8)}${"bytes".padStart(9)}`,
@@ -204,6 +269,5 @@ try {
     console.log(`  ${per(n - (before.journal.get(kind) ?? 0))}  ${kind}`);
   }
 } finally {
-  await trellis.close({ graceMs: 5000 });
-  await rm(dataDir, { recursive: true, force: true });
+  await target.stop();
 }

@@ -364,8 +364,8 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   // With a positioned log (embedded mode) nothing is marked: the first round
   // starts after the log's last position, as the log was rebuilt from the
   // outbox, and a row never handed over before a crash is in the log the
-  // next start rebuilds. Reading by cursor is sound only where writers commit in position order
-  // (PGlite: one connection, one transaction at a time),
+  // next start rebuilds. Reading by cursor is sound only where writers
+  // commit in position order (PGlite: one connection, one transaction at a time),
   // so no row can later appear at or below the cursor. Rows handed over but
   // not yet marked when the process dies are marked and re-appended at the
   // next start; the log keeps one copy per event id.
