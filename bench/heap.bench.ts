@@ -14,14 +14,14 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { uniqueName } from "@trellis/testkit";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
 import { freePort, limitsOutOfReach } from "./lib/proc.js";
+import { bearerTransport } from "./lib/transport.js";
 import { zeroLatencyGraph } from "./turn.bench.js";
 
 const API_KEY = "trl_bench_heap_0123456789abcdefghijklmnopqrstuvw";
@@ -69,14 +69,7 @@ export async function runHeapBench(
     timeoutMs: 180_000,
   });
   try {
-    const bearer: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${API_KEY}`);
-      return next(req);
-    };
-    const transport = createGrpcTransport({
-      baseUrl: `http://127.0.0.1:${port}`,
-      interceptors: [bearer],
-    });
+    const transport = bearerTransport(`http://127.0.0.1:${port}`, API_KEY);
     const { agent } = await createClient(AgentService, transport).createAgent({
       agent: {
         workspaceId: "default",

@@ -1,10 +1,9 @@
-import type { Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createDatabase } from "@trellis/storage";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { startMesh } from "../src/mesh.js";
 import { cpuMsIfRunning, startDev } from "./lib/proc.js";
+import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis_idle_bench_key_0123456789abcdef";
@@ -73,13 +72,8 @@ function result(mode: IdleResult["mode"], windowMs: number, rows: IdleProcess[])
   };
 }
 
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${API_KEY}`);
-  return next(req);
-};
-
 async function oneTurn(baseUrl: string): Promise<void> {
-  const transport = createGrpcTransport({ baseUrl, interceptors: [bearer] });
+  const transport = bearerTransport(baseUrl, API_KEY);
   const op = await chatTurnOps(transport);
   await op(0, 0);
 }

@@ -16,12 +16,12 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startMesh } from "../src/mesh.js";
 import { runLoad } from "./lib/load.js";
 import { cpuMsIfRunning } from "./lib/proc.js";
 import { largest, type Profile, percent, summarize, topLines } from "./lib/profile.js";
+import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-profile-key-0123456789abcdef";
@@ -48,15 +48,7 @@ let from = 0n;
 let to = 0n;
 const cpu = new Map<string, number>();
 try {
-  const transport = createGrpcTransport({
-    baseUrl: mesh.urls.gateway as string,
-    interceptors: [
-      (next) => (req) => {
-        req.header.set("authorization", `Bearer ${API_KEY}`);
-        return next(req);
-      },
-    ],
-  });
+  const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
   const op = await chatTurnOps(transport);
   await runLoad(op, { concurrency, durationMs: 3000 });
   const before = new Map(Object.entries(pids).map(([n, pid]) => [n, cpuMsIfRunning(pid) ?? 0]));

@@ -28,7 +28,6 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createDatabase } from "@trellis/storage";
@@ -37,6 +36,7 @@ import { type Kysely, sql } from "kysely";
 import { startMesh } from "../src/mesh.js";
 import { allServices } from "../src/services.js";
 import { limitsOutOfReach } from "./lib/proc.js";
+import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-footprint-key-0123456789abcdef";
@@ -213,15 +213,7 @@ const per = (value: number) => (value / turns).toFixed(2).padStart(8);
 const target = mode === "distributed" ? await distributedTarget() : await embeddedTarget();
 try {
   const { db } = target;
-  const transport = createGrpcTransport({
-    baseUrl: target.url,
-    interceptors: [
-      (next) => (request) => {
-        request.header.set("authorization", `Bearer ${API_KEY}`);
-        return next(request);
-      },
-    ],
-  });
+  const transport = bearerTransport(target.url, API_KEY);
   const op = await chatTurnOps(transport);
   await sendTurns(op, warmup);
   const before = await settle(db);

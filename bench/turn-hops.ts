@@ -19,20 +19,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createClient, type Interceptor } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { createClient } from "@connectrpc/connect";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startMesh } from "../src/mesh.js";
 import { startOtlpReceiver } from "../test/tracing/otlp-receiver.js";
+import { bearerTransport } from "./lib/transport.js";
 
 const API_KEY = "trellis-hops-admin-key-0123456789abcdef";
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${API_KEY}`);
-  return next(req);
-};
 const kinds = ["", "internal", "server", "client", "producer", "consumer"];
 const turns = Number(process.env.TRELLIS_HOPS_TURNS ?? 20);
 if (!Number.isInteger(turns) || turns < 1)
@@ -134,10 +130,7 @@ const mesh = await startMesh({
 });
 const files: string[] = [];
 try {
-  const transport = createGrpcTransport({
-    baseUrl: mesh.urls.gateway as string,
-    interceptors: [bearer],
-  });
+  const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
   const agents = createClient(AgentService, transport);
   const adminChat = createClient(ChatService, transport);
   const { agent } = await agents.createAgent({
@@ -164,14 +157,7 @@ try {
     });
     const { key } = (await created.json()) as { key?: string };
     if (!created.ok || !key) throw new Error(`creating the restricted key: ${created.status}`);
-    const restricted: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${key}`);
-      return next(req);
-    };
-    chat = createClient(
-      ChatService,
-      createGrpcTransport({ baseUrl: mesh.urls.gateway as string, interceptors: [restricted] }),
-    );
+    chat = createClient(ChatService, bearerTransport(mesh.urls.gateway as string, key));
   }
   const sessionId = `ses_${uniqueName("h")}`;
   const send = async () => {

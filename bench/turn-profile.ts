@@ -14,10 +14,10 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createGrpcTransport } from "@connectrpc/connect-node";
 import { runLoad } from "./lib/load.js";
 import { cpuMs, startDev } from "./lib/proc.js";
 import { type Profile, summarize, topLines } from "./lib/profile.js";
+import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-profile-key-0123456789abcdef";
@@ -38,15 +38,7 @@ let cpu = 0;
 let from = 0n;
 let to = 0n;
 try {
-  const transport = createGrpcTransport({
-    baseUrl: dev.baseUrl,
-    interceptors: [
-      (next) => (req) => {
-        req.header.set("authorization", `Bearer ${API_KEY}`);
-        return next(req);
-      },
-    ],
-  });
+  const transport = bearerTransport(dev.baseUrl, API_KEY);
   const op = await chatTurnOps(transport);
   await runLoad(op, { concurrency, durationMs: 3000 });
   const before = cpuMs(child.pid as number);

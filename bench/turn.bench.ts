@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { type Client, createClient, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
@@ -19,6 +19,7 @@ import {
   stopChild,
   totalCpuMs,
 } from "./lib/proc.js";
+import { bearerTransport } from "./lib/transport.js";
 
 /** Options of {@link runTurnBench}. */
 export interface TurnBenchOptions {
@@ -61,10 +62,6 @@ export interface BenchTarget {
 }
 
 const API_KEY = "trellis-bench-key-0123456789abcdef";
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${API_KEY}`);
-  return next(req);
-};
 
 /** The zero-latency agent: one constant assistant reply. */
 export const zeroLatencyGraph = {
@@ -173,10 +170,7 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
     root,
     env: { ...limitsOutOfReach },
   });
-  const transport = createGrpcTransport({
-    baseUrl: dev.baseUrl,
-    interceptors: [bearer],
-  });
+  const transport = bearerTransport(dev.baseUrl, API_KEY);
   const op = await opsFor(kind, transport);
   return {
     name: `Trellis ${kind} turn, embedded`,
@@ -195,10 +189,7 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
     natsPrefix: prefix,
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
   });
-  const transport = createGrpcTransport({
-    baseUrl: mesh.urls.gateway as string,
-    interceptors: [bearer],
-  });
+  const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
   const op = await opsFor(kind, transport);
   return {
     name: `Trellis ${kind} turn, distributed`,
