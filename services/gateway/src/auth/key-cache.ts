@@ -8,8 +8,10 @@
  *   revoking transaction (see `PostgresKeyStore.revoke`, which the REST
  *   route, the bootstrap and the `trellis keys` CLI all use). Every replica
  *   listens and drops its whole cache on the notification, so a revoked key
- *   fails at its next request everywhere; revocations are rare, so dropping
- *   everything is cheaper than tracking which key went.
+ *   fails everywhere as soon as the notice arrives (it leaves PostgreSQL at
+ *   the revoking commit, so a request racing it on another replica may still
+ *   pass); revocations are rare, so dropping everything is cheaper than
+ *   tracking which key went.
  * - A lookup that was in flight when a notification arrived is not cached
  *   (it may have read the row before the revocation committed).
  * - A listener that lost its connection is called again once it is back
