@@ -1,7 +1,6 @@
 import { createDatabase } from "@trellis/storage";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
-import { startMesh } from "../src/mesh.js";
+import { startBenchMesh } from "./lib/mesh.js";
 import { cpuMsIfRunning, startDev } from "./lib/proc.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -92,12 +91,7 @@ async function idleEmbedded(windowMs: number, settleMs: number): Promise<IdleRes
 }
 
 async function idleDistributed(windowMs: number, settleMs: number): Promise<IdleResult> {
-  const db = await createTestDatabase("trellis_idle");
-  const prefix = uniqueName("idle");
-  const mesh = await startMesh({
-    databaseUrl: db.url,
-    natsUrl: testNatsUrl,
-    natsPrefix: prefix,
+  const { mesh, db, stop } = await startBenchMesh("idle", {
     adapterWorkers: 1,
     readyTimeoutMs: 180_000,
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn" },
@@ -128,9 +122,7 @@ async function idleDistributed(windowMs: number, settleMs: number): Promise<Idle
     return result("distributed", windowMs, rows);
   } finally {
     await observer.close().catch(() => undefined);
-    await mesh.stop();
-    await db.drop();
-    await deleteTestStreams(prefix);
+    await stop();
   }
 }
 

@@ -16,9 +16,8 @@
 import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { startMesh } from "../src/mesh.js";
 import { runLoad } from "./lib/load.js";
+import { startBenchMesh } from "./lib/mesh.js";
 import { cpuMsIfRunning } from "./lib/proc.js";
 import { largest, type Profile, percent, summarize, topLines } from "./lib/profile.js";
 import { bearerTransport } from "./lib/transport.js";
@@ -30,12 +29,7 @@ const windowMs = Number(process.env.TRELLIS_PROFILE_MS ?? 10_000);
 const top = Number(process.env.TRELLIS_PROFILE_TOP ?? 12);
 
 const profDir = await mkdtemp(join(tmpdir(), "trellis-mesh-profile-"));
-const db = await createTestDatabase("trellis_prof");
-const prefix = uniqueName("prof");
-const mesh = await startMesh({
-  databaseUrl: db.url,
-  natsUrl: testNatsUrl,
-  natsPrefix: prefix,
+const { mesh, stop } = await startBenchMesh("prof", {
   env: {
     TRELLIS_API_KEY: API_KEY,
     TRELLIS_LOG_LEVEL: "warn",
@@ -62,9 +56,7 @@ try {
     `${turns} turns at ${concurrency} in flight, ${result.perSecond.toFixed(0)}/s, p50 ${result.p50Ms.toFixed(1)} ms (errors ${result.errors})`,
   );
 } finally {
-  await mesh.stop();
-  await db.drop();
-  await deleteTestStreams(prefix);
+  await stop();
 }
 
 const fromUs = Number(from / 1000n);

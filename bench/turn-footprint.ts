@@ -31,10 +31,9 @@ import { join } from "node:path";
 import { startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createDatabase } from "@trellis/storage";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { type Kysely, sql } from "kysely";
-import { startMesh } from "../src/mesh.js";
 import { allServices } from "../src/services.js";
+import { startBenchMesh } from "./lib/mesh.js";
 import { limitsOutOfReach } from "./lib/proc.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -99,12 +98,11 @@ async function embeddedTarget(): Promise<Target> {
 }
 
 async function distributedTarget(): Promise<Target> {
-  const testDb = await createTestDatabase("trellis_footprint");
-  const prefix = uniqueName("footprint");
-  const mesh = await startMesh({
-    databaseUrl: testDb.url,
-    natsUrl: testNatsUrl,
-    natsPrefix: prefix,
+  const {
+    mesh,
+    db: testDb,
+    stop,
+  } = await startBenchMesh("footprint", {
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
   });
   const database = await createDatabase({ kind: "postgres", url: testDb.url, poolSize: 1 });
@@ -113,9 +111,7 @@ async function distributedTarget(): Promise<Target> {
     db: database.kysely as Kysely<unknown>,
     async stop() {
       await database.close();
-      await mesh.stop();
-      await testDb.drop();
-      await deleteTestStreams(prefix);
+      await stop();
     },
   };
 }

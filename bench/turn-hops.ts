@@ -23,9 +23,9 @@ import { createClient } from "@connectrpc/connect";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { startMesh } from "../src/mesh.js";
+import { uniqueName } from "@trellis/testkit";
 import { startOtlpReceiver } from "../test/tracing/otlp-receiver.js";
+import { startBenchMesh } from "./lib/mesh.js";
 import { bearerTransport } from "./lib/transport.js";
 
 const API_KEY = "trellis-hops-admin-key-0123456789abcdef";
@@ -112,12 +112,7 @@ export function classify(text: string): Map<string, number> {
 }
 
 const receiver = await startOtlpReceiver();
-const db = await createTestDatabase("trellis_hops");
-const prefix = uniqueName("hops");
-const mesh = await startMesh({
-  databaseUrl: db.url,
-  natsUrl: testNatsUrl,
-  natsPrefix: prefix,
+const { mesh, stop } = await startBenchMesh("hops", {
   readyTimeoutMs: 180_000,
   env: {
     TRELLIS_API_KEY: API_KEY,
@@ -213,9 +208,7 @@ try {
     console.log(`${per(pg)}  = PostgreSQL statements;${per(nats)} = NATS publishes`);
   }
 } finally {
-  await mesh.stop();
-  await db.drop();
-  await deleteTestStreams(prefix);
+  await stop();
   await receiver.close();
   if (!process.env.TRELLIS_HOPS_KEEP) for (const f of files) await rm(f, { force: true });
 }

@@ -5,10 +5,10 @@ import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { health } from "@trellis/contracts/grpc";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { uniqueName } from "@trellis/testkit";
 import pg from "pg";
-import { startMesh } from "../src/mesh.js";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
+import { startBenchMesh } from "./lib/mesh.js";
 import {
   cpuMsIfRunning,
   freePort,
@@ -181,12 +181,7 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
 }
 
 async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
-  const db = await createTestDatabase("trellis_bench");
-  const prefix = uniqueName("bench");
-  const mesh = await startMesh({
-    databaseUrl: db.url,
-    natsUrl: testNatsUrl,
-    natsPrefix: prefix,
+  const { mesh, db, stop } = await startBenchMesh("bench", {
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
   });
   const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
@@ -209,11 +204,7 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
       }
     },
     op,
-    async close() {
-      await mesh.stop();
-      await db.drop();
-      await deleteTestStreams(prefix);
-    },
+    close: stop,
   };
 }
 
