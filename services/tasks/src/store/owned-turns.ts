@@ -2,8 +2,9 @@
  * A turn's steps made by the session owner in memory (owner mode, see
  * session-owner.ts): submit, finish and claim decide on the session's
  * state in memory and write ONE journal append each — the step's public
- * events, its step record (step-records.ts) and its row changes
- * (row-changes.ts) — which the `tasks-read-model` projector applies behind.
+ * events and its row changes (row-changes.ts, the task's Outcome among
+ * them) — which the `tasks-read-model` projector applies behind. No step
+ * record: the row changes already hold all it would carry.
  *
  * The common steps are made here; the rare ones return `undefined` and the
  * caller runs the relational path under the owner instead (see
@@ -30,18 +31,18 @@ import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls } from "../domain/transcript.js";
 import { type KnownAgentState, knownAgentState } from "./agent-state.js";
 import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
-import { encodeRowChanges, ROWS_STEP, type Row, type RowChange } from "./row-changes.js";
+import {
+  encodeRowChanges,
+  outcomeRow,
+  ROWS_STEP,
+  type Row,
+  type RowChange,
+} from "./row-changes.js";
 import { toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
 import { sessionStream } from "./session-stream.js";
-import {
-  encodeStepEvent,
-  finishedStep,
-  type PendingStep,
-  stepEntries,
-  submittedStep,
-} from "./step-records.js";
+import { encodeStepEvent } from "./step-records.js";
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
@@ -61,7 +62,6 @@ class Step {
   readonly now = new Date();
   readonly events: Event[] = [];
   readonly rows: RowChange[] = [];
-  readonly steps: PendingStep[] = [];
   /** Task rows as the step leaves them. */
   readonly tasks = new Map<string, TaskRow>();
   /** The agent state the step left (a finish with a state), kept with the session. */
@@ -92,7 +92,7 @@ class Step {
     return updated;
   }
 
-  /** The journal entries of the step: events, step records, row changes (one append). */
+  /** The journal entries of the step: its events, then its row changes (one append). */
   entries(): JournalEntry[] {
     const s = this.session;
     this.rows.push({
@@ -117,7 +117,6 @@ class Step {
         kind: event.kind,
         body: encodeStepEvent(event),
       })),
-      ...stepEntries(this.steps),
       { stream: sessionStream(s), kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
     ];
   }
@@ -295,15 +294,6 @@ export class OwnedTurns {
       });
     }
     const task = toTask(row);
-    step.steps.push(
-      submittedStep(session, task, input0, {
-        queueSeq,
-        runNow: decision.runNow,
-        inputPosition: inputPosition ?? undefined,
-        createdBy: context.actor.id,
-        idempotencyKey: key?.key ?? "",
-      }),
-    );
     const appended = await this.#owner.append(
       session,
       step.entries(),
@@ -363,13 +353,13 @@ export class OwnedTurns {
     const messages = [...earlier, ...appended];
     step.emit(end.event);
     const outcomeId = row.outcome_id || newId("out");
-    const record = finishedStep(session, row.id, {
-      status: end.status,
-      output: appended,
-      ...(outcome.backendId ? { assignedBackend: outcome.backendId } : {}),
-      ...(row.outcome_id ? {} : { outcome: endedOutcome(row, outcomeId, end, messages) }),
-    });
-    step.steps.push(record);
+    if (!row.outcome_id) {
+      step.rows.push({
+        op: "insert",
+        table: "outcomes",
+        values: outcomeRow(endedOutcome(row, outcomeId, end, messages)),
+      });
+    }
     const set: Partial<TaskRow> = {
       status: end.status,
       run_state: "done",

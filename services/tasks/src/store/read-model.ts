@@ -8,19 +8,20 @@
  * projector writes it. Tasks, messages and sessions rows are still written
  * by the turn's own transaction.
  *
- * Step 2 (`TRELLIS_TASKS_JOURNAL=owner`, embedded): an owned submit or
- * finish writes nothing but its append; this projector also applies its
- * row changes (tasks, messages, sessions, checkpoints, agent state,
- * idempotency keys: row-changes.ts) and writes its public events to the
- * outbox, in journal order, then hands those rows to the outbox relay
- * (which publishes them without reading them back).
+ * Step 2 (`TRELLIS_TASKS_JOURNAL=owner`): an owned submit or finish writes
+ * nothing but its append (its events and its row changes, no step record);
+ * this projector also applies its row changes (tasks, messages, sessions,
+ * checkpoints, agent state, idempotency keys, outcomes: row-changes.ts) and
+ * writes its public events to the outbox, in journal order, then hands
+ * those rows to the outbox relay (which publishes them without reading
+ * them back). Journals written before owned steps dropped their step
+ * records still apply: a finished record's Outcome is written as in step 1.
  *
  * Reads of outcomes keep read-your-writes by waiting for the projector to
  * pass the journal's head (see `Resources`); listings across sessions may
  * lag one batch.
  */
 import { fromBinary } from "@bufbuild/protobuf";
-import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Event } from "@trellis/contracts/core";
 import { StepRecordSchema } from "@trellis/contracts/tasks";
 import type { LoggedEvent } from "@trellis/eventlog";
@@ -33,10 +34,16 @@ import {
   type Projector,
   projectorHealth,
 } from "@trellis/storage";
-import type { Insertable, Transaction } from "kysely";
-import { encodeMessages } from "./codec.js";
-import { applyRowChanges, decodeRowChanges, ROWS_STEP, type RowChange } from "./row-changes.js";
-import type { OutcomeTable, TasksDatabase } from "./schema.js";
+import type { Transaction } from "kysely";
+import {
+  applyRowChanges,
+  decodeRowChanges,
+  outcomeRow,
+  ROWS_STEP,
+  type Row,
+  type RowChange,
+} from "./row-changes.js";
+import type { TasksDatabase } from "./schema.js";
 import { decodeStepEvent, FINISHED_STEP, SUBMITTED_STEP } from "./step-records.js";
 
 /** The projector's durable name. */
@@ -48,7 +55,7 @@ export const READ_MODEL_PROJECTOR = "tasks-read-model";
  * share a transaction (session 15: 1.68 → 1.01 projector transactions per
  * turn), short beside a turn's answer, which never waits for it. Only a
  * small backlog waits it (the projector's `delayUntilBacklog`, 32 entries;
- * a chat turn appends about 9): under load a wake-up already finds a large
+ * a chat turn appends about 7): under load a wake-up already finds a large
  * batch and applies it at once.
  */
 export const DEFAULT_READ_MODEL_DELAY_MS = 30;
@@ -120,7 +127,7 @@ export async function applySteps(
   db: Transaction<TasksDatabase>,
   owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
 ): Promise<LoggedEvent[]> {
-  const outcomes: Insertable<OutcomeTable>[] = [];
+  const outcomes: Row[] = [];
   const rows: RowChange[] = [];
   const events: Event[] = [];
   // Each event's journal body: its outbox row is that body plus the sequence.
@@ -143,17 +150,7 @@ export async function applySteps(
     if (record.step.case !== "finished") continue;
     const outcome = record.step.value.outcome;
     if (outcome === undefined) continue;
-    outcomes.push({
-      id: outcome.id,
-      task_id: outcome.taskId,
-      session_id: outcome.sessionId,
-      workspace_id: outcome.workspaceId,
-      status: outcome.status,
-      summary: outcome.summary,
-      messages: encodeMessages(outcome.messages),
-      artifact_ids: JSON.stringify(outcome.artifactIds),
-      ...(outcome.createdAt ? { created_at: timestampDate(outcome.createdAt) } : {}),
-    });
+    outcomes.push(outcomeRow(outcome));
   }
   // Rows and Outcomes in one statement (two when a task takes a mailbox).
   await applyRowChanges(rows, db, outcomes);

@@ -4,7 +4,8 @@
  * `tasks-read-model` projector applies to the tables behind it.
  *
  * One journal entry of kind {@link ROWS_STEP} per owned step, in the same
- * append as the step's public events and its step record. The owner has
+ * append as the step's public events (an owned step appends no step record:
+ * the changes hold all the projector needs, a task's Outcome included). The owner has
  * already computed every column (timestamps included, on its clock), so the
  * projector copies them instead of re-deriving rows from the step record —
  * simpler, and what makes a row's projection equal to the owner's memory.
@@ -20,7 +21,10 @@
  * statement first, as a session's one running task is a unique index,
  * checked row by row.
  */
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Outcome } from "@trellis/contracts/tasks";
 import { type QueryCreator, sql, type Transaction } from "kysely";
+import { encodeMessages } from "./codec.js";
 import type { TasksDatabase } from "./schema.js";
 
 /** Journal kind of an owned step's row changes. */
@@ -28,7 +32,7 @@ export const ROWS_STEP = "tasks.step.rows";
 
 /** One change to one row. */
 export type RowChange =
-  | { op: "insert"; table: "tasks" | "messages" | "task_checkpoints"; values: Row }
+  | { op: "insert"; table: "tasks" | "messages" | "task_checkpoints" | "outcomes"; values: Row }
   | {
       op: "update";
       table: "sessions" | "tasks";
@@ -42,6 +46,21 @@ export type RowChange =
 
 /** Column values: strings, numbers, booleans, bigints, bytes, dates, null. */
 export type Row = Record<string, unknown>;
+
+/** An Outcome as its `outcomes` row (a finish's row change, or a step record's Outcome). */
+export function outcomeRow(outcome: Outcome): Row {
+  return {
+    id: outcome.id,
+    task_id: outcome.taskId,
+    session_id: outcome.sessionId,
+    workspace_id: outcome.workspaceId,
+    status: outcome.status,
+    summary: outcome.summary,
+    messages: encodeMessages(outcome.messages),
+    artifact_ids: JSON.stringify(outcome.artifactIds),
+    ...(outcome.createdAt ? { created_at: timestampDate(outcome.createdAt) } : {}),
+  };
+}
 
 /**
  * The changes behind the bodies this process encoded, while the bodies live:
@@ -173,6 +192,7 @@ export async function applyRowChanges(
   const updates = new Map<string, Update>();
   const states = new Map<string, Row>();
   const keys: Row[] = [];
+  const outcomeRows = [...outcomes];
   await withWorkspaces(changes, db);
   for (const change of changes) {
     switch (change.op) {
@@ -181,6 +201,7 @@ export async function applyRowChanges(
         if (change.table === "tasks")
           insertedTasks.set(String(change.values.id), { ...change.values });
         else if (change.table === "messages") messages.push(change.values);
+        else if (change.table === "outcomes") outcomeRows.push(change.values);
         else checkpoints.push(change.values);
         break;
       case "update": {
@@ -260,11 +281,11 @@ export async function applyRowChanges(
     );
   // Exactly once already (the position moves in this transaction); the
   // conflict clause only keeps a task's first Outcome, as the store did.
-  if (outcomes.length > 0)
+  if (outcomeRows.length > 0)
     rest.push((qc) =>
       qc
         .insertInto("outcomes")
-        .values(outcomes)
+        .values(outcomeRows)
         .onConflict((oc) => oc.doNothing()),
     );
   // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.

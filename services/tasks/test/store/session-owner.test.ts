@@ -1,12 +1,19 @@
 // The embedded session owner (TRELLIS_TASKS_JOURNAL=owner) at the store: a
 // submit and a finish to a known session are each ONE journal append (the
-// step's events, its step record, its row changes); the read model writes
+// step's events, then its row changes; no step record); the read model writes
 // the rows and the outbox rows behind, and reads see the caller's writes.
 
 import type { JsonObject } from "@bufbuild/protobuf";
-import { create } from "@bufbuild/protobuf";
+import { create, toBinary } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import {
+  AgentSchema,
+  BusyPolicy,
+  FinishedStepSchema,
+  OutcomeSchema,
+  OutcomeStatus,
+  StepRecordSchema,
+} from "@trellis/contracts/tasks";
 import {
   createDatabase,
   createJournal,
@@ -33,7 +40,7 @@ import {
 } from "../../src/store/row-changes.js";
 import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
-import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
+import { FINISHED_STEP } from "../../src/store/step-records.js";
 import type { Claim } from "../../src/store/task-store.js";
 import { text, textOf } from "../support/fixtures.js";
 
@@ -132,12 +139,10 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       // The finish of the first turn (owned: its session was known by then).
       "agent.message",
       "task.completed",
-      FINISHED_STEP,
       ROWS_STEP,
       "task.submitted",
       "task.started",
       "user.message",
-      SUBMITTED_STEP,
       ROWS_STEP,
     ]);
     // Reads wait for the projector: the caller sees its own submit.
@@ -152,8 +157,12 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const read = await store.getTask(task.id);
     expect(read.status).toBe(TaskStatus.COMPLETED);
     expect(textOf(read.output[0])).toBe("second answer");
+    // The Outcome rode on the finish's row changes.
     const outcome = await store.getOutcome(read.outcomeId);
-    expect(outcome.taskId).toBe(task.id);
+    expect(outcome).toMatchObject({ taskId: task.id, sessionId: "ses_owner_1" });
+    expect(outcome.status).toBe(OutcomeStatus.SUCCEEDED);
+    expect(outcome.messages.map(textOf)).toEqual(["second answer"]);
+    expect(outcome.createdAt).toBeDefined();
     const messages = await store.listMessages(
       "ses_owner_1",
       { taskId: "" },
@@ -319,6 +328,40 @@ describe("tasks store, embedded session owner (PGlite)", () => {
         BigInt(r.turn_count),
       ]),
     ).toEqual(sessions.map((id, i) => [id, 40n + BigInt(i)]));
+  });
+
+  it("projects the Outcome of a finish recorded before owned steps dropped their step record", async () => {
+    // Journals written by earlier versions carry an owned finish's Outcome
+    // on its step record (tasks.step.finished), not in its row changes.
+    const { task } = await submit("ses_owner_old", "earlier version");
+    const record = create(StepRecordSchema, {
+      sessionId: "ses_owner_old",
+      workspaceId: "default",
+      taskId: task.id,
+      step: {
+        case: "finished",
+        value: create(FinishedStepSchema, {
+          status: TaskStatus.COMPLETED,
+          outcome: create(OutcomeSchema, {
+            id: "out_recorded_before",
+            taskId: task.id,
+            sessionId: "ses_owner_old",
+            workspaceId: "default",
+            status: OutcomeStatus.SUCCEEDED,
+            summary: "from a step record",
+          }),
+        }),
+      },
+    });
+    const stream = sessionStream({ workspace_id: "default", id: "ses_owner_old" });
+    const { positions } = await journal.append([
+      { stream, kind: FINISHED_STEP, body: toBinary(StepRecordSchema, record) },
+      { stream, kind: ROWS_STEP, body: encodeRowChanges([]) },
+    ]);
+    await readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
+    const outcome = await store.getOutcome("out_recorded_before");
+    expect(outcome).toMatchObject({ taskId: task.id, summary: "from a step record" });
+    expect(outcome.status).toBe(OutcomeStatus.SUCCEEDED);
   });
 
   it("dead-letters a step the tables refuse and projects the steps after it", async () => {
