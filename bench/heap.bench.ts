@@ -1,17 +1,22 @@
 /**
- * Heap over many turns: `trellis dev` of this checkout (forked with
- * `--expose-gc`, ./lib/fanout-server.ts) runs `TRELLIS_HEAP_TURNS` (default
- * 100,000) chat turns of the zero-latency agent at `TRELLIS_HEAP_CONCURRENCY`
- * (default 32) in flight, each worker's session replaced by a fresh one every
- * 100 turns (as the peer harness does). The server's heap after two forced GCs
- * is read every tenth of the run. "Flat" means the second half grows by no
- * more than noise: windows, caches and the owner's session map are bounded
- * and fill in the first part of the run.
+ * Heap over many turns: `TRELLIS_HEAP_TURNS` (default 100,000) chat turns of
+ * the zero-latency agent at `TRELLIS_HEAP_CONCURRENCY` (default 32) in
+ * flight, each worker's session replaced by a fresh one every 100 turns (as
+ * the peer harness does). Every process's heap after two forced GCs is read
+ * every tenth of the run. "Flat" means the second half grows by no more than
+ * noise: windows, caches and the owner's session map are bounded and fill in
+ * the first part of the run.
+ *
+ * `TRELLIS_HEAP_MODE`: `embedded` (default) runs `trellis dev` of this
+ * checkout, forked with `--expose-gc` (./lib/fanout-server.ts);
+ * `distributed` runs `trellis mesh` on the test PostgreSQL and NATS, every
+ * process with `--expose-gc` and ./lib/heap-probe.mjs (SIGUSR2 → its heap in
+ * a file), and reports each process and their sum.
  *
  *   npm run bench -- heap          # TRELLIS_TASKS_JOURNAL passes through
  */
 import type { ChildProcess } from "node:child_process";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -20,7 +25,9 @@ import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { uniqueName } from "@trellis/testkit";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
-import { freePort, limitsOutOfReach } from "./lib/proc.js";
+import { startBenchMesh } from "./lib/mesh.js";
+import { freePort, limitsOutOfReach, repoRoot } from "./lib/proc.js";
+import { choiceFromEnv, wholeFromEnv } from "./lib/settings.js";
 import { bearerTransport } from "./lib/transport.js";
 import { zeroLatencyGraph } from "./turn.bench.js";
 
@@ -30,12 +37,16 @@ const TURNS_PER_SESSION = 100;
 /** One heap reading. */
 export interface HeapPoint {
   turns: number;
+  /** All processes together. */
   heapMb: number;
+  /** Each process (distributed: by service; embedded: `trellis dev`). */
+  processes: Record<string, number>;
   seconds: number;
 }
 
 /** What the benchmark measured. */
 export interface HeapResult {
+  mode: "embedded" | "distributed";
   turns: number;
   concurrency: number;
   journal: string;
@@ -47,20 +58,32 @@ export interface HeapResult {
   loadAfter: number[];
 }
 
-async function heapMb(child: ChildProcess): Promise<number> {
-  return Number(((await gcMemory(child)).heapUsed / 1024 / 1024).toFixed(1));
+const mb = (bytes: number) => Number((bytes / 1024 / 1024).toFixed(1));
+
+/** The settings of a run, refused by name when they are nonsense. */
+export function heapSettings(env: Readonly<Record<string, string | undefined>>): {
+  mode: "embedded" | "distributed";
+  turns: number;
+  concurrency: number;
+} {
+  return {
+    mode: choiceFromEnv(env, "TRELLIS_HEAP_MODE", ["embedded", "distributed"]),
+    turns: wholeFromEnv(env, "TRELLIS_HEAP_TURNS", 100_000),
+    concurrency: wholeFromEnv(env, "TRELLIS_HEAP_CONCURRENCY", 32),
+  };
 }
 
-/** Run the heap benchmark. */
-export async function runHeapBench(
-  options: { turns?: number; concurrency?: number; port?: number } = {},
-): Promise<HeapResult> {
-  const turns = options.turns ?? Number(process.env.TRELLIS_HEAP_TURNS ?? 100_000);
-  const concurrency = options.concurrency ?? Number(process.env.TRELLIS_HEAP_CONCURRENCY ?? 32);
-  const port = options.port ?? (await freePort());
+/** A running Trellis whose heap is read. */
+interface HeapTarget {
+  url: string;
+  /** Each process's heap (MB) after two forced GCs. */
+  heaps(): Promise<Record<string, number>>;
+  stop(): Promise<void>;
+}
+
+async function embeddedTarget(port: number): Promise<HeapTarget> {
   const dataDir = await mkdtemp(join(tmpdir(), "trellis-heap-"));
-  const loadBefore = loadavg();
-  const child = await startGcDev({
+  const child: ChildProcess = await startGcDev({
     port,
     dataDir,
     apiKey: API_KEY,
@@ -68,8 +91,80 @@ export async function runHeapBench(
     env: { ...limitsOutOfReach },
     timeoutMs: 180_000,
   });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    heaps: async () => ({ "trellis dev": mb((await gcMemory(child)).heapUsed) }),
+    async stop() {
+      child.kill("SIGTERM");
+      await new Promise((r) => child.once("exit", r));
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function distributedTarget(): Promise<HeapTarget> {
+  const probeDir = await mkdtemp(join(tmpdir(), "trellis-heap-probe-"));
+  const { mesh, stop } = await startBenchMesh("heap", {
+    env: {
+      TRELLIS_API_KEY: API_KEY,
+      TRELLIS_LOG_LEVEL: "warn",
+      TRELLIS_HEAP_PROBE_DIR: probeDir,
+      ...limitsOutOfReach,
+    },
+    nodeArgs: ["--expose-gc", "--import", join(repoRoot, "bench/lib/heap-probe.mjs")],
+    readyTimeoutMs: 180_000,
+  });
+  const readOne = async (pid: number): Promise<number> => {
+    const file = join(probeDir, `${pid}.json`);
+    await rm(file, { force: true });
+    process.kill(pid, "SIGUSR2");
+    for (let waited = 0; waited < 30_000; waited += 50) {
+      const text = await readFile(file, "utf8").catch(() => undefined);
+      if (text !== undefined) return mb((JSON.parse(text) as { heapUsed: number }).heapUsed);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`process ${pid} did not answer the heap probe in 30 s`);
+  };
+  return {
+    url: mesh.urls.gateway as string,
+    async heaps() {
+      const out: Record<string, number> = {};
+      for (const [name, pid] of Object.entries(mesh.pids())) out[name] = await readOne(pid);
+      return out;
+    },
+    async stop() {
+      await stop();
+      await rm(probeDir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function reading(target: HeapTarget, turns: number, seconds: number): Promise<HeapPoint> {
+  const processes = await target.heaps();
+  const heapMb = mb(Object.values(processes).reduce((sum, m) => sum + m * 1024 * 1024, 0));
+  return { turns, heapMb, processes, seconds };
+}
+
+/** Run the heap benchmark. */
+export async function runHeapBench(
+  options: {
+    mode?: "embedded" | "distributed";
+    turns?: number;
+    concurrency?: number;
+    port?: number;
+  } = {},
+): Promise<HeapResult> {
+  const settings = heapSettings(process.env);
+  const mode = options.mode ?? settings.mode;
+  const turns = options.turns ?? settings.turns;
+  const concurrency = options.concurrency ?? settings.concurrency;
+  const loadBefore = loadavg();
+  const target =
+    mode === "distributed"
+      ? await distributedTarget()
+      : await embeddedTarget(options.port ?? (await freePort()));
   try {
-    const transport = bearerTransport(`http://127.0.0.1:${port}`, API_KEY);
+    const transport = bearerTransport(target.url, API_KEY);
     const { agent } = await createClient(AgentService, transport).createAgent({
       agent: {
         workspaceId: "default",
@@ -81,13 +176,13 @@ export async function runHeapBench(
     const chat = createClient(ChatService, transport);
     const run = uniqueName("h");
     const every = Math.max(1, Math.floor(turns / 10));
-    const points: HeapPoint[] = [{ turns: 0, heapMb: await heapMb(child), seconds: 0 }];
+    const points: HeapPoint[] = [await reading(target, 0, 0)];
     const start = performance.now();
     let issued = 0;
     let done = 0;
     let errors = 0;
     let nextReading = every;
-    let reading: Promise<void> = Promise.resolve();
+    let pending: Promise<void> = Promise.resolve();
     const worker = async (w: number) => {
       for (let mine = 0; issued < turns; mine += 1) {
         issued += 1;
@@ -110,19 +205,20 @@ export async function runHeapBench(
           const at = nextReading;
           nextReading += every;
           const seconds = (performance.now() - start) / 1000;
-          reading = reading.then(async () => {
-            points.push({ turns: at, heapMb: await heapMb(child), seconds });
+          pending = pending.then(async () => {
+            points.push(await reading(target, at, seconds));
           });
         }
       }
     };
     await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)));
-    await reading;
+    await pending;
     points.sort((a, b) => a.turns - b.turns);
     const middle = points.find((p) => p.turns >= turns / 2) ?? points[0]!;
     const last = points.at(-1)!;
     const span = Math.max(1, last.turns - middle.turns);
     return {
+      mode,
       turns,
       concurrency,
       journal: process.env.TRELLIS_TASKS_JOURNAL ?? "(default)",
@@ -133,21 +229,20 @@ export async function runHeapBench(
       loadAfter: loadavg(),
     };
   } finally {
-    child.kill("SIGTERM");
-    await new Promise((r) => child.once("exit", r));
-    await rm(dataDir, { recursive: true, force: true });
+    await target.stop();
   }
 }
 
 /** The result as text. */
 export function formatHeapBench(result: HeapResult): string {
+  const names = result.mode === "distributed" ? Object.keys(result.points[0]?.processes ?? {}) : [];
   const lines = [
-    `heap over ${result.turns} chat turns, ${result.concurrency} in flight, journal ${result.journal}, errors ${result.errors}`,
+    `heap over ${result.turns} chat turns (${result.mode}), ${result.concurrency} in flight, journal ${result.journal}, errors ${result.errors}`,
     `load ${result.loadBefore.map((l) => l.toFixed(2)).join("/")} → ${result.loadAfter.map((l) => l.toFixed(2)).join("/")}`,
-    "turns      heap MB   seconds",
+    `turns      heap MB   seconds  ${names.map((n) => n.padStart(10)).join(" ")}`,
     ...result.points.map(
       (p) =>
-        `${String(p.turns).padStart(7)}  ${p.heapMb.toFixed(1).padStart(8)}  ${p.seconds.toFixed(0).padStart(8)}`,
+        `${String(p.turns).padStart(7)}  ${p.heapMb.toFixed(1).padStart(8)}  ${p.seconds.toFixed(0).padStart(8)}  ${names.map((n) => (p.processes[n]?.toFixed(1) ?? "-").padStart(10)).join(" ")}`,
     ),
     `second half: ${result.secondHalfMbPer10k} MB per 10,000 turns`,
   ];

@@ -7,7 +7,7 @@
  *   npm run bench -- event-log    only the named ones
  *   TRELLIS_BENCH_BASE=../base npm run bench -- turn-ab
  *                                 this checkout's turn against another's, side by side
- *   npm run bench -- heap         server heap over 100,000 chat turns (TRELLIS_HEAP_TURNS)
+ *   npm run bench -- heap         server heap over 100,000 chat turns (TRELLIS_HEAP_TURNS; TRELLIS_HEAP_MODE=distributed: every mesh process)
  *   npm run bench -- idle         CPU ms/s of each idle process, embedded and mesh
  *   npm run bench -- rpc-stack    server CPU of one RPC hop: bare Connect, runtime, internal
  *   npm run bench -- worker-grpc  a turn through a gRPC worker vs a JetStream worker

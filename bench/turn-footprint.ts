@@ -35,30 +35,16 @@ import { type Kysely, sql } from "kysely";
 import { allServices } from "../src/services.js";
 import { startBenchMesh } from "./lib/mesh.js";
 import { limitsOutOfReach } from "./lib/proc.js";
+import { choiceFromEnv, wholeFromEnv } from "./lib/settings.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-footprint-key-0123456789abcdef";
 
-function wholeFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === "") return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value < 1) {
-    throw new Error(`${name} must be a whole number >= 1, got ${JSON.stringify(raw)}`);
-  }
-  return value;
-}
-
-const warmup = wholeFromEnv("TRELLIS_FOOTPRINT_WARMUP", 40);
-const turns = wholeFromEnv("TRELLIS_FOOTPRINT_TURNS", 400);
-const concurrency = wholeFromEnv("TRELLIS_FOOTPRINT_CONCURRENCY", 8);
-const mode = process.env.TRELLIS_FOOTPRINT_MODE || "embedded";
-if (mode !== "embedded" && mode !== "distributed") {
-  throw new Error(
-    `TRELLIS_FOOTPRINT_MODE must be embedded or distributed, got ${JSON.stringify(mode)}`,
-  );
-}
+const warmup = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_WARMUP", 40);
+const turns = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_TURNS", 400);
+const concurrency = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_CONCURRENCY", 8);
+const mode = choiceFromEnv(process.env, "TRELLIS_FOOTPRINT_MODE", ["embedded", "distributed"]);
 // A server's idle backends report their counters up to 10 s after their
 // last commit (PostgreSQL's PGSTAT_IDLE_INTERVAL): wait longer between the
 // reads that decide the database is quiet.
