@@ -50,6 +50,24 @@ function setAt(root: JsonValue, path: (string | number)[], value: JsonValue): Js
   return root;
 }
 
+/**
+ * What `JSON.parse(JSON.stringify(value))` gives, without serialising the
+ * strings: objects and arrays are new, strings shared (they cannot change).
+ * A body of lists of long strings runs to tens of megabytes before it is cut
+ * at twice the body limit, and the round trip through text took seconds of
+ * the test process's event loop.
+ */
+function copyJson(value: unknown): JsonValue {
+  if (typeof value === "number") return Number.isFinite(value) ? value + 0 : null;
+  if (typeof value !== "object" || value === null) return value as JsonValue;
+  if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : copyJson(v)));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, copyJson(v)]),
+  );
+}
+
 function swapType(rng: Rng, value: JsonValue | undefined): JsonValue {
   if (typeof value === "string") return rng.pick<JsonValue>([12, true, [value], { v: value }, 1.5]);
   if (typeof value === "number") return rng.pick<JsonValue>(["12", "abc", [value], "1e400", 1.25]);
@@ -66,7 +84,7 @@ export function mutateJson(
   setup: FuzzSetup,
 ): { text: Uint8Array; label: string } {
   const enc = (v: JsonValue | string) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v));
-  const copy = JSON.parse(JSON.stringify(json)) as JsonValue;
+  const copy = copyJson(json);
   const places = slots(copy);
   const place = places.length > 0 ? rng.pick(places) : [];
   const get = (p: (string | number)[]) =>
