@@ -57,7 +57,7 @@ function setAt(root: JsonValue, path: (string | number)[], value: JsonValue): Js
  * at twice the body limit, and the round trip through text took seconds of
  * the test process's event loop.
  */
-function copyJson(value: unknown): JsonValue {
+export function copyJson(value: unknown): JsonValue {
   if (typeof value === "number") return Number.isFinite(value) ? value + 0 : null;
   if (typeof value !== "object" || value === null) return value as JsonValue;
   if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : copyJson(v)));
@@ -77,13 +77,68 @@ function swapType(rng: Rng, value: JsonValue | undefined): JsonValue {
   return rng.pick<JsonValue>([{}, [], "x", 0]);
 }
 
-/** Mutate a JSON body (text out); returns the label too. */
+/**
+ * `JSON.stringify(value)`, or a prefix of it longer than `atLeast`
+ * characters when the whole is longer than that: for a body the caller cuts
+ * anyway. Whole tokens only, so the prefix ends with a complete string,
+ * number or punctuation mark.
+ */
+export function jsonPrefix(value: JsonValue, atLeast: number): string {
+  const parts: string[] = [];
+  let length = 0;
+  // false once past `atLeast`: nothing more is written.
+  const put = (text: string): boolean => {
+    parts.push(text);
+    length += text.length;
+    return length <= atLeast;
+  };
+  const write = (v: JsonValue | undefined): boolean => {
+    if (Array.isArray(v)) {
+      if (!put("[")) return false;
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0 && !put(",")) return false;
+        if (!write(v[i] ?? null)) return false;
+      }
+      return put("]");
+    }
+    if (v !== null && typeof v === "object") {
+      if (!put("{")) return false;
+      let first = true;
+      for (const [key, child] of Object.entries(v)) {
+        if (child === undefined) continue;
+        if (!first && !put(",")) return false;
+        first = false;
+        if (!put(`${JSON.stringify(key)}:`) || !write(child)) return false;
+      }
+      return put("}");
+    }
+    return put(JSON.stringify(v ?? null));
+  };
+  write(value);
+  return parts.join("");
+}
+
+/**
+ * Mutate a JSON body (text out); returns the label too. With `keep`, the
+ * caller keeps only the first `keep` bytes of the text (it cuts what is
+ * longer), and the text may be made only a little past that: a generated
+ * message of lists of long strings can run to tens of megabytes, and
+ * serialising all of it took seconds of the test process's event loop.
+ * Those first `keep` bytes, and whether the text is longer, are the same
+ * either way.
+ */
 export function mutateJson(
   rng: Rng,
   json: JsonValue,
   setup: FuzzSetup,
+  keep?: number,
 ): { text: Uint8Array; label: string } {
-  const enc = (v: JsonValue | string) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v));
+  // The mutations below look at most a few characters ahead of a position
+  // (`:0,`), and a character is at least one byte: 16 characters past `keep`
+  // leave every byte up to `keep` as the whole text has it.
+  const stringify = (v: JsonValue) =>
+    keep === undefined ? JSON.stringify(v) : jsonPrefix(v, keep + 16);
+  const enc = (v: JsonValue | string) => Buffer.from(typeof v === "string" ? v : stringify(v));
   const copy = copyJson(json);
   const places = slots(copy);
   const place = places.length > 0 ? rng.pick(places) : [];
@@ -137,7 +192,7 @@ export function mutateJson(
       const levels = rng.pick([40, 80, 200, 2000, 20_000]);
       const deep = deepJson(levels, rng.chance(0.5));
       const marker = "\u0001DEEP\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker)).replace(JSON.stringify(marker), deep);
+      const text = stringify(setAt(copy, place, marker)).replace(JSON.stringify(marker), deep);
       return { text: enc(text), label: `json:deep-${levels}` };
     }
     case "wide": {
@@ -149,7 +204,7 @@ export function mutateJson(
       const parts: string[] = [];
       for (let i = 0; i < keys; i++) parts.push(`"k${i}":${i % 7 === 0 ? '"v"' : i}`);
       const marker = "\u0001WIDE\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker)).replace(
+      const text = stringify(setAt(copy, place, marker)).replace(
         JSON.stringify(marker),
         `{${parts.join(",")}}`,
       );
@@ -167,7 +222,7 @@ export function mutateJson(
     }
     case "bad-utf8": {
       const marker = "\u0001BAD\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker));
+      const text = stringify(setAt(copy, place, marker));
       const [before, after] = text.split(JSON.stringify(marker));
       const bad = rng.pick([
         [0xff, 0xfe],
@@ -186,16 +241,15 @@ export function mutateJson(
       };
     }
     case "syntax": {
-      const text = Buffer.from(JSON.stringify(copy));
+      // The whole text: where to truncate or flip is drawn over all of it.
+      const whole = JSON.stringify(copy);
+      const text = Buffer.from(whole);
       return rng.pick([
         { text: truncate(rng, text), label: "json:truncated" },
         { text: flipBytes(rng, text), label: "json:byte-flip" },
-        { text: enc(`${JSON.stringify(copy)},`), label: "json:trailing-comma" },
-        { text: enc(JSON.stringify(copy).replaceAll('"', "'")), label: "json:single-quotes" },
-        {
-          text: enc(`${JSON.stringify(copy)}${JSON.stringify(copy)}`),
-          label: "json:two-documents",
-        },
+        { text: enc(`${whole},`), label: "json:trailing-comma" },
+        { text: enc(whole.replaceAll('"', "'")), label: "json:single-quotes" },
+        { text: enc(`${whole}${whole}`), label: "json:two-documents" },
       ]);
     }
     case "not-object":
@@ -208,7 +262,7 @@ export function mutateJson(
     case "numbers":
       return {
         text: enc(
-          JSON.stringify(setAt(copy, place, 0)).replace(
+          stringify(setAt(copy, place, 0)).replace(
             /:0([,}])/,
             `:${rng.pick(["1e400", "-0", "1.5", "0x10", "NaN", "-1", "99999999999999999999999"])}$1`,
           ),
@@ -216,7 +270,7 @@ export function mutateJson(
         label: "json:numbers",
       };
     case "duplicate-keys": {
-      const text = JSON.stringify(copy);
+      const text = stringify(copy);
       return {
         text: enc(
           text.startsWith("{") && text.length > 2 ? `{"a":1,"a":[],${text.slice(1)}` : text,
@@ -226,7 +280,7 @@ export function mutateJson(
     }
     default:
       return {
-        text: concat(new Uint8Array([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(copy))),
+        text: concat(new Uint8Array([0xef, 0xbb, 0xbf]), Buffer.from(stringify(copy))),
         label: "json:bom",
       };
   }
@@ -251,7 +305,7 @@ function varint(n: number): number[] {
  * in: linear in `levels` (wrapping a copy per level was quadratic, seconds of
  * the test process's event loop at 3000 levels).
  */
-function nestedValues(levels: number): Uint8Array {
+export function nestedValues(levels: number): Uint8Array {
   // lengths[i]: the byte length of the Value nested i levels deep (0 innermost).
   const lengths = [0];
   for (let i = 1; i <= levels; i++) {
