@@ -10,7 +10,7 @@
 //   TRELLIS_FUZZ_SEED    seed (default 20261122); case i of a seed is always the same request
 //   TRELLIS_FUZZ_ONLY    comma-separated case numbers to replay alone
 //   TRELLIS_FUZZ_CONCURRENCY  requests in flight (default 12)
-//   TRELLIS_FUZZ_TRACE   print every case's outcome (with TRELLIS_FUZZ_ONLY, to bisect)
+//   TRELLIS_FUZZ_TRACE   print every case's outcome and timing (with TRELLIS_FUZZ_ONLY, to bisect)
 // The report (every failure with its request, counts per outcome) is written
 // to <mesh log dir>/fuzz-report.json and its path printed.
 import { once } from "node:events";
@@ -405,9 +405,13 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
     let next = 0;
     // Cases answered "dependency unavailable" once and sent again (see runOne).
     const dependencyRetries: number[] = [];
+    // The slowest cases, for the report: where a run's time goes.
+    const timings: { case: number; ms: number; generate_ms: number; what: string }[] = [];
 
     async function runOne(index: number): Promise<void> {
+      const caseStarted = Date.now();
       const fuzzCase = generateCase(seed, index, setup);
+      const generatedMs = Date.now() - caseStarted;
       for (const m of fuzzCase.mutations)
         mutationCounts.set(
           m.split("-")[0] ?? m,
@@ -452,9 +456,12 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
             : { ok: false, bucket: "no-answer", why: String(error) };
       }
       buckets.set(verdict.bucket, (buckets.get(verdict.bucket) ?? 0) + 1);
+      const tookMs = Date.now() - caseStarted;
+      const what = `${fuzzCase.protocol} ${verdict.bucket} ${fuzzCase.target} ${fuzzCase.mutations.join(" ")}`;
+      timings.push({ case: index, ms: tookMs, generate_ms: generatedMs, what });
       if (process.env.TRELLIS_FUZZ_TRACE)
         console.log(
-          `case ${index} ${verdict.bucket} ${fuzzCase.target} ${fuzzCase.mutations.join(" ")}`,
+          `case ${index} at ${caseStarted - started}ms took ${tookMs}ms (generate ${generatedMs}ms) ${what}`,
         );
       if (!verdict.ok) {
         const body = fuzzCase.request.body;
@@ -518,6 +525,8 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
       mutations: Object.fromEntries([...mutationCounts.entries()].sort()),
       failures,
       dependency_retries: dependencyRetries,
+      generate_ms: timings.reduce((sum, t) => sum + t.generate_ms, 0),
+      slowest: timings.sort((a, b) => b.ms - a.ms).slice(0, 20),
       server_errors: serverErrors,
       pids: { before: pidsBefore, after: pidsAfter },
       health,
@@ -525,7 +534,7 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
     const reportFile = join(logDir, "fuzz-report.json");
     writeFileSync(reportFile, JSON.stringify(report, null, 2));
     console.log(
-      `fuzz: ${indices.length} requests in ${elapsedMs} ms, ${failures.length} failures, ${serverErrors.length} server error log lines; report ${reportFile}\n` +
+      `fuzz: ${indices.length} requests in ${elapsedMs} ms (${report.generate_ms} ms of it generating them), ${failures.length} failures, ${serverErrors.length} server error log lines; report ${reportFile}\n` +
         JSON.stringify(report.outcomes),
     );
 

@@ -50,6 +50,24 @@ function setAt(root: JsonValue, path: (string | number)[], value: JsonValue): Js
   return root;
 }
 
+/**
+ * What `JSON.parse(JSON.stringify(value))` gives, without serialising the
+ * strings: objects and arrays are new, strings shared (they cannot change).
+ * A body of lists of long strings runs to tens of megabytes before it is cut
+ * at twice the body limit, and the round trip through text took seconds of
+ * the test process's event loop.
+ */
+export function copyJson(value: unknown): JsonValue {
+  if (typeof value === "number") return Number.isFinite(value) ? value + 0 : null;
+  if (typeof value !== "object" || value === null) return value as JsonValue;
+  if (Array.isArray(value)) return value.map((v) => (v === undefined ? null : copyJson(v)));
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, copyJson(v)]),
+  );
+}
+
 function swapType(rng: Rng, value: JsonValue | undefined): JsonValue {
   if (typeof value === "string") return rng.pick<JsonValue>([12, true, [value], { v: value }, 1.5]);
   if (typeof value === "number") return rng.pick<JsonValue>(["12", "abc", [value], "1e400", 1.25]);
@@ -59,14 +77,69 @@ function swapType(rng: Rng, value: JsonValue | undefined): JsonValue {
   return rng.pick<JsonValue>([{}, [], "x", 0]);
 }
 
-/** Mutate a JSON body (text out); returns the label too. */
+/**
+ * `JSON.stringify(value)`, or a prefix of it longer than `atLeast`
+ * characters when the whole is longer than that: for a body the caller cuts
+ * anyway. Whole tokens only, so the prefix ends with a complete string,
+ * number or punctuation mark.
+ */
+export function jsonPrefix(value: JsonValue, atLeast: number): string {
+  const parts: string[] = [];
+  let length = 0;
+  // false once past `atLeast`: nothing more is written.
+  const put = (text: string): boolean => {
+    parts.push(text);
+    length += text.length;
+    return length <= atLeast;
+  };
+  const write = (v: JsonValue | undefined): boolean => {
+    if (Array.isArray(v)) {
+      if (!put("[")) return false;
+      for (let i = 0; i < v.length; i++) {
+        if (i > 0 && !put(",")) return false;
+        if (!write(v[i] ?? null)) return false;
+      }
+      return put("]");
+    }
+    if (v !== null && typeof v === "object") {
+      if (!put("{")) return false;
+      let first = true;
+      for (const [key, child] of Object.entries(v)) {
+        if (child === undefined) continue;
+        if (!first && !put(",")) return false;
+        first = false;
+        if (!put(`${JSON.stringify(key)}:`) || !write(child)) return false;
+      }
+      return put("}");
+    }
+    return put(JSON.stringify(v ?? null));
+  };
+  write(value);
+  return parts.join("");
+}
+
+/**
+ * Mutate a JSON body (text out); returns the label too. With `keep`, the
+ * caller keeps only the first `keep` bytes of the text (it cuts what is
+ * longer), and the text may be made only a little past that: a generated
+ * message of lists of long strings can run to tens of megabytes, and
+ * serialising all of it took seconds of the test process's event loop.
+ * Those first `keep` bytes, and whether the text is longer, are the same
+ * either way.
+ */
 export function mutateJson(
   rng: Rng,
   json: JsonValue,
   setup: FuzzSetup,
+  keep?: number,
 ): { text: Uint8Array; label: string } {
-  const enc = (v: JsonValue | string) => Buffer.from(typeof v === "string" ? v : JSON.stringify(v));
-  const copy = JSON.parse(JSON.stringify(json)) as JsonValue;
+  // The mutations below look at most a few characters ahead of a position
+  // (`:0,`), and a character is at least one byte: 16 characters past `keep`
+  // leave every byte up to `keep` as the whole text has it.
+  const stringify = (v: JsonValue) =>
+    keep === undefined ? JSON.stringify(v) : jsonPrefix(v, keep + 16);
+  const enc = (v: JsonValue | string) => Buffer.from(typeof v === "string" ? v : stringify(v));
+  const copy = copyJson(json);
   const places = slots(copy);
   const place = places.length > 0 ? rng.pick(places) : [];
   const get = (p: (string | number)[]) =>
@@ -119,7 +192,7 @@ export function mutateJson(
       const levels = rng.pick([40, 80, 200, 2000, 20_000]);
       const deep = deepJson(levels, rng.chance(0.5));
       const marker = "\u0001DEEP\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker)).replace(JSON.stringify(marker), deep);
+      const text = stringify(setAt(copy, place, marker)).replace(JSON.stringify(marker), deep);
       return { text: enc(text), label: `json:deep-${levels}` };
     }
     case "wide": {
@@ -131,7 +204,7 @@ export function mutateJson(
       const parts: string[] = [];
       for (let i = 0; i < keys; i++) parts.push(`"k${i}":${i % 7 === 0 ? '"v"' : i}`);
       const marker = "\u0001WIDE\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker)).replace(
+      const text = stringify(setAt(copy, place, marker)).replace(
         JSON.stringify(marker),
         `{${parts.join(",")}}`,
       );
@@ -149,7 +222,7 @@ export function mutateJson(
     }
     case "bad-utf8": {
       const marker = "\u0001BAD\u0001";
-      const text = JSON.stringify(setAt(copy, place, marker));
+      const text = stringify(setAt(copy, place, marker));
       const [before, after] = text.split(JSON.stringify(marker));
       const bad = rng.pick([
         [0xff, 0xfe],
@@ -168,16 +241,15 @@ export function mutateJson(
       };
     }
     case "syntax": {
-      const text = Buffer.from(JSON.stringify(copy));
+      // The whole text: where to truncate or flip is drawn over all of it.
+      const whole = JSON.stringify(copy);
+      const text = Buffer.from(whole);
       return rng.pick([
         { text: truncate(rng, text), label: "json:truncated" },
         { text: flipBytes(rng, text), label: "json:byte-flip" },
-        { text: enc(`${JSON.stringify(copy)},`), label: "json:trailing-comma" },
-        { text: enc(JSON.stringify(copy).replaceAll('"', "'")), label: "json:single-quotes" },
-        {
-          text: enc(`${JSON.stringify(copy)}${JSON.stringify(copy)}`),
-          label: "json:two-documents",
-        },
+        { text: enc(`${whole},`), label: "json:trailing-comma" },
+        { text: enc(whole.replaceAll('"', "'")), label: "json:single-quotes" },
+        { text: enc(`${whole}${whole}`), label: "json:two-documents" },
       ]);
     }
     case "not-object":
@@ -190,7 +262,7 @@ export function mutateJson(
     case "numbers":
       return {
         text: enc(
-          JSON.stringify(setAt(copy, place, 0)).replace(
+          stringify(setAt(copy, place, 0)).replace(
             /:0([,}])/,
             `:${rng.pick(["1e400", "-0", "1.5", "0x10", "NaN", "-1", "99999999999999999999999"])}$1`,
           ),
@@ -198,7 +270,7 @@ export function mutateJson(
         label: "json:numbers",
       };
     case "duplicate-keys": {
-      const text = JSON.stringify(copy);
+      const text = stringify(copy);
       return {
         text: enc(
           text.startsWith("{") && text.length > 2 ? `{"a":1,"a":[],${text.slice(1)}` : text,
@@ -208,7 +280,7 @@ export function mutateJson(
     }
     default:
       return {
-        text: concat(new Uint8Array([0xef, 0xbb, 0xbf]), Buffer.from(JSON.stringify(copy))),
+        text: concat(new Uint8Array([0xef, 0xbb, 0xbf]), Buffer.from(stringify(copy))),
         label: "json:bom",
       };
   }
@@ -222,6 +294,37 @@ function varint(n: number): number[] {
     v >>>= 7;
   }
   out.push(v);
+  return out;
+}
+
+/**
+ * `levels` of Value{list_value: ListValue{values: [Value{…}]}} around an empty
+ * Value, as protobuf bytes (field 6 `list_value` of Value, field 1 `values` of
+ * ListValue). Every level is only its two tags and lengths, so the lengths
+ * are worked out from the inside out and the tags written from the outside
+ * in: linear in `levels` (wrapping a copy per level was quadratic, seconds of
+ * the test process's event loop at 3000 levels).
+ */
+export function nestedValues(levels: number): Uint8Array {
+  // lengths[i]: the byte length of the Value nested i levels deep (0 innermost).
+  const lengths = [0];
+  for (let i = 1; i <= levels; i++) {
+    const inner = lengths[i - 1] as number;
+    const list = 1 + varint(inner).length + inner;
+    lengths.push(1 + varint(list).length + list);
+  }
+  const out = new Uint8Array(lengths[levels] as number);
+  let at = 0;
+  const put = (bytes: number[]) => {
+    out.set(bytes, at);
+    at += bytes.length;
+  };
+  for (let i = levels; i >= 1; i--) {
+    const inner = lengths[i - 1] as number;
+    const list = 1 + varint(inner).length + inner;
+    put([0x32, ...varint(list)]);
+    put([0x0a, ...varint(inner)]);
+  }
   return out;
 }
 
@@ -266,12 +369,8 @@ export function mutateBinary(
     }
     case "deep": {
       // A google.protobuf.Value field (or any field number 2) nested deep: Value{list_value{values: Value{…}}}.
-      let inner = new Uint8Array(0);
       const levels = rng.pick([60, 150, 3000]);
-      for (let i = 0; i < levels; i++) {
-        const list = new Uint8Array([0x0a, ...varint(inner.length), ...inner]);
-        inner = new Uint8Array([0x32, ...varint(list.length), ...list]);
-      }
+      const inner = nestedValues(levels);
       const valueField = desc.fields.find(
         (f) => f.fieldKind === "message" && f.message.typeName === "google.protobuf.Value",
       );

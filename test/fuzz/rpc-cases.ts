@@ -4,7 +4,7 @@
  */
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { FuzzCase, FuzzSetup, WireProtocol } from "./fuzz-setup.js";
-import { authHeaders, frame, mutateBinary, mutateJson } from "./mutations.js";
+import { authHeaders, frame, jsonPrefix, mutateBinary, mutateJson } from "./mutations.js";
 import type { Rng } from "./prng.js";
 import { messageJson, toBinaryOf } from "./values.js";
 
@@ -100,12 +100,15 @@ export function rpcCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
     protocol === "grpc-json" ||
     protocol === "connect-stream-json" ||
     protocol === "connect-get";
+  // Lists of long strings can add up to megabytes: past twice the limit there
+  // is nothing more to learn, so the body is cut there (another truncation).
+  const keep = setup.maxBodyBytes * 2;
   let message: Uint8Array;
   if (!mutate) {
-    message = jsonProtocol ? Buffer.from(JSON.stringify(json)) : binary;
+    message = jsonProtocol ? Buffer.from(jsonPrefix(json, keep)) : binary;
     mutations.push("valid-shape");
   } else if (jsonProtocol) {
-    const m = mutateJson(rng, json, setup);
+    const m = mutateJson(rng, json, setup, keep);
     message = m.text;
     mutations.push(m.label);
   } else {
@@ -114,10 +117,8 @@ export function rpcCase(rng: Rng, index: number, setup: FuzzSetup): FuzzCase {
     mutations.push(m.label);
   }
 
-  // Lists of long strings can add up to megabytes: past twice the limit there
-  // is nothing more to learn, so the body is cut there (another truncation).
-  if (message.byteLength > setup.maxBodyBytes * 2) {
-    message = message.subarray(0, setup.maxBodyBytes * 2);
+  if (message.byteLength > keep) {
+    message = message.subarray(0, keep);
     mutations.push("cut-at-2x-limit");
   }
 
