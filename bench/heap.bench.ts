@@ -11,7 +11,9 @@
  * checkout, forked with `--expose-gc` (./lib/fanout-server.ts);
  * `distributed` runs `trellis mesh` on the test PostgreSQL and NATS, every
  * process with `--expose-gc` and ./lib/heap-probe.mjs (SIGUSR2 → its heap in
- * a file), and reports each process and their sum.
+ * a file), and reports each process and their sum; `TRELLIS_HEAP_SNAPSHOTS=1`
+ * also keeps a heap snapshot of every process at every reading (compare two
+ * with `npx tsx bench/heap-diff.ts A B`).
  *
  *   npm run bench -- heap          # TRELLIS_TASKS_JOURNAL passes through
  */
@@ -114,6 +116,7 @@ async function distributedTarget(): Promise<HeapTarget> {
     nodeArgs: ["--expose-gc", "--import", join(repoRoot, "bench/lib/heap-probe.mjs")],
     readyTimeoutMs: 180_000,
   });
+  const pids = mesh.pids();
   const readOne = async (pid: number): Promise<number> => {
     const file = join(probeDir, `${pid}.json`);
     await rm(file, { force: true });
@@ -134,7 +137,10 @@ async function distributedTarget(): Promise<HeapTarget> {
     },
     async stop() {
       await stop();
-      await rm(probeDir, { recursive: true, force: true });
+      if (process.env.TRELLIS_HEAP_SNAPSHOTS === "1") {
+        console.log(`heap snapshots (<pid>-<reading>.heapsnapshot) kept in ${probeDir}`);
+        console.log(`pids: ${JSON.stringify(pids)}`);
+      } else await rm(probeDir, { recursive: true, force: true });
     },
   };
 }
