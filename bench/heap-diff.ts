@@ -13,9 +13,41 @@ interface Snapshot {
   strings: string[];
 }
 
+/** Stops with one line saying why (exit 2): no stack for a bad argument. */
+function refuse(message: string): never {
+  console.error(`heap-diff: ${message}`);
+  process.exit(2);
+}
+
+/** The snapshot in `file`, or a refusal naming the file and what is wrong. */
+async function load(file: string): Promise<Snapshot> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    refuse(`cannot read ${file}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`);
+  }
+  let snap: Partial<Snapshot>;
+  try {
+    snap = JSON.parse(text) as Partial<Snapshot>;
+  } catch {
+    refuse(`${file} is not JSON (a V8 heap snapshot is)`);
+  }
+  const meta = snap?.snapshot?.meta;
+  if (
+    !Array.isArray(meta?.node_fields) ||
+    !Array.isArray(meta?.node_types?.[0]) ||
+    !Array.isArray(snap.nodes) ||
+    !Array.isArray(snap.strings)
+  ) {
+    refuse(`${file} is not a V8 heap snapshot (no snapshot.meta, nodes and strings)`);
+  }
+  return snap as Snapshot;
+}
+
 /** Count and self size of live objects per constructor / kind. */
 async function census(file: string): Promise<Map<string, { count: number; bytes: number }>> {
-  const snap = JSON.parse(await readFile(file, "utf8")) as Snapshot;
+  const snap = await load(file);
   const fields = snap.snapshot.meta.node_fields;
   const types = snap.snapshot.meta.node_types[0];
   const width = fields.length;
@@ -37,8 +69,7 @@ async function census(file: string): Promise<Map<string, { count: number; bytes:
 
 const [beforeFile, afterFile] = process.argv.slice(2);
 if (!beforeFile || !afterFile) {
-  console.error("usage: npx tsx bench/heap-diff.ts before.heapsnapshot after.heapsnapshot");
-  process.exit(2);
+  refuse("usage: npx tsx bench/heap-diff.ts before.heapsnapshot after.heapsnapshot");
 }
 const top = Number(process.env.TRELLIS_HEAP_DIFF_TOP ?? 30);
 const before = await census(beforeFile);

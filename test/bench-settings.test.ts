@@ -1,6 +1,14 @@
+import { spawnSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { heapSettings } from "../bench/heap.bench.js";
 import { choiceFromEnv, wholeFromEnv } from "../bench/lib/settings.js";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+const tsx = fileURLToPath(new URL("../node_modules/.bin/tsx", import.meta.url));
 
 describe("benchmark settings", () => {
   it("takes the defaults when a setting is unset or empty", () => {
@@ -40,4 +48,33 @@ describe("benchmark settings", () => {
     expect(choiceFromEnv({ C: "b" }, "C", ["a", "b"])).toBe("b");
     expect(() => choiceFromEnv({ C: "B" }, "C", ["a", "b"])).toThrow(/C must be a or b, got "B"/);
   });
+});
+
+describe("bench/heap-diff.ts", () => {
+  it("refuses missing, unreadable and non-snapshot files in one line, exit 2", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "trellis-heap-diff-"));
+    try {
+      const notJson = join(dir, "a.heapsnapshot");
+      const notSnapshot = join(dir, "b.heapsnapshot");
+      await writeFile(notJson, "{half");
+      await writeFile(notSnapshot, JSON.stringify({ nodes: [] }));
+      for (const [args, says] of [
+        [[], /^heap-diff: usage: /],
+        [[join(dir, "none"), notJson], /^heap-diff: cannot read .*none: ENOENT/],
+        [[notJson, notJson], /^heap-diff: .*a\.heapsnapshot is not JSON/],
+        [[notSnapshot, notSnapshot], /^heap-diff: .*b\.heapsnapshot is not a V8 heap snapshot/],
+      ] as const) {
+        const run = spawnSync(tsx, ["bench/heap-diff.ts", ...args], {
+          cwd: root,
+          encoding: "utf8",
+          timeout: 60_000,
+        });
+        expect(run.status, args.join(" ")).toBe(2);
+        expect(run.stderr).toMatch(says);
+        expect(run.stderr).not.toMatch(/\n\s+at /);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 240_000);
 });
