@@ -146,6 +146,12 @@ export interface CloseOptions {
    * and their connections closed (default 10 000 ms).
    */
   graceMs?: number;
+  /**
+   * How long each closer may run before shutdown logs it as overdue and goes
+   * on to the next (default 10 000 ms): a dependency that never answers
+   * cannot hold the process open.
+   */
+  closerTimeoutMs?: number;
 }
 
 /** A service built by {@link createService}. */
@@ -583,7 +589,7 @@ export function createService(options: ServiceOptions): TrellisService {
     });
   }
 
-  async function shutdown(graceMs: number): Promise<void> {
+  async function shutdown(graceMs: number, closerBoundMs: number): Promise<void> {
     draining = true;
     closing.abort();
     monitor.shutdown();
@@ -614,11 +620,24 @@ export function createService(options: ServiceOptions): TrellisService {
     await listenerClosed;
     http1.close();
 
+    // A closer that hangs (a dependency that never answers) must not hold the
+    // shutdown forever: after its bound the next one runs, and says so.
     for (const closer of closers.reverse()) {
+      let timer: NodeJS.Timeout | undefined;
+      const overdue = new Promise<"overdue">((resolve) => {
+        timer = setTimeout(() => resolve("overdue"), closerBoundMs);
+      });
       try {
-        await closer.fn();
+        if ((await Promise.race([closer.fn(), overdue])) === "overdue") {
+          logger.error("closer did not finish during shutdown; going on without it", {
+            closer: closer.name,
+            bound_ms: closerBoundMs,
+          });
+        }
       } catch (error) {
         logger.error("closer failed during shutdown", { closer: closer.name, error });
+      } finally {
+        clearTimeout(timer);
       }
     }
   }
@@ -637,7 +656,7 @@ export function createService(options: ServiceOptions): TrellisService {
       closers.push({ fn, name });
     },
     close(closeOptions = {}) {
-      closed ??= shutdown(closeOptions.graceMs ?? 10_000);
+      closed ??= shutdown(closeOptions.graceMs ?? 10_000, closeOptions.closerTimeoutMs ?? 10_000);
       return closed;
     },
   };

@@ -116,6 +116,21 @@ describe("graceful shutdown", () => {
       error: { message: "already closed" },
     });
   });
+
+  it("goes on past a closer that never finishes, after its bound, and names it", async () => {
+    const { service, lines } = startService();
+    const ran: string[] = [];
+    service.onClose(() => ran.push("first"), "first");
+    service.onClose(() => new Promise<void>(() => {}), "stuck");
+    await service.listen({ host: "127.0.0.1" });
+    const started = Date.now();
+    await service.close({ graceMs: 100, closerTimeoutMs: 200 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(ran).toEqual(["first"]);
+    expect(
+      lines.find((l) => l.msg === "closer did not finish during shutdown; going on without it"),
+    ).toMatchObject({ closer: "stuck", bound_ms: 200 });
+  });
 });
 
 describe("onShutdownSignals", () => {

@@ -1,8 +1,9 @@
 // The webhooks consumer runs only while a subscription exists (issue 20):
 // with none it stops pulling after the event that found none, and a
 // subscription made later starts it again where the durable stood, so the
-// events made after the subscription are all queued. A fake durable log and
-// store; no timing assertions.
+// events made after the subscription are all queued. And the dispatcher's
+// waits lose no wake-up: a delivery queued, or a stop, while a round's query
+// runs ends the wait after it. A fake durable log and store.
 import { create } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
@@ -77,7 +78,7 @@ function taskEvent(at: Date): Event {
   });
 }
 
-describe("webhooks consumer without subscriptions", () => {
+describe("webhooks dispatcher: pausing and waking", () => {
   let dispatcher: WebhookDispatcher | undefined;
   afterEach(async () => {
     await dispatcher?.stop();
@@ -142,5 +143,54 @@ describe("webhooks consumer without subscriptions", () => {
     log.push(later);
     await eventually(() => queued.length === 2, { what: "a later event queued" });
     expect(log.open).toBe(1);
+  });
+
+  it("loses no wake-up that comes while a round's query runs, stop included", async () => {
+    const log = fakeDurableLog();
+    const rounds: ((claimed: []) => void)[] = [];
+    const subscription: SubscriptionRow = {
+      id: "whk_1",
+      workspace_id: "default",
+      url: "http://127.0.0.1:1/hook",
+      secret: "whsec_x",
+      event_types: "*",
+      description: "",
+      created_by: "test",
+      created_at: new Date(Date.now() - 60_000),
+      deleted_at: null,
+    };
+    const store = {
+      active: async () => [subscription],
+      enqueue: async (deliveries: readonly NewDelivery[]) => deliveries.length,
+      // Each round's query answers only when the test says so.
+      claimDue: () => new Promise((resolve) => rounds.push(resolve)),
+      finish: async () => {},
+    } as unknown as WebhookStore;
+    // Idle waits of 30 s: a lost wake-up would show as a 30 s stall.
+    const config = loadWebhookConfig({ TRELLIS_WEBHOOK_POLL: "30s" });
+    dispatcher = new WebhookDispatcher({
+      store,
+      eventLog: log.eventLog,
+      logger: createLogger({ service: "test", level: "error" }),
+      config,
+    });
+    dispatcher.start();
+    await eventually(() => rounds.length === 1, { what: "the first delivery round" });
+
+    // A delivery queued while the round's query runs wakes the next round.
+    expect(await dispatcher.handleEvent(taskEvent(new Date()))).toBe(1);
+    rounds[0]?.([]);
+    await eventually(() => rounds.length === 2, {
+      what: "a second round at once",
+      timeoutMs: 5_000,
+    });
+
+    // A stop while the query runs ends the wait that follows it at once.
+    const started = Date.now();
+    const stopped = dispatcher.stop();
+    rounds[1]?.([]);
+    await stopped;
+    expect(Date.now() - started).toBeLessThan(5_000);
+    dispatcher = undefined;
   });
 });

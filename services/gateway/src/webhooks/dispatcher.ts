@@ -53,12 +53,38 @@ function timestampMs(event: Event): number {
   return t ? Number(t.seconds) * 1000 + Math.floor(t.nanos / 1e6) : Date.now();
 }
 
+/**
+ * A wait that `ring()` ends early — also when it rang while nobody waited
+ * (the loop was busy with a query), so no wake-up is lost between rounds.
+ */
+class Bell {
+  #rung = false;
+  #waiting: AbortController | undefined;
+
+  ring(): void {
+    this.#rung = true;
+    this.#waiting?.abort();
+  }
+
+  /** Waits `ms`, or until rung (now or since the last wait) or `signal` aborts. */
+  async wait(ms: number, signal: AbortSignal): Promise<void> {
+    if (!this.#rung) {
+      const waiting = new AbortController();
+      this.#waiting = waiting;
+      await sleep(ms, signal, waiting.signal);
+      this.#waiting = undefined;
+    }
+    this.#rung = false;
+  }
+}
+
 export class WebhookDispatcher {
   private readonly abort = new AbortController();
   private cache: { at: number; subscriptions: SubscriptionRow[] } | undefined;
-  private wake: (() => void) | undefined;
+  /** Ends the delivery loop's idle wait (a delivery was queued here). */
+  private readonly deliveries = new Bell();
   /** Ends the stopped consumer's wait for a subscription. */
-  private wakeConsumer: (() => void) | undefined;
+  private readonly subscribed = new Bell();
   /** The delivery loop's next wait: the poll interval, doubled per empty round while idle. */
   private idleWaitMs = 0;
   private running: Promise<unknown>[] = [];
@@ -77,16 +103,15 @@ export class WebhookDispatcher {
   }
 
   async stop(): Promise<void> {
+    // Every wait below also ends on this abort, even one that begins after it.
     this.abort.abort();
-    this.wake?.();
-    this.wakeConsumer?.();
     await Promise.allSettled(this.running);
   }
 
   /** Forget cached subscriptions (one was made or deleted here). */
   invalidate(): void {
     this.cache = undefined;
-    this.wakeConsumer?.();
+    this.subscribed.ring();
   }
 
   /** Waits until some subscription exists (or the dispatcher stops). */
@@ -100,15 +125,7 @@ export class WebhookDispatcher {
           error: error instanceof Error ? error.message : String(error),
         });
       }
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, pausedPollMs);
-        this.wakeConsumer = done;
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      this.wakeConsumer = undefined;
+      await this.subscribed.wait(pausedPollMs, signal);
     }
   }
 
@@ -147,7 +164,7 @@ export class WebhookDispatcher {
     );
     if (queued > 0) {
       this.idleWaitMs = this.options.config.TRELLIS_WEBHOOK_POLL;
-      this.wake?.();
+      this.deliveries.ring();
     }
     return queued;
   }
@@ -230,15 +247,7 @@ export class WebhookDispatcher {
       }
       const waitMs = this.idleWaitMs;
       this.idleWaitMs = Math.min(idleMaxMs, waitMs * 2);
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, waitMs);
-        this.wake = done;
-        function done() {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-      this.wake = undefined;
+      await this.deliveries.wait(waitMs, signal);
     }
   }
 
