@@ -459,8 +459,11 @@ export class JetStreamEventLog implements EventLog {
     });
     for await (const delivery of deliveries) {
       const { msg } = delivery;
+      // Not remembered by id: a durable consumer (receipts, webhooks) resolves
+      // no cursors, and its process would otherwise cache every event's id.
       yield {
-        ...this.#toLogged(msg),
+        event: decodeEvent(msg.data, () => msg.headers),
+        position: BigInt(msg.seq),
         deliveryCount: msg.info.deliveryCount,
         ack: delivery.ack,
         nak: delivery.nak,
