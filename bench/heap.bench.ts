@@ -147,7 +147,8 @@ async function distributedTarget(): Promise<HeapTarget> {
 
 async function reading(target: HeapTarget, turns: number, seconds: number): Promise<HeapPoint> {
   const processes = await target.heaps();
-  const heapMb = mb(Object.values(processes).reduce((sum, m) => sum + m * 1024 * 1024, 0));
+  const sum = Object.values(processes).reduce((a, b) => a + b, 0);
+  const heapMb = Number(sum.toFixed(1));
   return { turns, heapMb, processes, seconds };
 }
 
