@@ -1,15 +1,18 @@
 /**
  * `trellis dev`: Trellis embedded, every service in one process on PGlite.
- * This file only reads the arguments and checks the port, so that `--help`
- * and a busy port answer at once; the server is `dev-server.ts`.
+ * This file only reads the arguments, the settings and checks the port, so
+ * that `--help`, a malformed variable and a busy port answer at once; the
+ * server is `dev-server.ts`.
  */
+import { loadConfig } from "@trellis/runtime";
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage } from "./args.js";
+import { devConfigSchema } from "./dev-config.js";
 import { devUsage } from "./usage.js";
 
 /**
- * `trellis dev`: run embedded until Ctrl-C. A busy port fails before anything
- * is loaded or opened (naming `TRELLIS_PORT`).
+ * `trellis dev`: run embedded until Ctrl-C. A malformed setting or a busy
+ * port fails before anything is loaded or opened (naming the variable).
  */
 export async function runDev(
   source: NodeJS.ProcessEnv,
@@ -17,11 +20,11 @@ export async function runDev(
 ): Promise<number> {
   const parsed = parseCommand({ name: "dev", usage: devUsage, options: {} }, args);
   if (parsed.help) return printUsage(devUsage);
-  // A quick look before the slow start; the server validates the settings
-  // (and names a malformed one) and checks the port again.
-  const port = Number(source.TRELLIS_PORT || 8080);
-  if (Number.isInteger(port) && port > 0 && port < 65_536) {
-    await assertPortFree(source.TRELLIS_HOST || "127.0.0.1", port, "TRELLIS_PORT");
+  // A quick look before the slow start (the server loads the settings and
+  // checks the port again).
+  const config = loadConfig(devConfigSchema, source);
+  if (config.TRELLIS_PORT > 0) {
+    await assertPortFree(config.TRELLIS_HOST, config.TRELLIS_PORT, "TRELLIS_PORT");
   }
   const { serveEmbedded } = await import("./dev-server.js");
   return serveEmbedded(source);

@@ -7,12 +7,14 @@
  * It says "up" only when every process is SERVING; when one fails — at the
  * start or later — it names it, shows the end of its log, stops everything it
  * started and exits 1.
+ *
+ * Its arguments and settings are checked before PostgreSQL's client and the
+ * mesh (every service's definition) are loaded.
  */
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
-import { createDatabase } from "@trellis/storage";
-import { type Mesh, type MeshProcessFailure, MeshStartError, startMesh } from "../mesh.js";
+import type { Mesh, MeshProcessFailure } from "../mesh.js";
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { createProgress } from "./progress.js";
@@ -45,6 +47,7 @@ function withTail(failure: MeshProcessFailure): string {
 async function checkPostgres(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, "")) || "(default)";
+  const { createDatabase } = await import("@trellis/storage");
   try {
     const db = await createDatabase({
       kind: "postgres",
@@ -140,6 +143,7 @@ export async function runMesh(
   await assertPortFree("127.0.0.1", config.TRELLIS_PORT, "TRELLIS_PORT", "the mesh's gateway");
   await checkPostgres(config.DATABASE_URL);
   await checkNats(config.NATS_URL);
+  const { MeshStartError, startMesh } = await import("../mesh.js");
 
   const total = 5 + config.TRELLIS_MESH_ADAPTER_WORKERS;
   const ready: string[] = [];
