@@ -7,10 +7,12 @@
  * the schema named after the service, under the same advisory lock. So a
  * service started afterwards finds nothing left to do, and running both at
  * once is safe.
+ *
+ * The services are loaded once PostgreSQL has answered: a missing database
+ * or refused credentials are reported without them.
  */
 import type { ServiceDefinition } from "@trellis/platform";
 import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
-import { allServices } from "../services.js";
 
 /** The migrations a service's schema gets, as `runService` composes them. */
 export function serviceMigrations(definition: ServiceDefinition) {
@@ -75,9 +77,11 @@ export async function migrateServices(
   startupTimeoutMs: number,
   only: readonly string[],
 ): Promise<number> {
-  const services = only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;
   const db = await connect(databaseUrl, startupTimeoutMs);
   try {
+    const { allServices } = await import("../services.js");
+    const services =
+      only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;
     for (const definition of services) {
       const { applied } = await migrate(db, {
         schema: definition.name,
