@@ -1,8 +1,8 @@
 import { DEFAULT_CONSUMER_POSITION_FLUSH_MS, DEFAULT_EVENT_WINDOW } from "@trellis/platform";
 import { loadConfig, TrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { devConfigSchema } from "../src/cli/dev-config.js";
 import { devConfigSchema as serverSchema } from "../src/cli/dev-server.js";
+import { devConfigSchema } from "../src/cli/settings.js";
 
 describe("TRELLIS_CONSUMER_POSITION_FLUSH", () => {
   it("writes durable-consumer positions at most once a second by default", () => {
@@ -16,7 +16,7 @@ describe("TRELLIS_CONSUMER_POSITION_FLUSH", () => {
   });
 
   it("defaults, in trellis dev's light settings, to what the platform uses", () => {
-    // dev-config.ts spells the platform's defaults out (it must not load it).
+    // settings.ts spells the platform's defaults out (it must not load it).
     expect(serverSchema).toBe(devConfigSchema);
     const defaults = loadConfig(devConfigSchema, {});
     expect(defaults.TRELLIS_CONSUMER_POSITION_FLUSH).toBe(DEFAULT_CONSUMER_POSITION_FLUSH_MS);

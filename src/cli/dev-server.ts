@@ -7,8 +7,8 @@ import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
 import { assertPortFree, isAddressInUse, PortInUseError } from "../ports.js";
 import { allServices } from "../services.js";
-import { devConfigSchema } from "./dev-config.js";
 import { createProgress } from "./progress.js";
+import { devConfigSchema } from "./settings.js";
 
 export { devConfigSchema };
 

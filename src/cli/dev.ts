@@ -4,10 +4,8 @@
  * that `--help`, a malformed variable and a busy port answer at once; the
  * server is `dev-server.ts`.
  */
-import { loadConfig } from "@trellis/runtime";
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage } from "./args.js";
-import { devConfigSchema } from "./dev-config.js";
 import { devUsage } from "./usage.js";
 
 /**
@@ -20,12 +18,14 @@ export async function runDev(
 ): Promise<number> {
   const parsed = parseCommand({ name: "dev", usage: devUsage, options: {} }, args);
   if (parsed.help) return printUsage(devUsage);
-  // A quick look before the slow start (the server loads the settings and
-  // checks the port again).
-  const config = loadConfig(devConfigSchema, source);
-  if (config.TRELLIS_PORT > 0) {
-    await assertPortFree(config.TRELLIS_HOST, config.TRELLIS_PORT, "TRELLIS_PORT");
+  // A quick look at the port first (the server checks it again), then the
+  // settings: both before the slow start.
+  const port = Number(source.TRELLIS_PORT || 8080);
+  if (Number.isInteger(port) && port > 0 && port < 65_536) {
+    await assertPortFree(source.TRELLIS_HOST || "127.0.0.1", port, "TRELLIS_PORT");
   }
+  const { devConfigSchema, loadConfig } = await import("./settings.js");
+  loadConfig(devConfigSchema, source);
   const { serveEmbedded } = await import("./dev-server.js");
   return serveEmbedded(source);
 }

@@ -7,17 +7,9 @@
  * database client are loaded only then (`migrate-run.ts`), so that a wrong
  * name or a missing DATABASE_URL is refused at once.
  */
-import { env, loadConfig } from "@trellis/runtime";
 import { serviceNames } from "../service-names.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { migrateUsage } from "./usage.js";
-
-/** Environment `trellis migrate` reads. */
-export const migrateConfigSchema = {
-  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
-  /** How long to keep retrying an unreachable PostgreSQL before giving up. */
-  TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
-};
 
 /** `trellis migrate [--service NAME]...`: parse the arguments, then {@link runMigrate}. */
 export async function runMigrateCommand(
@@ -62,6 +54,7 @@ export async function runMigrate(
       migrateUsage,
     );
   }
+  const { loadConfig, migrateConfigSchema } = await import("./settings.js");
   const config = loadConfig(migrateConfigSchema, source);
   const { migrateServices } = await import("./migrate-run.js");
   return migrateServices(config.DATABASE_URL, config.TRELLIS_STARTUP_TIMEOUT, only);
