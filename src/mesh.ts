@@ -10,10 +10,8 @@ import { createWriteStream, mkdirSync } from "node:fs";
 import { createServer } from "node:net";
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import { health } from "@trellis/contracts/grpc";
 import { meshSecretFileVariable, meshSecretVariable, urlVariable } from "@trellis/platform";
+import { checkHealth } from "./health-check.js";
 import { assertPortFree, PortInUseError } from "./ports.js";
 import { allServices } from "./services.js";
 
@@ -109,12 +107,7 @@ async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Ask a service's gRPC health endpoint; resolves with the status name. */
-export async function checkHealth(url: string, timeoutMs = 2000): Promise<string> {
-  const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
-  const response = await client.check({ service: "" }, { timeoutMs });
-  return health.HealthCheckResponse_ServingStatus[response.status] ?? String(response.status);
-}
+export { checkHealth };
 
 function exitReason(proc: ChildProcess): string | undefined {
   if (proc.exitCode !== null) return `exited with code ${proc.exitCode}`;

@@ -1,7 +1,8 @@
-import { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "@trellis/platform";
+import { DEFAULT_CONSUMER_POSITION_FLUSH_MS, DEFAULT_EVENT_WINDOW } from "@trellis/platform";
 import { loadConfig, TrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { devConfigSchema } from "../src/cli/dev-server.js";
+import { devConfigSchema as serverSchema } from "../src/cli/dev-server.js";
+import { devConfigSchema } from "../src/cli/settings.js";
 
 describe("TRELLIS_CONSUMER_POSITION_FLUSH", () => {
   it("writes durable-consumer positions at most once a second by default", () => {
@@ -12,6 +13,14 @@ describe("TRELLIS_CONSUMER_POSITION_FLUSH", () => {
         .TRELLIS_CONSUMER_POSITION_FLUSH;
     expect(flush("0")).toBe(0);
     expect(flush("100ms")).toBe(100);
+  });
+
+  it("defaults, in trellis dev's light settings, to what the platform uses", () => {
+    // settings.ts spells the platform's defaults out (it must not load it).
+    expect(serverSchema).toBe(devConfigSchema);
+    const defaults = loadConfig(devConfigSchema, {});
+    expect(defaults.TRELLIS_CONSUMER_POSITION_FLUSH).toBe(DEFAULT_CONSUMER_POSITION_FLUSH_MS);
+    expect(defaults.TRELLIS_EVENT_WINDOW).toBe(DEFAULT_EVENT_WINDOW);
   });
 
   it.each(["often", "-1s", "2m"])("refuses %j with config_invalid naming it", (raw) => {

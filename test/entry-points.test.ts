@@ -2,7 +2,8 @@
 // a stack trace: the `trellis` CLI, and garbage bodies on the Connect routes.
 // (Malformed binary bodies and the other protocol-level refusals are covered
 // in packages/runtime/test/protocol-hardening.test.ts and test/fuzz.)
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,17 +15,56 @@ import { allServices } from "../src/services.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 
-function trellis(args: string[], env: Record<string, string> = {}) {
-  const result = spawnSync(process.execPath, [join(root, "bin/trellis.js"), ...args], {
-    cwd: root,
-    env: { ...process.env, ...env },
-    encoding: "utf8",
-    timeout: 30_000,
-  });
-  return { code: result.status, out: result.stdout, err: result.stderr };
+/** CLI processes running at once, at most {@link maxRunning} (the machine is shared). */
+const maxRunning = 4;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function acquire(): Promise<void> {
+  if (running < maxRunning) {
+    running++;
+    return;
+  }
+  // release() hands its slot over: `running` stays as it is.
+  await new Promise<void>((take) => waiting.push(take));
 }
 
-describe("trellis CLI with bad input", () => {
+function release(): void {
+  const next = waiting.shift();
+  if (next) next();
+  else running--;
+}
+
+/** Run the CLI as a user would (bin/trellis.js); the cases are independent, so they run side by side. */
+async function trellis(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number | null; out: string; err: string }> {
+  await acquire();
+  try {
+    const child = spawn(process.execPath, [join(root, "bin/trellis.js"), ...args], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    try {
+      // "close": the process has exited and its output is all read.
+      const [code] = (await once(child, "close")) as [number | null];
+      return { code, out, err };
+    } finally {
+      clearTimeout(timer);
+    }
+  } finally {
+    release();
+  }
+}
+
+describe.concurrent("trellis CLI with bad input", () => {
   let dir: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "trellis-cli-"));
@@ -33,34 +73,36 @@ describe("trellis CLI with bad input", () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it("refuses an unknown command with the usage and exit code 2", () => {
-    const { code, err } = trellis(["launch-rockets"]);
+  it("refuses an unknown command with the usage and exit code 2", async () => {
+    const { code, err } = await trellis(["launch-rockets"]);
     expect(code).toBe(2);
     expect(err).toContain('unknown command "launch-rockets"');
     expect(err).toContain("Usage: trellis");
   });
 
-  it("refuses to serve a service it does not have, naming the ones it has", () => {
-    const unknown = trellis(["serve", "warp-drive"], { TRELLIS_SERVICE: "" });
+  it("refuses to serve a service it does not have, naming the ones it has", async () => {
+    const [unknown, unnamed] = await Promise.all([
+      trellis(["serve", "warp-drive"], { TRELLIS_SERVICE: "" }),
+      trellis(["serve"], { TRELLIS_SERVICE: "" }),
+    ]);
     expect(unknown.code).toBe(2);
     expect(unknown.err).toContain('unknown service "warp-drive"');
     expect(unknown.err).toContain("gateway");
-    const unnamed = trellis(["serve"], { TRELLIS_SERVICE: "" });
     expect(unnamed.code).toBe(2);
     expect(unnamed.err).toMatch(/name a service/);
     expect(`${unknown.err}${unnamed.err}`).not.toMatch(/\n\s+at /);
   });
 
-  it("names an unknown option in one line, with the usage and exit code 2", () => {
-    const { code, err } = trellis(["health", "--colour", "red"]);
+  it("names an unknown option in one line, with the usage and exit code 2", async () => {
+    const { code, err } = await trellis(["health", "--colour", "red"]);
     expect(code).toBe(2);
     expect(err).toMatch(/^trellis health: .*colour/);
     expect(err).toContain("Usage: trellis health");
     expect(err).not.toMatch(/\n\s+at /);
   });
 
-  it("reports an unreachable or nonsense URL as a row, not a crash", () => {
-    const { code, out, err } = trellis([
+  it("reports an unreachable or nonsense URL as a row, not a crash", async () => {
+    const { code, out, err } = await trellis([
       "health",
       "--url",
       "not a url",
@@ -73,36 +115,50 @@ describe("trellis CLI with bad input", () => {
     expect(err).toBe("");
   });
 
-  it("names the bad variable when embedded mode is misconfigured", () => {
-    const { code, err } = trellis(["dev"], { TRELLIS_PORT: "eighty" });
+  it("names the bad variable when embedded mode is misconfigured", async () => {
+    const { code, err } = await trellis(["dev"], { TRELLIS_PORT: "eighty" });
     expect(code).toBe(1);
     expect(err).toMatch(/^trellis: .*TRELLIS_PORT/);
     expect(err).not.toMatch(/\n\s+at /);
   });
 
-  it("names the bad variable when the event window is nonsense", () => {
-    for (const value of ["lots", "0", "99", "1e9", "20000.5"]) {
-      const { code, err } = trellis(["dev"], { TRELLIS_EVENT_WINDOW: value });
+  it("names the bad variable when the event window is nonsense", async () => {
+    const values = ["lots", "0", "99", "1e9", "20000.5"];
+    const runs = await Promise.all(
+      values.map((value) => trellis(["dev"], { TRELLIS_EVENT_WINDOW: value })),
+    );
+    for (const { code, err } of runs) {
       expect(code).toBe(1);
       expect(err).toMatch(/^trellis: .*TRELLIS_EVENT_WINDOW/);
       expect(err).not.toMatch(/\n\s+at /);
     }
   });
 
-  it("names the bad variable when the mesh's worker count is nonsense", () => {
-    for (const value of ["many", "-1", "99"]) {
-      const { code, err } = trellis(["mesh"], {
-        TRELLIS_MESH_ADAPTER_WORKERS: value,
-        DATABASE_URL: "postgres://postgres@127.0.0.1:5432/trellis_never_used",
-      });
+  it("names the bad variable when the mesh's worker count is nonsense", async () => {
+    const values = ["many", "-1", "99"];
+    const runs = await Promise.all(
+      values.map((value) =>
+        trellis(["mesh"], {
+          TRELLIS_MESH_ADAPTER_WORKERS: value,
+          DATABASE_URL: "postgres://postgres@127.0.0.1:5432/trellis_never_used",
+        }),
+      ),
+    );
+    for (const { code, err } of runs) {
       expect(code).toBe(1);
       expect(err).toContain("TRELLIS_MESH_ADAPTER_WORKERS");
       expect(err).not.toMatch(/\n\s+at /);
     }
   });
 
-  it("says the server is unreachable rather than failing obscurely", () => {
-    const { code, err } = trellis(["receipts", "verify", "rcpt_1", "--url", "http://127.0.0.1:9"]);
+  it("says the server is unreachable rather than failing obscurely", async () => {
+    const { code, err } = await trellis([
+      "receipts",
+      "verify",
+      "rcpt_1",
+      "--url",
+      "http://127.0.0.1:9",
+    ]);
     expect(code).toBe(2);
     expect(err).toMatch(
       /^trellis receipts verify: cannot reach Trellis at http:\/\/127\.0\.0\.1:9/,
@@ -114,8 +170,14 @@ describe("trellis CLI with bad input", () => {
     await writeFile(garbage, "{this is not json");
     const key = join(dir, "key.pem");
     await writeFile(key, "-----BEGIN PUBLIC KEY-----\nnope\n-----END PUBLIC KEY-----\n");
-    for (const file of [garbage, join(dir, "missing.json")]) {
-      const { code, out, err } = trellis(["receipts", "verify", file, "--public-key", key]);
+    const files = [garbage, join(dir, "missing.json")];
+    const runs = await Promise.all(
+      files.map(async (file) => ({
+        file,
+        ...(await trellis(["receipts", "verify", file, "--public-key", key])),
+      })),
+    );
+    for (const { file, code, out, err } of runs) {
       expect(code).not.toBe(0);
       expect(`${out}${err}`).toContain(
         file.endsWith("missing.json") ? "missing.json" : "garbage.json",

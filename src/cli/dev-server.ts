@@ -3,29 +3,14 @@
  * the port are known to be good: `dev.ts`).
  */
 import { resolve } from "node:path";
-import {
-  DEFAULT_CONSUMER_POSITION_FLUSH_MS,
-  DEFAULT_EVENT_WINDOW,
-  type EmbeddedTrellis,
-  startEmbedded,
-} from "@trellis/platform";
-import { createLogger, env, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
+import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
+import { createLogger, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
 import { assertPortFree, isAddressInUse, PortInUseError } from "../ports.js";
 import { allServices } from "../services.js";
 import { createProgress } from "./progress.js";
+import { devConfigSchema } from "./settings.js";
 
-/** Env of embedded mode, validated at start. */
-export const devConfigSchema = {
-  TRELLIS_PORT: env.port().default(8080),
-  TRELLIS_HOST: env.string().default("127.0.0.1"),
-  TRELLIS_DATA_DIR: env.string().default(".trellis"),
-  /** How long durable-consumer positions may wait before they are written (0: every ack). */
-  TRELLIS_CONSUMER_POSITION_FLUSH: env
-    .duration({ minMs: 0, maxMs: 60_000 })
-    .default(DEFAULT_CONSUMER_POSITION_FLUSH_MS),
-  /** Events the in-process log keeps in memory; older reads go to the outbox table. */
-  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(DEFAULT_EVENT_WINDOW),
-};
+export { devConfigSchema };
 
 /**
  * The services' environment under `trellis dev`. Bound to loopback, the

@@ -8,7 +8,6 @@
  * health. A URL that is not a gateway (a single service) gets its gRPC health
  * only. Exit code 0 when every row is SERVING, 1 otherwise, 2 on a usage error.
  */
-import { checkHealth } from "../mesh.js";
 import { parseCommand, printUsage } from "./args.js";
 import { healthUsage } from "./usage.js";
 
@@ -59,6 +58,8 @@ async function gatewayView(url: string): Promise<GatewayView | undefined> {
 }
 
 async function rowsFor(url: string): Promise<HealthRow[]> {
+  // Loaded once the arguments are good: a usage error answers without it.
+  const { checkHealth } = await import("../health-check.js");
   const started = performance.now();
   let own: HealthRow;
   try {

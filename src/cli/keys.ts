@@ -16,20 +16,13 @@
  * --api-key KEY (default TRELLIS_API_KEY, else $TRELLIS_DATA_DIR/data/admin-api-key),
  * --database-url URL (direct), --json. Exit 0 on success, 1 on a refusal, 2 on
  * a usage or connection error.
+ *
+ * The gateway's package (scopes, key stores) and the database client are
+ * loaded once the arguments are known to be well-formed.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import {
-  AgentPolicyStore,
-  type ApiKeyRecord,
-  adminKeyFile,
-  agentPolicyMigrations,
-  gatewayMigrations,
-  isGrantableScope,
-  PostgresKeyStore,
-  parseAgentIds,
-} from "@trellis/gateway";
-import { createDatabase, migrate } from "@trellis/storage";
+import type { ApiKeyRecord } from "@trellis/gateway";
 import { isUsageError, parseCommand } from "./args.js";
 import { keysUsage } from "./usage.js";
 
@@ -107,8 +100,9 @@ interface KeyBackend {
   close(): Promise<void>;
 }
 
-function adminKeyFrom(source: NodeJS.ProcessEnv): string | undefined {
+async function adminKeyFrom(source: NodeJS.ProcessEnv): Promise<string | undefined> {
   if (source.TRELLIS_API_KEY) return source.TRELLIS_API_KEY;
+  const { adminKeyFile } = await import("@trellis/gateway");
   const file = resolve(source.TRELLIS_DATA_DIR ?? ".trellis", "data", adminKeyFile);
   return existsSync(file) ? readFileSync(file, "utf8").trim() : undefined;
 }
@@ -172,6 +166,10 @@ function httpBackend(baseUrl: string, apiKey: string): KeyBackend {
 }
 
 async function databaseBackend(url: string): Promise<KeyBackend> {
+  const [
+    { AgentPolicyStore, agentPolicyMigrations, gatewayMigrations, PostgresKeyStore },
+    { createDatabase, migrate },
+  ] = await Promise.all([import("@trellis/gateway"), import("@trellis/storage")]);
   let db: Awaited<ReturnType<typeof createDatabase>>;
   try {
     db = await createDatabase({
@@ -292,6 +290,7 @@ export async function runKeys(
       if (!values.name) throw new UsageError("create needs --name");
       scopes = (values.scopes ?? "").split(/[\s,]+/).filter((s) => s !== "");
       if (scopes.length === 0) throw new UsageError("create needs --scopes");
+      const { isGrantableScope, parseAgentIds } = await import("@trellis/gateway");
       const bad = scopes.find((s) => !isGrantableScope(s));
       if (bad !== undefined) throw new UsageError(`unknown scope ${JSON.stringify(bad)}`);
       if (values["agent-ids"] !== undefined) {
@@ -309,7 +308,7 @@ export async function runKeys(
     if (values["database-url"]) {
       backend = await databaseBackend(values["database-url"]);
     } else {
-      const apiKey = values["api-key"] ?? adminKeyFrom(source);
+      const apiKey = values["api-key"] ?? (await adminKeyFrom(source));
       if (!apiKey) {
         throw new UsageError(
           "no API key: give --api-key (or TRELLIS_API_KEY), or --database-url to work in the database",

@@ -7,26 +7,17 @@
  * It says "up" only when every process is SERVING; when one fails — at the
  * start or later — it names it, shows the end of its log, stops everything it
  * started and exits 1.
+ *
+ * Its arguments, then its settings, are checked before PostgreSQL's client
+ * and the mesh (every service's definition) are loaded.
  */
 import { createConnection } from "node:net";
 import { join } from "node:path";
-import { createLogger, env, loadConfig, onShutdownSignals } from "@trellis/runtime";
-import { createDatabase } from "@trellis/storage";
-import { type Mesh, type MeshProcessFailure, MeshStartError, startMesh } from "../mesh.js";
+import type { Mesh, MeshProcessFailure } from "../mesh.js";
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { createProgress } from "./progress.js";
 import { meshUsage } from "./usage.js";
-
-/** Env of `trellis mesh`. */
-export const meshConfigSchema = {
-  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
-  NATS_URL: env.string().default("nats://127.0.0.1:4222"),
-  TRELLIS_NATS_PREFIX: env.string().default("trellis"),
-  TRELLIS_PORT: env.port().default(8080),
-  /** Built-in adapter workers (the harness backend over OpenAI / Anthropic) to run beside the services. */
-  TRELLIS_MESH_ADAPTER_WORKERS: env.int({ min: 0, max: 16 }).default(1),
-};
 
 const logDir = ".trellis/mesh-logs";
 
@@ -45,6 +36,7 @@ function withTail(failure: MeshProcessFailure): string {
 async function checkPostgres(url: string): Promise<void> {
   const target = new URL(url);
   const name = decodeURIComponent(target.pathname.replace(/^\//, "")) || "(default)";
+  const { createDatabase } = await import("@trellis/storage");
   try {
     const db = await createDatabase({
       kind: "postgres",
@@ -135,11 +127,14 @@ export async function runMesh(
       meshUsage,
     );
   }
+  const { loadConfig, meshConfigSchema } = await import("./settings.js");
   const config = loadConfig(meshConfigSchema, source);
+  const { createLogger, onShutdownSignals } = await import("@trellis/runtime");
   const logger = createLogger({ service: "mesh" });
   await assertPortFree("127.0.0.1", config.TRELLIS_PORT, "TRELLIS_PORT", "the mesh's gateway");
   await checkPostgres(config.DATABASE_URL);
   await checkNats(config.NATS_URL);
+  const { MeshStartError, startMesh } = await import("../mesh.js");
 
   const total = 5 + config.TRELLIS_MESH_ADAPTER_WORKERS;
   const ready: string[] = [];

@@ -3,82 +3,13 @@
  * exit. The Kubernetes migration Job runs it before the services roll
  * (deploy/k8s/base/migrate-job.yaml).
  *
- * It applies what a distributed service applies at start (`runService` in
- * @trellis/platform): the outbox tables and the service's own migrations, in
- * the schema named after the service, under the same advisory lock. So a
- * service started afterwards finds nothing left to do, and running both at
- * once is safe.
+ * This file checks the arguments and the settings; the services and the
+ * database client are loaded only then (`migrate-run.ts`), so that a wrong
+ * name or a missing DATABASE_URL is refused at once.
  */
-import type { ServiceDefinition } from "@trellis/platform";
-import { env, loadConfig } from "@trellis/runtime";
-import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
-import { allServices } from "../services.js";
+import { serviceNames } from "../service-names.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { migrateUsage } from "./usage.js";
-
-/** Environment `trellis migrate` reads. */
-export const migrateConfigSchema = {
-  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
-  /** How long to keep retrying an unreachable PostgreSQL before giving up. */
-  TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
-};
-
-/** The migrations a service's schema gets, as `runService` composes them. */
-export function serviceMigrations(definition: ServiceDefinition) {
-  return { ...outboxMigrations(definition.name), ...(definition.migrations ?? {}) };
-}
-
-// SQLSTATEs no retry can fix: no such database, authentication refused.
-const permanentStates = new Set(["3D000", "28P01", "28000"]);
-
-function isPermanent(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e instanceof Error && depth < 5; depth++) {
-    const code = (e as { code?: unknown }).code;
-    if (typeof code === "string" && permanentStates.has(code)) return true;
-    if (/database "[^"]*" does not exist|password authentication failed/.test(e.message)) {
-      return true;
-    }
-    e = e.cause;
-  }
-  return false;
-}
-
-async function connect(url: string, timeoutMs: number): Promise<Database<unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 200;
-  for (;;) {
-    try {
-      const db: Database<unknown> = await createDatabase({
-        kind: "postgres",
-        url,
-        poolSize: 2,
-        applicationName: "trellis-migrate",
-      });
-      try {
-        await db.ping();
-        return db;
-      } catch (error) {
-        await db.close().catch(() => undefined);
-        throw error;
-      }
-    } catch (error) {
-      // A missing database or refused credentials will not change by waiting.
-      if (isPermanent(error)) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new Error(`PostgreSQL refused the connection: ${reason} (check DATABASE_URL)`);
-      }
-      if (Date.now() + delay > deadline) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new Error(
-          `PostgreSQL was not reachable within ${Math.round(timeoutMs / 1000)} s: ${reason}`,
-        );
-      }
-      process.stderr.write(`trellis migrate: waiting for PostgreSQL (retry in ${delay} ms)\n`);
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
-    }
-  }
-}
 
 /** `trellis migrate [--service NAME]...`: parse the arguments, then {@link runMigrate}. */
 export async function runMigrateCommand(
@@ -107,9 +38,9 @@ export async function runMigrate(
   source: NodeJS.ProcessEnv,
   only: readonly string[] = [],
 ): Promise<number> {
-  const unknown = only.filter((name) => !allServices.some((s) => s.name === name));
+  const unknown = only.filter((name) => !serviceNames.includes(name));
   if (unknown.length > 0) {
-    const known = allServices.map((s) => s.name).join(", ");
+    const known = serviceNames.join(", ");
     throw new UsageError(
       `unknown service ${unknown.map((n) => JSON.stringify(n)).join(", ")} (one of: ${known})`,
       "migrate",
@@ -123,23 +54,8 @@ export async function runMigrate(
       migrateUsage,
     );
   }
+  const { loadConfig, migrateConfigSchema } = await import("./settings.js");
   const config = loadConfig(migrateConfigSchema, source);
-  const services = only.length > 0 ? allServices.filter((s) => only.includes(s.name)) : allServices;
-  const db = await connect(config.DATABASE_URL, config.TRELLIS_STARTUP_TIMEOUT);
-  try {
-    for (const definition of services) {
-      const { applied } = await migrate(db, {
-        schema: definition.name,
-        migrations: serviceMigrations(definition),
-      });
-      process.stdout.write(
-        applied.length > 0
-          ? `${definition.name}: applied ${applied.length} (${applied.join(", ")})\n`
-          : `${definition.name}: up to date\n`,
-      );
-    }
-  } finally {
-    await db.close();
-  }
-  return 0;
+  const { migrateServices } = await import("./migrate-run.js");
+  return migrateServices(config.DATABASE_URL, config.TRELLIS_STARTUP_TIMEOUT, only);
 }

@@ -11,23 +11,30 @@
  *            <file> --url URL (no key)   the service checks the document.
  *
  * Exit code 0 when valid, 1 when not, 2 on a usage or connection error.
+ *
+ * The receipts library (keys, signatures, the schema) is loaded only for an
+ * offline check: usage errors, missing files and the online checks answer
+ * without it.
  */
 
 import type { KeyObject } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
-import {
-  createSchemaValidator,
-  isJsonObject,
-  parsePublicKey,
-  type Verification,
-  verifyReceipt,
-} from "@trellis/receipts";
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Verification } from "@trellis/receipts";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { receiptsUsage } from "./usage.js";
 
 // The Harn protocol version the REST surface wants on every call (the
 // gateway's `currentProtocolVersion`; not imported, to keep this command light).
 const protocolVersion = "agents-protocol-2026-04-25";
+
+/** A JSON object (not an array, not null): @trellis/runtime's `isJsonObject`, not imported for the same reason. */
+function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/** Reads a public key (PEM or JWK text): the receipts library's `parsePublicKey`. */
+type ParsePublicKey = (text: string) => KeyObject;
 
 const receiptsOptions = {
   "public-key": { type: "string" },
@@ -104,13 +111,14 @@ interface FoundKey {
   key: KeyObject;
 }
 
-function keysIn(value: unknown): FoundKey[] {
-  if (Array.isArray(value)) return value.flatMap(keysIn);
+function keysIn(value: unknown, parsePublicKey: ParsePublicKey): FoundKey[] {
+  const all = (values: unknown[]) => values.flatMap((v) => keysIn(v, parsePublicKey));
+  if (Array.isArray(value)) return all(value);
   if (!isJsonObject(value)) throw new Error("expected a JWK, a JWKS or a list of keys");
   // A JWKS.
-  if (Array.isArray(value.keys)) return value.keys.flatMap(keysIn);
+  if (Array.isArray(value.keys)) return all(value.keys);
   // `GET /v1/receipts/public-keys` as it comes: {object: "list", data: [...]}.
-  if (Array.isArray(value.data)) return value.data.flatMap(keysIn);
+  if (Array.isArray(value.data)) return all(value.data);
   // One entry of that list: {key_id, public_key_pem, jwk, ...}.
   if (isJsonObject(value.jwk) || typeof value.public_key_pem === "string") {
     const keyId =
@@ -139,13 +147,16 @@ function keysIn(value: unknown): FoundKey[] {
  * whatever key id a receipt names (the caller vouches for it); several are
  * looked up by key id.
  */
-export function publicKeysFrom(text: string): (keyId: string) => KeyObject | undefined {
+export function publicKeysFrom(
+  text: string,
+  parsePublicKey: ParsePublicKey,
+): (keyId: string) => KeyObject | undefined {
   const trimmed = text.trim();
   if (!trimmed.startsWith("{") && !trimmed.startsWith("[")) {
     const key = parsePublicKey(trimmed);
     return () => key;
   }
-  const found = keysIn(JSON.parse(trimmed));
+  const found = keysIn(JSON.parse(trimmed), parsePublicKey);
   if (found.length === 0) throw new Error("the file holds no public key");
   if (found.length === 1) {
     const only = (found[0] as FoundKey).key;
@@ -275,7 +286,10 @@ export async function runReceiptsVerify(
   }
 }
 
-function readKeys(file: string): (keyId: string) => KeyObject | undefined {
+function readKeys(
+  file: string,
+  parsePublicKey: ParsePublicKey,
+): (keyId: string) => KeyObject | undefined {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
@@ -285,7 +299,7 @@ function readKeys(file: string): (keyId: string) => KeyObject | undefined {
     );
   }
   try {
-    return publicKeysFrom(text);
+    return publicKeysFrom(text, parsePublicKey);
   } catch (error) {
     throw new VerifyUsageError(
       `${file} holds no usable public key (a PEM, JWK, JWKS or the GET /v1/receipts/public-keys answer): ${error instanceof Error ? error.message : String(error)}`,
@@ -316,7 +330,10 @@ async function verify(
       return 2;
     }
     if (options.publicKey) {
-      const publicKey = readKeys(options.publicKey);
+      const { createSchemaValidator, parsePublicKey, verifyReceipt } = await import(
+        "@trellis/receipts"
+      );
+      const publicKey = readKeys(options.publicKey, parsePublicKey);
       const validateSchema = options.schema
         ? createSchemaValidator(JSON.parse(readFileSync(options.schema, "utf8")) as object)
         : undefined;

@@ -3,22 +3,15 @@
  * mode), exactly as `services/<name>/src/main.ts` does. This is the container
  * image's entry point: one image, the service chosen by the argument or by
  * `TRELLIS_SERVICE` (deploy/k8s, Dockerfile).
+ *
+ * The name is checked before anything is loaded; only the chosen service's
+ * world is imported.
  */
-import { ADAPTER_WORKER, runAdapterWorkerMain } from "@trellis/adapters";
-import { runServiceMain } from "@trellis/platform";
-import { allServices } from "../services.js";
+import { adapterWorkerName, servableServices } from "../service-names.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { serveUsage } from "./usage.js";
 
-/**
- * Names `trellis serve` accepts: the services in start order, then the
- * built-in adapter worker (not a service of the mesh's RPCs: it takes work
- * from NATS and serves only gRPC health).
- */
-export const servableServices: readonly string[] = [
-  ...allServices.map((s) => s.name),
-  ADAPTER_WORKER,
-];
+export { servableServices };
 
 /**
  * `trellis serve [SERVICE]`: parse the arguments, then {@link runServe}.
@@ -45,12 +38,7 @@ export async function runServe(
   name: string | undefined,
 ): Promise<number> {
   const chosen = name ?? source.TRELLIS_SERVICE;
-  if (chosen === ADAPTER_WORKER) {
-    await runAdapterWorkerMain(source);
-    return 0;
-  }
-  const definition = allServices.find((s) => s.name === chosen);
-  if (!definition) {
+  if (chosen === undefined || !servableServices.includes(chosen)) {
     const known = servableServices.join(", ");
     throw new UsageError(
       chosen
@@ -60,6 +48,18 @@ export async function runServe(
       serveUsage,
     );
   }
+  if (chosen === adapterWorkerName) {
+    const { runAdapterWorkerMain } = await import("@trellis/adapters");
+    await runAdapterWorkerMain(source);
+    return 0;
+  }
+  const [{ runServiceMain }, { allServices }] = await Promise.all([
+    import("@trellis/platform"),
+    import("../services.js"),
+  ]);
+  const definition = allServices.find((s) => s.name === chosen);
+  // service-names.ts and services.ts name the same services (a test holds them).
+  if (!definition) throw new Error(`no service definition for ${JSON.stringify(chosen)}`);
   await runServiceMain(definition);
   return 0;
 }

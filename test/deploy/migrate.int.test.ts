@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { serviceMigrations } from "../../src/cli/migrate.js";
+import { serviceMigrations } from "../../src/cli/migrate-run.js";
 import { allServices } from "../../src/services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));

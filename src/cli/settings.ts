@@ -1,0 +1,47 @@
+/**
+ * The environment each long-running `trellis` command reads, apart from the
+ * commands so that they load it (and @trellis/runtime's validator) only once
+ * their arguments are good, and a malformed variable is named before any
+ * service is loaded.
+ */
+import { env } from "@trellis/runtime";
+
+export { loadConfig } from "@trellis/runtime";
+
+/**
+ * The defaults below are @trellis/platform's `DEFAULT_CONSUMER_POSITION_FLUSH_MS`
+ * and `DEFAULT_EVENT_WINDOW`, spelled out so that checking the settings loads
+ * no service (test/consumer-position-flush.test.ts holds them equal).
+ */
+const consumerPositionFlushMs = 1_000;
+const eventWindow = 20_000;
+
+/** Env of embedded mode (`trellis dev`), validated at start. */
+export const devConfigSchema = {
+  TRELLIS_PORT: env.port().default(8080),
+  TRELLIS_HOST: env.string().default("127.0.0.1"),
+  TRELLIS_DATA_DIR: env.string().default(".trellis"),
+  /** How long durable-consumer positions may wait before they are written (0: every ack). */
+  TRELLIS_CONSUMER_POSITION_FLUSH: env
+    .duration({ minMs: 0, maxMs: 60_000 })
+    .default(consumerPositionFlushMs),
+  /** Events the in-process log keeps in memory; older reads go to the outbox table. */
+  TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(eventWindow),
+};
+
+/** Env of `trellis mesh`. */
+export const meshConfigSchema = {
+  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
+  NATS_URL: env.string().default("nats://127.0.0.1:4222"),
+  TRELLIS_NATS_PREFIX: env.string().default("trellis"),
+  TRELLIS_PORT: env.port().default(8080),
+  /** Built-in adapter workers (the harness backend over OpenAI / Anthropic) to run beside the services. */
+  TRELLIS_MESH_ADAPTER_WORKERS: env.int({ min: 0, max: 16 }).default(1),
+};
+
+/** Environment `trellis migrate` reads. */
+export const migrateConfigSchema = {
+  DATABASE_URL: env.url({ protocols: ["postgres", "postgresql"] }).secret(),
+  /** How long to keep retrying an unreachable PostgreSQL before giving up. */
+  TRELLIS_STARTUP_TIMEOUT: env.duration().default(60_000),
+};
