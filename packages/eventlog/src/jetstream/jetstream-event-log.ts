@@ -84,8 +84,16 @@ const EMPTY_HEAD: ResourceHead = { streamSeq: 0, sequence: 0n, eventId: "" };
 const MSG_ID = "Nats-Msg-Id";
 /** Give up on a sequence-0 append after this many lost races (heavy contention). */
 const MAX_ATTEMPTS = 100;
-/** Bound of the in-memory caches (resource heads, event id → position). */
-const CACHE_LIMIT = 100_000;
+/**
+ * Bound of the in-memory caches (resource heads, event id → position), least
+ * recently used dropped first. They serve the resources and cursors in use
+ * now: a session's next append, a client resuming after its last event. A
+ * miss costs a lookup on the stream, not a wrong answer. 20,000 entries
+ * (~4 MB each) fill within a few thousand turns, so a process's heap levels
+ * off early; at 100,000 a publisher's heap (receipts: one subject per
+ * receipt) still grew at 100,000 turns (docs/benchmarks.md, session 19).
+ */
+const CACHE_LIMIT = 20_000;
 
 function isWrongLastSequence(err: unknown): boolean {
   return (
