@@ -10,6 +10,7 @@ import {
   startEmbedded,
 } from "@trellis/platform";
 import { createLogger, env, initTelemetry, loadConfig, onShutdownSignals } from "@trellis/runtime";
+import { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_CHECKPOINT_WAL_BYTES } from "@trellis/storage";
 import { assertPortFree, isAddressInUse, PortInUseError } from "../ports.js";
 import { allServices } from "../services.js";
 import { createProgress } from "./progress.js";
@@ -25,6 +26,16 @@ export const devConfigSchema = {
     .default(DEFAULT_CONSUMER_POSITION_FLUSH_MS),
   /** Events the in-process log keeps in memory; older reads go to the outbox table. */
   TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(DEFAULT_EVENT_WINDOW),
+  /** Checkpoint the database once this many MiB of WAL were written since the last (0: no size bound). */
+  TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB: env
+    .int({ min: 0, max: 65_536 })
+    .default(DEFAULT_CHECKPOINT_WAL_BYTES / (1024 * 1024)),
+  /** Checkpoint the database this long after the last if anything was written (0: no time bound). */
+  TRELLIS_EMBEDDED_CHECKPOINT_INTERVAL: env
+    .duration({ minMs: 0, maxMs: 86_400_000 })
+    .default(DEFAULT_CHECKPOINT_INTERVAL_MS),
+  /** Vacuum and analyze the database's tables when autovacuum would. */
+  TRELLIS_EMBEDDED_VACUUM: env.bool().default(true),
 };
 
 /**
@@ -62,6 +73,11 @@ export async function serveEmbedded(source: NodeJS.ProcessEnv): Promise<number> 
       logger,
       consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
       eventWindow: config.TRELLIS_EVENT_WINDOW,
+      maintenance: {
+        checkpointWalBytes: config.TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB * 1024 * 1024,
+        checkpointIntervalMs: config.TRELLIS_EMBEDDED_CHECKPOINT_INTERVAL,
+        vacuum: config.TRELLIS_EMBEDDED_VACUUM,
+      },
     });
   } catch (error) {
     starting.fail();
