@@ -47,7 +47,9 @@ export type {
 export {
   DEFAULT_CHECKPOINT_INTERVAL_MS,
   DEFAULT_CHECKPOINT_WAL_BYTES,
+  DEFAULT_MAINTENANCE_BUSY_MS,
   DEFAULT_MAINTENANCE_CHECK_MS,
+  DEFAULT_VACUUM_MAX_ROWS,
   startPGliteMaintenance,
 } from "./dialect/pglite/pglite-maintenance.js";
 export type { PostgresDatabaseConfig } from "./dialect/postgres/postgres-config.js";

@@ -162,6 +162,31 @@ describe("PGlite maintenance", () => {
     }
   }, 60_000);
 
+  it("vacuums a large table after vacuumMaxRows dead rows, below autovacuum's thresholds", async () => {
+    const pglite = await openPGlite();
+    const options = { checkpointWalBytes: 0, checkpointIntervalMs: 0, checkEveryMs: 3_600_000 };
+    const capped = startPGliteMaintenance(pglite, { ...options, vacuumMaxRows: 1_000 });
+    const uncapped = startPGliteMaintenance(pglite, { ...options, vacuumMaxRows: 1_000_000 });
+    try {
+      await pglite.exec(`
+        create table big (id int primary key, n int);
+        insert into big select g, 0 from generate_series(1, 20000) g;`);
+      await flushStats(pglite);
+      await pglite.exec("vacuum analyze big");
+      await pglite.exec("update big set n = 1 where id <= 1500");
+      expect(await deadRows(pglite, "big")).toBe(1500);
+      // Autovacuum's thresholds here: 50 + 20 % of 20,000 rows = 4,050 dead
+      // rows for a vacuum, 50 + 10 % = 2,050 changed rows for an analyze.
+      expect(await uncapped.runRound()).toBeUndefined();
+      expect(await capped.runRound()).toMatchObject({ kind: "vacuum", table: "public.big" });
+      expect(await deadRows(pglite, "big")).toBe(0);
+    } finally {
+      await capped.stop();
+      await uncapped.stop();
+      await pglite.close();
+    }
+  }, 60_000);
+
   it("runs on its timer, logs a failed round and tries again", async () => {
     const pglite = await openPGlite();
     const errors: unknown[] = [];
@@ -257,6 +282,8 @@ describe("PGlite maintenance", () => {
         /checkpointIntervalMs/,
       );
       expect(() => startPGliteMaintenance(pglite, { checkEveryMs: 0 })).toThrow(/checkEveryMs/);
+      expect(() => startPGliteMaintenance(pglite, { busyEveryMs: -5 })).toThrow(/busyEveryMs/);
+      expect(() => startPGliteMaintenance(pglite, { vacuumMaxRows: 0 })).toThrow(/vacuumMaxRows/);
     } finally {
       await pglite.close();
     }

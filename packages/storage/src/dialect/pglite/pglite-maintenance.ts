@@ -22,10 +22,15 @@ import { storageError } from "../../errors.js";
  *   before the redo point (renamed for reuse, up to ~2× the WAL between
  *   checkpoints, never more than `max_wal_size`) and removes the rest, so the
  *   WAL directory stays bounded.
- * - otherwise `VACUUM (ANALYZE)` (or `ANALYZE` alone) of the one table most
- *   past the thresholds autovacuum would use (`autovacuum_*` settings, from
- *   `pg_stat_user_tables`: dead rows, rows inserted since the last vacuum,
- *   rows changed since the last analyze; the statistics work single-user).
+ * - otherwise `VACUUM`, `ANALYZE` or both of the one table most past the
+ *   thresholds autovacuum would use (`autovacuum_*` settings, from
+ *   `pg_stat_user_tables`; the statistics work single-user): for a vacuum,
+ *   dead rows or rows inserted since the last vacuum (each capped at
+ *   {@link PGliteMaintenanceOptions.vacuumMaxRows}, so a large table is
+ *   vacuumed a bounded piece at a time) or transaction ID age past
+ *   `autovacuum_freeze_max_age`; for an analyze, rows changed since the last
+ *   (10 % of the table: an analyze reads a sample of at most 30,000 rows, so
+ *   its cost stops growing with the table and it comes ever more rarely).
  */
 export interface PGliteMaintenanceOptions {
   /**
@@ -40,8 +45,22 @@ export interface PGliteMaintenanceOptions {
   checkpointIntervalMs?: number;
   /** Vacuum and analyze tables that need it (default true). */
   vacuum?: boolean;
+  /**
+   * A table is vacuumed by this many dead or inserted rows at the latest,
+   * however large it is (default {@link DEFAULT_VACUUM_MAX_ROWS}).
+   * Autovacuum's thresholds grow with the table (20 % of its rows), and so
+   * would each vacuum's stall on the event loop: a vacuum's work is the
+   * pages changed since the last one.
+   */
+  vacuumMaxRows?: number;
   /** How often a round looks (default {@link DEFAULT_MAINTENANCE_CHECK_MS}). */
   checkEveryMs?: number;
+  /**
+   * The next round after one that ran an operation, so that a backlog of
+   * tables is worked through one table at a time (default
+   * {@link DEFAULT_MAINTENANCE_BUSY_MS}).
+   */
+  busyEveryMs?: number;
   /** A failed round is reported here and tried again at the next (default: a console warning). */
   onError?: BackgroundErrorHandler;
   /** Told of each operation a round ran. */
@@ -51,7 +70,7 @@ export interface PGliteMaintenanceOptions {
 /** One statement a maintenance round ran, with how long it took. */
 export type PGliteMaintenanceOperation =
   | { kind: "checkpoint"; reason: "wal" | "interval"; walBytes: number; ms: number }
-  | { kind: "vacuum" | "analyze"; table: string; ms: number };
+  | { kind: "vacuum" | "analyze"; table: string; analyzed: boolean; ms: number };
 
 /** A running maintenance loop; see {@link startPGliteMaintenance}. */
 export interface PGliteMaintenance {
@@ -70,6 +89,10 @@ export const DEFAULT_CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_CHECKPOINT_INTERVAL_MS = 5 * 60_000;
 /** Default time between maintenance rounds: 10 s. */
 export const DEFAULT_MAINTENANCE_CHECK_MS = 10_000;
+/** Default time to the next round after one that ran an operation: 1 s. */
+export const DEFAULT_MAINTENANCE_BUSY_MS = 1_000;
+/** Default cap of autovacuum's vacuum thresholds: 10,000 rows. */
+export const DEFAULT_VACUUM_MAX_ROWS = 10_000;
 
 interface WalRow {
   since_redo: string;
@@ -79,34 +102,41 @@ interface WalRow {
 interface TableRow {
   name: string;
   vacuum: boolean;
+  analyze: boolean;
 }
 
-// The table most past autovacuum's own thresholds (its settings, as
-// autovacuum would read them; per-table storage options are not consulted).
+// The table most past autovacuum's thresholds (its settings, as autovacuum
+// would read them; per-table storage options are not consulted): for a
+// vacuum, dead rows or rows inserted since the last vacuum (each capped at $1
+// rows) or transaction ID age; for an analyze, rows changed since the last.
 const neediestTable = `
   with s as (
     select current_setting('autovacuum_vacuum_threshold')::float8 as vt,
            current_setting('autovacuum_vacuum_scale_factor')::float8 as vs,
            current_setting('autovacuum_vacuum_insert_threshold')::float8 as it,
            current_setting('autovacuum_vacuum_insert_scale_factor')::float8 as vis,
+           current_setting('autovacuum_freeze_max_age')::float8 as fa,
            current_setting('autovacuum_analyze_threshold')::float8 as at,
            current_setting('autovacuum_analyze_scale_factor')::float8 as vas
   ), t as (
     select format('%I.%I', st.schemaname, st.relname) as name,
-           st.n_dead_tup / (s.vt + s.vs * greatest(c.reltuples, 0)) as dead,
-           st.n_ins_since_vacuum / (s.it + s.vis * greatest(c.reltuples, 0)) as inserted,
-           st.n_mod_since_analyze / (s.at + s.vas * greatest(c.reltuples, 0)) as changed
+           greatest(
+             st.n_dead_tup / least(s.vt + s.vs * greatest(c.reltuples, 0), $1),
+             st.n_ins_since_vacuum / least(s.it + s.vis * greatest(c.reltuples, 0), $1),
+             age(c.relfrozenxid) / s.fa) as for_vacuum,
+           st.n_mod_since_analyze / (s.at + s.vas * greatest(c.reltuples, 0)) as for_analyze
     from pg_stat_user_tables st join pg_class c on c.oid = st.relid cross join s
   )
-  select name, greatest(dead, inserted) > 1 as vacuum
-  from t where greatest(dead, inserted, changed) > 1
-  order by greatest(dead, inserted, changed) desc limit 1`;
+  select name, for_vacuum > 1 as vacuum, for_analyze > 1 as analyze
+  from t where greatest(for_vacuum, for_analyze) > 1
+  order by greatest(for_vacuum, for_analyze) desc limit 1`;
 
 /**
  * Starts the maintenance loop of a PGlite instance (see
  * {@link PGliteMaintenanceOptions}): an unref'd timer, one round at a time,
  * the next one {@link PGliteMaintenanceOptions.checkEveryMs} after the last
- * ended. Stop it before closing the instance; a round never starts after
+ * ended ({@link PGliteMaintenanceOptions.busyEveryMs} after one that ran an
+ * operation). Stop it before closing the instance; a round never starts after
  * `stop()` or once the instance is closed.
  */
 export function startPGliteMaintenance(
@@ -116,17 +146,22 @@ export function startPGliteMaintenance(
   const walBound = options.checkpointWalBytes ?? DEFAULT_CHECKPOINT_WAL_BYTES;
   const intervalMs = options.checkpointIntervalMs ?? DEFAULT_CHECKPOINT_INTERVAL_MS;
   const vacuum = options.vacuum ?? true;
+  const vacuumMaxRows = options.vacuumMaxRows ?? DEFAULT_VACUUM_MAX_ROWS;
   const checkEveryMs = options.checkEveryMs ?? DEFAULT_MAINTENANCE_CHECK_MS;
+  const busyEveryMs = options.busyEveryMs ?? Math.min(DEFAULT_MAINTENANCE_BUSY_MS, checkEveryMs);
   const onError = options.onError ?? warnBackgroundError;
   for (const [param, value] of [
     ["checkpointWalBytes", walBound],
     ["checkpointIntervalMs", intervalMs],
+    ["vacuumMaxRows", vacuumMaxRows],
     ["checkEveryMs", checkEveryMs],
+    ["busyEveryMs", busyEveryMs],
   ] as const) {
-    if (!Number.isSafeInteger(value) || value < (param === "checkEveryMs" ? 1 : 0)) {
+    const positive = param !== "checkpointWalBytes" && param !== "checkpointIntervalMs";
+    if (!Number.isSafeInteger(value) || value < (positive ? 1 : 0)) {
       throw storageError({
         reason: "invalid_request",
-        message: `${param} must be a ${param === "checkEveryMs" ? "positive" : "non-negative"} integer, got ${value}`,
+        message: `${param} must be a ${positive ? "positive" : "non-negative"} integer, got ${value}`,
         param,
       });
     }
@@ -182,14 +217,16 @@ export function startPGliteMaintenance(
       return { kind: "checkpoint", ...due, ms };
     }
     if (!vacuum || !active()) return undefined;
-    const { rows } = await pglite.query<TableRow>(neediestTable);
+    const { rows } = await pglite.query<TableRow>(neediestTable, [vacuumMaxRows]);
     const table = rows[0];
     if (table === undefined || !active()) return undefined;
     const started = performance.now();
-    await pglite.exec(table.vacuum ? `vacuum (analyze) ${table.name}` : `analyze ${table.name}`);
+    const statement = !table.vacuum ? "analyze" : table.analyze ? "vacuum (analyze)" : "vacuum";
+    await pglite.exec(`${statement} ${table.name}`);
     return {
       kind: table.vacuum ? "vacuum" : "analyze",
       table: table.name,
+      analyzed: table.analyze,
       ms: performance.now() - started,
     };
   }
@@ -212,19 +249,21 @@ export function startPGliteMaintenance(
     return next;
   }
 
-  function schedule(): void {
+  function schedule(delayMs: number): void {
     if (stopped) return;
     timer = setTimeout(() => {
       timer = undefined;
-      runRound()
-        .catch((error: unknown) => {
+      runRound().then(
+        (operation) => schedule(operation ? busyEveryMs : checkEveryMs),
+        (error: unknown) => {
           if (active()) onError(error, "PGlite maintenance round failed; trying again next round");
-        })
-        .finally(schedule);
-    }, checkEveryMs);
+          schedule(checkEveryMs);
+        },
+      );
+    }, delayMs);
     timer.unref();
   }
-  schedule();
+  schedule(checkEveryMs);
 
   return {
     runRound,
