@@ -98,13 +98,10 @@ export interface EmbeddedOptions {
    * The database's checkpoints and vacuums, which PGlite's single-user
    * Postgres does not run by itself (see `startPGliteMaintenance`; defaults:
    * a checkpoint per 64 MiB of WAL or 5 minutes with writes, autovacuum's
-   * thresholds, one operation per 10 s round). Errors and operations go to
-   * the logger.
+   * thresholds capped at 10,000 rows, one statement per round). Errors go to
+   * the logger as warnings, operations as debug lines.
    */
-  maintenance?: Pick<
-    PGliteMaintenanceOptions,
-    "checkpointWalBytes" | "checkpointIntervalMs" | "vacuum" | "checkEveryMs"
-  >;
+  maintenance?: Omit<PGliteMaintenanceOptions, "onError" | "onOperation">;
 }
 
 /** A running embedded Trellis. */
@@ -426,6 +423,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     storage: {
       name: "storage",
       async close() {
+        await maintenance?.stop();
         await signals.close();
         await eventLog.close();
         await positions
@@ -433,7 +431,6 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
           .catch((error) =>
             logger.warn("saving consumer positions at close failed", { error: String(error) }),
           );
-        await maintenance?.stop();
         await db.close();
         await pglite.close();
       },
