@@ -162,7 +162,7 @@ describe("PGlite maintenance", () => {
     }
   }, 60_000);
 
-  it("vacuums a large table after vacuumMaxRows dead rows, below autovacuum's thresholds", async () => {
+  it("vacuums a large table after vacuumMaxRows dead rows; analyzes after a table's worth of changes", async () => {
     const pglite = await openPGlite();
     const options = { checkpointWalBytes: 0, checkpointIntervalMs: 0, checkEveryMs: 3_600_000 };
     const capped = startPGliteMaintenance(pglite, { ...options, vacuumMaxRows: 1_000 });
@@ -176,10 +176,23 @@ describe("PGlite maintenance", () => {
       await pglite.exec("update big set n = 1 where id <= 1500");
       expect(await deadRows(pglite, "big")).toBe(1500);
       // Autovacuum's thresholds here: 50 + 20 % of 20,000 rows = 4,050 dead
-      // rows for a vacuum, 50 + 10 % = 2,050 changed rows for an analyze.
+      // rows for a vacuum; an analyze waits for 50 + 20,000 changed rows.
       expect(await uncapped.runRound()).toBeUndefined();
-      expect(await capped.runRound()).toMatchObject({ kind: "vacuum", table: "public.big" });
+      expect(await capped.runRound()).toMatchObject({
+        kind: "vacuum",
+        table: "public.big",
+        analyzed: false,
+      });
       expect(await deadRows(pglite, "big")).toBe(0);
+      // 2,500 rows changed since the analyze: past autovacuum's 10 % (2,050),
+      // not yet a whole table's worth, so no analyze.
+      await pglite.exec("update big set n = 1 where id > 19000");
+      await flushStats(pglite);
+      expect(await uncapped.runRound()).toBeUndefined();
+      // As many rows changed as the table holds: now it is analyzed too.
+      await pglite.exec("update big set n = 2");
+      await flushStats(pglite);
+      expect(await capped.runRound()).toMatchObject({ table: "public.big", analyzed: true });
     } finally {
       await capped.stop();
       await uncapped.stop();
