@@ -47,6 +47,11 @@ export async function serveEmbedded(source: NodeJS.ProcessEnv): Promise<number> 
       logger,
       consumerPositionFlushMs: config.TRELLIS_CONSUMER_POSITION_FLUSH,
       eventWindow: config.TRELLIS_EVENT_WINDOW,
+      maintenance: {
+        checkpointWalBytes: config.TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB * 1024 * 1024,
+        checkpointIntervalMs: config.TRELLIS_EMBEDDED_CHECKPOINT_INTERVAL,
+        vacuum: config.TRELLIS_EMBEDDED_VACUUM,
+      },
     });
   } catch (error) {
     starting.fail();

@@ -15,6 +15,13 @@ export { loadConfig } from "@trellis/runtime";
  */
 const consumerPositionFlushMs = 1_000;
 const eventWindow = 20_000;
+/**
+ * @trellis/storage's `DEFAULT_CHECKPOINT_WAL_BYTES` (in MiB) and
+ * `DEFAULT_CHECKPOINT_INTERVAL_MS`, likewise
+ * (test/embedded-maintenance-config.test.ts holds them equal).
+ */
+const checkpointWalMb = 64;
+const checkpointIntervalMs = 5 * 60_000;
 
 /** Env of embedded mode (`trellis dev`), validated at start. */
 export const devConfigSchema = {
@@ -27,6 +34,14 @@ export const devConfigSchema = {
     .default(consumerPositionFlushMs),
   /** Events the in-process log keeps in memory; older reads go to the outbox table. */
   TRELLIS_EVENT_WINDOW: env.int({ min: 100, max: 10_000_000 }).default(eventWindow),
+  /** Checkpoint the database once this many MiB of WAL were written since the last (0: no size bound). */
+  TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB: env.int({ min: 0, max: 65_536 }).default(checkpointWalMb),
+  /** Checkpoint the database this long after the last if anything was written (0: no time bound). */
+  TRELLIS_EMBEDDED_CHECKPOINT_INTERVAL: env
+    .duration({ minMs: 0, maxMs: 86_400_000 })
+    .default(checkpointIntervalMs),
+  /** Vacuum and analyze the database's tables when autovacuum would. */
+  TRELLIS_EMBEDDED_VACUUM: env.bool().default(true),
 };
 
 /** Env of `trellis mesh`. */

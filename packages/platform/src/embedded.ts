@@ -45,7 +45,9 @@ import {
   migrate,
   openPGlite,
   outboxMigrations,
+  type PGliteMaintenanceOptions,
   readOutboxTail,
+  startPGliteMaintenance,
 } from "@trellis/storage";
 import { sql } from "kysely";
 import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
@@ -92,6 +94,14 @@ export interface EmbeddedOptions {
    * are read from the outbox when a reader reaches back that far.
    */
   eventWindow?: number;
+  /**
+   * The database's checkpoints and vacuums, which PGlite's single-user
+   * Postgres does not run by itself (see `startPGliteMaintenance`; defaults:
+   * a checkpoint per 64 MiB of WAL or 5 minutes with writes, autovacuum's
+   * thresholds capped at 10,000 rows, one statement per round). Errors go to
+   * the logger as warnings, operations as debug lines.
+   */
+  maintenance?: Omit<PGliteMaintenanceOptions, "onError" | "onOperation">;
 }
 
 /** A running embedded Trellis. */
@@ -413,6 +423,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     storage: {
       name: "storage",
       async close() {
+        await maintenance?.stop();
         await signals.close();
         await eventLog.close();
         await positions
@@ -425,6 +436,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       },
     },
   });
+  // No round once the shutdown has begun (a statement in progress finishes
+  // before storage closes).
+  let maintenance: ReturnType<typeof startPGliteMaintenance> | undefined;
+  server.closing.addEventListener("abort", () => void maintenance?.stop(), { once: true });
 
   relay.start();
   const address = await server.listen({
@@ -432,6 +447,14 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     port: options.port ?? 8080,
   });
   for (const module of all) await module.start?.();
+  if (!server.closing.aborted) {
+    maintenance = startPGliteMaintenance(pglite, {
+      ...options.maintenance,
+      onError: (error, context) => logger.warn(context, { error: String(error) }),
+      onOperation: (operation) =>
+        logger.debug("database maintenance", { ...operation, ms: Math.round(operation.ms) }),
+    });
+  }
 
   return {
     server,

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { EventSchema } from "@trellis/contracts/core";
+import { createLogger } from "@trellis/runtime";
 import { appendToOutbox, readOutbox } from "@trellis/storage";
 import { eventually } from "@trellis/testkit";
 import { sql } from "kysely";
@@ -186,5 +187,36 @@ describe("embedded mode", () => {
     } finally {
       await second.close({ graceMs: 100 });
     }
+  });
+
+  it("checkpoints its database while running, and stops doing so at close", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "trellis-embedded-"));
+    dirs.push(dataDir);
+    const lines: string[] = [];
+    const logger = createLogger({
+      service: "trellis",
+      level: "debug",
+      write: (chunk) => lines.push(...chunk.split("\n").filter(Boolean)),
+    });
+    let ctx: ServiceContext | undefined;
+    const trellis = await startEmbedded({
+      services: [recorder((c) => (ctx = c))],
+      dataDir,
+      port: 0,
+      logger,
+      // Every round finds WAL past the bound (startup's migrations wrote some).
+      maintenance: { checkpointWalBytes: 1, checkpointIntervalMs: 0, checkEveryMs: 20 },
+    });
+    const maintenance = () =>
+      lines.map((line) => JSON.parse(line)).filter((line) => line.msg === "database maintenance");
+    await record(ctx!, ["evt_1"]);
+    await eventually(async () =>
+      maintenance().some((line) => line.kind === "checkpoint") ? true : undefined,
+    );
+    await trellis.close({ graceMs: 100 });
+    const count = maintenance().length;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(maintenance().length).toBe(count);
+    expect(lines.filter((line) => JSON.parse(line).level === "warn")).toEqual([]);
   });
 });

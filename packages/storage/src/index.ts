@@ -39,6 +39,19 @@ export { ping } from "./database.js";
 export type { PGliteDatabaseConfig } from "./dialect/pglite/pglite-config.js";
 export type { OpenPGliteOptions } from "./dialect/pglite/pglite-database.js";
 export { openPGlite } from "./dialect/pglite/pglite-database.js";
+export type {
+  PGliteMaintenance,
+  PGliteMaintenanceOperation,
+  PGliteMaintenanceOptions,
+} from "./dialect/pglite/pglite-maintenance.js";
+export {
+  DEFAULT_CHECKPOINT_INTERVAL_MS,
+  DEFAULT_CHECKPOINT_WAL_BYTES,
+  DEFAULT_MAINTENANCE_BUSY_MS,
+  DEFAULT_MAINTENANCE_CHECK_MS,
+  DEFAULT_VACUUM_MAX_ROWS,
+  startPGliteMaintenance,
+} from "./dialect/pglite/pglite-maintenance.js";
 export type { PostgresDatabaseConfig } from "./dialect/postgres/postgres-config.js";
 export type {
   AppendOptions,

@@ -16,16 +16,38 @@ export interface OpenPGliteOptions {
 }
 
 /**
+ * PGlite's own start parameters plus the server settings storage adds. They
+ * are given at every start (not written into the data directory), so they
+ * hold for a fresh data directory and for one made by an earlier version.
+ *
+ * `wal_init_zero=off`: Postgres fills each new 16 MB WAL segment with zeros
+ * before writing to it. A server mostly recycles old segments at checkpoints
+ * instead; PGlite runs Postgres single-user, where nothing but `close()` (or
+ * an explicit `CHECKPOINT`) checkpoints, so every segment is new and every
+ * 16 MB of WAL cost 16 MB more of zeros, written in one burst on the event
+ * loop (an embedded chat turn: ~25 KB of ~69 KB it writes, and a write of up
+ * to ~30 ms every ~760 turns; docs/benchmarks.md, session 19). Durability is
+ * unchanged: WAL records, commits and full-page images are the same; the
+ * zero fill only pre-allocates disk space, and with it off Postgres sets the
+ * file's size by writing its last byte. (PGlite's defaults run with fsync off
+ * — `-F` — and its Node filesystem has no fsync, so a commit is in the
+ * operating system's page cache when it returns: it survives the process
+ * dying, not the machine. That is PGlite's choice, kept here.)
+ */
+const startParams: readonly string[] = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
+
+/**
  * Starts a PGlite instance (1–2 s) configured like storage's own: `int8` read
- * as `bigint`. Use it to share one instance between the services of one
- * process (pass it as `createDatabase({ kind: "pglite", pglite })`); you own
- * it and close it last.
+ * as `bigint`, and the settings of {@link startParams}. Use it to share one
+ * instance between the services of one process (pass it as
+ * `createDatabase({ kind: "pglite", pglite })`); you own it and close it last.
  */
 export async function openPGlite(options: OpenPGliteOptions = {}): Promise<PGlite> {
   const pglite = new PGlite({
     ...(options.dataDir === undefined ? {} : { dataDir: options.dataDir }),
     parsers: pgliteParsers,
     serializers: pgliteSerializers,
+    startParams: [...startParams],
   });
   await pglite.waitReady;
   return pglite;
