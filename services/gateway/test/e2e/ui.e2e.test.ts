@@ -646,8 +646,18 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         expect(await page.evaluate<number>("document.scrollingElement.scrollTop")).toBe(0);
         expect(await page.getByRole("textbox", { name: "Message" }).isVisible()).toBe(true);
         await shot("long-session");
-        await page.evaluate(`document.querySelector('[data-testid="transcript"]').scrollTop = 0`);
-        await press(page.getByRole("button", { name: /Jump to latest/ }));
+        // Scroll up until the button shows: a re-render landing before the
+        // scroll event (the stream's updates) may pin the view back once.
+        const jump = page.getByRole("button", { name: /Jump to latest/ });
+        await expect
+          .poll(async () => {
+            await page.evaluate(
+              `document.querySelector('[data-testid="transcript"]').scrollTop = 0`,
+            );
+            return jump.isVisible();
+          })
+          .toBe(true);
+        await press(jump);
         await expect.poll(() => inView('[data-testid="chat-entry"]:last-of-type')).toBe(true);
         await noHorizontalOverflow();
         noConsoleErrors();
