@@ -470,8 +470,7 @@ export class JetStreamEventLog implements EventLog {
       // Not remembered by id: a durable consumer (receipts, webhooks) resolves
       // no cursors, and its process would otherwise cache every event's id.
       yield {
-        event: decodeEvent(msg.data, () => msg.headers),
-        position: BigInt(msg.seq),
+        ...this.#toLogged(msg, { remember: false }),
         deliveryCount: msg.info.deliveryCount,
         ack: delivery.ack,
         nak: delivery.nak,
@@ -479,9 +478,12 @@ export class JetStreamEventLog implements EventLog {
     }
   }
 
-  #toLogged(msg: JsMsg): LoggedEvent {
+  /** A stored message as a logged event; `remember` caches its id's position (default on). */
+  #toLogged(msg: JsMsg, options: { remember?: boolean } = {}): LoggedEvent {
     const event = decodeEvent(msg.data, () => msg.headers);
-    remember(this.#ids, event.id, { position: msg.seq, subject: msg.subject });
+    if (options.remember !== false) {
+      remember(this.#ids, event.id, { position: msg.seq, subject: msg.subject });
+    }
     return { event, position: BigInt(msg.seq) };
   }
 
