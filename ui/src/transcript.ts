@@ -302,3 +302,30 @@ export function withoutIds(text: string): string {
     .replace(/\s{2,}/g, " ")
     .trim();
 }
+
+/** An input on a scroll area that may move it: a wheel turn, a key, or a finger's drag. */
+export type ScrollInput =
+  | { kind: "wheel"; deltaY: number }
+  | { kind: "key"; key: string }
+  | { kind: "drag"; fromY: number; toY: number };
+
+/** Keys that scroll a focused scroll area up. */
+const UP_KEYS = new Set(["ArrowUp", "PageUp", "Home"]);
+
+/**
+ * Whether an input asks to scroll up. The transcript stops following new
+ * content on the input itself, not on the scroll event after it: a
+ * re-render between the two would otherwise pin the view back to the
+ * bottom and swallow the operator's scroll (a finger dragging down moves
+ * the content up).
+ */
+export function asksToScrollUp(input: ScrollInput): boolean {
+  switch (input.kind) {
+    case "wheel":
+      return input.deltaY < 0;
+    case "key":
+      return UP_KEYS.has(input.key);
+    case "drag":
+      return input.toY > input.fromY;
+  }
+}

@@ -6,6 +6,7 @@ import {
   activeTurn,
   addMessagePage,
   argumentsSummary,
+  asksToScrollUp,
   calmResumePoints,
   durationText,
   emptyDetails,
@@ -254,5 +255,23 @@ describe("the calm panels", () => {
       "turn waits for an operator",
     );
     expect(withoutIds("signal task_01m8k03wyg2w:approval pending")).toBe("signal pending");
+  });
+});
+
+describe("scroll intent", () => {
+  it("tells inputs that scroll the transcript up from those that do not", () => {
+    expect(asksToScrollUp({ kind: "wheel", deltaY: -120 })).toBe(true);
+    expect(asksToScrollUp({ kind: "wheel", deltaY: 120 })).toBe(false);
+    expect(asksToScrollUp({ kind: "wheel", deltaY: 0 })).toBe(false);
+    for (const key of ["ArrowUp", "PageUp", "Home"]) {
+      expect(asksToScrollUp({ kind: "key", key })).toBe(true);
+    }
+    for (const key of ["ArrowDown", "PageDown", "End", "Enter", "a"]) {
+      expect(asksToScrollUp({ kind: "key", key })).toBe(false);
+    }
+    // A finger dragging down moves the content up.
+    expect(asksToScrollUp({ kind: "drag", fromY: 300, toY: 340 })).toBe(true);
+    expect(asksToScrollUp({ kind: "drag", fromY: 300, toY: 260 })).toBe(false);
+    expect(asksToScrollUp({ kind: "drag", fromY: 300, toY: 300 })).toBe(false);
   });
 });

@@ -7,7 +7,14 @@
 import type { ComponentChildren } from "preact";
 import { useEffect, useLayoutEffect, useRef, useState } from "preact/hooks";
 import type { SessionView } from "../contract.ts";
-import { isTyping, type TranscriptDetails, transcriptOf, withoutIds } from "../transcript.ts";
+import {
+  asksToScrollUp,
+  isTyping,
+  type ScrollInput,
+  type TranscriptDetails,
+  transcriptOf,
+  withoutIds,
+} from "../transcript.ts";
 import { ApprovalCard } from "./ApprovalCard.tsx";
 import { Message } from "./Message.tsx";
 import { ToolCall } from "./ToolCall.tsx";
@@ -84,6 +91,15 @@ export function Transcript({
     setAway(!atBottom);
   };
 
+  // Stop following on the operator's input, before its scroll event: a
+  // render in between would pin the view back (the scroll event re-pins
+  // if the view is still at the bottom). Only a view that can move up.
+  const dragFrom = useRef<number | null>(null);
+  const onInput = (input: ScrollInput) => {
+    const el = scroller.current;
+    if (el && el.scrollTop > 0 && asksToScrollUp(input)) pinned.current = false;
+  };
+
   const errors = view.turns.filter((t) => t.error);
   return (
     <div class="transcript-wrap">
@@ -91,6 +107,17 @@ export function Transcript({
         class="transcript"
         ref={scroller}
         onScroll={onScroll}
+        onWheel={(e) => onInput({ kind: "wheel", deltaY: e.deltaY })}
+        onKeyDown={(e) => onInput({ kind: "key", key: e.key })}
+        onTouchStart={(e) => {
+          dragFrom.current = e.touches[0]?.clientY ?? null;
+        }}
+        onTouchMove={(e) => {
+          const toY = e.touches[0]?.clientY;
+          if (dragFrom.current === null || toY === undefined) return;
+          onInput({ kind: "drag", fromY: dragFrom.current, toY });
+          dragFrom.current = toY;
+        }}
         data-testid="transcript"
         aria-label="Transcript"
         // biome-ignore lint/a11y/noNoninteractiveTabindex: a scroll area must be keyboard-scrollable.
