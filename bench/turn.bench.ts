@@ -46,6 +46,8 @@ export interface TurnPoint {
   cpuMsPerTurn: number;
   /** CPU per turn of the target's PostgreSQL backends (distributed only). */
   dbCpuMsPerTurn?: number;
+  /** CPU per turn of each of the target's processes, by name (distributed only; medians). */
+  processCpuMsPerTurn?: Record<string, number>;
   errors: number;
   rounds: LoadResult[];
 }
@@ -54,6 +56,8 @@ export interface TurnPoint {
 export interface BenchTarget {
   name: string;
   pids(): number[];
+  /** Its processes by name, when it has several (the mesh): CPU is reported for each too. */
+  processes?(): Record<string, number>;
   /** Its PostgreSQL server's backends serving it (distributed), measured apart. */
   dbPids?(): Promise<number[]>;
   /** Prepare worker `worker` (e.g. create its session); called before each load. */
@@ -189,6 +193,7 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
   return {
     name: `Trellis ${kind} turn, distributed`,
     pids: () => Object.values(mesh.pids()),
+    processes: () => mesh.pids(),
     // The backends of this database (the server must be on this machine).
     async dbPids() {
       const client = new pg.Client({ connectionString: db.url });
@@ -217,15 +222,23 @@ async function measure(
   const rounds: LoadResult[] = [];
   const cpu: number[] = [];
   const dbCpu: number[] = [];
+  const byProcess = new Map<string, number[]>();
   const sum = (pids: readonly number[]) =>
     pids.reduce((total, pid) => total + (cpuMsIfRunning(pid) ?? 0), 0);
   for (let i = 0; i < options.rounds; i++) {
     const dbPids = (await target.dbPids?.()) ?? [];
     const dbBefore = sum(dbPids);
+    const processes = Object.entries(target.processes?.() ?? {});
+    const processesBefore = processes.map(([, pid]) => cpuMsIfRunning(pid) ?? 0);
     const before = totalCpuMs(target.pids());
     const result = await runLoad(target.op, { concurrency, durationMs: options.windowMs });
-    cpu.push((totalCpuMs(target.pids()) - before) / Math.max(1, result.calls));
-    if (target.dbPids) dbCpu.push((sum(dbPids) - dbBefore) / Math.max(1, result.calls));
+    const calls = Math.max(1, result.calls);
+    cpu.push((totalCpuMs(target.pids()) - before) / calls);
+    if (target.dbPids) dbCpu.push((sum(dbPids) - dbBefore) / calls);
+    processes.forEach(([name, pid], j) => {
+      const spent = (cpuMsIfRunning(pid) ?? 0) - (processesBefore[j] ?? 0);
+      byProcess.set(name, [...(byProcess.get(name) ?? []), spent / calls]);
+    });
     rounds.push(result);
   }
   return {
@@ -236,6 +249,13 @@ async function measure(
     perSecond: median(rounds.map((r) => r.perSecond)),
     cpuMsPerTurn: median(cpu),
     ...(dbCpu.length > 0 ? { dbCpuMsPerTurn: median(dbCpu) } : {}),
+    ...(byProcess.size > 0
+      ? {
+          processCpuMsPerTurn: Object.fromEntries(
+            [...byProcess].map(([name, values]) => [name, median(values)]),
+          ),
+        }
+      : {}),
     errors: rounds.reduce((s, r) => s + r.errors, 0),
     rounds,
   };
@@ -291,6 +311,12 @@ export function formatTurnBench(points: readonly TurnPoint[], title = "turn benc
         7,
       )}  ${r(base ? p.perSecond / base.perSecond : undefined).padStart(8)}  ${String(p.errors).padStart(6)}  ${(p.dbCpuMsPerTurn === undefined ? "-" : p.dbCpuMsPerTurn.toFixed(3)).padStart(10)}`,
     );
+    if (p.processCpuMsPerTurn) {
+      const parts = Object.entries(p.processCpuMsPerTurn)
+        .sort(([, a], [, b]) => b - a)
+        .map(([name, ms]) => `${name} ${ms.toFixed(2)}`);
+      lines.push(`${"".padEnd(38)}cpu ms/turn by process: ${parts.join(", ")}`);
+    }
   }
   return lines.join("\n");
 }
