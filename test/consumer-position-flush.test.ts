@@ -16,7 +16,7 @@ describe("TRELLIS_CONSUMER_POSITION_FLUSH", () => {
   });
 
   it("defaults, in trellis dev's light settings, to what the platform uses", () => {
-    // settings.ts spells the platform's defaults out (it must not load it).
+    // settings.ts takes them from the light `defaults` entry points.
     expect(serverSchema).toBe(devConfigSchema);
     const defaults = loadConfig(devConfigSchema, {});
     expect(defaults.TRELLIS_CONSUMER_POSITION_FLUSH).toBe(DEFAULT_CONSUMER_POSITION_FLUSH_MS);

@@ -9,7 +9,7 @@ describe("embedded database maintenance settings", () => {
     expect(config.TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB).toBe(64);
     expect(config.TRELLIS_EMBEDDED_CHECKPOINT_INTERVAL).toBe(300_000);
     expect(config.TRELLIS_EMBEDDED_VACUUM).toBe(true);
-    // The CLI spells storage's defaults out (it loads no service to check settings).
+    // The CLI reads storage's defaults from `@trellis/storage/defaults`.
     expect(config.TRELLIS_EMBEDDED_CHECKPOINT_WAL_MB * 1024 * 1024).toBe(
       DEFAULT_CHECKPOINT_WAL_BYTES,
     );

@@ -4,24 +4,22 @@
  * their arguments are good, and a malformed variable is named before any
  * service is loaded.
  */
+import { DEFAULT_EVENT_WINDOW } from "@trellis/eventlog/defaults";
+import { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "@trellis/platform/defaults";
 import { env } from "@trellis/runtime";
+import {
+  DEFAULT_CHECKPOINT_INTERVAL_MS,
+  DEFAULT_CHECKPOINT_WAL_BYTES,
+} from "@trellis/storage/defaults";
 
 export { loadConfig } from "@trellis/runtime";
 
-/**
- * The defaults below are @trellis/platform's `DEFAULT_CONSUMER_POSITION_FLUSH_MS`
- * and `DEFAULT_EVENT_WINDOW`, spelled out so that checking the settings loads
- * no service (test/consumer-position-flush.test.ts holds them equal).
- */
-const consumerPositionFlushMs = 1_000;
-const eventWindow = 20_000;
-/**
- * @trellis/storage's `DEFAULT_CHECKPOINT_WAL_BYTES` (in MiB) and
- * `DEFAULT_CHECKPOINT_INTERVAL_MS`, likewise
- * (test/embedded-maintenance-config.test.ts holds them equal).
- */
-const checkpointWalMb = 64;
-const checkpointIntervalMs = 5 * 60_000;
+// The packages' defaults from their light entry points: checking the
+// settings loads no service.
+const consumerPositionFlushMs = DEFAULT_CONSUMER_POSITION_FLUSH_MS;
+const eventWindow = DEFAULT_EVENT_WINDOW;
+const checkpointWalMb = DEFAULT_CHECKPOINT_WAL_BYTES / (1024 * 1024);
+const checkpointIntervalMs = DEFAULT_CHECKPOINT_INTERVAL_MS;
 
 /** Env of embedded mode (`trellis dev`), validated at start. */
 export const devConfigSchema = {

@@ -50,6 +50,7 @@ import {
   startPGliteMaintenance,
 } from "@trellis/storage";
 import { sql } from "kysely";
+import { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "./defaults.js";
 import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
 import { createInProcessTransport } from "./in-process-transport.js";
 import {
@@ -115,15 +116,7 @@ export interface EmbeddedTrellis {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-/**
- * How long an acked durable-consumer position may wait before it is written
- * (1 s): at one turn in flight a shorter timer writes about once per turn;
- * this writes at most once a second. A crash redelivers at most that second
- * of acked events, which the durable consumers take again without effect
- * (receipts: idempotent records; webhooks: one delivery per subscription and
- * event, `on conflict do nothing`).
- */
-export const DEFAULT_CONSUMER_POSITION_FLUSH_MS = 1_000;
+export { DEFAULT_CONSUMER_POSITION_FLUSH_MS };
 
 /**
  * Durable-consumer positions kept in the embedded database, written behind:

@@ -9,6 +9,7 @@ import {
   validateFilter,
 } from "../address.js";
 import { changedOrAborted } from "../async-queue.js";
+import { DEFAULT_EVENT_WINDOW } from "../defaults.js";
 import { cursorExpired, invalidRequest, sequenceConflict } from "../errors.js";
 import type {
   AppendResult,
@@ -34,8 +35,7 @@ import {
 /** Events to start from: bare events get positions 1, 2, …; logged ones keep theirs. */
 export type EventHistory = Iterable<LoggedEvent | Event>;
 
-/** Events a windowed log keeps in memory unless told otherwise. */
-export const DEFAULT_EVENT_WINDOW = 20_000;
+export { DEFAULT_EVENT_WINDOW };
 
 /** Events read from the archive per round trip when a subscriber catches up. */
 const ARCHIVE_PAGE = 1000;

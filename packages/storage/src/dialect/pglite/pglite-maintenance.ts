@@ -1,5 +1,6 @@
 import type { PGlite } from "@electric-sql/pglite";
 import { type BackgroundErrorHandler, warnBackgroundError } from "../../database.js";
+import { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_CHECKPOINT_WAL_BYTES } from "../../defaults.js";
 import { storageError } from "../../errors.js";
 
 /**
@@ -86,10 +87,7 @@ export interface PGliteMaintenance {
   stop(): Promise<void>;
 }
 
-/** Default WAL bound between checkpoints: 64 MiB (~3,000 embedded chat turns). */
-export const DEFAULT_CHECKPOINT_WAL_BYTES = 64 * 1024 * 1024;
-/** Default time bound between checkpoints when WAL was written: 5 minutes. */
-export const DEFAULT_CHECKPOINT_INTERVAL_MS = 5 * 60_000;
+export { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_CHECKPOINT_WAL_BYTES };
 /** Default time between maintenance rounds: 10 s. */
 export const DEFAULT_MAINTENANCE_CHECK_MS = 10_000;
 /** Default time to the next round after one that ran an operation: 1 s. */
