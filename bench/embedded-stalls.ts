@@ -25,10 +25,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { PerformanceObserver } from "node:perf_hooks";
-import { createClient } from "@connectrpc/connect";
-import { ChatService } from "@trellis/contracts/chat";
-import { Role } from "@trellis/contracts/core";
-import { AgentService } from "@trellis/contracts/tasks";
 import { startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { allServices } from "../src/services.js";
@@ -36,7 +32,7 @@ import { runLoad } from "./lib/load.js";
 import { limitsOutOfReach } from "./lib/proc.js";
 import { wholeFromEnv } from "./lib/settings.js";
 import { bearerTransport } from "./lib/transport.js";
-import { zeroLatencyGraph } from "./turn.bench.js";
+import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-stalls-key-0123456789abcdef";
 const TURNS_PER_SESSION = 100;
@@ -153,30 +149,10 @@ console.log("turns\tturns/s\theap MB\trss MB\tdata MB\tlongest gap ms\tload");
 let errors = 0;
 try {
   const transport = bearerTransport(trellis.address.url, API_KEY);
-  const agents = createClient(AgentService, transport);
-  const chat = createClient(ChatService, transport);
-  const { agent } = await agents.createAgent({
-    agent: {
-      workspaceId: "default",
-      name: "bench-stalls-zero",
-      backend: "scripted",
-      definition: zeroLatencyGraph,
-    },
-  });
-  const perWorker = Array.from({ length: concurrency }, () => 0);
-  const run = Date.now().toString(36);
-  const op = async (worker: number) => {
-    const mine = perWorker[worker] ?? 0;
-    perWorker[worker] = mine + 1;
-    const { outcome } = await chat.send({
-      sessionId: `ses_${run}_${worker}_${Math.floor(mine / TURNS_PER_SESSION)}`,
-      agentId: agent?.id ?? "",
-      message: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
-    });
+  const send = await chatTurnOps(transport, { turnsPerSession: TURNS_PER_SESSION });
+  const op = async (worker: number, call: number) => {
+    await send(worker, call);
     turns++;
-    if (outcome?.kind.case !== "completed") {
-      throw new Error(`turn did not complete: ${outcome?.kind.case}`);
-    }
   };
   while (turns < totalTurns) {
     const chunkStart = performance.now();

@@ -132,6 +132,7 @@ export async function taskTurnOps(
 /** A chat-turn target: one `ChatService.Send` per call, one session per worker. */
 export async function chatTurnOps(
   transport: Transport,
+  options: { turnsPerSession?: number } = {},
 ): Promise<(worker: number, call: number) => Promise<void>> {
   const agents = createClient(AgentService, transport);
   const chat = createClient(ChatService, transport);
@@ -144,9 +145,17 @@ export async function chatTurnOps(
     },
   });
   const run = uniqueName("c");
+  // With turnsPerSession, each worker moves to a fresh session that often.
+  const turns: number[] = [];
+  const sessionOf = (worker: number) => {
+    if (options.turnsPerSession === undefined) return `ses_${run}_${worker}`;
+    const mine = turns[worker] ?? 0;
+    turns[worker] = mine + 1;
+    return `ses_${run}_${worker}_${Math.floor(mine / options.turnsPerSession)}`;
+  };
   return async (worker) => {
     const { outcome } = await chat.send({
-      sessionId: `ses_${run}_${worker}`,
+      sessionId: sessionOf(worker),
       agentId: agent?.id ?? "",
       message: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
     });
