@@ -92,31 +92,37 @@ describe("two tasks replicas, session owner under leases (kill -9 of one mid-loa
       }),
     );
 
-    // Mid-load: some turns done, then kill -9 of A.
-    await eventually(
-      async () => {
-        const { tasks } = await b.tasks.listTasks({
-          statuses: [TaskStatus.COMPLETED],
-          pageSize: 1000,
-        });
-        return tasks.length >= 15;
-      },
-      { timeoutMs: 60_000, what: "some turns to complete" },
-    );
     const db = new pg.Client({ connectionString: base.DATABASE_URL });
     await db.connect();
     try {
+      const aOwner = `%-${first.pid}-%`;
+      // Mid-load: some turns done and A holding a live lease with a turn
+      // running (sessions move between the replicas, so at a given moment A
+      // may hold none), then kill -9 of A at once. B takes a session over only after its lease
+      // lapsed and it has work for it.
+      await eventually(
+        async () => {
+          // Read straight from the tables (a listing waits for the projector,
+          // which under load can outlast the whole load).
+          const { rows } = await db.query<{ completed: string; held: string; running: string }>(
+            `select (select count(*) from tasks.tasks where status = $2) as completed,
+                    (select count(*) from tasks.session_leases
+                      where owner like $1 and expires_at > now()) as held,
+                    (select count(*) from tasks.tasks
+                      where run_state = 'running' and lease_owner like $1) as running`,
+            [aOwner, TaskStatus.COMPLETED],
+          );
+          const row = rows[0];
+          return Number(row?.completed) >= 10 && Number(row?.held) > 0 && Number(row?.running) > 0;
+        },
+        {
+          timeoutMs: 60_000,
+          what: "some turns to complete and A to hold a session with a turn running",
+        },
+      );
       first.kill("SIGKILL");
       killed = true;
       await new Promise((resolve) => first.once("exit", resolve));
-      const aOwner = `%-${first.pid}-%`;
-      // A owned sessions when it died: their leases still name it (B takes a
-      // session over only after its lease lapsed and it has work for it).
-      const held = await db.query<{ n: string }>(
-        "select count(*) as n from tasks.session_leases where owner like $1",
-        [aOwner],
-      );
-      expect(Number(held.rows[0]?.n)).toBeGreaterThan(0);
       // The tables are projected behind the journal: a turn A finished just
       // before it died may still read "running" until B's projector has
       // applied A's last appends. A listing on B waits for the projector to
