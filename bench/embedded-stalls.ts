@@ -15,7 +15,8 @@
  * writes — and what overlapped it: garbage-collection pauses
  * (`PerformanceObserver`), maintenance statements (the loop's debug lines:
  * checkpoint, vacuum, analyze). Progress every 2,500 turns: turns/s, heap,
- * RSS, the data directory's size, the longest gap.
+ * array buffers (PGlite's WebAssembly memory is one), RSS, the data
+ * directory's size, the longest gap.
  *
  *   npx tsx bench/embedded-stalls.ts
  *   TRELLIS_EMBEDDED_VACUUM=off npx tsx bench/embedded-stalls.ts   # without vacuum/analyze
@@ -145,7 +146,7 @@ console.log(
     .map((l) => l.toFixed(1))
     .join(" ")}, TRELLIS_EMBEDDED_VACUUM=${process.env.TRELLIS_EMBEDDED_VACUUM ?? "(default)"}`,
 );
-console.log("turns\tturns/s\theap MB\trss MB\tdata MB\tlongest gap ms\tload");
+console.log("turns\tturns/s\theap MB\tarray buffers MB\trss MB\tdata MB\tlongest gap ms\tload");
 let errors = 0;
 try {
   const transport = bearerTransport(trellis.address.url, API_KEY);
@@ -169,6 +170,7 @@ try {
         turns,
         ((turns - before) / seconds).toFixed(0),
         mb(memory.heapUsed),
+        mb(memory.arrayBuffers),
         mb(memory.rss),
         du(),
         longestInChunk.toFixed(0),
