@@ -39,6 +39,8 @@ function markerText(kind: string, text: string, debug: boolean): string {
 
 /** How close to the bottom (px) still counts as "at the bottom". */
 const PIN_SLACK = 48;
+/** After a scroll-up input, when to look whether the view moved (ms). */
+const RECHECK_MS = 300;
 
 export function Transcript({
   view,
@@ -97,7 +99,11 @@ export function Transcript({
   const dragFrom = useRef<number | null>(null);
   const onInput = (input: ScrollInput) => {
     const el = scroller.current;
-    if (el && el.scrollTop > 0 && asksToScrollUp(input)) pinned.current = false;
+    if (!el || el.scrollTop <= 0 || !asksToScrollUp(input)) return;
+    pinned.current = false;
+    // An input that moved no scroll (a nested scroller took it) leaves the
+    // view at the bottom: the check re-pins it there.
+    setTimeout(onScroll, RECHECK_MS);
   };
 
   const errors = view.turns.filter((t) => t.error);
@@ -108,7 +114,10 @@ export function Transcript({
         ref={scroller}
         onScroll={onScroll}
         onWheel={(e) => onInput({ kind: "wheel", deltaY: e.deltaY })}
-        onKeyDown={(e) => onInput({ kind: "key", key: e.key })}
+        onKeyDown={(e) => {
+          // Keys scroll the transcript only when it has the focus itself (not a field in it).
+          if (e.target === e.currentTarget) onInput({ kind: "key", key: e.key });
+        }}
         onTouchStart={(e) => {
           dragFrom.current = e.touches[0]?.clientY ?? null;
         }}
