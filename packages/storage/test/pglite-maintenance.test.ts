@@ -225,7 +225,7 @@ describe("PGlite maintenance", () => {
       await maintenance.stop();
       await pglite.close();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("stops: waits for the statement in progress, runs no more after stop() or close", async () => {
     const pglite = await openPGlite();
@@ -283,7 +283,7 @@ describe("PGlite maintenance", () => {
     expect(await unstopped.runRound()).toBeUndefined();
     expect(errors).toEqual([]);
     await unstopped.stop();
-  }, 30_000);
+  }, 90_000);
 
   it("refuses bad options by name", async () => {
     const pglite = await openPGlite();
