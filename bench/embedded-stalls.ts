@@ -46,6 +46,7 @@ const stallMs = wholeFromEnv(process.env, "TRELLIS_STALL_MS", 250);
 
 /** Something that took time on the loop or beside it, with when it ended. */
 interface Span {
+  kind: "gc" | "maintenance";
   what: string;
   end: number;
   ms: number;
@@ -53,7 +54,6 @@ interface Span {
 
 /** One stall and what the process did during it. */
 interface Stall {
-  at: number;
   ms: number;
   turns: number;
   userMs: number;
@@ -69,6 +69,7 @@ const gc = new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
     if (entry.duration >= 20) {
       spans.push({
+        kind: "gc",
         what: `gc ${entry.duration.toFixed(0)} ms`,
         end: entry.startTime + entry.duration,
         ms: entry.duration,
@@ -83,6 +84,7 @@ const write = (chunk: string) => {
   if (chunk.includes('"database maintenance"')) {
     const line = JSON.parse(chunk) as { kind: string; table?: string; ms: number };
     spans.push({
+      kind: "maintenance",
       what: `${line.kind}${line.table ? ` ${line.table}` : ""} ${line.ms} ms`,
       end: performance.now(),
       ms: line.ms,
@@ -121,7 +123,6 @@ const watch = setInterval(() => {
   if (gap >= stallMs) {
     const from = now - gap;
     stalls.push({
-      at: now,
       ms: gap,
       turns,
       userMs: (cpu.user - lastCpu.user) / 1000,
@@ -207,8 +208,8 @@ for (const s of stalls) {
     ].join("\t"),
   );
 }
-const maintenance = spans.filter((s) => !s.what.startsWith("gc"));
-const gcs = spans.filter((s) => s.what.startsWith("gc"));
+const maintenance = spans.filter((s) => s.kind === "maintenance");
+const gcs = spans.filter((s) => s.kind === "gc");
 console.log(
   `maintenance: ${maintenance.length} statements, ${maintenance
     .reduce((sum, s) => sum + s.ms, 0)

@@ -199,10 +199,11 @@ async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
   });
   const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
   const op = await opsFor(kind, transport);
+  const processes = () => mesh.pids();
   return {
     name: `Trellis ${kind} turn, distributed`,
-    pids: () => Object.values(mesh.pids()),
-    processes: () => mesh.pids(),
+    pids: () => Object.values(processes()),
+    processes,
     // The backends of this database (the server must be on this machine).
     async dbPids() {
       const client = new pg.Client({ connectionString: db.url });

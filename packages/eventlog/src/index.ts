@@ -15,6 +15,7 @@ export {
   type InProcessEventLogConfig,
   type JetStreamEventLogConfig,
 } from "./create-event-log.js";
+export { DEFAULT_EVENT_WINDOW } from "./defaults.js";
 export {
   type AppendResult,
   type ConsumedEvent,
@@ -35,7 +36,6 @@ export {
 } from "./event-log.js";
 export type { ArchiveRead, EventArchive } from "./in-process/event-archive.js";
 export {
-  DEFAULT_EVENT_WINDOW,
   type EventHistory,
   InProcessEventLog,
   type InProcessEventLogOptions,

@@ -116,8 +116,6 @@ export interface EmbeddedTrellis {
   close(options?: { graceMs?: number }): Promise<void>;
 }
 
-export { DEFAULT_CONSUMER_POSITION_FLUSH_MS };
-
 /**
  * Durable-consumer positions kept in the embedded database, written behind:
  * a save is remembered and flushed (one statement for every consumer) at

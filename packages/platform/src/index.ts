@@ -17,6 +17,7 @@ export {
   isAdminCaller,
   setCallerHeaders,
 } from "./caller.js";
+export { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "./defaults.js";
 export {
   distributedConfigSchema,
   type RunningService,
@@ -25,7 +26,6 @@ export {
   runServiceMain,
 } from "./distributed.js";
 export {
-  DEFAULT_CONSUMER_POSITION_FLUSH_MS,
   EMBEDDED_OUTBOX_SCHEMA,
   type EmbeddedOptions,
   type EmbeddedTrellis,

@@ -36,6 +36,7 @@ export type {
   Unlisten,
 } from "./database.js";
 export { ping } from "./database.js";
+export { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_CHECKPOINT_WAL_BYTES } from "./defaults.js";
 export type { PGliteDatabaseConfig } from "./dialect/pglite/pglite-config.js";
 export type { OpenPGliteOptions } from "./dialect/pglite/pglite-database.js";
 export { openPGlite } from "./dialect/pglite/pglite-database.js";
@@ -45,8 +46,6 @@ export type {
   PGliteMaintenanceOptions,
 } from "./dialect/pglite/pglite-maintenance.js";
 export {
-  DEFAULT_CHECKPOINT_INTERVAL_MS,
-  DEFAULT_CHECKPOINT_WAL_BYTES,
   DEFAULT_MAINTENANCE_BUSY_MS,
   DEFAULT_MAINTENANCE_CHECK_MS,
   DEFAULT_VACUUM_MAX_ROWS,

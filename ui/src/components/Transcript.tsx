@@ -97,13 +97,17 @@ export function Transcript({
   // render in between would pin the view back (the scroll event re-pins
   // if the view is still at the bottom). Only a view that can move up.
   const dragFrom = useRef<number | null>(null);
+  const recheck = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
+  useEffect(() => () => clearTimeout(recheck.current), []);
   const onInput = (input: ScrollInput) => {
     const el = scroller.current;
     if (!el || el.scrollTop <= 0 || !asksToScrollUp(input)) return;
     pinned.current = false;
     // An input that moved no scroll (a nested scroller took it) leaves the
-    // view at the bottom: the check re-pins it there.
-    setTimeout(onScroll, RECHECK_MS);
+    // view at the bottom: one check after the gesture's last input re-pins
+    // it there.
+    clearTimeout(recheck.current);
+    recheck.current = setTimeout(onScroll, RECHECK_MS);
   };
 
   const errors = view.turns.filter((t) => t.error);

@@ -35,8 +35,6 @@ import {
 /** Events to start from: bare events get positions 1, 2, …; logged ones keep theirs. */
 export type EventHistory = Iterable<LoggedEvent | Event>;
 
-export { DEFAULT_EVENT_WINDOW };
-
 /** Events read from the archive per round trip when a subscriber catches up. */
 const ARCHIVE_PAGE = 1000;
 

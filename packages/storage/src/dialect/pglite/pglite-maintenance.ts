@@ -87,7 +87,6 @@ export interface PGliteMaintenance {
   stop(): Promise<void>;
 }
 
-export { DEFAULT_CHECKPOINT_INTERVAL_MS, DEFAULT_CHECKPOINT_WAL_BYTES };
 /** Default time between maintenance rounds: 10 s. */
 export const DEFAULT_MAINTENANCE_CHECK_MS = 10_000;
 /** Default time to the next round after one that ran an operation: 1 s. */
