@@ -33,18 +33,15 @@ import { createLogger } from "@trellis/runtime";
 import { createDatabase } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
 import { allServices } from "../src/services.js";
+import { footprintSettings } from "./lib/footprint-settings.js";
 import { startBenchMesh } from "./lib/mesh.js";
 import { limitsOutOfReach } from "./lib/proc.js";
-import { choiceFromEnv, wholeFromEnv } from "./lib/settings.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
 
 const API_KEY = "trellis-footprint-key-0123456789abcdef";
 
-const warmup = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_WARMUP", 40);
-const turns = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_TURNS", 400);
-const concurrency = wholeFromEnv(process.env, "TRELLIS_FOOTPRINT_CONCURRENCY", 8);
-const mode = choiceFromEnv(process.env, "TRELLIS_FOOTPRINT_MODE", ["embedded", "distributed"]);
+const { warmup, turns, concurrency, mode } = footprintSettings(process.env);
 // A server's idle backends report their counters up to 10 s after their
 // last commit (PostgreSQL's PGSTAT_IDLE_INTERVAL): wait longer between the
 // reads that decide the database is quiet.

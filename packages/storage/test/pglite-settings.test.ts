@@ -70,4 +70,36 @@ describe("openPGlite settings", () => {
       await pglite.close();
     }
   });
+
+  it("starts each in-memory instance as a fresh cluster, the ones after the first from its copy", async () => {
+    const first = await openPGlite();
+    const second = await openPGlite();
+    try {
+      // The first's data is its own: the copy was taken before anything was written.
+      await first.query("create table only_first (id int8 primary key)");
+      await first.query("insert into only_first values (9007199254740993)");
+      const tables = await second.query<{ n: number }>(
+        "select count(*)::int as n from pg_tables where tablename = 'only_first'",
+      );
+      expect(tables.rows).toEqual([{ n: 0 }]);
+      // The second has storage's settings and parsers too.
+      expect(await setting(second, "wal_init_zero")).toBe("off");
+      await second.query("create table own (id int8 primary key)");
+      await second.query("insert into own values (9007199254740993)");
+      const own = await second.query<{ id: bigint }>("select id from own");
+      expect(own.rows).toEqual([{ id: 9007199254740993n }]);
+      const firsts = await first.query<{ id: bigint }>("select id from only_first");
+      expect(firsts.rows).toEqual([{ id: 9007199254740993n }]);
+    } finally {
+      await second.close();
+      await first.close();
+    }
+    // A third after both closed still starts.
+    const third = await openPGlite();
+    try {
+      expect(await setting(third, "search_path")).toBe("public");
+    } finally {
+      await third.close();
+    }
+  });
 });
