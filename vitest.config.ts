@@ -9,9 +9,10 @@ import { configDefaults, defineConfig } from "vitest/config";
  * with the files run before it (`isolate: false`): on a 2-core machine the
  * suite spent 718 s of worker time importing (once per file) and spends
  * ~35 s now (once per worker) — 32 minutes down to 22. A file that needs
- * its own process goes in this list.
+ * its own process goes in this list (test/test-isolation.test.ts finds
+ * the ones that call `vi.mock` or `initTelemetry` and fails if one is not).
  */
-const ownProcess = [
+export const ownProcess = [
   "packages/runtime/test/tracing.test.ts",
   "test/tracing/model-span.test.ts",
   "packages/execution/test/harness/mcp-outbound.test.ts",
