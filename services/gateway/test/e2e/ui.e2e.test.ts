@@ -646,17 +646,16 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         expect(await page.evaluate<number>("document.scrollingElement.scrollTop")).toBe(0);
         expect(await page.getByRole("textbox", { name: "Message" }).isVisible()).toBe(true);
         await shot("long-session");
-        // Scroll up until the button shows: a re-render landing before the
-        // scroll event (the stream's updates) may pin the view back once.
+        // One wheel gesture up, as an operator scrolls: the view stops
+        // following at the input itself, so a re-render landing before the
+        // scroll event (the stream's updates) cannot pin it back.
         const jump = page.getByRole("button", { name: /Jump to latest/ });
-        await expect
-          .poll(async () => {
-            await page.evaluate(
-              `document.querySelector('[data-testid="transcript"]').scrollTop = 0`,
-            );
-            return jump.isVisible();
-          })
-          .toBe(true);
+        const box = await page.locator('[data-testid="transcript"]').boundingBox();
+        expect(box).not.toBeNull();
+        await page.mouse.move(box!.x + box!.width / 2, box!.y + box!.height / 2);
+        await page.mouse.wheel(0, -3000);
+        await expect.poll(() => jump.isVisible()).toBe(true);
+        await expect.poll(() => inView('[data-testid="chat-entry"]:last-of-type')).toBe(false);
         await press(jump);
         await expect.poll(() => inView('[data-testid="chat-entry"]:last-of-type')).toBe(true);
         await noHorizontalOverflow();
