@@ -35,7 +35,8 @@ async function trellis(args: string[], cwd: string, env: Record<string, string>)
   child.stdout.on("data", (c) => (out += c));
   child.stderr.on("data", (c) => (err += c));
   const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  const [code] = (await once(child, "exit")) as [number | null];
+  // "close", not "exit": the exit can come before the pipes have given all output.
+  const [code] = (await once(child, "close")) as [number | null];
   clearTimeout(timer);
   return { code, out, err, ms: performance.now() - started };
 }
