@@ -6,9 +6,9 @@ import { configDefaults, defineConfig } from "vitest/config";
  * state that a file run before them in the same worker would already have
  * set (OpenTelemetry's global tracer provider, `vi.mock` of a module others
  * import). Every other file shares its worker, and the modules it imported,
- * with the files run before it (`isolate: false`): on a 2-core machine the
- * suite spent 718 s of worker time importing (once per file) and spends
- * ~35 s now (once per worker) — 32 minutes down to 22. A file that needs
+ * with the files run before it (`isolate: false`), so the project's modules
+ * are imported once per worker instead of once per file (the suite's time:
+ * docs/benchmarks.md, session 21). A file that needs
  * its own process goes in this list (test/test-isolation.test.ts finds
  * the ones that call `vi.mock` or `initTelemetry` and fails if one is not).
  */

@@ -2,14 +2,11 @@
 // fresh clone with nothing beside it (issue 19: receipts tests once read the
 // spec from a folder beside the checkout and failed there). The detector is tested first on
 // synthetic offenders, so a scan that finds nothing means something.
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { checkoutFiles, checkoutRoot } from "./support/checkout.js";
 import { type Escape, escapesRoot, findEscapes } from "./support/self-contained.js";
-
-const root = fileURLToPath(new URL("..", import.meta.url));
 
 /** Not scanned: generated or third-party files, and this test's own synthetic offenders. */
 const SKIPPED = [
@@ -89,24 +86,13 @@ describe("the detector", () => {
 
 describe("the checkout", () => {
   it("has no source, test, script or doc that reads outside it", () => {
-    // Tracked files, and new ones not yet added (so a check before commit sees them).
-    const files = execFileSync("git", ["ls-files", "-z", "-co", "--exclude-standard"], {
-      cwd: root,
-      encoding: "utf8",
-    })
-      .split("\0")
-      .filter((f) => f && !SKIPPED.some((s) => s.test(f)));
+    const files = checkoutFiles().filter((f) => !SKIPPED.some((s) => s.test(f)));
     // The scan is real: it sees the code, the tests, CI and the docs.
     for (const f of ["services/receipts/test/support.ts", ".ci/run", "README.md", "package.json"])
       expect(files).toContain(f);
     const found: Escape[] = [];
     for (const file of files) {
-      let text: string;
-      try {
-        text = readFileSync(join(root, file), "utf8");
-      } catch {
-        continue; // deleted in the work tree, not yet committed
-      }
+      const text = readFileSync(join(checkoutRoot, file), "utf8");
       if (text.includes("\0")) continue; // binary
       found.push(...findEscapes(file, text).filter((e) => !allowed(e)));
     }
@@ -116,7 +102,7 @@ describe("the checkout", () => {
   it("still needs every allowed exception", () => {
     const stale = ALLOWED.filter(
       (a) =>
-        !findEscapes(a.file, readFileSync(join(root, a.file), "utf8")).some(
+        !findEscapes(a.file, readFileSync(join(checkoutRoot, a.file), "utf8")).some(
           (e) => e.text === a.text,
         ),
     );

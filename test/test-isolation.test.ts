@@ -4,14 +4,11 @@
 // file's. This finds such files by what they call and checks each is in
 // the config's `ownProcess` list, and that the list names no file that no
 // longer needs it. The detector is tried on synthetic files first.
-import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ownProcess } from "../vitest.config.js";
-
-const root = fileURLToPath(new URL("..", import.meta.url));
+import { checkoutFiles, checkoutRoot } from "./support/checkout.js";
 
 // Spelled in parts so this file does not match itself.
 const MOCK = ["vi", "mock("].join(".");
@@ -39,11 +36,9 @@ describe("the detector", () => {
 });
 
 describe("test files that need their own process", () => {
-  const files = execFileSync("git", ["ls-files", "*.test.ts"], { cwd: root, encoding: "utf8" })
-    .split("\n")
-    .filter((file) => file !== "" && file !== "test/test-isolation.test.ts");
+  const files = checkoutFiles().filter((file) => file.endsWith(".test.ts"));
   const needing = files
-    .map((file) => ({ file, why: needsOwnProcess(readFileSync(join(root, file), "utf8")) }))
+    .map((file) => ({ file, why: needsOwnProcess(readFileSync(join(checkoutRoot, file), "utf8")) }))
     .filter((entry) => entry.why !== undefined);
 
   it("are each listed in vitest.config.ts's ownProcess", () => {

@@ -71,11 +71,11 @@ describe("openPGlite settings", () => {
     }
   });
 
-  it("starts each in-memory instance as a fresh cluster, the ones after the first from its copy", async () => {
+  it("starts each in-memory instance as a fresh cluster, the ones after the second from its copy", async () => {
     const first = await openPGlite();
     const second = await openPGlite();
     try {
-      // The first's data is its own: the copy was taken before anything was written.
+      // The first's data is its own; the second's copy is taken before it is used.
       await first.query("create table only_first (id int8 primary key)");
       await first.query("insert into only_first values (9007199254740993)");
       const tables = await second.query<{ n: number }>(
@@ -94,10 +94,14 @@ describe("openPGlite settings", () => {
       await second.close();
       await first.close();
     }
-    // A third after both closed still starts.
+    // A third after both closed starts fresh (from a copy taken before any write).
     const third = await openPGlite();
     try {
       expect(await setting(third, "search_path")).toBe("public");
+      const tables = await third.query<{ n: number }>(
+        "select count(*)::int as n from pg_tables where tablename in ('only_first', 'own')",
+      );
+      expect(tables.rows).toEqual([{ n: 0 }]);
     } finally {
       await third.close();
     }

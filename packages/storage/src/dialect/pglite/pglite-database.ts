@@ -37,12 +37,14 @@ export interface OpenPGliteOptions {
 const startParams: readonly string[] = [...PGlite.defaultStartParams, "-c", "wal_init_zero=off"];
 
 /**
- * A fresh cluster's files, copied from this process's first in-memory
- * instance right after it started: later in-memory instances load them
- * instead of running `initdb` again (~1 s instead of 1–5 s; a test file that
- * opens several pays for one). Gzipped, ~4.5 MB kept for the process's life.
+ * A fresh cluster's files, copied from this process's second in-memory
+ * instance right after it started: the ones after it load them instead of
+ * running `initdb` again (~1 s instead of 1–5 s; a test file that opens
+ * several pays for two). Gzipped, ~4.5 MB kept for the process's life. A
+ * process that opens one instance (a server) takes no copy.
  */
 let freshCluster: Promise<Blob | undefined> | undefined;
+let startedInMemory = 0;
 
 function create(options: { dataDir?: string; loadDataDir?: Blob }): Promise<PGlite> {
   return PGlite.create({
@@ -54,11 +56,16 @@ function create(options: { dataDir?: string; loadDataDir?: Blob }): Promise<PGli
 }
 
 async function openInMemory(): Promise<PGlite> {
-  const copy = await freshCluster;
-  if (copy) return create({ loadDataDir: copy });
+  if (freshCluster !== undefined) {
+    const copy = await freshCluster;
+    return create(copy === undefined ? {} : { loadDataDir: copy });
+  }
   const pglite = await create({});
-  freshCluster ??= pglite.dumpDataDir("gzip").catch(() => undefined);
-  await freshCluster;
+  startedInMemory += 1;
+  if (startedInMemory >= 2) {
+    freshCluster ??= pglite.dumpDataDir("gzip").catch(() => undefined);
+    await freshCluster;
+  }
   return pglite;
 }
 
