@@ -16,26 +16,23 @@ import {
   createMeshClientInterceptor,
   processMeshCredentials,
   type RunningService,
-  runService,
   type ServiceClients,
 } from "@trellis/platform";
 import { createServiceClient, isTrellisError } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
-import { createTestDatabase, deleteTestStreams, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { EventFeeds, FeedItem, type FeedSubscriber } from "../src/feed/event-feeds.js";
 import { followSession } from "../src/feed/follow.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 
 const terminal = new Set(["COMPLETED", "FAILED", "CANCELED"]);
 
 describe("the shared session feed against a real tasks service", () => {
-  const prefix = uniqueName("feedup");
-  let db: Awaited<ReturnType<typeof createTestDatabase>>;
-  let common: Record<string, string>;
+  let deployment: TestDeployment;
   let tasks: RunningService;
   let gateway: RunningService;
   let api: ReturnType<typeof harnClient>;
@@ -43,24 +40,12 @@ describe("the shared session feed against a real tasks service", () => {
   let clients: ServiceClients;
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_feed_upstream");
-    common = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "200ms",
-      TRELLIS_LOG_LEVEL: "error",
-    };
-    tasks = await runService(tasksService, { env: common, handleSignals: false });
-    gateway = await runService(gatewayService, {
-      env: {
-        ...common,
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_SSE_HEARTBEAT: "200ms",
-        TRELLIS_TASKS_URL: tasks.address.url,
-      },
-      handleSignals: false,
+    deployment = await openDeployment("trellis_feed_upstream", { prefix: "feedup" });
+    tasks = await deployment.start(tasksService);
+    gateway = await deployment.start(gatewayService, {
+      TRELLIS_API_KEY: ADMIN_KEY,
+      TRELLIS_SSE_HEARTBEAT: "200ms",
+      TRELLIS_TASKS_URL: tasks.address.url,
     });
     api = harnClient(gateway.address.url, ADMIN_KEY);
     echo = await createScriptedAgent(api, "echo-upstream", echoAgent(20));
@@ -82,10 +67,7 @@ describe("the shared session feed against a real tasks service", () => {
   }, 120_000);
 
   afterAll(async () => {
-    await gateway?.close();
-    await tasks?.close();
-    await deleteTestStreams(prefix).catch(() => undefined);
-    await db?.drop();
+    await deployment?.close();
   });
 
   /** The workspace of each session made (feeds are keyed by workspace and id). */
@@ -140,10 +122,7 @@ describe("the shared session feed against a real tasks service", () => {
     const port = new URL(tasks.address.url).port;
     await tasks.close();
     await new Promise((resolve) => setTimeout(resolve, 500));
-    tasks = await runService(tasksService, {
-      env: { ...common, PORT: port },
-      handleSignals: false,
-    });
+    tasks = await deployment.start(tasksService, { PORT: port });
 
     await runTask(sessionId, "after the restart");
     const log = await allIds(sessionId);

@@ -13,14 +13,8 @@ import {
   runService,
   type ServiceContext,
 } from "@trellis/platform";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually } from "@trellis/testkit";
+import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresReceiptStore, receiptsService, sealReceipt, verifyReceipt } from "../src/index.js";
@@ -31,47 +25,37 @@ const TASKS = 500;
 const WORKSPACES = ["ws_r1", "ws_r2"];
 
 describe("receipts service restart (PostgreSQL + JetStream)", () => {
-  let db: TestDatabase;
-  let prefix: string;
-  let env: Record<string, string>;
-  let producer: RunningService | undefined;
+  let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
+  let env: Readonly<Record<string, string>>;
   let receipts: RunningService | undefined;
   let producerCtx: ServiceContext | undefined;
   let admin: pg.Client;
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_receipts");
-    prefix = uniqueName("rcpt");
-    env = {
-      DATABASE_URL: db.url,
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      PORT: "0",
-      TRELLIS_SHUTDOWN_GRACE: "500ms",
-      // Nothing listens here: agents cannot be read, receipts use defaults.
-      TRELLIS_TASKS_URL: "http://127.0.0.1:9",
-      TRELLIS_RECEIPT_SIGNING_KEY: generateKeyPairSync("ed25519")
-        .privateKey.export({ type: "pkcs8", format: "pem" })
-        .toString(),
-      TRELLIS_RECEIPT_KEY_ID: "key_restart",
-      TRELLIS_RECEIPT_ACK_WAIT: "2s",
-      TRELLIS_LOG_LEVEL: "warn",
-    };
-    producer = await runService(
-      producerService((ctx) => (producerCtx = ctx)),
-      { env, handleSignals: false },
-    );
-    receipts = await runService(receiptsService, { env, handleSignals: false });
-    admin = new pg.Client({ connectionString: db.url });
+    deployment = await openDeployment("trellis_receipts", runService, {
+      prefix: "rcpt",
+      env: {
+        TRELLIS_SHUTDOWN_GRACE: "500ms",
+        // Nothing listens here: agents cannot be read, receipts use defaults.
+        TRELLIS_TASKS_URL: "http://127.0.0.1:9",
+        TRELLIS_RECEIPT_SIGNING_KEY: generateKeyPairSync("ed25519")
+          .privateKey.export({ type: "pkcs8", format: "pem" })
+          .toString(),
+        TRELLIS_RECEIPT_KEY_ID: "key_restart",
+        TRELLIS_RECEIPT_ACK_WAIT: "2s",
+        TRELLIS_LOG_LEVEL: "warn",
+      },
+    });
+    env = deployment.env;
+    await deployment.start(producerService((ctx) => (producerCtx = ctx)));
+    receipts = await deployment.start(receiptsService);
+    admin = new pg.Client({ connectionString: deployment.db.url });
     await admin.connect();
   }, 60_000);
 
   afterAll(async () => {
     await admin?.end();
-    await receipts?.close();
-    await producer?.close();
-    await deleteTestStreams(prefix).catch(() => {});
-    await db?.drop();
+    await deployment?.close();
   });
 
   async function count(): Promise<number> {
@@ -110,7 +94,7 @@ describe("receipts service restart (PostgreSQL + JetStream)", () => {
     expect(atStop).toBeLessThan(TASKS);
 
     const restartedAt = performance.now();
-    receipts = await runService(receiptsService, { env, handleSignals: false });
+    receipts = await deployment.start(receiptsService);
     // Batched, this takes seconds; generous because CI machines are shared.
     await eventually(async () => (await count()) >= TASKS, {
       timeoutMs: 60_000,
@@ -171,7 +155,7 @@ describe("receipts service restart (PostgreSQL + JetStream)", () => {
   it("two replicas share the burst: one receipt per task, gap-free chains", async () => {
     // Both replicas compete for the same durable consumer and append to the
     // same chains, each with its own remembered heads.
-    const second = await runService(receiptsService, { env, handleSignals: false });
+    const second = await deployment.start(receiptsService);
     const workspaces = ["ws_p1", "ws_p2"];
     const tasks = 300;
     try {
@@ -239,7 +223,7 @@ describe("receipts service restart (PostgreSQL + JetStream)", () => {
     const { chain: _chain, signatures: _signatures, ...unsigned } = template;
     // Two pools, as two replicas would have.
     const replicas = await Promise.all(
-      [0, 1].map(() => createDatabase({ kind: "postgres", url: db.url, poolSize: 8 })),
+      [0, 1].map(() => createDatabase({ kind: "postgres", url: deployment.db.url, poolSize: 8 })),
     );
     const stores = replicas.map(
       (database) =>
