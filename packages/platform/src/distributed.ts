@@ -22,6 +22,7 @@ import {
   type ServiceAddress,
   TrellisError,
   type TrellisService,
+  waitForDependency,
 } from "@trellis/runtime";
 import {
   createDatabase,
@@ -77,40 +78,6 @@ export const distributedConfigSchema = {
    */
   TRELLIS_FINGERPRINT_KEY: env.string().secret().optional(),
 };
-
-/**
- * Retry `attempt` with backoff until it succeeds or `timeoutMs` passes, logging
- * what it waits for (a dependency that restarts or starts later than us is
- * normal in Kubernetes, not a crash).
- */
-async function waitFor<T>(
-  what: string,
-  attempt: () => Promise<T>,
-  timeoutMs: number,
-  logger: { warn(msg: string, fields?: Record<string, unknown>): void },
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 100;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      if (Date.now() + delay > deadline) {
-        throw new TrellisError({
-          reason: "service_unavailable",
-          message: `${what} was not reachable within ${Math.round(timeoutMs / 1000)} s: ${error instanceof Error ? error.message : String(error)}`,
-          cause: error,
-        });
-      }
-      logger.warn(`waiting for ${what}`, {
-        error: error instanceof Error ? error.message : String(error),
-        retry_in_ms: delay,
-      });
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
-    }
-  }
-}
 
 /** A running distributed service. */
 export interface RunningService {
@@ -183,7 +150,7 @@ export async function runService(
 
   const startup = config.TRELLIS_STARTUP_TIMEOUT;
   const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
-  const db: Database<unknown> = await waitFor(
+  const db: Database<unknown> = await waitForDependency(
     "PostgreSQL",
     async () => {
       const candidate: Database<unknown> = await createDatabase({
@@ -200,8 +167,7 @@ export async function runService(
         throw error;
       }
     },
-    startup,
-    logger,
+    { timeoutMs: startup, logger },
   );
 
   const logConfig = {

@@ -138,3 +138,7 @@ export {
   injectTraceHeaders,
   withSpan,
 } from "./telemetry.js";
+export {
+  type WaitForDependencyOptions,
+  waitForDependency,
+} from "./wait-for-dependency.js";

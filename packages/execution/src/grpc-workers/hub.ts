@@ -36,9 +36,9 @@ import {
 } from "../routing/lease.js";
 import {
   cancelledResult,
-  deadlineOf,
   emitRouted,
   type PendingExecution,
+  queuedExecution,
   resultAfterDeadline,
   stopWatching,
   watchDeadlineAndCancel,
@@ -79,19 +79,8 @@ export interface LocalWorkerHubOptions {
 
 interface Pending extends PendingExecution {
   plan: HubPlan;
-  attempt: number;
-  state: "queued" | "running" | "done";
   /** The session the current attempt is offered to (queued) or runs on (running). */
   session?: WorkerSession;
-  workerId?: string;
-  offeredAt?: number;
-  orphanedSince?: number;
-  deadline?: number;
-  limitMs?: number;
-  timedOut?: boolean;
-  resolve(outcome: DispatchOutcome): void;
-  timers: NodeJS.Timeout[];
-  onAbort(): void;
 }
 
 /** The in-memory dispatcher and worker port of embedded mode. */
@@ -266,15 +255,9 @@ export class LocalWorkerHub implements RemoteDispatcher, WorkerPort {
 
   dispatch(plan: HubPlan): Promise<DispatchOutcome> {
     return new Promise<DispatchOutcome>((resolve) => {
-      const pending: Pending = {
-        plan,
-        attempt: 1,
-        state: "queued",
-        resolve,
-        timers: [],
-        onAbort: () => this.#cancel(pending, "canceled by the caller"),
-        ...deadlineOf(plan),
-      };
+      const pending: Pending = queuedExecution(plan, resolve, () =>
+        this.#cancel(pending, "canceled by the caller"),
+      );
       this.#pending.set(plan.executionId, pending);
       this.#arm();
       if (!watchDeadlineAndCancel(pending, () => this.#timeout(pending))) {

@@ -72,9 +72,9 @@ import {
 import { afterLostWorker, holdsAttempt, routerFailure, unavailableBackend } from "./lease.js";
 import {
   cancelledResult,
-  deadlineOf,
   emitRouted,
   type PendingExecution,
+  queuedExecution,
   resultAfterDeadline,
   stopWatching,
   watchDeadlineAndCancel,
@@ -91,26 +91,12 @@ function traceHeaders(record: HeaderRecord): MsgHdrs | undefined {
 }
 
 interface Pending extends PendingExecution {
-  plan: DispatchPlan;
-  attempt: number;
-  state: "queued" | "running" | "done";
-  workerId?: string;
-  /** Since when no live worker could take it (queued only). */
-  orphanedSince?: number;
   /** Queued: the direct worker it is offered to (absent: on the work queue). */
   offeredTo?: string;
-  offeredAt?: number;
   /** Queued, waiting for the next check to be placed again. */
   unplaced?: boolean;
-  deadline?: number;
-  limitMs?: number;
-  /** The deadline passed: a late "cancelled" from the worker is a timeout. */
-  timedOut?: boolean;
   /** Trace headers (`traceparent`) of the dispatch: every attempt's work item carries them. */
   trace: HeaderRecord;
-  resolve(outcome: DispatchOutcome): void;
-  timers: NodeJS.Timeout[];
-  onAbort(): void;
 }
 
 const empty = new Uint8Array();
@@ -259,14 +245,8 @@ export class JetStreamDispatcher implements RemoteDispatcher {
     }
     return new Promise<DispatchOutcome>((resolve, reject) => {
       const pending: Pending = {
-        plan,
-        attempt: 1,
-        state: "queued",
-        resolve,
-        timers: [],
+        ...queuedExecution(plan, resolve, () => this.#cancel(pending, "canceled by the caller")),
         trace: injectTraceHeaders({}),
-        onAbort: () => this.#cancel(pending, "canceled by the caller"),
-        ...deadlineOf(plan),
       };
       this.#pending.set(plan.executionId, pending);
       this.#sweep.reset();

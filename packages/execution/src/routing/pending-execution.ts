@@ -10,11 +10,19 @@ import {
   effectiveRequirements,
   timeoutResult,
 } from "@trellis/adapter-sdk";
-import type { DispatchPlan } from "./router.js";
+import type { DispatchOutcome, DispatchPlan } from "./router.js";
 
-/** The part of a dispatcher's pending execution this module reads. */
+/** What both dispatchers keep of an execution; each adds how it reaches its worker. */
 export interface PendingExecution {
   plan: DispatchPlan;
+  attempt: number;
+  state: "queued" | "running" | "done";
+  /** The worker whose claim was granted (running only). */
+  workerId?: string;
+  /** When the current attempt was offered to a worker (queued only). */
+  offeredAt?: number;
+  /** Since when no live worker could take it (queued only). */
+  orphanedSince?: number;
   /** When `maxElapsedMs` runs out (epoch ms), if the agent has a limit. */
   deadline?: number;
   limitMs?: number;
@@ -23,12 +31,28 @@ export interface PendingExecution {
   timers: NodeJS.Timeout[];
   /** Listens to the caller's signal while the execution is pending. */
   onAbort(): void;
+  resolve(outcome: DispatchOutcome): void;
 }
 
-/** The deadline of a plan dispatched now: none when the agent sets no `maxElapsedMs`. */
-export function deadlineOf(plan: DispatchPlan): { deadline?: number; limitMs?: number } {
+/**
+ * An execution dispatched now: queued for its first attempt, with the
+ * deadline of the agent's `maxElapsedMs` (none without one).
+ */
+export function queuedExecution<Plan extends DispatchPlan>(
+  plan: Plan,
+  resolve: (outcome: DispatchOutcome) => void,
+  onAbort: () => void,
+): PendingExecution & { plan: Plan } {
   const limitMs = effectiveRequirements(plan.request).maxElapsedMs;
-  return limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {};
+  return {
+    plan,
+    attempt: 1,
+    state: "queued",
+    resolve,
+    timers: [],
+    onAbort,
+    ...(limitMs !== undefined ? { deadline: Date.now() + limitMs, limitMs } : {}),
+  };
 }
 
 /**
@@ -59,7 +83,7 @@ export function stopWatching(pending: PendingExecution): void {
  * non-blocking reasons (each once), degraded when either negotiation was.
  */
 export function emitRouted(
-  pending: PendingExecution & { attempt: number },
+  pending: PendingExecution,
   workerId: string,
   negotiation: ExecutionNegotiation,
 ): void {

@@ -13,7 +13,7 @@ import {
 } from "@trellis/adapter-sdk";
 import { type Message, Role, Visibility } from "@trellis/contracts/core";
 import { type ChatMessageJson, chatToMessage, textOf } from "@trellis/messages";
-import { TrellisError } from "@trellis/runtime";
+import { sleep, TrellisError } from "@trellis/runtime";
 import {
   GraphDefinitionError,
   type GraphMessage,
@@ -30,20 +30,6 @@ export const SCRIPTED_BACKEND = "scripted";
 
 function toMessages(messages: GraphMessage[]) {
   return messages.map((m) => chatToMessage(m as ChatMessageJson));
-}
-
-/** Resolves after `ms`, or at once when `signal` aborts. */
-function abortableDelay(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** `text` cut into pieces of at most `size` code points (never inside a surrogate pair). */
@@ -65,7 +51,7 @@ async function playSteps(
 ): Promise<{ aborted: boolean; messages: Message[] }> {
   const out: Message[] = [];
   for (const step of steps) {
-    if (step.delayMs > 0) await abortableDelay(step.delayMs, request.signal);
+    if (step.delayMs > 0) await sleep(step.delayMs, request.signal);
     if (request.signal.aborted) return { aborted: true, messages: [] };
     const messages = toMessages(step.messages);
     for (const message of messages) {
@@ -87,7 +73,7 @@ async function streamText(
   request: ExecutionRequest,
 ): Promise<boolean> {
   for (const [i, chunk] of chunkText(text, plan.chunkChars).entries()) {
-    if (i > 0 && plan.delayMs > 0) await abortableDelay(plan.delayMs, request.signal);
+    if (i > 0 && plan.delayMs > 0) await sleep(plan.delayMs, request.signal);
     if (request.signal.aborted) return false;
     request.onEvent?.({ kind: "text_delta", text: chunk });
   }
@@ -178,7 +164,7 @@ export function createScriptedAdapter(): ExecutionAdapter {
       } else {
         if (result.delayMs !== undefined) {
           // Simulated latency (update nodes' delay_ms); a cancel cuts it short.
-          await abortableDelay(result.delayMs, request.signal);
+          await sleep(result.delayMs, request.signal);
           if (request.signal.aborted) return { status: "cancelled", messages: [] };
         }
         messages = toMessages(result.messages);

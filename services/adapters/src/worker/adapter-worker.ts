@@ -34,7 +34,7 @@ import {
   type HealthReporter,
   type Logger,
   type ServiceAddress,
-  TrellisError,
+  waitForDependency,
 } from "@trellis/runtime";
 import { createDatabase, type Database } from "@trellis/storage";
 import { ADAPTER_WORKER, type AdapterWorkerConfig } from "./config.js";
@@ -83,45 +83,6 @@ function watchConnection(nc: NatsConnection): { readonly connected: boolean } {
       return state.connected && !nc.isClosed();
     },
   };
-}
-
-/** Retry `attempt` with backoff until it works or `timeoutMs` passes (or `signal` aborts). */
-async function retry<T>(
-  what: string,
-  attempt: () => Promise<T>,
-  timeoutMs: number,
-  logger: Logger,
-  signal: AbortSignal,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 100;
-  for (;;) {
-    try {
-      return await attempt();
-    } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
-      if (signal.aborted) throw new Error(`stopped while waiting for ${what}`);
-      if (Date.now() + delay > deadline) {
-        throw new TrellisError({
-          reason: "service_unavailable",
-          message: `${what} was not reachable within ${Math.round(timeoutMs / 1000)} s: ${message}`,
-          cause: error,
-        });
-      }
-      logger.warn(`waiting for ${what}`, { error: message, retry_in_ms: delay });
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(done, delay);
-        function done() {
-          clearTimeout(timer);
-          signal.removeEventListener("abort", done);
-          resolve();
-        }
-        signal.addEventListener("abort", done, { once: true });
-      });
-      if (signal.aborted) throw new Error(`stopped while waiting for ${what}`);
-      delay = Math.min(delay * 2, 2000);
-    }
-  }
 }
 
 /**
@@ -197,18 +158,16 @@ export async function startAdapterWorker(
   try {
     const servers = config.NATS_URL;
     const security = natsSecurityFromEnv(options.env);
-    nc = await retry(
+    nc = await waitForDependency(
       `NATS at ${servers}`,
       () => connectNats({ servers, name: `trellis-${ADAPTER_WORKER}`, security }),
-      config.TRELLIS_STARTUP_TIMEOUT,
-      logger,
-      aborted.signal,
+      { timeoutMs: config.TRELLIS_STARTUP_TIMEOUT, logger, signal: aborted.signal },
     );
     connection = watchConnection(nc);
     let ledger: PostgresToolRunLedger | InMemoryToolRunLedger;
     const url = config.DATABASE_URL;
     if (url) {
-      db = await retry(
+      db = await waitForDependency(
         "PostgreSQL",
         () =>
           createDatabase({
@@ -217,17 +176,13 @@ export async function startAdapterWorker(
             poolSize: config.DATABASE_POOL_SIZE,
             applicationName: `trellis-${ADAPTER_WORKER}`,
           }),
-        config.TRELLIS_STARTUP_TIMEOUT,
-        logger,
-        aborted.signal,
+        { timeoutMs: config.TRELLIS_STARTUP_TIMEOUT, logger, signal: aborted.signal },
       );
       const database = db;
-      ledger = await retry(
+      ledger = await waitForDependency(
         "the tool-run ledger",
         () => PostgresToolRunLedger.open(database),
-        config.TRELLIS_STARTUP_TIMEOUT,
-        logger,
-        aborted.signal,
+        { timeoutMs: config.TRELLIS_STARTUP_TIMEOUT, logger, signal: aborted.signal },
       );
     } else {
       logger.warn(

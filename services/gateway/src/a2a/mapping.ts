@@ -88,17 +88,22 @@ export function harnMessageOf(message: A2aMessage | undefined): JsonObject {
   return { role: "user", parts };
 }
 
+/** A plain-text A2A part. */
+export function textPart(text: string): Part {
+  return {
+    content: { $case: "text", value: text },
+    metadata: undefined,
+    filename: "",
+    mediaType: "text/plain",
+  };
+}
+
 function partsOf(message: Message): Part[] {
   const parts: Part[] = [];
   for (const part of message.parts) {
     const kind = part.kind;
     if (kind.case === "text") {
-      parts.push({
-        content: { $case: "text", value: kind.value.text },
-        metadata: undefined,
-        filename: "",
-        mediaType: "text/plain",
-      });
+      parts.push(textPart(kind.value.text));
     } else if (kind.case === "json") {
       const value = kind.value.value ? toJson(ValueSchema, kind.value.value) : null;
       parts.push({
@@ -150,14 +155,7 @@ function statusMessageOf(task: Task): A2aMessage | undefined {
       contextId: task.sessionId,
       taskId: task.id,
       role: A2aRole.ROLE_AGENT,
-      parts: [
-        {
-          content: { $case: "text", value: text },
-          metadata: undefined,
-          filename: "",
-          mediaType: "text/plain",
-        },
-      ],
+      parts: [textPart(text)],
       metadata: undefined,
       extensions: [],
       referenceTaskIds: [],

@@ -78,6 +78,7 @@ import {
   replyArtifactId,
   replyArtifactOf,
   statusUpdateOf,
+  textPart,
 } from "./mapping.js";
 
 /** How long CancelTask waits for the backend to confirm before answering with the current state. */
@@ -427,14 +428,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
                 artifactId: replyArtifactId(task.id),
                 name: "reply",
                 description: "",
-                parts: [
-                  {
-                    content: { $case: "text", value: text },
-                    metadata: undefined,
-                    filename: "",
-                    mediaType: "text/plain",
-                  },
-                ],
+                parts: [textPart(text)],
                 metadata: undefined,
                 extensions: [],
               },

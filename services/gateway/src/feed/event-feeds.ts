@@ -32,6 +32,7 @@ import { type CallOptions, Code, ConnectError } from "@connectrpc/connect";
 import type { Event } from "@trellis/contracts/core";
 import { EventService } from "@trellis/contracts/tasks";
 import type { ServiceClients } from "@trellis/platform";
+import { sleep } from "@trellis/runtime";
 import { eventToHarn } from "../domain/harn-json.js";
 import type { ProjectedEnvelope } from "../ui/projection/index.js";
 import { UiProjector } from "../ui/projection/projector.js";
@@ -168,24 +169,12 @@ class SessionEventFeed implements LiveFeed<FeedSubscriber> {
           if (Date.now() - failingSince > retryWindowMs) throw error;
         }
         failingSince ??= Date.now();
-        await pause(delay, signal);
+        await sleep(delay, signal);
         if (signal.aborted) return;
       }
     };
     this.ready = startFeed(this, follow, "the session's event feed stopped", onEnd);
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener("abort", done, { once: true });
-  });
 }
 
 /** The Harn event feeds of one gateway, by session (workspace and id). */
