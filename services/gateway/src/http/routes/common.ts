@@ -43,6 +43,11 @@ export function workspaceOf(call: RestCall, requested: string | undefined): stri
   throw errors.notFound("workspace", requested);
 }
 
+/** The workspace a read names in its query (`workspace_id`), by the rule of {@link workspaceOf}. */
+export function queryWorkspace(call: RestCall): string {
+  return workspaceOf(call, queryString(call, "workspace_id"));
+}
+
 /** Hide resources of other workspaces from non-admin keys (as absent, Harn v1 "Authorization rules"). */
 export function ensureVisible(
   call: Pick<RestCall, "caller">,
@@ -57,6 +62,21 @@ export function ensureVisible(
 
 export function required<T>(value: T | undefined, object: string, id: string): T {
   if (value === undefined) throw errors.notFound(object, id);
+  return value;
+}
+
+/**
+ * The resource a read by id returned, if the caller may see it: absent, or
+ * another workspace's to a non-admin key, is the same 404.
+ */
+export function visible<T extends { workspaceId: string }>(
+  call: Pick<RestCall, "caller">,
+  found: T | undefined,
+  object: string,
+  id: string,
+): T {
+  const value = required(found, object, id);
+  ensureVisible(call, value.workspaceId, object, id);
   return value;
 }
 
@@ -75,9 +95,7 @@ export async function visibleSession(call: RestCall, id: string) {
   const { session } = await call.ports.clients
     .get(SessionService)
     .getSession({ sessionId: id }, call.options());
-  const found = required(session, "session", id);
-  ensureVisible(call, found.workspaceId, "session", id);
-  return found;
+  return visible(call, session, "session", id);
 }
 
 /** Load a task the caller may see (404 otherwise). */
@@ -85,7 +103,5 @@ export async function visibleTask(call: RestCall, id: string) {
   const { task } = await call.ports.clients
     .get(TaskService)
     .getTask({ taskId: id }, call.options());
-  const found = required(task, "task", id);
-  ensureVisible(call, found.workspaceId, "task", id);
-  return found;
+  return visible(call, task, "task", id);
 }

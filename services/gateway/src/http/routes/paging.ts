@@ -6,12 +6,13 @@ import { ok } from "./common.js";
 
 /**
  * 200 with one page of a paged read: each item as its Harn JSON, and the
- * cursor of the next page (none when the service's token is empty).
+ * cursor of the next page (none when the token is empty or not given: a
+ * read answered whole is its own last page).
  */
 export function okPage<T>(
   items: readonly T[],
   toHarn: (item: T) => JsonValue,
-  nextPageToken: string,
+  nextPageToken = "",
 ): RestResponse {
   return ok(
     listJson(

@@ -11,7 +11,7 @@ import {
   ok,
   pageOf,
   param,
-  queryString,
+  queryWorkspace,
   required,
   visibleSession,
   workspaceOf,
@@ -21,10 +21,7 @@ import { okPage } from "./paging.js";
 export async function listSessions(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
     .get(SessionService)
-    .listSessions(
-      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
-      call.options(),
-    );
+    .listSessions({ workspaceId: queryWorkspace(call), ...pageOf(call) }, call.options());
   return okPage(response.sessions, sessionToHarn, response.nextPageToken);
 }
 

@@ -30,10 +30,10 @@ import {
   pageOf,
   param,
   queryString,
+  queryWorkspace,
   required,
   visibleSession,
   visibleTask,
-  workspaceOf,
 } from "./common.js";
 import { okPage } from "./paging.js";
 import { withReceiptIds } from "./task-receipts.js";
@@ -171,8 +171,7 @@ export async function listTasks(
   const response = await call.ports.clients.get(TaskService).listTasks(
     {
       sessionId: sessionId ?? "",
-      workspaceId:
-        sessionId === undefined ? workspaceOf(call, queryString(call, "workspace_id")) : "",
+      workspaceId: sessionId === undefined ? queryWorkspace(call) : "",
       statuses: statusesOf(call),
       ...pageOf(call),
     },
