@@ -15,7 +15,6 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  pageOf,
   param,
   queryString,
   queryWorkspace,
@@ -25,7 +24,7 @@ import {
   visibleTask,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listArtifacts(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients.get(ArtifactService).listArtifacts(

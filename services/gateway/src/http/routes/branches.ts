@@ -9,8 +9,8 @@ import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { created, ok, pageOf, param, required, visible, visibleSession } from "./common.js";
-import { okPage } from "./paging.js";
+import { created, ok, param, required, visible, visibleSession } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 async function createBranch(call: RestCall): Promise<RestResponse> {
   const sessionId = param(call, "session_id");

@@ -1,28 +1,10 @@
-/** Shared helpers of the REST routes: paging, workspace scoping, visibility. */
+/** Shared helpers of the REST routes: query values, workspace scoping, visibility, responses. */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
 import { isAdmin } from "../../domain/scopes.js";
 import type { RestCall } from "../context.js";
 import { jsonResponse } from "../io.js";
-
-/** `limit` (1–200, default 50) and `cursor` of a list request. */
-export function pageOf(call: RestCall): { pageSize: number; pageToken: string } {
-  return { pageSize: limitOf(call, 50), pageToken: call.query.get("cursor") ?? "" };
-}
-
-export function limitOf(call: RestCall, fallback: number): number {
-  const raw = call.query.get("limit");
-  if (raw === null || raw === "") return fallback;
-  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < 1 || value > 200) {
-    throw errors.invalid(
-      `limit must be an integer between 1 and 200, got ${JSON.stringify(raw)}`,
-      "limit",
-    );
-  }
-  return value;
-}
 
 export function queryString(call: RestCall, name: string): string | undefined {
   const value = call.query.get(name);

@@ -23,7 +23,6 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  pageOf,
   param,
   queryWorkspace,
   required,
@@ -31,7 +30,7 @@ import {
   visibleSession,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 async function listConnectors(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients

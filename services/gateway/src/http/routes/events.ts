@@ -5,7 +5,6 @@ import { eventToHarn, listJson } from "../../domain/harn-json.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
-  limitOf,
   ok,
   param,
   queryString,
@@ -14,6 +13,7 @@ import {
   visibleSession,
   visibleTask,
 } from "./common.js";
+import { limitOf } from "./paging.js";
 
 /** Which events a read covers: one session, one task, or a whole workspace. */
 export interface EventTarget {

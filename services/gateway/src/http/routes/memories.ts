@@ -16,14 +16,13 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  pageOf,
   param,
   queryString,
   queryWorkspace,
   required,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 const scopes = {
   persona: MemoryScope.PERSONA,

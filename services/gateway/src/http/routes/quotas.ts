@@ -4,8 +4,8 @@ import { errors } from "@trellis/runtime";
 import { type QuotaReport, quotaExhaustion, quotaLimitName } from "../../quota/limits.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { limitOf, ok, param, queryWorkspace } from "./common.js";
-import { okPage } from "./paging.js";
+import { ok, param, queryWorkspace } from "./common.js";
+import { limitOf, okPage } from "./paging.js";
 
 /**
  * A Quota resource (Harn v1 "Quota"): the envelope's `created_at` is the

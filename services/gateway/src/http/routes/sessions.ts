@@ -9,14 +9,13 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  pageOf,
   param,
   queryWorkspace,
   required,
   visibleSession,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listSessions(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients

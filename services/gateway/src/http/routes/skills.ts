@@ -8,8 +8,8 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { type Skill, SkillService } from "@trellis/contracts/tasks";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { ok, pageOf, param, required } from "./common.js";
-import { okPage } from "./paging.js";
+import { ok, param, required } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 /** A skill as Harn JSON (`created_at` / `updated_at`: when this gateway started; skills are derived). */
 export function skillJson(skill: Skill, at: string): JsonObject {

@@ -27,7 +27,6 @@ import {
   accepted,
   created,
   ok,
-  pageOf,
   param,
   queryString,
   queryWorkspace,
@@ -35,7 +34,7 @@ import {
   visibleSession,
   visibleTask,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 import { withReceiptIds } from "./task-receipts.js";
 
 export const busyPolicies = {

@@ -14,8 +14,8 @@ import { timestampJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import { created, ok, pageOf, param, queryWorkspace, required, workspaceOf } from "./common.js";
-import { okPage } from "./paging.js";
+import { created, ok, param, queryWorkspace, required, workspaceOf } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 const noStore = { "cache-control": "no-store" };
 

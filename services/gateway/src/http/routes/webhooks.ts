@@ -12,16 +12,8 @@ import { newWebhookSecret } from "../../webhooks/signing.js";
 import type { DeliveryRow, SubscriptionRow } from "../../webhooks/store.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import {
-  ensureVisible,
-  limitOf,
-  ok,
-  param,
-  queryString,
-  queryWorkspace,
-  workspaceOf,
-} from "./common.js";
-import { okPage } from "./paging.js";
+import { ensureVisible, ok, param, queryString, queryWorkspace, workspaceOf } from "./common.js";
+import { limitOf, okPage } from "./paging.js";
 
 const defaultEventTypes = ["task.*", "session.*"];
 const noStore = { "cache-control": "no-store" };

@@ -17,14 +17,13 @@ import {
   created,
   ensureVisible,
   ok,
-  pageOf,
   param,
   queryWorkspace,
   required,
   visible,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
