@@ -27,7 +27,7 @@ import {
   SSE_HEADERS,
 } from "@a2a-js/sdk";
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from "@a2a-js/sdk/server";
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type Agent, AgentService } from "@trellis/contracts/tasks";
 import type { Caller } from "@trellis/platform";
@@ -309,11 +309,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
     try {
       validateVersion(context.requestedVersion, card, "JSONRPC");
     } catch (error) {
-      sendJson(res, 200, {
-        jsonrpc: "2.0",
-        id,
-        error: JsonRpcTransportHandler.mapToJSONRPCError(error),
-      });
+      sendJson(res, 200, rpcErrorOf(id, error));
       return;
     }
     try {
@@ -330,11 +326,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
       try {
         first = await iterator.next();
       } catch (error) {
-        sendJson(res, 200, {
-          jsonrpc: "2.0",
-          id,
-          error: JsonRpcTransportHandler.mapToJSONRPCError(error),
-        });
+        sendJson(res, 200, rpcErrorOf(id, error));
         return;
       }
       res.statusCode = 200;
@@ -350,13 +342,7 @@ export function createA2aHandler(deps: GatewayDeps): HttpHandler {
         }
       } catch (error) {
         if (!signal.aborted) {
-          out.write(
-            formatSSEErrorEvent({
-              jsonrpc: "2.0",
-              id,
-              error: JsonRpcTransportHandler.mapToJSONRPCError(error),
-            }),
-          );
+          out.write(formatSSEErrorEvent(rpcErrorOf(id, error)));
         }
       } finally {
         await iterator.return?.(undefined);
@@ -373,6 +359,11 @@ function absentOnNotFound(error: unknown): undefined {
   if (ConnectError.from(error).code === Code.NotFound) return undefined;
   if (isTrellisError(error) && error.reason === "resource_not_found") return undefined;
   throw error;
+}
+
+/** The JSON-RPC error response to request `id` for a failure, whether sent as JSON or as an SSE event. */
+function rpcErrorOf(id: JsonValue, error: unknown) {
+  return { jsonrpc: "2.0", id, error: JsonRpcTransportHandler.mapToJSONRPCError(error) } as const;
 }
 
 function isAsyncIterable(value: unknown): value is AsyncIterable<unknown> {

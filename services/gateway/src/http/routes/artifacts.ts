@@ -14,22 +14,22 @@ import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
   created,
-  ensureVisible,
   ok,
-  pageOf,
   param,
   queryString,
+  queryWorkspace,
   required,
+  visible,
   visibleSession,
   visibleTask,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listArtifacts(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients.get(ArtifactService).listArtifacts(
     {
-      workspaceId: workspaceOf(call, queryString(call, "workspace_id")),
+      workspaceId: queryWorkspace(call),
       sessionId: queryString(call, "session_id") ?? "",
       taskId: queryString(call, "task_id") ?? "",
       ...pageOf(call),
@@ -109,9 +109,7 @@ export async function visibleArtifact(call: RestCall, id: string): Promise<Artif
   const { artifact } = await call.ports.clients
     .get(ArtifactService)
     .getArtifact({ artifactId: id }, call.options());
-  const found = required(artifact, "artifact", id);
-  ensureVisible(call, found.workspaceId, "artifact", id);
-  return found;
+  return visible(call, artifact, "artifact", id);
 }
 
 export async function getArtifact(call: RestCall): Promise<RestResponse> {
@@ -191,10 +189,7 @@ export async function listOutcomes(call: RestCall): Promise<RestResponse> {
   if (sessionId !== undefined) await visibleSession(call, sessionId);
   const response = await call.ports.clients.get(OutcomeService).listOutcomes(
     {
-      workspaceId:
-        taskId === undefined && sessionId === undefined
-          ? workspaceOf(call, queryString(call, "workspace_id"))
-          : "",
+      workspaceId: taskId === undefined && sessionId === undefined ? queryWorkspace(call) : "",
       sessionId: sessionId ?? "",
       taskId: taskId ?? "",
       ...pageOf(call),
@@ -214,7 +209,6 @@ export async function getOutcome(call: RestCall): Promise<RestResponse> {
   const { outcome } = await call.ports.clients
     .get(OutcomeService)
     .getOutcome({ outcomeId: id }, call.options());
-  const found = required(outcome, "outcome", id);
-  ensureVisible(call, found.workspaceId, "outcome", id);
+  const found = visible(call, outcome, "outcome", id);
   return ok(outcomeToHarn(found, await resolveArtifacts(call, found.artifactIds)));
 }

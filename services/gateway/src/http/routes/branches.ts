@@ -9,8 +9,8 @@ import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { created, ensureVisible, ok, pageOf, param, required, visibleSession } from "./common.js";
-import { okPage } from "./paging.js";
+import { created, ok, param, required, visible, visibleSession } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 async function createBranch(call: RestCall): Promise<RestResponse> {
   const sessionId = param(call, "session_id");
@@ -42,9 +42,7 @@ async function getBranch(call: RestCall): Promise<RestResponse> {
   const { branch } = await call.ports.clients
     .get(BranchService)
     .getBranch({ branchId: id }, call.options());
-  const found = required(branch, "branch", id);
-  ensureVisible(call, found.workspaceId, "branch", id);
-  return ok(branchToHarn(found));
+  return ok(branchToHarn(visible(call, branch, "branch", id)));
 }
 
 async function listBranches(call: RestCall): Promise<RestResponse> {

@@ -1,28 +1,10 @@
-/** Shared helpers of the REST routes: paging, workspace scoping, visibility. */
+/** Shared helpers of the REST routes: query values, workspace scoping, visibility, responses. */
 import type { JsonValue } from "@bufbuild/protobuf";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
 import { isAdmin } from "../../domain/scopes.js";
 import type { RestCall } from "../context.js";
 import { jsonResponse } from "../io.js";
-
-/** `limit` (1–200, default 50) and `cursor` of a list request. */
-export function pageOf(call: RestCall): { pageSize: number; pageToken: string } {
-  return { pageSize: limitOf(call, 50), pageToken: call.query.get("cursor") ?? "" };
-}
-
-export function limitOf(call: RestCall, fallback: number): number {
-  const raw = call.query.get("limit");
-  if (raw === null || raw === "") return fallback;
-  const value = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isSafeInteger(value) || value < 1 || value > 200) {
-    throw errors.invalid(
-      `limit must be an integer between 1 and 200, got ${JSON.stringify(raw)}`,
-      "limit",
-    );
-  }
-  return value;
-}
 
 export function queryString(call: RestCall, name: string): string | undefined {
   const value = call.query.get(name);
@@ -43,6 +25,11 @@ export function workspaceOf(call: RestCall, requested: string | undefined): stri
   throw errors.notFound("workspace", requested);
 }
 
+/** The workspace a read names in its query (`workspace_id`), by the rule of {@link workspaceOf}. */
+export function queryWorkspace(call: RestCall): string {
+  return workspaceOf(call, queryString(call, "workspace_id"));
+}
+
 /** Hide resources of other workspaces from non-admin keys (as absent, Harn v1 "Authorization rules"). */
 export function ensureVisible(
   call: Pick<RestCall, "caller">,
@@ -57,6 +44,21 @@ export function ensureVisible(
 
 export function required<T>(value: T | undefined, object: string, id: string): T {
   if (value === undefined) throw errors.notFound(object, id);
+  return value;
+}
+
+/**
+ * The resource a read by id returned, if the caller may see it: absent, or
+ * another workspace's to a non-admin key, is the same 404.
+ */
+export function visible<T extends { workspaceId: string }>(
+  call: Pick<RestCall, "caller">,
+  found: T | undefined,
+  object: string,
+  id: string,
+): T {
+  const value = required(found, object, id);
+  ensureVisible(call, value.workspaceId, object, id);
   return value;
 }
 
@@ -75,9 +77,7 @@ export async function visibleSession(call: RestCall, id: string) {
   const { session } = await call.ports.clients
     .get(SessionService)
     .getSession({ sessionId: id }, call.options());
-  const found = required(session, "session", id);
-  ensureVisible(call, found.workspaceId, "session", id);
-  return found;
+  return visible(call, session, "session", id);
 }
 
 /** Load a task the caller may see (404 otherwise). */
@@ -85,7 +85,5 @@ export async function visibleTask(call: RestCall, id: string) {
   const { task } = await call.ports.clients
     .get(TaskService)
     .getTask({ taskId: id }, call.options());
-  const found = required(task, "task", id);
-  ensureVisible(call, found.workspaceId, "task", id);
-  return found;
+  return visible(call, task, "task", id);
 }

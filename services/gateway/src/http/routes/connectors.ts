@@ -22,24 +22,20 @@ import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
   created,
-  ensureVisible,
   ok,
-  pageOf,
   param,
-  queryString,
+  queryWorkspace,
   required,
+  visible,
   visibleSession,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 async function listConnectors(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
     .get(ConnectorService)
-    .listConnectors(
-      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
-      call.options(),
-    );
+    .listConnectors({ workspaceId: queryWorkspace(call), ...pageOf(call) }, call.options());
   return okPage(response.connectors, connectorToHarn, response.nextPageToken);
 }
 
@@ -91,9 +87,7 @@ async function visibleConnector(call: RestCall, id: string) {
   const { connector } = await call.ports.clients
     .get(ConnectorService)
     .getConnector({ connectorId: id }, call.options());
-  const found = required(connector, "connector", id);
-  ensureVisible(call, found.workspaceId, "connector", id);
-  return found;
+  return visible(call, connector, "connector", id);
 }
 
 async function getConnector(call: RestCall): Promise<RestResponse> {

@@ -5,16 +5,15 @@ import { eventToHarn, listJson } from "../../domain/harn-json.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";
 import {
-  ensureVisible,
-  limitOf,
   ok,
   param,
   queryString,
-  required,
+  queryWorkspace,
+  visible,
   visibleSession,
   visibleTask,
-  workspaceOf,
 } from "./common.js";
+import { limitOf } from "./paging.js";
 
 /** Which events a read covers: one session, one task, or a whole workspace. */
 export interface EventTarget {
@@ -63,7 +62,7 @@ export async function eventTargetOf(call: RestCall): Promise<EventTarget> {
     const task = await visibleTask(call, taskId);
     return { taskId, taskSessionId: task.sessionId, workspaceId: task.workspaceId };
   }
-  return { workspaceId: workspaceOf(call, queryString(call, "workspace_id")) };
+  return { workspaceId: queryWorkspace(call) };
 }
 
 export async function getEvent(call: RestCall): Promise<RestResponse> {
@@ -71,7 +70,5 @@ export async function getEvent(call: RestCall): Promise<RestResponse> {
   const { event } = await call.ports.clients
     .get(EventService)
     .getEvent({ eventId: id }, call.options());
-  const found = required(event, "event", id);
-  ensureVisible(call, found.workspaceId, "event", id);
-  return ok(eventToHarn(found));
+  return ok(eventToHarn(visible(call, event, "event", id)));
 }

@@ -19,7 +19,6 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { errors, TrellisError } from "@trellis/runtime";
-import { listJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { coversGrants, isAdmin, isGrantableScope, isScope } from "../../domain/scopes.js";
 import { grantableAgentPolicy, parseAgentIds } from "../../policy/agent-policy.js";
@@ -27,7 +26,8 @@ import type { ApiKeyRecord } from "../../store/key-store.js";
 import type { OAuthClientRecord } from "../../store/oauth-client-store.js";
 import type { RestCall } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import { ok, param, queryString, workspaceOf } from "./common.js";
+import { ok, param, queryString, queryWorkspace, workspaceOf } from "./common.js";
+import { okPage } from "./paging.js";
 
 const labelPattern = /^[\x20-\x7e]{1,100}$/;
 const noStore = { "cache-control": "no-store" };
@@ -147,14 +147,9 @@ export function oauthClientJson(record: OAuthClientRecord, clientSecret?: string
 }
 
 export async function listApiKeys(call: RestCall): Promise<RestResponse> {
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const workspaceId = queryWorkspace(call);
   const records = await call.ports.keys.list({ workspaceId, includeRevoked: includeRevoked(call) });
-  return ok(
-    listJson(
-      records.map((r) => apiKeyJson(r)),
-      { hasMore: false },
-    ),
-  );
+  return okPage(records, apiKeyJson);
 }
 
 export async function createApiKey(call: RestCall): Promise<RestResponse> {
@@ -216,17 +211,12 @@ export async function revokeApiKey(call: RestCall): Promise<RestResponse> {
 }
 
 export async function listOAuthClients(call: RestCall): Promise<RestResponse> {
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const workspaceId = queryWorkspace(call);
   const records = await call.ports.oauthClients.list({
     workspaceId,
     includeRevoked: includeRevoked(call),
   });
-  return ok(
-    listJson(
-      records.map((r) => oauthClientJson(r)),
-      { hasMore: false },
-    ),
-  );
+  return okPage(records, oauthClientJson);
 }
 
 export async function createOAuthClient(call: RestCall): Promise<RestResponse> {

@@ -13,8 +13,16 @@ import { timestampJson, toValue, valueJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
-import { okPage } from "./paging.js";
+import {
+  created,
+  ok,
+  param,
+  queryString,
+  queryWorkspace,
+  required,
+  workspaceOf,
+} from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 const scopes = {
   persona: MemoryScope.PERSONA,
@@ -64,7 +72,7 @@ function scopeOf(value: string | undefined): MemoryScope {
 async function listMemories(call: RestCall): Promise<RestResponse> {
   const response = await memories(call).listMemories(
     {
-      workspaceId: workspaceOf(call, queryString(call, "workspace_id")),
+      workspaceId: queryWorkspace(call),
       sessionId: queryString(call, "session_id") ?? "",
       scope: scopeOf(queryString(call, "scope")),
       ownerId: queryString(call, "owner_id") ?? "",

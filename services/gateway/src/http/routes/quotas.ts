@@ -1,11 +1,11 @@
 /** `GET /v1/quotas`, `GET /v1/quotas/{quota_id}`: the limits of the caller's workspace and their usage. */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { errors } from "@trellis/runtime";
-import { listJson } from "../../domain/harn-json.js";
 import { type QuotaReport, quotaExhaustion, quotaLimitName } from "../../quota/limits.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { limitOf, ok, param, queryString, workspaceOf } from "./common.js";
+import { ok, param, queryWorkspace } from "./common.js";
+import { limitOf, okPage } from "./paging.js";
 
 /**
  * A Quota resource (Harn v1 "Quota"): the envelope's `created_at` is the
@@ -49,20 +49,15 @@ export async function quotaReports(
 async function listQuotas(call: RestCall): Promise<RestResponse> {
   // Every quota fits one page; `limit` is still checked like everywhere else.
   limitOf(call, 50);
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const workspaceId = queryWorkspace(call);
   const list = await quotaReports(call, workspaceId);
   const now = new Date();
-  return ok(
-    listJson(
-      list.map((q) => quotaToHarn(q, workspaceId, now)),
-      { hasMore: false },
-    ),
-  );
+  return okPage(list, (q) => quotaToHarn(q, workspaceId, now));
 }
 
 async function getQuota(call: RestCall): Promise<RestResponse> {
   const id = param(call, "quota_id");
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const workspaceId = queryWorkspace(call);
   const found = (await quotaReports(call, workspaceId)).find((q) => q.id === id);
   if (found === undefined) throw errors.notFound("quota", id);
   return ok(quotaToHarn(found, workspaceId, new Date()));

@@ -9,22 +9,18 @@ import type { RestResponse } from "../io.js";
 import {
   created,
   ok,
-  pageOf,
   param,
-  queryString,
+  queryWorkspace,
   required,
   visibleSession,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listSessions(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
     .get(SessionService)
-    .listSessions(
-      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
-      call.options(),
-    );
+    .listSessions({ workspaceId: queryWorkspace(call), ...pageOf(call) }, call.options());
   return okPage(response.sessions, sessionToHarn, response.nextPageToken);
 }
 

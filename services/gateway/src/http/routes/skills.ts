@@ -6,10 +6,10 @@
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type Skill, SkillService } from "@trellis/contracts/tasks";
-import { listJson } from "../../domain/harn-json.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
-import { ok, pageOf, param, required } from "./common.js";
+import { ok, param, required } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 /** A skill as Harn JSON (`created_at` / `updated_at`: when this gateway started; skills are derived). */
 export function skillJson(skill: Skill, at: string): JsonObject {
@@ -36,12 +36,7 @@ async function listSkills(call: RestCall): Promise<RestResponse> {
     .get(SkillService)
     .listSkills(pageOf(call), call.options());
   const at = call.ports.startedAt.toISOString();
-  return ok(
-    listJson(
-      response.skills.map((s) => skillJson(s, at)),
-      { nextCursor: response.nextPageToken },
-    ),
-  );
+  return okPage(response.skills, (s) => skillJson(s, at), response.nextPageToken);
 }
 
 async function getSkill(call: RestCall): Promise<RestResponse> {

@@ -27,15 +27,14 @@ import {
   accepted,
   created,
   ok,
-  pageOf,
   param,
   queryString,
+  queryWorkspace,
   required,
   visibleSession,
   visibleTask,
-  workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 import { withReceiptIds } from "./task-receipts.js";
 
 export const busyPolicies = {
@@ -171,8 +170,7 @@ export async function listTasks(
   const response = await call.ports.clients.get(TaskService).listTasks(
     {
       sessionId: sessionId ?? "",
-      workspaceId:
-        sessionId === undefined ? workspaceOf(call, queryString(call, "workspace_id")) : "",
+      workspaceId: sessionId === undefined ? queryWorkspace(call) : "",
       statuses: statusesOf(call),
       ...pageOf(call),
     },

@@ -10,12 +10,12 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type SecretInfo, type Vault, VaultService } from "@trellis/contracts/adapters";
 import { errors } from "@trellis/runtime";
-import { listJson, timestampJson } from "../../domain/harn-json.js";
+import { timestampJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import { created, ok, pageOf, param, queryString, required, workspaceOf } from "./common.js";
-import { okPage } from "./paging.js";
+import { created, ok, param, queryWorkspace, required, workspaceOf } from "./common.js";
+import { okPage, pageOf } from "./paging.js";
 
 const noStore = { "cache-control": "no-store" };
 
@@ -50,7 +50,7 @@ function vaults(call: RestCall) {
 
 async function listVaults(call: RestCall): Promise<RestResponse> {
   const response = await vaults(call).listVaults(
-    { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
+    { workspaceId: queryWorkspace(call), ...pageOf(call) },
     call.options(),
   );
   return okPage(response.vaults, vaultJson, response.nextPageToken);
@@ -124,12 +124,7 @@ async function deleteVault(call: RestCall): Promise<RestResponse> {
 async function listSecrets(call: RestCall): Promise<RestResponse> {
   const vaultId = param(call, "vault_id");
   const response = await vaults(call).listSecrets({ vaultId }, call.options());
-  return ok(
-    listJson(
-      response.secrets.map((s) => secretJson(vaultId, s)),
-      { hasMore: false },
-    ),
-  );
+  return okPage(response.secrets, (s) => secretJson(vaultId, s));
 }
 
 async function putSecret(call: RestCall): Promise<RestResponse> {

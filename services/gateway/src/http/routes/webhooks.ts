@@ -12,7 +12,8 @@ import { newWebhookSecret } from "../../webhooks/signing.js";
 import type { DeliveryRow, SubscriptionRow } from "../../webhooks/store.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
-import { ensureVisible, limitOf, ok, param, queryString, workspaceOf } from "./common.js";
+import { ensureVisible, ok, param, queryString, queryWorkspace, workspaceOf } from "./common.js";
+import { limitOf, okPage } from "./paging.js";
 
 const defaultEventTypes = ["task.*", "session.*"];
 const noStore = { "cache-control": "no-store" };
@@ -118,7 +119,7 @@ async function visibleWebhook(call: RestCall): Promise<SubscriptionRow> {
 
 async function listWebhooks(call: RestCall): Promise<RestResponse> {
   const webhooks = facade(call);
-  const workspaceId = workspaceOf(call, queryString(call, "workspace_id"));
+  const workspaceId = queryWorkspace(call);
   const limit = limitOf(call, 50);
   const cursor = queryString(call, "cursor");
   let after: SubscriptionRow | undefined;
@@ -153,7 +154,7 @@ async function deleteWebhook(call: RestCall): Promise<RestResponse> {
 async function listDeliveries(call: RestCall): Promise<RestResponse> {
   const row = await visibleWebhook(call);
   const rows = await facade(call).store.deliveries(row.id, limitOf(call, 50));
-  return ok(listJson(rows.map(deliveryJson), { hasMore: false }));
+  return okPage(rows, deliveryJson);
 }
 
 export const webhookRoutes: readonly RouteSpec[] = [

@@ -4,7 +4,6 @@ import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
 import { TrellisError } from "@trellis/runtime";
 import {
   agentToPersona,
-  listJson,
   parseAutonomyTier,
   parseReceiptPolicy,
   workspaceToHarn,
@@ -18,13 +17,13 @@ import {
   created,
   ensureVisible,
   ok,
-  pageOf,
   param,
-  queryString,
+  queryWorkspace,
   required,
+  visible,
   workspaceOf,
 } from "./common.js";
-import { okPage } from "./paging.js";
+import { okPage, pageOf } from "./paging.js";
 
 export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
   const page = pageOf(call);
@@ -40,7 +39,7 @@ export async function listWorkspaces(call: RestCall): Promise<RestResponse> {
           throw error;
         },
       );
-    return ok(listJson(workspace ? [workspaceToHarn(workspace)] : [], { hasMore: false }));
+    return okPage(workspace ? [workspace] : [], workspaceToHarn);
   }
   const response = await client.listWorkspaces(page, call.options());
   return okPage(response.workspaces, workspaceToHarn, response.nextPageToken);
@@ -119,10 +118,7 @@ export async function archiveWorkspace(call: RestCall): Promise<RestResponse> {
 export async function listPersonas(call: RestCall): Promise<RestResponse> {
   const response = await call.ports.clients
     .get(AgentService)
-    .listAgents(
-      { workspaceId: workspaceOf(call, queryString(call, "workspace_id")), ...pageOf(call) },
-      call.options(),
-    );
+    .listAgents({ workspaceId: queryWorkspace(call), ...pageOf(call) }, call.options());
   // A credential restricted to some agents sees only those.
   const agents = usableAgents(call.caller, response.agents);
   return okPage(agents, agentToPersona, response.nextPageToken);
@@ -161,7 +157,5 @@ export async function getPersona(call: RestCall): Promise<RestResponse> {
   const { agent } = await call.ports.clients
     .get(AgentService)
     .getAgent({ agentId: id }, call.options());
-  const found = required(agent, "persona", id);
-  ensureVisible(call, found.workspaceId, "persona", id);
-  return ok(agentToPersona(found));
+  return ok(agentToPersona(visible(call, agent, "persona", id)));
 }
