@@ -167,9 +167,8 @@ export const restRoutes: readonly RouteSpec[] = [
     path: "/v1/sessions/{session_id}/events",
     scope: "events:read",
     handle: async (call) => {
-      const sessionId = param(call, "session_id");
-      await visibleSession(call, sessionId);
-      return listEvents(call, { sessionId });
+      const session = await visibleSession(call, param(call, "session_id"));
+      return listEvents(call, { sessionId: session.id, workspaceId: session.workspaceId });
     },
   },
   {
@@ -217,9 +216,8 @@ export const restRoutes: readonly RouteSpec[] = [
     path: "/v1/tasks/{task_id}/events",
     scope: "events:read",
     handle: async (call) => {
-      const taskId = param(call, "task_id");
-      await visibleTask(call, taskId);
-      return listEvents(call, { taskId });
+      const task = await visibleTask(call, param(call, "task_id"));
+      return listEvents(call, { taskId: task.id, workspaceId: task.workspaceId });
     },
   },
   {
