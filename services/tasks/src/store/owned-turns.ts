@@ -30,7 +30,7 @@ import { cancelRequested } from "../domain/lifecycle.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls } from "../domain/transcript.js";
 import { type KnownAgentState, knownAgentState } from "./agent-state.js";
-import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
+import { decodeMessages, encodeMessage } from "./codec.js";
 import {
   encodeRowChanges,
   outcomeRow,
@@ -49,7 +49,7 @@ import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from ".
 import {
   claimEvent,
   claimOf,
-  endedFailure,
+  endedColumns,
   endedOutcome,
   runEnd,
   submitDecision,
@@ -360,23 +360,8 @@ export class OwnedTurns {
         values: outcomeRow(endedOutcome(row, outcomeId, end, messages)),
       });
     }
-    const set: Partial<TaskRow> = {
-      status: end.status,
-      run_state: "done",
-      output: encodeMessages(messages),
-      outcome_id: outcomeId,
-      failure: endedFailure(row, end),
-      suspension: null,
-      signal_id: null,
-      checkpoint: null,
-      resume_payload: null,
-      lease_owner: null,
-      lease_expires_at: null,
-      ...(end.status === TaskStatus.CANCELED
-        ? { canceled_at: step.now }
-        : { completed_at: step.now }),
-      ...(outcome.backendId ? { assigned_backend: outcome.backendId } : {}),
-    };
+    const set: Partial<TaskRow> = endedColumns(row, end, messages, outcomeId, step.now);
+    if (outcome.backendId) set.assigned_backend = outcome.backendId;
     if (outcome.status === "completed" && outcome.state !== undefined) {
       set.state = outcome.state as TaskRow["state"];
       step.agentState = knownAgentState(outcome.state);
