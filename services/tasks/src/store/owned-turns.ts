@@ -38,7 +38,7 @@ import {
   type Row,
   type RowChange,
 } from "./row-changes.js";
-import { toTask } from "./rows.js";
+import { messageRows, toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
 import { sessionStream } from "./session-stream.js";
@@ -449,23 +449,10 @@ export class OwnedTurns {
     const prepared = messages.map(withIds);
     const { turns, turnCount } = assignTurns(session.turn_count, prepared);
     const start = session.message_count;
-    prepared.forEach((message, i) => {
-      step.rows.push({
-        op: "insert",
-        table: "messages",
-        values: {
-          id: message.id,
-          workspace_id: session.workspace_id,
-          session_id: session.id,
-          position: start + BigInt(i),
-          turn: turns[i] as bigint,
-          task_id: taskId,
-          role: message.role,
-          body: encodeMessage(message),
-          created_at: step.now,
-        },
-      });
-    });
+    for (const values of messageRows(session, prepared, start, turns, taskId)) {
+      values.created_at = step.now;
+      step.rows.push({ op: "insert", table: "messages", values });
+    }
     session.message_count = start + BigInt(prepared.length);
     session.turn_count = turnCount;
     const scope = this.#p.unit.scopeOf(session, actor);
