@@ -30,14 +30,8 @@ interface MemoryDatabase {
   memories: MemoryTable;
 }
 
-/** What {@link MemoryStore.create} writes. */
-export interface NewMemory {
-  workspaceId: string | null;
-  scope: MemoryScopeName;
-  ownerId: string;
-  content: JsonValue;
-  provenance: JsonObject;
-  metadata: JsonObject;
+/** What {@link MemoryStore.create} writes: a record but for its id and times. */
+export interface NewMemory extends Omit<MemoryRecord, "id" | "createdAt" | "updatedAt"> {
   idempotency?: { key: string; requestHash: string };
 }
 

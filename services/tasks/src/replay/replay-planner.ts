@@ -23,7 +23,7 @@ import { isTrellisError, type SecretFingerprints } from "@trellis/runtime";
 import { DETERMINISTIC_BACKENDS } from "../domain/defaults.js";
 import { conflict, invalidRequest } from "../domain/errors.js";
 import { newId } from "../domain/ids.js";
-import { isSuspended } from "../domain/lifecycle.js";
+import { isSuspended, isTerminal, taskEventKind } from "../domain/lifecycle.js";
 import {
   checkDeclaredHash,
   firstMissingModelRecord,
@@ -64,22 +64,9 @@ const VISIBILITY: Partial<Record<Visibility, OverrideVisibility>> = {
   [Visibility.RECEIPT_ONLY]: "receipt_only",
 };
 
-/** The event kind a task's settled status is announced with. */
+/** The event kind a task's settled status (terminal or suspended) is announced with. */
 function settlingKind(status: TaskStatus): string | undefined {
-  switch (status) {
-    case TaskStatus.COMPLETED:
-      return EVENT_KIND.taskCompleted;
-    case TaskStatus.FAILED:
-      return EVENT_KIND.taskFailed;
-    case TaskStatus.CANCELED:
-      return EVENT_KIND.taskCanceled;
-    case TaskStatus.INPUT_REQUIRED:
-      return EVENT_KIND.taskInputRequired;
-    case TaskStatus.AUTH_REQUIRED:
-      return EVENT_KIND.taskAuthRequired;
-    default:
-      return undefined;
-  }
+  return isTerminal(status) || isSuspended(status) ? taskEventKind(status) : undefined;
 }
 
 function delay(ms: number): Promise<void> {

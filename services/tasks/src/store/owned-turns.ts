@@ -30,7 +30,7 @@ import { cancelRequested } from "../domain/lifecycle.js";
 import type { RunOutcome } from "../domain/run.js";
 import { assignTurns, closeToolCalls } from "../domain/transcript.js";
 import { type KnownAgentState, knownAgentState } from "./agent-state.js";
-import { decodeMessages, encodeMessage, encodeMessages } from "./codec.js";
+import { decodeMessages, encodeMessage } from "./codec.js";
 import {
   encodeRowChanges,
   outcomeRow,
@@ -38,7 +38,7 @@ import {
   type Row,
   type RowChange,
 } from "./row-changes.js";
-import { toTask } from "./rows.js";
+import { messageRows, toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { OwnedSession, SessionOwner } from "./session-owner.js";
 import { sessionStream } from "./session-stream.js";
@@ -49,7 +49,7 @@ import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from ".
 import {
   claimEvent,
   claimOf,
-  endedFailure,
+  endedColumns,
   endedOutcome,
   runEnd,
   submitDecision,
@@ -360,23 +360,8 @@ export class OwnedTurns {
         values: outcomeRow(endedOutcome(row, outcomeId, end, messages)),
       });
     }
-    const set: Partial<TaskRow> = {
-      status: end.status,
-      run_state: "done",
-      output: encodeMessages(messages),
-      outcome_id: outcomeId,
-      failure: endedFailure(row, end),
-      suspension: null,
-      signal_id: null,
-      checkpoint: null,
-      resume_payload: null,
-      lease_owner: null,
-      lease_expires_at: null,
-      ...(end.status === TaskStatus.CANCELED
-        ? { canceled_at: step.now }
-        : { completed_at: step.now }),
-      ...(outcome.backendId ? { assigned_backend: outcome.backendId } : {}),
-    };
+    const set: Partial<TaskRow> = endedColumns(row, end, messages, outcomeId, step.now);
+    if (outcome.backendId) set.assigned_backend = outcome.backendId;
     if (outcome.status === "completed" && outcome.state !== undefined) {
       set.state = outcome.state as TaskRow["state"];
       step.agentState = knownAgentState(outcome.state);
@@ -464,23 +449,10 @@ export class OwnedTurns {
     const prepared = messages.map(withIds);
     const { turns, turnCount } = assignTurns(session.turn_count, prepared);
     const start = session.message_count;
-    prepared.forEach((message, i) => {
-      step.rows.push({
-        op: "insert",
-        table: "messages",
-        values: {
-          id: message.id,
-          workspace_id: session.workspace_id,
-          session_id: session.id,
-          position: start + BigInt(i),
-          turn: turns[i] as bigint,
-          task_id: taskId,
-          role: message.role,
-          body: encodeMessage(message),
-          created_at: step.now,
-        },
-      });
-    });
+    for (const values of messageRows(session, prepared, start, turns, taskId)) {
+      values.created_at = step.now;
+      step.rows.push({ op: "insert", table: "messages", values });
+    }
     session.message_count = start + BigInt(prepared.length);
     session.turn_count = turnCount;
     const scope = this.#p.unit.scopeOf(session, actor);

@@ -4,10 +4,10 @@
  * `replay.failed` event when it ends.
  */
 import type { JsonValue } from "@bufbuild/protobuf";
-import { type Message, SessionState, TaskStatus } from "@trellis/contracts/core";
+import { type Message, TaskStatus } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { notFound } from "../domain/errors.js";
-import { agentActor, dataEvent, sessionEvent, taskSubmittedEvent } from "../domain/events.js";
+import { agentActor, dataEvent, taskSubmittedEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
 import {
   deltasOf,
@@ -131,31 +131,16 @@ export class Replays {
         source.workspace_id,
         "task_id",
       );
-      const session = await this.#p.sessions.insertSession(tx, {
+      const session = await this.#p.sessions.insertFork(tx, parent, {
         id: sessionId,
-        workspaceId: parent.workspace_id,
         agentId: agent.id,
         metadata: { [REPLAY_KEY]: { source_task_id: plan.sourceTaskId, replay_task_id: taskId } },
+        branchId: newId("br"),
+        fromEventId: input.forkEventId,
+        count: input.forkCount,
+        note: `forked from session ${parent.id} to replay task ${plan.sourceTaskId} (${input.forkCount} messages)`,
         context,
-        fork: {
-          parent,
-          branchId: newId("br"),
-          fromEventId: input.forkEventId,
-          fromMessageId: await this.#p.sessions.messageIdAt(tx, parent, input.forkCount),
-          messageCount: input.forkCount,
-        },
       });
-      await this.#p.sessions.copyHistory(tx, parent, session, input.forkCount);
-      this.#p.unit.emit(
-        tx,
-        sessionEvent(
-          this.#p.unit.scopeOf(session, context.actor),
-          EVENT_KIND.threadForked,
-          SessionState.ACTIVE,
-          SessionState.UNSPECIFIED,
-          `forked from session ${parent.id} to replay task ${plan.sourceTaskId} (${input.forkCount} messages)`,
-        ),
-      );
       const scope = this.#p.unit.scopeOf(session, context.actor, input.idempotency?.key);
       this.#p.unit.emit(tx, taskSubmittedEvent(scope, taskId, agent.id));
       // Harn "replay.started": what is replayed, how, with which substitutions

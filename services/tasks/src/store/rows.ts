@@ -3,7 +3,7 @@
  */
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { TaskStatus } from "@trellis/contracts/core";
+import type { Message, TaskStatus } from "@trellis/contracts/core";
 import {
   type Agent,
   AgentSchema,
@@ -22,13 +22,15 @@ import {
   type Workspace,
   WorkspaceSchema,
 } from "@trellis/contracts/tasks";
+import type { Insertable } from "kysely";
 import { isSuspended } from "../domain/lifecycle.js";
 import { boundedStruct } from "./bounded-metadata.js";
-import { decodeMessage, decodeMessages } from "./codec.js";
+import { decodeMessage, decodeMessages, encodeMessage } from "./codec.js";
 import type {
   AgentRow,
   ArtifactRow,
   MessageRow,
+  MessageTable,
   OutcomeRow,
   SessionRow,
   TaskRow,
@@ -102,6 +104,29 @@ export function toSessionMessage(
     turn: row.turn,
     taskId: row.task_id,
   });
+}
+
+/**
+ * The `messages` rows of `messages` appended at position `start` of a
+ * session's transcript, in the turns `assignTurns` gave them.
+ */
+export function messageRows(
+  session: Pick<SessionRow, "workspace_id" | "id">,
+  messages: readonly Message[],
+  start: bigint,
+  turns: readonly bigint[],
+  taskId: string,
+): Insertable<MessageTable>[] {
+  return messages.map((message, i) => ({
+    id: message.id,
+    workspace_id: session.workspace_id,
+    session_id: session.id,
+    position: start + BigInt(i),
+    turn: turns[i] as bigint,
+    task_id: taskId,
+    role: message.role,
+    body: encodeMessage(message),
+  }));
 }
 
 export function toTask(row: TaskRow): Task {

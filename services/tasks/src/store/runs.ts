@@ -22,7 +22,7 @@ import { finishedStep } from "./step-records.js";
 import { NOW, type StoreContext } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult } from "./task-store.js";
-import { endedFailure, endedOutcome, runEnd } from "./turn-events.js";
+import { endedColumns, endedOutcome, runEnd } from "./turn-events.js";
 import type { LockedSession, TaskWrite, Tx } from "./write-unit.js";
 
 /** How a task ends (see `Runs.finalize`). */
@@ -133,29 +133,10 @@ export class Runs {
         artifact_ids: "[]",
       });
     }
-    const failure = endedFailure(row, end);
     return {
       kind: "update",
       id: row.id,
-      set: {
-        status: end.status,
-        run_state: "done",
-        output: encodeMessages(messages),
-        outcome_id: outcomeId,
-        failure,
-        suspension: null,
-        signal_id: null,
-        checkpoint: null,
-        resume_payload: null,
-        lease_owner: null,
-        lease_expires_at: null,
-        updated_at: NOW,
-        ...(end.status === TaskStatus.CANCELED
-          ? row.canceled_at
-            ? {}
-            : { canceled_at: NOW }
-          : { completed_at: NOW }),
-      },
+      set: { ...endedColumns(row, end, messages, outcomeId, NOW), updated_at: NOW },
     };
   }
 

@@ -271,37 +271,69 @@ export class Sessions {
             ? await this.#transcriptLengthThrough(tx, parent, input.atMessageId)
             : forkLength(parent.message_count, input.atMessageCount);
       const fromEventId = input.atEventId || (input.atOrigin ? "" : parent.last_event_id);
-      const session = await this.insertSession(tx, {
+      const session = await this.insertFork(tx, parent, {
         id,
-        workspaceId: parent.workspace_id,
         agentId: parent.agent_id,
         metadata: input.metadata,
+        branchId: input.branchId || newId("br"),
+        fromEventId,
+        count,
+        note: `forked from session ${parent.id} at ${fromEventId || "its start"} (${count} messages)`,
         context,
-        fork: {
-          parent,
-          branchId: input.branchId || newId("br"),
-          fromEventId,
-          fromMessageId: await this.messageIdAt(tx, parent, count),
-          messageCount: count,
-        },
       });
-      await this.copyHistory(tx, parent, session, count);
-      this.#p.unit.emit(
-        tx,
-        sessionEvent(
-          this.#p.unit.scopeOf(session, context.actor),
-          EVENT_KIND.threadForked,
-          SessionState.ACTIVE,
-          SessionState.UNSPECIFIED,
-          `forked from session ${parent.id} at ${fromEventId || "its start"} (${count} messages)`,
-        ),
-      );
       return this.#p.unit.saveSession(tx, session);
     });
   }
 
+  /**
+   * Inserts session `input.id` as a fork of `parent` that starts with the
+   * parent's first `count` messages, and emits `thread.forked` with `note`:
+   * ForkSession and a replay fork alike.
+   */
+  async insertFork(
+    tx: Tx,
+    parent: SessionRow,
+    input: {
+      id: string;
+      agentId: string;
+      metadata: Record<string, JsonValue> | undefined;
+      branchId: string;
+      fromEventId: string;
+      count: bigint;
+      note: string;
+      context: WriteContext;
+    },
+  ): Promise<LockedSession> {
+    const session = await this.insertSession(tx, {
+      id: input.id,
+      workspaceId: parent.workspace_id,
+      agentId: input.agentId,
+      metadata: input.metadata,
+      context: input.context,
+      fork: {
+        parent,
+        branchId: input.branchId,
+        fromEventId: input.fromEventId,
+        fromMessageId: await this.#messageIdAt(tx, parent, input.count),
+        messageCount: input.count,
+      },
+    });
+    await this.#copyHistory(tx, parent, session, input.count);
+    this.#p.unit.emit(
+      tx,
+      sessionEvent(
+        this.#p.unit.scopeOf(session, input.context.actor),
+        EVENT_KIND.threadForked,
+        SessionState.ACTIVE,
+        SessionState.UNSPECIFIED,
+        input.note,
+      ),
+    );
+    return session;
+  }
+
   /** The id of the message just before position `count` ("" for none). */
-  async messageIdAt(
+  async #messageIdAt(
     tx: Tx,
     session: Pick<SessionRow, "workspace_id" | "id">,
     count: bigint,
@@ -321,7 +353,7 @@ export class Sessions {
    * Gives a new (locked) session the first `count` messages of `parent`: the
    * fork shares the parent's history — same messages, same ids.
    */
-  async copyHistory(
+  async #copyHistory(
     tx: Tx,
     parent: SessionRow,
     session: LockedSession,

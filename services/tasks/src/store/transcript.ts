@@ -15,9 +15,9 @@ import { validateToolCallReference } from "@trellis/messages";
 import { conflict, invalidRequest, notFound } from "../domain/errors.js";
 import { messageEvent, SYSTEM_ACTOR } from "../domain/events.js";
 import { assignTurns } from "../domain/transcript.js";
-import { decodeMessage, encodeMessage } from "./codec.js";
+import { decodeMessage } from "./codec.js";
 import { readPage } from "./paging.js";
-import { toSessionMessage } from "./rows.js";
+import { messageRows, toSessionMessage } from "./rows.js";
 import type { SessionRow } from "./schema.js";
 import { type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
@@ -116,16 +116,7 @@ export class Transcript {
     const prepared = messages.map(withIds);
     const { turns, turnCount } = assignTurns(session.turn_count, prepared);
     const start = session.message_count;
-    const rows = prepared.map((message, i) => ({
-      id: message.id,
-      workspace_id: session.workspace_id,
-      session_id: session.id,
-      position: start + BigInt(i),
-      turn: turns[i] as bigint,
-      task_id: taskId,
-      role: message.role,
-      body: encodeMessage(message),
-    }));
+    const rows = messageRows(session, prepared, start, turns, taskId);
     // Written with the session row (see `WriteUnit.saveSession`).
     tx.pendingMessages.push(...rows);
     session.message_count = start + BigInt(rows.length);

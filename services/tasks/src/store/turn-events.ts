@@ -23,7 +23,7 @@ import { cancelRequested, isSuspended, transition } from "../domain/lifecycle.js
 import { decideSubmit, type SubmitDecision } from "../domain/mailbox.js";
 import type { RunOutcome } from "../domain/run.js";
 import { summarize } from "../domain/transcript.js";
-import { decodeRequirements, resumePayloadOf } from "./codec.js";
+import { decodeRequirements, encodeMessages, resumePayloadOf } from "./codec.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import type { Claim, SubmitResult } from "./task-store.js";
 
@@ -215,6 +215,39 @@ export function endedFailure(
       }),
     }),
   );
+}
+
+/**
+ * The columns a task's end sets (its writer adds `updated_at`): its status,
+ * output and outcome, and nothing left holding it (suspension, signal,
+ * checkpoint, lease). `at` is when, on the writer's clock; a requested
+ * cancel's `canceled_at` stays.
+ */
+export function endedColumns<At>(
+  row: Pick<TaskRow, "id" | "failure" | "canceled_at">,
+  end: Ended,
+  messages: readonly Message[],
+  outcomeId: string,
+  at: At,
+) {
+  return {
+    status: end.status,
+    run_state: "done",
+    output: encodeMessages(messages),
+    outcome_id: outcomeId,
+    failure: endedFailure(row, end),
+    suspension: null,
+    signal_id: null,
+    checkpoint: null,
+    resume_payload: null,
+    lease_owner: null,
+    lease_expires_at: null,
+    ...(end.status === TaskStatus.CANCELED
+      ? row.canceled_at
+        ? {}
+        : { canceled_at: at }
+      : { completed_at: at }),
+  };
 }
 
 /**
