@@ -145,6 +145,37 @@ export function describePublisherContract(name: string, target: PublisherContrac
       return publisher;
     };
 
+    /**
+     * The log of `s` (and its positioned side, where it has one), throwing
+     * what `refusal` returns for a batch instead of appending it.
+     */
+    const refusingLogs = (
+      s: Setup,
+      refusal: (batch: readonly Event[]) => Error | undefined,
+    ): Pick<PublisherOptions<unknown>, "log" | "positionedLog"> => {
+      const positioned = s.handle.positioned;
+      return {
+        log: {
+          append: async (batch) => {
+            const error = refusal(batch);
+            if (error) throw error;
+            return s.handle.log.append(batch);
+          },
+        },
+        ...(positioned
+          ? {
+              positionedLog: {
+                appendLogged: async (batch, options) => {
+                  const error = refusal(batch.map((logged) => logged.event));
+                  if (error) throw error;
+                  return positioned.appendLogged(batch, options);
+                },
+              },
+            }
+          : {}),
+      };
+    };
+
     /** What a consumer reading the workspace from the start sees. */
     const seen = async (log: EventLog, workspaceId: string): Promise<LoggedEvent[]> =>
       log.read({ filter: { workspaceId }, limit: 10_000 });
@@ -365,26 +396,9 @@ export function describePublisherContract(name: string, target: PublisherContrac
       let down = true;
       const unavailable = () =>
         new TrellisError({ reason: "service_unavailable", message: "log down (test)" });
-      const flaky: Pick<EventLog, "append"> = {
-        append: async (batch) => {
-          if (down) throw unavailable();
-          return s.handle.log.append(batch);
-        },
-      };
-      const positioned = s.handle.positioned;
       const dead: DeadLetter[] = [];
       const publisher = await start(s, {
-        log: flaky,
-        ...(positioned
-          ? {
-              positionedLog: {
-                appendLogged: async (batch, options) => {
-                  if (down) throw unavailable();
-                  return positioned.appendLogged(batch, options);
-                },
-              },
-            }
-          : {}),
+        ...refusingLogs(s, () => (down ? unavailable() : undefined)),
         maxAttempts: 2,
         onDeadLetter: (d) => dead.push(d),
       });
@@ -411,26 +425,11 @@ export function describePublisherContract(name: string, target: PublisherContrac
       const refused = events[1] as Event;
       const conflict = () =>
         new TrellisError({ reason: "conflict", message: "different history (test)" });
-      const picky: Pick<EventLog, "append"> = {
-        append: async (batch) => {
-          if (batch.some((e) => e.id === refused.id)) throw conflict();
-          return s.handle.log.append(batch);
-        },
-      };
-      const positioned = s.handle.positioned;
       const dead: DeadLetter[] = [];
       const publisher = await start(s, {
-        log: picky,
-        ...(positioned
-          ? {
-              positionedLog: {
-                appendLogged: async (batch, options) => {
-                  if (batch.some((e) => e.event.id === refused.id)) throw conflict();
-                  return positioned.appendLogged(batch, options);
-                },
-              },
-            }
-          : {}),
+        ...refusingLogs(s, (batch) =>
+          batch.some((e) => e.id === refused.id) ? conflict() : undefined,
+        ),
         maxAttempts: 3,
         onDeadLetter: (d) => dead.push(d),
       });
