@@ -98,6 +98,24 @@ function where(path: string): string {
   return path === "" ? "the request body" : path;
 }
 
+/** More than `maxNodes` values in the document, or at once in the array at `path`. */
+function tooManyNodes(path: string, maxNodes: number): StructureViolation {
+  return {
+    limit: "nodes",
+    path,
+    message: `${where(path)} holds more than ${maxNodes} JSON values`,
+  };
+}
+
+/** The field at `path` (counted whole, keys and strings) is over `maxTotalLength`. */
+function tooLarge(path: string, maxTotalLength: number): StructureViolation {
+  return {
+    limit: "total_length",
+    path,
+    message: `${where(path)} is larger than ${maxTotalLength} characters of keys and strings`,
+  };
+}
+
 /**
  * The first way `value` exceeds `limits`, or undefined. `fieldLimits`, when
  * given, also bounds its strings and total size (for one free-form field).
@@ -119,11 +137,7 @@ export function findStructureViolation(
     const current = stack.pop() as { value: Json; depth: number; path: string };
     nodes += 1;
     if (nodes > limits.maxNodes) {
-      return {
-        limit: "nodes",
-        path,
-        message: `${where(path)} holds more than ${limits.maxNodes} JSON values`,
-      };
+      return tooManyNodes(path, limits.maxNodes);
     }
     const v = current.value;
     if (typeof v === "string") {
@@ -137,11 +151,7 @@ export function findStructureViolation(
         }
         total += v.length;
         if (total > fieldLimits.maxTotalLength) {
-          return {
-            limit: "total_length",
-            path,
-            message: `${where(path)} is larger than ${fieldLimits.maxTotalLength} characters of keys and strings`,
-          };
+          return tooLarge(path, fieldLimits.maxTotalLength);
         }
       }
       continue;
@@ -157,11 +167,7 @@ export function findStructureViolation(
     }
     if (Array.isArray(v)) {
       if (nodes + v.length > limits.maxNodes) {
-        return {
-          limit: "nodes",
-          path: current.path,
-          message: `${where(current.path)} holds more than ${limits.maxNodes} JSON values`,
-        };
+        return tooManyNodes(current.path, limits.maxNodes);
       }
       for (let i = v.length - 1; i >= 0; i--) {
         stack.push({ value: v[i] as Json, depth, path: pathOf(current.path, i) });
@@ -190,11 +196,7 @@ export function findStructureViolation(
       if (fieldLimits) {
         total += key.length;
         if (total > fieldLimits.maxTotalLength) {
-          return {
-            limit: "total_length",
-            path,
-            message: `${where(path)} is larger than ${fieldLimits.maxTotalLength} characters of keys and strings`,
-          };
+          return tooLarge(path, fieldLimits.maxTotalLength);
         }
       }
       stack.push({ value: v[key] as Json, depth, path: pathOf(current.path, key) });

@@ -41,9 +41,15 @@ import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import type { LoggedEvent } from "@trellis/eventlog";
 import type { Logger } from "@trellis/runtime";
-import type { AgentDirectory } from "./agents.js";
+import type { AgentDirectory, AgentFacts } from "./agents.js";
 import type { ReceiptsConfig } from "./config.js";
-import { buildApprovalReceipt, buildTaskReceipt, sealReceipt } from "./domain/build.js";
+import {
+  type AgentProfile,
+  buildApprovalReceipt,
+  buildTaskReceipt,
+  type ReceiptIssue,
+  sealReceipt,
+} from "./domain/build.js";
 import { eventHash, isSha256, merkleRoot } from "./domain/canonical.js";
 import {
   APPROVAL_EVENT_KIND,
@@ -342,14 +348,28 @@ export class ReceiptProcessor {
     }
   }
 
+  /** The receipt policy of `agent` in its workspace, and the agent as a receipt names it (with the workspace's tenant). */
   async #policy(
     workspaceId: string,
-    agentPolicy: ReceiptPolicyName | undefined,
-  ): Promise<{ policy: ReceiptPolicyName; tenantId?: string }> {
+    agent: AgentFacts,
+  ): Promise<{ policy: ReceiptPolicyName; profile: AgentProfile }> {
     const workspace = await this.#o.directory.workspace(workspaceId);
+    const { tenantId } = workspace;
     return {
-      policy: effectivePolicy(agentPolicy, workspace.policy),
-      ...(workspace.tenantId ? { tenantId: workspace.tenantId } : {}),
+      policy: effectivePolicy(agent.policy, workspace.policy),
+      profile: { ...agent.profile, ...(tenantId ? { tenantId } : {}) },
+    };
+  }
+
+  /** What every receipt is issued with, by this service's current key. */
+  #issue(issuedAt: Date, workspaceId: string, sessionId: string): ReceiptIssue {
+    return {
+      receiptId: this.#newId(),
+      issuedAt,
+      issuer: this.#o.config.issuer,
+      keyId: this.#o.keys.current.keyId,
+      workspaceId,
+      sessionId,
     };
   }
 
@@ -386,13 +406,12 @@ export class ReceiptProcessor {
       summary.agentId ?? agentIdOf(event),
       workspaceId,
     );
-    const { policy, tenantId } = await this.#policy(workspaceId, agent.policy);
+    const { policy, profile } = await this.#policy(workspaceId, agent);
     if (policy === "disabled") {
       logger.debug("receipt policy is disabled; no receipt", { task_id: taskId });
       return ACK;
     }
     const root = complete ? merkleRoot(summary.streamHashes) : undefined;
-    const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };
     const sourceTaskId = summary.replay?.sourceTaskId;
     // Issued in an earlier batch: from the store; issued in this one (sealed
     // before this receipt, see sourcesFirst): from the batch, at sealing.
@@ -412,12 +431,7 @@ export class ReceiptProcessor {
           storedSource ?? (sourceTaskId ? issued("task", "task", sourceTaskId) : undefined);
         const replaySource = sourceRow ? sourceReceiptOf(sourceRow) : undefined;
         const unsigned = buildTaskReceipt({
-          receiptId: this.#newId(),
-          issuedAt: now,
-          issuer: this.#o.config.issuer,
-          keyId: keys.current.keyId,
-          workspaceId,
-          sessionId: event.sessionId,
+          ...this.#issue(now, workspaceId, event.sessionId),
           summary,
           ...(summary.startTier ? { agentAtStart: { ...profile, tier: summary.startTier } } : {}),
           agent: profile,
@@ -465,9 +479,8 @@ export class ReceiptProcessor {
     }
     const workspaceId = workspaceOf(event);
     const agent = await directory.agentOfTask(taskId, summary.agentId, workspaceId);
-    const { policy, tenantId } = await this.#policy(workspaceId, agent.policy);
+    const { policy, profile } = await this.#policy(workspaceId, agent);
     if (policy === "disabled") return undefined;
-    const profile = { ...agent.profile, ...(tenantId ? { tenantId } : {}) };
     return {
       workspaceId,
       kind: "approval",
@@ -478,12 +491,7 @@ export class ReceiptProcessor {
       seal: (previousHash) => {
         const now = this.#now();
         const unsigned = buildApprovalReceipt({
-          receiptId: this.#newId(),
-          issuedAt: now,
-          issuer: this.#o.config.issuer,
-          keyId: keys.current.keyId,
-          workspaceId,
-          sessionId: event.sessionId,
+          ...this.#issue(now, workspaceId, event.sessionId),
           eventId: event.id,
           eventHash: hash,
           decidedAt: facts.at,

@@ -5,7 +5,7 @@
 import type { AppendResult, EventLog } from "@trellis/eventlog";
 import { TrellisError } from "@trellis/runtime";
 import { eventually, uniqueName } from "@trellis/testkit";
-import { sql } from "kysely";
+import { type RootOperationNode, sql } from "kysely";
 import { describe, expect, it } from "vitest";
 import type { Database } from "../database.js";
 import { DEAD_LETTER_KIND, type DeadLetter } from "../outbox/dead-letter.js";
@@ -27,6 +27,10 @@ export function describeRelayContract(suite: StorageSuite): void {
   const { name, newEventLog, outboxSchema, startRelay } = suite;
 
   describe("outbox: relay", () => {
+    /** Without its trigger the outbox sends no NOTIFY: only a kick or the poll wakes the relay. */
+    const dropNotifyTrigger = (schema: string) =>
+      sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(suite.database.kysely);
+
     it("publishes every event once, per resource in sequence order, while writers run", async () => {
       const schema = await outboxSchema();
       const log = await newEventLog();
@@ -91,20 +95,9 @@ export function describeRelayContract(suite: StorageSuite): void {
       const log = await newEventLog();
       // Count the relay's reads of unpublished rows: one per round.
       let rounds = 0;
-      const counting: Database = {
-        kind: suite.database.kind,
-        kysely: suite.database.kysely.withPlugin({
-          transformQuery: (args) => {
-            if (args.node.kind === "SelectQueryNode") rounds++;
-            return args.node;
-          },
-          transformResult: async (args) => args.result,
-        }),
-        ping: (o) => suite.database.ping(o),
-        acquireLock: (n, o) => suite.database.acquireLock(n, o),
-        listen: (c, f) => suite.database.listen(c, f),
-        close: () => suite.database.close(),
-      };
+      const counting = watchingQueries(suite.database, (node) => {
+        if (node.kind === "SelectQueryNode") rounds++;
+      });
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 }, counting);
       await eventually(() => relay.active && rounds >= 1, { what: "relay's first round" });
       const notified: string[] = [];
@@ -137,26 +130,12 @@ export function describeRelayContract(suite: StorageSuite): void {
       const log = await newEventLog();
       let reads = 0;
       let writes = 0;
-      const counting: Database = {
-        kind: suite.database.kind,
-        kysely: suite.database.kysely.withPlugin({
-          transformQuery: (args) => {
-            const text = JSON.stringify(args.node);
-            if (args.node.kind === "SelectQueryNode") reads++;
-            else if (text.includes("published_at")) writes++;
-            return args.node;
-          },
-          transformResult: async (args) => args.result,
-        }),
-        ping: (o) => suite.database.ping(o),
-        acquireLock: (n, o) => suite.database.acquireLock(n, o),
-        listen: (c, f) => suite.database.listen(c, f),
-        close: () => suite.database.close(),
-      };
+      const counting = watchingQueries(suite.database, (node) => {
+        if (node.kind === "SelectQueryNode") reads++;
+        else if (JSON.stringify(node).includes("published_at")) writes++;
+      });
       // No NOTIFY: only the kick (with its rows) and the poll wake it.
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
-        suite.database.kysely,
-      );
+      await dropNotifyTrigger(schema);
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 }, counting);
       await eventually(() => relay.active && reads >= 1, { what: "relay's first round" });
       const readsBefore = reads;
@@ -186,9 +165,7 @@ export function describeRelayContract(suite: StorageSuite): void {
     it("reads the outbox when a handed row's resource has an earlier row nobody handed over", async () => {
       const schema = await outboxSchema();
       const log = await newEventLog();
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
-        suite.database.kysely,
-      );
+      await dropNotifyTrigger(schema);
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 });
       await eventually(() => relay.active, { what: "relay active" });
       await new Promise((r) => setTimeout(r, 200));
@@ -222,9 +199,7 @@ export function describeRelayContract(suite: StorageSuite): void {
     it("wakes up on kick() when no notification arrives", async () => {
       const schema = await outboxSchema();
       // Without the trigger no NOTIFY is sent: only kick() or the poll can wake it.
-      await sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(
-        suite.database.kysely,
-      );
+      await dropNotifyTrigger(schema);
       const log = await newEventLog();
       const relay = startRelay(log, schema, { pollIntervalMs: 60_000 });
       await eventually(() => relay.active, { what: "relay active" });
@@ -445,4 +420,22 @@ export function describeRelayContract(suite: StorageSuite): void {
       expectPerResourceOrder(published);
     });
   });
+}
+
+/** `database`, showing `seen` every query sent through it (to count the relay's reads and writes). */
+function watchingQueries(database: Database, seen: (node: RootOperationNode) => void): Database {
+  return {
+    kind: database.kind,
+    kysely: database.kysely.withPlugin({
+      transformQuery: (args) => {
+        seen(args.node);
+        return args.node;
+      },
+      transformResult: async (args) => args.result,
+    }),
+    ping: (o) => database.ping(o),
+    acquireLock: (n, o) => database.acquireLock(n, o),
+    listen: (c, f) => database.listen(c, f),
+    close: () => database.close(),
+  };
 }

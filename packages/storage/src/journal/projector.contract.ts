@@ -188,21 +188,28 @@ export function describeProjectorContract(
       expect(calls).toBeLessThanOrEqual(2);
     });
 
-    it("gathers again after a waiter was served (delayMs)", async () => {
+    /** A projector delaying a minute (no polling), with its journal and the positions of each batch it applied. */
+    const delayedProjector = async (options: { delayUntilBacklog?: number } = {}) => {
       const schema = await freshSchema();
       const journal = open(schema);
       const { apply, applied } = await projection(schema);
       const batches: bigint[][] = [];
-      // Only a waiter makes it apply within the test: the delay is a minute.
       const projector = await project(schema, {
         journal,
         delayMs: 60_000,
         pollIntervalMs: 60_000,
+        ...options,
         project: async (batch, trx) => {
           batches.push(batch.map((e) => e.position));
           await apply(batch, trx);
         },
       });
+      return { journal, projector, batches, applied };
+    };
+
+    it("gathers again after a waiter was served (delayMs)", async () => {
+      // Only a waiter makes it apply within the test: the delay is a minute.
+      const { journal, projector, batches, applied } = await delayedProjector();
       // A waiter does not sit out the delay: a minute would outlast the test.
       const first = await journal.append([entry("a")]);
       await projector.waitFor(first.positions[0] as bigint);
@@ -217,23 +224,11 @@ export function describeProjectorContract(
     });
 
     it("applies a large backlog without waiting the delay (delayUntilBacklog, default 32)", async () => {
-      const schema = await freshSchema();
-      const journal = open(schema);
-      const { apply, applied } = await projection(schema);
-      const batches: number[] = [];
       // Nobody waits and the delay is a minute: only the backlog's size applies it.
-      await project(schema, {
-        journal,
-        delayMs: 60_000,
-        pollIntervalMs: 60_000,
-        project: async (batch, trx) => {
-          batches.push(batch.length);
-          await apply(batch, trx);
-        },
-      });
+      const { journal, batches, applied } = await delayedProjector();
       await journal.append(Array.from({ length: 32 }, (_, i) => entry(`s${i}`)));
       await eventually(async () => (await applied()).length === 32, { timeoutMs: 10_000 });
-      expect(batches).toEqual([32]);
+      expect(batches.map((b) => b.length)).toEqual([32]);
     });
 
     it("refuses a delayUntilBacklog that is not a whole number ≥ 1, typed", async () => {
@@ -248,19 +243,8 @@ export function describeProjectorContract(
     });
 
     it("ends a delay once the backlog reaches delayUntilBacklog, one batch", async () => {
-      const schema = await freshSchema();
-      const journal = open(schema);
-      const { apply, applied } = await projection(schema);
-      const batches: bigint[][] = [];
-      const projector = await project(schema, {
-        journal,
-        delayMs: 60_000,
+      const { journal, projector, batches, applied } = await delayedProjector({
         delayUntilBacklog: 3,
-        pollIntervalMs: 60_000,
-        project: async (batch, trx) => {
-          batches.push(batch.map((e) => e.position));
-          await apply(batch, trx);
-        },
       });
       await journal.append([entry("a")]);
       await journal.append([entry("b")]);

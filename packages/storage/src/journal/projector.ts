@@ -6,7 +6,7 @@ import { assertSchemaName } from "../schema-name.js";
 import type { Journal } from "./journal.js";
 import { invalidJournalInput, journalUnavailable, projectorTimeout } from "./journal-errors.js";
 import { type JournalRecord, journalHead, readJournal } from "./journal-read.js";
-import { journalChannel, journalTables } from "./journal-schema.js";
+import { type JournalDeadLetterTable, journalChannel, journalTables } from "./journal-schema.js";
 
 /** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
 const WOKEN = "woken";
@@ -41,16 +41,12 @@ function sqlState(error: unknown): string | undefined {
   return typeof code === "string" && /^[0-9A-Z]{5}$/.test(code) ? code : undefined;
 }
 
-/** An entry a projector could not apply and moved past (see {@link ProjectorOptions.isPoison}). */
-export interface ProjectorDeadLetter {
-  projector: string;
-  position: bigint;
-  stream: string;
-  kind: string;
-  /** The database's SQLSTATE, or `refused`. */
-  reason: string;
-  message: string;
-}
+/**
+ * An entry a projector could not apply and moved past (see
+ * {@link ProjectorOptions.isPoison}): its `journal_dead_letter` row, less
+ * the time it was written.
+ */
+export type ProjectorDeadLetter = Omit<JournalDeadLetterTable, "created_at">;
 
 /** Options of {@link createProjector}. */
 export interface ProjectorOptions<DB> {

@@ -145,6 +145,37 @@ export function describePublisherContract(name: string, target: PublisherContrac
       return publisher;
     };
 
+    /**
+     * The log of `s` (and its positioned side, where it has one), throwing
+     * what `refusal` returns for a batch instead of appending it.
+     */
+    const refusingLogs = (
+      s: Setup,
+      refusal: (batch: readonly Event[]) => Error | undefined,
+    ): Pick<PublisherOptions<unknown>, "log" | "positionedLog"> => {
+      const positioned = s.handle.positioned;
+      return {
+        log: {
+          append: async (batch) => {
+            const error = refusal(batch);
+            if (error) throw error;
+            return s.handle.log.append(batch);
+          },
+        },
+        ...(positioned
+          ? {
+              positionedLog: {
+                appendLogged: async (batch, options) => {
+                  const error = refusal(batch.map((logged) => logged.event));
+                  if (error) throw error;
+                  return positioned.appendLogged(batch, options);
+                },
+              },
+            }
+          : {}),
+      };
+    };
+
     /** What a consumer reading the workspace from the start sees. */
     const seen = async (log: EventLog, workspaceId: string): Promise<LoggedEvent[]> =>
       log.read({ filter: { workspaceId }, limit: 10_000 });
@@ -163,12 +194,14 @@ export function describePublisherContract(name: string, target: PublisherContrac
      * Every event once, each resource's events in their sequence order. The
      * in-process log keeps journal order across resources too (it takes
      * journal positions); JetStream appends different resources of a batch
-     * in parallel, so across resources its order is the log's.
+     * in parallel, so across resources its order is the log's. Returns what
+     * the workspace's log holds.
      */
-    const expectOnce = (logged: LoggedEvent[], events: Event[], positioned: boolean) => {
+    const expectOnce = async (s: Setup, events: Event[]): Promise<LoggedEvent[]> => {
+      const logged = await seen(s.handle.log, s.workspaceId);
       const ids = logged.map((l) => l.event.id);
       expect(new Set(ids).size).toBe(ids.length);
-      if (positioned) expect(ids).toEqual(events.map((e) => e.id));
+      if (s.handle.positioned) expect(ids).toEqual(events.map((e) => e.id));
       else expect([...ids].sort()).toEqual(events.map((e) => e.id).sort());
       const byResource = (list: Event[]) => {
         const map = new Map<string, string[]>();
@@ -179,6 +212,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
         return map;
       };
       expect(byResource(logged.map((l) => l.event))).toEqual(byResource(events));
+      return logged;
     };
 
     it("publishes the journal's events in position order and passes over step records", async () => {
@@ -191,8 +225,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       await publisher.waitFor(last, { timeoutMs: 30_000 });
       const last2 = await appendEvents(s.journal, events.slice(6));
       await publisher.waitFor(last2, { timeoutMs: 30_000 });
-      const logged = await seen(s.handle.log, s.workspaceId);
-      expectOnce(logged, events, s.handle.positioned !== undefined);
+      const logged = await expectOnce(s, events);
       const stats = publisher.stats();
       expect(stats.passed).toBe(4);
       expect(stats.published).toBe(12);
@@ -217,11 +250,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       await appendEvents(s.journal, events.slice(3));
       const second = await start(s);
       await second.waitFor(s.journal.head(), { timeoutMs: 30_000 });
-      expectOnce(
-        await seen(s.handle.log, s.workspaceId),
-        events,
-        s.handle.positioned !== undefined,
-      );
+      await expectOnce(s, events);
       expect(second.stats()).toMatchObject({ published: 3, duplicates: 0 });
     });
 
@@ -245,11 +274,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
         timeoutMs: 30_000,
         what: "the events in the log",
       });
-      expectOnce(
-        await seen(s.handle.log, s.workspaceId),
-        events,
-        s.handle.positioned !== undefined,
-      );
+      await expectOnce(s, events);
       expect(publisher.stats().published).toBe(3);
     });
 
@@ -293,11 +318,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
 
         const restarted = await start(s);
         await restarted.waitFor(last, { timeoutMs: 30_000 });
-        expectOnce(
-          await seen(s.handle.log, s.workspaceId),
-          events,
-          s.handle.positioned !== undefined,
-        );
+        await expectOnce(s, events);
         expect(restarted.stats()).toMatchObject({ published: 20, duplicates: reached });
       });
     }
@@ -365,26 +386,9 @@ export function describePublisherContract(name: string, target: PublisherContrac
       let down = true;
       const unavailable = () =>
         new TrellisError({ reason: "service_unavailable", message: "log down (test)" });
-      const flaky: Pick<EventLog, "append"> = {
-        append: async (batch) => {
-          if (down) throw unavailable();
-          return s.handle.log.append(batch);
-        },
-      };
-      const positioned = s.handle.positioned;
       const dead: DeadLetter[] = [];
       const publisher = await start(s, {
-        log: flaky,
-        ...(positioned
-          ? {
-              positionedLog: {
-                appendLogged: async (batch, options) => {
-                  if (down) throw unavailable();
-                  return positioned.appendLogged(batch, options);
-                },
-              },
-            }
-          : {}),
+        ...refusingLogs(s, () => (down ? unavailable() : undefined)),
         maxAttempts: 2,
         onDeadLetter: (d) => dead.push(d),
       });
@@ -396,11 +400,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       expect(publisher.status().lag).toBeGreaterThan(0n);
       down = false;
       await publisher.waitFor(last, { timeoutMs: 30_000 });
-      expectOnce(
-        await seen(s.handle.log, s.workspaceId),
-        events,
-        s.handle.positioned !== undefined,
-      );
+      await expectOnce(s, events);
       expect(dead).toEqual([]);
       expect(() => health.check(new AbortController().signal)).not.toThrow();
     });
@@ -411,26 +411,11 @@ export function describePublisherContract(name: string, target: PublisherContrac
       const refused = events[1] as Event;
       const conflict = () =>
         new TrellisError({ reason: "conflict", message: "different history (test)" });
-      const picky: Pick<EventLog, "append"> = {
-        append: async (batch) => {
-          if (batch.some((e) => e.id === refused.id)) throw conflict();
-          return s.handle.log.append(batch);
-        },
-      };
-      const positioned = s.handle.positioned;
       const dead: DeadLetter[] = [];
       const publisher = await start(s, {
-        log: picky,
-        ...(positioned
-          ? {
-              positionedLog: {
-                appendLogged: async (batch, options) => {
-                  if (batch.some((e) => e.event.id === refused.id)) throw conflict();
-                  return positioned.appendLogged(batch, options);
-                },
-              },
-            }
-          : {}),
+        ...refusingLogs(s, (batch) =>
+          batch.some((e) => e.id === refused.id) ? conflict() : undefined,
+        ),
         maxAttempts: 3,
         onDeadLetter: (d) => dead.push(d),
       });
@@ -461,11 +446,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       const head = s.journal.head();
       await a.waitFor(head, { timeoutMs: 30_000 });
       await b.waitFor(head, { timeoutMs: 30_000 });
-      expectOnce(
-        await seen(s.handle.log, s.workspaceId),
-        events,
-        s.handle.positioned !== undefined,
-      );
+      await expectOnce(s, events);
       expect(a.stats().duplicates + b.stats().duplicates).toBe(0);
       expect(a.stats().published + b.stats().published).toBe(60);
     });
@@ -495,11 +476,7 @@ export function describePublisherContract(name: string, target: PublisherContrac
       expect(BigInt(position.rows[0]?.position ?? 0n)).toBe(0n);
       const restarted = await start(s);
       await restarted.waitFor(last, { timeoutMs: 30_000 });
-      expectOnce(
-        await seen(s.handle.log, s.workspaceId),
-        events,
-        s.handle.positioned !== undefined,
-      );
+      await expectOnce(s, events);
       expect(restarted.stats()).toMatchObject({ published: 30, duplicates: 13 });
     }, 180_000); // a child process starting with tsx on a loaded 2-core box
 

@@ -238,6 +238,15 @@ export function describeLeaseContract(
       const journal = journalOf(schema);
       const a = open(schema);
       const b = open(schema, {}, backend.other);
+      const history = () =>
+        readJournal(backend.other.kysely, schema, { stream: "ses_f", limit: 100 });
+      const bodies = async () => (await history()).map((r) => new TextDecoder().decode(r.body));
+      /** "written", or the reason the journal refused the append. */
+      const appendAt = (body: string, expectedPosition: bigint) =>
+        journal.append([entry("ses_f", body)], { expectedPosition }).then(
+          () => "written",
+          (error) => reasonOf(error),
+        );
       const mine = await a.acquire("ses_f");
       if (!mine.acquired) throw new Error("a must acquire");
       let aHead = mine.expectedPosition;
@@ -249,26 +258,12 @@ export function describeLeaseContract(
       if (!theirs.acquired) throw new Error("b must take over");
       expect(theirs.expectedPosition).toBe(aHead);
       // The new owner rebuilds from the journal up to its head, then appends.
-      const rebuilt = await readJournal(backend.other.kysely, schema, {
-        stream: "ses_f",
-        limit: 100,
-      });
-      expect(rebuilt.map((r) => r.position)).toEqual([aHead]);
+      expect((await history()).map((r) => r.position)).toEqual([aHead]);
       await journal.append([entry("ses_f", "b1")], { expectedPosition: theirs.expectedPosition });
 
       // A does not know yet; its append with its old expectation is refused.
-      const refused = await journal
-        .append([entry("ses_f", "a2")], { expectedPosition: aHead })
-        .then(
-          () => "written",
-          (error) => reasonOf(error),
-        );
-      expect(refused).toBe("conflict");
-      const history = await readJournal(backend.other.kysely, schema, {
-        stream: "ses_f",
-        limit: 100,
-      });
-      expect(history.map((r) => new TextDecoder().decode(r.body))).toEqual(["a1", "b1"]);
+      expect(await appendAt("a2", aHead)).toBe("conflict");
+      expect(await bodies()).toEqual(["a1", "b1"]);
 
       // The other order: the deposed owner slips in first; then the new
       // owner's first append is the one refused, and still one history.
@@ -277,18 +272,8 @@ export function describeLeaseContract(
       const third = await c.acquire("ses_f");
       if (!third.acquired) throw new Error("c must take over");
       await journal.append([entry("ses_f", "b2")], { expectedPosition: third.expectedPosition });
-      const late = await journal
-        .append([entry("ses_f", "c1")], { expectedPosition: third.expectedPosition })
-        .then(
-          () => "written",
-          (error) => reasonOf(error),
-        );
-      expect(late).toBe("conflict");
-      const final = await readJournal(backend.other.kysely, schema, {
-        stream: "ses_f",
-        limit: 100,
-      });
-      expect(final.map((r) => new TextDecoder().decode(r.body))).toEqual(["a1", "b1", "b2"]);
+      expect(await appendAt("c1", third.expectedPosition)).toBe("conflict");
+      expect(await bodies()).toEqual(["a1", "b1", "b2"]);
     });
 
     it("is bounded and raises typed errors", async () => {
