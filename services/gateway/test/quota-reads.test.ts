@@ -10,6 +10,7 @@ import type { EmbeddedTrellis } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadLimitsConfig } from "../src/quota/config.js";
+import { bearer } from "./support/bearer.js";
 import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-read-limit-admin-key-0123456789";
@@ -93,12 +94,7 @@ describe("read rate limits", () => {
       SessionService,
       createGrpcTransport({
         baseUrl: trellis.address.url,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${key}`);
-            return next(req);
-          },
-        ],
+        interceptors: [bearer(key)],
       }),
     );
     for (let i = 0; i < READS - 1; i++) await sessions.listSessions({ workspaceId: "default" });
