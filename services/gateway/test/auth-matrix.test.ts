@@ -41,12 +41,11 @@ import {
   matrixRows,
   type Req,
   type Row,
-  replyGraph,
   userMessage,
-  waitGraph,
   webhookBody,
 } from "./support/auth-matrix/rows.js";
 import { bearer } from "./support/bearer.js";
+import { replyGraph, waitGraph } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 
 const ADMIN_KEY = "trellis-matrix-admin-key-0123456789";

@@ -100,6 +100,26 @@ export function streamingAgent(chunkChars = 4, chunkDelayMs = 20): Json {
   };
 }
 
+/** A scripted agent that replies once. */
+export const replyGraph = {
+  entry: "reply",
+  nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
+  edges: [{ from: "reply", to: "END" }],
+};
+
+/** A scripted agent that waits for input, then replies. */
+export const waitGraph = {
+  entry: "ask",
+  nodes: {
+    ask: { suspend: { signal_id: "more", kind: "input" } },
+    done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
+  },
+  edges: [
+    { from: "ask", to: "done" },
+    { from: "done", to: "END" },
+  ],
+};
+
 /** The fixed end of {@link streamingAgent}'s reply (long enough to stream for a while). */
 export const STREAMED_TAIL =
   "every few characters arrive as a token, the preview grows, and the final response confirms it.";
