@@ -3,53 +3,12 @@
 // sends a message and gets the reply, streams a turn, and resumes an
 // input-required turn of a gated agent with a second message.
 import { randomUUID } from "node:crypto";
-import { type Message, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { type Message, type StreamResponse, TaskState } from "@a2a-js/sdk";
+import { a2aClient, a2aText, a2aTextMessage, asA2aTask } from "@trellis/testkit/a2a-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTrellisDev, type TrellisDev } from "./support/trellis-dev.js";
 
 const KEY = `trellis-a2a-dev-${randomUUID()}`;
-
-async function clientOf(cardUrl: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${KEY}`);
-    return fetch(input, { ...init, headers });
-  };
-  return new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  ).createFromUrl(cardUrl, cardUrl);
-}
-
-function message(text: string, extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [
-      {
-        content: { $case: "text", value: text },
-        metadata: undefined,
-        filename: "",
-        mediaType: "text/plain",
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
 
 const send = (m: Message) => ({
   tenant: "",
@@ -57,14 +16,6 @@ const send = (m: Message) => ({
   configuration: undefined,
   metadata: undefined,
 });
-
-function asTask(result: Message | Task): Task {
-  if (!("status" in result)) throw new Error("expected a task");
-  return result;
-}
-
-const textOf = (m: Message | undefined) =>
-  (m?.parts ?? []).map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
 
 describe("A2A on trellis dev", () => {
   let dev: TrellisDev;
@@ -78,13 +29,13 @@ describe("A2A on trellis dev", () => {
   });
 
   it("sends, streams, and resumes an input-required turn", async () => {
-    const client = await clientOf(`${dev.url}/.well-known/agent-card.json`);
-    const reply = asTask(await client.sendMessage(send(message("hello from A2A"))));
+    const client = await a2aClient(`${dev.url}/.well-known/agent-card.json`, KEY);
+    const reply = asA2aTask(await client.sendMessage(send(a2aTextMessage("hello from A2A"))));
     expect(reply.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(textOf(reply.status?.message)).toBe("hello from A2A");
+    expect(a2aText(reply.status?.message)).toBe("hello from A2A");
 
     const events: StreamResponse[] = [];
-    for await (const event of client.sendMessageStream(send(message("streamed")))) {
+    for await (const event of client.sendMessageStream(send(a2aTextMessage("streamed")))) {
       events.push(event);
     }
     expect(events[0]?.payload?.$case).toBe("task");
@@ -96,7 +47,7 @@ describe("A2A on trellis dev", () => {
       events.some(
         (e) =>
           e.payload?.$case === "artifactUpdate" &&
-          textOf({ parts: e.payload.value.artifact?.parts ?? [] } as unknown as Message) ===
+          a2aText({ parts: e.payload.value.artifact?.parts ?? [] } as unknown as Message) ===
             "streamed",
       ),
     ).toBe(true);
@@ -132,15 +83,15 @@ describe("A2A on trellis dev", () => {
     });
     expect(persona.status).toBe(201);
     const { id } = (await persona.json()) as { id: string };
-    const gated = await clientOf(`${dev.url}/a2a/${id}/.well-known/agent-card.json`);
-    const waiting = asTask(await gated.sendMessage(send(message("please"))));
+    const gated = await a2aClient(`${dev.url}/a2a/${id}/.well-known/agent-card.json`, KEY);
+    const waiting = asA2aTask(await gated.sendMessage(send(a2aTextMessage("please"))));
     expect(waiting.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    const done = asTask(
+    const done = asA2aTask(
       await gated.sendMessage(
-        send(message("yes", { taskId: waiting.id, contextId: waiting.contextId })),
+        send(a2aTextMessage("yes", { taskId: waiting.id, contextId: waiting.contextId })),
       ),
     );
     expect(done.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(textOf(done.status?.message)).toBe("Done.");
+    expect(a2aText(done.status?.message)).toBe("Done.");
   }, 60_000);
 });

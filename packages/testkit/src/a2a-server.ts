@@ -13,10 +13,9 @@
  * It records the Authorization header of every JSON-RPC call, the messages
  * it got and the tasks it was asked to cancel.
  */
-import { randomUUID } from "node:crypto";
 import type { Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type AgentCard, type Message, Role, type Task, TaskState } from "@a2a-js/sdk";
+import { type AgentCard, Role, type Task, TaskState } from "@a2a-js/sdk";
 import {
   AgentEvent,
   type AgentExecutor,
@@ -27,6 +26,7 @@ import {
 } from "@a2a-js/sdk/server";
 import { agentCardHandler, jsonRpcHandler, UserBuilder } from "@a2a-js/sdk/server/express";
 import express from "express";
+import { a2aText, a2aTextMessage } from "./a2a-client.js";
 
 /** Options of {@link startA2aTestAgent}. */
 export interface A2aTestAgentOptions {
@@ -51,30 +51,6 @@ export interface A2aTestAgent {
   close(): Promise<void>;
 }
 
-function textMessage(taskId: string, contextId: string, text: string): Message {
-  return {
-    messageId: randomUUID(),
-    contextId,
-    taskId,
-    role: Role.ROLE_AGENT,
-    parts: [
-      {
-        content: { $case: "text", value: text },
-        metadata: undefined,
-        filename: "",
-        mediaType: "text/plain",
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-  };
-}
-
-function textOf(message: Message): string {
-  return message.parts.map((p) => (p.content?.$case === "text" ? p.content.value : "")).join("");
-}
-
 /** Start a test agent; `close()` it after. */
 export async function startA2aTestAgent(options: A2aTestAgentOptions = {}): Promise<A2aTestAgent> {
   const authorizations: (string | undefined)[] = [];
@@ -96,7 +72,14 @@ export async function startA2aTestAgent(options: A2aTestAgentOptions = {}): Prom
         contextId: task.contextId,
         status: {
           state,
-          message: text === undefined ? undefined : textMessage(task.id, task.contextId, text),
+          message:
+            text === undefined
+              ? undefined
+              : a2aTextMessage(text, {
+                  role: Role.ROLE_AGENT,
+                  taskId: task.id,
+                  contextId: task.contextId,
+                }),
           timestamp: new Date().toISOString(),
         },
         metadata: undefined,
@@ -107,7 +90,7 @@ export async function startA2aTestAgent(options: A2aTestAgentOptions = {}): Prom
     async execute(context: RequestContext, bus: ExecutionEventBus) {
       const { taskId: id, contextId } = context;
       const message = context.userMessage;
-      const text = textOf(message);
+      const text = a2aText(message);
       received.push(text);
       contexts.set(id, contextId);
       const current: Task = context.task ?? {

@@ -2,42 +2,24 @@
 // shapes): a body past the structure limits is refused before the SDK parses
 // it, ids and NUL are checked like RPC fields, and failed credentials here
 // count against the per-source throttle like everywhere else.
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
+import { postA2aRpc } from "@trellis/testkit/a2a-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 describe("A2A hostile bodies", () => {
   let trellis: EmbeddedTrellis;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_AUTH_FAILURES_PER_SOURCE: "3",
-      },
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY, { TRELLIS_AUTH_FAILURES_PER_SOURCE: "3" });
   }, 240_000);
   afterAll(async () => {
     await trellis?.close({ graceMs: 500 });
   });
 
   const rpc = (body: string, key = ADMIN_KEY) =>
-    fetch(`${trellis.address.url}/a2a/agent_echo`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${key}`,
-        "content-type": "application/json",
-        "a2a-version": "1.0",
-      },
-      body,
-    });
+    postA2aRpc(`${trellis.address.url}/a2a/agent_echo`, body, key);
   const send = (message: Record<string, unknown>) =>
     JSON.stringify({
       jsonrpc: "2.0",

@@ -2,28 +2,20 @@
 // it), like REST reads; the JSON-RPC body is bounded (413).
 
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
+import { postA2aRpc } from "@trellis/testkit/a2a-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 describe("A2A limits", () => {
   let trellis: EmbeddedTrellis;
   let key: string;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_RATE_LIMIT_READS: "3/1m",
-        TRELLIS_MAX_BODY_BYTES: "4096",
-      },
+    trellis = await startGatewayWithTasks(ADMIN_KEY, {
+      TRELLIS_RATE_LIMIT_READS: "3/1m",
+      TRELLIS_MAX_BODY_BYTES: "4096",
     });
     const created = await harnClient(trellis.address.url, ADMIN_KEY).post("/v1/api-keys", {
       name: "a2a-reader",
@@ -36,16 +28,7 @@ describe("A2A limits", () => {
     await trellis?.close({ graceMs: 500 });
   });
 
-  const rpc = (body: string) =>
-    fetch(`${trellis.address.url}/a2a/agent_echo`, {
-      method: "POST",
-      headers: {
-        authorization: `Bearer ${key}`,
-        "content-type": "application/json",
-        "a2a-version": "1.0",
-      },
-      body,
-    });
+  const rpc = (body: string) => postA2aRpc(`${trellis.address.url}/a2a/agent_echo`, body, key);
 
   it("refuses reads past the read rate and bodies past the limit", async () => {
     const getTask = JSON.stringify({

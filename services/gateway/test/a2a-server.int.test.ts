@@ -4,16 +4,16 @@
 // turn canceled (the backend confirms), another workspace's task not found,
 // and the refusals before a call (no key, a restricted key, another
 // workspace's agent).
-import { generateKeyPairSync, randomUUID } from "node:crypto";
-import { type Message, Role, type StreamResponse, type Task, TaskState } from "@a2a-js/sdk";
-import {
-  type Client,
-  ClientFactory,
-  ClientFactoryOptions,
-  DefaultAgentCardResolver,
-  JsonRpcTransportFactory,
-} from "@a2a-js/sdk/client";
+import { generateKeyPairSync } from "node:crypto";
+import { type Message, type StreamResponse, TaskState } from "@a2a-js/sdk";
 import { harnClient, type Json, requestToken } from "@trellis/gateway/testing";
+import {
+  a2aClient,
+  a2aText,
+  a2aTextMessage,
+  asA2aTask,
+  postA2aRpc,
+} from "@trellis/testkit/a2a-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
@@ -34,43 +34,6 @@ const signingKey = String(
 );
 const modes = gatewayModes({ name: "a2asrv", env: { TRELLIS_OAUTH_SIGNING_KEY: signingKey } });
 
-/** An SDK client of the agent whose card is at `cardUrl`, authenticating with `key`. */
-async function clientOf(cardUrl: string, key: string): Promise<Client> {
-  const fetchImpl: typeof fetch = (input, init) => {
-    const headers = new Headers(init?.headers);
-    headers.set("authorization", `Bearer ${key}`);
-    return fetch(input, { ...init, headers });
-  };
-  const factory = new ClientFactory(
-    ClientFactoryOptions.createFrom(ClientFactoryOptions.default, {
-      transports: [new JsonRpcTransportFactory({ fetchImpl })],
-      cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
-    }),
-  );
-  return factory.createFromUrl(cardUrl, cardUrl);
-}
-
-function userMessage(text: string, extra: Partial<Message> = {}): Message {
-  return {
-    messageId: randomUUID(),
-    contextId: "",
-    taskId: "",
-    role: Role.ROLE_USER,
-    parts: [
-      {
-        content: { $case: "text", value: text },
-        metadata: undefined,
-        filename: "",
-        mediaType: "text/plain",
-      },
-    ],
-    metadata: undefined,
-    extensions: [],
-    referenceTaskIds: [],
-    ...extra,
-  };
-}
-
 function send(message: Message, returnImmediately = false) {
   return {
     tenant: "",
@@ -82,17 +45,6 @@ function send(message: Message, returnImmediately = false) {
     },
     metadata: undefined,
   };
-}
-
-function asTask(result: Message | Task): Task {
-  if (!("status" in result)) throw new Error("expected a task, got a message");
-  return result;
-}
-
-function textOf(message: Message | undefined): string {
-  return (message?.parts ?? [])
-    .map((p) => (p.content?.$case === "text" ? p.content.value : ""))
-    .join("");
 }
 
 describe.each(modes)("A2A server, $mode", ({ start }) => {
@@ -148,26 +100,26 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
   });
 
   it("sends a message and gets the reply", async () => {
-    const client = await clientOf(cards.echo as string, key);
-    const task = asTask(await client.sendMessage(send(userMessage("hello"))));
+    const client = await a2aClient(cards.echo as string, key);
+    const task = asA2aTask(await client.sendMessage(send(a2aTextMessage("hello"))));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(textOf(task.status?.message)).toBe("Echo: hello");
+    expect(a2aText(task.status?.message)).toBe("Echo: hello");
     expect(task.artifacts[0]?.parts[0]?.content).toEqual({ $case: "text", value: "Echo: hello" });
     // The context continues: the next turn runs in the same session.
-    const next = asTask(
-      await client.sendMessage(send(userMessage("again", { contextId: task.contextId }))),
+    const next = asA2aTask(
+      await client.sendMessage(send(a2aTextMessage("again", { contextId: task.contextId }))),
     );
     expect(next.contextId).toBe(task.contextId);
     expect(next.id).not.toBe(task.id);
-    expect(textOf(next.status?.message)).toBe("Echo: again");
+    expect(a2aText(next.status?.message)).toBe("Echo: again");
     const read = await client.getTask({ tenant: "", id: task.id });
     expect(read.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 
   it("streams a turn: the reply in chunks, then the final state", async () => {
-    const client = await clientOf(cards.streaming as string, key);
+    const client = await a2aClient(cards.streaming as string, key);
     const events: StreamResponse[] = [];
-    for await (const event of client.sendMessageStream(send(userMessage("Lyon")))) {
+    for await (const event of client.sendMessageStream(send(a2aTextMessage("Lyon")))) {
       events.push(event);
     }
     expect(events[0]?.payload?.$case).toBe("task");
@@ -199,18 +151,18 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
   });
 
   it("resumes an input-required turn with a second message, exactly once", async () => {
-    const client = await clientOf(cards.gated as string, key);
-    const first = asTask(await client.sendMessage(send(userMessage("Paris"))));
+    const client = await a2aClient(cards.gated as string, key);
+    const first = asA2aTask(await client.sendMessage(send(a2aTextMessage("Paris"))));
     expect(first.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
-    expect(textOf(first.status?.message)).toBe("It is sunny. May I write the forecast to a file?");
-    const approval = userMessage("yes", { taskId: first.id, contextId: first.contextId });
-    const resumed = asTask(await client.sendMessage(send(approval)));
+    expect(a2aText(first.status?.message)).toBe("It is sunny. May I write the forecast to a file?");
+    const approval = a2aTextMessage("yes", { taskId: first.id, contextId: first.contextId });
+    const resumed = asA2aTask(await client.sendMessage(send(approval)));
     expect(resumed.id).toBe(first.id);
     expect(resumed.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    expect(textOf(resumed.status?.message)).toBe("Done: the forecast is in forecast.txt.");
+    expect(a2aText(resumed.status?.message)).toBe("Done: the forecast is in forecast.txt.");
     // A second answer finds nothing waiting: the turn ran once.
     await expect(
-      client.sendMessage(send(userMessage("yes", { taskId: first.id }))),
+      client.sendMessage(send(a2aTextMessage("yes", { taskId: first.id }))),
     ).rejects.toThrow(/has ended/);
     const events = await harnClient(trellis.url, ADMIN_KEY).get(
       `/v1/tasks/${first.id}/events?limit=200`,
@@ -222,28 +174,29 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
   });
 
   it("streams a resumed turn and resubscribes to a running one", async () => {
-    const gated = await clientOf(cards.gated as string, key);
+    const gated = await a2aClient(cards.gated as string, key);
     const first: StreamResponse[] = [];
-    for await (const event of gated.sendMessageStream(send(userMessage("Nice")))) first.push(event);
+    for await (const event of gated.sendMessageStream(send(a2aTextMessage("Nice"))))
+      first.push(event);
     const paused = first.at(-1)?.payload;
     expect(paused?.$case === "statusUpdate" && paused.value.status?.state).toBe(
       TaskState.TASK_STATE_INPUT_REQUIRED,
     );
     const taskId = first[0]?.payload?.$case === "task" ? first[0].payload.value.id : "";
     const second: StreamResponse[] = [];
-    const approve = userMessage("approve", { taskId });
+    const approve = a2aTextMessage("approve", { taskId });
     for await (const event of gated.sendMessageStream(send(approve))) second.push(event);
     const done = second.at(-1)?.payload;
     expect(done?.$case === "statusUpdate" && done.value.status?.state).toBe(
       TaskState.TASK_STATE_COMPLETED,
     );
-    expect(done?.$case === "statusUpdate" && textOf(done.value.status?.message)).toBe(
+    expect(done?.$case === "statusUpdate" && a2aText(done.value.status?.message)).toBe(
       "Done: the forecast is in forecast.txt.",
     );
 
     // A running turn (started without waiting), followed from another call.
-    const streaming = await clientOf(cards.streaming as string, key);
-    const started = asTask(await streaming.sendMessage(send(userMessage("Nantes"), true)));
+    const streaming = await a2aClient(cards.streaming as string, key);
+    const started = asA2aTask(await streaming.sendMessage(send(a2aTextMessage("Nantes"), true)));
     const followed: StreamResponse[] = [];
     for await (const event of streaming.resubscribeTask({ tenant: "", id: started.id })) {
       followed.push(event);
@@ -262,8 +215,8 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
   });
 
   it("cancels a long turn and the backend confirms", async () => {
-    const client = await clientOf(cards.slow as string, key);
-    const started = asTask(await client.sendMessage(send(userMessage("slowly"), true)));
+    const client = await a2aClient(cards.slow as string, key);
+    const started = asA2aTask(await client.sendMessage(send(a2aTextMessage("slowly"), true)));
     expect([TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING]).toContain(
       started.status?.state,
     );
@@ -297,22 +250,22 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
       ["sessions:write", "tasks:write", "tasks:read", "events:read"],
       [echoId],
     );
-    const client = await clientOf(cards.echo as string, full);
-    const task = asTask(await client.sendMessage(send(userMessage("by token"))));
-    expect(textOf(task.status?.message)).toBe("Echo: by token");
+    const client = await a2aClient(cards.echo as string, full);
+    const task = asA2aTask(await client.sendMessage(send(a2aTextMessage("by token"))));
+    expect(a2aText(task.status?.message)).toBe("Echo: by token");
     // The token's client may not use the gated agent: refused before the call.
-    const other = await clientOf(cards.gated as string, full);
-    await expect(other.sendMessage(send(userMessage("no")))).rejects.toThrow(/403/);
+    const other = await a2aClient(cards.gated as string, full);
+    await expect(other.sendMessage(send(a2aTextMessage("no")))).rejects.toThrow(/403/);
     // A read-only token reads but cannot send.
-    const reader = await clientOf(cards.echo as string, await tokenFor(["tasks:read"]));
+    const reader = await a2aClient(cards.echo as string, await tokenFor(["tasks:read"]));
     expect((await reader.getTask({ tenant: "", id: task.id })).id).toBe(task.id);
-    await expect(reader.sendMessage(send(userMessage("no")))).rejects.toThrow(/403/);
+    await expect(reader.sendMessage(send(a2aTextMessage("no")))).rejects.toThrow(/403/);
   });
 
   it("does not find another workspace's task, and refuses before the call", async () => {
     const admin = harnClient(trellis.url, ADMIN_KEY);
-    const client = await clientOf(cards.echo as string, key);
-    const task = asTask(await client.sendMessage(send(userMessage("mine"))));
+    const client = await a2aClient(cards.echo as string, key);
+    const task = asA2aTask(await client.sendMessage(send(a2aTextMessage("mine"))));
 
     const other = await admin.post("/v1/api-keys", {
       name: "other-workspace",
@@ -321,22 +274,18 @@ describe.each(modes)("A2A server, $mode", ({ start }) => {
     });
     expect(other.status).toBe(201);
     // The other workspace's key reaches the shared default agent, not this task.
-    const stranger = await clientOf(`${trellis.url}/.well-known/agent-card.json`, other.json.key);
+    const stranger = await a2aClient(`${trellis.url}/.well-known/agent-card.json`, other.json.key);
     await expect(stranger.getTask({ tenant: "", id: task.id })).rejects.toThrow(/not found/i);
     await expect(
       stranger.cancelTask({ tenant: "", id: task.id, metadata: undefined }),
     ).rejects.toThrow(/not found/i);
     // … and the default workspace's own agents are absent to it.
     const rpc = (body: object, bearer?: string) =>
-      fetch(`${trellis.url}/a2a/${(cards.echo as string).split("/")[4]}`, {
-        method: "POST",
-        headers: {
-          "content-type": "application/json",
-          "a2a-version": "1.0",
-          ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
-        },
-        body: JSON.stringify(body),
-      });
+      postA2aRpc(
+        `${trellis.url}/a2a/${(cards.echo as string).split("/")[4]}`,
+        JSON.stringify(body),
+        bearer,
+      );
     const getTask = { jsonrpc: "2.0", id: 1, method: "GetTask", params: { id: task.id } };
     expect((await rpc(getTask, other.json.key)).status).toBe(404);
     const noKey = await rpc(getTask);

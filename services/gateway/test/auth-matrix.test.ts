@@ -41,11 +41,11 @@ import {
   matrixRows,
   type Req,
   type Row,
-  replyGraph,
   userMessage,
-  waitGraph,
   webhookBody,
 } from "./support/auth-matrix/rows.js";
+import { bearer } from "./support/bearer.js";
+import { replyGraph, waitGraph } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 
 const ADMIN_KEY = "trellis-matrix-admin-key-0123456789";
@@ -463,12 +463,7 @@ describe("authorization matrix (every REST route)", () => {
     // gRPC on the public port.
     const transport = createGrpcTransport({
       baseUrl: base,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("authorization", `Bearer ${made.json.key}`);
-          return next(req);
-        },
-      ],
+      interceptors: [bearer(made.json.key)],
     });
     const agents = createClient(AgentService, transport);
     const sessions = createClient(SessionService, transport);
@@ -479,12 +474,7 @@ describe("authorization matrix (every REST route)", () => {
       TaskService,
       createGrpcTransport({
         baseUrl: base,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
-            return next(req);
-          },
-        ],
+        interceptors: [bearer(ADMIN_KEY)],
       }),
     );
     const suspended = async () => (await adminTasks.getTask({ taskId: waiting })).task;
@@ -566,12 +556,7 @@ describe("authorization matrix (every REST route)", () => {
     // gRPC on the public port: the same rules.
     const transport = createGrpcTransport({
       baseUrl: base,
-      interceptors: [
-        (next) => (req) => {
-          req.header.set("authorization", `Bearer ${made.json.key}`);
-          return next(req);
-        },
-      ],
+      interceptors: [bearer(made.json.key)],
     });
     const sessions = createClient(SessionService, transport);
     const forked = await sessions.forkSession({ sessionId: own });

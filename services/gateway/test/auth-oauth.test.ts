@@ -14,12 +14,12 @@ import { harnClient, requestToken, TestIdentityProvider } from "@trellis/gateway
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createDatabase, migrate } from "@trellis/storage";
-import { tasksService } from "@trellis/tasks";
 import { createLocalJWKSet, decodeProtectedHeader, type JWK, jwtVerify } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadSigningKeys, parsePrivateKey } from "../src/auth/signing-keys.js";
 import { gatewayService } from "../src/definition.js";
 import { gatewayMigrations } from "../src/store/schema.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-oauth-test-admin-key-0123456789";
 const quiet = createLogger({ service: "test", level: "error" });
@@ -34,17 +34,10 @@ describe("OAuth2 client credentials", () => {
 
   beforeAll(async () => {
     idp = await TestIdentityProvider.start();
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: quiet,
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_OAUTH_ISSUER: "https://trellis.example.test",
-        TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
-        TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
-      },
+    trellis = await startGatewayWithTasks(ADMIN_KEY, {
+      TRELLIS_OAUTH_ISSUER: "https://trellis.example.test",
+      TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
+      TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
     });
     base = trellis.address.url;
     admin = harnClient(base, ADMIN_KEY);

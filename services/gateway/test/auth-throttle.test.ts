@@ -5,13 +5,11 @@
  */
 
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AuthThrottle, withAuthThrottle } from "../src/auth/auth-throttle.js";
 import type { Authenticator } from "../src/auth/authenticator.js";
-import { gatewayService } from "../src/definition.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 describe("AuthThrottle", () => {
   it("blocks a source after maxFailures in a window, until the window ends", () => {
@@ -69,16 +67,7 @@ describe("failed authentication over the wire", () => {
   let api: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_AUTH_FAILURES_PER_SOURCE: "5",
-      },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY, { TRELLIS_AUTH_FAILURES_PER_SOURCE: "5" });
     api = harnClient(trellis.address.url, ADMIN_KEY);
   });
 

@@ -5,9 +5,7 @@
  */
 
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   clientSourceFromEnv,
@@ -16,7 +14,7 @@ import {
   parseTrustedProxies,
   peerSource,
 } from "../src/auth/client-source.js";
-import { gatewayService } from "../src/definition.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 describe("client source rule", () => {
   const source = clientSourceOf(parseTrustedProxies("10.0.0.0/8, 127.0.0.1, fd00::/8"));
@@ -81,17 +79,7 @@ describe("client source rule", () => {
 
 /** A gateway whose throttle allows 3 failures per source, with `env` added. */
 async function gateway(env: Record<string, string>): Promise<EmbeddedTrellis> {
-  return startEmbedded({
-    services: [gatewayService, tasksService],
-    port: 0,
-    env: {
-      TRELLIS_API_KEY: ADMIN_KEY,
-      TRELLIS_LOG_LEVEL: "error",
-      TRELLIS_AUTH_FAILURES_PER_SOURCE: "3",
-      ...env,
-    },
-    logger: createLogger({ service: "test", level: "error" }),
-  });
+  return startGatewayWithTasks(ADMIN_KEY, { TRELLIS_AUTH_FAILURES_PER_SOURCE: "3", ...env });
 }
 const ADMIN_KEY = "trellis-trusted-proxies-admin-key-0123456789";
 

@@ -4,6 +4,7 @@
 import type { harnClient } from "@trellis/gateway/testing";
 import { tasksService } from "@trellis/tasks";
 import { describeHarnCore } from "./support/conformance.js";
+import { waitGraph } from "./support/ui-fixtures.js";
 
 type Api = ReturnType<typeof harnClient>;
 
@@ -39,17 +40,7 @@ describeHarnCore("gateway over the tasks service", {
     input: { role: "user", parts: [{ type: "text", text: "take your time" }] },
   }),
   waitingTask: async (api) => ({
-    sessionId: await sessionWithPersona(api, "asker", {
-      entry: "ask",
-      nodes: {
-        ask: { suspend: { signal_id: "more", kind: "input" } },
-        done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
-      },
-      edges: [
-        { from: "ask", to: "done" },
-        { from: "done", to: "END" },
-      ],
-    }),
+    sessionId: await sessionWithPersona(api, "asker", waitGraph),
     input: { role: "user", parts: [{ type: "text", text: "ask me" }] },
   }),
 });

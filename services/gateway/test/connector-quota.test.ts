@@ -4,11 +4,9 @@
 // the quota a delivery is 422 policy_violation and stores nothing.
 
 import { harnClient, type Json } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-connector-quota-admin-0123456789";
 const TASKS_PER_DAY = 2;
@@ -18,15 +16,8 @@ describe("connector deliveries and the daily task quota", () => {
   let admin: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_QUOTA_TASKS_PER_DAY: String(TASKS_PER_DAY),
-      },
+    trellis = await startGatewayWithTasks(ADMIN_KEY, {
+      TRELLIS_QUOTA_TASKS_PER_DAY: String(TASKS_PER_DAY),
     });
     admin = harnClient(trellis.address.url, ADMIN_KEY);
   }, 60_000);

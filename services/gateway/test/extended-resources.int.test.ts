@@ -4,21 +4,15 @@
 // delivery id, even when the same delivery arrives concurrently), branches
 // as recorded session forks, and quota reads — workspace-isolated,
 // idempotent, with typed errors that store nothing.
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { QuotaService } from "@trellis/contracts/gateway";
 import { ConnectorService } from "@trellis/contracts/tasks";
 import { harnClient, type Json } from "@trellis/gateway/testing";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-
-function bearer(key: string): Interceptor {
-  return (next) => (req) => {
-    req.header.set("authorization", `Bearer ${key}`);
-    return next(req);
-  };
-}
 
 describe.each(gatewayModes({ name: "extres" }))("extended resources, $mode", ({ start }) => {
   let trellis: Running;

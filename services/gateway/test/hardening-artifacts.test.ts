@@ -7,12 +7,10 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { send } from "../src/http/io.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-hardening-artifacts-key-0123456789";
 
@@ -21,12 +19,7 @@ describe("artifacts: media types and how content is served", () => {
   let admin: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY);
     admin = harnClient(trellis.address.url, ADMIN_KEY);
   });
 

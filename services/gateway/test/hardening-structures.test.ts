@@ -6,15 +6,14 @@
  */
 
 import { randomBytes } from "node:crypto";
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
+import { bearer } from "./support/bearer.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-hardening-structures-key-0123456789";
 
@@ -29,12 +28,7 @@ describe("structure limits before conversion", () => {
   let admin: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY);
     admin = harnClient(trellis.address.url, ADMIN_KEY);
   });
 
@@ -74,10 +68,7 @@ describe("structure limits before conversion", () => {
   it.each(["grpc", "connect"] as const)(
     "refuses it in binary protobuf (%s) before decoding, naming the field",
     async (protocol) => {
-      const auth: Interceptor = (next) => (req) => {
-        req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
-        return next(req);
-      };
+      const auth = bearer(ADMIN_KEY);
       const baseUrl = trellis.address.url;
       const transport =
         protocol === "grpc"
@@ -105,10 +96,7 @@ describe("structure limits before conversion", () => {
 
   it("lists a session stored with metadata past 2 MiB as a marker, and reads it whole by id", async () => {
     // Within the key and value counts, so gRPC accepts it; too large to list cheaply.
-    const auth: Interceptor = (next) => (req) => {
-      req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
-      return next(req);
-    };
+    const auth = bearer(ADMIN_KEY);
     const client = createClient(
       SessionService,
       createGrpcTransport({ baseUrl: trellis.address.url, interceptors: [auth] }),

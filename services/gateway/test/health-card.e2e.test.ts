@@ -3,11 +3,9 @@
 // from healthy to stuck (a slow turn past `stuck_after_seconds`) and back.
 // A screenshot of each state goes to .ci-out/screenshots. Skipped, saying
 // so, only when Chromium is absent.
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { harnClient } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
@@ -15,19 +13,9 @@ import { tasksService } from "@trellis/tasks";
 import { type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
+import { buildUiIfStale, chromiumPath, screenshots } from "./support/browser.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
-
-const root = fileURLToPath(new URL("../../../", import.meta.url));
-const uiDir = join(root, "ui");
-const screenshots = join(root, ".ci-out", "screenshots");
-const chromiumPath = [
-  process.env.TRELLIS_CHROMIUM,
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-]
-  .filter((p): p is string => typeof p === "string" && p !== "")
-  .find((p) => existsSync(p));
 
 describe.skipIf(!chromiumPath)("the operator UI's health card (Chromium)", () => {
   let trellis: EmbeddedTrellis;
@@ -36,10 +24,7 @@ describe.skipIf(!chromiumPath)("the operator UI's health card (Chromium)", () =>
   let profile: string;
 
   beforeAll(async () => {
-    if (!existsSync(join(uiDir, "dist", "index.html"))) {
-      const { build } = await import("vite");
-      await build({ root: uiDir, configFile: join(uiDir, "vite.config.ts"), logLevel: "warn" });
-    }
+    await buildUiIfStale();
     await mkdir(screenshots, { recursive: true });
     trellis = await startEmbedded({
       services: [gatewayService, tasksService],

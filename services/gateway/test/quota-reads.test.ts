@@ -6,12 +6,12 @@ import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger, errorDetailOf } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
+import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { loadLimitsConfig } from "../src/quota/config.js";
+import { bearer } from "./support/bearer.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-read-limit-admin-key-0123456789";
 const READS = 5;
@@ -21,16 +21,7 @@ describe("read rate limits", () => {
   let admin: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_RATE_LIMIT_READS: `${READS}/1h`,
-      },
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY, { TRELLIS_RATE_LIMIT_READS: `${READS}/1h` });
     admin = harnClient(trellis.address.url, ADMIN_KEY);
   }, 60_000);
 
@@ -103,12 +94,7 @@ describe("read rate limits", () => {
       SessionService,
       createGrpcTransport({
         baseUrl: trellis.address.url,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${key}`);
-            return next(req);
-          },
-        ],
+        interceptors: [bearer(key)],
       }),
     );
     for (let i = 0; i < READS - 1; i++) await sessions.listSessions({ workspaceId: "default" });

@@ -12,6 +12,7 @@ import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { PostgresKeyStore } from "../src/store/key-store.js";
+import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 
 describe("receipt routes behind the gateway (embedded)", () => {
@@ -82,12 +83,7 @@ describe("receipt routes behind the gateway (embedded)", () => {
       TaskService,
       createGrpcTransport({
         baseUrl: trellis.address.url,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${ADMIN_KEY}`);
-            return next(req);
-          },
-        ],
+        interceptors: [bearer(ADMIN_KEY)],
       }),
     );
     const got = await tasks.getTask({ taskId: task.json.id });

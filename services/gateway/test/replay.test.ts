@@ -5,11 +5,9 @@
  */
 
 import { harnClient, type Json, poll } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-replay-admin-key-0123456789";
 
@@ -63,12 +61,7 @@ describe("replay and fork over REST", () => {
   }
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY);
     admin = harnClient(trellis.address.url, ADMIN_KEY);
     const key = await admin.post("/v1/api-keys", {
       name: "outsider",

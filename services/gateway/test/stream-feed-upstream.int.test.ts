@@ -11,7 +11,7 @@ import type { Client } from "@connectrpc/connect";
 import { EventSchema } from "@trellis/contracts/core";
 import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 import { EventService } from "@trellis/contracts/tasks";
-import { harnClient, type Json, poll } from "@trellis/gateway/testing";
+import { harnClient, poll } from "@trellis/gateway/testing";
 import {
   createMeshClientInterceptor,
   processMeshCredentials,
@@ -26,7 +26,7 @@ import { EventFeeds, FeedItem, type FeedSubscriber } from "../src/feed/event-fee
 import { followSession } from "../src/feed/follow.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
-import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
+import { allEvents, createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 
 const terminal = new Set(["COMPLETED", "FAILED", "CANCELED"]);
@@ -96,18 +96,8 @@ describe("the shared session feed against a real tasks service", () => {
     return task.json.id as string;
   }
 
-  async function allIds(sessionId: string): Promise<string[]> {
-    const out: string[] = [];
-    for (let cursor = ""; ; ) {
-      const page = await api.get(
-        `/v1/sessions/${sessionId}/events?limit=200${cursor ? `&after_event_id=${cursor}` : ""}`,
-      );
-      expect(page.status).toBe(200);
-      out.push(...page.json.data.map((e: Json) => e.id as string));
-      if (!page.json.page.has_more) return out;
-      cursor = page.json.page.next_cursor;
-    }
-  }
+  const allIds = async (sessionId: string): Promise<string[]> =>
+    (await allEvents(api, sessionId)).map((e) => e.id as string);
 
   it("keeps open streams through a tasks service restart, with no event lost or repeated", async () => {
     const sessionId = await newSession();

@@ -13,14 +13,12 @@ import {
   type SseReader,
   TestIdentityProvider,
 } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
+import { allEvents, createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 import { openWs, type WsClient } from "./support/ws-client.js";
 
 const modes = gatewayModes({ name: "feed", env: { TRELLIS_SSE_HEARTBEAT: "200ms" } });
@@ -44,23 +42,8 @@ describe.each(modes)("Harn streams on the shared feed, $mode", ({ start }) => {
   let api: ReturnType<typeof harnClient>;
   let echo: string;
 
-  /** Every event of a session, in log order (REST range reads). */
-  async function allEvents(sessionId: string): Promise<Json[]> {
-    const out: Json[] = [];
-    let cursor = "";
-    for (;;) {
-      const page = await api.get(
-        `/v1/sessions/${sessionId}/events?limit=200${cursor ? `&after_event_id=${cursor}` : ""}`,
-      );
-      expect(page.status).toBe(200);
-      out.push(...page.json.data);
-      if (!page.json.page.has_more) return out;
-      cursor = page.json.page.next_cursor;
-    }
-  }
-
   const allIds = async (sessionId: string): Promise<string[]> =>
-    (await allEvents(sessionId)).map((e) => e.id as string);
+    (await allEvents(api, sessionId)).map((e) => e.id as string);
 
   async function submit(sessionId: string, text: string): Promise<string> {
     const task = await api.post(`/v1/sessions/${sessionId}/tasks`, {
@@ -88,9 +71,8 @@ describe.each(modes)("Harn streams on the shared feed, $mode", ({ start }) => {
     expect(posted.status).toBeLessThan(300);
     return poll(
       async () =>
-        (await allEvents(sessionId)).find((e) => JSON.stringify(e.payload).includes(text))?.id as
-          | string
-          | undefined,
+        (await allEvents(api, sessionId)).find((e) => JSON.stringify(e.payload).includes(text))
+          ?.id as string | undefined,
       { timeoutMs: 15_000, what: `the event of message ${text}` },
     );
   }
@@ -202,18 +184,11 @@ describe("Harn streams opened with an access token", () => {
 
   beforeAll(async () => {
     idp = await TestIdentityProvider.start();
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
-        TRELLIS_SSE_HEARTBEAT: "200ms",
-        TRELLIS_OAUTH_ISSUER: "https://trellis.example.test",
-        TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
-        TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
-      },
+    trellis = await startGatewayWithTasks(ADMIN_KEY, {
+      TRELLIS_SSE_HEARTBEAT: "200ms",
+      TRELLIS_OAUTH_ISSUER: "https://trellis.example.test",
+      TRELLIS_OAUTH_EXTERNAL_ISSUER: idp.issuer,
+      TRELLIS_OAUTH_EXTERNAL_JWKS_URL: idp.jwksUrl,
     });
     admin = harnClient(trellis.address.url, ADMIN_KEY);
   }, 60_000);

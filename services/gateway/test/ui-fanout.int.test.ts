@@ -5,12 +5,10 @@
 // subscriber and a new one starts cleanly.
 
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 import {
   createScriptedAgent,
   gatedToolAgent,
@@ -24,12 +22,7 @@ describe("the UI stream's shared feed", () => {
   let agent: string;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY);
     api = harnClient(trellis.address.url, ADMIN_KEY);
     agent = await createScriptedAgent(api, "gated", gatedToolAgent(300));
   }, 60_000);

@@ -2,25 +2,18 @@
 // against a running Trellis in both modes (embedded on PGlite; distributed
 // on a real PostgreSQL and a real NATS JetStream): the same envelopes and
 // cursors as the SSE route, live follow, cursor resume, typed errors.
-import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { UiEventService, UiTier } from "@trellis/contracts/gateway";
 import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 import { createScriptedAgent, echoAgent, readUiFrames } from "./support/ui-fixtures.js";
 
 const modes = gatewayModes({ name: "uigrpc" });
-
-const bearer =
-  (key: string): Interceptor =>
-  (next) =>
-  (req) => {
-    req.header.set("authorization", `Bearer ${key}`);
-    return next(req);
-  };
 
 describe.each(modes)("the UI event stream over gRPC, $mode", ({ start }) => {
   let trellis: Running;

@@ -8,8 +8,7 @@
 import { createHmac } from "node:crypto";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import { harnClient, type Json } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { tasksService } from "@trellis/tasks";
 import { eventually, freePort } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -20,6 +19,7 @@ import { matchesEventType } from "../src/webhooks/dispatcher.js";
 import { signWebhook, verifyWebhook } from "../src/webhooks/signing.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 import { createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
 
 /** What the receiver saw of one request. */
@@ -216,12 +216,7 @@ describe("webhook URLs that resolve to private addresses (no TRELLIS_WEBHOOKS_AL
   let api: ReturnType<typeof harnClient>;
 
   beforeAll(async () => {
-    trellis = await startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    trellis = await startGatewayWithTasks(ADMIN_KEY);
     api = harnClient(trellis.address.url, ADMIN_KEY);
   }, 60_000);
 

@@ -7,6 +7,7 @@ import { SessionService, WorkspaceService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 
@@ -30,12 +31,7 @@ describe.each(gatewayModes({ name: "ws_grpc" }))("workspaces over gRPC: $mode", 
     const as = (key: string) =>
       createGrpcTransport({
         baseUrl: trellis.url,
-        interceptors: [
-          (next) => (req) => {
-            req.header.set("authorization", `Bearer ${key}`);
-            return next(req);
-          },
-        ],
+        interceptors: [bearer(key)],
       });
     workspaces = createClient(WorkspaceService, as(ADMIN_KEY));
     sessions = createClient(SessionService, as(ADMIN_KEY));

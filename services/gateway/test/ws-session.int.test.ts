@@ -3,7 +3,12 @@ import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-import { createScriptedAgent, echoAgent, gatedToolAgent } from "./support/ui-fixtures.js";
+import {
+  allEvents,
+  createScriptedAgent,
+  echoAgent,
+  gatedToolAgent,
+} from "./support/ui-fixtures.js";
 import { openWs, refusedUpgrade } from "./support/ws-client.js";
 
 const modes = gatewayModes({ name: "ws", env: { TRELLIS_SSE_HEARTBEAT: "200ms" } });
@@ -12,21 +17,6 @@ const isTerminal = (taskId: string) => (f: Json) =>
   f.type === "event" &&
   f.event.task_id === taskId &&
   ["task.completed", "task.failed", "task.canceled"].includes(f.event.event);
-
-/** Every event of a session, read over REST (all pages). */
-async function allEvents(api: ReturnType<typeof harnClient>, sessionId: string): Promise<Json[]> {
-  const out: Json[] = [];
-  let cursor = "";
-  for (;;) {
-    const page = await api.get(
-      `/v1/sessions/${sessionId}/events?limit=200${cursor ? `&after_event_id=${cursor}` : ""}`,
-    );
-    expect(page.status).toBe(200);
-    out.push(...page.json.data);
-    if (!page.json.page.has_more) return out;
-    cursor = page.json.page.next_cursor;
-  }
-}
 
 describe.each(modes)("the WebSocket profile, $mode", ({ start }) => {
   let trellis: Running;

@@ -5,8 +5,7 @@
 // approval views, a check for horizontal overflow and for console errors.
 // Screenshots of each step go to .ci-out/screenshots. Skipped, saying so,
 // only when Chromium is absent.
-import { existsSync } from "node:fs";
-import { mkdir, readdir, readFile, rm, stat } from "node:fs/promises";
+import { mkdir, readFile, rm } from "node:fs/promises";
 import { connect, createServer, type Socket } from "node:net";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -20,6 +19,7 @@ import { tasksService } from "@trellis/tasks";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../../src/definition.js";
+import { buildUiIfStale, chromiumPath, screenshots } from "../support/browser.js";
 import { ADMIN_KEY } from "../support/conformance.js";
 import {
   createScriptedAgent,
@@ -29,17 +29,6 @@ import {
   STREAMED_TAIL,
   streamingAgent,
 } from "../support/ui-fixtures.js";
-
-const root = fileURLToPath(new URL("../../../../", import.meta.url));
-const uiDir = join(root, "ui");
-const screenshots = join(root, ".ci-out", "screenshots");
-const chromiumPath = [
-  process.env.TRELLIS_CHROMIUM,
-  "/usr/bin/chromium",
-  "/usr/bin/chromium-browser",
-]
-  .filter((p): p is string => typeof p === "string" && p !== "")
-  .find((p) => existsSync(p));
 
 /** What the page says its stream applied (`window.__trellisUi`). */
 interface Applied {
@@ -55,16 +44,6 @@ interface Violation {
   impact: string | null;
   help: string;
   targets: string[];
-}
-
-/** Newest modification time of the files under `dir`, in ms. */
-async function newestChange(dir: string): Promise<number> {
-  let newest = 0;
-  for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
-    if (!entry.isFile()) continue;
-    newest = Math.max(newest, (await stat(join(entry.parentPath, entry.name))).mtimeMs);
-  }
-  return newest;
 }
 
 /** A TCP relay between the browser and Trellis that can cut every connection at once. */
@@ -124,16 +103,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
   let streamer: string;
 
   beforeAll(async () => {
-    const built = join(uiDir, "dist", "index.html");
-    if (
-      !existsSync(built) ||
-      (await stat(built)).mtimeMs < (await newestChange(join(uiDir, "src")))
-    ) {
-      // `npm install` builds it (the ui workspace's prepare script); build it
-      // here when it did not, or when the sources changed since.
-      const { build } = await import("vite");
-      await build({ root: uiDir, configFile: join(uiDir, "vite.config.ts"), logLevel: "warn" });
-    }
+    await buildUiIfStale();
     // Screenshots of this run only.
     await rm(screenshots, { recursive: true, force: true });
     await mkdir(screenshots, { recursive: true });

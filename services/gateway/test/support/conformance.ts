@@ -46,16 +46,12 @@ function reachable(from: string): string[] {
   return [...out];
 }
 
+/** The fields of a Harn error, in the spec's order. */
+const ERROR_FIELDS = ["code", "message", "type", "param", "request_id", "details"];
+
 function expectErrorEnvelope(body: Json, code: string, requestId: string | null): void {
   expect(Object.keys(body)).toEqual(["error"]);
-  expect(Object.keys(body.error)).toEqual([
-    "code",
-    "message",
-    "type",
-    "param",
-    "request_id",
-    "details",
-  ]);
+  expect(Object.keys(body.error)).toEqual(ERROR_FIELDS);
   expect(body.error.code).toBe(code);
   expect(typeof body.error.message).toBe("string");
   if (requestId !== null) expect(body.error.request_id).toBe(requestId);
@@ -493,14 +489,7 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
       const frame = await stream.nextEvent();
       expect(frame?.event).toBe("error");
       const body = JSON.parse(frame!.data!);
-      expect(Object.keys(body.error)).toEqual([
-        "code",
-        "message",
-        "type",
-        "param",
-        "request_id",
-        "details",
-      ]);
+      expect(Object.keys(body.error)).toEqual(ERROR_FIELDS);
       expect(["cursor_expired", "invalid_request", "resource_not_found"]).toContain(
         body.error.code,
       );

@@ -1,8 +1,9 @@
 /**
- * Embedded Trellis with the gateway, tasks and adapters for one test file:
- * started before its tests with `adminKey` as the admin key, closed after
- * them; API keys of chosen scopes are minted straight into the gateway's
- * key store.
+ * Embedded Trellis for gateway tests: the gateway and tasks service alone
+ * ({@link startGatewayWithTasks}), or with adapters too for one test file
+ * ({@link embeddedGateway}: started before its tests with `adminKey` as the
+ * admin key, closed after them; API keys of chosen scopes are minted
+ * straight into the gateway's key store).
  */
 import { adaptersService } from "@trellis/adapters";
 import { harnClient } from "@trellis/gateway/testing";
@@ -12,6 +13,23 @@ import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll } from "vitest";
 import { gatewayService } from "../../src/definition.js";
 import { PostgresKeyStore } from "../../src/store/key-store.js";
+
+/**
+ * The gateway and the tasks service embedded on a free port, `adminKey` as
+ * the admin key, logging only errors; `env` adds settings (or overrides).
+ * The caller closes it.
+ */
+export function startGatewayWithTasks(
+  adminKey: string,
+  env: Record<string, string> = {},
+): Promise<EmbeddedTrellis> {
+  return startEmbedded({
+    services: [gatewayService, tasksService],
+    port: 0,
+    logger: createLogger({ service: "test", level: "error" }),
+    env: { TRELLIS_API_KEY: adminKey, TRELLIS_LOG_LEVEL: "error", ...env },
+  });
+}
 
 /** The running deployment; valid once the file's beforeAll ran. */
 export interface EmbeddedGateway {

@@ -1,9 +1,10 @@
 /**
- * Shared by the UI stream tests and the browser tests: a scripted agent that
- * calls a tool, then proposes a gated one and waits for approval, and a
- * reader of the UI stream's frames.
+ * Shared by the stream tests and the browser tests: a scripted agent that
+ * calls a tool, then proposes a gated one and waits for approval, a reader
+ * of the UI stream's frames, and a session's whole event log read over REST.
  */
 import type { harnClient, Json, SseReader } from "@trellis/gateway/testing";
+import { expect } from "vitest";
 
 /**
  * A turn of this agent: assistant text with a `weather` call (`call_1`), its
@@ -99,6 +100,26 @@ export function streamingAgent(chunkChars = 4, chunkDelayMs = 20): Json {
   };
 }
 
+/** A scripted agent that replies once. */
+export const replyGraph = {
+  entry: "reply",
+  nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
+  edges: [{ from: "reply", to: "END" }],
+};
+
+/** A scripted agent that waits for input, then replies. */
+export const waitGraph = {
+  entry: "ask",
+  nodes: {
+    ask: { suspend: { signal_id: "more", kind: "input" } },
+    done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
+  },
+  edges: [
+    { from: "ask", to: "done" },
+    { from: "done", to: "END" },
+  ],
+};
+
 /** The fixed end of {@link streamingAgent}'s reply (long enough to stream for a while). */
 export const STREAMED_TAIL =
   "every few characters arrive as a token, the preview grows, and the final response confirms it.";
@@ -150,4 +171,22 @@ export async function readUiFrames(
     const parsed = JSON.parse(f.data ?? "{}");
     return { id: f.id, type: f.event ?? "", payload: parsed.payload, data: f.data ?? "" };
   });
+}
+
+/** Every event of a session, in log order, read over REST (all pages). */
+export async function allEvents(
+  api: ReturnType<typeof harnClient>,
+  sessionId: string,
+): Promise<Json[]> {
+  const out: Json[] = [];
+  let cursor = "";
+  for (;;) {
+    const page = await api.get(
+      `/v1/sessions/${sessionId}/events?limit=200${cursor ? `&after_event_id=${cursor}` : ""}`,
+    );
+    expect(page.status).toBe(200);
+    out.push(...page.json.data);
+    if (!page.json.page.has_more) return out;
+    cursor = page.json.page.next_cursor;
+  }
 }

@@ -52,6 +52,42 @@ export function openWs(
       for (const wake of waiters) wake();
     }),
   );
+  /**
+   * What `found` returns once it returns something, asked now and at every
+   * frame; rejects when the socket closes first or after `timeoutMs`.
+   */
+  const waitUntil = <T>(
+    found: () => T | undefined,
+    closedMessage: () => string,
+    timeoutMs: number,
+  ): Promise<T> => {
+    // Made here, called from the test, so a timeout's stack names the test line that waited.
+    const timeout = new Error("timed out");
+    return new Promise((resolve, reject) => {
+      const check = () => {
+        const value = found();
+        if (value !== undefined) {
+          waiters.delete(check);
+          clearTimeout(timer);
+          resolve(value);
+          return;
+        }
+        if (socket.readyState === WebSocket.CLOSED) {
+          waiters.delete(check);
+          clearTimeout(timer);
+          reject(new Error(closedMessage()));
+        }
+      };
+      const timer = setTimeout(() => {
+        waiters.delete(check);
+        const recent = frames.filter((f) => f.type !== "heartbeat").slice(-8);
+        timeout.message = `timed out after ${timeoutMs} ms; last frames but heartbeats: ${JSON.stringify(recent)}`;
+        reject(timeout);
+      }, timeoutMs);
+      waiters.add(check);
+      check();
+    });
+  };
   const client: WsClient = {
     socket,
     frames,
@@ -59,66 +95,29 @@ export function openWs(
     send: (frame) => socket.send(typeof frame === "string" ? frame : JSON.stringify(frame)),
     until(stop, timeoutMs = 15_000) {
       const start = read;
-      // Made here so a timeout's stack names the test line that waited.
-      const timeout = new Error("timed out");
-      return new Promise((resolve, reject) => {
-        const check = () => {
+      return waitUntil(
+        () => {
           while (read < frames.length) {
-            const frame = frames[read++];
-            if (stop(frame)) {
-              waiters.delete(check);
-              clearTimeout(timer);
-              resolve(frames.slice(start, read));
-              return;
-            }
+            if (stop(frames[read++])) return frames.slice(start, read);
           }
-          if (socket.readyState === WebSocket.CLOSED) {
-            waiters.delete(check);
-            clearTimeout(timer);
-            reject(
-              new Error(
-                `socket closed while waiting; last frames: ${JSON.stringify(frames.slice(-3))}`,
-              ),
-            );
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          const recent = frames.filter((f) => f.type !== "heartbeat").slice(-8);
-          timeout.message = `timed out after ${timeoutMs} ms; last frames but heartbeats: ${JSON.stringify(recent)}`;
-          reject(timeout);
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
+          return undefined;
+        },
+        () => `socket closed while waiting; last frames: ${JSON.stringify(frames.slice(-3))}`,
+        timeoutMs,
+      );
     },
     waitFor(match, timeoutMs = 15_000) {
-      const timeout = new Error("timed out");
-      return new Promise((resolve, reject) => {
-        let checked = 0;
-        const check = () => {
+      let checked = 0;
+      return waitUntil(
+        () => {
           for (; checked < frames.length; checked++) {
-            if (!match(frames[checked])) continue;
-            waiters.delete(check);
-            clearTimeout(timer);
-            resolve(frames[checked]);
-            return;
+            if (match(frames[checked])) return frames[checked];
           }
-          if (socket.readyState === WebSocket.CLOSED) {
-            waiters.delete(check);
-            clearTimeout(timer);
-            reject(new Error("socket closed while waiting"));
-          }
-        };
-        const timer = setTimeout(() => {
-          waiters.delete(check);
-          const recent = frames.filter((f) => f.type !== "heartbeat").slice(-8);
-          timeout.message = `timed out after ${timeoutMs} ms; last frames but heartbeats: ${JSON.stringify(recent)}`;
-          reject(timeout);
-        }, timeoutMs);
-        waiters.add(check);
-        check();
-      });
+          return undefined;
+        },
+        () => "socket closed while waiting",
+        timeoutMs,
+      );
     },
     async close() {
       if (socket.readyState === WebSocket.OPEN) socket.close(1000);

@@ -3,6 +3,7 @@
  * send and the status each credential column expects (auth-matrix.test.ts).
  */
 import type { harnClient, Json } from "@trellis/gateway/testing";
+import { replyGraph } from "../ui-fixtures.js";
 
 export type Column =
   | "none"
@@ -568,23 +569,3 @@ export function matrixRows(ctx: MatrixContext): Record<string, Row> {
     },
   };
 }
-
-/** A scripted agent that replies once. */
-export const replyGraph = {
-  entry: "reply",
-  nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
-  edges: [{ from: "reply", to: "END" }],
-};
-
-/** A scripted agent that waits for input, then replies. */
-export const waitGraph = {
-  entry: "ask",
-  nodes: {
-    ask: { suspend: { signal_id: "more", kind: "input" } },
-    done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
-  },
-  edges: [
-    { from: "ask", to: "done" },
-    { from: "done", to: "END" },
-  ],
-};
