@@ -37,8 +37,9 @@ describe("server reflection", () => {
 
   describe("with buf curl (a stock client)", () => {
     for (const protocol of ["grpc-v1", "grpc-v1alpha"]) {
-      it(`lists services over ${protocol}`, async () => {
-        const { stdout } = await run(
+      // buf curl over gRPC, its schema read with this reflection protocol.
+      const curl = (...args: string[]) =>
+        run(
           buf,
           [
             "curl",
@@ -47,30 +48,18 @@ describe("server reflection", () => {
             "--http2-prior-knowledge",
             "--reflect-protocol",
             protocol,
-            "--list-services",
-            url,
+            ...args,
           ],
           { timeout: 30_000 },
         );
+
+      it(`lists services over ${protocol}`, async () => {
+        const { stdout } = await curl("--list-services", url);
         expect(stdout.trim().split("\n").sort()).toEqual(builtinServices);
       });
 
       it(`calls Health/Check with the schema from ${protocol}`, async () => {
-        const { stdout } = await run(
-          buf,
-          [
-            "curl",
-            "--protocol",
-            "grpc",
-            "--http2-prior-knowledge",
-            "--reflect-protocol",
-            protocol,
-            "-d",
-            '{"service":""}',
-            `${url}/grpc.health.v1.Health/Check`,
-          ],
-          { timeout: 30_000 },
-        );
+        const { stdout } = await curl("-d", '{"service":""}', `${url}/grpc.health.v1.Health/Check`);
         expect(JSON.parse(stdout)).toEqual({ status: "SERVING" });
       });
     }

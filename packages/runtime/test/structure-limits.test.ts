@@ -9,18 +9,21 @@ import {
 
 const limits = { maxKeys: 3, maxNodes: 20, maxKeyLength: 8, maxDepth: 3 };
 
+/** Values past one of `limits`: the limit and the path the walk and the scan both name. */
+const pastLimits: [unknown, string, string][] = [
+  [{ a: 1, b: 2, c: 3, d: 4 }, "keys", ""],
+  [{ m: { a: 1, b: 2, c: 3, d: 4 } }, "keys", "m"],
+  [{ m: Array.from({ length: 25 }, () => 1) }, "nodes", "m"],
+  [{ m: { "long key!": 1 } }, "key_length", "m"],
+  [{ m: [[[1]]] }, "depth", "m[0][0]"],
+];
+
 describe("structure limits", () => {
   it("accepts a value within every limit", () => {
     expect(findStructureViolation({ a: [1, { b: "x" }], c: null }, limits)).toBeUndefined();
   });
 
-  it.each([
-    [{ a: 1, b: 2, c: 3, d: 4 }, "keys", ""],
-    [{ m: { a: 1, b: 2, c: 3, d: 4 } }, "keys", "m"],
-    [{ m: Array.from({ length: 25 }, () => 1) }, "nodes", "m"],
-    [{ m: { "long key!": 1 } }, "key_length", "m"],
-    [{ m: [[[1]]] }, "depth", "m[0][0]"],
-  ])("finds %j past the %s limit at %j", (value, limit, path) => {
+  it.each(pastLimits)("finds %j past the %s limit at %j", (value, limit, path) => {
     expect(findStructureViolation(value, limits)).toMatchObject({ limit, path });
   });
 
@@ -76,11 +79,7 @@ describe("scanJsonStructure (on the bytes, before parsing)", () => {
   });
 
   it.each([
-    [{ a: 1, b: 2, c: 3, d: 4 }, "keys", ""],
-    [{ m: { a: 1, b: 2, c: 3, d: 4 } }, "keys", "m"],
-    [{ m: Array.from({ length: 25 }, () => 1) }, "nodes", "m"],
-    [{ m: { "long key!": 1 } }, "key_length", "m"],
-    [{ m: [[[1]]] }, "depth", "m[0][0]"],
+    ...pastLimits,
     [[0, { "odd key": { a: 1, b: 2, c: 3, d: 4 } }], "keys", '[1]."odd key"'],
   ])("finds %j past the %s limit at %j, as the parsed walk does", (value, limit, path) => {
     expect(scan(value)).toMatchObject({ limit, path });

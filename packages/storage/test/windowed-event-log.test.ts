@@ -31,6 +31,7 @@ import { eventually, uniqueName } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 // Internal to storage: a unit of work pairs its events with their positions.
+import { insertFolded } from "../src/contract/support.js";
 import { outboxEntries } from "../src/outbox/outbox.js";
 
 const WINDOW = 5;
@@ -539,18 +540,7 @@ describe("outbox relay: rows handed over with the kick", () => {
       const fold = await unit.fold();
       expect(unit.pending).toBe(0);
       if (!fold) throw new Error("nothing folded");
-      const values = fold.rows.map(
-        (r) =>
-          sql`(${r.id}, ${r.workspace_id}, ${r.session_id}, ${r.resource_object}, ${r.resource_id},
-            ${r.sequence}, ${r.kind}, ${r.body}, ${r.created_at})`,
-      );
-      const result = await sql<{ positions: unknown }>`
-        with mine as (
-          insert into ${sql.raw(fold.table)} (id, workspace_id, session_id, resource_object,
-            resource_id, sequence, kind, body, created_at)
-          values ${sql.join(values)} returning ${sql.raw(fold.returning)})
-        select ${sql.raw(fold.positions("mine"))} as positions`.execute(unit.trx);
-      fold.settle(result.rows[0]?.positions);
+      await insertFolded(unit.trx, fold);
       // Added after the fold: appended at commit.
       unit.add([taskEvent("ws_fold", "task_1", "later")]);
     });

@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { createContextValues, createHandlerContext } from "@connectrpc/connect";
+import { ConnectError, createContextValues, createHandlerContext } from "@connectrpc/connect";
 import pg from "pg";
 
 /** Postgres server the integration tests use (CI's `.ci/run` sets it). */
@@ -243,4 +243,14 @@ export function directCallContext(
     requestSignal,
     contextValues: createContextValues(),
   });
+}
+
+/** The {@link ConnectError} a call must fail with; throws when it succeeds. */
+export async function callFailure(call: Promise<unknown>): Promise<ConnectError> {
+  try {
+    await call;
+  } catch (error) {
+    return ConnectError.from(error);
+  }
+  throw new Error("the call succeeded");
 }

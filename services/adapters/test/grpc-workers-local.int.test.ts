@@ -3,17 +3,9 @@
 // claims, reports and results pass in process — no NATS message per turn —
 // through the same handlers, fences and retries; a router of another
 // process still reaches the session over NATS.
-import * as http2 from "node:http2";
-import type { AddressInfo } from "node:net";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type * as http2 from "node:http2";
 import type { NatsConnection } from "@nats-io/transport-node";
-import {
-  type AdapterWorker,
-  type ExecutionEvent,
-  type ExecutionRequest,
-  runGrpcWorker,
-} from "@trellis/adapter-sdk";
-import { WorkerService } from "@trellis/contracts/adapters";
+import { type AdapterWorker, runGrpcWorker } from "@trellis/adapter-sdk";
 import {
   createRoutedExecutor,
   createWorkerHandlers,
@@ -22,33 +14,20 @@ import {
   WorkerSessions,
 } from "@trellis/execution";
 import { probeAdapter } from "@trellis/execution/testing";
-import { chatToMessage, textOf } from "@trellis/messages";
+import { textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { withErrorDetails } from "../src/handlers/errors.js";
-
-const probeGrpcWorkerScript = new URL("./support/probe-grpc-worker.ts", import.meta.url).pathname;
-
-function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
-  const events: ExecutionEvent[] = [];
-  const abort = new AbortController();
-  const value: ExecutionRequest = {
-    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
-    sessionId: "ses_1",
-    workspaceId: "wsp_1",
-    agent: { id: "agt_1", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: abort.signal,
-    onEvent: (event) => events.push(event),
-    ...over,
-  };
-  return { value, events, abort };
-}
-
-const routedEvents = (events: ExecutionEvent[]) =>
-  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+import {
+  probeGrpcWorkerScript,
+  startWorkerProcess,
+  type WorkerProcess,
+} from "./support/processes.js";
+import {
+  executionRequest,
+  knownWorkers,
+  routedEvents,
+  serveWorkerService,
+} from "./support/worker-sessions.js";
 
 describe("gRPC worker sessions held by the router's process", () => {
   const prefix = uniqueName("gwl").toLowerCase();
@@ -79,15 +58,7 @@ describe("gRPC worker sessions held by the router's process", () => {
         claimTimeoutMs: 120_000,
       }),
     });
-    server = http2.createServer(
-      connectNodeAdapter({
-        routes: (r) => {
-          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
-        },
-      }),
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, url } = await serveWorkerService(createWorkerHandlers(sessions)));
   });
 
   afterEach(async () => {
@@ -102,12 +73,6 @@ describe("gRPC worker sessions held by the router's process", () => {
     await deleteTestStreams(prefix);
   });
 
-  const known = (router: RoutedExecutor, backend: string, count: number) =>
-    eventually(() => router.registry.backend(backend)?.workers.length === count, {
-      timeoutMs: 30_000,
-      what: `${count} worker(s) of ${backend}`,
-    });
-
   it("runs turns back to back without a NATS message per turn", async () => {
     // No heartbeat within the test: nothing but the turn itself wakes the channel.
     workers.push(
@@ -117,7 +82,7 @@ describe("gRPC worker sessions held by the router's process", () => {
         heartbeatMs: 60_000,
       }),
     );
-    await known(routed, "gl1", 1);
+    await knownWorkers(routed, "gl1", 1);
     const [worker] = routed.registry.backend("gl1")?.workers ?? [];
     const remote = routed.remote as NonNullable<typeof routed.remote>;
     const nc = routed.connection as NatsConnection;
@@ -136,7 +101,7 @@ describe("gRPC worker sessions held by the router's process", () => {
     // An offer queued while the previous turn's answer is being sent is sent
     // at once (it used to wait for the next wake-up of the channel).
     for (let i = 0; i < 20; i++) {
-      const r = request("gl1", `turn ${i}`);
+      const r = executionRequest("gl1", `turn ${i}`);
       const result = await routed.router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(result.messages[0] && textOf(result.messages[0])).toBe(`gl1 says: turn ${i}`);
@@ -159,11 +124,11 @@ describe("gRPC worker sessions held by the router's process", () => {
     const other = createRoutedExecutor({ mode: "distributed", adapters: [], env });
     await other.start();
     try {
-      await known(other, "gl2", 1);
-      await known(routed, "gl2", 1);
+      await knownWorkers(other, "gl2", 1);
+      await knownWorkers(routed, "gl2", 1);
       const [a, b] = await Promise.all([
-        other.router.execute(request("gl2", "from afar").value),
-        routed.router.execute(request("gl2", "from here").value),
+        other.router.execute(executionRequest("gl2", "from afar").value),
+        routed.router.execute(executionRequest("gl2", "from here").value),
       ]);
       expect(a.status, JSON.stringify(a)).toBe("completed");
       expect(a.messages[0] && textOf(a.messages[0])).toBe("gl2 says: from afar");
@@ -178,8 +143,8 @@ describe("gRPC worker sessions held by the router's process", () => {
     workers.push(
       await runGrpcWorker({ adapter: probeAdapter({ backendId: "gl3" }), url, heartbeatMs: 200 }),
     );
-    await known(routed, "gl3", 1);
-    const r = request("gl3", "sleep 30000");
+    await knownWorkers(routed, "gl3", 1);
+    const r = executionRequest("gl3", "sleep 30000");
     const running = routed.router.execute(r.value);
     await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
     r.abort.abort();
@@ -195,12 +160,12 @@ describe("gRPC worker sessions held by the router's process", () => {
         return p;
       });
     const [a, b] = await Promise.all([start("a"), start("b")]);
-    await known(routed, "gl4", 2);
+    await knownWorkers(routed, "gl4", 2);
     const byId = new Map([
       [a.workerId, a],
       [b.workerId, b],
     ]);
-    const safe = request("gl4", "sleep 1500", {
+    const safe = executionRequest("gl4", "sleep 1500", {
       agent: { id: "agt_1", backend: "gl4", definition: {}, tools: [], safeToRetry: true },
     });
     const retried = routed.router.execute(safe.value);

@@ -3,11 +3,10 @@
 // adapters service holds — core NATS to the session's offer subject, no
 // work-queue stream, no pull, no ack — with the JetStream path's claims,
 // fences, cancels and lost-worker rules.
-import * as http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type * as http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
@@ -16,8 +15,6 @@ import {
   capabilitiesToProto,
   defineAdapter,
   EXECUTION_SCHEMA_VERSION,
-  type ExecutionEvent,
-  type ExecutionRequest,
   requestToProto,
   runGrpcWorker,
 } from "@trellis/adapter-sdk";
@@ -36,33 +33,20 @@ import {
   WorkerSessions,
 } from "@trellis/execution";
 import { capabilities, probeAdapter } from "@trellis/execution/testing";
-import { chatToMessage, textOf } from "@trellis/messages";
+import { textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { withErrorDetails } from "../src/handlers/errors.js";
-
-const probeGrpcWorkerScript = new URL("./support/probe-grpc-worker.ts", import.meta.url).pathname;
-
-function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
-  const events: ExecutionEvent[] = [];
-  const abort = new AbortController();
-  const value: ExecutionRequest = {
-    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
-    sessionId: "ses_1",
-    workspaceId: "wsp_1",
-    agent: { id: "agt_1", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: abort.signal,
-    onEvent: (event) => events.push(event),
-    ...over,
-  };
-  return { value, events, abort };
-}
-
-const routedEvents = (events: ExecutionEvent[]) =>
-  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+import {
+  probeGrpcWorkerScript,
+  startWorkerProcess,
+  type WorkerProcess,
+} from "./support/processes.js";
+import {
+  executionRequest,
+  knownWorkers,
+  routedEvents,
+  serveWorkerService,
+} from "./support/worker-sessions.js";
 
 describe("gRPC workers in a mesh: direct placement", () => {
   const prefix = uniqueName("gwm").toLowerCase();
@@ -94,15 +78,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
         claimTimeoutMs: 500,
       }),
     });
-    server = http2.createServer(
-      connectNodeAdapter({
-        routes: (r) => {
-          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions)));
-        },
-      }),
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ server, url } = await serveWorkerService(createWorkerHandlers(sessions)));
   });
 
   afterEach(async () => {
@@ -117,17 +93,11 @@ describe("gRPC workers in a mesh: direct placement", () => {
     await deleteTestStreams(prefix);
   });
 
-  const known = (backend: string, count: number) =>
-    eventually(() => routed.registry.backend(backend)?.workers.length === count, {
-      timeoutMs: 30_000,
-      what: `${count} worker(s) of ${backend}`,
-    });
-
   it("runs a turn on the session directly: routed, progress, one result, no work queue", async () => {
     workers.push(
       await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd1" }), url, heartbeatMs: 200 }),
     );
-    await known("gd1", 1);
+    await knownWorkers(routed, "gd1", 1);
     expect(routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
     // Progress messages sent to the router on their own (not riding on the result).
     const remote = routed.remote as NonNullable<typeof routed.remote>;
@@ -141,7 +111,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
       },
     );
     for (const text of ["hello", "again"]) {
-      const r = request("gd1", text);
+      const r = executionRequest("gd1", text);
       const result = await routed.router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(result.messages[0] && textOf(result.messages[0])).toBe(`gd1 says: ${text}`);
@@ -183,8 +153,8 @@ describe("gRPC workers in a mesh: direct placement", () => {
         heartbeatMs: 200,
       }),
     );
-    await known("gd6", 1);
-    const r = request("gd6", "x");
+    await knownWorkers(routed, "gd6", 1);
+    const r = executionRequest("gd6", "x");
     const result = await routed.router.execute({
       ...r.value,
       onEvent: (event) => {
@@ -245,7 +215,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
               executionId,
               attempt: 1,
               replyTo,
-              request: requestToProto(request("gd7", "hi").value),
+              request: requestToProto(executionRequest("gd7", "hi").value),
             }),
           ),
         );
@@ -285,13 +255,13 @@ describe("gRPC workers in a mesh: direct placement", () => {
         heartbeatMs: 200,
       }),
     );
-    await known("gd2", 1);
+    await knownWorkers(routed, "gd2", 1);
     const nc = routed.connection as NatsConnection;
     const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
     const [worker] = routed.registry.backend("gd2")?.workers ?? [];
     // See the item the router offers (a second subscriber of the offer subject).
     const spy = nc.subscribe(names.offer(worker?.workerId as string), { max: 1 });
-    const r = request("gd2", "sleep 1000");
+    const r = executionRequest("gd2", "sleep 1000");
     const running = routed.router.execute(r.value);
     let item: ReturnType<typeof fromBinary<typeof WorkItemSchema>> | undefined;
     for await (const msg of spy) item = fromBinary(WorkItemSchema, msg.data);
@@ -360,8 +330,8 @@ describe("gRPC workers in a mesh: direct placement", () => {
     try {
       const first = await stream.next();
       expect(first.value?.command.case).toBe("connected");
-      await known("gd3", 1);
-      const r = request("gd3", "hi");
+      await knownWorkers(routed, "gd3", 1);
+      const r = executionRequest("gd3", "hi");
       const running = routed.router.execute(r.value);
       const offered = await stream.next();
       expect(offered.value?.command.case).toBe("offer");
@@ -372,7 +342,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
           heartbeatMs: 200,
         }),
       );
-      await known("gd3", 2);
+      await knownWorkers(routed, "gd3", 2);
       const result = await running;
       expect(result.status, JSON.stringify(result)).toBe("completed");
       const placed = routedEvents(r.events);
@@ -388,15 +358,15 @@ describe("gRPC workers in a mesh: direct placement", () => {
     workers.push(
       await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd4" }), url, heartbeatMs: 200 }),
     );
-    await known("gd4", 1);
-    const r = request("gd4", "sleep 30000");
+    await knownWorkers(routed, "gd4", 1);
+    const r = executionRequest("gd4", "sleep 30000");
     const running = routed.router.execute(r.value);
     await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
     r.abort.abort();
     const result = await running;
     expect(result.status).toBe("cancelled");
     // The worker's slot is free again: the next turn runs there.
-    const next = await routed.router.execute(request("gd4", "after").value);
+    const next = await routed.router.execute(executionRequest("gd4", "after").value);
     expect(next.status, JSON.stringify(next)).toBe("completed");
   });
 
@@ -411,13 +381,13 @@ describe("gRPC workers in a mesh: direct placement", () => {
         return p;
       });
     const [a, b] = await Promise.all([start("a"), start("b")]);
-    await known("gd5", 2);
+    await knownWorkers(routed, "gd5", 2);
     const byId = new Map([
       [a.workerId, a],
       [b.workerId, b],
     ]);
 
-    const safe = request("gd5", "sleep 1500", {
+    const safe = executionRequest("gd5", "sleep 1500", {
       agent: { id: "agt_1", backend: "gd5", definition: {}, tools: [], safeToRetry: true },
     });
     const retried = routed.router.execute(safe.value);
@@ -432,8 +402,8 @@ describe("gRPC workers in a mesh: direct placement", () => {
     expect(safe.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
 
     const survivor = victim === a ? b : a;
-    await known("gd5", 1);
-    const fragile = request("gd5", "sleep 30000");
+    await knownWorkers(routed, "gd5", 1);
+    const fragile = executionRequest("gd5", "sleep 30000");
     const lost = routed.router.execute(fragile.value);
     await eventually(() => routedEvents(fragile.events).length === 1, { what: "the claim" });
     await survivor.kill();

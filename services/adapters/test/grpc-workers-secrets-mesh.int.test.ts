@@ -5,10 +5,9 @@
 // their fingerprints — and a worker asking for an attempt it does not run
 // gets PermissionDenied. Real NATS JetStream; the worker is the SDK's
 // runGrpcWorker over h2c.
-import * as http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type * as http2 from "node:http2";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   type AdapterWorker,
   type ExecutionRequest,
@@ -21,7 +20,6 @@ import {
   createWorkerHandlers,
   NatsWorkerBridge,
   type RoutedExecutor,
-  type WorkerPort,
   type WorkerSession,
   WorkerSessions,
 } from "@trellis/execution";
@@ -30,7 +28,7 @@ import { chatToMessage, textOf } from "@trellis/messages";
 import { SecretFingerprints } from "@trellis/runtime";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { withErrorDetails } from "../src/handlers/errors.js";
+import { keepingSessions, serveWorkerService } from "./support/worker-sessions.js";
 
 describe("gRPC workers through the mesh bridge", () => {
   const prefix = uniqueName("grpcmesh").toLowerCase();
@@ -73,28 +71,8 @@ describe("gRPC workers through the mesh bridge", () => {
           : undefined,
     });
     // The bridge, with the sessions it is given kept (to forge a request with one).
-    const port: WorkerPort = {
-      attach: (session) => {
-        bridge.attach(session);
-        attached.set(session.workerId, session);
-      },
-      beat: (session) => bridge.beat(session),
-      detach: (session, how) => bridge.detach(session, how),
-      claim: (session, work, negotiation) => bridge.claim(session, work, negotiation),
-      events: (session, work, events) => bridge.events(session, work, events),
-      complete: (session, work, result, trailing) =>
-        bridge.complete(session, work, result, trailing),
-      secrets: (session, work) => bridge.secrets(session, work),
-    };
-    sessions = new WorkerSessions({ port });
-    server = http2.createServer(
-      connectNodeAdapter({
-        routes: (r) =>
-          r.service(WorkerService, withErrorDetails(WorkerService, createWorkerHandlers(sessions))),
-      }),
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    sessions = new WorkerSessions({ port: keepingSessions(bridge, attached) });
+    ({ server, url } = await serveWorkerService(createWorkerHandlers(sessions)));
   }, 60_000);
 
   afterAll(async () => {

@@ -2,19 +2,16 @@
 // worker connected over a real h2c WorkerService (the SDK's runGrpcWorker),
 // with the JetStream path's semantics — claim fences, cancels, lost workers.
 import { spawn } from "node:child_process";
-import * as http2 from "node:http2";
-import type { AddressInfo } from "node:net";
+import type * as http2 from "node:http2";
 import { fileURLToPath } from "node:url";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
+import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   type AdapterWorker,
   capabilitiesToProto,
   defineAdapter,
   EXECUTION_SCHEMA_VERSION,
-  type ExecutionEvent,
-  type ExecutionRequest,
   runGrpcWorker,
   type VaultGrant,
 } from "@trellis/adapter-sdk";
@@ -31,33 +28,19 @@ import {
   createWorkerHandlers,
   LocalWorkerHub,
   Router,
-  type WorkerPort,
   type WorkerSession,
   WorkerSessions,
 } from "@trellis/execution";
 import { capabilities, probeAdapter, secretsReaderAdapter } from "@trellis/execution/testing";
-import { chatToMessage, textOf } from "@trellis/messages";
+import { textOf } from "@trellis/messages";
 import { SecretFingerprints } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { withErrorDetails } from "../src/handlers/errors.js";
-
-function request(backend: string, text: string, over: Partial<ExecutionRequest> = {}) {
-  const events: ExecutionEvent[] = [];
-  const abort = new AbortController();
-  const value: ExecutionRequest = {
-    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
-    sessionId: "ses_1",
-    workspaceId: "wsp_1",
-    agent: { id: "agt_1", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: abort.signal,
-    onEvent: (event) => events.push(event),
-    ...over,
-  };
-  return { value, events, abort };
-}
+import {
+  executionRequest,
+  keepingSessions,
+  serveWorkerService,
+} from "./support/worker-sessions.js";
 
 describe("gRPC workers (embedded hub)", () => {
   let server: http2.Http2Server;
@@ -65,19 +48,7 @@ describe("gRPC workers (embedded hub)", () => {
   const hub = new LocalWorkerHub({ graceMs: 500, unavailableAfterMs: 1000 });
   // The hub, with the sessions it is given kept (to cut one as a crash would).
   const attached = new Map<string, WorkerSession>();
-  const port: WorkerPort = {
-    attach: (session) => {
-      hub.attach(session);
-      attached.set(session.workerId, session);
-    },
-    beat: (session) => hub.beat(session),
-    detach: (session, how) => hub.detach(session, how),
-    claim: (session, work, negotiation) => hub.claim(session, work, negotiation),
-    events: (session, work, events) => hub.events(session, work, events),
-    complete: (session, work, result, trailing) => hub.complete(session, work, result, trailing),
-    secrets: (session, work) => hub.secrets(session, work),
-  };
-  const sessions = new WorkerSessions({ port });
+  const sessions = new WorkerSessions({ port: keepingSessions(hub, attached) });
   // Calls per method, to show what a turn costs on the wire.
   const calls = new Map<string, number>();
   const registry = new BackendRegistry();
@@ -86,43 +57,35 @@ describe("gRPC workers (embedded hub)", () => {
   const workers: AdapterWorker[] = [];
 
   beforeAll(async () => {
-    server = http2.createServer(
-      connectNodeAdapter({
-        routes: (r) => {
-          const handlers = createWorkerHandlers(sessions);
-          const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1);
-          // A channel's calls are counted as the unary calls they stand for.
-          const channelCall: Record<string, string> = {
-            claim: "claimWork",
-            report: "reportWorkEvents",
-            complete: "completeWork",
-            heartbeat: "workerHeartbeat",
-          };
-          const counted = Object.fromEntries(
-            Object.entries(handlers).map(([name, handler]) => [
-              name,
-              (...args: unknown[]) => {
-                count(name);
-                if (name === "workerChannel") {
-                  const requests = args[0] as AsyncIterable<WorkerChannelRequest>;
-                  args[0] = (async function* () {
-                    for await (const call of requests) {
-                      const unary = channelCall[call.body.case ?? ""];
-                      if (unary) count(unary);
-                      yield call;
-                    }
-                  })();
-                }
-                return (handler as (...a: unknown[]) => unknown)(...args);
-              },
-            ]),
-          ) as typeof handlers;
-          r.service(WorkerService, withErrorDetails(WorkerService, counted));
+    const handlers = createWorkerHandlers(sessions);
+    const count = (name: string) => calls.set(name, (calls.get(name) ?? 0) + 1);
+    // A channel's calls are counted as the unary calls they stand for.
+    const channelCall: Record<string, string> = {
+      claim: "claimWork",
+      report: "reportWorkEvents",
+      complete: "completeWork",
+      heartbeat: "workerHeartbeat",
+    };
+    const counted = Object.fromEntries(
+      Object.entries(handlers).map(([name, handler]) => [
+        name,
+        (...args: unknown[]) => {
+          count(name);
+          if (name === "workerChannel") {
+            const requests = args[0] as AsyncIterable<WorkerChannelRequest>;
+            args[0] = (async function* () {
+              for await (const call of requests) {
+                const unary = channelCall[call.body.case ?? ""];
+                if (unary) count(unary);
+                yield call;
+              }
+            })();
+          }
+          return (handler as (...a: unknown[]) => unknown)(...args);
         },
-      }),
-    );
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      ]),
+    ) as typeof handlers;
+    ({ server, url } = await serveWorkerService(counted));
   });
 
   afterEach(async () => {
@@ -140,7 +103,7 @@ describe("gRPC workers (embedded hub)", () => {
       await runGrpcWorker({ adapter: probeAdapter({ backendId: "g1" }), url, heartbeatMs: 200 }),
     );
     expect(router.backends()).toContain("g1");
-    const r = request("g1", "hello");
+    const r = executionRequest("g1", "hello");
     const result = await router.execute(r.value);
     expect(result.status, JSON.stringify(result)).toBe("completed");
     expect(result.messages[0] && textOf(result.messages[0])).toBe("g1 says: hello");
@@ -165,7 +128,7 @@ describe("gRPC workers (embedded hub)", () => {
         }),
       );
       calls.clear();
-      const r = request(backendId, "folded");
+      const r = executionRequest(backendId, "folded");
       const result = await router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(r.events.map((e) => e.kind)).toEqual([
@@ -313,7 +276,7 @@ describe("gRPC workers (embedded hub)", () => {
     );
     const seen: string[] = [];
     calls.clear();
-    const r = request("g10", "x", {
+    const r = executionRequest("g10", "x", {
       onEvent: (event) => {
         if (event.kind === "text_delta") seen.push(event.text);
       },
@@ -372,7 +335,7 @@ describe("gRPC workers (embedded hub)", () => {
         timeoutMs: 60_000,
         what: `the command worker (${out})`,
       });
-      const r = request("cmd-g", "hello");
+      const r = executionRequest("cmd-g", "hello");
       const result = await router.execute(r.value);
       expect(result.status, `${JSON.stringify(result)}\n${out}`).toBe("completed");
       const streamed = r.events.map((e) => (e.kind === "text_delta" ? e.text : "")).join("");
@@ -402,7 +365,7 @@ describe("gRPC workers (embedded hub)", () => {
         heartbeatMs: 200,
       }),
     );
-    const r = request("g3", "hi", { requirements: { toolUse: "required" } });
+    const r = executionRequest("g3", "hi", { requirements: { toolUse: "required" } });
     const result = await router.execute(r.value);
     expect(result).toMatchObject({ status: "failed", category: "unsupported" });
     expect(runs).toBe(0);
@@ -412,7 +375,7 @@ describe("gRPC workers (embedded hub)", () => {
     workers.push(
       await runGrpcWorker({ adapter: probeAdapter({ backendId: "g4" }), url, heartbeatMs: 200 }),
     );
-    const r = request("g4", "sleep 10000");
+    const r = executionRequest("g4", "sleep 10000");
     const running = router.execute(r.value);
     await new Promise((resolve) => setTimeout(resolve, 300));
     const started = Date.now();
@@ -466,7 +429,7 @@ describe("gRPC workers (embedded hub)", () => {
         timeoutMs: 10_000,
         what: "the router knows g11",
       });
-      const result = await routed.router.execute(request("g11", "x").value);
+      const result = await routed.router.execute(executionRequest("g11", "x").value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       const answer = JSON.parse(textOf(result.messages[0] as never));
       expect(answer).toEqual({
@@ -508,7 +471,7 @@ describe("gRPC workers (embedded hub)", () => {
       const adapter = probeAdapter({ backendId });
       const first = await runGrpcWorker({ adapter, url, heartbeatMs: 100 });
       workers.push(first);
-      const r = request(backendId, "sleep 600", {
+      const r = executionRequest(backendId, "sleep 600", {
         agent: { id: "agt_2", backend: backendId, definition: {}, tools: [], safeToRetry },
       });
       const running = router.execute(r.value);

@@ -7,32 +7,24 @@
  */
 
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { capabilitiesToProto, eventFromProto, requestToProto } from "@trellis/adapter-sdk";
 import {
-  AdapterRegistryService,
   ApprovalInterrupts,
   ExecutionRequirementsSchema,
   Requirement,
-  RoutingService,
 } from "@trellis/contracts/adapters";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { capabilities } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
-import {
-  createMeshClientInterceptor,
-  MeshCredentials,
-  type RunningService,
-  runService,
-} from "@trellis/platform";
+import { type RunningService, runService } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
 import { eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdaptersService } from "../src/definition.js";
+import { meshClients } from "./support/mesh-clients.js";
 import {
   commandWorkerScript,
   echoAgentScript,
@@ -54,20 +46,8 @@ const workerEnv = (backend: string, extra: Record<string, string> = {}) => ({
   ...extra,
 });
 
-// Internal services only take calls signed with the deployment's service credential.
 const meshSecret = `test-mesh-secret-${uniqueName("s")}-0123456789abcdef`;
-const meshSigner = createMeshClientInterceptor(new MeshCredentials(meshSecret), "adapters-test");
-
-function clients(url: string) {
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [meshSigner] });
-  return {
-    registry: createClient(AdapterRegistryService, transport),
-    routing: createClient(RoutingService, transport),
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-  };
-}
+const clients = meshClients(meshSecret, "adapters-test");
 
 beforeAll(async () => {
   process.env.TRELLIS_LOG_LEVEL ??= "error";

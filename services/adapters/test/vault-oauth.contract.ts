@@ -9,11 +9,12 @@
 import { randomBytes } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, createClient, createRouterTransport } from "@connectrpc/connect";
 import { VaultAccessService, VaultService } from "@trellis/contracts/adapters";
 import { adaptersMigrations, OAuthTokens, VaultStore } from "@trellis/execution";
 import { errorDetailOf, SecretBox } from "@trellis/runtime";
 import { type Database, migrate } from "@trellis/storage";
+import { callFailure } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { createVaultAccessHandlers, createVaultHandlers } from "../src/index.js";
@@ -65,15 +66,6 @@ async function startTokenEndpoint() {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded");
 }
 
 /** Registers the suite for one backend. */
@@ -143,7 +135,9 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
 
     it("refuses an unknown provider as not implemented, naming the supported ones", async () => {
       const { vaults, options } = clients();
-      const refused = await failure(vaults.createVault({ provider: "conformance-oauth" }, options));
+      const refused = await callFailure(
+        vaults.createVault({ provider: "conformance-oauth" }, options),
+      );
       expect(refused.code).toBe(Code.Unimplemented);
       expect(errorDetailOf(refused)?.reason).toBe("not_implemented");
       expect(refused.rawMessage).toContain("trellis, oauth");
@@ -153,11 +147,11 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
     it("keeps the grant sealed and hands tools a cached, refreshed access token only", async () => {
       const { vaults, options } = clients();
       const id = await oauthVault();
-      const wrong = await failure(
+      const wrong = await callFailure(
         vaults.putSecret({ vaultId: id, name: "api_key", value: "x" }, options),
       );
       expect(errorDetailOf(wrong)?.reason).toBe("invalid_request");
-      const badUrl = await failure(
+      const badUrl = await callFailure(
         vaults.putSecret({ vaultId: id, name: "token_endpoint", value: "file:///etc" }, options),
       );
       expect(errorDetailOf(badUrl)?.reason).toBe("invalid_request");
@@ -198,10 +192,11 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
       const token = await access.getAccessToken({ workspaceId: "w1", vaultId: id });
       expect(token.accessToken).toBe("access-3");
       expect(
-        (await failure(access.getAccessToken({ workspaceId: "w1", vaultId: id }, options))).code,
+        (await callFailure(access.getAccessToken({ workspaceId: "w1", vaultId: id }, options)))
+          .code,
       ).toBe(Code.PermissionDenied);
       expect(
-        errorDetailOf(await failure(access.getAccessToken({ workspaceId: "w2", vaultId: id })))
+        errorDetailOf(await callFailure(access.getAccessToken({ workspaceId: "w2", vaultId: id })))
           ?.reason,
       ).toBe("resource_not_found");
 
@@ -230,7 +225,7 @@ export function describeOAuthVaults(name: string, open: OpenDatabase): void {
         expect(reason).toContain("invalid_grant");
         expect(reason).not.toContain("shh-client-secret");
         const { access } = clients();
-        const error = await failure(access.getAccessToken({ workspaceId: "w1", vaultId: id }));
+        const error = await callFailure(access.getAccessToken({ workspaceId: "w1", vaultId: id }));
         expect(errorDetailOf(error)?.reason).toBe("upstream_unavailable");
         expect(error.rawMessage).not.toContain("refresh-0");
       } finally {

@@ -10,12 +10,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
+import { Code, createClient, createRouterTransport } from "@connectrpc/connect";
 import { VaultService } from "@trellis/contracts/adapters";
 import { adaptersMigrations, loadVaultBox, VAULT_KEY_FILE, VaultStore } from "@trellis/execution";
 import { errorDetailOf } from "@trellis/runtime";
 import { createDatabase, type Database, migrate } from "@trellis/storage";
-import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
+import { callFailure, createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { withErrorDetails } from "../src/handlers/errors.js";
@@ -44,16 +44,6 @@ async function storeWith(env: Record<string, string>): Promise<VaultStore> {
   return new VaultStore(db, SCHEMA, await loadVaultBox({ mode: "distributed", env, db }));
 }
 
-/** The error a call must fail with. */
-async function failure(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded");
-}
-
 /** The VaultService over `store`, called as `caller` (x-trellis-* headers; none: internal). */
 function serviceFor(store: VaultStore, caller?: { workspace: string; scopes: string }) {
   const transport = createRouterTransport(({ service }) => {
@@ -77,7 +67,7 @@ describe("vaults in distributed mode", () => {
     const { client, options } = serviceFor(store, { workspace: "w1", scopes: "vaults:write" });
     const { vault } = await client.createVault({ provider: "trellis" }, options);
     expect(vault?.workspaceId).toBe("w1");
-    const refused = await failure(
+    const refused = await callFailure(
       client.putSecret({ vaultId: vault?.id ?? "", name: "K", value: "v" }, options),
     );
     expect(refused.code).toBe(Code.FailedPrecondition);
@@ -212,18 +202,19 @@ describe("vaults in distributed mode", () => {
       () => outsider.client.listSecrets({ vaultId: vault?.id ?? "" }, outsider.options),
       () => outsider.client.createVault({ workspaceId: "w_s" }, outsider.options),
     ]) {
-      expect((await failure(call())).code).toBe(Code.NotFound);
+      expect((await callFailure(call())).code).toBe(Code.NotFound);
     }
-    const refused = await failure(
+    const refused = await callFailure(
       member.client.createVault({ tenantGlobal: true }, member.options),
     );
     expect(refused.code).toBe(Code.PermissionDenied);
     const { vault: global } = await admin.client.createVault({ tenantGlobal: true }, admin.options);
     expect(global?.workspaceId).toBe("");
     expect(
-      (await failure(member.client.getVault({ vaultId: global?.id ?? "" }, member.options))).code,
+      (await callFailure(member.client.getVault({ vaultId: global?.id ?? "" }, member.options)))
+        .code,
     ).toBe(Code.NotFound);
-    const conflict = await failure(
+    const conflict = await callFailure(
       admin.client.createVault({ vaultId: vault?.id ?? "", workspaceId: "w_s" }, admin.options),
     );
     expect(conflict.code).toBe(Code.Aborted);
@@ -244,7 +235,9 @@ describe("vault ids per workspace (issue 22)", () => {
     const b = await bob.client.createVault(body, bob.options);
     expect(b.vault).toMatchObject({ id: "vlt_weather", workspaceId: "w_id_b" });
     // Within one workspace the id is still unique.
-    expect((await failure(alice.client.createVault(body, alice.options))).code).toBe(Code.Aborted);
+    expect((await callFailure(alice.client.createVault(body, alice.options))).code).toBe(
+      Code.Aborted,
+    );
     await alice.client.putSecret(
       { vaultId: "vlt_weather", name: "API_KEY", value: "alice-key" },
       alice.options,
@@ -283,9 +276,9 @@ describe("vault ids per workspace (issue 22)", () => {
     expect((await alice.client.getVault({ vaultId: "vlt_weather" }, alice.options)).vault?.id).toBe(
       "vlt_weather",
     );
-    expect((await failure(bob.client.getVault({ vaultId: "vlt_weather" }, bob.options))).code).toBe(
-      Code.NotFound,
-    );
+    expect(
+      (await callFailure(bob.client.getVault({ vaultId: "vlt_weather" }, bob.options))).code,
+    ).toBe(Code.NotFound);
   });
 });
 

@@ -10,26 +10,17 @@ import { createHash } from "node:crypto";
 import { type JsonObject, toJsonString } from "@bufbuild/protobuf";
 import { VaultService } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
-import {
-  AgentService,
-  ListMessagesResponseSchema,
-  SessionService,
-  TaskService,
-} from "@trellis/contracts/tasks";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "@trellis/execution/testing";
-import { chatToMessage, textOf } from "@trellis/messages";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { createTasksService } from "@trellis/tasks";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { ListMessagesResponseSchema, SessionService } from "@trellis/contracts/tasks";
+import { fixture, OPENAI_CHAT, type RecordedServer } from "@trellis/execution/testing";
+import { textOf } from "@trellis/messages";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdaptersService } from "../src/definition.js";
+import {
+  createHarnessAgent,
+  settledTurn,
+  startEmbeddedHarness,
+} from "./support/embedded-harness.js";
 import { WEATHER_SECRET } from "./vault-tools.js";
 
 const SECRET_VALUE = `wx-key-${createHash("sha256").update(String(Math.random())).digest("hex")}`;
@@ -39,18 +30,10 @@ let server: RecordedServer;
 let trellis: EmbeddedTrellis;
 
 beforeAll(async () => {
-  server = await startRecordedServer();
-  trellis = await startEmbedded({
-    services: [createTasksService(), createAdaptersService()],
-    port: 0,
-    env: {
-      TRELLIS_LOG_LEVEL: "error",
-      OPENAI_API_KEY: "sk-test-vaults",
-      OPENAI_BASE_URL: `${server.url}/v1`,
-      TRELLIS_HARNESS_TOOLS: toolsModule,
-    },
-    logger: createLogger({ service: "test", level: "error" }),
-  });
+  ({ server, trellis } = await startEmbeddedHarness({
+    openaiKey: "sk-test-vaults",
+    toolsModule,
+  }));
 }, 60_000);
 
 afterAll(async () => {
@@ -65,12 +48,7 @@ const definition: JsonObject = {
   stream: false,
 };
 
-async function createAgent(name: string): Promise<string> {
-  const { agent } = await trellis
-    .client(AgentService)
-    .createAgent({ agent: { name, backend: "harness", definition } });
-  return agent?.id as string;
-}
+const createAgent = (name: string) => createHarnessAgent(trellis, name, definition);
 
 /** Runs the recorded weather turn; the tool message it made. */
 async function weatherTurn(agentId: string): Promise<Message> {
@@ -79,23 +57,11 @@ async function weatherTurn(agentId: string): Promise<Message> {
     fixture("openai/chat-weather-tool-call.http"),
     fixture("openai/chat-weather-final.http"),
   );
-  const sessionId = uniqueName("ses");
-  const tasks = trellis.client(TaskService);
-  const { task } = await tasks.submitTask({
-    sessionId,
+  const { task: settled, sessionId } = await settledTurn(
+    trellis,
     agentId,
-    createSession: true,
-    input: chatToMessage({ role: "user", content: "What's the weather in Paris?" }),
-  });
-  const taskId = task?.id as string;
-  const settled = await eventually(
-    async () => {
-      const { task: now } = await tasks.getTask({ taskId });
-      return now && [TaskStatus.COMPLETED, TaskStatus.FAILED].includes(now.status)
-        ? now
-        : undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 50, what: `task ${taskId} settled` },
+    "What's the weather in Paris?",
+    30_000,
   );
   expect(settled.status, settled.failure?.message).toBe(TaskStatus.COMPLETED);
   const listed = await trellis.client(SessionService).listMessages({ sessionId, pageSize: 100 });

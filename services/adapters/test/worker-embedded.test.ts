@@ -13,38 +13,26 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { AdapterRegistryService } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "@trellis/execution/testing";
-import { chatToMessage, textOf } from "@trellis/messages";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { createTasksService } from "@trellis/tasks";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { SessionService } from "@trellis/contracts/tasks";
+import { fixture, OPENAI_CHAT, type RecordedServer } from "@trellis/execution/testing";
+import { textOf } from "@trellis/messages";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdaptersService } from "../src/definition.js";
+import {
+  createHarnessAgent,
+  settledTurn,
+  startEmbeddedHarness,
+} from "./support/embedded-harness.js";
 import { workerToolsModule } from "./worker-support.js";
 
 let server: RecordedServer;
 let trellis: EmbeddedTrellis;
 
 beforeAll(async () => {
-  server = await startRecordedServer();
-  trellis = await startEmbedded({
-    services: [createTasksService(), createAdaptersService()],
-    port: 0,
-    env: {
-      TRELLIS_LOG_LEVEL: "error",
-      OPENAI_API_KEY: "sk-test-embedded",
-      OPENAI_BASE_URL: `${server.url}/v1`,
-      TRELLIS_HARNESS_TOOLS: workerToolsModule,
-    },
-    logger: createLogger({ service: "test", level: "error" }),
-  });
+  ({ server, trellis } = await startEmbeddedHarness({
+    openaiKey: "sk-test-embedded",
+    toolsModule: workerToolsModule,
+  }));
 });
 
 afterAll(async () => {
@@ -52,34 +40,10 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function createAgent(name: string, definition: JsonObject): Promise<string> {
-  const { agent } = await trellis
-    .client(AgentService)
-    .createAgent({ agent: { name, backend: "harness", definition } });
-  return agent?.id as string;
-}
+const createAgent = (name: string, definition: JsonObject) =>
+  createHarnessAgent(trellis, name, definition);
 
-async function turn(agentId: string, text: string): Promise<{ task: Task; sessionId: string }> {
-  const sessionId = uniqueName("ses");
-  const tasks = trellis.client(TaskService);
-  const { task } = await tasks.submitTask({
-    sessionId,
-    agentId,
-    createSession: true,
-    input: chatToMessage({ role: "user", content: text }),
-  });
-  const taskId = task?.id as string;
-  const settled = await eventually(
-    async () => {
-      const { task: now } = await tasks.getTask({ taskId });
-      return now && [TaskStatus.COMPLETED, TaskStatus.FAILED].includes(now.status)
-        ? now
-        : undefined;
-    },
-    { timeoutMs: 20_000, intervalMs: 50, what: `task ${taskId} settled` },
-  );
-  return { task: settled, sessionId };
-}
+const turn = (agentId: string, text: string) => settledTurn(trellis, agentId, text, 20_000);
 
 describe("the harness in embedded mode", () => {
   it("is an in-process backend beside scripted and a2a", async () => {

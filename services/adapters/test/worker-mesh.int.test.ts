@@ -15,15 +15,10 @@
  */
 import { createHash, randomBytes } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createGrpcTransport } from "@connectrpc/connect-node";
-import {
-  AdapterRegistryService,
-  ApprovalInterrupts,
-  VaultService,
-} from "@trellis/contracts/adapters";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ApprovalInterrupts } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentService, SessionService, type Task, TaskService } from "@trellis/contracts/tasks";
+import type { Task } from "@trellis/contracts/tasks";
 import {
   fixture,
   OPENAI_CHAT,
@@ -32,7 +27,6 @@ import {
 } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import {
-  createMeshClientInterceptor,
   distributedFingerprints,
   MeshCredentials,
   type RunningService,
@@ -44,6 +38,7 @@ import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import { createAdaptersService } from "../src/definition.js";
+import { meshClients } from "./support/mesh-clients.js";
 import {
   type AdapterWorkerProcess,
   startAdapterWorkerProcess,
@@ -51,23 +46,12 @@ import {
 } from "./worker-support.js";
 
 const meshSecret = `test-mesh-secret-${uniqueName("s")}-0123456789abcdef`;
-const signer = createMeshClientInterceptor(new MeshCredentials(meshSecret), "worker-test");
+const clients = meshClients(meshSecret, "worker-test");
 let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
 let server: RecordedServer;
 let adapters: RunningService;
 let tasks: RunningService;
 const workers: AdapterWorkerProcess[] = [];
-
-function clients(url: string) {
-  const transport = createGrpcTransport({ baseUrl: url, interceptors: [signer] });
-  return {
-    registry: createClient(AdapterRegistryService, transport),
-    vaults: createClient(VaultService, transport),
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-  };
-}
 
 function workerEnv(extra: Record<string, string> = {}): Record<string, string> {
   return {

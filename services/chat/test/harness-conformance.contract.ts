@@ -70,10 +70,40 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
       abort,
     );
   }
-  async function resumedOutcome(listener: StreamReader<SubscribeResponse>) {
+  /** A new session of `agentId`, with a subscriber on it that has seen `subscribed`. */
+  async function listenedSession(agentId: string) {
+    const sessionId = newSession();
+    // Subscribe answers NotFound for a session that does not exist: create it first.
+    await h.sessions.createSession({ sessionId, agentId });
+    const listener = listen(sessionId);
+    expect((await listener.next()).kind.case).toBe("subscribed");
+    return { sessionId, listener };
+  }
+  /**
+   * Approves a {@link gateGraph} turn paused in `sessionId` by its author's
+   * `signalId`: the signal reaches that turn, whose resumed outcome (read by
+   * `listener`) completes with the payload in its state.
+   */
+  async function approveGate(
+    sessionId: string,
+    signalId: string,
+    paused: { invocationId: string },
+    listener: StreamReader<SubscribeResponse>,
+  ) {
+    const delivered = await h.signals.deliver({
+      sessionId,
+      signalId,
+      payload: payload({ approved: true }),
+    });
+    expect(delivered.taskId).toBe(paused.invocationId);
     const next = await listener.next();
     expect(next.kind.case).toBe("outcome");
-    return next.kind.case === "outcome" ? next.kind.value : undefined;
+    const resumed = next.kind.case === "outcome" ? next.kind.value : undefined;
+    expect(resumed?.taskId).toBe(paused.invocationId);
+    expect(variant(resumed, "completed").finalState?.state).toEqual({
+      approved: true,
+      completed_flag: true,
+    });
   }
 
   describe(`harness conformance fixtures (${mode})`, () => {
@@ -111,25 +141,10 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
 
     it("003 signal resume: the payload reaches the state, the graph completes", async () => {
       const agentId = await scriptedAgent(h, "h003", gateGraph("approval-test-001"));
-      const sessionId = newSession();
-      // Subscribe answers NotFound for a session that does not exist: create it first.
-      await h.sessions.createSession({ sessionId, agentId });
-      const listener = listen(sessionId);
-      expect((await listener.next()).kind.case).toBe("subscribed");
+      const { sessionId, listener } = await listenedSession(agentId);
       const paused = variant(await send(sessionId, agentId), "suspended");
       expect(paused.signalDescriptor?.signalId).toBe("approval-test-001");
-      const delivered = await h.signals.deliver({
-        sessionId,
-        signalId: "approval-test-001",
-        payload: payload({ approved: true }),
-      });
-      expect(delivered.taskId).toBe(paused.invocationId);
-      const resumed = await resumedOutcome(listener);
-      expect(resumed?.taskId).toBe(paused.invocationId);
-      expect(variant(resumed, "completed").finalState?.state).toEqual({
-        approved: true,
-        completed_flag: true,
-      });
+      await approveGate(sessionId, "approval-test-001", paused, listener);
       listener.close();
     });
 
@@ -199,24 +214,9 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
 
     it("007 signal coordinator round trip: the signal id resolves to the paused invocation", async () => {
       const agentId = await scriptedAgent(h, "h007", gateGraph("roundtrip-approval-001"));
-      const sessionId = newSession();
-      // Subscribe answers NotFound for a session that does not exist: create it first.
-      await h.sessions.createSession({ sessionId, agentId });
-      const listener = listen(sessionId);
-      expect((await listener.next()).kind.case).toBe("subscribed");
+      const { sessionId, listener } = await listenedSession(agentId);
       const paused = variant(await send(sessionId, agentId), "suspended");
-      const delivered = await h.signals.deliver({
-        sessionId,
-        signalId: "roundtrip-approval-001",
-        payload: payload({ approved: true }),
-      });
-      expect(delivered.taskId).toBe(paused.invocationId);
-      const resumed = await resumedOutcome(listener);
-      expect(resumed?.taskId).toBe(paused.invocationId);
-      expect(variant(resumed, "completed").finalState?.state).toEqual({
-        approved: true,
-        completed_flag: true,
-      });
+      await approveGate(sessionId, "roundtrip-approval-001", paused, listener);
       // The same id again finds nothing waiting.
       await expect(
         h.signals.deliver({ sessionId, signalId: "roundtrip-approval-001", payload: payload({}) }),

@@ -18,7 +18,14 @@ import {
 } from "../../src/index.js";
 import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
 import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
-import { completed, record, shape, suspended, useRecordedServer } from "./support/fixture.js";
+import {
+  completed,
+  definitionRefusal,
+  record,
+  shape,
+  suspended,
+  useRecordedServer,
+} from "./support/fixture.js";
 
 const server = useRecordedServer({ drained: true });
 
@@ -593,12 +600,7 @@ describe("harness agent definitions", () => {
     ],
     [{ provider: "openai", model: "m", temprature: 1 }, "agent.definition.temprature"],
   ])("rejects %j at %s", (definition, param) => {
-    let caught: unknown;
-    try {
-      adapter.validateDefinition?.(definition as JsonObject);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = definitionRefusal(adapter, definition as JsonObject);
     expect(isTrellisError(caught)).toBe(true);
     expect(caught).toMatchObject({ reason: "agent_definition_invalid", param });
   });

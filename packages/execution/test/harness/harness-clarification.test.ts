@@ -16,7 +16,14 @@ import {
 } from "../../src/index.js";
 import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
 import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
-import { completed, record, shape, suspended, useRecordedServer } from "./support/fixture.js";
+import {
+  completed,
+  definitionRefusal,
+  record,
+  shape,
+  suspended,
+  useRecordedServer,
+} from "./support/fixture.js";
 
 const server = useRecordedServer({ drained: true });
 
@@ -425,15 +432,6 @@ describe("ask_user in agent definitions", () => {
     tools,
   });
 
-  const refusal = (target: ExecutionAdapter, definition: JsonObject) => {
-    try {
-      target.validateDefinition?.(definition);
-    } catch (error) {
-      return error;
-    }
-    return undefined;
-  };
-
   it.each([
     [{ ask_user: "yes" }, "agent.definition.ask_user", /must be true or false/],
     [{ tools: ["ask_user"] }, "agent.definition.tools[0]", /enable it with "ask_user": true/],
@@ -443,7 +441,11 @@ describe("ask_user in agent definitions", () => {
       /built-in clarification tool/,
     ],
   ])("refuses %j at %s", (extra, param, message) => {
-    const caught = refusal(adapter, { provider: "openai", model: "m", ...extra } as JsonObject);
+    const caught = definitionRefusal(adapter, {
+      provider: "openai",
+      model: "m",
+      ...extra,
+    } as JsonObject);
     expect(isTrellisError(caught)).toBe(true);
     expect(caught).toMatchObject({ reason: "agent_definition_invalid", param });
     expect((caught as Error).message).toMatch(message);
@@ -460,17 +462,21 @@ describe("ask_user in agent definitions", () => {
       providers: recordedProviders("http://127.0.0.1:9"),
       tools: [own],
     });
-    expect(refusal(withOwn, { provider: "openai", model: "m", ask_user: true })).toMatchObject({
+    expect(
+      definitionRefusal(withOwn, { provider: "openai", model: "m", ask_user: true }),
+    ).toMatchObject({
       reason: "agent_definition_invalid",
       param: "agent.definition.ask_user",
     });
     // Without the flag the registry's tool is an ordinary tool.
     expect(
-      refusal(withOwn, { provider: "openai", model: "m", tools: ["ask_user"] }),
+      definitionRefusal(withOwn, { provider: "openai", model: "m", tools: ["ask_user"] }),
     ).toBeUndefined();
   });
 
   it("accepts ask_user: true", () => {
-    expect(refusal(adapter, { provider: "openai", model: "m", ask_user: true })).toBeUndefined();
+    expect(
+      definitionRefusal(adapter, { provider: "openai", model: "m", ask_user: true }),
+    ).toBeUndefined();
   });
 });

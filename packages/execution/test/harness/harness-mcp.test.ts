@@ -33,6 +33,7 @@ import {
   type RecordedServer,
   startRecordedServer,
 } from "../../src/testing/recorded-server.js";
+import { definitionRefusal } from "./support/fixture.js";
 
 const SERVER_SCRIPT = fileURLToPath(new URL("./support/mcp-test-server.mjs", import.meta.url));
 const NODE = process.execPath;
@@ -344,12 +345,7 @@ describe("MCP tools over stdio", () => {
         ...policy,
         stdioCommands: policy.stdioCommands ?? [],
       });
-      let thrown: unknown;
-      try {
-        harness.validateDefinition?.(stdioAgent());
-      } catch (error) {
-        thrown = error;
-      }
+      const thrown = definitionRefusal(harness, stdioAgent());
       expect(isTrellisError(thrown) && thrown.reason).toBe("agent_definition_invalid");
       expect(isTrellisError(thrown) && thrown.param).toBe(
         "agent.definition.mcp_servers[0].command",
@@ -465,12 +461,7 @@ describe("MCP tools over Streamable HTTP", () => {
 
   it("refuses loopback and private addresses unless the deployment allows them", async () => {
     const strict = adapter({ stdioCommands: [] });
-    let thrown: unknown;
-    try {
-      strict.validateDefinition?.(httpAgent());
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = definitionRefusal(strict, httpAgent());
     expect(isTrellisError(thrown) && thrown.param).toBe("agent.definition.mcp_servers[0].url");
 
     expect(isPrivateAddress("127.0.0.1")).toBe(true);
@@ -546,12 +537,11 @@ describe("the MCP section of a definition", () => {
     ],
   ];
   it.each(cases)("refuses %j at %s", (extra, path) => {
-    let thrown: unknown;
-    try {
-      adapter().validateDefinition?.({ provider: "openai", model: "gpt-4o-mini", ...extra });
-    } catch (error) {
-      thrown = error;
-    }
+    const thrown = definitionRefusal(adapter(), {
+      provider: "openai",
+      model: "gpt-4o-mini",
+      ...extra,
+    });
     expect(isTrellisError(thrown) && thrown.reason).toBe("agent_definition_invalid");
     expect(isTrellisError(thrown) && thrown.param).toBe(`agent.definition.${path}`);
   });

@@ -21,7 +21,7 @@ import {
 } from "../outbox/outbox.js";
 import { createOutboxWriter } from "../outbox/outbox-writer.js";
 import type { StorageSuite } from "./suite.js";
-import { event, expectChained, inTransaction, readAll } from "./support.js";
+import { event, expectChained, insertFolded, inTransaction, readAll } from "./support.js";
 
 export function describeOutboxContract(suite: StorageSuite): void {
   const { name, outboxSchema } = suite;
@@ -35,18 +35,7 @@ export function describeOutboxContract(suite: StorageSuite): void {
         unit.add([event("ws_1", "task_u"), event("ws_1", "task_v")]);
         const fold = await unit.fold();
         if (!fold) throw new Error("nothing folded");
-        const values = fold.rows.map(
-          (r) =>
-            sql`(${r.id}, ${r.workspace_id}, ${r.session_id}, ${r.resource_object},
-                ${r.resource_id}, ${r.sequence}, ${r.kind}, ${r.body}, ${r.created_at})`,
-        );
-        const result = await sql<{ positions: unknown }>`
-            with mine as (
-              insert into ${sql.raw(fold.table)} (id, workspace_id, session_id, resource_object,
-                resource_id, sequence, kind, body, created_at)
-              values ${sql.join(values)} returning ${sql.raw(fold.returning)})
-            select ${sql.raw(fold.positions("mine"))} as positions`.execute(unit.trx);
-        fold.settle(result.rows[0]?.positions);
+        await insertFolded(unit.trx, fold);
         unit.add([event("ws_1", "task_u")]);
       });
       // A rollback appends nothing and hands nothing over.

@@ -8,11 +8,12 @@ import { create } from "@bufbuild/protobuf";
 import { type Event, EventSchema, ResourceRefSchema } from "@trellis/contracts/core";
 import type { EventLog } from "@trellis/eventlog";
 import { eventually, uniqueName } from "@trellis/testkit";
-import type { Migration, Transaction } from "kysely";
+import { type Migration, sql, type Transaction } from "kysely";
 import { afterAll, beforeAll, expect } from "vitest";
 import type { Database } from "../database.js";
 import { migrate } from "../migrate.js";
 import { appendToOutbox, type OutboxEntry, readOutbox } from "../outbox/outbox.js";
+import type { OutboxFold } from "../outbox/outbox-writer.js";
 import type { StorageContractTarget } from "./suite.js";
 
 /** One backend opened for a contract suite; its handles exist once the suite's beforeAll ran. */
@@ -81,6 +82,25 @@ export function openContractBackend(
     },
   };
   return backend;
+}
+
+/**
+ * Inserts a unit's folded rows as a caller's own statement would (a CTE
+ * `mine`, positions selected beside it) and settles the fold with them.
+ */
+export async function insertFolded(trx: Transaction<unknown>, fold: OutboxFold): Promise<void> {
+  const values = fold.rows.map(
+    (r) =>
+      sql`(${r.id}, ${r.workspace_id}, ${r.session_id}, ${r.resource_object}, ${r.resource_id},
+        ${r.sequence}, ${r.kind}, ${r.body}, ${r.created_at})`,
+  );
+  const result = await sql<{ positions: unknown }>`
+    with mine as (
+      insert into ${sql.raw(fold.table)} (id, workspace_id, session_id, resource_object,
+        resource_id, sequence, kind, body, created_at)
+      values ${sql.join(values)} returning ${sql.raw(fold.returning)})
+    select ${sql.raw(fold.positions("mine"))} as positions`.execute(trx);
+  fold.settle(result.rows[0]?.positions);
 }
 
 /** A new event on `task` resource `resourceId`. */

@@ -16,3 +16,8 @@ export const commandWorkerScript = fileURLToPath(
 export const echoAgentScript = fileURLToPath(
   new URL("../../src/command/examples/echo-agent.mjs", import.meta.url),
 );
+
+/** The probe adapter as a gRPC worker (`./probe-grpc-worker.ts`; its env there). */
+export const probeGrpcWorkerScript = fileURLToPath(
+  new URL("./probe-grpc-worker.ts", import.meta.url),
+);

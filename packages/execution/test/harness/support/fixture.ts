@@ -16,6 +16,7 @@ import {
   createHarnessAdapter,
   createLocalExecutor,
   createScriptedAdapter,
+  type ExecutionAdapter,
   type ExecutionResult,
   type HarnessTool,
   isProviderError,
@@ -110,6 +111,16 @@ export async function failure(promise: Promise<unknown>): Promise<ProviderError>
   );
   if (!isProviderError(error)) throw new Error(`expected a ProviderError, got ${String(error)}`);
   return error;
+}
+
+/** What `adapter` throws when it validates `definition`; undefined when it accepts it. */
+export function definitionRefusal(adapter: ExecutionAdapter, definition: JsonObject): unknown {
+  try {
+    adapter.validateDefinition?.(definition);
+  } catch (error) {
+    return error;
+  }
+  return undefined;
 }
 
 /** Messages as role, text, tool calls and the call they answer. */

@@ -1,0 +1,79 @@
+/**
+ * Set-up shared by the gRPC worker tests: WorkerService served over h2c as
+ * the adapters service serves it, a port that keeps the sessions it is given,
+ * and execution requests whose events the test reads.
+ */
+import * as http2 from "node:http2";
+import type { AddressInfo } from "node:net";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
+import { WorkerService } from "@trellis/contracts/adapters";
+import type { RoutedExecutor, WorkerPort, WorkerSession } from "@trellis/execution";
+import { chatToMessage } from "@trellis/messages";
+import { eventually } from "@trellis/testkit";
+import { withErrorDetails } from "../../src/handlers/errors.js";
+
+/** WorkerService with `handlers` on 127.0.0.1 (a free port), with the service's error details. */
+export async function serveWorkerService(
+  handlers: ServiceImpl<typeof WorkerService>,
+): Promise<{ server: http2.Http2Server; url: string }> {
+  const server = http2.createServer(
+    connectNodeAdapter({
+      routes: (r) => {
+        r.service(WorkerService, withErrorDetails(WorkerService, handlers));
+      },
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** `port`, with each session it is given also kept in `kept` by worker id (to forge a call with it, or cut it). */
+export function keepingSessions(port: WorkerPort, kept: Map<string, WorkerSession>): WorkerPort {
+  return {
+    attach: (session) => {
+      port.attach(session);
+      kept.set(session.workerId, session);
+    },
+    beat: (session) => port.beat(session),
+    detach: (session, how) => port.detach(session, how),
+    claim: (session, work, negotiation) => port.claim(session, work, negotiation),
+    events: (session, work, events) => port.events(session, work, events),
+    complete: (session, work, result, trailing) => port.complete(session, work, result, trailing),
+    secrets: (session, work) => port.secrets(session, work),
+  };
+}
+
+/** A user turn for `backend`; its events are collected, and it has an abort of its own. */
+export function executionRequest(
+  backend: string,
+  text: string,
+  over: Partial<ExecutionRequest> = {},
+) {
+  const events: ExecutionEvent[] = [];
+  const abort = new AbortController();
+  const value: ExecutionRequest = {
+    taskId: `tsk_${Math.random().toString(36).slice(2)}`,
+    sessionId: "ses_1",
+    workspaceId: "wsp_1",
+    agent: { id: "agt_1", backend, definition: {}, tools: [] },
+    history: [],
+    input: chatToMessage({ role: "user", content: text }),
+    signal: abort.signal,
+    onEvent: (event) => events.push(event),
+    ...over,
+  };
+  return { value, events, abort };
+}
+
+/** The placements among a turn's events (one per attempt). */
+export const routedEvents = (events: ExecutionEvent[]) =>
+  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+
+/** Resolves once `router` knows `count` workers of `backend` (30 s at the most). */
+export const knownWorkers = (router: RoutedExecutor, backend: string, count: number) =>
+  eventually(() => router.registry.backend(backend)?.workers.length === count, {
+    timeoutMs: 30_000,
+    what: `${count} worker(s) of ${backend}`,
+  });
