@@ -4,7 +4,6 @@
 // written), and its call goes on at the lease's new holder by a hand-off;
 // per-session order holds across the replicas. Hand-offs and take-overs are
 // counted as OpenTelemetry counters.
-import { create } from "@bufbuild/protobuf";
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -13,7 +12,7 @@ import {
   type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import { BusyPolicy } from "@trellis/contracts/tasks";
 import {
   createDatabase,
   createJournal,
@@ -38,7 +37,7 @@ import {
   sessionLeaseTakeoversMetric,
 } from "../../src/store/session-leases.js";
 import { sessionStream } from "../../src/store/session-stream.js";
-import { text, textOf } from "../support/fixtures.js";
+import { createStoreAgent, text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
 
@@ -119,17 +118,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     await setup.close();
     a = await replica("replica-a");
     b = await replica("replica-b");
-    const agent = await a.store.createAgent(
-      create(AgentSchema, {
-        workspaceId: "default",
-        name: "echo",
-        backend: "scripted",
-        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-      }),
-      undefined,
-      context,
-    );
-    agentId = agent.id;
+    agentId = await createStoreAgent(a.store, context);
   }, 120_000);
 
   afterAll(async () => {

@@ -2,10 +2,9 @@
 // finish append their step records in the same transaction as their rows,
 // the `tasks-read-model` projector writes the Outcome rows from them, and
 // outcome reads wait for it (read-your-writes). On PGlite and PostgreSQL.
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import {
-  AgentSchema,
   BusyPolicy,
   OutcomeStatus,
   type StepRecord,
@@ -28,7 +27,7 @@ import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
 import { createTasksReadModel, READ_MODEL_PROJECTOR } from "../../src/store/read-model.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
-import { text } from "../support/fixtures.js";
+import { createStoreAgent, text } from "../support/fixtures.js";
 
 interface Opened {
   db: Database;
@@ -83,17 +82,7 @@ for (const backend of backends) {
         leaseMs: 30_000,
         journal: { readModel },
       });
-      const agent = await store.createAgent(
-        create(AgentSchema, {
-          workspaceId: "default",
-          name: "echo",
-          backend: "scripted",
-          definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-        }),
-        undefined,
-        context,
-      );
-      agentId = agent.id;
+      agentId = await createStoreAgent(store, context);
     });
     afterAll(async () => {
       await readModel?.stop();

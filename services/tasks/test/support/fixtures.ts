@@ -2,9 +2,10 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
-import type { Task } from "@trellis/contracts/tasks";
+import { AgentSchema, type Task } from "@trellis/contracts/tasks";
 import { errorDetailOf } from "@trellis/runtime";
 import { expect } from "vitest";
+import type { TaskStore, WriteContext } from "../../src/store/task-store.js";
 import type { TasksClients } from "./harness.js";
 
 /** A one-text-part message. */
@@ -104,6 +105,29 @@ export async function createAgent(
     },
   });
   return agent?.id as string;
+}
+
+/**
+ * Store a scripted agent straight into a task store (no executor check) and
+ * return its id. Its graph writes nothing: the store suites finish its runs
+ * by hand.
+ */
+export async function createStoreAgent(
+  store: Pick<TaskStore, "createAgent">,
+  context: WriteContext,
+  name = "echo",
+): Promise<string> {
+  const agent = await store.createAgent(
+    create(AgentSchema, {
+      workspaceId: "default",
+      name,
+      backend: "scripted",
+      definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+    }),
+    undefined,
+    context,
+  );
+  return agent.id;
 }
 
 /** Watch a task until `until` holds (or the stream ends); returns every status seen. */
