@@ -12,7 +12,6 @@ import {
   type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import { BusyPolicy } from "@trellis/contracts/tasks";
 import {
   createDatabase,
   createJournal,
@@ -38,7 +37,7 @@ import {
 } from "../../src/store/session-leases.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import type { Claim } from "../../src/store/task-store.js";
-import { createStoreAgent, text, textOf } from "../support/fixtures.js";
+import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
 
@@ -135,19 +134,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
   });
 
   const submit = (on: Replica, sessionId: string, words: string) =>
-    on.store.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-      },
-      context,
-      on.id,
-    );
+    on.store.submitTask(newTask(agentId, sessionId, words), context, on.id);
   /** Finishes `claim` on replica `on`, answering `words`. */
   const complete = (on: Replica, claim: Claim, words: string) =>
     on.store.finishRun(

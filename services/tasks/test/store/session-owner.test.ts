@@ -7,7 +7,6 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import {
-  BusyPolicy,
   FinishedStepSchema,
   OutcomeSchema,
   OutcomeStatus,
@@ -42,7 +41,7 @@ import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP } from "../../src/store/step-records.js";
 import type { Claim } from "../../src/store/task-store.js";
-import { createStoreAgent, text, textOf } from "../support/fixtures.js";
+import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
 
@@ -128,20 +127,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
   afterAll(() => closeEmbeddedOwner(owner));
 
   const submit = (sessionId: string, words: string, key?: string) =>
-    store.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-        ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
-      },
-      context,
-      "owner_1",
-    );
+    store.submitTask(newTask(agentId, sessionId, words, key), context, "owner_1");
 
   const kinds = async (session: string) => {
     const stream = sessionStream({ workspace_id: "default", id: session });
@@ -466,19 +452,7 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
   afterAll(() => closeEmbeddedOwner(owner));
 
   const submit = (words: string, sessionId = "ses_state_1", on = store) =>
-    on.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-      },
-      context,
-      "owner_1",
-    );
+    on.submitTask(newTask(agentId, sessionId, words), context, "owner_1");
 
   const complete = (claim: Claim | undefined, state?: JsonObject) =>
     store.finishRun(

@@ -2,10 +2,10 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentSchema, type Task } from "@trellis/contracts/tasks";
+import { AgentSchema, BusyPolicy, type Task } from "@trellis/contracts/tasks";
 import { errorDetailOf } from "@trellis/runtime";
 import { expect } from "vitest";
-import type { TaskStore, WriteContext } from "../../src/store/task-store.js";
+import type { NewTask, TaskStore, WriteContext } from "../../src/store/task-store.js";
 import type { TasksClients } from "./harness.js";
 
 /** A one-text-part message. */
@@ -128,6 +128,24 @@ export async function createStoreAgent(
     context,
   );
   return agent.id;
+}
+
+/**
+ * A user's turn `words` to session `sessionId` of the default workspace, as
+ * the store suites submit it: queued if the session is busy, the session
+ * created if it is new, and with `key` an idempotency key over the words.
+ */
+export function newTask(agentId: string, sessionId: string, words: string, key?: string): NewTask {
+  return {
+    sessionId,
+    agentId,
+    input: text(words),
+    busyPolicy: BusyPolicy.ENQUEUE,
+    parentTaskId: "",
+    createSession: true,
+    workspaceId: "default",
+    ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
+  };
 }
 
 /** Watch a task until `until` holds (or the stream ends); returns every status seen. */
