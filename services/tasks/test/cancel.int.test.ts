@@ -86,6 +86,16 @@ describe("cancellation (PostgreSQL + JetStream)", () => {
     return task as Task;
   }
 
+  /** A parent task waiting (for approval) in its own session, free to delegate. */
+  async function waitingParent(): Promise<{ sessionId: string; parentId: string }> {
+    const { session } = await patient.sessions.createSession({ agentId: waiter });
+    const sessionId = session?.id as string;
+    const { task: parent } = await patient.tasks.submitTask({ sessionId, input: text("delegate") });
+    const parentId = parent?.id as string;
+    await watchUntil(patient, parentId, (t) => t.status === TaskStatus.INPUT_REQUIRED);
+    return { sessionId, parentId };
+  }
+
   it("records CANCELED only after the backend confirmed it stopped", async () => {
     const task = await running(patient, stubborn);
     toRelease.push(task.id);
@@ -156,13 +166,7 @@ describe("cancellation (PostgreSQL + JetStream)", () => {
 
   it("cascades to the tasks it delegated to, down the tree, leaving finished ones alone", async () => {
     // The parent waits (for approval) while its delegates work.
-    const { session } = await patient.sessions.createSession({ agentId: waiter });
-    const { task: parent } = await patient.tasks.submitTask({
-      sessionId: session?.id as string,
-      input: text("delegate"),
-    });
-    const parentId = parent?.id as string;
-    await watchUntil(patient, parentId, (t) => t.status === TaskStatus.INPUT_REQUIRED);
+    const { parentId } = await waitingParent();
     const child = await running(patient, gate, parentId);
     const grandchild = await running(hasty, gate, child.id);
     const { session: doneSession } = await patient.sessions.createSession({});
@@ -209,15 +213,9 @@ describe("cancellation (PostgreSQL + JetStream)", () => {
   }, 90_000);
 
   it("closing a session cancels what its open tasks delegated to", async () => {
-    const { session } = await patient.sessions.createSession({ agentId: waiter });
-    const { task: parent } = await patient.tasks.submitTask({
-      sessionId: session?.id as string,
-      input: text("delegate"),
-    });
-    const parentId = parent?.id as string;
-    await watchUntil(patient, parentId, (t) => t.status === TaskStatus.INPUT_REQUIRED);
+    const { sessionId, parentId } = await waitingParent();
     const child = await running(hasty, gate, parentId);
-    await patient.sessions.closeSession({ sessionId: session?.id as string, reason: "done" });
+    await patient.sessions.closeSession({ sessionId, reason: "done" });
     expect((await patient.tasks.getTask({ taskId: parentId })).task?.status).toBe(
       TaskStatus.CANCELED,
     );

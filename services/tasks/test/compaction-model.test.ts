@@ -101,6 +101,14 @@ class MemorySummaries implements ContextSummaryStore {
 const logger = createLogger({ service: "test", level: "error" });
 const config = loadCompactionConfig({});
 
+/** A compactor over `executor` for a live task (not a replay). */
+function liveCompactor(
+  executor: AgentExecutor,
+  summaries: MemorySummaries = new MemorySummaries(),
+): ContextCompactor {
+  return new ContextCompactor(config, logger, { executor, summaries, isReplay: async () => false });
+}
+
 async function prepare(
   compactor: ContextCompactor,
   c: Claim,
@@ -124,11 +132,7 @@ describe("model compaction strategy", () => {
   it("asks the agent's backend once, tool-less and one step, and reuses the stored summary", async () => {
     const { executor, requests } = fakeExecutor(replying("The user asked 3 questions."));
     const summaries = new MemorySummaries();
-    const compactor = new ContextCompactor(config, logger, {
-      executor,
-      summaries,
-      isReplay: async () => false,
-    });
+    const compactor = liveCompactor(executor, summaries);
 
     const first = await prepare(compactor, claim("harness"));
     expect(requests).toHaveLength(1);
@@ -189,12 +193,7 @@ describe("model compaction strategy", () => {
       },
     ]) {
       const { executor, requests } = fakeExecutor(answer);
-      const summaries = new MemorySummaries();
-      const compactor = new ContextCompactor(config, logger, {
-        executor,
-        summaries,
-        isReplay: async () => false,
-      });
+      const compactor = liveCompactor(executor);
       const first = await prepare(compactor, claim("harness"));
       expect(textOf(first.given[0])).toMatch(/^Summary of the 2 earlier turns .*First line/);
       expect(first.compacted).toMatchObject({
@@ -238,11 +237,7 @@ describe("model compaction strategy", () => {
       throw request.signal.reason;
     });
     const summaries = new MemorySummaries();
-    const compactor = new ContextCompactor(config, logger, {
-      executor,
-      summaries,
-      isReplay: async () => false,
-    });
+    const compactor = liveCompactor(executor, summaries);
     const { given } = await prepare(compactor, claim("harness"), transcript(3), abort.signal);
     expect(given).toHaveLength(3);
     expect(summaries.rows.size).toBe(0);
@@ -251,14 +246,7 @@ describe("model compaction strategy", () => {
   it("never calls the model in a replay: the recorded summary, else the deterministic one", async () => {
     const source = fakeExecutor(replying("Recorded summary."));
     const summaries = new MemorySummaries();
-    await prepare(
-      new ContextCompactor(config, logger, {
-        executor: source.executor,
-        summaries,
-        isReplay: async () => false,
-      }),
-      claim("harness"),
-    );
+    await prepare(liveCompactor(source.executor, summaries), claim("harness"));
     const live = fakeExecutor(replying("A live answer."));
     const replays: string[] = [];
     const replaying = new ContextCompactor(config, logger, {
@@ -298,11 +286,7 @@ describe("model compaction strategy", () => {
 
   it("keeps the deterministic summary for scripted agents and for agents that ask for it", async () => {
     const { executor, requests } = fakeExecutor(replying("unused"));
-    const compactor = new ContextCompactor(config, logger, {
-      executor,
-      summaries: new MemorySummaries(),
-      isReplay: async () => false,
-    });
+    const compactor = liveCompactor(executor);
     const scripted = await prepare(compactor, claim("scripted"));
     const told = await prepare(
       compactor,

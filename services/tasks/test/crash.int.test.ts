@@ -6,12 +6,12 @@
  */
 import { TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
-import { eventually } from "@trellis/testkit";
+import { eventually, freePort } from "@trellis/testkit";
 import pg from "pg";
 import { afterAll, describe, expect, it } from "vitest";
 import { createAgent, slowEcho, text, textOf } from "./support/fixtures.js";
 import { clientsFor, distributedTarget, type TasksClients } from "./support/harness.js";
-import { freePort, tasksProcesses } from "./support/service-processes.js";
+import { tasksProcesses } from "./support/service-processes.js";
 
 // Also with the turn journal on: the Outcome of every task is projected
 // once, whichever process wrote its step record.

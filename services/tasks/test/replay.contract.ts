@@ -110,6 +110,23 @@ export function describeReplay(name: string, startHost: StartHost): void {
       );
     }
 
+    /**
+     * Replays `taskId` overriding `key` with `value` under a declared sha256
+     * that is not the value's: refused as an invalid request (returned).
+     */
+    async function refusedForItsHash(taskId: string, key: string, value: JsonValue) {
+      return expectReason(
+        c.tasks.replayTask({
+          taskId,
+          mode: ReplayMode.WITH_OVERRIDES,
+          overrides: {
+            [key]: { value: fromJson(ValueSchema, value), sha256: `sha256:${"0".repeat(64)}` },
+          },
+        }),
+        "invalid_request",
+      );
+    }
+
     /** Submits a turn to an approval agent and approves it; returns the settled task. */
     async function approvedTurn(sessionId: string, input: string, note: string) {
       const { task } = await c.tasks.submitTask({ sessionId, input: text(input) });
@@ -345,19 +362,7 @@ export function describeReplay(name: string, startHost: StartHost): void {
       it("keeps secret override values and their plain hashes out of the task and its events, and reports unused overrides", async () => {
         const secret = "sk-live-DO-NOT-LEAK-4711";
         // A declared sha256 of a secret is checked, but a mismatch does not echo the value's hash.
-        const wrong = await expectReason(
-          c.tasks.replayTask({
-            taskId: source.id,
-            mode: ReplayMode.WITH_OVERRIDES,
-            overrides: {
-              "secret:api_key": {
-                value: fromJson(ValueSchema, secret),
-                sha256: `sha256:${"0".repeat(64)}`,
-              },
-            },
-          }),
-          "invalid_request",
-        );
+        const wrong = await refusedForItsHash(source.id, "secret:api_key", secret);
         expect(errorDetailOf(wrong)?.param).toBe("overrides.secret:api_key.sha256");
         expect(wrong.rawMessage).not.toContain(sha256(secret));
         // The caller knows its own value: the right plain hash is accepted (and not kept).
@@ -593,19 +598,7 @@ export function describeReplay(name: string, startHost: StartHost): void {
             },
           ],
         };
-        const wrongHash = await expectReason(
-          c.tasks.replayTask({
-            taskId: weather.task.id,
-            mode: ReplayMode.WITH_OVERRIDES,
-            overrides: {
-              "llm:main:2": {
-                value: fromJson(ValueSchema, value),
-                sha256: `sha256:${"0".repeat(64)}`,
-              },
-            },
-          }),
-          "invalid_request",
-        );
+        const wrongHash = await refusedForItsHash(weather.task.id, "llm:main:2", value);
         expect(errorDetailOf(wrongHash)?.param).toBe("overrides.llm:main:2.sha256");
 
         const { task, session } = await c.tasks.replayTask({

@@ -1,9 +1,9 @@
 // Replay and fork in embedded mode (PGlite, the in-process event log).
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { setCallerHeaders, startEmbedded } from "@trellis/platform";
+import { startEmbedded } from "@trellis/platform";
 import { createTasksService } from "../src/definition.js";
 import { describeReplay } from "./replay.contract.js";
-import { clientsOf } from "./support/harness.js";
+import { callingAs, clientsOf } from "./support/harness.js";
 
 describeReplay("embedded", async ({ executor, replayTools }) => {
   const trellis = await startEmbedded({
@@ -15,18 +15,7 @@ describeReplay("embedded", async ({ executor, replayTools }) => {
   return {
     clients: clientsOf(createGrpcTransport({ baseUrl: url })),
     as(caller) {
-      return clientsOf(
-        createGrpcTransport({
-          baseUrl: url,
-          interceptors: [
-            (next) => (req) => {
-              // Bound to its workspace: an admin credential (`*`) would see every one.
-              setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
-              return next(req);
-            },
-          ],
-        }),
-      );
+      return clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [callingAs(caller)] }));
     },
     close: () => trellis.close({ graceMs: 1000 }),
   };

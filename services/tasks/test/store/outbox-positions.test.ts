@@ -2,8 +2,7 @@
 // committed, with their positions (see OutboxRelay.kick): they must be
 // exactly the rows the outbox holds — by the folded save statement and by the
 // append at commit.
-import { create } from "@bufbuild/protobuf";
-import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
+import { BusyPolicy } from "@trellis/contracts/tasks";
 import type { LoggedEvent } from "@trellis/eventlog";
 import {
   createDatabase,
@@ -17,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
-import { text } from "../support/fixtures.js";
+import { createStoreAgent, text } from "../support/fixtures.js";
 
 let database: Database;
 beforeAll(async () => {
@@ -43,16 +42,7 @@ describe("tasks store: committed outbox rows for the relay", () => {
       leaseMs: 30_000,
     });
     const context = { actor: userActor("usr_1") };
-    const agent = await store.createAgent(
-      create(AgentSchema, {
-        workspaceId: "default",
-        name: "echo",
-        backend: "scripted",
-        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-      }),
-      undefined,
-      context,
-    );
+    const agentId = await createStoreAgent(store, context);
     // Events appended at commit (createSession), then folded into the save
     // statement (submitTask).
     const session = await store.createSession(
@@ -62,7 +52,7 @@ describe("tasks store: committed outbox rows for the relay", () => {
     await store.submitTask(
       {
         sessionId: session.id,
-        agentId: agent.id,
+        agentId,
         input: text("hi"),
         busyPolicy: BusyPolicy.UNSPECIFIED,
         parentTaskId: "",

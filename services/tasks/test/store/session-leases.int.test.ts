@@ -4,7 +4,6 @@
 // written), and its call goes on at the lease's new holder by a hand-off;
 // per-session order holds across the replicas. Hand-offs and take-overs are
 // counted as OpenTelemetry counters.
-import { create } from "@bufbuild/protobuf";
 import {
   AggregationTemporality,
   InMemoryMetricExporter,
@@ -13,7 +12,6 @@ import {
   type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
 import {
   createDatabase,
   createJournal,
@@ -38,7 +36,8 @@ import {
   sessionLeaseTakeoversMetric,
 } from "../../src/store/session-leases.js";
 import { sessionStream } from "../../src/store/session-stream.js";
-import { text, textOf } from "../support/fixtures.js";
+import type { Claim } from "../../src/store/task-store.js";
+import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
 
@@ -119,17 +118,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     await setup.close();
     a = await replica("replica-a");
     b = await replica("replica-b");
-    const agent = await a.store.createAgent(
-      create(AgentSchema, {
-        workspaceId: "default",
-        name: "echo",
-        backend: "scripted",
-        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-      }),
-      undefined,
-      context,
-    );
-    agentId = agent.id;
+    agentId = await createStoreAgent(a.store, context);
   }, 120_000);
 
   afterAll(async () => {
@@ -145,37 +134,35 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
   });
 
   const submit = (on: Replica, sessionId: string, words: string) =>
-    on.store.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-      },
-      context,
+    on.store.submitTask(newTask(agentId, sessionId, words), context, on.id);
+  /** Finishes `claim` on replica `on`, answering `words`. */
+  const complete = (on: Replica, claim: Claim, words: string) =>
+    on.store.finishRun(
+      claim,
+      { status: "completed", messages: [text(words, Role.ASSISTANT)] },
       on.id,
     );
+  /** One whole turn of `session` on replica `on`: `words` asked and answered. */
+  const turn = async (on: Replica, session: string, words: string) => {
+    const submitted = await submit(on, session, words);
+    await complete(on, submitted.claim!, words);
+  };
 
   /** The journal stream (and lease) of session `id` of the default workspace. */
   const streamOf = (id: string) => sessionStream({ workspace_id: "default", id });
   const entries = (session: string) =>
     readJournal(a.database.kysely, "tasks", { stream: streamOf(session), limit: 1000 });
+  /** The lease of `session` lapses on the database clock; its holder is not told. */
+  const lapse = (session: string) =>
+    sql`update tasks.session_leases set expires_at = now() - interval '1 second'
+      where stream = ${streamOf(session)}`.execute(a.database.kysely);
 
   it("refuses a deposed owner's append, writes nothing of it, and goes on at the new owner", async () => {
     const session = "ses_lease_1";
-    const first = await submit(a, session, "one");
-    await a.store.finishRun(
-      first.claim!,
-      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
-      a.id,
-    );
+    await turn(a, session, "one");
     expect(a.leases.holds(streamOf(session))).toBe(true);
     // A's lease lapses on the database clock while A still believes it holds it.
-    await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
-      where stream = ${streamOf(session)}`.execute(a.database.kysely);
+    await lapse(session);
     const taken = await submit(b, session, "two");
     expect(taken.claim).toBeDefined();
     expect(b.leases.stats()).toMatchObject({ tookOver: 1 });
@@ -196,18 +183,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     expect(submitted).toHaveLength(2);
 
     // B's turn finishes (B asks the session back) and claims A's queued one.
-    const done = await b.store.finishRun(
-      taken.claim!,
-      { status: "completed", messages: [text("two", Role.ASSISTANT)] },
-      b.id,
-    );
+    const done = await complete(b, taken.claim!, "two");
     expect(done.applied).toBe(true);
     expect(done.next?.task.id).toBe(late.task.id);
-    await b.store.finishRun(
-      done.next!,
-      { status: "completed", messages: [text("three", Role.ASSISTANT)] },
-      b.id,
-    );
+    await complete(b, done.next!, "three");
     const { items: messages } = await a.store.listMessages(
       session,
       { taskId: "" },
@@ -254,16 +233,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
 
   it("refuses a relational write of a holder whose lease lapsed, and writes nothing of it", async () => {
     const session = "ses_lease_2";
-    const first = await submit(a, session, "one");
-    await a.store.finishRun(
-      first.claim!,
-      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
-      a.id,
-    );
+    await turn(a, session, "one");
     expect(a.leases.holds(streamOf(session))).toBe(true);
     const conflicts = a.leases.stats().conflicts;
-    await sql`update tasks.session_leases set expires_at = now() - interval '1 second'
-      where stream = ${streamOf(session)}`.execute(a.database.kysely);
+    await lapse(session);
     // A still believes it holds the session; its transaction checks the lease row.
     await expect(
       a.store.appendMessage(session, text("note", Role.USER), undefined, context),
@@ -281,12 +254,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     const session = "ses_lease_3";
     const stream = streamOf(session);
     expect(a.leases.readHead(stream)).toBeUndefined();
-    const first = await submit(a, session, "one");
-    await a.store.finishRun(
-      first.claim!,
-      { status: "completed", messages: [text("one", Role.ASSISTANT)] },
-      a.id,
-    );
+    await turn(a, session, "one");
     // A holds the lease; its head is the stream's last entry.
     const written = await entries(session);
     expect(a.leases.readHead(stream)).toBe(written.at(-1)?.position);
@@ -309,11 +277,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
     const second = await submit(b, session, "two");
     expect(a.leases.readHead(stream)).toBeUndefined();
     expect(b.leases.readHead(stream)).toBe((await entries(session)).at(-1)?.position);
-    await b.store.finishRun(
-      second.claim!,
-      { status: "completed", messages: [text("two", Role.ASSISTANT)] },
-      b.id,
-    );
+    await complete(b, second.claim!, "two");
     // A's read of the session now waits for the table's head and sees B's turn.
     const back = await a.store.listMessages(session, { taskId: "" }, page, "default");
     expect(back.items.map((m) => textOf(m.message))).toEqual(["one", "one", "two", "two"]);

@@ -7,13 +7,12 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { create, toBinary } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import {
-  AgentSchema,
-  BusyPolicy,
   FinishedStepSchema,
   OutcomeSchema,
   OutcomeStatus,
   StepRecordSchema,
 } from "@trellis/contracts/tasks";
+import type { LoggedEvent } from "@trellis/eventlog";
 import {
   createDatabase,
   createJournal,
@@ -42,11 +41,70 @@ import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP } from "../../src/store/step-records.js";
 import type { Claim } from "../../src/store/task-store.js";
-import { text, textOf } from "../support/fixtures.js";
+import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
 
 const context = { actor: userActor("usr_1") };
 
+interface EmbeddedOwner {
+  database: Database;
+  journal: Journal;
+  readModel: Projector;
+  store: OwnedTaskStore;
+  agentId: string;
+}
+
+/** The embedded owner's store on `database`, its outbox in schema `outbox`. */
+function ownedStore(
+  database: Database,
+  outbox: string,
+  owner: { journal: Journal; readModel: Projector },
+): OwnedTaskStore {
+  return new OwnedTaskStore({
+    database,
+    schema: "tasks",
+    outbox: createOutboxWriter({ schema: outbox }),
+    leaseMs: 30_000,
+    owner,
+  });
+}
+
+/**
+ * A fresh PGlite with the tasks schema and an outbox schema, its journal, the
+ * read model (applying `delayMs` after each wake-up and handing the outbox
+ * rows it wrote to `kick`), the owner's store, and one agent.
+ */
+async function openEmbeddedOwner(options: {
+  outbox: string;
+  delayMs: number;
+  kick: (committed?: readonly LoggedEvent[]) => void;
+  agent: string;
+}): Promise<EmbeddedOwner> {
+  const { outbox, delayMs, kick } = options;
+  const database = await createDatabase({ kind: "pglite" });
+  await migrate(database, { schema: "tasks", migrations: tasksMigrations });
+  await migrate(database, { schema: outbox, migrations: outboxMigrations(outbox) });
+  const journal = createJournal(database, { schema: "tasks" });
+  const readModel = await createTasksReadModel({
+    database,
+    schema: "tasks",
+    delayMs,
+    journal,
+    outbox: { schema: outbox, kick },
+  });
+  const store = ownedStore(database, outbox, { journal, readModel });
+  const agentId = await createStoreAgent(store, context, options.agent);
+  return { database, journal, readModel, store, agentId };
+}
+
+async function closeEmbeddedOwner(owner: EmbeddedOwner | undefined): Promise<void> {
+  owner?.store.close();
+  await owner?.journal.close();
+  await owner?.readModel.stop();
+  await owner?.database.close();
+}
+
 describe("tasks store, embedded session owner (PGlite)", () => {
+  let owner: EmbeddedOwner;
   let database: Database;
   let journal: Journal;
   let readModel: Projector;
@@ -56,63 +114,20 @@ describe("tasks store, embedded session owner (PGlite)", () => {
   const kicked: { position: bigint; id: string }[] = [];
 
   beforeAll(async () => {
-    database = await createDatabase({ kind: "pglite" });
-    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-    await migrate(database, { schema: "outbox_o", migrations: outboxMigrations("outbox_o") });
-    journal = createJournal(database, { schema: "tasks" });
-    readModel = await createTasksReadModel({
-      database,
-      schema: "tasks",
+    owner = await openEmbeddedOwner({
+      outbox: "outbox_o",
       delayMs: 20,
-      journal,
-      outbox: {
-        schema: "outbox_o",
-        kick: (rows) => {
-          for (const row of rows ?? []) kicked.push({ position: row.position, id: row.event.id });
-        },
+      kick: (rows) => {
+        for (const row of rows ?? []) kicked.push({ position: row.position, id: row.event.id });
       },
+      agent: "echo",
     });
-    store = new OwnedTaskStore({
-      database,
-      schema: "tasks",
-      outbox: createOutboxWriter({ schema: "outbox_o" }),
-      leaseMs: 30_000,
-      owner: { journal, readModel },
-    });
-    const agent = await store.createAgent(
-      create(AgentSchema, {
-        workspaceId: "default",
-        name: "echo",
-        backend: "scripted",
-        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-      }),
-      undefined,
-      context,
-    );
-    agentId = agent.id;
+    ({ database, journal, readModel, store, agentId } = owner);
   }, 180_000);
-  afterAll(async () => {
-    store?.close();
-    await journal?.close();
-    await readModel?.stop();
-    await database?.close();
-  });
+  afterAll(() => closeEmbeddedOwner(owner));
 
   const submit = (sessionId: string, words: string, key?: string) =>
-    store.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-        ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
-      },
-      context,
-      "owner_1",
-    );
+    store.submitTask(newTask(agentId, sessionId, words, key), context, "owner_1");
 
   const kinds = async (session: string) => {
     const stream = sessionStream({ workspace_id: "default", id: session });
@@ -409,13 +424,14 @@ describe("tasks store, embedded session owner (PGlite)", () => {
   it("tells storable text from what PostgreSQL refuses", () => {
     expect(storable({ a: ["ok", { b: "fine ✓ 😀" }], bytes: new Uint8Array([0, 1]) })).toBe(true);
     expect(storable("a\u0000b")).toBe(false);
-    expect(storable({ ["k\u0000"]: 1 })).toBe(false);
+    expect(storable({ "k\u0000": 1 })).toBe(false);
     expect(storable(["\ud800 lone"])).toBe(false);
     expect(storable(text("bad\u0000text"))).toBe(false);
   });
 });
 
 describe("tasks store, embedded session owner: the runner's read of the agent state", () => {
+  let owner: EmbeddedOwner;
   let database: Database;
   let journal: Journal;
   let readModel: Projector;
@@ -423,59 +439,20 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
   let agentId: string;
 
   beforeAll(async () => {
-    database = await createDatabase({ kind: "pglite" });
-    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-    await migrate(database, { schema: "outbox_s", migrations: outboxMigrations("outbox_s") });
-    journal = createJournal(database, { schema: "tasks" });
-    // Applies only when someone waits (a minute's delay after each wake-up):
-    // what forces a projection is then visible in its position.
-    readModel = await createTasksReadModel({
-      database,
-      schema: "tasks",
+    owner = await openEmbeddedOwner({
+      outbox: "outbox_s",
+      // Applies only when someone waits (a minute's delay after each wake-up):
+      // what forces a projection is then visible in its position.
       delayMs: 60_000,
-      journal,
-      outbox: { schema: "outbox_s", kick: () => {} },
+      kick: () => {},
+      agent: "stateful",
     });
-    store = new OwnedTaskStore({
-      database,
-      schema: "tasks",
-      outbox: createOutboxWriter({ schema: "outbox_s" }),
-      leaseMs: 30_000,
-      owner: { journal, readModel },
-    });
-    const agent = await store.createAgent(
-      create(AgentSchema, {
-        workspaceId: "default",
-        name: "stateful",
-        backend: "scripted",
-        definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-      }),
-      undefined,
-      context,
-    );
-    agentId = agent.id;
+    ({ database, journal, readModel, store, agentId } = owner);
   }, 180_000);
-  afterAll(async () => {
-    store?.close();
-    await journal?.close();
-    await readModel?.stop();
-    await database?.close();
-  });
+  afterAll(() => closeEmbeddedOwner(owner));
 
-  const submit = (words: string, sessionId = "ses_state_1") =>
-    store.submitTask(
-      {
-        sessionId,
-        agentId,
-        input: text(words),
-        busyPolicy: BusyPolicy.ENQUEUE,
-        parentTaskId: "",
-        createSession: true,
-        workspaceId: "default",
-      },
-      context,
-      "owner_1",
-    );
+  const submit = (words: string, sessionId = "ses_state_1", on = store) =>
+    on.submitTask(newTask(agentId, sessionId, words), context, "owner_1");
 
   const complete = (claim: Claim | undefined, state?: JsonObject) =>
     store.finishRun(
@@ -588,28 +565,10 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
     const second = await submit("two", "ses_state_4");
     await complete(second.claim, { restarted: true });
     await readModel.waitFor(journal.head(), { timeoutMs: 10_000 });
-    const restarted = new OwnedTaskStore({
-      database,
-      schema: "tasks",
-      outbox: createOutboxWriter({ schema: "outbox_s" }),
-      leaseMs: 30_000,
-      owner: { journal, readModel },
-    });
+    const restarted = ownedStore(database, "outbox_s", { journal, readModel });
     try {
       expect(await restarted.loadAgentState("ses_state_4")).toEqual({ restarted: true });
-      const third = await restarted.submitTask(
-        {
-          sessionId: "ses_state_4",
-          agentId,
-          input: text("three"),
-          busyPolicy: BusyPolicy.ENQUEUE,
-          parentTaskId: "",
-          createSession: true,
-          workspaceId: "default",
-        },
-        context,
-        "owner_1",
-      );
+      const third = await submit("three", "ses_state_4", restarted);
       expect(third.claim).toBeDefined();
       expect(await restarted.loadAgentState("ses_state_4")).toEqual({ restarted: true });
       expect(

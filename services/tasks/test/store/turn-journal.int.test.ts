@@ -2,15 +2,9 @@
 // finish append their step records in the same transaction as their rows,
 // the `tasks-read-model` projector writes the Outcome rows from them, and
 // outcome reads wait for it (read-your-writes). On PGlite and PostgreSQL.
-import { create, fromBinary } from "@bufbuild/protobuf";
+import { fromBinary } from "@bufbuild/protobuf";
 import { Role, TaskStatus } from "@trellis/contracts/core";
-import {
-  AgentSchema,
-  BusyPolicy,
-  OutcomeStatus,
-  type StepRecord,
-  StepRecordSchema,
-} from "@trellis/contracts/tasks";
+import { OutcomeStatus, type StepRecord, StepRecordSchema } from "@trellis/contracts/tasks";
 import {
   createDatabase,
   createOutboxWriter,
@@ -28,7 +22,7 @@ import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
 import { createTasksReadModel, READ_MODEL_PROJECTOR } from "../../src/store/read-model.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
-import { text } from "../support/fixtures.js";
+import { createStoreAgent, newTask, text } from "../support/fixtures.js";
 
 interface Opened {
   db: Database;
@@ -83,17 +77,7 @@ for (const backend of backends) {
         leaseMs: 30_000,
         journal: { readModel },
       });
-      const agent = await store.createAgent(
-        create(AgentSchema, {
-          workspaceId: "default",
-          name: "echo",
-          backend: "scripted",
-          definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
-        }),
-        undefined,
-        context,
-      );
-      agentId = agent.id;
+      agentId = await createStoreAgent(store, context);
     });
     afterAll(async () => {
       await readModel?.stop();
@@ -103,16 +87,8 @@ for (const backend of backends) {
 
     const submit = (sessionId: string, words: string, key?: string) =>
       store.submitTask(
-        {
-          sessionId,
-          agentId,
-          input: text(words),
-          busyPolicy: BusyPolicy.ENQUEUE,
-          parentTaskId: "",
-          createSession: sessionId === "",
-          workspaceId: "default",
-          ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
-        },
+        // "": a new session, else one the test created.
+        { ...newTask(agentId, sessionId, words, key), createSession: sessionId === "" },
         context,
         "owner_1",
       );
@@ -283,15 +259,7 @@ for (const backend of backends) {
           for (let i = 0; i < 4; i++) {
             const writer = (s + i) % 2 === 0 ? store : replicaB;
             const submitted = await writer.submitTask(
-              {
-                sessionId: session.id,
-                agentId,
-                input: text(`${session.id}:${i}`),
-                busyPolicy: BusyPolicy.ENQUEUE,
-                parentTaskId: "",
-                createSession: false,
-                workspaceId: "default",
-              },
+              { ...newTask(agentId, session.id, `${session.id}:${i}`), createSession: false },
               context,
               "owner_1",
             );

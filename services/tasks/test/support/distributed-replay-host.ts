@@ -5,12 +5,12 @@
  * the environment they add (e.g. TRELLIS_TASKS_JOURNAL=owner).
  */
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { createMeshClientInterceptor, runService, setCallerHeaders } from "@trellis/platform";
+import { createMeshClientInterceptor, runService } from "@trellis/platform";
 import { openDeployment } from "@trellis/testkit/deployment";
 import pg from "pg";
 import { createTasksService } from "../../src/definition.js";
 import type { StartHost } from "../replay.contract.js";
-import { clientsOf } from "./harness.js";
+import { callingAs, clientsOf } from "./harness.js";
 
 /** A StartHost for the distributed service with `env` added to its environment. */
 export function distributedReplayHost(env: Record<string, string> = {}): StartHost {
@@ -29,17 +29,7 @@ export function distributedReplayHost(env: Record<string, string> = {}): StartHo
       clients: clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [sign] })),
       as(caller) {
         return clientsOf(
-          createGrpcTransport({
-            baseUrl: url,
-            interceptors: [
-              (next) => (req) => {
-                // Bound to its workspace: an admin credential (`*`) would see every one.
-                setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
-                return next(req);
-              },
-              sign,
-            ],
-          }),
+          createGrpcTransport({ baseUrl: url, interceptors: [callingAs(caller), sign] }),
         );
       },
       sql: (text, values) => sql.query(text, values),

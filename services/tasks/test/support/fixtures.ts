@@ -2,9 +2,10 @@
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
-import type { Task } from "@trellis/contracts/tasks";
+import { AgentSchema, BusyPolicy, type Task } from "@trellis/contracts/tasks";
 import { errorDetailOf } from "@trellis/runtime";
 import { expect } from "vitest";
+import type { NewTask, TaskStore, WriteContext } from "../../src/store/task-store.js";
 import type { TasksClients } from "./harness.js";
 
 /** A one-text-part message. */
@@ -104,6 +105,47 @@ export async function createAgent(
     },
   });
   return agent?.id as string;
+}
+
+/**
+ * Store a scripted agent straight into a task store (no executor check) and
+ * return its id. Its graph writes nothing: the store suites finish its runs
+ * by hand.
+ */
+export async function createStoreAgent(
+  store: Pick<TaskStore, "createAgent">,
+  context: WriteContext,
+  name = "echo",
+): Promise<string> {
+  const agent = await store.createAgent(
+    create(AgentSchema, {
+      workspaceId: "default",
+      name,
+      backend: "scripted",
+      definition: { entry: "a", nodes: { a: { update: { messages: [] } } } },
+    }),
+    undefined,
+    context,
+  );
+  return agent.id;
+}
+
+/**
+ * A user's turn `words` to session `sessionId` of the default workspace, as
+ * the store suites submit it: queued if the session is busy, the session
+ * created if it is new, and with `key` an idempotency key over the words.
+ */
+export function newTask(agentId: string, sessionId: string, words: string, key?: string): NewTask {
+  return {
+    sessionId,
+    agentId,
+    input: text(words),
+    busyPolicy: BusyPolicy.ENQUEUE,
+    parentTaskId: "",
+    createSession: true,
+    workspaceId: "default",
+    ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
+  };
 }
 
 /** Watch a task until `until` holds (or the stream ends); returns every status seen. */

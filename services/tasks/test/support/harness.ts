@@ -91,19 +91,23 @@ export function clientsFor(url: string): TasksClients {
   return clientsOf(createGrpcTransport({ baseUrl: url, interceptors: [asMeshPeer] }));
 }
 
+/** Calls as `caller`, with the caller headers the gateway sets. */
+export function callingAs(caller: Omit<Caller, "scopes">): Interceptor {
+  return (next) => (req) => {
+    // Bound to its workspace: an admin credential (`*`) would see every one.
+    setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
+    return next(req);
+  };
+}
+
 function harnessOf(url: string, close: () => Promise<void>): TasksHarness {
   const transport = createGrpcTransport({ baseUrl: url, interceptors: [asMeshPeer] });
   return {
     url,
     ...clientsOf(transport),
     as(caller) {
-      const withCaller: Interceptor = (next) => (req) => {
-        // Bound to its workspace: an admin credential (`*`) would see every one.
-        setCallerHeaders(req.header, { ...caller, scopes: ["sessions:*", "tasks:*"] });
-        return next(req);
-      };
       return clientsOf(
-        createGrpcTransport({ baseUrl: url, interceptors: [withCaller, asMeshPeer] }),
+        createGrpcTransport({ baseUrl: url, interceptors: [callingAs(caller), asMeshPeer] }),
       );
     },
     close,

@@ -3,23 +3,10 @@
  * suites that kill -9 it: crash.int.test.ts and lease-takeover.int.test.ts.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { createServer } from "node:net";
 import { fileURLToPath } from "node:url";
 
 const repoRoot = fileURLToPath(new URL("../../../..", import.meta.url));
 const mainPath = fileURLToPath(new URL("../../src/main.ts", import.meta.url));
-
-/** A TCP port free on loopback right now. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
-}
 
 /** Tasks service processes of one suite; `killAll` in its afterAll. */
 export function tasksProcesses() {

@@ -55,18 +55,20 @@ function deferred() {
   return { promise, resolve };
 }
 
+/** The deferred of `id` in `map`, made on first ask (by the waiter or the opener). */
+function slot(map: Map<string, ReturnType<typeof deferred>>, id: string) {
+  let d = map.get(id);
+  if (!d) {
+    d = deferred();
+    map.set(id, d);
+  }
+  return d;
+}
+
 function createGateAdapter(
   gates: Map<string, ReturnType<typeof deferred>>,
   started: Map<string, ReturnType<typeof deferred>>,
 ): ExecutionAdapter {
-  const slot = (map: Map<string, ReturnType<typeof deferred>>, id: string) => {
-    let d = map.get(id);
-    if (!d) {
-      d = deferred();
-      map.set(id, d);
-    }
-    return d;
-  };
   return {
     backendId: "gate",
     async execute(request: ExecutionRequest): Promise<ExecutionResult> {
@@ -110,14 +112,6 @@ export function createTestExecutor(): {
 } {
   const open = new Map<string, ReturnType<typeof deferred>>();
   const started = new Map<string, ReturnType<typeof deferred>>();
-  const slot = (map: Map<string, ReturnType<typeof deferred>>, id: string) => {
-    let d = map.get(id);
-    if (!d) {
-      d = deferred();
-      map.set(id, d);
-    }
-    return d;
-  };
   const inner = createLocalExecutor([
     createScriptedAdapter(),
     createGateAdapter(open, started),
