@@ -29,11 +29,11 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import WebSocket from "ws";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
+import { HARN_VERSION, harnRest } from "./lib/harn-rest.js";
 import { quantile } from "./lib/load.js";
 import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_streams_0123456789abcdefghijklmnopqrst";
-const VERSION = "agents-protocol-2026-04-25";
 
 /** Options of {@link runStreamsBench}. */
 export interface StreamsBenchOptions {
@@ -103,21 +103,6 @@ function fdLimits(): { soft: number; hard: number } {
   return { soft: n(line?.[1]), hard: n(line?.[2]) };
 }
 
-async function request(port: number, method: string, path: string, body?: unknown) {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${API_KEY}`,
-      "harn-agents-protocol-version": VERSION,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
-
 /** An open stream, whichever kind. */
 interface OpenStream {
   close(): void;
@@ -151,7 +136,7 @@ function openSse(
         headers: {
           authorization: `Bearer ${API_KEY}`,
           accept: "text/event-stream",
-          "harn-agents-protocol-version": VERSION,
+          "harn-agents-protocol-version": HARN_VERSION,
         },
       },
       (res) => {
@@ -185,7 +170,7 @@ function openSse(
 function openWs(port: number, sessionId: string, onPing: OnPing): Promise<OpenStream> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://127.0.0.1:${port}/v1/sessions/${sessionId}/ws`, {
-      headers: { authorization: `Bearer ${API_KEY}`, "harn-agents-protocol-version": VERSION },
+      headers: { authorization: `Bearer ${API_KEY}`, "harn-agents-protocol-version": HARN_VERSION },
     });
     let ready = false;
     ws.on("message", (data) => {
@@ -229,23 +214,11 @@ export async function runStreamsBench(
   const agent = new http.Agent({ keepAlive: false, maxSockets: Number.POSITIVE_INFINITY });
   const open: OpenStream[] = [];
   try {
-    const persona = await request(port, "POST", "/v1/personas", {
-      name: "streams",
-      entry_workflow: "scripted",
-      definition: {
-        entry: "reply",
-        nodes: { reply: { update: { messages: [{ role: "assistant", content: "ok" }] } } },
-      },
-    });
+    const harn = harnRest(port, API_KEY);
+    const personaId = await harn.okPersona("streams");
     const sessions: string[] = [];
-    for (let i = 0; i < sessionCount; i++) {
-      const session = await request(port, "POST", "/v1/sessions", { persona_id: persona.id });
-      sessions.push(String(session.id));
-    }
-    const append = (sessionId: string, text: string) =>
-      request(port, "POST", `/v1/sessions/${sessionId}/messages`, {
-        message: { role: "user", parts: [{ type: "text", text }] },
-      });
+    for (let i = 0; i < sessionCount; i++) sessions.push(await harn.newSession(personaId));
+    const append = harn.appendUserText;
 
     // Warm both paths with one stream each, then take the baseline.
     const warm = [

@@ -24,10 +24,10 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
+import { HARN_VERSION, harnRest } from "./lib/harn-rest.js";
 import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_fanout_0123456789abcdefghijklmnopqrstuv";
-const VERSION = "agents-protocol-2026-04-25";
 
 /** Options of {@link runUiFanoutBench}. */
 export interface UiFanoutOptions {
@@ -69,21 +69,6 @@ const quantile = (sorted: number[], q: number) =>
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function request(port: number, method: string, path: string, body?: unknown) {
-  const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${API_KEY}`,
-      "harn-agents-protocol-version": VERSION,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-  return JSON.parse(text) as Record<string, unknown>;
-}
-
 /** One SSE subscriber: records when each `ping <n> <t>` message envelope arrives. */
 function subscribe(
   agent: http.Agent,
@@ -101,7 +86,7 @@ function subscribe(
         headers: {
           authorization: `Bearer ${API_KEY}`,
           accept: "text/event-stream",
-          "harn-agents-protocol-version": VERSION,
+          "harn-agents-protocol-version": HARN_VERSION,
         },
       },
       (res) => {
@@ -147,20 +132,9 @@ export async function runUiFanoutBench(options: UiFanoutOptions = {}): Promise<U
   const agent = new http.Agent({ keepAlive: true, maxSockets: Number.POSITIVE_INFINITY });
   const open: http.ClientRequest[] = [];
   try {
-    const persona = await request(port, "POST", "/v1/personas", {
-      name: "fanout",
-      entry_workflow: "scripted",
-      definition: {
-        entry: "reply",
-        nodes: { reply: { update: { messages: [{ role: "assistant", content: "ok" }] } } },
-      },
-    });
-    const session = await request(port, "POST", "/v1/sessions", { persona_id: persona.id });
-    const sessionId = String(session.id);
-    const append = (text: string) =>
-      request(port, "POST", `/v1/sessions/${sessionId}/messages`, {
-        message: { role: "user", parts: [{ type: "text", text }] },
-      });
+    const harn = harnRest(port, API_KEY);
+    const sessionId = await harn.newSession(await harn.okPersona("fanout"));
+    const append = (text: string) => harn.appendUserText(sessionId, text);
 
     // Warm up the path with one subscriber, then take the baseline memory.
     const received: number[][] = Array.from({ length: messages }, () => []);

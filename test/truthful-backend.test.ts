@@ -50,6 +50,40 @@ const plain = defineAdapter({
   },
 });
 
+/** Clients of the deployment's services, calling as a mesh peer. */
+function clientsOf(trellis: EmbeddedTrellis) {
+  const transport = createGrpcTransport({
+    baseUrl: trellis.address.url,
+    interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
+  });
+  return {
+    agents: createClient(AgentService, transport),
+    sessions: createClient(SessionService, transport),
+    tasks: createClient(TaskService, transport),
+    events: createClient(EventService, transport),
+    receipts: createClient(ReceiptService, transport),
+  };
+}
+
+/** Submit "go" in a new session of the agent; the task once it has `status`. */
+async function runUntil(
+  { sessions, tasks }: ReturnType<typeof clientsOf>,
+  agentId: string,
+  status: TaskStatus,
+) {
+  const { session } = await sessions.createSession({ agentId });
+  const submitted = await tasks.submitTask({
+    sessionId: session?.id ?? "",
+    input: chatToMessage({ role: "user", content: "go" }),
+  });
+  const taskId = submitted.task?.id ?? "";
+  return eventually(async () => {
+    const { task } = await tasks.getTask({ taskId });
+    expect(task?.status).toBe(status);
+    return task;
+  });
+}
+
 describe("records name the backend that ran the turn", () => {
   let trellis: EmbeddedTrellis;
   const routed = createRoutedExecutor({
@@ -71,15 +105,8 @@ describe("records name the backend that ran the turn", () => {
   });
 
   it("task, events and receipt say scripted, not the agent's plain", async () => {
-    const transport = createGrpcTransport({
-      baseUrl: trellis.address.url,
-      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
-    });
-    const agents = createClient(AgentService, transport);
-    const sessions = createClient(SessionService, transport);
-    const tasks = createClient(TaskService, transport);
-    const events = createClient(EventService, transport);
-    const receipts = createClient(ReceiptService, transport);
+    const c = clientsOf(trellis);
+    const { agents, events, receipts } = c;
 
     const { agent } = await agents.createAgent({
       agent: {
@@ -96,17 +123,8 @@ describe("records name the backend that ran the turn", () => {
         },
       },
     });
-    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
-    const submitted = await tasks.submitTask({
-      sessionId: session?.id ?? "",
-      input: chatToMessage({ role: "user", content: "go" }),
-    });
-    const taskId = submitted.task?.id ?? "";
-    const task = await eventually(async () => {
-      const { task } = await tasks.getTask({ taskId });
-      expect(task?.status).toBe(TaskStatus.COMPLETED);
-      return task;
-    });
+    const task = await runUntil(c, agent?.id ?? "", TaskStatus.COMPLETED);
+    const taskId = task?.id ?? "";
     expect(task?.output.length).toBe(1);
     expect(task?.assignedBackend).toBe("scripted");
 
@@ -128,14 +146,8 @@ describe("records name the backend that ran the turn", () => {
   });
 
   it("a refused turn's blocking reasons arrive typed (backend, capability, code), summarised", async () => {
-    const transport = createGrpcTransport({
-      baseUrl: trellis.address.url,
-      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
-    });
-    const agents = createClient(AgentService, transport);
-    const sessions = createClient(SessionService, transport);
-    const tasks = createClient(TaskService, transport);
-    const events = createClient(EventService, transport);
+    const c = clientsOf(trellis);
+    const { agents, events } = c;
     // "plain" cannot pause for approvals; twenty more allowed backends have no worker.
     const ghosts = Array.from({ length: 20 }, (_, i) => `ghost-${i}`);
     const { agent } = await agents.createAgent({
@@ -150,17 +162,8 @@ describe("records name the backend that ran the turn", () => {
         },
       },
     });
-    const { session } = await sessions.createSession({ agentId: agent?.id ?? "" });
-    const submitted = await tasks.submitTask({
-      sessionId: session?.id ?? "",
-      input: chatToMessage({ role: "user", content: "go" }),
-    });
-    const taskId = submitted.task?.id ?? "";
-    const task = await eventually(async () => {
-      const { task } = await tasks.getTask({ taskId });
-      expect(task?.status).toBe(TaskStatus.FAILED);
-      return task;
-    });
+    const task = await runUntil(c, agent?.id ?? "", TaskStatus.FAILED);
+    const taskId = task?.id ?? "";
     expect(task?.failure?.category).toBe("unsupported");
     // The failure itself carries them typed (the proto a client in any language decodes).
     const typed = task?.failure?.blocking;
@@ -229,17 +232,7 @@ describe.each([
     await trellis?.close({ graceMs: 100 });
   });
 
-  const clients = () => {
-    const transport = createGrpcTransport({
-      baseUrl: trellis.address.url,
-      interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
-    });
-    return {
-      agents: createClient(AgentService, transport),
-      sessions: createClient(SessionService, transport),
-      tasks: createClient(TaskService, transport),
-    };
-  };
+  const clients = () => clientsOf(trellis);
   const approvals = { approvalInterrupts: Requirement.REQUIRED };
   const graph = {
     entry: "reply",

@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { join } from "node:path";
+import { untilPrinted } from "@trellis/testkit";
 import { repoRoot } from "./proc.js";
 
 /** Options of {@link startGcDev}. */
@@ -35,26 +36,7 @@ export async function startGcDev(options: GcDevOptions): Promise<ChildProcess> {
     },
     stdio: ["ignore", "pipe", "pipe", "ipc"],
   });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`server did not start:\n${output}`)),
-      options.timeoutMs ?? 60_000,
-    );
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (/listening on/.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`server exited (${code}):\n${output}`));
-    });
-  });
+  await untilPrinted(child, /listening on/, "server", options.timeoutMs);
   child.stdout?.resume();
   child.stderr?.resume();
   return child;

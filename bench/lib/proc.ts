@@ -9,6 +9,7 @@ import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { untilPrinted } from "@trellis/testkit";
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -75,26 +76,7 @@ export async function startNode(
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(
-      () => reject(new Error(`${script} not ready in ${timeoutMs} ms:\n${output}`)),
-      timeoutMs,
-    );
-    const onData = (chunk: Buffer) => {
-      output += chunk.toString();
-      if (ready.test(output)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`${script} exited (${code}) before it was ready:\n${output}`));
-    });
-  });
+  await untilPrinted(child, ready, script, timeoutMs);
   // Keep draining output so the child never blocks on a full pipe.
   child.stdout?.resume();
   child.stderr?.resume();

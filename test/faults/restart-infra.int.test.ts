@@ -5,21 +5,14 @@
 // shared ones); the Postgres one needs initdb / pg_ctl and is skipped with a
 // message when they are absent. Size: TRELLIS_FAULT_SIZE (./support.ts).
 import { deleteTestStreams, ThrowawayNats, uniqueName } from "@trellis/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../../src/mesh.js";
+import { afterAll, beforeAll, describe, it } from "vitest";
+import type { Mesh } from "../../src/mesh.js";
 import {
   type Clients,
-  chatLoad,
   createEchoAgent,
-  faultMeshEnv,
-  faultSize,
-  gatewayClients,
-  newRecord,
+  faultUnderLoad,
+  startFaultMesh,
   summary,
-  taskLoad,
-  turnsPerSession,
-  underWay,
-  verifyInvariants,
 } from "./support.js";
 import { ThrowawayPostgres, throwawayPostgresMissing } from "./throwaway-postgres.js";
 
@@ -36,14 +29,11 @@ describe.skipIf(missing !== undefined)("restarting NATS and PostgreSQL under loa
 
   beforeAll(async () => {
     [nats, postgres] = await Promise.all([ThrowawayNats.start(), ThrowawayPostgres.start()]);
-    mesh = await startMesh({
+    ({ mesh, clients } = await startFaultMesh({
       databaseUrl: postgres.url,
       natsUrl: nats.url,
       natsPrefix: prefix,
-      env: faultMeshEnv,
-      readyTimeoutMs: 60_000,
-    });
-    clients = gatewayClients(mesh.urls.gateway as string);
+    }));
     agentId = await createEchoAgent(clients, 300);
   }, 120_000);
 
@@ -56,17 +46,12 @@ describe.skipIf(missing !== undefined)("restarting NATS and PostgreSQL under loa
 
   const underLoad = async (name: string, fault: () => Promise<void>) => {
     const started = Date.now();
-    const record = newRecord();
-    const tag = `${name}_${uniqueName("r")}`;
-    const load = Promise.all([
-      chatLoad(clients, agentId, faultSize, record, tag),
-      taskLoad(clients, agentId, faultSize, record, tag),
-    ]);
-    await underWay(record, faultSize);
-    await fault();
-    await load;
-    const verified = await verifyInvariants(clients, record);
-    expect(verified.tasks).toBe(faultSize * turnsPerSession + faultSize);
+    const { verified, record } = await faultUnderLoad(
+      clients,
+      agentId,
+      `${name}_${uniqueName("r")}`,
+      fault,
+    );
     console.log(summary(name, Date.now() - started, verified, record));
   };
 

@@ -24,6 +24,7 @@ import { ReceiptService } from "@trellis/contracts/receipts";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { eventually, uniqueName } from "@trellis/testkit";
 import { expect } from "vitest";
+import { type Mesh, startMesh } from "../../src/mesh.js";
 
 export const faultSize = Number(process.env.TRELLIS_FAULT_SIZE ?? 6);
 export const turnsPerSession = Number(process.env.TRELLIS_FAULT_TURNS ?? 2);
@@ -69,6 +70,21 @@ export function gatewayClients(gatewayUrl: string): Clients {
     sessions: createClient(SessionService, transport),
     receipts: createClient(ReceiptService, transport),
   };
+}
+
+/** Where a fault mesh keeps its state: a database, a NATS server and a prefix of its own. */
+export interface FaultMeshPlace {
+  databaseUrl: string;
+  natsUrl: string;
+  natsPrefix: string;
+}
+
+/** A mesh as every fault suite runs it ({@link faultMeshEnv}), and clients of its gateway. */
+export async function startFaultMesh(
+  place: FaultMeshPlace,
+): Promise<{ mesh: Mesh; clients: Clients }> {
+  const mesh = await startMesh({ ...place, env: faultMeshEnv, readyTimeoutMs: 60_000 });
+  return { mesh, clients: gatewayClients(mesh.urls.gateway as string) };
 }
 
 /** A scripted agent that echoes its input after `delayMs`; safe to re-run after a crash. */
@@ -239,31 +255,43 @@ export async function taskLoad(
 
 const terminal = new Set([TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED]);
 
-async function allMessages(clients: Clients, sessionId: string) {
-  const out = [];
+/** Every item of a paged list, each page read with {@link retrying}. */
+async function allPages<Page extends { nextPageToken: string }, Item>(
+  read: (pageToken: string) => Promise<Page>,
+  items: (page: Page) => Item[],
+): Promise<Item[]> {
+  const out: Item[] = [];
   let pageToken = "";
   do {
-    const page = await retrying(() =>
-      clients.sessions.listMessages({ sessionId, pageSize: 1000, pageToken }),
-    );
-    out.push(...page.messages);
+    const page = await retrying(() => read(pageToken));
+    out.push(...items(page));
     pageToken = page.nextPageToken;
   } while (pageToken !== "");
   return out;
 }
 
-async function allTasks(clients: Clients, sessionId: string) {
-  const out = [];
-  let pageToken = "";
-  do {
-    const page = await retrying(() =>
+const allMessages = (clients: Clients, sessionId: string) =>
+  allPages(
+    (pageToken) => clients.sessions.listMessages({ sessionId, pageSize: 1000, pageToken }),
+    (page) => page.messages,
+  );
+
+const allTasks = (clients: Clients, sessionId: string) =>
+  allPages(
+    (pageToken) =>
       clients.tasks.listTasks({ sessionId, workspaceId: "default", pageSize: 1000, pageToken }),
-    );
-    out.push(...page.tasks);
-    pageToken = page.nextPageToken;
-  } while (pageToken !== "");
-  return out;
-}
+    (page) => page.tasks,
+  );
+
+/** The session's tasks, once every one of them has ended. */
+const endedTasks = (clients: Clients, sessionId: string, what: string) =>
+  eventually(
+    async () => {
+      const list = await allTasks(clients, sessionId);
+      return list.every((t) => terminal.has(t.status)) ? list : undefined;
+    },
+    { timeoutMs: 60_000, what },
+  );
 
 /** Figures of one verification. */
 export interface Verified {
@@ -290,13 +318,7 @@ export async function verifyInvariants(clients: Clients, record: LoadRecord): Pr
   let failed = 0;
 
   for (const [sessionId, accepted] of record.chat) {
-    const tasks = await eventually(
-      async () => {
-        const list = await allTasks(clients, sessionId);
-        return list.every((t) => terminal.has(t.status)) ? list : undefined;
-      },
-      { timeoutMs: 60_000, what: `every task of ${sessionId} ended` },
-    );
+    const tasks = await endedTasks(clients, sessionId, `every task of ${sessionId} ended`);
     // One task per accepted turn: a retried Send is the same task.
     expect(tasks.map((t) => textOf(t.input)).sort()).toEqual([...accepted].sort());
     for (const t of tasks) ended.push(t.id);
@@ -312,13 +334,7 @@ export async function verifyInvariants(clients: Clients, record: LoadRecord): Pr
   }
 
   for (const [taskId, { sessionId, text: input }] of record.tasks) {
-    const tasks = await eventually(
-      async () => {
-        const list = await allTasks(clients, sessionId);
-        return list.every((t) => terminal.has(t.status)) ? list : undefined;
-      },
-      { timeoutMs: 60_000, what: `task ${taskId} ended` },
-    );
+    const tasks = await endedTasks(clients, sessionId, `task ${taskId} ended`);
     expect(tasks.map((t) => t.id)).toEqual([taskId]); // not lost, not duplicated
     const task = tasks[0];
     ended.push(taskId);
@@ -338,15 +354,11 @@ export async function verifyInvariants(clients: Clients, record: LoadRecord): Pr
   // The receipt chain: receipts are issued asynchronously (durable consumer).
   const receipts = await eventually(
     async () => {
-      const list = [];
-      let pageToken = "";
-      do {
-        const page = await retrying(() =>
+      const list = await allPages(
+        (pageToken) =>
           clients.receipts.listReceipts({ workspaceId: "default", pageSize: 500, pageToken }),
-        );
-        list.push(...page.receipts);
-        pageToken = page.nextPageToken;
-      } while (pageToken !== "");
+        (page) => page.receipts,
+      );
       const covered = new Set(list.map((r) => r.taskId));
       return ended.every((id) => covered.has(id)) ? list : undefined;
     },
@@ -384,6 +396,30 @@ export async function underWay(record: LoadRecord, size: number): Promise<void> 
   expect(accepted(), "chat turns still in flight at the fault").toBeLessThan(
     size * turnsPerSession,
   );
+}
+
+/**
+ * One fault round: the load of chat turns and tasks (`faultSize` of each,
+ * named after `tag`) sent to the agent, `fault` once it is under way, then the
+ * invariants — and every task of the load accounted for.
+ */
+export async function faultUnderLoad(
+  clients: Clients,
+  agentId: string,
+  tag: string,
+  fault: () => Promise<void>,
+): Promise<{ verified: Verified; record: LoadRecord }> {
+  const record = newRecord();
+  const load = Promise.all([
+    chatLoad(clients, agentId, faultSize, record, tag),
+    taskLoad(clients, agentId, faultSize, record, tag),
+  ]);
+  await underWay(record, faultSize);
+  await fault();
+  await load;
+  const verified = await verifyInvariants(clients, record);
+  expect(verified.tasks).toBe(faultSize * turnsPerSession + faultSize);
+  return { verified, record };
 }
 
 /** A printable line of what a fault round saw. */

@@ -15,8 +15,8 @@ import {
 } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../../src/mesh.js";
-import { type Clients, faultMeshEnv, gatewayClients, retrying, textOf } from "./support.js";
+import type { Mesh } from "../../src/mesh.js";
+import { type Clients, retrying, startFaultMesh, textOf } from "./support.js";
 
 const workerScript = new URL("../tracing/traced-worker.ts", import.meta.url).pathname;
 const heartbeatMs = 200; // the router drops a worker after 3 missed beats
@@ -43,14 +43,11 @@ describe("a paused adapter worker", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase("trellis_fault_pause");
-    mesh = await startMesh({
+    ({ mesh, clients } = await startFaultMesh({
       databaseUrl: db.url,
       natsUrl: testNatsUrl,
       natsPrefix: prefix,
-      env: faultMeshEnv,
-      readyTimeoutMs: 60_000,
-    });
-    clients = gatewayClients(mesh.urls.gateway as string);
+    }));
   }, 120_000);
 
   afterAll(async () => {

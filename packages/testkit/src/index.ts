@@ -3,6 +3,7 @@
  * file on the real Postgres server, and unique names for NATS streams, so runs
  * never collide.
  */
+import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, createContextValues, createHandlerContext } from "@connectrpc/connect";
@@ -84,6 +85,39 @@ export async function eventually<T>(
     }
     await new Promise((r) => setTimeout(r, options.intervalMs ?? 25));
   }
+}
+
+/**
+ * Resolve once `child` has printed (stdout or stderr) text matching `ready`;
+ * reject, with what it printed, when it exits first or after `timeoutMs`.
+ * `what` names the child in those errors.
+ */
+export function untilPrinted(
+  child: ChildProcess,
+  ready: RegExp,
+  what: string,
+  timeoutMs = 60_000,
+): Promise<void> {
+  let output = "";
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`${what} not ready in ${timeoutMs} ms:\n${output}`)),
+      timeoutMs,
+    );
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (ready.test(output)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.stderr?.on("data", onData);
+    child.once("exit", (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${what} exited (${code}) before it was ready:\n${output}`));
+    });
+  });
 }
 
 /**

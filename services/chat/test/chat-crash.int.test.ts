@@ -20,7 +20,7 @@ import {
   runService,
 } from "@trellis/platform";
 import { tasksService } from "@trellis/tasks";
-import { eventually, freePort } from "@trellis/testkit";
+import { eventually, freePort, untilPrinted } from "@trellis/testkit";
 import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { replyGraph, scriptedAgent } from "./support.js";
@@ -46,23 +46,7 @@ async function spawnChat(): Promise<{ child: ChildProcess; url: string }> {
   });
   children.add(child);
   child.on("exit", () => children.delete(child));
-  let log = "";
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`chat did not start: ${log}`)), 30_000);
-    const onData = (chunk: Buffer) => {
-      log += chunk;
-      if (log.includes('"msg":"listening"')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    child.stdout?.on("data", onData);
-    child.stderr?.on("data", onData);
-    child.once("exit", (code) => {
-      clearTimeout(timer);
-      reject(new Error(`chat exited (${code}) before listening: ${log}`));
-    });
-  });
+  await untilPrinted(child, /"msg":"listening"/, "chat", 30_000);
   return { child, url: `http://127.0.0.1:${port}` };
 }
 

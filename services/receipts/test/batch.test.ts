@@ -17,29 +17,15 @@ import {
   outboxMigrations,
 } from "@trellis/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentDirectory } from "../src/agents.js";
-import type { KeyRing } from "../src/keys.js";
 import { type Delivery, ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
 import { logTaskHistory, type TaskHistory } from "../src/task-history.js";
-import { issuer, newKey } from "./receipt-helpers.js";
+import { everyAgentKnown, issuer, keyRingOf, newKey } from "./receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
-const key = newKey("key_batch");
-const keys: KeyRing = {
-  current: key,
-  publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
-  ensure: async () => {},
-  list: () => [],
-};
-const directory: AgentDirectory = {
-  agentOfTask: async (_taskId, agentId) => ({
-    known: true,
-    profile: { agentId: agentId ?? "agent_echo", tier: "act_with_approval", backend: "scripted" },
-  }),
-  workspace: async () => ({}),
-};
+const keys = keyRingOf(newKey("key_batch"));
+const directory = everyAgentKnown("scripted");
 const logger = createLogger({ service: "test", level: "error" });
 
 /** Events of several tasks, in one log order, with positions 1…n and sequences per task. */

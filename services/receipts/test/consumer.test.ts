@@ -29,6 +29,8 @@ function fakeProcessor(fails: (batch: readonly Delivery[]) => boolean) {
   return { processor: processor as unknown as ReceiptProcessor, batches, handled };
 }
 
+type ConsumerOptions = Parameters<typeof startReceiptConsumer>[0];
+
 function events(n: number): Event[] {
   const all: Event[] = [];
   for (let i = 0; all.length < n; i++) all.push(...taskEvents({ taskId: `task_c${i}` }));
@@ -45,17 +47,26 @@ describe("receipts consumer loop", () => {
     await eventLog?.close();
   });
 
-  it("handles events appended together in one batch, up to the batch size", async () => {
+  /** A consumer on a fresh in-process log, its processor a fake that fails when `fails` says. */
+  async function startConsumer(
+    options: Pick<ConsumerOptions, "batchSize" | "lingerMs" | "issueLingerMs"> = {},
+    fails: (batch: readonly Delivery[]) => boolean = () => false,
+  ) {
     eventLog = await createEventLog({ kind: "in-process" });
-    const fake = fakeProcessor(() => false);
-    consumer = startReceiptConsumer({ eventLog, processor: fake.processor, logger, batchSize: 16 });
+    const fake = fakeProcessor(fails);
+    consumer = startReceiptConsumer({ eventLog, processor: fake.processor, logger, ...options });
+    return { log: eventLog, fake };
+  }
+
+  it("handles events appended together in one batch, up to the batch size", async () => {
+    const { log, fake } = await startConsumer({ batchSize: 16 });
     const first = events(10);
-    await eventLog.append(first);
+    await log.append(first);
     await eventually(async () => fake.handled.size === 10, { what: "10 events handled" });
     expect(fake.batches).toEqual([first.map((e) => e.id)]);
 
     const burst = events(100).map((e) => ({ ...e, id: `${e.id}_burst` }));
-    await eventLog.append(burst);
+    await log.append(burst);
     await eventually(async () => fake.handled.size === 110, { what: "the burst handled" });
     const later = fake.batches.slice(1);
     expect(later.every((b) => b.length <= 16)).toBe(true);
@@ -65,28 +76,21 @@ describe("receipts consumer loop", () => {
   });
 
   it("lets a batch that issues nothing wait for the rest of the turn", async () => {
-    eventLog = await createEventLog({ kind: "in-process" });
-    const fake = fakeProcessor(() => false);
-    consumer = startReceiptConsumer({
-      eventLog,
-      processor: fake.processor,
-      logger,
-      lingerMs: 2_000,
-    });
+    const { log, fake } = await startConsumer({ lingerMs: 2_000 });
     const turn = taskEvents({ taskId: "task_linger" });
     const submit = turn.slice(0, -1);
     const end = turn.slice(-1);
-    await eventLog.append(submit);
+    await log.append(submit);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(fake.batches).toEqual([]);
     // The task's end issues a receipt: the wait ends, one batch for the turn.
-    await eventLog.append(end);
+    await log.append(end);
     await eventually(async () => fake.handled.size === turn.length, { what: "the turn handled" });
     expect(fake.batches).toEqual([turn.map((e) => e.id)]);
 
     // Events that issue nothing and nothing after them: handled when the wait ends.
     const alone = taskEvents({ taskId: "task_alone" }).slice(0, 2);
-    await eventLog.append(alone);
+    await log.append(alone);
     await eventually(async () => fake.handled.size === turn.length + alone.length, {
       timeoutMs: 10_000,
       what: "the lone events handled after the wait",
@@ -95,22 +99,15 @@ describe("receipts consumer loop", () => {
   });
 
   it("lets a batch that issues wait for the next turns, then handles them together", async () => {
-    eventLog = await createEventLog({ kind: "in-process" });
-    const fake = fakeProcessor(() => false);
-    consumer = startReceiptConsumer({
-      eventLog,
-      processor: fake.processor,
-      logger,
-      issueLingerMs: 1_500,
-    });
+    const { log, fake } = await startConsumer({ issueLingerMs: 1_500 });
     const first = taskEvents({ taskId: "task_group_1" });
     const second = taskEvents({ taskId: "task_group_2" });
     // A whole turn, its end included: the batch issues, yet waits.
-    await eventLog.append(first);
+    await log.append(first);
     await new Promise((resolve) => setTimeout(resolve, 100));
     expect(fake.batches).toEqual([]);
     // The next turn arrives within the wait (its end does not extend it).
-    await eventLog.append(second);
+    await log.append(second);
     const both = [...first, ...second].map((e) => e.id);
     await eventually(async () => fake.handled.size === both.length, {
       timeoutMs: 10_000,
@@ -120,19 +117,14 @@ describe("receipts consumer loop", () => {
   });
 
   it("ends a batch's wait when the batch is full", async () => {
-    eventLog = await createEventLog({ kind: "in-process" });
-    const fake = fakeProcessor(() => false);
-    consumer = startReceiptConsumer({
-      eventLog,
-      processor: fake.processor,
-      logger,
+    const { log, fake } = await startConsumer({
       batchSize: 8,
       lingerMs: 60_000,
       issueLingerMs: 60_000,
     });
     const turn = taskEvents({ taskId: "task_full" });
     const all = [...turn, ...events(16 - turn.length)];
-    await eventLog.append(all);
+    await log.append(all);
     // A minute of linger otherwise: full batches go at once.
     await eventually(async () => fake.handled.size === 16, {
       timeoutMs: 20_000,
@@ -215,12 +207,12 @@ describe("receipts consumer loop", () => {
   });
 
   it("lets a refused event hold back no other event of its batch", async () => {
-    eventLog = await createEventLog({ kind: "in-process" });
     const all = events(6);
     const poison = (all[2] as Event).id;
-    const fake = fakeProcessor((batch) => batch.some((d) => d.event.id === poison));
-    consumer = startReceiptConsumer({ eventLog, processor: fake.processor, logger });
-    await eventLog.append(all);
+    const { log, fake } = await startConsumer({}, (batch) =>
+      batch.some((d) => d.event.id === poison),
+    );
+    await log.append(all);
     await eventually(async () => fake.handled.size === 5, {
       timeoutMs: 15_000,
       what: "every event but the refused one handled",

@@ -13,11 +13,10 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDirectory } from "../src/agents.js";
 import { loadReceiptsConfig } from "../src/config.js";
-import type { KeyRing } from "../src/keys.js";
 import { ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { issuer, newKey } from "./receipt-helpers.js";
+import { issuer, keyRingOf, newKey } from "./receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 describe("ReceiptProcessor", () => {
@@ -26,13 +25,7 @@ describe("ReceiptProcessor", () => {
   let store: PostgresReceiptStore;
   let processor: ReceiptProcessor;
   let position = 0n;
-  const key = newKey("key_proc");
-  const keys: KeyRing = {
-    current: key,
-    publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
-    ensure: async () => {},
-    list: () => [],
-  };
+  const keys = keyRingOf(newKey("key_proc"));
   const asked: [string, string | undefined][] = [];
   const directory: AgentDirectory = {
     agentOfTask: async (taskId, agentId) => {

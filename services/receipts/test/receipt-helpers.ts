@@ -4,6 +4,7 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import type { Event } from "@trellis/contracts/core";
+import type { AgentDirectory } from "../src/agents.js";
 import {
   type AgentProfile,
   buildTaskReceipt,
@@ -14,11 +15,40 @@ import { eventHash, merkleRoot } from "../src/domain/canonical.js";
 import { extractFacts, foldTaskFacts, streamIsComplete, taskIdOf } from "../src/domain/facts.js";
 import type { Sha256 } from "../src/domain/receipt.js";
 import { type SigningKey, signingKeyFromPem } from "../src/domain/signing.js";
+import type { KeyRing } from "../src/keys.js";
 
 /** A fresh Ed25519 signing key. */
 export function newKey(keyId?: string): SigningKey {
   const { privateKey } = generateKeyPairSync("ed25519");
   return signingKeyFromPem(privateKey.export({ type: "pkcs8", format: "pem" }).toString(), keyId);
+}
+
+/** A key ring of `key` alone, with no keys table behind it. */
+export function keyRingOf(key: SigningKey): KeyRing {
+  return {
+    current: key,
+    publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
+    ensure: async () => {},
+    list: () => [],
+  };
+}
+
+/**
+ * A directory that knows every agent, at `act_with_approval` (`agent_echo`
+ * when no event named the task's agent), on `backend` when given.
+ */
+export function everyAgentKnown(backend?: string): AgentDirectory {
+  return {
+    agentOfTask: async (_taskId, agentId) => ({
+      known: true,
+      profile: {
+        agentId: agentId ?? "agent_echo",
+        tier: "act_with_approval",
+        ...(backend ? { backend } : {}),
+      },
+    }),
+    workspace: async () => ({}),
+  };
 }
 
 export const issuer = {

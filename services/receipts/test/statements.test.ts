@@ -22,13 +22,11 @@ import {
 } from "@trellis/storage";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { AgentDirectory } from "../src/agents.js";
 import { type ReceiptConsumer, startReceiptConsumer } from "../src/consumer.js";
-import type { KeyRing } from "../src/keys.js";
 import { ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { issuer, newKey } from "./receipt-helpers.js";
+import { everyAgentKnown, issuer, keyRingOf, newKey } from "./receipt-helpers.js";
 import { taskEvents } from "./support.js";
 
 /**
@@ -91,20 +89,8 @@ describe.each([
   let eventLog: EventLog;
   let consumer: ReceiptConsumer;
   let counter: ReturnType<typeof countStatements>;
-  const key = newKey("key_statements");
-  const keys: KeyRing = {
-    current: key,
-    publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
-    ensure: async () => {},
-    list: () => [],
-  };
-  const directory: AgentDirectory = {
-    agentOfTask: async (_taskId, agentId) => ({
-      known: true,
-      profile: { agentId: agentId ?? "agent_echo", tier: "act_with_approval" },
-    }),
-    workspace: async () => ({}),
-  };
+  const keys = keyRingOf(newKey("key_statements"));
+  const directory = everyAgentKnown();
 
   beforeAll(async () => {
     pglite = await openPGlite({});
