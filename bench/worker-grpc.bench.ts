@@ -41,7 +41,10 @@ import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-
 import { NatsWorkerBridge } from "../packages/execution/src/grpc-workers/bridge.js";
 import { createWorkerHandlers } from "../packages/execution/src/grpc-workers/handlers.js";
 import { WorkerSessions } from "../packages/execution/src/grpc-workers/sessions.js";
-import { createRoutedExecutor } from "../packages/execution/src/routing/routed-executor.js";
+import {
+  createRoutedExecutor,
+  routedNats,
+} from "../packages/execution/src/routing/routed-executor.js";
 import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
 import { createForwardingImpl } from "../services/gateway/src/grpc/forwarders.js";
 import { quantile } from "./lib/load.js";
@@ -124,19 +127,13 @@ export async function runWorkerGrpcBench(
   await routed.start();
   const sessions = new WorkerSessions({
     port: new NatsWorkerBridge({
-      nats: () =>
-        routed.connection && routed.remote
-          ? { connection: routed.connection, names: routed.remote.names }
-          : undefined,
+      nats: () => routedNats(routed),
     }),
   });
   // The same, but the bridge exchanges the router's messages with it in process.
   const localSessions = new WorkerSessions({
     port: new NatsWorkerBridge({
-      nats: () =>
-        routed.connection && routed.remote
-          ? { connection: routed.connection, names: routed.remote.names }
-          : undefined,
+      nats: () => routedNats(routed),
       local: () => routed.remote,
     }),
   });

@@ -120,6 +120,7 @@ export {
   createRoutedExecutor,
   type RoutedExecutor,
   type RoutedExecutorOptions,
+  routedNats,
 } from "./routing/routed-executor.js";
 export {
   type DispatchOutcome,

@@ -27,6 +27,7 @@ import {
   loadAdaptersConfig,
   loadVaultBox,
   NatsWorkerBridge,
+  routedNats,
   VaultStore,
   WorkerSessions,
 } from "@trellis/execution";
@@ -111,10 +112,7 @@ export function createAdaptersService(options: AdaptersServiceOptions = {}): Ser
         port:
           hub ??
           new NatsWorkerBridge({
-            nats: () =>
-              routed.connection && routed.remote
-                ? { connection: routed.connection, names: routed.remote.names }
-                : undefined,
+            nats: () => routedNats(routed),
             // Turns this service's own router places (RoutingService.Execute) pass in process.
             local: () => routed.remote,
             logger: context.logger,

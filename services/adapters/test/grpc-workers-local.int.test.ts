@@ -11,6 +11,7 @@ import {
   createWorkerHandlers,
   NatsWorkerBridge,
   type RoutedExecutor,
+  routedNats,
   WorkerSessions,
 } from "@trellis/execution";
 import { probeAdapter } from "@trellis/execution/testing";
@@ -49,10 +50,7 @@ describe("gRPC worker sessions held by the router's process", () => {
     await routed.start();
     sessions = new WorkerSessions({
       port: new NatsWorkerBridge({
-        nats: () =>
-          routed.connection && routed.remote
-            ? { connection: routed.connection, names: routed.remote.names }
-            : undefined,
+        nats: () => routedNats(routed),
         local: () => routed.remote,
         // A stalled offer would wait this long: the tests below would time out.
         claimTimeoutMs: 120_000,

@@ -30,6 +30,7 @@ import {
   createWorkerHandlers,
   NatsWorkerBridge,
   type RoutedExecutor,
+  routedNats,
   WorkerSessions,
 } from "@trellis/execution";
 import { capabilities, probeAdapter } from "@trellis/execution/testing";
@@ -71,10 +72,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
     await routed.start();
     sessions = new WorkerSessions({
       port: new NatsWorkerBridge({
-        nats: () =>
-          routed.connection && routed.remote
-            ? { connection: routed.connection, names: routed.remote.names }
-            : undefined,
+        nats: () => routedNats(routed),
         claimTimeoutMs: 500,
       }),
     });

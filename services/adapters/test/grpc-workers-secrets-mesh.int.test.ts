@@ -20,6 +20,7 @@ import {
   createWorkerHandlers,
   NatsWorkerBridge,
   type RoutedExecutor,
+  routedNats,
   type WorkerSession,
   WorkerSessions,
 } from "@trellis/execution";
@@ -65,10 +66,7 @@ describe("gRPC workers through the mesh bridge", () => {
     service = createRoutedExecutor({ mode: "distributed", env, adapters: [] });
     await Promise.all([caller.start(), service.start()]);
     const bridge = new NatsWorkerBridge({
-      nats: () =>
-        service.connection && service.remote
-          ? { connection: service.connection, names: service.remote.names }
-          : undefined,
+      nats: () => routedNats(service),
     });
     // The bridge, with the sessions it is given kept (to forge a request with one).
     sessions = new WorkerSessions({ port: keepingSessions(bridge, attached) });

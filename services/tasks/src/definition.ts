@@ -34,6 +34,7 @@ import {
   hubOptions,
   loadAdaptersConfig,
   NatsWorkerBridge,
+  routedNats,
   vaultAccessThrough,
   WorkerSessions,
   withAgentFacts,
@@ -228,10 +229,7 @@ async function createTasksModule(
     routed && context.mode === "distributed"
       ? new WorkerSessions({
           port: new NatsWorkerBridge({
-            nats: () =>
-              routed.connection && routed.remote
-                ? { connection: routed.connection, names: routed.remote.names }
-                : undefined,
+            nats: () => routedNats(routed),
             local: () => routed.remote,
             logger: context.logger,
           }),

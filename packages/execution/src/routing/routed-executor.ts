@@ -8,7 +8,12 @@
 
 import { toBinary } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
-import type { ExecutionAdapter, ExecutionResult, VaultGrant } from "@trellis/adapter-sdk";
+import type {
+  ExecutionAdapter,
+  ExecutionResult,
+  VaultGrant,
+  WireNames,
+} from "@trellis/adapter-sdk";
 import { WorkerRegistrationSchema } from "@trellis/contracts/adapters";
 import { connectNats, natsSecurityFromEnv } from "@trellis/eventlog";
 import { type Logger, type SecretFingerprints, TrellisError } from "@trellis/runtime";
@@ -73,6 +78,18 @@ export interface RoutedExecutor {
   /** Connect to NATS and start listening to workers (distributed mode). */
   start(): Promise<void>;
   stop(): Promise<void>;
+}
+
+/**
+ * A routed executor's NATS connection and wire names once it has started in
+ * distributed mode (undefined before, and in embedded mode): what a
+ * `NatsWorkerBridge` relaying for it publishes with.
+ */
+export function routedNats(
+  routed: Pick<RoutedExecutor, "connection" | "remote">,
+): { connection: NatsConnection; names: WireNames } | undefined {
+  const { connection, remote } = routed;
+  return connection && remote ? { connection, names: remote.names } : undefined;
 }
 
 /** Forwards to the JetStream dispatcher once it exists. */
