@@ -12,6 +12,7 @@
  * or refused credentials are reported without them.
  */
 import type { ServiceDefinition } from "@trellis/platform";
+import { type LogFields, waitForDependency } from "@trellis/runtime";
 import { createDatabase, type Database, migrate, outboxMigrations } from "@trellis/storage";
 
 /** The migrations a service's schema gets, as `runService` composes them. */
@@ -34,40 +35,43 @@ function isPermanent(error: unknown): boolean {
   return false;
 }
 
+/** Open the database and check that PostgreSQL answers. */
+async function open(url: string): Promise<Database<unknown>> {
+  const db: Database<unknown> = await createDatabase({
+    kind: "postgres",
+    url,
+    poolSize: 2,
+    applicationName: "trellis-migrate",
+  });
+  try {
+    await db.ping();
+    return db;
+  } catch (error) {
+    await db.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+// Each wait, as one line on stderr (stdout keeps what was applied).
+const waitingLine = {
+  warn(msg: string, fields?: LogFields) {
+    process.stderr.write(`trellis migrate: ${msg} (retry in ${fields?.retry_in_ms} ms)\n`);
+  },
+};
+
 async function connect(url: string, timeoutMs: number): Promise<Database<unknown>> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 200;
-  for (;;) {
-    try {
-      const db: Database<unknown> = await createDatabase({
-        kind: "postgres",
-        url,
-        poolSize: 2,
-        applicationName: "trellis-migrate",
-      });
-      try {
-        await db.ping();
-        return db;
-      } catch (error) {
-        await db.close().catch(() => undefined);
-        throw error;
-      }
-    } catch (error) {
-      // A missing database or refused credentials will not change by waiting.
-      if (isPermanent(error)) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new Error(`PostgreSQL refused the connection: ${reason} (check DATABASE_URL)`);
-      }
-      if (Date.now() + delay > deadline) {
-        const reason = error instanceof Error ? error.message : String(error);
-        throw new Error(
-          `PostgreSQL was not reachable within ${Math.round(timeoutMs / 1000)} s: ${reason}`,
-        );
-      }
-      process.stderr.write(`trellis migrate: waiting for PostgreSQL (retry in ${delay} ms)\n`);
-      await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 2000);
-    }
+  try {
+    return await waitForDependency("PostgreSQL", () => open(url), {
+      timeoutMs,
+      logger: waitingLine,
+      permanent: isPermanent,
+    });
+  } catch (error) {
+    // A missing database or refused credentials will not change by waiting:
+    // waitForDependency threw them as they were, at once.
+    if (!isPermanent(error)) throw error;
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new Error(`PostgreSQL refused the connection: ${reason} (check DATABASE_URL)`);
   }
 }
 

@@ -6,6 +6,7 @@
  * | case | what happens |
  * |---|---|
  * | `attempt` fails | logged (`waiting for <what>`) and tried again after 100 ms, 200 ms, … (at most 2 s apart) |
+ * | `attempt` fails and `permanent(error)` says no wait can fix it (say, a missing database) | that error, at once |
  * | the next try would start after `timeoutMs` | `service_unavailable`: "<what> was not reachable within N s: <last error>" |
  * | `signal` aborts (a shutdown during start) | an error "stopped while waiting for <what>", at once |
  */
@@ -20,6 +21,8 @@ export interface WaitForDependencyOptions {
   logger: Pick<Logger, "warn">;
   /** Gives up waiting when it aborts (none: wait until the timeout). */
   signal?: AbortSignal;
+  /** True for an error that waiting will not fix: it is thrown as it is, without retrying. */
+  permanent?(error: unknown): boolean;
 }
 
 const FIRST_DELAY_MS = 100;
@@ -31,13 +34,14 @@ export async function waitForDependency<T>(
   attempt: () => Promise<T>,
   options: WaitForDependencyOptions,
 ): Promise<T> {
-  const { timeoutMs, logger, signal } = options;
+  const { timeoutMs, logger, signal, permanent } = options;
   const deadline = Date.now() + timeoutMs;
   let delay = FIRST_DELAY_MS;
   for (;;) {
     try {
       return await attempt();
     } catch (error) {
+      if (permanent?.(error)) throw error;
       const message = error instanceof Error ? error.message : String(error);
       if (signal?.aborted) throw new Error(`stopped while waiting for ${what}`);
       if (Date.now() + delay > deadline) {

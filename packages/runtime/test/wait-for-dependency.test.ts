@@ -1,6 +1,7 @@
 // waitForDependency: a dependency that is not up yet is retried with a
 // growing delay and logged, until it answers, the startup timeout passes
-// (service_unavailable) or the start is aborted.
+// (service_unavailable), the start is aborted or the error is one no wait
+// can fix.
 import { describe, expect, it } from "vitest";
 import { isTrellisError } from "../src/errors.js";
 import { waitForDependency } from "../src/wait-for-dependency.js";
@@ -61,5 +62,22 @@ describe("waitForDependency", () => {
     const failure = await waiting;
     expect((failure as Error).message).toBe("stopped while waiting for NATS");
     expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it("throws an error no wait can fix at once, without retrying or logging", async () => {
+    const logger = recordingLogger();
+    const missing = new Error('database "none" does not exist');
+    let calls = 0;
+    const failure = await waitForDependency(
+      "PostgreSQL",
+      async () => {
+        calls += 1;
+        throw missing;
+      },
+      { timeoutMs: 60_000, logger, permanent: (error) => error === missing },
+    ).catch((error: unknown) => error);
+    expect(failure).toBe(missing);
+    expect(calls).toBe(1);
+    expect(logger.lines).toEqual([]);
   });
 });
