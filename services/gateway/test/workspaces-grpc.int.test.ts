@@ -1,24 +1,16 @@
 // Workspaces over gRPC through the gateway, in both modes: the admin key
 // creates, lists, updates and archives a workspace and works in it at once;
 // a key bound to a workspace can do none of that to workspaces.
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService, WorkspaceService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
+import { callFailure } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
-
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  const error = await call.then(
-    () => undefined,
-    (e: unknown) => ConnectError.from(e),
-  );
-  if (error === undefined) throw new Error("the call succeeded; a refusal was expected");
-  return error;
-}
 
 describe.each(gatewayModes({ name: "ws_grpc" }))("workspaces over gRPC: $mode", ({ start }) => {
   let trellis: Running;
@@ -68,14 +60,14 @@ describe.each(gatewayModes({ name: "ws_grpc" }))("workspaces over gRPC: $mode", 
     });
     expect(updated?.name).toBe("grpc-renamed");
     expect(updated?.metadata).toEqual({ keep: 1, add: "x" });
-    const blank = await refusal(workspaces.updateWorkspace({ workspaceId: id, name: " " }));
+    const blank = await callFailure(workspaces.updateWorkspace({ workspaceId: id, name: " " }));
     expect(blank.code).toBe(Code.InvalidArgument);
 
     const { workspace: archived } = await workspaces.archiveWorkspace({ workspaceId: id });
     expect(archived?.archivedAt).toBeDefined();
-    const closed = await refusal(sessions.createSession({ workspaceId: id }));
+    const closed = await callFailure(sessions.createSession({ workspaceId: id }));
     expect(errorDetailOf(closed)?.reason).toBe("conflict");
-    const missing = await refusal(workspaces.archiveWorkspace({ workspaceId: "ws_nowhere" }));
+    const missing = await callFailure(workspaces.archiveWorkspace({ workspaceId: "ws_nowhere" }));
     expect(missing.code).toBe(Code.NotFound);
   });
 
@@ -85,7 +77,7 @@ describe.each(gatewayModes({ name: "ws_grpc" }))("workspaces over gRPC: $mode", 
       () => bound.updateWorkspace({ workspaceId: "default", name: "nope" }),
       () => bound.archiveWorkspace({ workspaceId: "default" }),
     ]) {
-      expect((await refusal(call())).code).toBe(Code.PermissionDenied);
+      expect((await callFailure(call())).code).toBe(Code.PermissionDenied);
     }
     const own = await bound.listWorkspaces({});
     expect(own.workspaces.map((w) => w.id)).toEqual(["default"]);

@@ -9,7 +9,7 @@
  */
 import { create, fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { type Client, Code, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import { MemoryScope, MemoryService, ReplayMode, type Task } from "@trellis/contracts/tasks";
@@ -21,6 +21,7 @@ import {
   setCallerHeaders,
 } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
+import { callFailure } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAgent, text, textOf, watchUntil } from "./support/fixtures.js";
 import type { TasksHarness, TasksTarget } from "./support/harness.js";
@@ -68,16 +69,6 @@ const memoryModel: ModelProviderFactory = (model) => ({
 
 function textPart(value: string) {
   return { kind: { case: "text" as const, value: { text: value } } };
-}
-
-/** The error a call that must fail failed with. */
-async function refusal(call: Promise<unknown>): Promise<ConnectError> {
-  try {
-    await call;
-  } catch (error) {
-    return ConnectError.from(error);
-  }
-  throw new Error("the call succeeded; it should have been refused");
 }
 
 const settled = (t: Task) =>
@@ -252,20 +243,22 @@ export function describeMemory(target: TasksTarget): void {
 
     it("refuses an unknown scope and oversized content, storing nothing", async () => {
       const before = (await memory.listMemories({ pageSize: 100 })).memories.length;
-      const bad = await refusal(
+      const bad = await callFailure(
         memory.createMemory({ scope: 9 as MemoryScope, content: fromJson(ValueSchema, "x") }),
       );
       expect(errorDetailOf(bad)?.reason).toBe("invalid_request");
-      const missing = await refusal(memory.createMemory({ content: fromJson(ValueSchema, "x") }));
+      const missing = await callFailure(
+        memory.createMemory({ content: fromJson(ValueSchema, "x") }),
+      );
       expect(errorDetailOf(missing)?.reason).toBe("invalid_request");
-      const big = await refusal(
+      const big = await callFailure(
         memory.createMemory({
           scope: MemoryScope.WORKSPACE,
           content: fromJson(ValueSchema, "x".repeat(70 * 1024)),
         }),
       );
       expect(errorDetailOf(big)?.reason).toBe("payload_too_large");
-      const noSession = await refusal(
+      const noSession = await callFailure(
         memory.createMemory({
           scope: MemoryScope.SESSION,
           ownerId: "ses_nope",
@@ -288,22 +281,22 @@ export function describeMemory(target: TasksTarget): void {
       ]);
       expect(a.memory?.id).toBe(b.memory?.id);
       expect([a.replayed, b.replayed].sort()).toEqual([false, true]);
-      const reused = await refusal(
+      const reused = await callFailure(
         memory.createMemory({ ...request, content: fromJson(ValueSchema, { fact: "two" }) }),
       );
       expect(errorDetailOf(reused)?.reason).toBe("idempotency_key_reused");
 
       const other = memoryAs("ws_other");
-      const hidden = await refusal(other.getMemory({ memoryId: a.memory?.id as string }));
+      const hidden = await callFailure(other.getMemory({ memoryId: a.memory?.id as string }));
       expect(errorDetailOf(hidden)?.reason).toBe("resource_not_found");
       expect((await other.listMemories({})).memories).toHaveLength(0);
-      const tenant = await refusal(
+      const tenant = await callFailure(
         other.createMemory({ scope: MemoryScope.TENANT, content: fromJson(ValueSchema, "t") }),
       );
       expect(errorDetailOf(tenant)?.reason).toBe("permission_denied");
 
       await memory.deleteMemory({ memoryId: a.memory?.id as string });
-      const gone = await refusal(memory.getMemory({ memoryId: a.memory?.id as string }));
+      const gone = await callFailure(memory.getMemory({ memoryId: a.memory?.id as string }));
       expect((gone as { code?: Code }).code).toBe(Code.NotFound);
     });
   });
