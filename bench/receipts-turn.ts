@@ -13,6 +13,17 @@
  */
 import type { Event } from "@trellis/contracts/core";
 import { createEventLog } from "@trellis/eventlog";
+import { PostgresReceiptStore, receiptsMigrations } from "@trellis/receipts";
+import {
+  type Delivery,
+  everyAgentKnown,
+  issuer,
+  keyRingOf,
+  newKey,
+  ReceiptProcessor,
+  startReceiptConsumer,
+  taskEvents,
+} from "@trellis/receipts/testing";
 import { createLogger } from "@trellis/runtime";
 import {
   createDatabase,
@@ -21,13 +32,6 @@ import {
   openPGlite,
   outboxMigrations,
 } from "@trellis/storage";
-import { startReceiptConsumer } from "../services/receipts/src/consumer.js";
-import type { KeyRing } from "../services/receipts/src/keys.js";
-import { type Delivery, ReceiptProcessor } from "../services/receipts/src/processor.js";
-import { receiptsMigrations } from "../services/receipts/src/store/migrations/index.js";
-import { PostgresReceiptStore } from "../services/receipts/src/store/receipt-store.js";
-import { issuer, newKey } from "../services/receipts/test/receipt-helpers.js";
-import { taskEvents } from "../services/receipts/test/support.js";
 
 const exclusive = process.env.EXCLUSIVE !== "0";
 const pglite = await openPGlite({});
@@ -38,12 +42,6 @@ await migrate(db, {
 });
 const eventLog = await createEventLog({ kind: "in-process" });
 const key = newKey("k");
-const keys: KeyRing = {
-  current: key,
-  publicKey: (id) => (id === key.keyId ? key.publicKey : undefined),
-  ensure: async () => {},
-  list: () => [],
-};
 const store = new PostgresReceiptStore({
   database: db,
   schema: "receipts",
@@ -51,14 +49,8 @@ const store = new PostgresReceiptStore({
 });
 const processor = new ReceiptProcessor({
   store,
-  keys,
-  directory: {
-    agentOfTask: async (_t, a) => ({
-      known: true,
-      profile: { agentId: a ?? "agent_echo", tier: "act_with_approval" },
-    }),
-    workspace: async () => ({}),
-  },
+  keys: keyRingOf(key),
+  directory: everyAgentKnown(),
   config: { issuer, gapWaitMs: 3000 },
   logger: createLogger({ service: "t", level: "error" }),
   exclusive,

@@ -20,8 +20,9 @@ import { createClient, type Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
 import { createMeshClientInterceptor, MeshCredentials } from "@trellis/platform";
+import { freePort } from "@trellis/testkit";
 import { median, runLoad } from "./lib/load.js";
-import { cpuMs, freePort, repoRoot, startNode, stopChild } from "./lib/proc.js";
+import { cpuMs, repoRoot, startNode, stopChild } from "./lib/proc.js";
 
 const MODES = ["raw", "runtime", "internal"] as const;
 type Mode = (typeof MODES)[number];

@@ -27,11 +27,12 @@ import * as http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { freePort } from "@trellis/testkit";
 import WebSocket from "ws";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
 import { HARN_VERSION, harnRest } from "./lib/harn-rest.js";
 import { quantile } from "./lib/load.js";
-import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
+import { cpuMs, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_streams_0123456789abcdefghijklmnopqrst";
 

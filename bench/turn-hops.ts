@@ -24,7 +24,7 @@ import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
 import { uniqueName } from "@trellis/testkit";
-import { startOtlpReceiver } from "../test/tracing/otlp-receiver.js";
+import { startOtlpReceiver } from "@trellis/testkit/otlp-receiver";
 import { startBenchMesh } from "./lib/mesh.js";
 import { bearerTransport } from "./lib/transport.js";
 

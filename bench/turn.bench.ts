@@ -5,13 +5,12 @@ import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { health } from "@trellis/contracts/grpc";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
-import { uniqueName } from "@trellis/testkit";
+import { freePort, uniqueName } from "@trellis/testkit";
 import pg from "pg";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
 import { startBenchMesh } from "./lib/mesh.js";
 import {
   cpuMsIfRunning,
-  freePort,
   limitsOutOfReach,
   repoRoot,
   startDev,

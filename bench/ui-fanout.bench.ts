@@ -23,9 +23,10 @@ import * as http from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
+import { freePort } from "@trellis/testkit";
 import { gcMemory, startGcDev } from "./lib/gc-dev.js";
 import { HARN_VERSION, harnRest } from "./lib/harn-rest.js";
-import { cpuMs, freePort, rssBytes, stopChild } from "./lib/proc.js";
+import { cpuMs, rssBytes, stopChild } from "./lib/proc.js";
 
 const API_KEY = "trl_bench_fanout_0123456789abcdefghijklmnopqrstuv";
 

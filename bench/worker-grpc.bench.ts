@@ -34,19 +34,19 @@ import { createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
 import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
-import { probeWorkerScript } from "@trellis/execution/testing";
-import { chatToMessage } from "@trellis/messages";
-import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
-import { NatsWorkerBridge } from "../packages/execution/src/grpc-workers/bridge.js";
-import { createWorkerHandlers } from "../packages/execution/src/grpc-workers/handlers.js";
-import { WorkerSessions } from "../packages/execution/src/grpc-workers/sessions.js";
 import {
   createRoutedExecutor,
+  createWorkerHandlers,
+  NatsWorkerBridge,
   routedNats,
-} from "../packages/execution/src/routing/routed-executor.js";
-import { withErrorDetails } from "../services/adapters/src/handlers/errors.js";
-import { createForwardingImpl } from "../services/gateway/src/grpc/forwarders.js";
+  WorkerSessions,
+} from "@trellis/execution";
+import { probeGrpcWorkerScript, probeWorkerScript } from "@trellis/execution/testing";
+import { createForwardingImpl } from "@trellis/gateway/testing";
+import { chatToMessage } from "@trellis/messages";
+import { withErrorDetails } from "@trellis/runtime";
+import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { quantile } from "./lib/load.js";
 import { cpuMs } from "./lib/proc.js";
 
@@ -89,11 +89,6 @@ export interface WorkerGrpcBenchResult {
   /** The same, the worker reaching that process through a gateway forwarder (a mesh since session 14). */
   cpuRatioGateway: number;
 }
-
-const probeGrpcWorkerScript = new URL(
-  "../services/adapters/test/support/probe-grpc-worker.ts",
-  import.meta.url,
-).pathname;
 
 function requestFor(backend: string, n: number): ExecutionRequest {
   return {

@@ -5,11 +5,10 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { untilPrinted } from "@trellis/testkit";
+import { freePort, untilPrinted } from "@trellis/testkit";
 
 const CLOCK_TICKS_PER_SECOND = 100;
 
@@ -41,18 +40,6 @@ export function rssBytes(pid: number): number {
 /** Total CPU ms of several processes. */
 export function totalCpuMs(pids: readonly number[]): number {
   return pids.reduce((sum, pid) => sum + cpuMs(pid), 0);
-}
-
-/** A free loopback port. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** Repository root. */

@@ -23,6 +23,7 @@ import { create, type DescService, type MessageInitShape, toBinary } from "@bufb
 import { Code } from "@connectrpc/connect";
 import { ClaimWorkRequestSchema, ReportWorkEventsRequestSchema } from "@trellis/contracts/adapters";
 import { AgentService } from "@trellis/contracts/tasks";
+import { publicServices, restRoutes } from "@trellis/gateway/testing";
 import {
   envelope,
   Http2Wire,
@@ -38,8 +39,6 @@ import {
   uniqueName,
 } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publicServices } from "../../services/gateway/src/grpc/public-services.js";
-import { restRoutes } from "../../services/gateway/src/http/routes/index.js";
 import { checkHealth, type Mesh, startMesh } from "../../src/mesh.js";
 import { allServices } from "../../src/services.js";
 import {

@@ -7,14 +7,14 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 import {
   type OtlpReceiver,
   type ReceivedSpan,
   SpanKind,
   startOtlpReceiver,
-} from "./otlp-receiver.js";
+} from "@trellis/testkit/otlp-receiver";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 import { turnTrace } from "./turn-tree.js";
 
 const apiKey = "trellis-embedded-trace-key-0123456789";

@@ -18,15 +18,15 @@ import {
   testNatsUrl,
   uniqueName,
 } from "@trellis/testkit";
-import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Mesh, startMesh } from "../../src/mesh.js";
 import {
   type OtlpReceiver,
   type ReceivedSpan,
   SpanKind,
   startOtlpReceiver,
-} from "./otlp-receiver.js";
+} from "@trellis/testkit/otlp-receiver";
+import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Mesh, startMesh } from "../../src/mesh.js";
 import { turnTrace } from "./turn-tree.js";
 
 const workerScript = new URL("./traced-worker.ts", import.meta.url).pathname;

@@ -3,8 +3,8 @@
  * tree (shared by the distributed and the embedded trace tests).
  */
 import { eventually } from "@trellis/testkit";
+import type { OtlpReceiver, ReceivedSpan } from "@trellis/testkit/otlp-receiver";
 import { expect } from "vitest";
-import type { OtlpReceiver, ReceivedSpan } from "./otlp-receiver.js";
 
 /**
  * The spans of the trace of the turn in `sessionId`, once every hop and

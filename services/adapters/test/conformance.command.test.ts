@@ -1,5 +1,5 @@
 import { fileURLToPath } from "node:url";
-import { describeAdapterContract } from "../../../packages/execution/src/conformance/adapter.contract.js";
+import { describeAdapterContract } from "@trellis/execution/conformance";
 import { createCommandAdapter } from "../src/command/command-adapter.js";
 
 const script = fileURLToPath(new URL("../src/command/examples/echo-agent.mjs", import.meta.url));

@@ -2,12 +2,11 @@
 import { Code, ConnectError, createClient, createRouterTransport } from "@connectrpc/connect";
 import { capabilitiesToProto, eventFromProto, requestToProto } from "@trellis/adapter-sdk";
 import { AdapterRegistryService, RoutingService } from "@trellis/contracts/adapters";
+import { BackendRegistry, createRoutedExecutor } from "@trellis/execution";
 import { capabilities } from "@trellis/execution/testing";
 import { chatToMessage, textOf } from "@trellis/messages";
 import { errorDetailOf } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { BackendRegistry } from "../../../packages/execution/src/routing/registry.js";
-import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import { withErrorDetails } from "../src/handlers/errors.js";
 import { createRegistryHandlers } from "../src/handlers/registry-handlers.js";
 import { createRoutingHandlers } from "../src/handlers/routing-handlers.js";

@@ -5,7 +5,7 @@
  * got the value, without ever putting the value in its output.
  */
 import { createHash } from "node:crypto";
-import type { HarnessTool } from "../../../packages/execution/src/harness/tools.js";
+import type { HarnessTool } from "@trellis/execution";
 
 /** The vault secret the tool reads. */
 export const WEATHER_SECRET = "vlt_weather/WEATHER_API_KEY";

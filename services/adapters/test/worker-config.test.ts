@@ -6,9 +6,9 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { loadHarnessTools } from "@trellis/execution";
 import { isTrellisError } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadHarnessTools } from "../../../packages/execution/src/worker/harness-tools.js";
 import { loadAdapterWorkerConfig } from "../src/worker/config.js";
 import { workerToolsModule } from "./worker-support.js";
 

@@ -19,6 +19,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { ApprovalInterrupts } from "@trellis/contracts/adapters";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
+import { createRoutedExecutor } from "@trellis/execution";
 import {
   fixture,
   OPENAI_CHAT,
@@ -36,7 +37,6 @@ import { createTasksService } from "@trellis/tasks";
 import { eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRoutedExecutor } from "../../../packages/execution/src/routing/routed-executor.js";
 import { createAdaptersService } from "../src/definition.js";
 import { meshClients } from "./support/mesh-clients.js";
 import {

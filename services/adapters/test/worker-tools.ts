@@ -4,7 +4,7 @@
  * prints one `tool <name> ran <input>` line, so a test can see that the tool
  * ran in the worker process and how often.
  */
-import type { HarnessTool } from "../../../packages/execution/src/harness/tools.js";
+import type { HarnessTool } from "@trellis/execution";
 
 export const tools: HarnessTool[] = [
   {

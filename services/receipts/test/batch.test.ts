@@ -21,7 +21,7 @@ import { type Delivery, ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
 import { logTaskHistory, type TaskHistory } from "../src/task-history.js";
-import { everyAgentKnown, issuer, keyRingOf, newKey } from "./receipt-helpers.js";
+import { everyAgentKnown, issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const keys = keyRingOf(newKey("key_batch"));

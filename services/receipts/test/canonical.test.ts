@@ -14,7 +14,7 @@ import {
   receiptTexts,
 } from "../src/domain/canonical.js";
 import type { Sha256 } from "../src/domain/receipt.js";
-import { newKey, receiptOf } from "./receipt-helpers.js";
+import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { readSpecJson, taskEvents } from "./support.js";
 
 /**

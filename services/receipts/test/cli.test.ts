@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { runReceiptsVerify } from "../../../src/cli/receipts.js";
 import { publicKeyPem } from "../src/domain/signing.js";
 import { receiptsService } from "../src/index.js";
-import { newKey, receiptOf } from "./receipt-helpers.js";
+import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { appendEvents, producerService, receiptSchemaPath, taskEvents } from "./support.js";
 
 async function run(

@@ -11,7 +11,7 @@ import { buildTaskReceipt, sealReceipt } from "../src/domain/build.js";
 import { eventHash } from "../src/domain/canonical.js";
 import { extractFacts, foldTaskFacts } from "../src/domain/facts.js";
 import { type PriceTable, parsePriceTable, priceOf } from "../src/domain/pricing.js";
-import { issuer, newKey } from "./receipt-helpers.js";
+import { issuer, newKey } from "../src/testing/receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const OUTPUT_HASH = `sha256:${"e".repeat(64)}`;

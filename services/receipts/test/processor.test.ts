@@ -16,7 +16,7 @@ import { loadReceiptsConfig } from "../src/config.js";
 import { ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { issuer, keyRingOf, newKey } from "./receipt-helpers.js";
+import { issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 describe("ReceiptProcessor", () => {

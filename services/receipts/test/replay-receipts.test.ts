@@ -37,14 +37,20 @@ import {
 } from "@trellis/execution/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import type { SecretFingerprint } from "@trellis/runtime";
+import { createTasksService } from "@trellis/tasks";
+import {
+  clientsOf,
+  createAgent,
+  decodeMessages,
+  encodeMessages,
+  type TasksClients,
+  text,
+  watchUntil,
+} from "@trellis/tasks/testing";
 import { eventually } from "@trellis/testkit";
 import { canonicalize } from "json-canonicalize";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTasksService } from "../../tasks/src/definition.js";
-import { decodeMessages, encodeMessages } from "../../tasks/src/store/codec.js";
-import { createAgent, text, watchUntil } from "../../tasks/test/support/fixtures.js";
-import { clientsOf, type TasksClients } from "../../tasks/test/support/harness.js";
 import { computeReceiptHash } from "../src/domain/canonical.js";
 import { replayProjection, replayProjectionValue } from "../src/domain/replay-projection.js";
 import { receiptsService } from "../src/index.js";

@@ -8,7 +8,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { ActorKind, type Event, EventSchema, MessageSchema, Role } from "@trellis/contracts/core";
 import { describe, expect, it } from "vitest";
 import { replayProjection } from "../src/domain/replay-projection.js";
-import { newKey, receiptOf } from "./receipt-helpers.js";
+import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const SOURCE = "task_source";

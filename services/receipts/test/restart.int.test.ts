@@ -18,7 +18,7 @@ import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresReceiptStore, receiptsService, sealReceipt, verifyReceipt } from "../src/index.js";
-import { newKey, receiptOf } from "./receipt-helpers.js";
+import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { appendEvents, producerService, taskEvents } from "./support.js";
 
 const TASKS = 500;

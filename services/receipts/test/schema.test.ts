@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest";
 import { buildApprovalReceipt, sealReceipt } from "../src/domain/build.js";
 import { eventHash, extractFacts, foldTaskFacts } from "../src/index.js";
-import { issuer, newKey, receiptOf } from "./receipt-helpers.js";
+import { issuer, newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { readSpecJson, receiptSchemaValidator, taskEvents } from "./support.js";
 
 describe("receipt JSON Schema", () => {

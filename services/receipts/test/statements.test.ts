@@ -26,7 +26,7 @@ import { type ReceiptConsumer, startReceiptConsumer } from "../src/consumer.js";
 import { ReceiptProcessor } from "../src/processor.js";
 import { receiptsMigrations } from "../src/store/migrations/index.js";
 import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { everyAgentKnown, issuer, keyRingOf, newKey } from "./receipt-helpers.js";
+import { everyAgentKnown, issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
 import { taskEvents } from "./support.js";
 
 /**

@@ -8,7 +8,7 @@ import { computeReceiptHash } from "../src/domain/canonical.js";
 import type { Sha256 } from "../src/domain/receipt.js";
 import { parsePublicKey, publicKeyPem, signReceiptHash } from "../src/domain/signing.js";
 import { type ChainContext, verifyReceipt } from "../src/domain/verify.js";
-import { newKey, receiptOf } from "./receipt-helpers.js";
+import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const keyA = newKey("key_a");

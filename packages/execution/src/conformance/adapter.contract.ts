@@ -4,7 +4,7 @@
  * checkpoint-validation pattern). An adapter's spec file is a few lines:
  *
  * ```ts
- * import { describeAdapterContract } from "../../../../services/adapters/src/src/conformance/adapter.contract.js";
+ * import { describeAdapterContract } from "@trellis/execution/conformance";
  * describeAdapterContract("my backend", {
  *   create: () => createMyAdapter(),
  *   sourceFiles: ["services/adapters/src/my/my-adapter.ts"],

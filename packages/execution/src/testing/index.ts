@@ -1,7 +1,8 @@
 /**
  * @trellis/execution/testing: fake backends with chosen capabilities for
  * routing tests and benchmarks, in process or in a worker process
- * ({@link probeWorkerScript}, started with @trellis/testkit/worker-process);
+ * ({@link probeWorkerScript} on JetStream, {@link probeGrpcWorkerScript} over
+ * gRPC; started with @trellis/testkit/worker-process);
  * and for the built-in harness, a server replaying recorded OpenAI and
  * Anthropic responses (`test/fixtures/`) with the tools, providers and
  * requests the harness tests share.
@@ -32,3 +33,8 @@ export {
 
 /** The probe worker script (a worker process running {@link probeAdapter}). */
 export const probeWorkerScript = fileURLToPath(new URL("./probe-worker.ts", import.meta.url));
+
+/** The probe adapter as a gRPC worker (its env in `./probe-grpc-worker.ts`). */
+export const probeGrpcWorkerScript = fileURLToPath(
+  new URL("./probe-grpc-worker.ts", import.meta.url),
+);

@@ -1,7 +1,7 @@
 /** Worker scripts of the adapters service's tests; start them with @trellis/testkit/worker-process. */
 import { fileURLToPath } from "node:url";
 
-export { probeWorkerScript } from "@trellis/execution/testing";
+export { probeGrpcWorkerScript, probeWorkerScript } from "@trellis/execution/testing";
 export {
   startWorkerProcess,
   type WorkerProcess,
@@ -15,9 +15,4 @@ export const commandWorkerScript = fileURLToPath(
 /** The example JSON-lines program. */
 export const echoAgentScript = fileURLToPath(
   new URL("../../src/command/examples/echo-agent.mjs", import.meta.url),
-);
-
-/** The probe adapter as a gRPC worker (`./probe-grpc-worker.ts`; its env there). */
-export const probeGrpcWorkerScript = fileURLToPath(
-  new URL("./probe-grpc-worker.ts", import.meta.url),
 );

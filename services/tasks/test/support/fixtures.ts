@@ -1,20 +1,14 @@
 /** Messages, agents and waits the suites share. */
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
-import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
-import { AgentSchema, BusyPolicy, type Task } from "@trellis/contracts/tasks";
+import type { Message } from "@trellis/contracts/core";
+import { AgentSchema, BusyPolicy } from "@trellis/contracts/tasks";
 import { errorDetailOf } from "@trellis/runtime";
 import { expect } from "vitest";
 import type { NewTask, TaskStore, WriteContext } from "../../src/store/task-store.js";
-import type { TasksClients } from "./harness.js";
+import { createAgent, text, watchUntil } from "../../src/testing/clients.js";
 
-/** A one-text-part message. */
-export function text(value: string, role: Role = Role.USER): Message {
-  return create(MessageSchema, {
-    role,
-    parts: [{ kind: { case: "text", value: { text: value } } }],
-  });
-}
+export { createAgent, text, watchUntil };
 
 /** The text of a message's text parts. */
 export function textOf(message: Message | undefined): string {
@@ -87,26 +81,6 @@ export function slowEcho(ms: number): JsonObject {
   };
 }
 
-/** Create an agent and return its id. */
-export async function createAgent(
-  clients: TasksClients,
-  name: string,
-  backend: string,
-  definition: JsonObject,
-  extra: { workspaceId?: string; safeToRetry?: boolean } = {},
-): Promise<string> {
-  const { agent } = await clients.agents.createAgent({
-    agent: {
-      name,
-      backend,
-      definition,
-      workspaceId: extra.workspaceId ?? "",
-      safeToRetry: extra.safeToRetry ?? false,
-    },
-  });
-  return agent?.id as string;
-}
-
 /**
  * Store a scripted agent straight into a task store (no executor check) and
  * return its id. Its graph writes nothing: the store suites finish its runs
@@ -146,32 +120,6 @@ export function newTask(agentId: string, sessionId: string, words: string, key?:
     workspaceId: "default",
     ...(key ? { idempotency: { key, requestHash: `hash-${words}` } } : {}),
   };
-}
-
-/** Watch a task until `until` holds (or the stream ends); returns every status seen. */
-export async function watchUntil(
-  clients: TasksClients,
-  taskId: string,
-  until: (task: Task) => boolean = (t) =>
-    t.status === TaskStatus.COMPLETED ||
-    t.status === TaskStatus.FAILED ||
-    t.status === TaskStatus.CANCELED,
-  options: { untilSettled?: boolean; timeoutMs?: number } = {},
-): Promise<{ task: Task; seen: TaskStatus[] }> {
-  const seen: TaskStatus[] = [];
-  let last: Task | undefined;
-  const signal = AbortSignal.timeout(options.timeoutMs ?? 20_000);
-  for await (const response of clients.tasks.watchTask(
-    { taskId, untilSettled: options.untilSettled ?? false },
-    { signal },
-  )) {
-    const task = response.task as Task;
-    last = task;
-    if (seen.at(-1) !== task.status) seen.push(task.status);
-    if (until(task)) break;
-  }
-  if (!last) throw new Error(`no update for ${taskId}`);
-  return { task: last, seen };
 }
 
 /** Assert a call fails with a Connect error carrying `reason`; returns the error. */

@@ -3,19 +3,9 @@
  * over h2c), embedded (PGlite + in-process log) or distributed (PostgreSQL +
  * JetStream, one database and one NATS prefix per test file).
  */
-import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
-import {
-  AgentService,
-  ArtifactService,
-  EventService,
-  OutcomeService,
-  SessionService,
-  SignalService,
-  TaskService,
-  WorkspaceService,
-} from "@trellis/contracts/tasks";
 import { connectNats } from "@trellis/eventlog";
 import type { AgentExecutor, HarnessTool } from "@trellis/execution";
 import {
@@ -28,18 +18,9 @@ import {
 } from "@trellis/platform";
 import { createTestDatabase, type TestDatabase, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { createTasksService } from "../../src/definition.js";
+import { clientsOf, type TasksClients } from "../../src/testing/clients.js";
 
-/** Clients of every tasks RPC service over one transport. */
-export interface TasksClients {
-  workspaces: Client<typeof WorkspaceService>;
-  agents: Client<typeof AgentService>;
-  sessions: Client<typeof SessionService>;
-  tasks: Client<typeof TaskService>;
-  events: Client<typeof EventService>;
-  signals: Client<typeof SignalService>;
-  artifacts: Client<typeof ArtifactService>;
-  outcomes: Client<typeof OutcomeService>;
-}
+export { clientsOf, type TasksClients };
 
 /** A running tasks service under test. */
 export interface TasksHarness extends TasksClients {
@@ -66,20 +47,6 @@ export interface TasksTarget {
   readonly replicas: boolean;
   start(options?: StartOptions): Promise<TasksHarness>;
   teardown(): Promise<void>;
-}
-
-/** Clients of every tasks RPC service over `transport`. */
-export function clientsOf(transport: Transport): TasksClients {
-  return {
-    workspaces: createClient(WorkspaceService, transport),
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-    events: createClient(EventService, transport),
-    signals: createClient(SignalService, transport),
-    artifacts: createClient(ArtifactService, transport),
-    outcomes: createClient(OutcomeService, transport),
-  };
 }
 
 // Tests call the service directly, as another mesh service would: with the

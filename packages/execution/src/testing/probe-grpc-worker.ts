@@ -1,4 +1,4 @@
-// A probe adapter (@trellis/execution/testing) served over gRPC (WorkerService, the
+// A probe adapter (./fake-adapters.ts) served over gRPC (WorkerService, the
 // SDK's runGrpcWorker), for tests and the worker-grpc benchmark. Env:
 //   PROBE_BACKEND        backend id
 //   TRELLIS_WORKER_URL   the WorkerService's base URL
@@ -6,8 +6,8 @@
 //   TRELLIS_WORKER_ID, TRELLIS_WORKER_CAPACITY (default 1)
 // Prints "worker <id> ready" once connected, and "ran <task id>" per execution.
 import { runGrpcWorker } from "@trellis/adapter-sdk";
-import { probeAdapter } from "@trellis/execution/testing";
 import { createLogger } from "@trellis/runtime";
+import { probeAdapter } from "./fake-adapters.js";
 
 const backendId = process.env.PROBE_BACKEND;
 const url = process.env.TRELLIS_WORKER_URL;

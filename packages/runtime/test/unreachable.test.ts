@@ -1,10 +1,10 @@
 // What the error interceptor treats as "a dependency is unreachable"
 // (Unavailable, retryable) instead of Internal — what clients of a mesh whose
-// Postgres restarts must see (restart-infra.int.test.ts).
+// Postgres restarts must see (test/faults/restart-infra.int.test.ts).
 import { Code } from "@connectrpc/connect";
 import { createLogger, toWireError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import { isUnreachableError } from "../../packages/runtime/src/unreachable.js";
+import { isUnreachableError } from "../src/unreachable.js";
 
 const sysError = (code: string) => Object.assign(new Error(`read ${code}`), { code });
 

@@ -4,18 +4,18 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import type { Event } from "@trellis/contracts/core";
-import type { AgentDirectory } from "../src/agents.js";
+import type { AgentDirectory } from "../agents.js";
 import {
   type AgentProfile,
   buildTaskReceipt,
   type SealedReceipt,
   sealReceipt,
-} from "../src/domain/build.js";
-import { eventHash, merkleRoot } from "../src/domain/canonical.js";
-import { extractFacts, foldTaskFacts, streamIsComplete, taskIdOf } from "../src/domain/facts.js";
-import type { Sha256 } from "../src/domain/receipt.js";
-import { type SigningKey, signingKeyFromPem } from "../src/domain/signing.js";
-import type { KeyRing } from "../src/keys.js";
+} from "../domain/build.js";
+import { eventHash, merkleRoot } from "../domain/canonical.js";
+import { extractFacts, foldTaskFacts, streamIsComplete, taskIdOf } from "../domain/facts.js";
+import type { Sha256 } from "../domain/receipt.js";
+import { type SigningKey, signingKeyFromPem } from "../domain/signing.js";
+import type { KeyRing } from "../keys.js";
 
 /** A fresh Ed25519 signing key. */
 export function newKey(keyId?: string): SigningKey {

@@ -1,0 +1,214 @@
+/**
+ * Synthetic task events shaped like the tasks service's: one task from
+ * submission to its end, for the receipts tests and benchmarks.
+ */
+import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import {
+  ActorKind,
+  type Event,
+  EventSchema,
+  MessageSchema,
+  Role,
+  TaskStatus,
+  ToolResultStatus,
+  Visibility,
+} from "@trellis/contracts/core";
+
+/** Options of {@link taskEvents}. */
+export interface TaskScript {
+  taskId: string;
+  workspaceId?: string;
+  sessionId?: string;
+  agentId?: string;
+  final?: "COMPLETED" | "FAILED" | "CANCELED";
+  /** Add a tool call, an approval, the tool result and an artifact. */
+  withTool?: boolean;
+  /** Add an `agent.model_call` report. */
+  withModel?: boolean;
+  /** Base time (events are 1 s apart). */
+  at?: Date;
+  /** A started event that does not name the agent (as written before it did). */
+  startedWithoutAgent?: boolean;
+  /** Assign sequences 1… (unit tests that skip the outbox). */
+  sequenced?: boolean;
+}
+
+const FINAL = {
+  COMPLETED: ["task.completed", TaskStatus.COMPLETED],
+  FAILED: ["task.failed", TaskStatus.FAILED],
+  CANCELED: ["task.canceled", TaskStatus.CANCELED],
+} as const;
+
+type PayloadInit = Parameters<typeof create<typeof EventSchema>>[1] extends infer I
+  ? I extends { payload?: infer P }
+    ? P
+    : never
+  : never;
+
+function value(json: JsonValue) {
+  return fromJson(ValueSchema, json);
+}
+
+/** The events of one task from submission to its end. */
+export function taskEvents(script: TaskScript): Event[] {
+  const workspaceId = script.workspaceId ?? "default";
+  const sessionId = script.sessionId ?? `ses_${script.taskId}`;
+  const agentId = script.agentId ?? "agent_echo";
+  const base = (script.at ?? new Date("2026-11-22T10:00:00Z")).getTime();
+  const events: Event[] = [];
+  const add = (
+    kind: string,
+    payload: PayloadInit,
+    actor: { id: string; kind: ActorKind } = { id: agentId, kind: ActorKind.AGENT },
+  ) => {
+    const n = events.length + 1;
+    events.push(
+      create(EventSchema, {
+        id: `evt_${script.taskId}_${n}`,
+        kind,
+        resource: { object: "task", id: script.taskId },
+        workspaceId,
+        sessionId,
+        taskId: script.taskId,
+        createdAt: timestampFromDate(new Date(base + n * 1000)),
+        actor,
+        ...(script.sequenced ? { sequence: BigInt(n) } : {}),
+        payload,
+      }),
+    );
+  };
+  const user = { id: "user_1", kind: ActorKind.USER };
+  const system = { id: "system", kind: ActorKind.SYSTEM };
+  const status = (to: TaskStatus, from: TaskStatus, reason = ""): PayloadInit => ({
+    kind: { case: "taskStatusChanged", value: { status: to, previousStatus: from, reason } },
+  });
+  const data = (json: JsonObject): PayloadInit => ({ kind: { case: "data", value: json } });
+
+  add("task.submitted", status(TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED), user);
+  // As the tasks service writes it: the started event names the task's agent.
+  const started = status(TaskStatus.WORKING, TaskStatus.SUBMITTED);
+  if (started?.kind?.case === "taskStatusChanged" && !script.startedWithoutAgent)
+    started.kind.value.agentId = agentId;
+  add("task.started", started, system);
+  add(
+    "user.message",
+    {
+      kind: {
+        case: "messageAppended",
+        value: {
+          position: 0n,
+          message: create(MessageSchema, {
+            role: Role.USER,
+            parts: [
+              { visibility: Visibility.PUBLIC, kind: { case: "text", value: { text: "hello" } } },
+            ],
+          }),
+        },
+      },
+    },
+    user,
+  );
+  if (script.withModel) {
+    add(
+      "agent.model_call",
+      data({
+        provider: "openai",
+        model: "gpt-test",
+        version: "2026-01-01",
+        reason: "cheapest model within budget",
+        alternatives: [{ provider: "anthropic", model: "claude-test", reason: "slower" }],
+        input_tokens: 1200,
+        output_tokens: 300,
+        cost_usd: 0.0123,
+      }),
+    );
+  }
+  if (script.withTool) {
+    add("agent.message", {
+      kind: {
+        case: "messageAppended",
+        value: {
+          position: 1n,
+          message: create(MessageSchema, {
+            role: Role.ASSISTANT,
+            toolCalls: [{ id: "call_1", name: "search", arguments: value({ q: "weather" }) }],
+          }),
+        },
+      },
+    });
+    add("task.input_required", status(TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING), system);
+    add(
+      "user.tool_confirmation",
+      {
+        kind: {
+          case: "signalDelivered",
+          value: {
+            signalId: `${script.taskId}:approve`,
+            payload: value({ approved: true, tool_call_id: "call_1", action: "search" }),
+          },
+        },
+      },
+      user,
+    );
+    add("task.started", status(TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED), system);
+    add("agent.tool_result", {
+      kind: {
+        case: "messageAppended",
+        value: {
+          position: 2n,
+          message: create(MessageSchema, {
+            role: Role.TOOL,
+            toolCallId: "call_1",
+            parts: [
+              {
+                kind: {
+                  case: "toolResult",
+                  value: {
+                    toolCallId: "call_1",
+                    status: ToolResultStatus.OK,
+                    output: value("sunny"),
+                  },
+                },
+              },
+            ],
+          }),
+        },
+      },
+    });
+    add(
+      "artifact.created",
+      data({
+        artifact_id: `art_${script.taskId}`,
+        kind: "file",
+        uri: `artifact://art_${script.taskId}`,
+      }),
+    );
+  }
+  const final = script.final ?? "COMPLETED";
+  const [kind, to] = FINAL[final];
+  add(
+    kind,
+    {
+      kind: {
+        case: "taskStatusChanged",
+        value: {
+          status: to,
+          previousStatus: TaskStatus.WORKING,
+          reason: final === "FAILED" ? "provider said: Authorization: Bearer abc.def-ghi" : "",
+          ...(final === "FAILED"
+            ? {
+                failure: {
+                  reason: "provider_unavailable",
+                  domain: "adapters",
+                  metadata: { api_key: "sk-secretsecretsecret" },
+                },
+              }
+            : {}),
+        },
+      },
+    },
+    system,
+  );
+  return events;
+}
