@@ -18,15 +18,12 @@ import { probeAdapter } from "@trellis/execution/testing";
 import { textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  probeGrpcWorkerScript,
-  startWorkerProcess,
-  type WorkerProcess,
-} from "./support/processes.js";
+import type { WorkerProcess } from "./support/processes.js";
 import {
   executionRequest,
   knownWorkers,
   routedEvents,
+  safeTurnRunsAgainElsewhere,
   serveWorkerService,
 } from "./support/worker-sessions.js";
 
@@ -148,32 +145,11 @@ describe("gRPC worker sessions held by the router's process", () => {
     r.abort.abort();
     expect((await running).status).toBe("cancelled");
 
-    const start = (name: string) =>
-      startWorkerProcess(probeGrpcWorkerScript, {
-        PROBE_BACKEND: "gl4",
-        TRELLIS_WORKER_URL: url,
-        TRELLIS_WORKER_ID: `${name}-${prefix}`,
-      }).then((p) => {
-        processes.push(p);
-        return p;
-      });
-    const [a, b] = await Promise.all([start("a"), start("b")]);
-    await knownWorkers(routed, "gl4", 2);
-    const byId = new Map([
-      [a.workerId, a],
-      [b.workerId, b],
-    ]);
-    const safe = executionRequest("gl4", "sleep 1500", {
-      agent: { id: "agt_1", backend: "gl4", definition: {}, tools: [], safeToRetry: true },
+    await safeTurnRunsAgainElsewhere(routed, {
+      url,
+      backend: "gl4",
+      idSuffix: prefix,
+      processes,
     });
-    const retried = routed.router.execute(safe.value);
-    await eventually(() => routedEvents(safe.events).length === 1, { what: "the first claim" });
-    const victim = byId.get(routedEvents(safe.events)[0]?.workerId as string) as WorkerProcess;
-    await victim.kill();
-    const result = await retried;
-    expect(result.status, JSON.stringify(result)).toBe("completed");
-    const placements = routedEvents(safe.events);
-    expect(placements.map((p) => p.attempt)).toEqual([1, 2]);
-    expect(placements[1]?.workerId).not.toBe(victim.workerId);
   }, 90_000);
 });

@@ -37,15 +37,12 @@ import { capabilities, probeAdapter } from "@trellis/execution/testing";
 import { textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import {
-  probeGrpcWorkerScript,
-  startWorkerProcess,
-  type WorkerProcess,
-} from "./support/processes.js";
+import type { WorkerProcess } from "./support/processes.js";
 import {
   executionRequest,
   knownWorkers,
   routedEvents,
+  safeTurnRunsAgainElsewhere,
   serveWorkerService,
 } from "./support/worker-sessions.js";
 
@@ -369,37 +366,12 @@ describe("gRPC workers in a mesh: direct placement", () => {
   });
 
   it("after kill -9 mid-turn: safe to retry runs again elsewhere, else worker_lost", async () => {
-    const start = (name: string) =>
-      startWorkerProcess(probeGrpcWorkerScript, {
-        PROBE_BACKEND: "gd5",
-        TRELLIS_WORKER_URL: url,
-        TRELLIS_WORKER_ID: `${name}-${prefix}`,
-      }).then((p) => {
-        processes.push(p);
-        return p;
-      });
-    const [a, b] = await Promise.all([start("a"), start("b")]);
-    await knownWorkers(routed, "gd5", 2);
-    const byId = new Map([
-      [a.workerId, a],
-      [b.workerId, b],
-    ]);
-
-    const safe = executionRequest("gd5", "sleep 1500", {
-      agent: { id: "agt_1", backend: "gd5", definition: {}, tools: [], safeToRetry: true },
+    const survivor = await safeTurnRunsAgainElsewhere(routed, {
+      url,
+      backend: "gd5",
+      idSuffix: prefix,
+      processes,
     });
-    const retried = routed.router.execute(safe.value);
-    await eventually(() => routedEvents(safe.events).length === 1, { what: "the first claim" });
-    const victim = byId.get(routedEvents(safe.events)[0]?.workerId as string) as WorkerProcess;
-    await victim.kill();
-    const result = await retried;
-    expect(result.status, JSON.stringify(result)).toBe("completed");
-    const placements = routedEvents(safe.events);
-    expect(placements.map((p) => p.attempt)).toEqual([1, 2]);
-    expect(placements[1]?.workerId).not.toBe(victim.workerId);
-    expect(safe.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
-
-    const survivor = victim === a ? b : a;
     await knownWorkers(routed, "gd5", 1);
     const fragile = executionRequest("gd5", "sleep 30000");
     const lost = routed.router.execute(fragile.value);

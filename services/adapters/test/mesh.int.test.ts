@@ -32,6 +32,7 @@ import {
   startWorkerProcess,
   type WorkerProcess,
 } from "./support/processes.js";
+import { settledTask } from "./support/settled-task.js";
 
 let deployment: TestDeployment<Parameters<typeof runService>[0], RunningService>;
 let adapters: RunningService;
@@ -264,18 +265,8 @@ describe("tasks routed to remote workers", () => {
     return { c, taskId: task?.id as string };
   }
 
-  async function settled(c: ReturnType<typeof clients>, taskId: string) {
-    return eventually(
-      async () => {
-        const { task } = await c.tasks.getTask({ taskId });
-        return task &&
-          [TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED].includes(task.status)
-          ? task
-          : undefined;
-      },
-      { timeoutMs: 20_000, what: `task ${taskId} settled` },
-    );
-  }
+  const settled = (c: ReturnType<typeof clients>, taskId: string) =>
+    settledTask(c.tasks, taskId, { timeoutMs: 20_000 });
 
   it("runs a task turn on a remote worker", async () => {
     const { c, taskId } = await submit({ backend: "remote-probe" }, "remote hello");

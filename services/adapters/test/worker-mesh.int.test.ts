@@ -39,6 +39,7 @@ import { openDeployment, type TestDeployment } from "@trellis/testkit/deployment
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAdaptersService } from "../src/definition.js";
 import { meshClients } from "./support/mesh-clients.js";
+import { settledTask } from "./support/settled-task.js";
 import {
   type AdapterWorkerProcess,
   startAdapterWorkerProcess,
@@ -155,18 +156,11 @@ async function submit(
   return { taskId: task?.id as string, sessionId };
 }
 
-async function settled(taskId: string): Promise<Task> {
-  const c = clients(tasks.address.url);
-  return eventually(
-    async () => {
-      const { task } = await c.tasks.getTask({ taskId });
-      return task &&
-        [TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELED].includes(task.status)
-        ? task
-        : undefined;
-    },
-    { timeoutMs: 30_000, intervalMs: 100, what: `task ${taskId} settled` },
-  );
+function settled(taskId: string): Promise<Task> {
+  return settledTask(clients(tasks.address.url).tasks, taskId, {
+    timeoutMs: 30_000,
+    intervalMs: 100,
+  });
 }
 
 function summary(messages: readonly Message[]) {

@@ -33,7 +33,7 @@ import type { Rule } from "../src/auth/scope-table.js";
 import { gatewayService } from "../src/definition.js";
 import { implies, scopeNames } from "../src/domain/scopes.js";
 import { restRoutes } from "../src/http/routes/index.js";
-import { PostgresKeyStore } from "../src/store/key-store.js";
+import type { PostgresKeyStore } from "../src/store/key-store.js";
 import {
   type Column,
   columns,
@@ -45,6 +45,7 @@ import {
   webhookBody,
 } from "./support/auth-matrix/rows.js";
 import { bearer } from "./support/bearer.js";
+import { gatewayKeyStore } from "./support/embedded.js";
 import { replyGraph, waitGraph } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";
 
@@ -123,8 +124,7 @@ describe("authorization matrix (every REST route)", () => {
     });
     base = trellis.address.url;
     admin = harnClient(base, ADMIN_KEY);
-    const gateway = trellis.contexts.get("gateway")!;
-    keys = new PostgresKeyStore(gateway.db, gateway.schema);
+    keys = gatewayKeyStore(trellis);
 
     const persona = await admin.post("/v1/personas", {
       name: "replier",

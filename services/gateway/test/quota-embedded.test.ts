@@ -6,11 +6,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-embedded-quota-admin-key-0123456789";
 const ACTOR_LIMIT = 6;
@@ -21,20 +19,16 @@ describe("write limits embedded (counted write-behind)", () => {
   let trellis: EmbeddedTrellis;
 
   const start = () =>
-    startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      dataDir,
-      logger: createLogger({ service: "test", level: "error" }),
-      env: {
-        TRELLIS_API_KEY: ADMIN_KEY,
-        TRELLIS_LOG_LEVEL: "error",
+    startGatewayWithTasks(
+      ADMIN_KEY,
+      {
         TRELLIS_RATE_LIMIT_ACTOR: `${ACTOR_LIMIT}/1h`,
         TRELLIS_QUOTA_TASKS_PER_DAY: String(TASKS_PER_DAY),
         // Long enough that nothing is written during the test unless asked.
         TRELLIS_RATE_LIMIT_WRITES_FLUSH: "10s",
       },
-    });
+      { dataDir },
+    );
 
   beforeAll(async () => {
     dataDir = await mkdtemp(join(tmpdir(), "trellis-quota-embedded-"));

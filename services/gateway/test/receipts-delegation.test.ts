@@ -11,9 +11,9 @@ import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
-import { PostgresKeyStore } from "../src/store/key-store.js";
 import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
+import { gatewayKeyStore } from "./support/embedded.js";
 
 describe("receipt routes behind the gateway (embedded)", () => {
   let trellis: EmbeddedTrellis;
@@ -57,8 +57,7 @@ describe("receipt routes behind the gateway (embedded)", () => {
       return r.status === 200 && r.json.data.length > 0 ? r.json : undefined;
     });
     expect(receipts.object).toBe("list");
-    const gateway = trellis.contexts.get("gateway")!;
-    const outsider = await new PostgresKeyStore(gateway.db, gateway.schema).create({
+    const outsider = await gatewayKeyStore(trellis).create({
       name: "outsider",
       actorId: "outsider",
       workspaceId: "elsewhere",

@@ -13,7 +13,8 @@ import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
-import { PostgresKeyStore } from "../src/store/key-store.js";
+import type { PostgresKeyStore } from "../src/store/key-store.js";
+import { gatewayKeyStore } from "./support/embedded.js";
 
 const ADMIN_KEY = `trellis-session-ids-admin-${randomBytes(16).toString("hex")}`;
 const SCOPES = [
@@ -45,8 +46,7 @@ describe.each([
       },
     });
     base = trellis.address.url;
-    const gateway = trellis.contexts.get("gateway")!;
-    keys = new PostgresKeyStore(gateway.db, gateway.schema);
+    keys = gatewayKeyStore(trellis);
   }, 60_000);
 
   afterAll(async () => {

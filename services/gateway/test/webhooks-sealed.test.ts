@@ -6,12 +6,11 @@ import { mkdtemp, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { harnClient } from "@trellis/gateway/testing";
-import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
-import { tasksService } from "@trellis/tasks";
+import type { EmbeddedTrellis } from "@trellis/platform";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { gatewayService } from "../src/definition.js";
 import { loadWebhookSecretBox, WEBHOOK_KEY_FILE } from "../src/webhooks/config.js";
+import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-webhook-seal-admin-key-0123456789";
 
@@ -19,13 +18,7 @@ describe("webhook signing secrets in embedded mode", () => {
   let dataDir: string;
   let trellis: EmbeddedTrellis | undefined;
 
-  const start = () =>
-    startEmbedded({
-      services: [gatewayService, tasksService],
-      port: 0,
-      dataDir,
-      env: { TRELLIS_API_KEY: ADMIN_KEY, TRELLIS_LOG_LEVEL: "error" },
-    });
+  const start = () => startGatewayWithTasks(ADMIN_KEY, {}, { dataDir });
 
   const storedSecret = async (running: EmbeddedTrellis, id: string) => {
     const gateway = running.contexts.get("gateway");

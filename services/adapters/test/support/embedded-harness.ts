@@ -12,8 +12,9 @@ import { chatToMessage } from "@trellis/messages";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { uniqueName } from "@trellis/testkit";
 import { createAdaptersService } from "../../src/definition.js";
+import { settledTask } from "./settled-task.js";
 
 /** Starts the recorded server, then Trellis with OpenAI at it (`openaiKey`) and the harness tools of `toolsModule`. */
 export async function startEmbeddedHarness(options: {
@@ -68,15 +69,10 @@ export async function settledTurn(
     createSession: true,
     input: chatToMessage({ role: "user", content: text }),
   });
-  const taskId = task?.id as string;
-  const settled = await eventually(
-    async () => {
-      const { task: now } = await tasks.getTask({ taskId });
-      return now && [TaskStatus.COMPLETED, TaskStatus.FAILED].includes(now.status)
-        ? now
-        : undefined;
-    },
-    { timeoutMs, intervalMs: 50, what: `task ${taskId} settled` },
-  );
+  const settled = await settledTask(tasks, task?.id as string, {
+    timeoutMs,
+    intervalMs: 50,
+    until: [TaskStatus.COMPLETED, TaskStatus.FAILED],
+  });
   return { task: settled, sessionId };
 }

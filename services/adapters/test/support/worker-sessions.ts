@@ -12,7 +12,9 @@ import { WorkerService } from "@trellis/contracts/adapters";
 import type { RoutedExecutor, WorkerPort, WorkerSession } from "@trellis/execution";
 import { chatToMessage } from "@trellis/messages";
 import { eventually } from "@trellis/testkit";
+import { expect } from "vitest";
 import { withErrorDetails } from "../../src/handlers/errors.js";
+import { probeGrpcWorkerScript, startWorkerProcess, type WorkerProcess } from "./processes.js";
 
 /** WorkerService with `handlers` on 127.0.0.1 (a free port), with the service's error details. */
 export async function serveWorkerService(
@@ -77,3 +79,46 @@ export const knownWorkers = (router: RoutedExecutor, backend: string, count: num
     timeoutMs: 30_000,
     what: `${count} worker(s) of ${backend}`,
   });
+
+/**
+ * Two probe gRPC worker processes of `backend` on the WorkerService at `url`
+ * (ids end in `idSuffix`; each is pushed to `processes` for the test to
+ * stop); a safe-to-retry turn claimed by one is run again on the other after
+ * kill -9 of the first, exactly once to the end. The worker left alive.
+ */
+export async function safeTurnRunsAgainElsewhere(
+  router: RoutedExecutor,
+  options: { url: string; backend: string; idSuffix: string; processes: WorkerProcess[] },
+): Promise<WorkerProcess> {
+  const { url, backend, idSuffix, processes } = options;
+  const start = (name: string) =>
+    startWorkerProcess(probeGrpcWorkerScript, {
+      PROBE_BACKEND: backend,
+      TRELLIS_WORKER_URL: url,
+      TRELLIS_WORKER_ID: `${name}-${idSuffix}`,
+    }).then((p) => {
+      processes.push(p);
+      return p;
+    });
+  const [a, b] = await Promise.all([start("a"), start("b")]);
+  await knownWorkers(router, backend, 2);
+  const byId = new Map([
+    [a.workerId, a],
+    [b.workerId, b],
+  ]);
+
+  const safe = executionRequest(backend, "sleep 1500", {
+    agent: { id: "agt_1", backend, definition: {}, tools: [], safeToRetry: true },
+  });
+  const retried = router.router.execute(safe.value);
+  await eventually(() => routedEvents(safe.events).length === 1, { what: "the first claim" });
+  const victim = byId.get(routedEvents(safe.events)[0]?.workerId as string) as WorkerProcess;
+  await victim.kill();
+  const result = await retried;
+  expect(result.status, JSON.stringify(result)).toBe("completed");
+  const placements = routedEvents(safe.events);
+  expect(placements.map((p) => p.attempt)).toEqual([1, 2]);
+  expect(placements[1]?.workerId).not.toBe(victim.workerId);
+  expect(safe.events.filter((e) => e.kind === "turn_finished")).toHaveLength(1);
+  return victim === a ? b : a;
+}

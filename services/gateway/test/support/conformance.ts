@@ -13,7 +13,7 @@ import { type EmbeddedTrellis, type ServiceDefinition, startEmbedded } from "@tr
 import { createLogger } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../../src/definition.js";
-import { PostgresKeyStore } from "../../src/store/key-store.js";
+import { gatewayKeyStore } from "./embedded.js";
 
 /** How to drive the backend's agents. */
 export interface SuiteBackend {
@@ -634,8 +634,7 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
     }
 
     it("binds keys to a workspace and scopes", async () => {
-      const gateway = trellis.contexts.get("gateway")!;
-      const keys = new PostgresKeyStore(gateway.db, gateway.schema);
+      const keys = gatewayKeyStore(trellis);
       const reader = await keys.create({
         name: "reader",
         actorId: "reader",
@@ -678,8 +677,7 @@ export function describeHarnCore(name: string, backend: SuiteBackend): void {
       );
       expect(got.session?.id).toBe(sessionId);
       // Identity comes from the key, never from headers a client sends.
-      const gateway = trellis.contexts.get("gateway")!;
-      const outsider = await new PostgresKeyStore(gateway.db, gateway.schema).create({
+      const outsider = await gatewayKeyStore(trellis).create({
         name: "spoofer",
         actorId: "spoofer",
         workspaceId: "elsewhere",

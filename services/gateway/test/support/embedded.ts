@@ -17,18 +17,28 @@ import { PostgresKeyStore } from "../../src/store/key-store.js";
 /**
  * The gateway and the tasks service embedded on a free port, `adminKey` as
  * the admin key, logging only errors; `env` adds settings (or overrides).
- * The caller closes it.
+ * With `dataDir` it keeps its data there (to start again on it), else in
+ * memory. The caller closes it.
  */
 export function startGatewayWithTasks(
   adminKey: string,
   env: Record<string, string> = {},
+  options: { dataDir?: string } = {},
 ): Promise<EmbeddedTrellis> {
   return startEmbedded({
     services: [gatewayService, tasksService],
     port: 0,
+    dataDir: options.dataDir,
     logger: createLogger({ service: "test", level: "error" }),
     env: { TRELLIS_API_KEY: adminKey, TRELLIS_LOG_LEVEL: "error", ...env },
   });
+}
+
+/** The gateway's API key store in `trellis`, to mint keys of chosen scopes straight into it. */
+export function gatewayKeyStore(trellis: EmbeddedTrellis): PostgresKeyStore {
+  const gateway = trellis.contexts.get("gateway");
+  if (!gateway) throw new Error("embedded gateway: no gateway service");
+  return new PostgresKeyStore(gateway.db, gateway.schema);
 }
 
 /** The running deployment; valid once the file's beforeAll ran. */
@@ -53,8 +63,7 @@ export function embeddedGateway(name: string, adminKey: string): EmbeddedGateway
       logger: createLogger({ service: "test", level: "error" }),
       env: { TRELLIS_API_KEY: adminKey, TRELLIS_LOG_LEVEL: "error" },
     });
-    const gateway = trellis.contexts.get("gateway")!;
-    keys = new PostgresKeyStore(gateway.db, gateway.schema);
+    keys = gatewayKeyStore(trellis);
   }, 60_000);
   afterAll(async () => {
     await trellis?.close({ graceMs: 500 });
