@@ -14,6 +14,7 @@ import {
   ToolResultStatus,
   Visibility,
 } from "@trellis/contracts/core";
+import { EVENT_KIND } from "@trellis/contracts/event-kinds";
 
 /** Options of {@link taskEvents}. */
 export interface TaskScript {
@@ -35,9 +36,9 @@ export interface TaskScript {
 }
 
 const FINAL = {
-  COMPLETED: ["task.completed", TaskStatus.COMPLETED],
-  FAILED: ["task.failed", TaskStatus.FAILED],
-  CANCELED: ["task.canceled", TaskStatus.CANCELED],
+  COMPLETED: [EVENT_KIND.taskCompleted, TaskStatus.COMPLETED],
+  FAILED: [EVENT_KIND.taskFailed, TaskStatus.FAILED],
+  CANCELED: [EVENT_KIND.taskCanceled, TaskStatus.CANCELED],
 } as const;
 
 type PayloadInit = Parameters<typeof create<typeof EventSchema>>[1] extends infer I
@@ -85,14 +86,14 @@ export function taskEvents(script: TaskScript): Event[] {
   });
   const data = (json: JsonObject): PayloadInit => ({ kind: { case: "data", value: json } });
 
-  add("task.submitted", status(TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED), user);
+  add(EVENT_KIND.taskSubmitted, status(TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED), user);
   // As the tasks service writes it: the started event names the task's agent.
   const started = status(TaskStatus.WORKING, TaskStatus.SUBMITTED);
   if (started?.kind?.case === "taskStatusChanged" && !script.startedWithoutAgent)
     started.kind.value.agentId = agentId;
-  add("task.started", started, system);
+  add(EVENT_KIND.taskStarted, started, system);
   add(
-    "user.message",
+    EVENT_KIND.userMessage,
     {
       kind: {
         case: "messageAppended",
@@ -111,7 +112,7 @@ export function taskEvents(script: TaskScript): Event[] {
   );
   if (script.withModel) {
     add(
-      "agent.model_call",
+      EVENT_KIND.modelCall,
       data({
         provider: "openai",
         model: "gpt-test",
@@ -125,7 +126,7 @@ export function taskEvents(script: TaskScript): Event[] {
     );
   }
   if (script.withTool) {
-    add("agent.message", {
+    add(EVENT_KIND.agentMessage, {
       kind: {
         case: "messageAppended",
         value: {
@@ -137,9 +138,13 @@ export function taskEvents(script: TaskScript): Event[] {
         },
       },
     });
-    add("task.input_required", status(TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING), system);
     add(
-      "user.tool_confirmation",
+      EVENT_KIND.taskInputRequired,
+      status(TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING),
+      system,
+    );
+    add(
+      EVENT_KIND.toolConfirmation,
       {
         kind: {
           case: "signalDelivered",
@@ -151,8 +156,8 @@ export function taskEvents(script: TaskScript): Event[] {
       },
       user,
     );
-    add("task.started", status(TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED), system);
-    add("agent.tool_result", {
+    add(EVENT_KIND.taskStarted, status(TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED), system);
+    add(EVENT_KIND.toolResult, {
       kind: {
         case: "messageAppended",
         value: {
@@ -177,7 +182,7 @@ export function taskEvents(script: TaskScript): Event[] {
       },
     });
     add(
-      "artifact.created",
+      EVENT_KIND.artifactCreated,
       data({
         artifact_id: `art_${script.taskId}`,
         kind: "file",
