@@ -10,19 +10,13 @@
  *   TRELLIS_FAULT_SIZE   chat turns and tasks in flight per fault (default 6; nightly 200)
  *   TRELLIS_FAULT_TURNS  sequential chat turns per session (default 2)
  */
-import {
-  type Client,
-  Code,
-  ConnectError,
-  createClient,
-  type Interceptor,
-} from "@connectrpc/connect";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService, ErrorBucket } from "@trellis/contracts/chat";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
-import { eventually, uniqueName } from "@trellis/testkit";
+import { bearer, eventually, uniqueName } from "@trellis/testkit";
 import { expect } from "vitest";
 import { type Mesh, startMesh } from "../../src/mesh.js";
 
@@ -48,11 +42,6 @@ export const retryableCodes = new Set<Code>([
   Code.Canceled,
 ]);
 
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${apiKey}`);
-  return next(req);
-};
-
 export interface Clients {
   agents: Client<typeof AgentService>;
   chat: Client<typeof ChatService>;
@@ -62,7 +51,7 @@ export interface Clients {
 }
 
 export function gatewayClients(gatewayUrl: string): Clients {
-  const transport = createGrpcTransport({ baseUrl: gatewayUrl, interceptors: [bearer] });
+  const transport = createGrpcTransport({ baseUrl: gatewayUrl, interceptors: [bearer(apiKey)] });
   return {
     agents: createClient(AgentService, transport),
     chat: createClient(ChatService, transport),

@@ -2,11 +2,12 @@
 // distributed process: configured only by the standard OTEL_* variables, it
 // exports one trace per chat turn — the Send, the internal SubmitTask, the
 // turn, its routing and the backend run — as service "trellis".
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
+import { bearer } from "@trellis/testkit";
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -18,10 +19,6 @@ import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 import { turnTrace } from "./turn-tree.js";
 
 const apiKey = "trellis-embedded-trace-key-0123456789";
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${apiKey}`);
-  return next(req);
-};
 
 const { SERVER, CLIENT } = SpanKind;
 
@@ -45,7 +42,7 @@ describe("a chat turn's trace, embedded mode", () => {
   });
 
   it("exports one tree per turn, from the Send down to the backend run", async () => {
-    const transport = createGrpcTransport({ baseUrl: trellis.url, interceptors: [bearer] });
+    const transport = createGrpcTransport({ baseUrl: trellis.url, interceptors: [bearer(apiKey)] });
     const { agent } = await createClient(AgentService, transport).createAgent({
       agent: {
         workspaceId: "default",

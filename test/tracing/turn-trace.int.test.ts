@@ -5,12 +5,13 @@
 // gateway must come back as one trace whose spans form one tree across
 // gateway → chat → tasks → turn → routing → adapter; every RPC must be counted
 // with its status and duration.
-import { createClient, type Interceptor } from "@connectrpc/connect";
+import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
 import {
+  bearer,
   createTestDatabase,
   deleteTestStreams,
   eventually,
@@ -32,10 +33,6 @@ import { turnTrace } from "./turn-tree.js";
 const workerScript = new URL("./traced-worker.ts", import.meta.url).pathname;
 
 const apiKey = "trellis-tracing-admin-key-0123456789";
-const bearer: Interceptor = (next) => (req) => {
-  req.header.set("authorization", `Bearer ${apiKey}`);
-  return next(req);
-};
 
 const { SERVER, CLIENT, CONSUMER } = SpanKind;
 
@@ -98,7 +95,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
   ): Promise<{ sessionId: string; reply: string }> {
     const transport = createGrpcTransport({
       baseUrl: mesh.urls.gateway as string,
-      interceptors: [bearer],
+      interceptors: [bearer(apiKey)],
     });
     const agents = createClient(AgentService, transport);
     const chat = createClient(ChatService, transport);
@@ -177,7 +174,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
   it("exports RED metrics per RPC: calls, errors by status code, duration", async () => {
     const transport = createGrpcTransport({
       baseUrl: mesh.urls.gateway as string,
-      interceptors: [bearer],
+      interceptors: [bearer(apiKey)],
     });
     const tasks = createClient(TaskService, transport);
     // Three failing calls: a task that does not exist is NOT_FOUND.

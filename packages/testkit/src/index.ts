@@ -6,7 +6,12 @@
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { ConnectError, createContextValues, createHandlerContext } from "@connectrpc/connect";
+import {
+  ConnectError,
+  createContextValues,
+  createHandlerContext,
+  type Interceptor,
+} from "@connectrpc/connect";
 import pg from "pg";
 
 /** Postgres server the integration tests use (CI's `.ci/run` sets it). */
@@ -277,6 +282,14 @@ export function directCallContext(
     requestSignal,
     contextValues: createContextValues(),
   });
+}
+
+/** A client interceptor that sends `key` as the bearer credential of every call. */
+export function bearer(key: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set("authorization", `Bearer ${key}`);
+    return next(req);
+  };
 }
 
 /** The {@link ConnectError} a call must fail with; throws when it succeeds. */

@@ -28,6 +28,7 @@ import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger, errorDetailOf } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
+import { bearer } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Rule } from "../src/auth/scope-table.js";
 import { gatewayService } from "../src/definition.js";
@@ -44,7 +45,6 @@ import {
   userMessage,
   webhookBody,
 } from "./support/auth-matrix/rows.js";
-import { bearer } from "./support/bearer.js";
 import { gatewayKeyStore } from "./support/embedded.js";
 import { replyGraph, waitGraph } from "./support/ui-fixtures.js";
 import { openWs } from "./support/ws-client.js";

@@ -9,8 +9,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { QuotaService } from "@trellis/contracts/gateway";
 import { ConnectorService } from "@trellis/contracts/tasks";
 import { harnClient, type Json } from "@trellis/gateway/testing";
+import { bearer } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 

@@ -11,8 +11,8 @@ import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect
 import { SessionService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
 import type { EmbeddedTrellis } from "@trellis/platform";
+import { bearer } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer } from "./support/bearer.js";
 import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-hardening-structures-key-0123456789";

@@ -8,9 +8,9 @@ import { SessionService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
 import type { EmbeddedTrellis } from "@trellis/platform";
 import { errorDetailOf } from "@trellis/runtime";
+import { bearer } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadLimitsConfig } from "../src/quota/config.js";
-import { bearer } from "./support/bearer.js";
 import { startGatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-read-limit-admin-key-0123456789";

@@ -9,9 +9,9 @@ import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
+import { bearer } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
-import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayKeyStore } from "./support/embedded.js";
 

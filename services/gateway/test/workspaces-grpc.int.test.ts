@@ -6,9 +6,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService, WorkspaceService } from "@trellis/contracts/tasks";
 import { harnClient } from "@trellis/gateway/testing";
 import { errorDetailOf } from "@trellis/runtime";
-import { callFailure } from "@trellis/testkit";
+import { bearer, callFailure } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bearer } from "./support/bearer.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { gatewayModes, type Running } from "./support/modes.js";
 
