@@ -15,7 +15,7 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runLoad } from "./lib/load.js";
-import { cpuMs, startDev } from "./lib/proc.js";
+import { cpuMs, limitsOutOfReach, startDev } from "./lib/proc.js";
 import { type Profile, summarize, topLines } from "./lib/profile.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -30,6 +30,7 @@ const dev = await startDev({
   apiKey: API_KEY,
   tmpPrefix: "trellis-profile-",
   timeoutMs: 120_000,
+  env: { ...limitsOutOfReach },
   nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"],
 });
 const { child } = dev;
@@ -47,6 +48,7 @@ try {
   to = process.hrtime.bigint();
   cpu = cpuMs(child.pid as number) - before;
   turns = result.calls;
+  if (result.errors > 0) console.log("first error:", result.firstError);
   console.log(
     `${turns} turns at ${concurrency} in flight, ${result.perSecond.toFixed(0)}/s, p50 ${result.p50Ms.toFixed(1)} ms, server CPU ${(cpu / turns).toFixed(2)} ms/turn (errors ${result.errors})`,
   );

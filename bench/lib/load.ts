@@ -7,6 +7,8 @@
 export interface LoadResult {
   calls: number;
   errors: number;
+  /** The first failure, for a report to show what the errors were. */
+  firstError?: unknown;
   seconds: number;
   perSecond: number;
   p50Ms: number;
@@ -58,6 +60,7 @@ export async function runLoad(
   return {
     calls: latencies.length,
     errors,
+    firstError,
     seconds,
     perSecond: latencies.length / seconds,
     p50Ms: quantile(latencies, 0.5),
