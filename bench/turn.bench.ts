@@ -8,7 +8,7 @@ import { AgentService, TaskService } from "@trellis/contracts/tasks";
 import { freePort, uniqueName } from "@trellis/testkit";
 import pg from "pg";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
-import { startBenchMesh } from "./lib/mesh.js";
+import { defaultMeshTogether, parseTogether, startBenchMesh } from "./lib/mesh.js";
 import {
   cpuMsIfRunning,
   limitsOutOfReach,
@@ -159,7 +159,9 @@ export async function chatTurnOps(
       message: { role: Role.USER, parts: [{ kind: { case: "text", value: { text: "hi" } } }] },
     });
     if (outcome?.kind.case !== "completed")
-      throw new Error(`turn did not complete: ${outcome?.kind.case}`);
+      throw new Error(
+        `turn did not complete: ${outcome?.kind.case} ${JSON.stringify(outcome?.kind.value ?? null, (_, v) => (typeof v === "bigint" ? String(v) : v))}`,
+      );
   };
 }
 
@@ -193,14 +195,18 @@ export async function embeddedTarget(kind: TurnKind, root = repoRoot): Promise<B
 }
 
 async function distributedTarget(kind: TurnKind): Promise<BenchTarget> {
+  // Services sharing a process as `trellis mesh` runs them, or as
+  // `TRELLIS_BENCH_TOGETHER` says (its TRELLIS_MESH_TOGETHER; `none`: apart).
+  const together = parseTogether(process.env.TRELLIS_BENCH_TOGETHER || defaultMeshTogether);
   const { mesh, db, stop } = await startBenchMesh("bench", {
     env: { TRELLIS_API_KEY: API_KEY, TRELLIS_LOG_LEVEL: "warn", ...limitsOutOfReach },
+    together,
   });
   const transport = bearerTransport(mesh.urls.gateway as string, API_KEY);
   const op = await opsFor(kind, transport);
   const processes = () => mesh.pids();
   return {
-    name: `Trellis ${kind} turn, distributed`,
+    name: `Trellis ${kind} turn, distributed${together.map((g) => ` (${g.join("+")})`).join("")}`,
     pids: () => Object.values(processes()),
     processes,
     // The backends of this database (the server must be on this machine).

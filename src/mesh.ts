@@ -15,6 +15,8 @@ import { checkHealth } from "./health-check.js";
 import { assertPortFree, PortInUseError } from "./ports.js";
 import { allServices } from "./services.js";
 
+export { parseTogether } from "./mesh-groups.js";
+
 const root = resolve(fileURLToPath(new URL("..", import.meta.url)));
 
 /** Options of {@link startMesh}. */
@@ -25,6 +27,14 @@ export interface MeshOptions {
   natsPrefix?: string;
   /** Services to start (default: all). */
   services?: readonly string[];
+  /**
+   * Services run together in one process (`trellis serve a,b`), e.g.
+   * `[["tasks", "chat"]]`: the process is named after the first, listens on
+   * its port and serves the others too (their `urls` and
+   * `TRELLIS_<NAME>_URL` are its); `kill`, `restart` and `pids` know it by
+   * its first name. Default: every service in a process of its own.
+   */
+  together?: readonly (readonly string[])[];
   /** Ports per service (default: free ports; the gateway on 8080 only if asked). */
   ports?: Record<string, number>;
   /** Where each service's stdout/stderr goes (default: ./.trellis/mesh-logs). */
@@ -155,7 +165,22 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
   const workerNames = Array.from({ length: options.adapterWorkers ?? 0 }, (_, i) =>
     i === 0 ? "adapter-worker" : `adapter-worker-${i + 1}`,
   );
-  const names = [...(options.services ?? allServices.map((s) => s.name)), ...workerNames];
+  // A service hosted by another's process: its name → the host's.
+  const hostOf = new Map<string, string>();
+  for (const group of options.together ?? []) {
+    const [host, ...guests] = group;
+    if (host === undefined) continue;
+    for (const guest of guests) {
+      if (hostOf.has(guest) || guest === host)
+        throw new Error(`startMesh: ${guest} is in more than one process`);
+      hostOf.set(guest, host);
+    }
+  }
+  const guestsOf = (host: string) => [...hostOf].filter(([, h]) => h === host).map(([g]) => g);
+  const names = [
+    ...(options.services ?? allServices.map((s) => s.name)).filter((n) => !hostOf.has(n)),
+    ...workerNames,
+  ];
   const logDir = options.logDir ?? join(root, ".trellis", "mesh-logs");
   mkdirSync(logDir, { recursive: true });
   const ports: Record<string, number> = {};
@@ -175,7 +200,7 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     baseEnv[meshSecretVariable] = randomBytes(32).toString("base64url");
   }
   for (const [name, port] of Object.entries(ports)) {
-    urls[name] = `http://127.0.0.1:${port}`;
+    urls[name] = `http://127.0.0.1:${ports[hostOf.get(name) ?? name] ?? port}`;
     if (!workerNames.includes(name)) baseEnv[urlVariable(name)] = urls[name];
   }
   const procs = new Map<string, ChildProcess>();
@@ -188,9 +213,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
 
   const launch = (name: string): ChildProcess => {
     const log = createWriteStream(join(logDir, `${name}.log`), { flags: "a" });
+    const guests = guestsOf(name);
     const entry = workerNames.includes(name)
       ? [join(root, "src", "cli", "main.ts"), "serve", "adapter-worker"]
-      : [join(root, "services", name, "src", "main.ts")];
+      : guests.length
+        ? [join(root, "src", "cli", "main.ts"), "serve", [name, ...guests].join(",")]
+        : [join(root, "services", name, "src", "main.ts")];
     const proc = spawn(
       process.execPath,
       [...(options.nodeArgs ?? []), "--import", "tsx", ...entry],

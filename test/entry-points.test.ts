@@ -93,6 +93,29 @@ describe.concurrent("trellis CLI with bad input", () => {
     expect(`${unknown.err}${unnamed.err}`).not.toMatch(/\n\s+at /);
   });
 
+  it("refuses a list of services one process cannot host, naming why", async () => {
+    const cases = await Promise.all(
+      [
+        ["tasks,warp-drive"],
+        ["tasks,tasks"],
+        ["tasks,gateway"],
+        ["adapter-worker,chat"],
+        [","],
+      ].map((args) => trellis(["serve", ...args], { TRELLIS_SERVICE: "" })),
+    );
+    for (const result of cases) {
+      expect(result.code).toBe(2);
+      expect(result.err).toContain("Usage: trellis serve");
+      expect(result.err).not.toMatch(/\n\s+at /);
+    }
+    const [unknown, twice, gateway, worker, empty] = cases.map((c) => c.err);
+    expect(unknown).toContain('unknown service "warp-drive"');
+    expect(twice).toContain("names a service twice");
+    expect(gateway).toContain("gateway runs in a process of its own");
+    expect(worker).toContain("adapter-worker runs in a process of its own");
+    expect(empty).toContain('unknown service ""');
+  });
+
   it("names an unknown option in one line, with the usage and exit code 2", async () => {
     const { code, err } = await trellis(["health", "--colour", "red"]);
     expect(code).toBe(2);
@@ -147,6 +170,29 @@ describe.concurrent("trellis CLI with bad input", () => {
     for (const { code, err } of runs) {
       expect(code).toBe(1);
       expect(err).toContain("TRELLIS_MESH_ADAPTER_WORKERS");
+      expect(err).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it("names the bad variable when the mesh's grouping of services is nonsense", async () => {
+    const values = ["tasks,warp-drive", "tasks,chat;chat,receipts", "gateway,chat"];
+    const runs = await Promise.all(
+      values.map((value) =>
+        trellis(["mesh"], {
+          TRELLIS_MESH_TOGETHER: value,
+          DATABASE_URL: "postgres://postgres@127.0.0.1:5432/trellis_never_used",
+        }),
+      ),
+    );
+    const reasons = [
+      "unknown service",
+      "chat is named twice",
+      "gateway runs in a process of its own",
+    ];
+    for (const [i, { code, err }] of runs.entries()) {
+      expect(code).toBe(2);
+      expect(err).toContain("TRELLIS_MESH_TOGETHER");
+      expect(err).toContain(reasons[i]);
       expect(err).not.toMatch(/\n\s+at /);
     }
   });

@@ -209,7 +209,9 @@ describe("trellis mesh", () => {
     it("stops everything and exits non-zero when a service dies", async () => {
       const running = processesOf(prefix);
       expect(running.size).toBeGreaterThanOrEqual(6);
-      const tasks = [...running].find(([, cmd]) => cmd.includes("services/tasks/src/main.ts"));
+      // By default chat runs in the tasks process (TRELLIS_MESH_TOGETHER).
+      const tasks = [...running].find(([, cmd]) => cmd.includes("serve tasks,chat"));
+      expect([...running.values()].some((cmd) => cmd.includes("services/chat/"))).toBe(false);
       expect(tasks).toBeDefined();
       const exited = once(mesh, "exit");
       process.kill(tasks?.[0] as number, "SIGKILL");

@@ -8,6 +8,8 @@ import {
 } from "@trellis/testkit";
 import { type Mesh, type MeshOptions, startMesh } from "../../src/mesh.js";
 
+export { defaultMeshTogether, parseTogether } from "../../src/mesh-groups.js";
+
 /** A mesh of its own: a fresh database of the test PostgreSQL and a fresh NATS prefix. */
 export interface BenchMesh {
   mesh: Mesh;

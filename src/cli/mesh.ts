@@ -14,6 +14,7 @@
 import { createConnection } from "node:net";
 import { join } from "node:path";
 import type { Mesh, MeshProcessFailure } from "../mesh.js";
+import { parseTogether } from "../mesh-groups.js";
 import { assertPortFree } from "../ports.js";
 import { parseCommand, printUsage, UsageError } from "./args.js";
 import { createProgress } from "./progress.js";
@@ -131,12 +132,24 @@ export async function runMesh(
   const config = loadConfig(meshConfigSchema, source);
   const { createLogger, onShutdownSignals } = await import("@trellis/runtime");
   const logger = createLogger({ service: "mesh" });
+  let together: string[][];
+  try {
+    together = parseTogether(config.TRELLIS_MESH_TOGETHER);
+  } catch (error) {
+    throw new UsageError(
+      `TRELLIS_MESH_TOGETHER: ${error instanceof Error ? error.message : String(error)}`,
+      "mesh",
+      meshUsage,
+    );
+  }
+
   await assertPortFree("127.0.0.1", config.TRELLIS_PORT, "TRELLIS_PORT", "the mesh's gateway");
   await checkPostgres(config.DATABASE_URL);
   await checkNats(config.NATS_URL);
   const { MeshStartError, startMesh } = await import("../mesh.js");
 
-  const total = 5 + config.TRELLIS_MESH_ADAPTER_WORKERS;
+  const guests = together.reduce((sum, group) => sum + group.length - 1, 0);
+  const total = 5 - guests + config.TRELLIS_MESH_ADAPTER_WORKERS;
   const ready: string[] = [];
   const step = createProgress().start(`Starting the mesh (${total} processes)`);
   let failed: ((failure: MeshProcessFailure) => void) | undefined;
@@ -151,6 +164,7 @@ export async function runMesh(
       natsPrefix: config.TRELLIS_NATS_PREFIX,
       ports: { gateway: config.TRELLIS_PORT },
       adapterWorkers: config.TRELLIS_MESH_ADAPTER_WORKERS,
+      together,
       readyTimeoutMs: 90_000,
       onReady: (name) => {
         ready.push(name);

@@ -29,7 +29,8 @@ export async function runServeCommand(
 }
 
 /**
- * Run `name` (else `TRELLIS_SERVICE`) until it is stopped. Resolves with an
+ * Run `name` (else `TRELLIS_SERVICE`) until it is stopped: one service, or
+ * several joined by commas in one process (`tasks,chat`). Resolves with an
  * exit code only when the name is missing or unknown; a running service exits
  * through its own signal handling, a failed start with one clear line.
  */
@@ -38,17 +39,34 @@ export async function runServe(
   name: string | undefined,
 ): Promise<number> {
   const chosen = name ?? source.TRELLIS_SERVICE;
-  if (chosen === undefined || !servableServices.includes(chosen)) {
-    const known = servableServices.join(", ");
+  const known = servableServices.join(", ");
+  if (chosen === undefined || chosen.trim() === "")
     throw new UsageError(
-      chosen
-        ? `unknown service ${JSON.stringify(chosen)} (one of: ${known})`
-        : `name a service (one of: ${known}) or set TRELLIS_SERVICE`,
+      `name a service (one of: ${known}) or set TRELLIS_SERVICE`,
       "serve",
       serveUsage,
     );
+  const names = chosen.split(",").map((part) => part.trim());
+  for (const part of names) {
+    if (!servableServices.includes(part)) {
+      throw new UsageError(
+        `unknown service ${JSON.stringify(part)} (one of: ${known})`,
+        "serve",
+        serveUsage,
+      );
+    }
   }
-  if (chosen === adapterWorkerName) {
+  if (new Set(names).size !== names.length)
+    throw new UsageError(`${JSON.stringify(chosen)} names a service twice`, "serve", serveUsage);
+  const alone =
+    names.length > 1 ? names.find((n) => n === adapterWorkerName || n === "gateway") : undefined;
+  if (alone !== undefined)
+    throw new UsageError(
+      `${alone} runs in a process of its own, not with ${names.filter((n) => n !== alone).join(",")}`,
+      "serve",
+      serveUsage,
+    );
+  if (names[0] === adapterWorkerName) {
     const { runAdapterWorkerMain } = await import("@trellis/adapters");
     await runAdapterWorkerMain(source);
     return 0;
@@ -57,9 +75,12 @@ export async function runServe(
     import("@trellis/platform"),
     import("../services.js"),
   ]);
-  const definition = allServices.find((s) => s.name === chosen);
-  // service-names.ts and services.ts name the same services (a test holds them).
-  if (!definition) throw new Error(`no service definition for ${JSON.stringify(chosen)}`);
-  await runServiceMain(definition);
+  const definitions = names.map((n) => {
+    const definition = allServices.find((s) => s.name === n);
+    // service-names.ts and services.ts name the same services (a test holds them).
+    if (!definition) throw new Error(`no service definition for ${JSON.stringify(n)}`);
+    return definition;
+  });
+  await runServiceMain(definitions);
   return 0;
 }

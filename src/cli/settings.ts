@@ -11,6 +11,7 @@ import {
   DEFAULT_CHECKPOINT_INTERVAL_MS,
   DEFAULT_CHECKPOINT_WAL_BYTES,
 } from "@trellis/storage/defaults";
+import { defaultMeshTogether } from "../mesh-groups.js";
 
 export { loadConfig } from "@trellis/runtime";
 
@@ -50,6 +51,12 @@ export const meshConfigSchema = {
   TRELLIS_PORT: env.port().default(8080),
   /** Built-in adapter workers (the harness backend over OpenAI / Anthropic) to run beside the services. */
   TRELLIS_MESH_ADAPTER_WORKERS: env.int({ min: 0, max: 16 }).default(1),
+  /**
+   * Services that share a process (`parseTogether` in src/mesh.ts): by
+   * default chat runs in the tasks process, so a chat turn's call to tasks
+   * costs no hop; `none` gives every service a process of its own.
+   */
+  TRELLIS_MESH_TOGETHER: env.string().default(defaultMeshTogether),
 };
 
 /** Environment `trellis migrate` reads. */

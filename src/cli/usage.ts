@@ -23,9 +23,9 @@ Environment:
 /** `trellis mesh --help`. */
 export const meshUsage = `Usage: trellis mesh [-h]
 
-Run every service as its own process against PostgreSQL and NATS JetStream
-(gateway on TRELLIS_PORT, the others on free ports, plus adapter workers),
-until Ctrl-C. Prints the gateway URL, the operator UI URL and, when the
+Run the services as processes against PostgreSQL and NATS JetStream (gateway
+on TRELLIS_PORT, the others on free ports, chat in the tasks process, plus
+adapter workers), until Ctrl-C. Prints the gateway URL, the operator UI URL and, when the
 gateway makes one, the admin API key. Logs in .trellis/mesh-logs.
 
 Environment:
@@ -37,6 +37,8 @@ Environment:
   TRELLIS_PORT                  the gateway's port (default 8080)
   TRELLIS_API_KEY               the admin API key (default: generated once)
   TRELLIS_MESH_ADAPTER_WORKERS  built-in adapter workers (default 1)
+  TRELLIS_MESH_TOGETHER         services sharing a process, groups split by ";"
+                                (default tasks,chat; none: each its own)
 `;
 
 /** `trellis health --help`. */
@@ -79,12 +81,14 @@ Options:
 `;
 
 /** `trellis serve --help`. */
-export const serveUsage = `Usage: trellis serve [-h] [SERVICE]
+export const serveUsage = `Usage: trellis serve [-h] [SERVICE[,SERVICE...]]
 
 Run one service as its own process (distributed mode; the container entry
 point). SERVICE is one of: gateway, chat, tasks, receipts, adapters,
 adapter-worker
-(default: TRELLIS_SERVICE).
+(default: TRELLIS_SERVICE). Several names joined by commas run in one process
+on the first one's port and call each other in memory (e.g. tasks,chat:
+chat's calls to tasks cost no hop); gateway and adapter-worker run alone.
 
 Environment: DATABASE_URL (required), NATS_URL, TRELLIS_MESH_SECRET (or _FILE,
 required), PORT, TRELLIS_HOST (0.0.0.0 in a container), TRELLIS_<SERVICE>_URL;

@@ -1,9 +1,10 @@
 /**
- * Distributed mode: one service per process, on PostgreSQL and NATS JetStream,
- * configured by environment variables.
+ * Distributed mode: each service in a process of its own (or a few in one,
+ * `runServices`), on PostgreSQL and NATS JetStream, configured by
+ * environment variables.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import type { Client } from "@connectrpc/connect";
+import type { Client, ConnectRouter } from "@connectrpc/connect";
 import {
   createEventLog,
   createSignalBus,
@@ -16,6 +17,7 @@ import {
   createService,
   createServiceClient,
   env,
+  type HttpHandler,
   initTelemetry,
   loadConfig,
   onShutdownSignals,
@@ -30,9 +32,11 @@ import {
   createOutboxWriter,
   type Database,
   migrate,
+  type OutboxRelay,
   outboxMigrations,
 } from "@trellis/storage";
 import { ownerOf, serviceUrl } from "./addresses.js";
+import { CoHostedClients, createCoHostedTransport } from "./co-hosted.js";
 import { distributedFingerprints } from "./fingerprint-key.js";
 import {
   createMeshClientInterceptor,
@@ -89,7 +93,17 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
-/** Options of {@link runService}. */
+/** A running distributed process hosting one service or several. */
+export interface RunningServices {
+  service: TrellisService;
+  address: ServiceAddress;
+  /** The hosted services' modules, by service name, in start order. */
+  modules: ReadonlyMap<string, ServiceModule>;
+  mesh: MeshCredentials;
+  close(): Promise<void>;
+}
+
+/** Options of {@link runService} and {@link runServices}. */
 export interface RunServiceOptions {
   env?: NodeJS.ProcessEnv;
   /** Install SIGINT/SIGTERM handlers that close and exit (default true). */
@@ -137,19 +151,57 @@ export async function runService(
   definition: ServiceDefinition,
   options: RunServiceOptions = {},
 ): Promise<RunningService> {
+  const running = await runServices([definition], options);
+  const module = running.modules.get(definition.name) as ServiceModule;
+  return {
+    service: running.service,
+    address: running.address,
+    module,
+    mesh: running.mesh,
+    close: running.close,
+  };
+}
+
+/**
+ * Run several services in one process (`trellis serve tasks,chat`): each
+ * keeps its own schema, migrations, outbox and relay, as in a process of its
+ * own; they share the connections (one Postgres pool, one JetStream
+ * connection), one server on the first one's port, and call each other in
+ * memory (co-hosted.ts) — a call to another service goes over the network as
+ * before. What it saves is a hop: chat's `SubmitTask` to a tasks replica in
+ * the same process costs no socket, no HTTP/2 and no encoding. The public
+ * service (the gateway) runs alone: it authenticates its callers and the
+ * others only accept signed calls, which one server cannot be both.
+ */
+export async function runServices(
+  definitions: readonly ServiceDefinition[],
+  options: RunServiceOptions = {},
+): Promise<RunningServices> {
+  const first = definitions[0];
+  if (first === undefined) throw new Error("runServices: no service to run");
+  const names = definitions.map((d) => d.name);
+  if (new Set(names).size !== names.length)
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `a service is named twice in ${names.join(",")}`,
+    });
+  if (definitions.length > 1 && definitions.some((d) => d.public))
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `${definitions.find((d) => d.public)?.name} runs in a process of its own (it serves callers outside the mesh); host the others apart from it`,
+    });
   const source = options.env ?? process.env;
   const config = loadConfig(distributedConfigSchema, source);
   // Checked before anything starts: a config error names the variable.
   const natsSecurity = natsSecurityFromEnv(source);
-  const telemetry = initTelemetry({ serviceName: `trellis-${definition.name}` });
-  const logger = createLogger({ service: definition.name });
-  const schema = definition.name;
+  const host = names.join("+");
+  const telemetry = initTelemetry({ serviceName: `trellis-${host}` });
+  const logger = createLogger({ service: host });
   const mesh = resolveMeshCredentials(source, options.requireMeshSecret ?? false, logger);
   // Checked before anything starts too (a malformed TRELLIS_FINGERPRINT_KEY).
   const fingerprints = distributedFingerprints(source, mesh);
 
   const startup = config.TRELLIS_STARTUP_TIMEOUT;
-  const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
   const db: Database<unknown> = await waitForDependency(
     "PostgreSQL",
     async () => {
@@ -157,10 +209,14 @@ export async function runService(
         kind: "postgres",
         url: config.DATABASE_URL,
         poolSize: config.DATABASE_POOL_SIZE,
-        applicationName: `trellis-${definition.name}`,
+        applicationName: `trellis-${host}`,
       });
       try {
-        await migrate(candidate, { schema, migrations });
+        for (const definition of definitions) {
+          const schema = definition.name;
+          const migrations = { ...outboxMigrations(schema), ...(definition.migrations ?? {}) };
+          await migrate(candidate, { schema, migrations });
+        }
         return candidate;
       } catch (error) {
         await candidate.close().catch(() => undefined);
@@ -178,71 +234,114 @@ export async function runService(
   };
   const eventLog: EventLog = await createEventLog(logConfig);
   const signals: SignalBus = await createSignalBus(logConfig);
-  const relay = createOutboxRelay({
-    database: db,
-    schema,
-    eventLog,
-    // Writers kick it after each commit and the outbox NOTIFYs (another
-    // replica's commits): the poll only catches a notification lost while
-    // the listening connection was down, so an idle service need not wake
-    // every second for it.
-    pollIntervalMs: 5000,
-    onError: (error) =>
-      logger.warn("outbox relay round failed; retrying", { error: String(error) }),
-  });
-  const clients = createRemoteClients(source, mesh, definition.name);
-  const closing = createClosingController();
-  const context: ServiceContext = {
-    mode: "distributed",
-    db,
-    schema,
-    outboxSchema: schema,
-    eventLog,
-    signals,
-    logger,
-    clients,
-    outbox: createOutboxWriter({ schema: schema, relay }),
-    closing: closing.signal,
-    env: source,
-    mesh,
-    fingerprints,
+  // One relay per hosted service's outbox, as in a process of its own.
+  const relays = definitions.map((definition) =>
+    createOutboxRelay({
+      database: db,
+      schema: definition.name,
+      eventLog,
+      // Writers kick it after each commit and the outbox NOTIFYs (another
+      // replica's commits): the poll only catches a notification lost while
+      // the listening connection was down, so an idle service need not wake
+      // every second for it.
+      pollIntervalMs: 5000,
+      onError: (error) =>
+        logger.warn("outbox relay round failed; retrying", {
+          error: String(error),
+          service: definition.name,
+        }),
+    }),
+  );
+  // The name its calls are signed with (a mesh peer name has no "+").
+  const peer = names.join("-");
+  const remote = createRemoteClients(source, mesh, peer);
+  const coHosted = new CoHostedClients();
+  const hosted = new Set(names);
+  const clients: ServiceClients = {
+    get<T extends DescService>(service: T, owner = ownerOf(service)): Client<T> {
+      return hosted.has(owner) ? coHosted.get(service) : remote.get(service, owner);
+    },
   };
-  const module = await definition.create(context);
+  const closing = createClosingController();
+  const modules = new Map<string, ServiceModule>();
+  for (const [i, definition] of definitions.entries()) {
+    const context: ServiceContext = {
+      mode: "distributed",
+      db,
+      schema: definition.name,
+      outboxSchema: definition.name,
+      eventLog,
+      signals,
+      logger: definitions.length > 1 ? logger.child({ component: definition.name }) : logger,
+      clients,
+      outbox: createOutboxWriter({ schema: definition.name, relay: relays[i] as OutboxRelay }),
+      closing: closing.signal,
+      env: source,
+      mesh,
+      fingerprints,
+    };
+    modules.set(definition.name, await definition.create(context));
+  }
+  const all = [...modules.values()];
+  const routes = all.some((m) => m.routes)
+    ? (router: ConnectRouter) => {
+        for (const module of all) module.routes?.(router);
+      }
+    : undefined;
+  if (definitions.length > 1 && routes)
+    coHosted.connect(createCoHostedTransport({ routes, mesh, logger, peer }));
   // Internal services accept only calls carrying a service credential; the
   // public one (the gateway) authenticates its callers itself.
+  const internal = !first.public;
   const interceptors = [
-    ...(definition.public ? [] : [createMeshServerInterceptor(mesh)]),
-    ...(module.interceptors ?? []),
+    ...(internal ? [createMeshServerInterceptor(mesh)] : []),
+    ...all.flatMap((m) => m.interceptors ?? []),
   ];
-  const http = module.http && !definition.public ? meshGuardedHttp(module.http, mesh) : module.http;
+  const handlers = all.flatMap((m) =>
+    m.http ? [internal ? meshGuardedHttp(m.http, mesh) : m.http] : [],
+  );
+  const http: HttpHandler | undefined =
+    handlers.length <= 1
+      ? handlers[0]
+      : async (req, res) => {
+          for (const handler of handlers) if (await handler(req, res)) return true;
+          return false;
+        };
+  const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
+  const reflectionFiles = all.flatMap((m) => m.reflectionFiles ?? []);
   const service = createService({
-    name: definition.name,
+    name: host,
     logger,
-    ...(module.routes ? { routes: (router) => module.routes?.(router) } : {}),
+    ...(routes ? { routes } : {}),
     ...(http ? { http } : {}),
     ...(interceptors.length ? { interceptors } : {}),
     // Calls from inside the mesh were scanned at their edge (the gateway).
-    ...(definition.public ? {} : { trustedRequest: (req) => meshSignedRpc(mesh, req) }),
-    ...(module.upgrade ? { upgrade: module.upgrade } : {}),
-    ...(module.reflectionFiles ? { reflection: { files: module.reflectionFiles } } : {}),
+    ...(internal ? { trustedRequest: (req) => meshSignedRpc(mesh, req) } : {}),
+    ...(upgrades[0] ? { upgrade: upgrades[0] } : {}),
+    ...(reflectionFiles.length ? { reflection: { files: reflectionFiles } } : {}),
     health: {
       dependencies: [
         { name: "postgres", check: () => db.ping() },
         { name: "nats", check: () => eventLog.ping() },
-        ...(module.health ?? []),
+        ...all.flatMap((m) => m.health ?? []),
       ],
     },
   });
   registerShutdown(service, {
     closing,
     modules: {
-      name: definition.name,
+      name: host,
       async stop() {
-        clients.close();
-        await module.stop?.();
+        remote.close();
+        coHosted.close();
+        for (const module of [...all].reverse()) await module.stop?.();
       },
     },
-    relay,
+    relay: {
+      async stop() {
+        await Promise.all(relays.map((relay) => relay.stop()));
+      },
+    },
     storage: {
       name: "connections",
       async close() {
@@ -253,20 +352,20 @@ export async function runService(
     },
   });
 
-  relay.start();
+  for (const relay of relays) relay.start();
   const address = await service.listen({
     host: config.TRELLIS_HOST,
-    port: config.PORT ?? definition.defaultPort,
+    port: config.PORT ?? first.defaultPort,
   });
-  await module.start?.();
-  logger.info("listening", { url: address.url, service: definition.name });
+  for (const module of all) await module.start?.();
+  logger.info("listening", { url: address.url, service: host });
 
   const close = async () => {
     await service.close({ graceMs: config.TRELLIS_SHUTDOWN_GRACE });
     await telemetry.shutdown();
   };
   if (options.handleSignals !== false) onShutdownSignals(close, { logger });
-  return { service, address, module, mesh, close };
+  return { service, address, modules, mesh, close };
 }
 
 function resolveMeshCredentials(
@@ -290,15 +389,20 @@ function resolveMeshCredentials(
 }
 
 /**
- * The whole of a service's `main.ts`: run it, and on a startup failure print
- * one clear line (the bad variable, the unreachable dependency) and exit 1.
+ * The whole of a service's `main.ts` (or of `trellis serve` with several
+ * names): run it, and on a startup failure print one clear line (the bad
+ * variable, the unreachable dependency) and exit 1.
  */
-export async function runServiceMain(definition: ServiceDefinition): Promise<void> {
+export async function runServiceMain(
+  definition: ServiceDefinition | readonly ServiceDefinition[],
+): Promise<void> {
+  const definitions = Array.isArray(definition) ? definition : [definition as ServiceDefinition];
   try {
-    await runService(definition, { requireMeshSecret: true });
+    await runServices(definitions, { requireMeshSecret: true });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`trellis-${definition.name}: cannot start: ${message}\n`);
+    const host = definitions.map((d) => d.name).join("+");
+    process.stderr.write(`trellis-${host}: cannot start: ${message}\n`);
     process.exit(1);
   }
 }

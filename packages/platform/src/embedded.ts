@@ -14,7 +14,7 @@
  */
 import { mkdir } from "node:fs/promises";
 import type { DescService } from "@bufbuild/protobuf";
-import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { PGlite } from "@electric-sql/pglite";
 import {
   type ConsumerPositionStore,
@@ -23,16 +23,9 @@ import {
   InProcessSignalBus,
 } from "@trellis/eventlog";
 import {
-  acceptOrCreateRequestId,
-  createClientTracingInterceptor,
-  createErrorInterceptor,
   createLogger,
-  createServerMetricsInterceptor,
-  createServerTracingInterceptor,
   createService,
   type Logger,
-  requestIdHeader,
-  requestIdKey,
   type ServiceAddress,
   type TrellisService,
 } from "@trellis/runtime";
@@ -50,20 +43,14 @@ import {
   startPGliteMaintenance,
 } from "@trellis/storage";
 import { sql } from "kysely";
+import { CoHostedClients, createCoHostedTransport } from "./co-hosted.js";
 import { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "./defaults.js";
 import { deploymentKeysMigration, embeddedFingerprints } from "./fingerprint-key.js";
-import { createInProcessTransport } from "./in-process-transport.js";
-import {
-  createMeshClientInterceptor,
-  createMeshServerInterceptor,
-  MeshCredentials,
-  meshCredentialsFromEnv,
-} from "./mesh.js";
+import { MeshCredentials, meshCredentialsFromEnv } from "./mesh.js";
 import { meshGuardedHttp } from "./mesh-http.js";
 import {
   createClosingController,
   registerShutdown,
-  type ServiceClients,
   type ServiceContext,
   type ServiceDefinition,
   type ServiceModule,
@@ -292,19 +279,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   });
 
   const closing = createClosingController();
-  let transport: Transport | undefined;
-  const clientCache = new Map<string, Client<DescService>>();
-  const clients: ServiceClients = {
-    get<T extends DescService>(service: T): Client<T> {
-      if (!transport) throw new Error("embedded clients are available once every service is built");
-      let client = clientCache.get(service.typeName);
-      if (!client) {
-        client = createClient(service, transport) as Client<DescService>;
-        clientCache.set(service.typeName, client);
-      }
-      return client as Client<T>;
-    },
-  };
+  const clients = new CoHostedClients();
 
   const contexts = new Map<string, ServiceContext>();
   const modules = new Map<string, ServiceModule>();
@@ -332,35 +307,11 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
   const routes = (router: import("@connectrpc/connect").ConnectRouter) => {
     for (const module of all) module.routes?.(router);
   };
-  // Services call each other in memory: same handlers, no socket, no wire
-  // protocol (see in-process-transport.ts). The server side of that
-  // transport maps domain errors like the public server does
-  // (callers see the ErrorDetail reason, not a bare Unknown) and takes the
-  // request id the caller forwarded. Calls are signed and checked with the
-  // service credentials as in distributed mode, so the caller a handler sees
-  // is always one the gateway authenticated.
-  const inProcessRequestId: Interceptor = (next) => (req) => {
-    if (req.contextValues.get(requestIdKey) === "") {
-      req.contextValues.set(requestIdKey, acceptOrCreateRequestId(req.header.get(requestIdHeader)));
-    }
-    return next(req);
-  };
-  transport = createInProcessTransport({
-    routes,
-    serverInterceptors: [
-      // As a distributed service's server: its span (the call's server side
-      // in the trace) and RED metrics, outside the error mapping.
-      createServerTracingInterceptor(),
-      createServerMetricsInterceptor(),
-      inProcessRequestId,
-      createErrorInterceptor(logger),
-      createMeshServerInterceptor(mesh),
-    ],
-    clientInterceptors: [
-      createClientTracingInterceptor(),
-      createMeshClientInterceptor(mesh, "embedded"),
-    ],
-  });
+  // Services call each other in memory (co-hosted.ts): same handlers, no
+  // socket, no wire protocol, signed and checked with the service
+  // credentials as in distributed mode, so the caller a handler sees is
+  // always one the gateway authenticated.
+  clients.connect(createCoHostedTransport({ routes, mesh, logger, peer: "embedded" }));
 
   // The public service's handlers (the gateway) come first and see every
   // request; another module's handler only serves what the gateway handed on

@@ -21,9 +21,11 @@ export { DEFAULT_CONSUMER_POSITION_FLUSH_MS } from "./defaults.js";
 export {
   distributedConfigSchema,
   type RunningService,
+  type RunningServices,
   type RunServiceOptions,
   runService,
   runServiceMain,
+  runServices,
 } from "./distributed.js";
 export {
   EMBEDDED_OUTBOX_SCHEMA,
