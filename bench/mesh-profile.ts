@@ -17,8 +17,8 @@ import { mkdtemp, readdir, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { runLoad } from "./lib/load.js";
-import { startBenchMesh } from "./lib/mesh.js";
-import { cpuMsIfRunning } from "./lib/proc.js";
+import { defaultMeshTogether, parseTogether, startBenchMesh } from "./lib/mesh.js";
+import { cpuMsIfRunning, limitsOutOfReach } from "./lib/proc.js";
 import { largest, type Profile, percent, summarize, topLines } from "./lib/profile.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -33,7 +33,10 @@ const { mesh, stop } = await startBenchMesh("prof", {
   env: {
     TRELLIS_API_KEY: API_KEY,
     TRELLIS_LOG_LEVEL: "warn",
+    ...limitsOutOfReach,
   },
+  // As `trellis mesh` runs it, or as TRELLIS_BENCH_TOGETHER says (`none`: apart).
+  together: parseTogether(process.env.TRELLIS_BENCH_TOGETHER || defaultMeshTogether),
   nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profDir}`, "--cpu-prof-interval=500"],
 });
 const pids = mesh.pids();

@@ -31,8 +31,9 @@ export interface MeshOptions {
    * Services run together in one process (`trellis serve a,b`), e.g.
    * `[["tasks", "chat"]]`: the process is named after the first, listens on
    * its port and serves the others too (their `urls` and
-   * `TRELLIS_<NAME>_URL` are its); `kill`, `restart` and `pids` know it by
-   * its first name. Default: every service in a process of its own.
+   * `TRELLIS_<NAME>_URL` are its); `pids` names it by its first service,
+   * and `kill` or `restart` of any of its services acts on it. Default:
+   * every service in a process of its own.
    */
   together?: readonly (readonly string[])[];
   /** Ports per service (default: free ports; the gateway on 8080 only if asked). */
@@ -85,9 +86,9 @@ export interface Mesh {
    * for tests that call an internal service directly, as a mesh peer.
    */
   meshSecret: string | undefined;
-  /** SIGKILL a service (crash). */
+  /** SIGKILL a service's process (crash; with it, the services it hosts). */
   kill(name: string): Promise<void>;
-  /** Start a stopped or killed service again, and wait until it is SERVING. */
+  /** Start a stopped or killed service's process again, and wait until it is SERVING. */
   restart(name: string): Promise<void>;
   /** Stop everything (SIGTERM, then SIGKILL after a grace period). */
   stop(): Promise<void>;
@@ -303,10 +304,12 @@ export async function startMesh(options: MeshOptions): Promise<Mesh> {
     urls,
     adminKey,
     meshSecret: baseEnv[meshSecretVariable],
-    async kill(name) {
-      await stopOne(name, "SIGKILL", 0);
+    async kill(service) {
+      await stopOne(hostOf.get(service) ?? service, "SIGKILL", 0);
     },
-    async restart(name) {
+    async restart(service) {
+      // A service hosted by another's process restarts with that process.
+      const name = hostOf.get(service) ?? service;
       await stopOne(name, "SIGTERM", 5000);
       await assertFree(name, ports[name] as number);
       const proc = launch(name);

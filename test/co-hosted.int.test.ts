@@ -88,9 +88,11 @@ describe("chat hosted in the tasks process", () => {
       expect(outcome?.kind.case).toBe("completed");
     }
 
-    await mesh.kill("tasks");
-    await expect(checkHealth(mesh.urls.chat as string, 500)).rejects.toThrow();
-    await mesh.restart("tasks");
+    // Killing "chat" kills the process that hosts it, tasks with it.
+    await mesh.kill("chat");
+    await expect(checkHealth(mesh.urls.tasks as string, 500)).rejects.toThrow();
+    await mesh.restart("chat");
+    expect(Object.keys(mesh.pids()).sort()).toEqual(["adapters", "gateway", "receipts", "tasks"]);
     const { outcome } = await say(sessionId, agentId, "four");
     expect(outcome?.kind.case).toBe("completed");
 
