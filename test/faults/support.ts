@@ -18,7 +18,7 @@ import { ReceiptService } from "@trellis/contracts/receipts";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
 import { bearer, eventually, uniqueName } from "@trellis/testkit";
 import { expect } from "vitest";
-import { type Mesh, startMesh } from "../../src/mesh.js";
+import { type Mesh, parseTogether, startMesh } from "../../src/mesh.js";
 
 export const faultSize = Number(process.env.TRELLIS_FAULT_SIZE ?? 6);
 export const turnsPerSession = Number(process.env.TRELLIS_FAULT_TURNS ?? 2);
@@ -68,11 +68,23 @@ export interface FaultMeshPlace {
   natsPrefix: string;
 }
 
+/**
+ * Services the fault meshes run in one process (`TRELLIS_FAULT_TOGETHER`,
+ * read as `trellis mesh` reads TRELLIS_MESH_TOGETHER, e.g. `tasks,chat`;
+ * default every service apart, so each can be killed alone).
+ */
+export const faultTogether = parseTogether(process.env.TRELLIS_FAULT_TOGETHER || "none");
+
 /** A mesh as every fault suite runs it ({@link faultMeshEnv}), and clients of its gateway. */
 export async function startFaultMesh(
   place: FaultMeshPlace,
 ): Promise<{ mesh: Mesh; clients: Clients }> {
-  const mesh = await startMesh({ ...place, env: faultMeshEnv, readyTimeoutMs: 60_000 });
+  const mesh = await startMesh({
+    ...place,
+    env: faultMeshEnv,
+    together: faultTogether,
+    readyTimeoutMs: 60_000,
+  });
   return { mesh, clients: gatewayClients(mesh.urls.gateway as string) };
 }
 
