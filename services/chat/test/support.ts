@@ -15,6 +15,7 @@ import {
   processMeshCredentials,
   type RunningService,
   runService,
+  runServices,
   startEmbedded,
 } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
@@ -117,6 +118,25 @@ export async function startDistributedChat(
       chatService: chat,
       env: { ...deployment.env, ...tasksEnv },
     };
+  } catch (error) {
+    await cleanup();
+    throw error;
+  }
+}
+
+/**
+ * Start tasks and chat in one distributed process (`runServices`, as
+ * `trellis serve tasks,chat` and `trellis mesh` run them): one server,
+ * chat's calls to tasks in memory, on a fresh database and NATS prefix.
+ */
+export async function startCoHostedChat(): Promise<ChatClients> {
+  const deployment = await openDeployment("trellis_chat_cohost", runServices, {
+    prefix: "chatco",
+  });
+  const cleanup = () => deployment.close().catch(() => undefined);
+  try {
+    const running = await deployment.start([tasksService, chatService]);
+    return clientsAt(running.address.url, running.address.url, cleanup);
   } catch (error) {
     await cleanup();
     throw error;
