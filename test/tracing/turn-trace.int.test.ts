@@ -1,5 +1,6 @@
 // Tracing and RED metrics end to end (issue 9): the mesh in distributed mode —
-// every service its own process on the real Postgres and NATS — exports spans
+// every service its own process, and chat in the tasks process as `trellis
+// mesh` runs it, on the real Postgres and NATS — exports spans
 // and metrics over OTLP/HTTP (protobuf), configured only by the standard
 // OTEL_* variables, to a receiver in this test. One chat turn sent to the
 // gateway must come back as one trace whose spans form one tree across
@@ -36,7 +37,26 @@ const apiKey = "trellis-tracing-admin-key-0123456789";
 
 const { SERVER, CLIENT, CONSUMER } = SpanKind;
 
-describe("a turn's trace and the RPC metrics, distributed mode", () => {
+/** How the mesh's processes are laid out, and the `service.name` each service's spans carry. */
+interface Layout {
+  name: string;
+  together: string[][];
+  chat: string;
+  tasks: string;
+}
+
+const layouts: Layout[] = [
+  { name: "every service apart", together: [], chat: "trellis-chat", tasks: "trellis-tasks" },
+  // As `trellis mesh` runs it: one process, one resource, both services' spans.
+  {
+    name: "chat in the tasks process",
+    together: [["tasks", "chat"]],
+    chat: "trellis-tasks+chat",
+    tasks: "trellis-tasks+chat",
+  },
+];
+
+describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $name", (layout) => {
   let receiver: OtlpReceiver;
   let db: TestDatabase;
   let mesh: Mesh;
@@ -59,6 +79,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
       databaseUrl: db.url,
       natsUrl: testNatsUrl,
       natsPrefix: prefix,
+      together: layout.together,
       env: {
         TRELLIS_API_KEY: apiKey,
         TRELLIS_LOG_LEVEL: "warn",
@@ -81,11 +102,11 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
   const commonHops = [
     has("trellis-gateway", "trellis.chat.v1.ChatService/Send", SERVER),
     has("trellis-gateway", "trellis.chat.v1.ChatService/Send", CLIENT),
-    has("trellis-chat", "trellis.chat.v1.ChatService/Send", SERVER),
-    has("trellis-chat", "trellis.tasks.v1.TaskService/SubmitTask", CLIENT),
-    has("trellis-tasks", "trellis.tasks.v1.TaskService/SubmitTask", SERVER),
-    has("trellis-tasks", "trellis.turn"),
-    has("trellis-tasks", "trellis.route"),
+    has(layout.chat, "trellis.chat.v1.ChatService/Send", SERVER),
+    has(layout.chat, "trellis.tasks.v1.TaskService/SubmitTask", CLIENT),
+    has(layout.tasks, "trellis.tasks.v1.TaskService/SubmitTask", SERVER),
+    has(layout.tasks, "trellis.turn"),
+    has(layout.tasks, "trellis.route"),
   ];
 
   /** Create an agent on `backend`, send one chat turn through the gateway; its session id. */
@@ -130,7 +151,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
 
   it("exports one trace per chat turn whose spans form one tree across every hop", async () => {
     const { sessionId } = await chatTurn("scripted", "hi");
-    const adapterRun = has("trellis-tasks", "trellis.adapter.run");
+    const adapterRun = has(layout.tasks, "trellis.adapter.run");
     const spans = await turnTrace(receiver, sessionId, [...commonHops, adapterRun]);
     const route = spans.find(commonHops[6] as (s: ReceivedSpan) => boolean) as ReceivedSpan;
     expect(route.attributes["trellis.execution_status"]).toBe("completed");
@@ -139,7 +160,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
     );
     // Each process names itself in its resource.
     expect(new Set(spans.map((s) => s.service))).toEqual(
-      new Set(["trellis-gateway", "trellis-chat", "trellis-tasks"]),
+      new Set(["trellis-gateway", layout.chat, layout.tasks]),
     );
     expect(receiver.rejected).toEqual([]);
   }, 60_000);
@@ -167,7 +188,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
     // Its parent is the routing span of the tasks process: linked only by the
     // traceparent in the work item's NATS headers.
     const parent = spans.find((s) => s.spanId === run.parentSpanId) as ReceivedSpan;
-    expect([parent.service, parent.name]).toEqual(["trellis-tasks", "trellis.route"]);
+    expect([parent.service, parent.name]).toEqual([layout.tasks, "trellis.route"]);
     expect(receiver.rejected).toEqual([]);
   }, 90_000);
 
@@ -186,7 +207,7 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
       receiver.histograms.filter(
         (p) =>
           p.metric === "rpc.server.call.duration" &&
-          p.service === "trellis-tasks" &&
+          p.service === layout.tasks &&
           p.attributes["rpc.method"] === method,
       );
     // Cumulative temporality: the latest point of a series holds its totals.
@@ -223,8 +244,8 @@ describe("a turn's trace and the RPC metrics, distributed mode", () => {
     await eventually(
       () =>
         ok("trellis-gateway", "trellis.chat.v1.ChatService/Send") &&
-        ok("trellis-chat", "trellis.chat.v1.ChatService/Send") &&
-        ok("trellis-tasks", "trellis.tasks.v1.TaskService/SubmitTask"),
+        ok(layout.chat, "trellis.chat.v1.ChatService/Send") &&
+        ok(layout.tasks, "trellis.tasks.v1.TaskService/SubmitTask"),
       { timeoutMs: 15_000, what: "the turn's RPCs counted OK" },
     );
     // Health probes are not RPCs of the service: never measured.
