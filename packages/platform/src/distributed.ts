@@ -256,7 +256,10 @@ export async function runServices(
   const peer = names.join("-");
   const remote = createRemoteClients(source, mesh, peer);
   const coHosted = new CoHostedClients();
-  const hosted = new Set(names);
+  // Calls to another service of this process stay in it; a process of one
+  // service reaches even its own RPCs over the network, as it always has
+  // (through its Service address, so across replicas).
+  const hosted = new Set(definitions.length > 1 ? names : []);
   const clients: ServiceClients = {
     get<T extends DescService>(service: T, owner = ownerOf(service)): Client<T> {
       return hosted.has(owner) ? coHosted.get(service) : remote.get(service, owner);
