@@ -4,7 +4,7 @@
  * environment variables.
  */
 import type { DescService } from "@bufbuild/protobuf";
-import type { Client, ConnectRouter } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import {
   createEventLog,
   createSignalBus,
@@ -17,7 +17,6 @@ import {
   createService,
   createServiceClient,
   env,
-  type HttpHandler,
   initTelemetry,
   loadConfig,
   onShutdownSignals,
@@ -51,7 +50,9 @@ import {
 import { meshGuardedHttp } from "./mesh-http.js";
 import {
   createClosingController,
+  firstHandling,
   registerShutdown,
+  routesOf,
   type ServiceClients,
   type ServiceContext,
   type ServiceDefinition,
@@ -286,11 +287,7 @@ export async function runServices(
     modules.set(definition.name, await definition.create(context));
   }
   const all = [...modules.values()];
-  const routes = all.some((m) => m.routes)
-    ? (router: ConnectRouter) => {
-        for (const module of all) module.routes?.(router);
-      }
-    : undefined;
+  const routes = routesOf(all);
   if (definitions.length > 1 && routes)
     coHosted.connect(createCoHostedTransport({ routes, mesh, logger, peer }));
   // Internal services accept only calls carrying a service credential; the
@@ -300,16 +297,9 @@ export async function runServices(
     ...(internal ? [createMeshServerInterceptor(mesh)] : []),
     ...all.flatMap((m) => m.interceptors ?? []),
   ];
-  const handlers = all.flatMap((m) =>
-    m.http ? [internal ? meshGuardedHttp(m.http, mesh) : m.http] : [],
+  const http = firstHandling(
+    all.flatMap((m) => (m.http ? [internal ? meshGuardedHttp(m.http, mesh) : m.http] : [])),
   );
-  const http: HttpHandler | undefined =
-    handlers.length <= 1
-      ? handlers[0]
-      : async (req, res) => {
-          for (const handler of handlers) if (await handler(req, res)) return true;
-          return false;
-        };
   const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
   const reflectionFiles = all.flatMap((m) => m.reflectionFiles ?? []);
   const service = createService({

@@ -50,7 +50,9 @@ import { MeshCredentials, meshCredentialsFromEnv } from "./mesh.js";
 import { meshGuardedHttp } from "./mesh-http.js";
 import {
   createClosingController,
+  firstHandling,
   registerShutdown,
+  routesOf,
   type ServiceContext,
   type ServiceDefinition,
   type ServiceModule,
@@ -304,9 +306,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     modules.set(definition.name, await definition.create(context));
   }
   const all = [...modules.values()];
-  const routes = (router: import("@connectrpc/connect").ConnectRouter) => {
-    for (const module of all) module.routes?.(router);
-  };
+  const routes = routesOf(all) ?? (() => undefined);
   // Services call each other in memory (co-hosted.ts): same handlers, no
   // socket, no wire protocol, signed and checked with the service
   // credentials as in distributed mode, so the caller a handler sees is
@@ -330,6 +330,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
         : meshGuardedHttp(module.http, mesh, { declineUnsigned: true, reportRequestId: false }),
     ];
   });
+  const http = firstHandling(httpHandlers);
   const upgrades = all.flatMap((m) => (m.upgrade ? [m.upgrade] : []));
   const server = createService({
     name: "trellis",
@@ -337,14 +338,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
     routes,
     interceptors: all.flatMap((m) => m.interceptors ?? []),
     reflection: { files: all.flatMap((m) => m.reflectionFiles ?? []) },
-    ...(httpHandlers.length
-      ? {
-          http: async (req, res) => {
-            for (const handler of httpHandlers) if (await handler(req, res)) return true;
-            return false;
-          },
-        }
-      : {}),
+    ...(http ? { http } : {}),
     ...(upgrades[0] ? { upgrade: upgrades[0] } : {}),
     health: {
       dependencies: [

@@ -134,6 +134,29 @@ export interface ServiceDefinition {
 }
 
 /**
+ * The hosted modules' routes as one registration, in start order; undefined
+ * when none has routes. Both hosts serve several modules from one server
+ * (embedded: all; distributed: `runServices`).
+ */
+export function routesOf(
+  modules: readonly ServiceModule[],
+): ((router: ConnectRouter) => void) | undefined {
+  if (!modules.some((m) => m.routes)) return undefined;
+  return (router) => {
+    for (const module of modules) module.routes?.(router);
+  };
+}
+
+/** HTTP handlers tried in order until one handles the request; undefined when there are none. */
+export function firstHandling(handlers: readonly HttpHandler[]): HttpHandler | undefined {
+  if (handlers.length <= 1) return handlers[0];
+  return async (req, res) => {
+    for (const handler of handlers) if (await handler(req, res)) return true;
+    return false;
+  };
+}
+
+/**
  * The controller of a {@link ServiceContext}'s `closing` signal. Every open
  * stream (SSE, WebSocket, Subscribe) listens to it until it ends: many
  * listeners is its normal state, so Node's warning above 10 would be noise.
