@@ -41,7 +41,7 @@ import {
 } from "@trellis/execution";
 import type { ServiceContext, ServiceDefinition, ServiceModule } from "@trellis/platform";
 import { DEFAULT_PORTS } from "@trellis/platform";
-import { createJournal, type Journal } from "@trellis/storage";
+import { createJournal, type Journal, journalHead } from "@trellis/storage";
 import {
   ContextCompactor,
   loadCompactionConfig,
@@ -144,7 +144,13 @@ async function createTasksModule(
         })
       : undefined;
   const journal: Journal | undefined =
-    journalMode === "owner" ? createJournal(context.db, { schema: context.schema }) : undefined;
+    journalMode === "owner"
+      ? createJournal(context.db, {
+          schema: context.schema,
+          // An owned step's events go to the outbox in its append's transaction.
+          outbox: { schema: context.outboxSchema, kick: (rows) => context.outbox.kick(rows) },
+        })
+      : undefined;
   // The read model: every replica runs it; the projector's claim lets one apply each batch.
   const readModel =
     journalMode !== "false"
@@ -327,6 +333,17 @@ async function createTasksModule(
     },
     ...(readModel ? { health: [readModelHealth(readModel)] } : {}),
     start: async () => {
+      // Appends an earlier run left unprojected (a crash) reach the tables
+      // before a session is loaded from them. Bounded: a projector that
+      // cannot catch up shows in `trellis health`.
+      if (readModel) {
+        const head = await journalHead(context.db.kysely, context.schema);
+        await readModel.waitFor(head, { timeoutMs: 30_000 }).catch((error: unknown) => {
+          context.logger.warn("the read model did not catch up with the journal at start", {
+            error: String(error),
+          });
+        });
+      }
       await routed?.start();
       await runner.start();
     },

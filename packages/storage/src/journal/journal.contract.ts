@@ -11,12 +11,35 @@
  * What a projector promises is `projector.contract.ts`. Each test works in
  * a schema of its own, so counts and positions start at 1.
  */
+import { create } from "@bufbuild/protobuf";
+import { type Event, EventSchema } from "@trellis/contracts/core";
+import type { LoggedEvent } from "@trellis/eventlog";
 import { isTrellisError } from "@trellis/runtime";
 import { sql } from "kysely";
 import { describe, expect, it } from "vitest";
+import { appendToOutbox, readOutbox } from "../outbox/outbox.js";
+import { outboxMigrations } from "../outbox/outbox-schema.js";
 import type { StorageContractTarget } from "../storage.contract.js";
 import { decode, entry, journalFixture } from "./journal-fixture.contract.js";
 import { readJournal } from "./journal-read.js";
+import { journalMigrations } from "./journal-schema.js";
+
+/** An event of task `task`, sequenced by its writer (sequence 1 unless told, previous id). */
+const taskEvent = (
+  kind: string,
+  task: string,
+  at: { id?: string; sequence?: bigint; previous?: string } = {},
+): Event =>
+  create(EventSchema, {
+    kind,
+    workspaceId: "ws",
+    sessionId: "ses",
+    taskId: task,
+    resource: { object: "task", id: task },
+    id: at.id ?? "",
+    sequence: at.sequence ?? 1n,
+    previousEventId: at.previous ?? "",
+  });
 
 /** Registers the journal contract suite for one backend. */
 export function describeJournalContract(
@@ -290,6 +313,147 @@ export function describeJournalContract(
       // The next batch works and continues without a gap; the key is free.
       const next = await journal.append([entry("s3")], { idempotencyKey: "k" });
       expect(next).toEqual({ positions: [2n], duplicate: false });
+    });
+
+    it("writes an append's events to its outbox with the entries, and only then", async () => {
+      const schema = await backend.freshSchema("jr", (s) => ({
+        ...outboxMigrations(s),
+        ...journalMigrations(s),
+      }));
+      const kicked: LoggedEvent[] = [];
+      const journal = open(schema, {
+        outbox: { schema, kick: (rows) => kicked.push(...rows) },
+      });
+      // One batch: a keyed append, its repeat, a stale expectation, another stream.
+      const outcomes = await Promise.allSettled([
+        journal.append([entry("s1")], {
+          idempotencyKey: "k",
+          events: [
+            taskEvent("task.submitted", "t1", { id: "evt_1" }),
+            taskEvent("task.started", "t1", { id: "evt_2", sequence: 2n, previous: "evt_1" }),
+          ],
+        }),
+        journal.append([entry("s1")], {
+          idempotencyKey: "k",
+          events: [taskEvent("task.submitted", "t8")],
+        }),
+        journal.append([entry("s2")], {
+          expectedPosition: 5n,
+          events: [taskEvent("task.submitted", "t9")],
+        }),
+        journal.append([entry("s3")], {
+          events: [
+            taskEvent("task.completed", "t1", { id: "evt_3", sequence: 3n, previous: "evt_2" }),
+          ],
+        }),
+      ]);
+      expect(outcomes.map((o) => o.status)).toEqual([
+        "fulfilled",
+        "fulfilled",
+        "rejected",
+        "fulfilled",
+      ]);
+      expect(journal.stats().batches).toBe(1);
+      // Durable once the append resolved; nothing for the duplicate or the refused append.
+      const rows = await readOutbox(backend.other, schema, { limit: 100 });
+      expect(rows.map((r) => [r.event.id, r.event.resource?.id, r.event.sequence])).toEqual([
+        ["evt_1", "t1", 1n],
+        ["evt_2", "t1", 2n],
+        ["evt_3", "t1", 3n],
+      ]);
+      // Handed to the relay as written (position and event), after the commit.
+      expect(kicked.map((k) => [k.position, k.event.id])).toEqual(
+        rows.map((r) => [r.position, r.event.id]),
+      );
+      expect((await all(schema)).map((r) => r.stream)).toEqual(["s1", "s3"]);
+      // The counter row follows: a writer sequenced by the outbox continues it.
+      await backend.database.kysely
+        .transaction()
+        .execute((trx) =>
+          appendToOutbox(trx, schema, [
+            create(EventSchema, { kind: "task.canceled", resource: { object: "task", id: "t1" } }),
+          ]),
+        );
+      const after = await readOutbox(backend.other, schema, { limit: 100 });
+      expect(after.at(-1)?.event).toMatchObject({ sequence: 4n, previousEventId: "evt_3" });
+      // A sequence taken meanwhile by that other writer fails the batch, whole.
+      const taken = await Promise.allSettled([
+        journal.append([entry("s6")], { events: [taskEvent("task.submitted", "t6")] }),
+        journal.append([entry("s1")], {
+          events: [taskEvent("task.completed", "t1", { sequence: 4n, previous: "evt_3" })],
+        }),
+      ]);
+      expect(taken.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+      const reason = (taken[0] as PromiseRejectedResult).reason;
+      expect(isTrellisError(reason) && reason.reason).toBe("service_unavailable");
+
+      // The outbox refuses a row: the whole batch fails, its entries with it.
+      await sql`
+        create function ${sql.id(schema, "refuse")}() returns trigger language plpgsql as $$
+        begin
+          if new.kind = 'poison' then raise exception 'refused'; end if;
+          return new;
+        end $$`.execute(backend.database.kysely);
+      await sql`create trigger refuse before insert on ${sql.id(schema, "outbox")}
+        for each row execute function ${sql.id(schema, "refuse")}()`.execute(
+        backend.database.kysely,
+      );
+      const failed = await Promise.allSettled([
+        journal.append([entry("s4")], { events: [taskEvent("task.submitted", "t4")] }),
+        journal.append([entry("s5")], { events: [taskEvent("poison", "t5")] }),
+      ]);
+      expect(failed.map((o) => o.status)).toEqual(["rejected", "rejected"]);
+      expect((await all(schema)).map((r) => r.stream)).toEqual(["s1", "s3"]);
+      expect(await readOutbox(backend.other, schema, { limit: 100 })).toHaveLength(4);
+      expect(kicked).toHaveLength(3);
+      // The next batch writes both again.
+      await journal.append([entry("s4")], { events: [taskEvent("task.submitted", "t4")] });
+      expect((await all(schema)).map((r) => r.stream)).toEqual(["s1", "s3", "s4"]);
+      expect(kicked.map((k) => k.event.resource?.id)).toEqual(["t1", "t1", "t1", "t4"]);
+    });
+
+    it("refuses bad events before they are queued, each alone", async () => {
+      const schema = await backend.freshSchema("jr", (s) => ({
+        ...outboxMigrations(s),
+        ...journalMigrations(s),
+      }));
+      const reason = (promise: Promise<unknown>) =>
+        promise.then(
+          () => "resolved",
+          (e: unknown) => (isTrellisError(e) ? `${e.reason} ${e.param ?? ""}`.trim() : String(e)),
+        );
+      const without = open(schema);
+      expect(await reason(without.append([entry("s")], { events: [taskEvent("k", "t")] }))).toBe(
+        "invalid_request events",
+      );
+      const journal = open(schema, { outbox: { schema, kick: () => undefined } });
+      const big = taskEvent("k", "t");
+      big.traceId = "y".repeat(1_000_000);
+      const bad: Event[][] = [
+        [create(EventSchema, { kind: "no.resource", sequence: 1n })],
+        [taskEvent("k", "t\0")],
+        [taskEvent("k", "t", { id: "evt_same" }), taskEvent("k", "u", { id: "evt_same" })],
+        // Not chained: a first sequence past 1 without a previous id, 1 with
+        // one, a gap, a previous id that is not the one before.
+        [taskEvent("k", "t", { sequence: 3n })],
+        [taskEvent("k", "t", { previous: "evt_0" })],
+        [taskEvent("k", "t", { id: "a" }), taskEvent("k", "t", { sequence: 3n, previous: "a" })],
+        [taskEvent("k", "t", { id: "a" }), taskEvent("k", "t", { sequence: 2n, previous: "b" })],
+        [create(EventSchema, { kind: "unsequenced", resource: { object: "task", id: "t" } })],
+      ];
+      const results = await Promise.all([
+        ...bad.map((events) => reason(journal.append([entry("s")], { events }))),
+        reason(journal.append([entry("s")], { events: [big] })),
+        reason(journal.append([entry("s", "fine")], { events: [taskEvent("ok", "t")] })),
+      ]);
+      expect(results).toEqual([
+        ...bad.map(() => "invalid_request events"),
+        "payload_too_large",
+        "resolved",
+      ]);
+      expect((await all(schema)).map((r) => r.kind)).toEqual(["fine"]);
+      const stored = await readOutbox(backend.other, schema, { limit: 10 });
+      expect(stored.map((r) => r.event.kind)).toEqual(["ok"]);
     });
 
     it("refuses bad, oversized and excess appends with typed errors", async () => {

@@ -1,6 +1,14 @@
+import type { Event } from "@trellis/contracts/core";
+import type { LoggedEvent } from "@trellis/eventlog";
 import { type Kysely, type RawBuilder, sql } from "kysely";
 import type { Database } from "../database.js";
 import { storageError } from "../errors.js";
+import {
+  outboxEntries,
+  type SequencedOutboxRows,
+  sequencedOutboxCtes,
+  sequencedOutboxRows,
+} from "../outbox/outbox.js";
 import { assertSchemaName } from "../schema-name.js";
 import { appendByFunction, type FunctionResult } from "./journal-append-sql.js";
 import {
@@ -40,6 +48,23 @@ export interface AppendOptions {
    * batch counts as a move (its position is not known to the caller yet).
    */
   expectedPosition?: bigint;
+  /**
+   * Public events of the append, sequenced by the caller — the one writer
+   * of their resources' events (a session owner), which knows each
+   * resource's last sequence and event id: written to the journal's outbox
+   * (`JournalOptions.outbox`) with the entries, in the same statement
+   * where the batch allows (else the same transaction), each resource's
+   * counter row set to its last event; handed to the outbox's `kick` after
+   * the commit. Durable and published together with the entries, never
+   * without them; nothing is written for a duplicate or a refused append.
+   * Checked before the append is queued (`sequencedOutboxRows`: a bad one
+   * is refused alone, `invalid_request` / `payload_too_large`); a missing
+   * id or creation time is filled in place. Refused when the journal has no
+   * outbox. A sequence another writer took meanwhile fails the batch (the
+   * outbox's unique key): a caller must be the only writer of those
+   * resources while it appends.
+   */
+  events?: readonly Event[];
 }
 
 /** What {@link Journal.append} resolved with. */
@@ -133,6 +158,18 @@ export interface JournalOptions {
   lingerMs?: number;
   /** `NOTIFY` the journal's channel in each batch, for projectors in other processes (default false). */
   notify?: boolean;
+  /**
+   * Where appends' `events` go: the outbox of `schema` (same database,
+   * `outboxMigrations` applied), written in the batch's transaction;
+   * `kick` gets the committed rows (an `OutboxWriter`'s or a relay's kick).
+   */
+  outbox?: JournalOutbox;
+}
+
+/** The outbox a journal writes its appends' events to (see {@link JournalOptions.outbox}). */
+export interface JournalOutbox {
+  schema: string;
+  kick(committed: readonly LoggedEvent[]): void;
 }
 
 interface Pending {
@@ -140,6 +177,8 @@ interface Pending {
   bytes: number;
   key: string | undefined;
   expected: bigint | undefined;
+  /** The append's events as outbox rows (see `AppendOptions.events`). */
+  events: SequencedOutboxRows | undefined;
   resolve(result: AppendResult): void;
   reject(error: unknown): void;
 }
@@ -165,7 +204,9 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
   const maxEntryBytes = positive(options.maxEntryBytes ?? 1024 * 1024, "maxEntryBytes");
   const maxQueuedEntries = positive(options.maxQueuedEntries ?? 10_000, "maxQueuedEntries");
   const lingerMs = options.lingerMs ?? 0;
-  const writer = batchWriter(database, schema, options.notify === true);
+  const outbox = options.outbox;
+  if (outbox !== undefined) assertSchemaName(outbox.schema);
+  const writer = batchWriter(database, schema, options.notify === true, outbox?.schema);
 
   const queue: Pending[] = [];
   const listeners = new Set<(head: bigint) => void>();
@@ -218,8 +259,9 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
     queued -= entries;
     stats.batches++;
     let results: (AppendResult | Error)[];
+    let logged: LoggedEvent[];
     try {
-      results = await writer(batch);
+      ({ results, logged } = await writer(batch));
     } catch (error) {
       stats.failedBatches++;
       const failure = journalUnavailable(
@@ -231,6 +273,8 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
       for (const pending of batch) pending.reject(failure);
       return;
     }
+    // Published before anyone learns of the commit (as a unit of work does).
+    if (logged.length > 0) outbox?.kick(logged);
     const records: JournalRecord[] | undefined = entryListeners.size > 0 ? [] : undefined;
     const createdAt = new Date();
     batch.forEach((pending, i) => {
@@ -276,9 +320,10 @@ export function createJournal<DB>(database: Database<DB>, options: JournalOption
         if (key !== undefined) checkName(key, "idempotencyKey");
         const expected = appendOptions.expectedPosition;
         if (expected !== undefined) checkExpectation(entries, expected);
+        const events = eventsOf(appendOptions.events, outbox);
         if (queued + entries.length > maxQueuedEntries) throw journalQueueFull(maxQueuedEntries);
         return new Promise<AppendResult>((resolve, reject) => {
-          queue.push({ entries, bytes, key, expected, resolve, reject });
+          queue.push({ entries, bytes, key, expected, events, resolve, reject });
           queued += entries.length;
           schedule();
         });
@@ -321,21 +366,56 @@ function batchWriter<DB>(
   database: Database<DB>,
   schema: string,
   notify: boolean,
-): (batch: readonly Pending[]) => Promise<(AppendResult | Error)[]> {
+  outboxSchema: string | undefined,
+): (batch: readonly Pending[]) => Promise<BatchWritten> {
   const table = sql.id(schema, "journal");
   const lockName = `trellis.journal.${schema}`;
   const channel = journalChannel(schema);
   const locks = database.kind === "postgres";
   let byFunction = true;
 
+  /** The outbox rows of `writers` (batch order), merged; undefined when none. */
+  const eventsOfWriters = (writers: readonly Pending[]): SequencedOutboxRows | undefined => {
+    const parts = writers.flatMap((pending) => (pending.events ? [pending.events] : []));
+    if (parts.length === 0) return undefined;
+    if (parts.length === 1) return parts[0];
+    // A resource's counter once, its last (a later append continues it).
+    const counters = new Map<string, SequencedOutboxRows["counters"][number]>();
+    for (const part of parts) {
+      for (const c of part.counters) counters.set(`${c.resource_object}\u0000${c.resource_id}`, c);
+    }
+    return {
+      events: parts.flatMap((part) => part.events),
+      rows: parts.flatMap((part) => part.rows),
+      counters: [...counters.values()],
+    };
+  };
+  const logged = (
+    events: SequencedOutboxRows | undefined,
+    inserted: readonly { id: string; position: bigint }[],
+  ): LoggedEvent[] => (events === undefined ? [] : outboxEntries(events.events, inserted));
+  /** Writes `writers`' events in a statement of their own (after the journal's, same transaction). */
+  const insertEvents = async (
+    db: Kysely<DB>,
+    writers: readonly Pending[],
+  ): Promise<LoggedEvent[]> => {
+    const events = eventsOfWriters(writers);
+    if (events === undefined) return [];
+    const result = await sql<{ id: string; position: bigint }>`
+      with ${sequencedOutboxCtes(outboxSchema as string, "o", events.rows, events.counters)}
+      select id, position from o`.execute(db);
+    return logged(events, result.rows);
+  };
+
   return async (batch) => {
+    const withEvents = batch.some((pending) => pending.events !== undefined);
     const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];
     const expecting = [
       ...new Set(
         batch.flatMap((p) => (p.expected === undefined ? [] : [p.entries[0]?.stream as string])),
       ),
     ];
-    const write = async (db: Kysely<DB>): Promise<(AppendResult | Error)[]> => {
+    const write = async (db: Kysely<DB>): Promise<BatchWritten> => {
       if (locks || notify) {
         const parts: RawBuilder<unknown>[] = [];
         if (locks) parts.push(sql`pg_advisory_xact_lock(hashtextextended(${lockName}, 0))`);
@@ -383,7 +463,7 @@ function batchWriter<DB>(
         writers.push(pending);
         for (const entry of pending.entries) moved.add(entry.stream);
       }
-      const positions = await insert(db, writers);
+      const { positions, logged } = await insert(db, writers);
       const written = new Map<Pending, bigint[]>();
       let at = 0;
       for (const pending of writers) {
@@ -392,17 +472,22 @@ function batchWriter<DB>(
         written.set(pending, own);
         if (pending.key !== undefined) stored.set(pending.key, own);
       }
-      return batch.map((pending) => {
+      const results = batch.map((pending) => {
         const conflict = conflicts.get(pending);
         if (conflict !== undefined) return conflict;
         const own = written.get(pending);
         if (own !== undefined) return { positions: own, duplicate: false };
         return { positions: [...(stored.get(pending.key as string) as bigint[])], duplicate: true };
       });
+      return { results, logged };
     };
 
-    const insert = async (db: Kysely<DB>, writers: readonly Pending[]): Promise<bigint[]> => {
-      if (writers.length === 0) return [];
+    /** The writers' entries, and their events in the same statement. */
+    const insert = async (
+      db: Kysely<DB>,
+      writers: readonly Pending[],
+    ): Promise<{ positions: bigint[]; logged: LoggedEvent[] }> => {
+      if (writers.length === 0) return { positions: [], logged: [] };
       const values: RawBuilder<unknown>[] = [];
       let ordinal = 0;
       for (const pending of writers) {
@@ -417,29 +502,58 @@ function batchWriter<DB>(
       }
       // Positions continue the journal's head inside the statement, so a
       // rolled-back batch leaves no gap.
-      const result = await sql<{ position: bigint }>`
+      const entries = sql`
         insert into ${table} (position, stream, kind, body, idempotency_key, append_size)
         select h.head + v.ordinal, v.stream, v.kind, v.body, v.key, v.size
         from (select coalesce(max(position), 0) as head from ${table}) h,
              (values ${sql.join(values)}) as v(ordinal, stream, kind, body, key, size)
-        returning position`.execute(db);
-      const positions = result.rows.map((row) => BigInt(row.position));
+        returning position`;
+      const events = eventsOfWriters(writers);
+      // With events: the outbox rows in the same statement (id null: a journal row).
+      const result = await (events === undefined
+        ? sql<{ position: bigint; id?: undefined }>`${entries}`
+        : sql<{ position: bigint; id: string | null }>`
+              with ${sequencedOutboxCtes(outboxSchema as string, "o", events.rows, events.counters)},
+                j as (${entries})
+              select position, null as id from j
+              union all select position, id from o`
+      ).execute(db);
+      const positions: bigint[] = [];
+      const inserted: { id: string; position: bigint }[] = [];
+      for (const row of result.rows) {
+        if (typeof row.id !== "string") positions.push(BigInt(row.position));
+        else inserted.push({ id: row.id, position: BigInt(row.position) });
+      }
       positions.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
       if (positions.length !== ordinal) {
         throw new Error(`journal insert returned ${positions.length} positions for ${ordinal}`);
       }
-      return positions;
+      return { positions, logged: logged(events, inserted) };
     };
 
     if (locks && byFunction) {
-      try {
+      // One statement; with events, a transaction of two (the events of the
+      // appends it wrote after it).
+      const byOne = async (db: Kysely<DB>): Promise<BatchWritten> => {
         const answers = await appendByFunction(
-          database.kysely as unknown as Kysely<unknown>,
+          db as unknown as Kysely<unknown>,
           schema,
           notify,
           batch,
         );
-        return batch.map((pending, i) => fromFunction(pending, answers[i] as FunctionResult));
+        const results = batch.map((pending, i) =>
+          fromFunction(pending, answers[i] as FunctionResult),
+        );
+        const writers = batch.filter((_, i) => {
+          const result = results[i];
+          return !(result instanceof Error) && result?.duplicate === false;
+        });
+        return { results, logged: withEvents ? await insertEvents(db, writers) : [] };
+      };
+      try {
+        return withEvents
+          ? await database.kysely.transaction().execute((trx) => byOne(trx))
+          : await byOne(database.kysely);
       } catch (error) {
         // 42883 undefined_function: the schema predates journal_append. The
         // failed statement wrote nothing; use the transaction from now on.
@@ -447,11 +561,32 @@ function batchWriter<DB>(
         byFunction = false;
       }
     }
+    // PGlite without keys or expectations: the batch is one statement, events included.
     if (!locks && !notify && keys.length === 0 && expecting.length === 0) {
       return write(database.kysely);
     }
     return database.kysely.transaction().execute((trx) => write(trx));
   };
+}
+
+/** What a batch's transaction wrote: each append's result (batch order), the outbox rows. */
+interface BatchWritten {
+  results: (AppendResult | Error)[];
+  logged: LoggedEvent[];
+}
+
+/** Checks an append's `events` (see `AppendOptions.events`) before it is queued. */
+function eventsOf(
+  events: readonly Event[] | undefined,
+  outbox: JournalOutbox | undefined,
+): Pending["events"] {
+  if (events === undefined || events.length === 0) return undefined;
+  if (!Array.isArray(events))
+    throw invalidJournalInput("events must be a list of events", "events");
+  if (outbox === undefined) {
+    throw invalidJournalInput("this journal has no outbox to write events to", "events");
+  }
+  return sequencedOutboxRows(events);
 }
 
 function fromFunction(pending: Pending, answer: FunctionResult): AppendResult | Error {

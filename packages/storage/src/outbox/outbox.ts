@@ -5,7 +5,7 @@ import { timestampDate, timestampNow } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema } from "@trellis/contracts/core";
 import { type LoggedEvent, MAX_EVENT_BYTES } from "@trellis/eventlog";
 import type { TrellisError } from "@trellis/runtime";
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, type RawBuilder, sql, type Transaction } from "kysely";
 import type { Database } from "../database.js";
 import { storageError } from "../errors.js";
 import { assertSchemaName } from "../schema-name.js";
@@ -251,6 +251,128 @@ function withSequence(prefix: Uint8Array, event: Event): Uint8Array {
   body.set(prefix);
   body.set(tail, prefix.length);
   return body;
+}
+
+/**
+ * Events their writer sequenced itself, ready for a statement of the
+ * caller's own (the journal's `AppendOptions.events`): the outbox rows and
+ * each resource's counter row, absolute (see {@link sequencedOutboxCtes}).
+ */
+export interface SequencedOutboxRows {
+  /** The events, as given (now with an id and a creation time). */
+  events: Event[];
+  rows: NewOutboxRow[];
+  counters: OutboxSequenceRow[];
+}
+
+/**
+ * Checks and encodes events whose writer assigned their sequences and
+ * previous event ids — a writer that alone writes its resources' events and
+ * knows their counters (a session owner) — so a bad one is refused up
+ * front, alone, instead of failing a statement shared with other writers:
+ * a resource; per resource, sequences that follow on from each other and
+ * previous ids that chain them (the first `sequence` ≥ 1, its previous id
+ * empty exactly when it is 1); ids unique among them; no NUL in the columns
+ * stored as text; an encoding within the event log's limit. Fills a
+ * missing id or creation time in place. A counter that moved meanwhile
+ * (another writer) is not detected here: the outbox's unique
+ * (resource, sequence) refuses the statement instead.
+ */
+export function sequencedOutboxRows(
+  events: readonly Event[],
+  param = "events",
+): SequencedOutboxRows {
+  const ids = new Set<string>();
+  const counters = new Map<string, OutboxSequenceRow>();
+  const rows = events.map((event, index) => {
+    const at = `${param}[${index}]`;
+    const resource = event.resource;
+    if (resource === undefined || resource.object === "" || resource.id === "") {
+      throw invalid(`${at} has no resource (object and id are required)`, param);
+    }
+    if (event.id === "") event.id = `evt_${randomUUID().replaceAll("-", "")}`;
+    event.createdAt ??= timestampNow();
+    const texts = [
+      event.id,
+      event.kind,
+      event.workspaceId,
+      event.sessionId,
+      resource.object,
+      resource.id,
+    ];
+    if (texts.some((text) => text.includes("\0"))) {
+      throw invalid(
+        `${at} has a NUL character in its id, kind, workspace, session or resource`,
+        param,
+      );
+    }
+    if (ids.has(event.id)) throw invalid(`${at}.id appears twice in one append`, param);
+    ids.add(event.id);
+    const key = resourceKey(event);
+    const counter = counters.get(key);
+    const chained = counter
+      ? event.sequence === counter.last_sequence + 1n &&
+        event.previousEventId === counter.last_event_id
+      : event.sequence >= 1n && (event.sequence === 1n) === (event.previousEventId === "");
+    if (!chained) {
+      throw invalid(
+        `${at} (${resource.object} ${resource.id}, sequence ${event.sequence}) does not follow on from the resource's previous event`,
+        param,
+      );
+    }
+    counters.set(key, {
+      resource_object: resource.object,
+      resource_id: resource.id,
+      last_sequence: event.sequence,
+      last_event_id: event.id,
+      replaced_event_id: event.previousEventId,
+    });
+    return outboxRow(event);
+  });
+  return { events: [...events], rows, counters: [...counters.values()] };
+}
+
+/**
+ * Two data-modifying CTEs for one statement of the caller's own, writing
+ * {@link sequencedOutboxRows}: `<name>_sequence` sets each resource's
+ * counter row to the given values (never lowering it) and `<name>` inserts
+ * the rows, `returning id, position` ({@link outboxEntries} pairs them).
+ * Several writes' rows may be concatenated; a resource's counter must then
+ * be given once, its last.
+ */
+export function sequencedOutboxCtes(
+  schema: string,
+  name: string,
+  rows: readonly NewOutboxRow[],
+  counters: readonly OutboxSequenceRow[],
+): RawBuilder<unknown> {
+  assertSchemaName(schema);
+  const counterValues = counters.map(
+    (c) =>
+      sql`(${c.resource_object}::text, ${c.resource_id}::text, ${c.last_sequence}::bigint,
+        ${c.last_event_id}::text, ${c.replaced_event_id}::text)`,
+  );
+  const rowValues = rows.map(
+    (r) =>
+      sql`(${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
+        ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
+        ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`,
+  );
+  // Rows go in call order, so within a resource positions follow sequences.
+  return sql`${sql.id(`${name}_sequence`)} as (
+    insert into ${sql.id(schema, "outbox_sequence")} as c (resource_object, resource_id,
+      last_sequence, last_event_id, replaced_event_id)
+    select * from (values ${sql.join(counterValues)}) v
+    on conflict (resource_object, resource_id) do update set
+      last_sequence = excluded.last_sequence,
+      last_event_id = excluded.last_event_id,
+      replaced_event_id = excluded.replaced_event_id
+    where c.last_sequence < excluded.last_sequence),
+  ${sql.id(name)} as (
+    insert into ${sql.id(schema, "outbox")} (id, workspace_id, session_id,
+      resource_object, resource_id, sequence, kind, body, created_at)
+    select * from (values ${sql.join(rowValues)}) v
+    returning "id", "position")`;
 }
 
 /**

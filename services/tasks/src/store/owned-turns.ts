@@ -22,7 +22,6 @@ import {
   SessionState,
   TaskStatus,
 } from "@trellis/contracts/core";
-import type { JournalEntry } from "@trellis/storage";
 import { notFound } from "../domain/errors.js";
 import { agentActor, messageEvent } from "../domain/events.js";
 import { newId } from "../domain/ids.js";
@@ -40,9 +39,8 @@ import {
 } from "./row-changes.js";
 import { messageRows, toTask } from "./rows.js";
 import type { SessionRow, TaskRow } from "./schema.js";
-import type { OwnedSession, SessionOwner } from "./session-owner.js";
+import type { LastEvent, OwnedSession, SessionOwner, StepAppend } from "./session-owner.js";
 import { sessionStream } from "./session-stream.js";
-import { encodeStepEvent } from "./step-records.js";
 import { creatorActor, type StoreContext, withIds } from "./store-context.js";
 import type { StoreParts } from "./store-parts.js";
 import type { Claim, FinishResult, NewTask, SubmitResult, WriteContext } from "./task-store.js";
@@ -67,14 +65,31 @@ class Step {
   /** The agent state the step left (a finish with a state), kept with the session. */
   agentState: KnownAgentState | undefined;
 
+  /** Each task's last event as the step leaves it (a copy of the session's). */
+  readonly sequences: Map<string, LastEvent>;
+
   constructor(
     readonly session: SessionRow,
     readonly mailbox: TaskRow[],
-  ) {}
+    sequences: ReadonlyMap<string, LastEvent>,
+  ) {
+    this.sequences = new Map(sequences);
+  }
 
+  /**
+   * Adds a public event of a task of the session (every owned step's event
+   * is one): its id, time, and its sequence after the task's last event —
+   * none for a task this step created.
+   */
   emit(event: Event): void {
     event.id = `evt_${crypto.randomUUID().replaceAll("-", "")}`;
     event.createdAt = timestampNow();
+    const task = event.resource?.object === "task" ? event.resource.id : "";
+    if (task === "") throw new Error(`owned step: event ${event.kind} is not a task's`);
+    const last = this.sequences.get(task);
+    event.sequence = (last?.sequence ?? 0n) + 1n;
+    event.previousEventId = last?.eventId ?? "";
+    this.sequences.set(task, { sequence: event.sequence, eventId: event.id });
     this.events.push(event);
     this.session.last_event_id = event.id;
   }
@@ -92,8 +107,8 @@ class Step {
     return updated;
   }
 
-  /** The journal entries of the step: its events, then its row changes (one append). */
-  entries(): JournalEntry[] {
+  /** The step's append: its row changes as the journal entry, its public events beside (one append). */
+  append(): StepAppend {
     const s = this.session;
     this.rows.push({
       op: "update",
@@ -111,14 +126,10 @@ class Step {
       },
     });
     s.updated_at = this.now;
-    return [
-      ...this.events.map((event) => ({
-        stream: sessionStream(s),
-        kind: event.kind,
-        body: encodeStepEvent(event),
-      })),
-      { stream: sessionStream(s), kind: ROWS_STEP, body: encodeRowChanges(this.rows) },
-    ];
+    return {
+      entries: [{ stream: sessionStream(s), kind: ROWS_STEP, body: encodeRowChanges(this.rows) }],
+      events: this.events,
+    };
   }
 
   /** The session's state after the step. */
@@ -131,6 +142,12 @@ class Step {
     return {
       session: this.session,
       mailbox,
+      sequences: new Map(
+        mailbox.flatMap((row) => {
+          const last = this.sequences.get(row.id);
+          return last ? [[row.id, last] as const] : [];
+        }),
+      ),
       usedAt: Date.now(),
       ...(this.agentState ? { agentState: this.agentState } : {}),
     };
@@ -225,7 +242,7 @@ export class OwnedTurns {
     );
     if (decision.interrupt) return undefined;
 
-    const step = new Step({ ...found }, state.mailbox);
+    const step = new Step({ ...found }, state.mailbox, state.sequences);
     const session = step.session;
     const taskId = newId("task");
     const { events, status } = submitEvents(
@@ -296,7 +313,7 @@ export class OwnedTurns {
     const task = toTask(row);
     const appended = await this.#owner.append(
       session,
-      step.entries(),
+      step.append(),
       key ? `tasks|${keyScope}|${key.key}` : undefined,
     );
     // The same key in an append not yet projected: the relational path, once
@@ -339,7 +356,7 @@ export class OwnedTurns {
     ) {
       return undefined;
     }
-    const step = new Step({ ...state.session }, state.mailbox);
+    const step = new Step({ ...state.session }, state.mailbox, state.sequences);
     const session = step.session;
     const from = row.status as TaskStatus;
     const scope = this.#p.unit.scopeOf(session, agentActor(row.agent_id));
@@ -380,7 +397,7 @@ export class OwnedTurns {
     const updated = step.updateTask(row, set);
     const head = state.mailbox.find((r) => r.run_state === "queued");
     const next = head ? await this.#claimHead(step, head, owner) : undefined;
-    await this.#owner.append(session, step.entries(), undefined, {
+    await this.#owner.append(session, step.append(), undefined, {
       agentState: set.state !== undefined,
     });
     this.#commit(step);
@@ -397,10 +414,10 @@ export class OwnedTurns {
     if (state.mailbox.some((r) => r.run_state === "running")) return undefined;
     const head = state.mailbox.find((r) => r.run_state === "queued");
     if (!head) return undefined;
-    const step = new Step({ ...state.session }, state.mailbox);
+    const step = new Step({ ...state.session }, state.mailbox, state.sequences);
     const claim = await this.#claimHead(step, head, owner);
     if (!claim) return undefined;
-    await this.#owner.append(state.session, step.entries(), undefined);
+    await this.#owner.append(state.session, step.append(), undefined);
     this.#commit(step);
     return claim;
   }

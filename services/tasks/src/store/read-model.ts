@@ -9,13 +9,14 @@
  * by the turn's own transaction.
  *
  * Step 2 (`TRELLIS_TASKS_JOURNAL=owner`): an owned submit or finish writes
- * nothing but its append (its events and its row changes, no step record);
- * this projector also applies its row changes (tasks, messages, sessions,
- * checkpoints, agent state, idempotency keys, outcomes: row-changes.ts) and
- * writes its public events to the outbox, in journal order, then hands
- * those rows to the outbox relay (which publishes them without reading
- * them back). Journals written before owned steps dropped their step
- * records still apply: a finished record's Outcome is written as in step 1.
+ * nothing but its append (its row changes, no step record; its public
+ * events go to the outbox in the append's own transaction: the journal's
+ * `AppendOptions.events`); this projector also applies its row changes
+ * (tasks, messages, sessions, checkpoints, agent state, idempotency keys,
+ * outcomes: row-changes.ts). Journals written before still apply: a
+ * finished record's Outcome is written as in step 1, and events appended as
+ * journal entries (before session 24) are written to the outbox here, in
+ * journal order, then handed to the outbox relay.
  *
  * Reads of outcomes keep read-your-writes by waiting for the projector to
  * pass the journal's head (see `Resources`); listings across sessions may
@@ -77,9 +78,10 @@ export interface TasksReadModelOptions {
   /** The journal of this process (owner mode): its commits wake the projector at once. */
   journal?: Journal;
   /**
-   * Where owned steps' public events go (owner mode): the outbox of this
-   * schema, in the projector's transaction; `kick` hands the committed rows
-   * to its relay after.
+   * Where events found in the journal go (owner-mode journals written
+   * before session 24 appended them as entries): the outbox of this schema,
+   * in the projector's transaction; `kick` hands the committed rows to its
+   * relay after.
    */
   outbox?: { schema: string; kick(committed?: readonly LoggedEvent[]): void };
 }
@@ -102,7 +104,9 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
           onApplied: () => {
             const committed = logged;
             logged = [];
-            outbox.kick(committed);
+            // Only a batch that wrote events: a kick without rows sends the
+            // relay to read the outbox back.
+            if (committed.length > 0) outbox.kick(committed);
           },
         }
       : {}),

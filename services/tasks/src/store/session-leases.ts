@@ -329,7 +329,7 @@ export class SessionLeases implements OwnerLeaseHooks {
       this.#stats.fences++;
       await owner.appendTo(
         sessionId,
-        [{ stream: sessionId, kind: ROWS_STEP, body: encodeRowChanges([]) }],
+        { entries: [{ stream: sessionId, kind: ROWS_STEP, body: encodeRowChanges([]) }] },
         undefined,
       );
       // The state in memory (if any) predates this lease: reload from the tables.

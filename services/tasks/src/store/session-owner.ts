@@ -17,7 +17,8 @@
  * | the runner's own polls (expired runs, queued work) | `settledHere()`: this process's head, never the table's: what another replica wrote and this one has not projected yet is found by a later poll |
  * | bounded memory | sessions unused for `idleMs` are evicted (and over `maxSessions`, the least recently used) |
  */
-import type { Journal, JournalEntry, Projector } from "@trellis/storage";
+import type { Event } from "@trellis/contracts/core";
+import { type Journal, type JournalEntry, outboxTables, type Projector } from "@trellis/storage";
 import type { KnownAgentState } from "./agent-state.js";
 import type { SessionRow, TaskRow } from "./schema.js";
 import { type SessionRef, sessionStream } from "./session-stream.js";
@@ -28,9 +29,31 @@ export interface OwnedSession {
   session: SessionRow;
   /** Its tasks in the mailbox (queued or running), by queue_seq. */
   mailbox: TaskRow[];
+  /**
+   * The last event of each mailbox task (its sequence and id): an owned
+   * step sequences its events from here (the owner is the one writer of
+   * its tasks' events; relational writes drop the state, see the header).
+   */
+  sequences: ReadonlyMap<string, LastEvent>;
   usedAt: number;
   /** The agent state the next run starts from, once known (agent-state.ts). */
   agentState?: KnownAgentState;
+}
+
+/** A resource's last event: what the next one continues. */
+export interface LastEvent {
+  sequence: bigint;
+  eventId: string;
+}
+
+/**
+ * One owned step's append: its journal entries (the row changes) and its
+ * public events, which the journal writes to the outbox in the same
+ * transaction (`AppendOptions.events`).
+ */
+export interface StepAppend {
+  entries: readonly JournalEntry[];
+  events?: readonly Event[];
 }
 
 /** Options of {@link SessionOwner}. */
@@ -242,7 +265,12 @@ export class SessionOwner {
       .where("run_state", "in", ["queued", "running"])
       .orderBy("queue_seq")
       .execute();
-    const state: OwnedSession = { session, mailbox, usedAt: Date.now() };
+    const state: OwnedSession = {
+      session,
+      mailbox,
+      sequences: await this.#lastEvents(mailbox),
+      usedAt: Date.now(),
+    };
     this.#sessions.set(stream, state);
     if (this.#sessions.size > this.#maxSessions) this.#evictOldest();
     return state;
@@ -254,23 +282,24 @@ export class SessionOwner {
    */
   append(
     session: SessionRef,
-    entries: readonly JournalEntry[],
+    step: StepAppend,
     idempotencyKey: string | undefined,
     changes: { agentState?: boolean } = {},
   ): Promise<{ positions: bigint[]; duplicate: boolean }> {
-    return this.appendTo(sessionStream(session), entries, idempotencyKey, changes);
+    return this.appendTo(sessionStream(session), step, idempotencyKey, changes);
   }
 
   /** {@link append} by the session's stream (a lease's fence entry). */
   async appendTo(
     stream: string,
-    entries: readonly JournalEntry[],
+    step: StepAppend,
     idempotencyKey: string | undefined,
     changes: { agentState?: boolean } = {},
   ): Promise<{ positions: bigint[]; duplicate: boolean }> {
     try {
       const expectedPosition = this.#leases?.expected(stream);
-      const result = await this.#journal.append(entries, {
+      const result = await this.#journal.append(step.entries, {
+        ...(step.events && step.events.length > 0 ? { events: step.events } : {}),
         ...(idempotencyKey ? { idempotencyKey } : {}),
         ...(expectedPosition !== undefined ? { expectedPosition } : {}),
       });
@@ -302,6 +331,29 @@ export class SessionOwner {
   /** Sessions in memory (tests, health). */
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** The last event of each task in `mailbox`, from the outbox's counters. */
+  async #lastEvents(mailbox: readonly TaskRow[]): Promise<Map<string, LastEvent>> {
+    const last = new Map<string, LastEvent>();
+    if (mailbox.length === 0) return last;
+    const rows = await outboxTables(this.#ctx.kysely, this.#ctx.outboxSchema)
+      .selectFrom("outbox_sequence")
+      .select(["resource_id", "last_sequence", "last_event_id"])
+      .where("resource_object", "=", "task")
+      .where(
+        "resource_id",
+        "in",
+        mailbox.map((row) => row.id),
+      )
+      .execute();
+    for (const row of rows) {
+      last.set(row.resource_id, {
+        sequence: BigInt(row.last_sequence),
+        eventId: row.last_event_id,
+      });
+    }
+    return last;
   }
 
   async #waitFor(position: bigint): Promise<void> {

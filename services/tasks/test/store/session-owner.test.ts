@@ -1,11 +1,13 @@
 // The embedded session owner (TRELLIS_TASKS_JOURNAL=owner) at the store: a
-// submit and a finish to a known session are each ONE journal append (the
-// step's events, then its row changes; no step record); the read model writes
-// the rows and the outbox rows behind, and reads see the caller's writes.
+// submit and a finish to a known session are each ONE journal append (its
+// row changes; no step record; its events, sequenced by the owner, go to the
+// outbox with it); the read model writes the rows behind, and reads see the
+// caller's writes.
 
 import type { JsonObject } from "@bufbuild/protobuf";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { Role, TaskStatus } from "@trellis/contracts/core";
+import { timestampNow } from "@bufbuild/protobuf/wkt";
+import { EventSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import {
   FinishedStepSchema,
   OutcomeSchema,
@@ -39,7 +41,7 @@ import {
 } from "../../src/store/row-changes.js";
 import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
-import { FINISHED_STEP } from "../../src/store/step-records.js";
+import { encodeStepEvent, FINISHED_STEP } from "../../src/store/step-records.js";
 import type { Claim } from "../../src/store/task-store.js";
 import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
 
@@ -69,9 +71,10 @@ function ownedStore(
 }
 
 /**
- * A fresh PGlite with the tasks schema and an outbox schema, its journal, the
- * read model (applying `delayMs` after each wake-up and handing the outbox
- * rows it wrote to `kick`), the owner's store, and one agent.
+ * A fresh PGlite with the tasks schema and an outbox schema, its journal
+ * (writing the appends' events to that outbox and handing the rows to
+ * `kick`), the read model (applying `delayMs` after each wake-up), the
+ * owner's store, and one agent.
  */
 async function openEmbeddedOwner(options: {
   outbox: string;
@@ -83,7 +86,10 @@ async function openEmbeddedOwner(options: {
   const database = await createDatabase({ kind: "pglite" });
   await migrate(database, { schema: "tasks", migrations: tasksMigrations });
   await migrate(database, { schema: outbox, migrations: outboxMigrations(outbox) });
-  const journal = createJournal(database, { schema: "tasks" });
+  const journal = createJournal(database, {
+    schema: "tasks",
+    outbox: { schema: outbox, kick: (rows) => kick(rows) },
+  });
   const readModel = await createTasksReadModel({
     database,
     schema: "tasks",
@@ -134,7 +140,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     return (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((e) => e.kind);
   };
 
-  it("writes a submit and a finish as one append each; rows and outbox rows follow", async () => {
+  it("writes a submit and a finish as one append each, events with it; rows follow", async () => {
     // The first submit creates the session (relational), so the owner knows it after.
     const first = await submit("ses_owner_1", "hello");
     expect(first.claim).toBeDefined();
@@ -150,16 +156,15 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const { task, claim } = await submit("ses_owner_1", "again");
     expect(claim?.inputPosition).toBe(2n);
     expect(journal.stats().appends - before.appends).toBe(1);
-    expect(await kinds("ses_owner_1")).toEqual([
-      // The finish of the first turn (owned: its session was known by then).
-      "agent.message",
-      "task.completed",
-      ROWS_STEP,
-      "task.submitted",
-      "task.started",
-      "user.message",
-      ROWS_STEP,
-    ]);
+    // The finish of the first turn (owned: its session was known by then)
+    // and this submit: their row changes; their events are in the outbox.
+    expect(await kinds("ses_owner_1")).toEqual([ROWS_STEP, ROWS_STEP]);
+    // Committed with the append, before any projection: the log has them now.
+    const early = (await readOutbox(database, "outbox_o", { limit: 1000 }))
+      .map((row) => row.event)
+      .filter((event) => event.taskId === task.id);
+    expect(early.map((e) => e.kind)).toEqual(["task.submitted", "task.started", "user.message"]);
+    expect(early.map((e) => e.sequence)).toEqual([1n, 2n, 3n]);
     // Reads wait for the projector: the caller sees its own submit.
     expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
     const finished = await store.finishRun(
@@ -191,7 +196,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     ]);
     const session = await store.getSession("ses_owner_1");
     expect(session.messageCount).toBe(4n);
-    // The projected outbox rows: this task's events, in order, sequenced per resource.
+    // The outbox rows: this task's events, in order, sequenced per resource.
     const outbox = (await readOutbox(database, "outbox_o", { limit: 1000 }))
       .map((row) => row.event)
       .filter((event) => event.taskId === task.id);
@@ -202,7 +207,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       "agent.message",
       "task.completed",
     ]);
-    // The projector handed the relay the rows it wrote, as written (the
+    // The journal handed the relay the rows it wrote, as written (the
     // relational fallbacks, e.g. creating the session, write through the
     // outbox writer instead).
     const rows = await readOutbox(database, "outbox_o", { limit: 1000 });
@@ -377,6 +382,46 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const outcome = await store.getOutcome("out_recorded_before");
     expect(outcome).toMatchObject({ taskId: task.id, summary: "from a step record" });
     expect(outcome.status).toBe(OutcomeStatus.SUCCEEDED);
+  });
+
+  it("writes events a journal from before session 24 holds as entries to the outbox, in order", async () => {
+    const { task } = await submit("ses_owner_entries", "before");
+    const stream = sessionStream({ workspace_id: "default", id: "ses_owner_entries" });
+    const earlier = (await readOutbox(database, "outbox_o", { limit: 1000 })).filter(
+      (row) => row.event.taskId === task.id,
+    );
+    // As owned steps appended them then: the event without its sequence.
+    const legacy = (kind: string) =>
+      create(EventSchema, {
+        id: `evt_legacy_${kind}`,
+        kind,
+        workspaceId: "default",
+        sessionId: "ses_owner_entries",
+        taskId: task.id,
+        resource: { object: "task", id: task.id },
+        createdAt: timestampNow(),
+      });
+    const { positions } = await journal.append([
+      { stream, kind: "agent.message", body: encodeStepEvent(legacy("agent.message")) },
+      { stream, kind: "task.progress", body: encodeStepEvent(legacy("task.progress")) },
+      { stream, kind: ROWS_STEP, body: encodeRowChanges([]) },
+    ]);
+    const handed = kicked.length;
+    await readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
+    const rows = (await readOutbox(database, "outbox_o", { limit: 1000 })).filter(
+      (row) => row.event.taskId === task.id,
+    );
+    // Sequenced after the task's events the owner wrote with its appends.
+    expect(rows.slice(earlier.length).map((r) => [r.event.id, r.event.sequence])).toEqual([
+      ["evt_legacy_agent.message", BigInt(earlier.length + 1)],
+      ["evt_legacy_task.progress", BigInt(earlier.length + 2)],
+    ]);
+    expect(rows[earlier.length]?.event.previousEventId).toBe(earlier.at(-1)?.event.id);
+    // ...and handed to the relay by the projector.
+    expect(kicked.slice(handed).map((k) => k.id)).toEqual([
+      "evt_legacy_agent.message",
+      "evt_legacy_task.progress",
+    ]);
   });
 
   it("dead-letters a step the tables refuse and projects the steps after it", async () => {
