@@ -213,6 +213,21 @@ const outboxAddressIndexMigration = {
 };
 
 /**
+ * The outbox's `outbox_unpublished_idx` (rows with `published_at` null, for
+ * a relay that marks what it published) is of no use here: the embedded
+ * relay follows the outbox by position and never marks a row (the log is
+ * rebuilt from the outbox), so the partial index held every row ever
+ * written — one index entry per event (a chat turn writes six) for nothing.
+ */
+const dropUnpublishedIndexMigration = {
+  "2027_06_05_000_drop_outbox_unpublished_index": {
+    async up(db: import("kysely").Kysely<unknown>) {
+      await db.schema.dropIndex("outbox_unpublished_idx").ifExists().execute();
+    },
+  },
+};
+
+/**
  * Boot every service in one process. Returns once the server listens and every
  * module has started.
  */
@@ -233,6 +248,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<EmbeddedT
       ...consumerPositionsMigration,
       ...outboxAddressIndexMigration,
       ...deploymentKeysMigration,
+      ...dropUnpublishedIndexMigration,
     },
   });
   // Nothing here listens for the outbox's NOTIFY (every writer is in this

@@ -121,6 +121,42 @@ describe("embedded mode", () => {
     }
   });
 
+  it("keeps no index of unpublished rows: its relay never marks one published", async () => {
+    let ctx: ServiceContext | undefined;
+    const trellis = await startEmbedded({ services: [recorder((c) => (ctx = c))], port: 0 });
+    try {
+      const { rows } = await sql<{ name: string }>`
+        select indexname as name from pg_indexes
+        where schemaname = ${EMBEDDED_OUTBOX_SCHEMA} and tablename = 'outbox'
+        order by indexname`.execute(ctx!.db.kysely);
+      const names = rows.map((row) => row.name);
+      expect(names).not.toContain("outbox_unpublished_idx");
+      // The indexes its reads use stay: by position, id, resource, address.
+      expect(names).toEqual(
+        expect.arrayContaining([
+          "outbox_pkey",
+          "outbox_id_key",
+          "outbox_resource_sequence_key",
+          "outbox_workspace_position_idx",
+          "outbox_workspace_session_position_idx",
+        ]),
+      );
+      // Nothing is ever marked: the partial index would have held every row.
+      await record(ctx!, ["evt_unmarked"]);
+      await eventually(async () =>
+        (await ctx!.eventLog.read({ filter: { workspaceId: "default" } })).some(
+          (e) => e.event.id === "evt_unmarked",
+        ),
+      );
+      const marked = await sql<{ n: number }>`
+        select count(*)::int as n from ${sql.id(EMBEDDED_OUTBOX_SCHEMA, "outbox")}
+        where published_at is not null`.execute(ctx!.db.kysely);
+      expect(marked.rows).toEqual([{ n: 0 }]);
+    } finally {
+      await trellis.close({ graceMs: 100 });
+    }
+  });
+
   it("gives events their outbox positions, gaps included, and keeps them with a small window across a restart", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "trellis-embedded-"));
     dirs.push(dataDir);
