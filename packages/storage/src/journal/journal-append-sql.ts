@@ -1,4 +1,5 @@
-import { type Kysely, type Migration, sql } from "kysely";
+import { type Kysely, type Migration, type RawBuilder, sql } from "kysely";
+import type { NewOutboxRow, OutboxSequenceRow } from "../outbox/outbox-schema.js";
 import { assertSchemaName } from "../schema-name.js";
 
 /**
@@ -122,6 +123,8 @@ export interface FunctionAppend {
   entries: readonly { stream: string; kind: string; body: Uint8Array }[];
   key: string | undefined;
   expected: bigint | undefined;
+  /** Its events' outbox rows and counters (`AppendOptions.events`), written only if it is. */
+  events?: { rows: readonly NewOutboxRow[]; counters: readonly OutboxSequenceRow[] } | undefined;
 }
 
 /** One append's answer from the function (see `journalAppendFunctionMigration`). */
@@ -131,13 +134,20 @@ export type FunctionResult =
   | { status: "conflict"; head: bigint }
   | { status: "moved" };
 
-/** Runs one batch through `<schema>.journal_append`; one answer per append, in batch order. */
+/**
+ * Runs one batch through `<schema>.journal_append`; one answer per append, in
+ * batch order. With `outboxSchema`, the appends' events go to that outbox in
+ * the same statement, for the appends the function wrote only (data-modifying
+ * CTEs joined to its answers; a resource's counter from its last written
+ * append); `inserted` pairs their ids with the positions they got.
+ */
 export async function appendByFunction(
   db: Kysely<unknown>,
   schema: string,
   notify: boolean,
   batch: readonly FunctionAppend[],
-): Promise<FunctionResult[]> {
+  outboxSchema?: string,
+): Promise<{ results: FunctionResult[]; inserted: { id: string; position: bigint }[] }> {
   const keys: (string | null)[] = [];
   const expected: (string | null)[] = [];
   const sizes: number[] = [];
@@ -159,18 +169,34 @@ export async function appendByFunction(
     });
   });
   const fn = sql.id(schema, "journal_append");
+  const call = sql`select append_no, status, first, size, head from ${fn}(
+      ${notify}, cast(${keys} as text[]), cast(${expected} as bigint[]), cast(${sizes} as int[]),
+      cast(${app} as int[]), cast(${off} as int[]), cast(${streams} as text[]),
+      cast(${kinds} as text[]), cast(${bodies} as bytea[]))`;
+  const events = outboxSchema === undefined ? undefined : eventValues(batch);
   const { rows } = await sql<{
-    append_no: number;
-    status: string;
+    append_no: number | null;
+    status: string | null;
     first: string | bigint | null;
     size: number | null;
     head: string | bigint | null;
-  }>`select append_no, status, first, size, head from ${fn}(
-      ${notify}, cast(${keys} as text[]), cast(${expected} as bigint[]), cast(${sizes} as int[]),
-      cast(${app} as int[]), cast(${off} as int[]), cast(${streams} as text[]),
-      cast(${kinds} as text[]), cast(${bodies} as bytea[]))`.execute(db);
+    id?: string | null;
+  }>`${
+    events === undefined
+      ? call
+      : sql`with a as (${call}),
+          ${withOutbox(outboxSchema as string, events.rows, events.counters)}
+          select append_no, status, first, size, head, null as id from a
+          union all
+          select null, null, position, null, null, id from o`
+  }`.execute(db);
   const results: (FunctionResult | undefined)[] = new Array(batch.length);
+  const inserted: { id: string; position: bigint }[] = [];
   for (const row of rows) {
+    if (typeof row.id === "string") {
+      inserted.push({ id: row.id, position: BigInt(row.first as string) });
+      continue;
+    }
     const at = Number(row.append_no) - 1;
     switch (row.status) {
       case "written":
@@ -190,8 +216,70 @@ export async function appendByFunction(
         results[at] = { status: "moved" };
     }
   }
-  return results.map((result, i) => {
-    if (result === undefined) throw new Error(`journal_append answered nothing for append ${i}`);
-    return result;
+  return {
+    inserted,
+    results: results.map((result, i) => {
+      if (result === undefined) throw new Error(`journal_append answered nothing for append ${i}`);
+      return result;
+    }),
+  };
+}
+
+/** The batch's outbox rows and counters as VALUES lists, each tagged with its append's number. */
+function eventValues(
+  batch: readonly FunctionAppend[],
+): { rows: RawBuilder<unknown>[]; counters: RawBuilder<unknown>[] } | undefined {
+  const rows: RawBuilder<unknown>[] = [];
+  const counters: RawBuilder<unknown>[] = [];
+  batch.forEach((pending, i) => {
+    for (const r of pending.events?.rows ?? []) {
+      rows.push(sql`(${i + 1}::int, ${rows.length}::int, ${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
+        ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
+        ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`);
+    }
+    for (const c of pending.events?.counters ?? []) {
+      counters.push(sql`(${i + 1}::int, ${c.resource_object}::text, ${c.resource_id}::text,
+        ${c.last_sequence}::bigint, ${c.last_event_id}::text, ${c.replaced_event_id}::text)`);
+    }
   });
+  return rows.length === 0 ? undefined : { rows, counters };
+}
+
+/**
+ * The CTEs `o_sequence` and `o` (`returning id, position`) writing the
+ * outbox rows of the appends CTE `a` answered `written` (the function's
+ * answers are computed once, before either insert reads them). A resource's
+ * counter comes from its highest sequence among them, never lowering one.
+ */
+function withOutbox(
+  schema: string,
+  rows: readonly RawBuilder<unknown>[],
+  counters: readonly RawBuilder<unknown>[],
+): RawBuilder<unknown> {
+  assertSchemaName(schema);
+  return sql`o_sequence as (
+      insert into ${sql.id(schema, "outbox_sequence")} as c (resource_object, resource_id,
+        last_sequence, last_event_id, replaced_event_id)
+      select distinct on (v.resource_object, v.resource_id)
+        v.resource_object, v.resource_id, v.last_sequence, v.last_event_id, v.replaced_event_id
+      from (values ${sql.join(counters)})
+        as v(append_no, resource_object, resource_id, last_sequence, last_event_id, replaced_event_id)
+      join a on a.append_no = v.append_no and a.status = 'written'
+      order by v.resource_object, v.resource_id, v.last_sequence desc
+      on conflict (resource_object, resource_id) do update set
+        last_sequence = excluded.last_sequence,
+        last_event_id = excluded.last_event_id,
+        replaced_event_id = excluded.replaced_event_id
+      where c.last_sequence < excluded.last_sequence),
+    o as (
+      insert into ${sql.id(schema, "outbox")} (id, workspace_id, session_id,
+        resource_object, resource_id, sequence, kind, body, created_at)
+      select v.id, v.workspace_id, v.session_id, v.resource_object, v.resource_id,
+        v.sequence, v.kind, v.body, v.created_at
+      from (values ${sql.join(rows)})
+        as v(append_no, ordinal, id, workspace_id, session_id, resource_object, resource_id,
+          sequence, kind, body, created_at)
+      join a on a.append_no = v.append_no and a.status = 'written'
+      order by v.ordinal
+      returning id, position)`;
 }

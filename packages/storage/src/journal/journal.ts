@@ -394,19 +394,6 @@ function batchWriter<DB>(
     events: SequencedOutboxRows | undefined,
     inserted: readonly { id: string; position: bigint }[],
   ): LoggedEvent[] => (events === undefined ? [] : outboxEntries(events.events, inserted));
-  /** Writes `writers`' events in a statement of their own (after the journal's, same transaction). */
-  const insertEvents = async (
-    db: Kysely<DB>,
-    writers: readonly Pending[],
-  ): Promise<LoggedEvent[]> => {
-    const events = eventsOfWriters(writers);
-    if (events === undefined) return [];
-    const result = await sql<{ id: string; position: bigint }>`
-      with ${sequencedOutboxCtes(outboxSchema as string, "o", events.rows, events.counters)}
-      select id, position from o`.execute(db);
-    return logged(events, result.rows);
-  };
-
   return async (batch) => {
     const withEvents = batch.some((pending) => pending.events !== undefined);
     const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];
@@ -532,28 +519,23 @@ function batchWriter<DB>(
     };
 
     if (locks && byFunction) {
-      // One statement; with events, a transaction of two (the events of the
-      // appends it wrote after it).
+      // One statement, the appends' events included.
       const byOne = async (db: Kysely<DB>): Promise<BatchWritten> => {
-        const answers = await appendByFunction(
+        const { results, inserted } = await appendByFunction(
           db as unknown as Kysely<unknown>,
           schema,
           notify,
           batch,
+          withEvents ? outboxSchema : undefined,
         );
-        const results = batch.map((pending, i) =>
-          fromFunction(pending, answers[i] as FunctionResult),
-        );
-        const writers = batch.filter((_, i) => {
-          const result = results[i];
-          return !(result instanceof Error) && result?.duplicate === false;
-        });
-        return { results, logged: withEvents ? await insertEvents(db, writers) : [] };
+        const written = batch.filter((_, i) => results[i]?.status === "written");
+        return {
+          results: batch.map((pending, i) => fromFunction(pending, results[i] as FunctionResult)),
+          logged: logged(eventsOfWriters(written), inserted),
+        };
       };
       try {
-        return withEvents
-          ? await database.kysely.transaction().execute((trx) => byOne(trx))
-          : await byOne(database.kysely);
+        return await byOne(database.kysely);
       } catch (error) {
         // 42883 undefined_function: the schema predates journal_append. The
         // failed statement wrote nothing; use the transaction from now on.
