@@ -147,7 +147,7 @@ async function createTasksModule(
     journalMode === "owner"
       ? createJournal(context.db, {
           schema: context.schema,
-          // An owned step's events go to the outbox in its append's transaction.
+          // An owned step's events go to the outbox with its append (one statement).
           outbox: { schema: context.outboxSchema, kick: (rows) => context.outbox.kick(rows) },
         })
       : undefined;

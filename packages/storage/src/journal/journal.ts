@@ -160,8 +160,9 @@ export interface JournalOptions {
   notify?: boolean;
   /**
    * Where appends' `events` go: the outbox of `schema` (same database,
-   * `outboxMigrations` applied), written in the batch's transaction;
-   * `kick` gets the committed rows (an `OutboxWriter`'s or a relay's kick).
+   * `outboxMigrations` applied), written in the batch's statement (or its
+   * transaction); `kick` gets the committed rows (an `OutboxWriter`'s or a
+   * relay's kick) before the appends resolve.
    */
   outbox?: JournalOutbox;
 }
@@ -520,9 +521,9 @@ function batchWriter<DB>(
 
     if (locks && byFunction) {
       // One statement, the appends' events included.
-      const byOne = async (db: Kysely<DB>): Promise<BatchWritten> => {
+      const byOne = async (): Promise<BatchWritten> => {
         const { results, inserted } = await appendByFunction(
-          db as unknown as Kysely<unknown>,
+          database.kysely as unknown as Kysely<unknown>,
           schema,
           notify,
           batch,
@@ -535,7 +536,7 @@ function batchWriter<DB>(
         };
       };
       try {
-        return await byOne(database.kysely);
+        return await byOne();
       } catch (error) {
         // 42883 undefined_function: the schema predates journal_append. The
         // failed statement wrote nothing; use the transaction from now on.

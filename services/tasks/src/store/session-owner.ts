@@ -48,8 +48,8 @@ export interface LastEvent {
 
 /**
  * One owned step's append: its journal entries (the row changes) and its
- * public events, which the journal writes to the outbox in the same
- * transaction (`AppendOptions.events`).
+ * public events, which the journal writes to the outbox with them (one
+ * statement; `AppendOptions.events`).
  */
 export interface StepAppend {
   entries: readonly JournalEntry[];
