@@ -48,6 +48,19 @@ export function describeJournalContract(
 ): void {
   describe(`journal contract: ${name}`, () => {
     const { backend, freshSchema, open, all, transactions, range } = journalFixture(factory);
+    /** From now on `<schema>.<table>` refuses rows of kind `poison` (a trigger raising). */
+    const refusePoison = async (schema: string, table: string) => {
+      await sql`
+        create function ${sql.id(schema, `refuse_${table}`)}() returns trigger language plpgsql as $$
+        begin
+          if new.kind = 'poison' then raise exception 'refused'; end if;
+          return new;
+        end $$`.execute(backend.database.kysely);
+      await sql`create trigger refuse before insert on ${sql.id(schema, table)}
+        for each row execute function ${sql.id(schema, `refuse_${table}`)}()`.execute(
+        backend.database.kysely,
+      );
+    };
 
     it("resolves an append only after its batch committed, then it is readable anywhere", async () => {
       const schema = await freshSchema();
@@ -288,16 +301,7 @@ export function describeJournalContract(
       const journal = open(schema);
       await journal.append([entry("s0")]);
       // The database refuses one entry's row (as a full disk or a bug would).
-      await sql`
-        create function ${sql.id(schema, "refuse")}() returns trigger language plpgsql as $$
-        begin
-          if new.kind = 'poison' then raise exception 'refused'; end if;
-          return new;
-        end $$`.execute(backend.database.kysely);
-      await sql`create trigger refuse before insert on ${sql.id(schema, "journal")}
-        for each row execute function ${sql.id(schema, "refuse")}()`.execute(
-        backend.database.kysely,
-      );
+      await refusePoison(schema, "journal");
       const outcomes = await Promise.allSettled([
         journal.append([entry("s1")]),
         journal.append([entry("s2", "poison")]),
@@ -388,16 +392,7 @@ export function describeJournalContract(
       expect(isTrellisError(reason) && reason.reason).toBe("service_unavailable");
 
       // The outbox refuses a row: the whole batch fails, its entries with it.
-      await sql`
-        create function ${sql.id(schema, "refuse")}() returns trigger language plpgsql as $$
-        begin
-          if new.kind = 'poison' then raise exception 'refused'; end if;
-          return new;
-        end $$`.execute(backend.database.kysely);
-      await sql`create trigger refuse before insert on ${sql.id(schema, "outbox")}
-        for each row execute function ${sql.id(schema, "refuse")}()`.execute(
-        backend.database.kysely,
-      );
+      await refusePoison(schema, "outbox");
       const failed = await Promise.allSettled([
         journal.append([entry("s4")], { events: [taskEvent("task.submitted", "t4")] }),
         journal.append([entry("s5")], { events: [taskEvent("poison", "t5")] }),
