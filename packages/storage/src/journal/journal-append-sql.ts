@@ -1,4 +1,5 @@
 import { type Kysely, type Migration, type RawBuilder, sql } from "kysely";
+import { outboxCounterTuple, outboxRowTuple } from "../outbox/outbox.js";
 import type { NewOutboxRow, OutboxSequenceRow } from "../outbox/outbox-schema.js";
 import { assertSchemaName } from "../schema-name.js";
 
@@ -232,15 +233,11 @@ function eventValues(
   const rows: RawBuilder<unknown>[] = [];
   const counters: RawBuilder<unknown>[] = [];
   batch.forEach((pending, i) => {
+    const append = sql`${i + 1}::int`;
     for (const r of pending.events?.rows ?? []) {
-      rows.push(sql`(${i + 1}::int, ${rows.length}::int, ${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
-        ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
-        ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`);
+      rows.push(outboxRowTuple(r, append, sql`${rows.length}::int`));
     }
-    for (const c of pending.events?.counters ?? []) {
-      counters.push(sql`(${i + 1}::int, ${c.resource_object}::text, ${c.resource_id}::text,
-        ${c.last_sequence}::bigint, ${c.last_event_id}::text, ${c.replaced_event_id}::text)`);
-    }
+    for (const c of pending.events?.counters ?? []) counters.push(outboxCounterTuple(c, append));
   });
   return rows.length === 0 ? undefined : { rows, counters };
 }

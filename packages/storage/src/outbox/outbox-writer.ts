@@ -21,8 +21,10 @@ import { type Kysely, type RawBuilder, sql, type Transaction } from "kysely";
 import { assertSchemaName } from "../schema-name.js";
 import {
   appendToOutboxLogged,
+  outboxCounterTuple,
   outboxEntries,
   outboxPositionsSql,
+  outboxRowTuple,
   sequenceFreshOutboxEvents,
   sequenceOutboxEvents,
 } from "./outbox.js";
@@ -183,17 +185,8 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
         size: sequenced.rows.length,
         ctes(name, when) {
           const gate = when === undefined ? sql`` : sql` where ${when}`;
-          const counters = sequenced.counters.map(
-            (c) =>
-              sql`(${c.resource_object}::text, ${c.resource_id}::text, ${c.last_sequence}::bigint,
-                ${c.last_event_id}::text, ${c.replaced_event_id}::text)`,
-          );
-          const rows = sequenced.rows.map(
-            (r) =>
-              sql`(${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
-                ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
-                ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`,
-          );
+          const counters = sequenced.counters.map((c) => outboxCounterTuple(c));
+          const rows = sequenced.rows.map((r) => outboxRowTuple(r));
           // Rows go in call order, so within a resource positions follow sequences.
           return sql`${sql.id(`${name}_sequence`)} as (
             insert into ${sql.id(schema, "outbox_sequence")} (resource_object, resource_id,

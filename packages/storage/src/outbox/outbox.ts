@@ -333,6 +333,35 @@ export function sequencedOutboxRows(
 }
 
 /**
+ * An outbox row as a typed VALUES tuple (the outbox's insert column order:
+ * id, workspace, session, resource object and id, sequence, kind, body,
+ * created at), after `lead` columns of the caller's own.
+ */
+export function outboxRowTuple(
+  r: NewOutboxRow,
+  ...lead: RawBuilder<unknown>[]
+): RawBuilder<unknown> {
+  return sql`(${sql.join([
+    ...lead,
+    sql`${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
+      ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
+      ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz`,
+  ])})`;
+}
+
+/** A counter row as a typed VALUES tuple (`outbox_sequence`'s column order), after `lead` columns. */
+export function outboxCounterTuple(
+  c: OutboxSequenceRow,
+  ...lead: RawBuilder<unknown>[]
+): RawBuilder<unknown> {
+  return sql`(${sql.join([
+    ...lead,
+    sql`${c.resource_object}::text, ${c.resource_id}::text, ${c.last_sequence}::bigint,
+      ${c.last_event_id}::text, ${c.replaced_event_id}::text`,
+  ])})`;
+}
+
+/**
  * Two data-modifying CTEs for one statement of the caller's own, writing
  * {@link sequencedOutboxRows}: `<name>_sequence` sets each resource's
  * counter row to the given values (never lowering it) and `<name>` inserts
@@ -347,17 +376,8 @@ export function sequencedOutboxCtes(
   counters: readonly OutboxSequenceRow[],
 ): RawBuilder<unknown> {
   assertSchemaName(schema);
-  const counterValues = counters.map(
-    (c) =>
-      sql`(${c.resource_object}::text, ${c.resource_id}::text, ${c.last_sequence}::bigint,
-        ${c.last_event_id}::text, ${c.replaced_event_id}::text)`,
-  );
-  const rowValues = rows.map(
-    (r) =>
-      sql`(${r.id}::text, ${r.workspace_id}::text, ${r.session_id}::text,
-        ${r.resource_object}::text, ${r.resource_id}::text, ${r.sequence}::bigint,
-        ${r.kind}::text, ${r.body}::bytea, ${r.created_at}::timestamptz)`,
-  );
+  const counterValues = counters.map((c) => outboxCounterTuple(c));
+  const rowValues = rows.map((r) => outboxRowTuple(r));
   // Rows go in call order, so within a resource positions follow sequences.
   return sql`${sql.id(`${name}_sequence`)} as (
     insert into ${sql.id(schema, "outbox_sequence")} as c (resource_object, resource_id,
