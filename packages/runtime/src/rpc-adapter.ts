@@ -87,6 +87,14 @@ export interface RpcHandlerOptions
 
 const compressions: Compression[] = [compressionGzip, compressionBrotli];
 const compressedFlag = 0b00000001;
+/**
+ * The most an answer this server compressed may decompress to when it is
+ * read back to be rewritten: Connect's own largest message (`writeMaxBytes`'
+ * default), which is also the most zlib accepts as an output limit — a larger
+ * one (say `Number.MAX_SAFE_INTEGER`) makes zlib throw, and the answer was
+ * then never written.
+ */
+const compressedAnswerMaxBytes = 0xffffffff;
 
 // Response content types (set by Connect's handlers) that say which protocol answered.
 const grpcWebType = /^application\/grpc-web(?:-text)?(?:\+|;|$)/i;
@@ -209,7 +217,7 @@ export function createRpcHandler(
     const encoding = header.get("content-encoding");
     if (encoding) {
       const compression = compressions.find((c) => c.name === encoding);
-      if (compression) bytes = await compression.decompress(raw, Number.MAX_SAFE_INTEGER);
+      if (compression) bytes = await compression.decompress(raw, compressedAnswerMaxBytes);
     }
     let original: ConnectError;
     try {
@@ -340,7 +348,7 @@ export function createRpcHandler(
     const envelope = { flags: chunk[0] ?? 0, data: chunk.subarray(5) };
     if ((envelope.flags & compressedFlag) === 0) return envelope.data;
     const compression = compressions.find((c) => c.name === encoding) ?? null;
-    return (await envelopeDecompress(envelope, compression, Number.MAX_SAFE_INTEGER)).data;
+    return (await envelopeDecompress(envelope, compression, compressedAnswerMaxBytes)).data;
   }
 
   function harden(
