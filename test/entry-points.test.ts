@@ -174,6 +174,24 @@ describe.concurrent("trellis CLI with bad input", () => {
     }
   });
 
+  it("names the bad variable when the protocol between services is nonsense", async () => {
+    const values = ["http3", "GRPC ", "rest"];
+    const runs = await Promise.all(
+      values.map((value) =>
+        trellis(["serve", "receipts"], {
+          TRELLIS_SERVICE: "",
+          TRELLIS_SERVICE_PROTOCOL: value,
+          DATABASE_URL: "postgres://postgres@127.0.0.1:5432/trellis_never_used",
+        }),
+      ),
+    );
+    for (const { code, err } of runs) {
+      expect(code).toBe(1);
+      expect(err).toContain("TRELLIS_SERVICE_PROTOCOL must be one of connect, grpc");
+      expect(err).not.toMatch(/\n\s+at /);
+    }
+  });
+
   it("names the bad variable when the mesh's grouping of services is nonsense", async () => {
     const values = ["tasks,warp-drive", "tasks,chat;chat,receipts", "gateway,chat"];
     const runs = await Promise.all(

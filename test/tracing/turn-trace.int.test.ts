@@ -225,7 +225,8 @@ describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $n
     expect(notFound.unit).toBe("s");
     expect(notFound.temporality).toBe(2);
     expect(notFound.count).toBe(3);
-    expect(notFound.attributes["rpc.system.name"]).toBe("grpc");
+    // The gateway forwards over the Connect protocol (TRELLIS_SERVICE_PROTOCOL's default).
+    expect(notFound.attributes["rpc.system.name"]).toBe("connectrpc");
     // A client mistake is not a server error.
     expect(notFound.attributes["error.type"]).toBeUndefined();
     expect(notFound.sum).toBeGreaterThan(0);

@@ -13,28 +13,45 @@ import { gatewayService } from "../src/definition.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
 
-const backends = [
+// Services call each other over the Connect protocol by default; the first
+// deployment runs every hop over gRPC instead (TRELLIS_SERVICE_PROTOCOL).
+const backends: {
+  name: string;
+  make: () => typeof tasksService;
+  receipts: boolean;
+  protocol: Record<string, string>;
+}[] = [
   {
-    name: "the tasks service alone (receipts not deployed)",
+    name: "the tasks service alone (receipts not deployed), calls between services over gRPC",
     make: () => tasksService,
     receipts: false,
+    protocol: { TRELLIS_SERVICE_PROTOCOL: "grpc" },
   },
-  { name: "the tasks and receipts services", make: () => tasksService, receipts: true },
+  {
+    name: "the tasks and receipts services",
+    make: () => tasksService,
+    receipts: true,
+    protocol: {},
+  },
 ];
 
 describe.each(backends)(
   "gateway in distributed mode, over $name",
-  ({ make, receipts: withReceipts }) => {
+  ({ make, receipts: withReceipts, protocol }) => {
     let deployment: TestDeployment;
     let gateway: RunningService;
 
     beforeAll(async () => {
       deployment = await openDeployment("trellis_gw", { prefix: "gw" });
-      const tasks = await deployment.start(make());
+      const tasks = await deployment.start(make(), protocol);
       const receipts = withReceipts
-        ? await deployment.start(receiptsService, { TRELLIS_TASKS_URL: tasks.address.url })
+        ? await deployment.start(receiptsService, {
+            ...protocol,
+            TRELLIS_TASKS_URL: tasks.address.url,
+          })
         : undefined;
       gateway = await deployment.start(gatewayService, {
+        ...protocol,
         TRELLIS_API_KEY: ADMIN_KEY,
         TRELLIS_TASKS_URL: tasks.address.url,
         // Nothing listens here when receipts is not deployed.
