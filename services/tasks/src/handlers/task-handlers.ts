@@ -36,8 +36,15 @@ const WAIT_ENDED = new Error("submit wait ended");
 /** The longest SubmitTask `wait_ms` (a unary call should not hold a task's whole run). */
 export const MAX_SUBMIT_WAIT_MS = 60_000;
 
-/** How long before the caller's deadline a SubmitTask wait ends, to answer in time. */
-const DEADLINE_MARGIN_MS = 250;
+/**
+ * How long before the caller's deadline a SubmitTask wait ends, to answer in
+ * time: 250 ms and a fifth of what is left, at most 2 s. A fixed 250 ms was
+ * eaten by a late timer on a loaded machine (the caller got DEADLINE_EXCEEDED
+ * instead of its task's id).
+ */
+function deadlineMarginMs(remainingMs: number): number {
+  return Math.min(2_000, 250 + Math.floor(remainingMs / 5));
+}
 
 /** Whether a watch ends at this state: terminal, or (`untilSettled`) suspended. */
 function isSettled(task: Task, untilSettled: boolean): boolean {
@@ -186,7 +193,7 @@ export function createTaskHandlers(deps: HandlerDeps): ServiceImpl<typeof TaskSe
       const waitMs =
         remaining === undefined
           ? request.waitMs
-          : Math.min(request.waitMs, Math.max(0, remaining - DEADLINE_MARGIN_MS));
+          : Math.min(request.waitMs, Math.max(0, remaining - deadlineMarginMs(remaining)));
       const timer = setTimeout(() => wait.abort(WAIT_ENDED), waitMs);
       let task = result.task;
       try {

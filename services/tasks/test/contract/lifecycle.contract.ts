@@ -344,7 +344,7 @@ export function describeLifecycle(suite: TasksSuite): void {
       // the task it submitted (queued behind the first), not DEADLINE_EXCEEDED.
       const hurried = await h.tasks.submitTask(
         { sessionId, input: text("hurried"), waitMs: 20_000 },
-        { timeoutMs: 1_500 },
+        { timeoutMs: 3_000 },
       );
       expect(hurried.task?.status).toBe(TaskStatus.SUBMITTED);
       // Queued behind both: answered once the turns before it ended and it ran.
