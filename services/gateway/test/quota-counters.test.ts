@@ -4,8 +4,9 @@
 import { createDatabase, type Database, migrate } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ReservedCounters } from "../src/quota/reserved-counters.js";
 import { quotaMigrations } from "../src/quota/schema.js";
-import { PostgresQuotaCounters } from "../src/quota/store.js";
+import { type CounterTake, PostgresQuotaCounters, type QuotaCounters } from "../src/quota/store.js";
 import { WriteBehindCounters } from "../src/quota/write-behind-counters.js";
 
 const backends = [
@@ -254,5 +255,135 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     }
     expect((await counters.usage("b:timer", hour)).used).toBe(3);
     await reads.close();
+  });
+
+  /** `counters`, counting the takes that reach the table. */
+  function counted(): { counters: QuotaCounters; takes: () => number } {
+    let takes = 0;
+    const proxy: QuotaCounters = Object.create(counters);
+    proxy.takeAll = (t: readonly CounterTake[]) => {
+      takes++;
+      return counters.takeAll(t);
+    };
+    return { counters: proxy, takes: () => takes };
+  }
+  const reserved = (c: QuotaCounters, holdMs = 60_000) =>
+    new ReservedCounters(c, {
+      maxBlock: 64,
+      holdMs,
+      onError: (e) => {
+        throw e;
+      },
+    });
+
+  it("grants writes from blocks of units: exact, with a statement per block", async () => {
+    const hour = 3_600_000;
+    const table = counted();
+    const writes = reserved(table.counters);
+    const bucket = "r:block";
+    for (let i = 0; i < 500; i++) {
+      const taken = await writes.takeAll([{ bucket, periodMs: hour, limit: 10_000 }]);
+      expect(taken.map((r) => [r.allowed, r.used])).toEqual([[true, i + 1]]);
+    }
+    // Blocks of 1, 2, 4, … 63 spare units: a few statements, not 500.
+    expect(table.takes()).toBeLessThanOrEqual(14);
+    const inTable = (await counters.usage(bucket, hour)).used;
+    expect(inTable).toBeGreaterThanOrEqual(500);
+    expect(inTable).toBeLessThan(500 + 64);
+    // The replica's report leaves its spare units out; closing gives them back.
+    expect((await writes.usage(bucket, hour)).used).toBe(500);
+    await writes.close();
+    expect((await counters.usage(bucket, hour)).used).toBe(500);
+    // One unit per statement asked for: no blocks.
+    const single = counted();
+    const exact = new ReservedCounters(single.counters, {
+      maxBlock: 1,
+      holdMs: 60_000,
+      onError: () => {},
+    });
+    for (let i = 0; i < 5; i++) await exact.takeAll([{ bucket, periodMs: hour, limit: 10_000 }]);
+    expect(single.takes()).toBe(5);
+  });
+
+  it("never grants past the limit across replicas; spare units go back", async () => {
+    const hour = 3_600_000;
+    const bucket = "r:replicas";
+    const limit = 100;
+    const a = reserved(counters);
+    const b = reserved(counters);
+    const take = (c: ReservedCounters) => c.takeAll([{ bucket, periodMs: hour, limit }]);
+    // Warm both replicas' blocks, then a burst on both at once.
+    let granted = 0;
+    for (let i = 0; i < 20; i++) {
+      for (const c of [a, b]) if ((await take(c))[0]?.allowed) granted++;
+    }
+    const burst = await Promise.all(Array.from({ length: 150 }, (_, i) => take(i % 2 ? a : b)));
+    granted += burst.filter((r) => r[0]?.allowed).length;
+    expect(granted).toBeLessThanOrEqual(limit);
+    // The table counts every granted unit plus the spare ones held; closed, just the granted.
+    expect((await counters.usage(bucket, hour)).used).toBeGreaterThanOrEqual(granted);
+    await a.close();
+    await b.close();
+    expect((await counters.usage(bucket, hour)).used).toBe(granted);
+    // What is left is granted to a third replica, exactly up to the limit.
+    const c = reserved(counters);
+    while ((await take(c))[0]?.allowed) granted++;
+    expect(granted).toBe(limit);
+    await c.close();
+    expect((await counters.usage(bucket, hour)).used).toBe(limit);
+  });
+
+  it("takes a request's counters from blocks in order, stopping at the first refusal", async () => {
+    const hour = 3_600_000;
+    const writes = reserved(counters);
+    const takes = [
+      { bucket: "r:actor", periodMs: hour, limit: 1_000 },
+      { bucket: "r:quota", periodMs: hour, limit: 3 },
+      { bucket: "r:agent", periodMs: hour, limit: 1_000 },
+    ];
+    for (let i = 1; i <= 3; i++) {
+      expect((await writes.takeAll(takes)).map((r) => [r.allowed, r.used])).toEqual([
+        [true, i],
+        [true, i],
+        [true, i],
+      ]);
+    }
+    // The quota is used up: the actor's unit before it counts, the agent's after it does not.
+    const refused = await writes.takeAll(takes);
+    expect(refused.map((r) => [r.allowed, r.used])).toEqual([
+      [true, 4],
+      [false, 3],
+    ]);
+    // A refunded unit of the current block is the replica's to grant again.
+    await writes.refund("r:actor", refused[0]?.windowStart as Date);
+    await writes.close();
+    const used = async (bucket: string) => (await counters.usage(bucket, hour)).used;
+    expect([await used("r:actor"), await used("r:quota"), await used("r:agent")]).toEqual([
+      3, 3, 3,
+    ]);
+  });
+
+  it("gives spare units nobody uses back after the hold time, and starts new windows", async () => {
+    const bucket = "r:idle";
+    const hour = 3_600_000;
+    const writes = reserved(counters, 20);
+    for (let i = 0; i < 4; i++) await writes.takeAll([{ bucket, periodMs: hour, limit: 1_000 }]);
+    expect((await counters.usage(bucket, hour)).used).toBeGreaterThan(4);
+    const deadline = Date.now() + 20_000;
+    while ((await counters.usage(bucket, hour)).used > 4 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    expect((await counters.usage(bucket, hour)).used).toBe(4);
+    // A block of an ended window is not granted from: the next take is counted in the new one.
+    const second = "r:second";
+    const first = await writes.takeAll([{ bucket: second, periodMs: 1_000, limit: 1_000 }]);
+    await writes.takeAll([{ bucket: second, periodMs: 1_000, limit: 1_000 }]);
+    await new Promise((resolve) =>
+      setTimeout(resolve, Math.max(0, (first[0]?.resetAt.getTime() ?? 0) - Date.now()) + 50),
+    );
+    const next = await writes.takeAll([{ bucket: second, periodMs: 1_000, limit: 1_000 }]);
+    expect(next[0]?.allowed).toBe(true);
+    expect(next[0]?.windowStart.getTime()).toBeGreaterThan(first[0]?.windowStart.getTime() ?? 0);
+    await writes.close();
   });
 });

@@ -63,6 +63,14 @@ describe("read rate limits", () => {
     expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_WRITES_FLUSH: "soon" })).toThrow(
       /TRELLIS_RATE_LIMIT_WRITES_FLUSH/,
     );
+    // Exact write counters grant from blocks of at most 64 units by default.
+    expect(loadLimitsConfig({}).writesBlock).toBe(64);
+    expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_BLOCK: "1" }).writesBlock).toBe(1);
+    for (const bad of ["0", "x", "10001", "2.5", ""]) {
+      expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_BLOCK: bad })).toThrow(
+        /TRELLIS_RATE_LIMIT_BLOCK must be a whole number/,
+      );
+    }
     expect(loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "off" }).reads).toBeUndefined();
     expect(() => loadLimitsConfig({ TRELLIS_RATE_LIMIT_READS: "lots" })).toThrow(
       /TRELLIS_RATE_LIMIT_READS/,

@@ -15,6 +15,9 @@
  * - `TRELLIS_RATE_LIMIT_WRITES_FLUSH` the same for write rates and the daily task quota;
  *   default `1s` where the gateway is the only replica and `0` on PostgreSQL, where
  *   replicas share the counters exactly
+ * - `TRELLIS_RATE_LIMIT_BLOCK` with exact write counters (`…_WRITES_FLUSH=0`): the most
+ *   units a replica takes from the shared counters at once, to grant from memory
+ *   (`reserved-counters.ts`), default `64`; `1` counts every write with its own statement
  *
  * A rate is `<count>/<window>` (`120/1m`, `10/30s`, `5000/1h`); `off` disables a limit.
  */
@@ -34,8 +37,10 @@ export interface LimitsConfig {
   reads?: RateLimit;
   /** Write-behind interval of the read counters (0: write every read at once). */
   readsFlushMs?: number;
-  /** Write-behind interval of the write counters and the daily quota (0: at once). */
+  /** Write-behind interval of the write counters and the daily quota (0: exact, see `writesBlock`). */
   writesFlushMs?: number;
+  /** With exact write counters: the most units a replica takes at once (1: a statement per write). */
+  writesBlock?: number;
   /** Hard quota: tasks per workspace per UTC day. */
   tasksPerDay?: number;
 }
@@ -98,6 +103,20 @@ function parseFlush(name: string, raw: string): number {
   return value;
 }
 
+/** `TRELLIS_RATE_LIMIT_BLOCK`: 1 to 10000 units. */
+function parseBlock(raw: string): number {
+  const text = raw.trim();
+  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(value) || value < 1 || value > 10_000) {
+    throw new TrellisError({
+      reason: "config_invalid",
+      message: `TRELLIS_RATE_LIMIT_BLOCK must be a whole number of units from 1 (a statement per write) to 10000; got ${JSON.stringify(raw)}`,
+      param: "TRELLIS_RATE_LIMIT_BLOCK",
+    });
+  }
+  return value;
+}
+
 /**
  * Read the limits from the host's environment. `onlyReplica`: the gateway
  * is the only one counting (embedded), so write counts may be written behind
@@ -120,6 +139,7 @@ export function loadLimitsConfig(
     "TRELLIS_RATE_LIMIT_WRITES_FLUSH",
     env.TRELLIS_RATE_LIMIT_WRITES_FLUSH ?? (options.onlyReplica ? ONLY_REPLICA_FLUSH : "0"),
   );
+  const writesBlock = parseBlock(env.TRELLIS_RATE_LIMIT_BLOCK ?? "64");
   const tasksPerDay = parseCount(
     "TRELLIS_QUOTA_TASKS_PER_DAY",
     env.TRELLIS_QUOTA_TASKS_PER_DAY ?? "100000",
@@ -130,6 +150,7 @@ export function loadLimitsConfig(
     ...(agent ? { agent } : {}),
     ...(reads ? { reads, readsFlushMs } : {}),
     writesFlushMs,
+    writesBlock,
     ...(tasksPerDay !== undefined ? { tasksPerDay } : {}),
   };
 }

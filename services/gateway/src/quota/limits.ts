@@ -9,7 +9,9 @@
  *   the actor's read rate, a bucket of its own so reads never use up writes;
  *   read counts are written behind, in batches (`write-behind-counters.ts`, which
  *   states the bounded overshoot across replicas); write counts too where
- *   the gateway is the only replica (embedded, `writesFlushMs`).
+ *   the gateway is the only replica (embedded, `writesFlushMs`). Elsewhere
+ *   write counts are exact across replicas, granted from blocks of units a
+ *   replica took from the table (`reserved-counters.ts`).
  * - A task submission also counts against its agent's rate and, as a hard
  *   quota checked before the task exists, the workspace's tasks per UTC day.
  *   A submission that then fails gives its quota unit back. A REST connector
@@ -25,8 +27,15 @@ import { errorResponse, type RestResponse } from "../http/io.js";
 import { visibleSession } from "../http/routes/common.js";
 import type { Admission, GuardedOperation, QuotaReport } from "./admission.js";
 import { dayMs, type LimitsConfig, type RateLimit } from "./config.js";
+import { ReservedCounters } from "./reserved-counters.js";
 import type { CounterResult, CounterTake, QuotaCounters } from "./store.js";
 import { WriteBehindCounters } from "./write-behind-counters.js";
+
+/** How long a replica keeps spare write units nobody uses before it gives them back. */
+const BLOCK_HOLD_MS = 1_000;
+
+/** What the write counters do, written behind or exact (see the two classes). */
+type WriteCounters = Pick<WriteBehindCounters, "takeAll" | "refund" | "usage" | "close">;
 
 /** A connector delivery: it may start a task (see {@link deliveryMadeTask}). */
 const deliveryRoute = "POST /v1/connectors/{connector_id}/deliveries";
@@ -76,16 +85,23 @@ export class RequestLimits implements RouteLimits {
   private readonly wrapped = new WeakMap<RouteSpec, RouteSpec>();
   private readonly plans = new WeakMap<RouteSpec, RoutePlan>();
   private readonly reads: WriteBehindCounters;
-  private readonly writes: WriteBehindCounters;
+  private readonly writes: WriteCounters;
 
   constructor(
     counters: QuotaCounters,
     readonly config: LimitsConfig,
     onFlushError: (error: unknown) => void = (error) =>
-      console.warn(`[gateway] writing read counters failed: ${String(error)}`),
+      console.warn(`[gateway] writing rate counters failed: ${String(error)}`),
   ) {
     this.reads = new WriteBehindCounters(counters, config.readsFlushMs ?? 0, onFlushError);
-    this.writes = new WriteBehindCounters(counters, config.writesFlushMs ?? 0, onFlushError);
+    this.writes =
+      (config.writesFlushMs ?? 0) > 0
+        ? new WriteBehindCounters(counters, config.writesFlushMs ?? 0, onFlushError)
+        : new ReservedCounters(counters, {
+            maxBlock: config.writesBlock ?? 1,
+            holdMs: BLOCK_HOLD_MS,
+            onError: onFlushError,
+          });
   }
 
   /** Write the counts still held in memory (at shutdown). */
