@@ -40,6 +40,31 @@ export type Cursor = { afterPosition: bigint } | { afterEventId: string };
 export interface LoggedEvent {
   event: Event;
   position: bigint;
+  /**
+   * The event's protobuf encoding as the archive it came from stores it (an
+   * outbox row's body), when at hand: what a relay passes on as
+   * {@link AppendOptions.encoded}. Logs do not set it on what they return.
+   */
+  body?: Uint8Array;
+}
+
+/** Options of {@link EventLog.append}. */
+export interface AppendOptions {
+  /**
+   * Encodings of events as given (e.g. read from the outbox, sequence and
+   * previous event id included): a log that stores bytes stores these
+   * instead of encoding the event again, when it stores the event unchanged.
+   */
+  encoded?: ReadonlyMap<Event, Uint8Array>;
+}
+
+/** Each entry's `body`, by its event, for {@link AppendOptions.encoded} (undefined when none has one). */
+export function encodedBodies(
+  entries: readonly LoggedEvent[],
+): ReadonlyMap<Event, Uint8Array> | undefined {
+  const bodies = new Map<Event, Uint8Array>();
+  for (const entry of entries) if (entry.body !== undefined) bodies.set(entry.event, entry.body);
+  return bodies.size > 0 ? bodies : undefined;
 }
 
 /** The outcome of appending one event. */
@@ -146,7 +171,7 @@ export interface DurableConsumerOptions {
  * after `ackWaitMs` (the in-process log hands them back at once).
  */
 export interface EventLog {
-  append(events: readonly Event[]): Promise<AppendResult[]>;
+  append(events: readonly Event[], options?: AppendOptions): Promise<AppendResult[]>;
   read(query: ReadQuery): Promise<LoggedEvent[]>;
   subscribe(query: SubscribeQuery): AsyncIterable<LoggedEvent>;
   /**

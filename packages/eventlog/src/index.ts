@@ -17,12 +17,14 @@ export {
 } from "./create-event-log.js";
 export { DEFAULT_EVENT_WINDOW } from "./defaults.js";
 export {
+  type AppendOptions,
   type AppendResult,
   type ConsumedEvent,
   type Cursor,
   type DurableConsumerOptions,
   type EventFilter,
   type EventLog,
+  encodedBodies,
   type LoggedEvent,
   MAX_EVENT_BYTES,
   MAX_READ_LIMIT,

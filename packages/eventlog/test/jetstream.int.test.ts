@@ -1,4 +1,5 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
+import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
 import { jetstream, jetstreamManager } from "@nats-io/jetstream";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import { EventSchema } from "@trellis/contracts/core";
@@ -41,6 +42,35 @@ describe("JetStreamEventLog on the shared server", () => {
       await jsm.streams.delete(log.streamName).catch(() => false);
       await nc.close();
     }
+  });
+
+  it("stores the bytes it is given for an event it stores unchanged, else encodes", async () => {
+    const { nc, log } = await open();
+    const jsm = await jetstreamManager(nc);
+    const stored = async (position: bigint | undefined) =>
+      (await jsm.streams.getMessage(log.streamName, { seq: Number(position) }))?.data;
+    // Sequenced as the outbox does, with bytes that decode to the event but
+    // are not protobuf-es's own encoding of it (its kind written twice).
+    const first = makeEvent({ workspaceId: "ws_1", resourceId: "task_b", sequence: 1n });
+    const kindAgain = new BinaryWriter()
+      .tag(EventSchema.field.kind.number, WireType.LengthDelimited)
+      .string(first.kind)
+      .finish();
+    const given = new Uint8Array([...toBinary(EventSchema, first), ...kindAgain]);
+    expect(fromBinary(EventSchema, given)).toEqual(first);
+    const [a] = await log.append([first], { encoded: new Map([[first, given]]) });
+    expect(await stored(a?.position)).toEqual(given);
+    // Not stored unchanged (the log assigns the sequence): encoded afresh.
+    const second = makeEvent({ workspaceId: "ws_1", resourceId: "task_b" });
+    const stale = toBinary(EventSchema, second);
+    const [b] = await log.append([second], { encoded: new Map([[second, stale]]) });
+    const body = await stored(b?.position);
+    expect(body).not.toEqual(stale);
+    expect(fromBinary(EventSchema, body as Uint8Array)).toMatchObject({
+      id: second.id,
+      sequence: 2n,
+      previousEventId: first.id,
+    });
   });
 
   it("stores events on readable subjects with msg id and traceparent headers", async () => {

@@ -612,6 +612,21 @@ describe("outbox relay: rows handed over with the kick", () => {
       { event: a, position: 9n },
     ]);
     expect(() => outboxEntries([a, b], [{ id: "evt_a", position: 3 }])).toThrow(/evt_b/);
+    // With the rows (in the events' order), each entry carries its row's body.
+    const bodies = [new Uint8Array([1]), new Uint8Array([2])];
+    expect(
+      outboxEntries(
+        [a, b],
+        [
+          { id: "evt_a", position: 1n },
+          { id: "evt_b", position: 2n },
+        ],
+        bodies.map((body) => ({ body })),
+      ),
+    ).toEqual([
+      { event: a, position: 1n, body: bodies[0] },
+      { event: b, position: 2n, body: bodies[1] },
+    ]);
   });
 
   /**

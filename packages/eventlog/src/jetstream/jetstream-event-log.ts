@@ -30,6 +30,7 @@ import {
   unavailable,
 } from "../errors.js";
 import {
+  type AppendOptions,
   type AppendResult,
   type ConsumedEvent,
   type Cursor,
@@ -192,14 +193,17 @@ export class JetStreamEventLog implements EventLog {
 
   // ── append ────────────────────────────────────────────────────────────────
 
-  async append(events: readonly Event[]): Promise<AppendResult[]> {
+  async append(events: readonly Event[], options: AppendOptions = {}): Promise<AppendResult[]> {
     this.#assertOpen();
     validateEvents(events);
+    const { encoded } = options;
     if (events.length === 1) {
       // Hot path: no grouping, no pool.
       const event = events[0]!;
       const subject = eventSubject(this.prefix, event);
-      return [await this.#serialized(subject, () => this.#appendOne(subject, event))];
+      return [
+        await this.#serialized(subject, () => this.#appendOne(subject, event, encoded?.get(event))),
+      ];
     }
     // Events of one resource must go one after another (each publish needs the
     // previous one's stream sequence); different resources go in parallel.
@@ -218,7 +222,10 @@ export class JetStreamEventLog implements EventLog {
         const [subject, indexes] = next;
         try {
           await this.#serialized(subject, async () => {
-            for (const i of indexes) results[i] = await this.#appendOne(subject, events[i]!);
+            for (const i of indexes) {
+              const event = events[i]!;
+              results[i] = await this.#appendOne(subject, event, encoded?.get(event));
+            }
           });
         } catch (error) {
           failure ??= { error };
@@ -246,7 +253,8 @@ export class JetStreamEventLog implements EventLog {
     }
   }
 
-  async #appendOne(subject: string, event: Event): Promise<AppendResult> {
+  /** Append one event; `given` is its encoding as given (used when it is stored unchanged). */
+  async #appendOne(subject: string, event: Event, given?: Uint8Array): Promise<AppendResult> {
     const explicit = event.sequence > 0n;
     let head = this.#heads.get(subject) ?? EMPTY_HEAD;
     let fresh = false;
@@ -282,7 +290,11 @@ export class JetStreamEventLog implements EventLog {
         hdrs.set("traceparent", traceparent);
       }
       try {
-        const body = toBinary(EventSchema, stored);
+        const unchanged =
+          given !== undefined &&
+          event.sequence === sequence &&
+          stored.previousEventId === event.previousEventId;
+        const body = unchanged ? given : toBinary(EventSchema, stored);
         if (body.length > MAX_EVENT_BYTES)
           throw eventTooLarge(event.id, body.length, MAX_EVENT_BYTES);
         const ack = await this.#js.publish(subject, body, {

@@ -394,7 +394,8 @@ function batchWriter<DB>(
   const logged = (
     events: SequencedOutboxRows | undefined,
     inserted: readonly { id: string; position: bigint }[],
-  ): LoggedEvent[] => (events === undefined ? [] : outboxEntries(events.events, inserted));
+  ): LoggedEvent[] =>
+    events === undefined ? [] : outboxEntries(events.events, inserted, events.rows);
   return async (batch) => {
     const withEvents = batch.some((pending) => pending.events !== undefined);
     const keys = [...new Set(batch.flatMap((p) => (p.key === undefined ? [] : [p.key])))];

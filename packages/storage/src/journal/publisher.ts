@@ -24,6 +24,7 @@ import type { Event } from "@trellis/contracts/core";
 import {
   type AppendResult,
   type EventLog,
+  encodedBodies,
   type LoggedEvent,
   MAX_EVENT_BYTES,
 } from "@trellis/eventlog";
@@ -139,7 +140,10 @@ export async function createPublisher<DB>(options: PublisherOptions<DB>): Promis
   const append = async (batch: readonly LoggedEvent[]): Promise<void> => {
     const results = positionedLog
       ? await positionedLog.appendLogged(batch, { adopt: true })
-      : await log.append(batch.map((logged) => logged.event));
+      : await log.append(
+          batch.map((logged) => logged.event),
+          { encoded: encodedBodies(batch) },
+        );
     stats.published += results.length;
     for (const result of results) if (result.duplicate) stats.duplicates++;
   };
@@ -210,7 +214,7 @@ export async function createPublisher<DB>(options: PublisherOptions<DB>): Promis
           });
           const standIn = deadLetterStandIn(event, "payload_too_large", message);
           batch.push({ position: record.position, event: standIn });
-        } else if (event) batch.push({ position: record.position, event });
+        } else if (event) batch.push({ position: record.position, event, body: record.body });
         else {
           // Nothing to stand in for: no id, no resource.
           report({

@@ -1,5 +1,10 @@
 import { metrics } from "@opentelemetry/api";
-import type { AppendResult, EventLog, LoggedEvent } from "@trellis/eventlog";
+import {
+  type AppendResult,
+  type EventLog,
+  encodedBodies,
+  type LoggedEvent,
+} from "@trellis/eventlog";
 import { sql } from "kysely";
 import { sleep } from "../async.js";
 import type { Database, Lease, Unlisten } from "../database.js";
@@ -203,7 +208,11 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
   const publishRaw = (batch: readonly LoggedEvent[]): Promise<unknown> =>
     positionedLog
       ? positionedLog.appendLogged(batch, { adopt: true })
-      : eventLog.append(batch.map((logged) => logged.event));
+      : eventLog.append(
+          batch.map((logged) => logged.event),
+          // The rows' bytes go out as they are, not encoded again.
+          { encoded: encodedBodies(batch) },
+        );
   // Publishes a batch; rows the log refuses for good are dead-lettered.
   const publish = async (batch: readonly LoggedEvent[]): Promise<void> =>
     reportDead(
@@ -217,7 +226,7 @@ export function createOutboxRelay<DB>(options: OutboxRelayOptions<DB>): OutboxRe
     const batch: LoggedEvent[] = [];
     for (const row of rows) {
       const event = decodeOutboxBody(row.body);
-      if (event) batch.push({ position: row.position, event });
+      if (event) batch.push({ position: row.position, event, body: row.body });
       else {
         reportDead([
           {

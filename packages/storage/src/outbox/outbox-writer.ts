@@ -203,7 +203,7 @@ export function createOutboxWriter(options: OutboxWriterOptions): OutboxWriter {
           const list = Array.isArray(positions)
             ? (positions as { id: string; position: string | bigint | number }[])
             : [];
-          relay?.kick(outboxEntries(sequenced.events, list));
+          relay?.kick(outboxEntries(sequenced.events, list, sequenced.rows));
         },
       };
     },
@@ -257,7 +257,7 @@ class Unit<DB> implements OutboxUnit<DB> {
         const list = Array.isArray(positions)
           ? (positions as { id: string; position: string | bigint | number }[])
           : [];
-        this.#logged.push(...outboxEntries(sequenced.events, list));
+        this.#logged.push(...outboxEntries(sequenced.events, list, sequenced.rows));
       },
     };
   }

@@ -92,7 +92,7 @@ export async function appendToOutboxLogged<DB>(
       ...(await db.insertInto("outbox").values(chunk).returning(["id", "position"]).execute()),
     );
   }
-  return outboxEntries(completed, inserted);
+  return outboxEntries(completed, inserted, rows);
 }
 
 /**
@@ -111,21 +111,25 @@ export function outboxPositionsSql(cte: string): string {
  * Pairs sequenced events (`sequenceOutboxEvents`) with the positions their
  * rows got, as a statement inserting them returned them (`id`, `position`;
  * the position as a number or its text, e.g. from {@link outboxPositionsSql}):
- * the entries a writer hands to the relay, in position order. Throws when an
- * event's row is missing — the caller's statement did not insert what it was
- * given.
+ * the entries a writer hands to the relay, in position order, each with its
+ * row's `body` when `rows` (the events' rows, in the same order) are given,
+ * so the relay publishes the stored bytes instead of encoding again. Throws
+ * when an event's row is missing — the caller's statement did not insert
+ * what it was given.
  */
 export function outboxEntries(
   events: readonly Event[],
   inserted: readonly { id: string; position: bigint | string | number }[],
+  rows?: readonly Pick<NewOutboxRow, "body">[],
 ): LoggedEvent[] {
   const positions = new Map(inserted.map((row) => [row.id, BigInt(row.position)]));
-  const entries = events.map((event) => {
+  const entries = events.map((event, index): LoggedEvent => {
     const position = positions.get(event.id);
     if (position === undefined) {
       throw new Error(`outbox: no row was inserted for event ${event.id}`);
     }
-    return { event, position };
+    const body = rows?.[index]?.body;
+    return body === undefined ? { event, position } : { event, position, body };
   });
   return entries.sort((a, b) => (a.position < b.position ? -1 : a.position > b.position ? 1 : 0));
 }
