@@ -305,6 +305,29 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     expect(single.takes()).toBe(5);
   });
 
+  it("takes one block at a time for a bucket, however many requests are short at once", async () => {
+    const hour = 3_600_000;
+    const table = counted();
+    const writes = reserved(table.counters);
+    const bucket = "r:burst";
+    const take = () => writes.takeAll([{ bucket, periodMs: hour, limit: 10_000 }]);
+    // Warm the bucket up to its largest block (1, 2, 4, … 63 spare units).
+    for (let i = 0; i < 200; i++) await take();
+    expect((await counters.usage(bucket, hour)).used - 200).toBeLessThan(64);
+    // A burst of 100, more than the block holds: those the block cannot
+    // serve go to the table at once, but only one of them asks for spare
+    // units, so at most one block is held after it (not one per request).
+    const burst = await Promise.all(Array.from({ length: 100 }, take));
+    expect(burst.every((r) => r[0]?.allowed)).toBe(true);
+    const held = (await counters.usage(bucket, hour)).used - 300;
+    expect(held).toBeGreaterThanOrEqual(0);
+    expect(held).toBeLessThan(64);
+    expect(table.takes()).toBeLessThan(14 + 100);
+    expect((await writes.usage(bucket, hour)).used).toBe(300);
+    await writes.close();
+    expect((await counters.usage(bucket, hour)).used).toBe(300);
+  });
+
   it("never grants past the limit across replicas; spare units go back", async () => {
     const hour = 3_600_000;
     const bucket = "r:replicas";

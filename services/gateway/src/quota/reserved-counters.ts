@@ -8,7 +8,7 @@
  * |---|---|
  * | exact | every unit granted was first counted in the table by the statement that refuses past the limit, so all replicas together never grant more than the limit |
  * | the request's own unit | a request whose counters all have units in the replica's blocks runs no statement; otherwise one statement takes, for each counter short of units, its cost plus a block of spare units, in order, stopping at the first refusal (as {@link QuotaCounters.takeAll} does) |
- * | block size | doubles with each refill of a bucket in use (1, 2, 4, … up to `maxBlock`), and is never more than an eighth of what the table had left: near the limit every request is counted on its own, exactly as without blocks. A refill refused for its spare units is asked again without them |
+ * | block size | doubles with each refill of a bucket in use (1, 2, 4, … up to `maxBlock`), and is never more than an eighth of what the table had left: near the limit every request is counted on its own, exactly as without blocks. One refill of a bucket at a time asks for spare units; requests short of units meanwhile ask for their own (a burst does not take a block each). A refill refused for its spare units is asked again without them |
  * | spare units given back | units unused for `holdMs`, at {@link ReservedCounters.close}, and refunds of units of the current block; units of a window that ended are dropped (they no longer count) |
  * | the price | a replica may be refused while another holds spare units it has not used, for at most `holdMs`; a replica that crashes takes its spare units with it until the window ends (under-admits, never over-admits); usage reports count other replicas' spare units as used |
  */
@@ -38,6 +38,8 @@ export interface ReservedCountersOptions {
 
 export class ReservedCounters {
   private readonly blocks = new Map<string, Block>();
+  /** Buckets with a refill asking for spare units in flight. */
+  private readonly refilling = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -109,16 +111,27 @@ export class ReservedCounters {
       const cost = take.cost ?? 1;
       const block = this.blocks.get(take.bucket);
       // A first use is counted alone: it learns the window and the count.
-      const left = block === undefined ? 0 : take.limit - block.counted - cost;
+      // So is a request short while another refill of the bucket is out.
+      const left =
+        block === undefined || this.refilling.has(take.bucket)
+          ? 0
+          : take.limit - block.counted - cost;
       const spare = Math.max(
         0,
         Math.min(block?.nextBlock ?? 0, this.options.maxBlock - 1, Math.floor(left / 8)),
       );
       return { take, cost, spare };
     });
-    const results = await this.counters.takeAll(
-      wanted.map(({ take, cost, spare }) => ({ ...take, cost: cost + spare })),
-    );
+    const asking = wanted.filter((w) => w.spare > 0).map((w) => w.take.bucket);
+    for (const bucket of asking) this.refilling.add(bucket);
+    let results: CounterResult[];
+    try {
+      results = await this.counters.takeAll(
+        wanted.map(({ take, cost, spare }) => ({ ...take, cost: cost + spare })),
+      );
+    } finally {
+      for (const bucket of asking) this.refilling.delete(bucket);
+    }
     const refused = results.length - 1;
     const last = results[refused];
     if (last !== undefined && !last.allowed && (wanted[refused]?.spare ?? 0) > 0) {
@@ -140,7 +153,11 @@ export class ReservedCounters {
         periodMs: take.periodMs,
         spare: (sameWindow ? (old?.spare ?? 0) : 0) + spare,
         counted: result.used,
-        nextBlock: Math.min(this.options.maxBlock - 1, Math.max(1, (old?.nextBlock ?? 0) * 2)),
+        // Grows with each refill that took spare units (a first use starts it at 1).
+        nextBlock:
+          old === undefined || spare > 0
+            ? Math.min(this.options.maxBlock - 1, Math.max(1, (old?.nextBlock ?? 0) * 2))
+            : old.nextBlock,
         lastUsedAt: now,
       });
       // Units used: the count less this block's spare ones.
