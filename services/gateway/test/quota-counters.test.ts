@@ -328,6 +328,24 @@ describe.each(backends)("quota counters on $name", ({ open }) => {
     expect((await counters.usage(bucket, hour)).used).toBe(300);
   });
 
+  it("gives back the spare units of a refill still out when it closes", async () => {
+    const hour = 3_600_000;
+    const writes = reserved(counters);
+    const bucket = "r:closing";
+    const take = () => writes.takeAll([{ bucket, periodMs: hour, limit: 10_000 }]);
+    for (let i = 0; i < 100; i++) await take();
+    // Enough at once to run the block dry and send a refill to the table,
+    // closed while that refill is out.
+    const burst = Promise.all(Array.from({ length: 80 }, take));
+    await writes.close();
+    const granted = (await burst).filter((r) => r[0]?.allowed).length;
+    expect(granted).toBe(80);
+    expect((await counters.usage(bucket, hour)).used).toBe(180);
+    // Closed counters count every take in the table.
+    await take();
+    expect((await counters.usage(bucket, hour)).used).toBe(181);
+  });
+
   it("never grants past the limit across replicas; spare units go back", async () => {
     const hour = 3_600_000;
     const bucket = "r:replicas";

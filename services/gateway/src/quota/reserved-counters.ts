@@ -41,6 +41,8 @@ export class ReservedCounters {
   /** Buckets with a refill asking for spare units in flight. */
   private readonly refilling = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  /** Closed: every take goes to the table, and no block is kept. */
+  private closed = false;
 
   constructor(
     private readonly counters: QuotaCounters,
@@ -52,7 +54,9 @@ export class ReservedCounters {
    * the results of the granted counters, then the refused one's.
    */
   async takeAll(takes: readonly CounterTake[]): Promise<CounterResult[]> {
-    if (this.options.maxBlock <= 1 || takes.length === 0) return this.counters.takeAll(takes);
+    if (this.options.maxBlock <= 1 || takes.length === 0 || this.closed) {
+      return this.counters.takeAll(takes);
+    }
     const now = Date.now();
     // Served from the blocks at once (before any await, so concurrent calls
     // cannot grant the same spare unit twice); the others from the table.
@@ -80,7 +84,9 @@ export class ReservedCounters {
         await Promise.all(returns);
       }
     }
-    if (this.blocks.size > 0) this.schedule();
+    // A refill that was out when the counters closed gives its spare units back.
+    if (this.closed) await this.release(0);
+    else if (this.blocks.size > 0) this.schedule();
     return results as CounterResult[];
   }
 
@@ -218,6 +224,7 @@ export class ReservedCounters {
 
   /** Stop the timer and give every spare unit back. */
   async close(): Promise<void> {
+    this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.release(0);
