@@ -290,11 +290,9 @@ export class JetStreamEventLog implements EventLog {
         hdrs.set("traceparent", traceparent);
       }
       try {
-        const unchanged =
-          given !== undefined &&
-          event.sequence === sequence &&
-          stored.previousEventId === event.previousEventId;
-        const body = unchanged ? given : toBinary(EventSchema, stored);
+        // Stored unchanged: its sequence was given, and its previous id (or there is none).
+        const unchanged = explicit && stored.previousEventId === event.previousEventId;
+        const body = given !== undefined && unchanged ? given : toBinary(EventSchema, stored);
         if (body.length > MAX_EVENT_BYTES)
           throw eventTooLarge(event.id, body.length, MAX_EVENT_BYTES);
         const ack = await this.#js.publish(subject, body, {

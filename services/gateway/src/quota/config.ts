@@ -68,10 +68,15 @@ export function parseRate(name: string, raw: string): RateLimit | undefined {
   return { limit, periodMs };
 }
 
+/** `text` as a whole number of digits only, else NaN. */
+function wholeNumber(text: string): number {
+  return /^\d+$/.test(text) ? Number(text) : Number.NaN;
+}
+
 function parseCount(name: string, raw: string): number | undefined {
   const text = raw.trim().toLowerCase();
   if (text === "off") return undefined;
-  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  const value = wholeNumber(text);
   if (!Number.isSafeInteger(value) || value < 1) {
     throw new TrellisError({
       reason: "config_invalid",
@@ -105,8 +110,7 @@ function parseFlush(name: string, raw: string): number {
 
 /** `TRELLIS_RATE_LIMIT_BLOCK`: 1 to 10000 units. */
 function parseBlock(raw: string): number {
-  const text = raw.trim();
-  const value = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  const value = wholeNumber(raw.trim());
   if (!Number.isSafeInteger(value) || value < 1 || value > 10_000) {
     throw new TrellisError({
       reason: "config_invalid",

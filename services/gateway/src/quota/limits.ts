@@ -94,9 +94,10 @@ export class RequestLimits implements RouteLimits {
       console.warn(`[gateway] writing rate counters failed: ${String(error)}`),
   ) {
     this.reads = new WriteBehindCounters(counters, config.readsFlushMs ?? 0, onFlushError);
+    const writesFlushMs = config.writesFlushMs ?? 0;
     this.writes =
-      (config.writesFlushMs ?? 0) > 0
-        ? new WriteBehindCounters(counters, config.writesFlushMs ?? 0, onFlushError)
+      writesFlushMs > 0
+        ? new WriteBehindCounters(counters, writesFlushMs, onFlushError)
         : new ReservedCounters(counters, {
             maxBlock: config.writesBlock ?? 1,
             holdMs: BLOCK_HOLD_MS,

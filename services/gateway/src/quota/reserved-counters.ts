@@ -59,15 +59,19 @@ export class ReservedCounters {
     }
     const now = Date.now();
     // Served from the blocks at once (before any await, so concurrent calls
-    // cannot grant the same spare unit twice); the others from the table.
-    const results: (CounterResult | undefined)[] = takes.map((take) => {
+    // cannot grant the same spare unit twice); the others (`short`) from the table.
+    const short: number[] = [];
+    const results: (CounterResult | undefined)[] = takes.map((take, i) => {
       const block = this.current(take, now);
-      if (block === undefined || block.spare < (take.cost ?? 1)) return undefined;
-      block.spare -= take.cost ?? 1;
+      const cost = take.cost ?? 1;
+      if (block === undefined || block.spare < cost) {
+        short.push(i);
+        return undefined;
+      }
+      block.spare -= cost;
       block.lastUsedAt = now;
       return this.granted(block);
     });
-    const short = [...results.keys()].filter((i) => results[i] === undefined);
     if (short.length > 0) {
       const fromTable = await this.refill(takes, short, now);
       for (const [j, result] of fromTable.entries()) results[short[j] as number] = result;
@@ -77,7 +81,8 @@ export class ReservedCounters {
         const stop = short[refusedAt] as number;
         const returns: Promise<void>[] = [];
         for (let i = stop + 1; i < takes.length; i++) {
-          const [take, served] = [takes[i] as CounterTake, results[i]];
+          const take = takes[i] as CounterTake;
+          const served = results[i];
           if (served) returns.push(this.refund(take.bucket, served.windowStart, take.cost ?? 1));
         }
         results.length = stop + 1;
