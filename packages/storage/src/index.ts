@@ -82,6 +82,7 @@ export {
 export type { TransactionAppendOptions } from "./journal/journal-unit.js";
 export { appendInTransaction } from "./journal/journal-unit.js";
 export type {
+  ProjectionWrite,
   Projector,
   ProjectorDeadLetter,
   ProjectorOptions,

@@ -10,7 +10,7 @@ import type { StorageContractTarget } from "../storage.contract.js";
 import { createJournal, type Journal, type JournalEntry, type JournalOptions } from "./journal.js";
 import { type JournalRecord, readJournal } from "./journal-read.js";
 import { journalMigrations } from "./journal-schema.js";
-import { createProjector, type Projector } from "./projector.js";
+import { createProjector, type ProjectionWrite, type Projector } from "./projector.js";
 
 const text = new TextEncoder();
 
@@ -72,7 +72,14 @@ export function journalFixture(factory: () => Promise<StorageContractTarget>) {
       );
       return rows.rows.map((r) => BigInt(r.position));
     };
-    return { apply, applied };
+    /** `apply` as the projector's `writes`: one insert, run in the batch's one statement. */
+    const writes = (batch: readonly JournalRecord[]): ProjectionWrite[] => [
+      (qc) =>
+        qc
+          .insertInto("applied")
+          .values(batch.map((r) => ({ position: r.position, stream: r.stream }))),
+    ];
+    return { apply, applied, writes };
   };
   const project = async (
     schema: string,

@@ -80,6 +80,59 @@ export function describeProjectorContract(
       expect(await applied()).toEqual(range(40));
     });
 
+    it("applies a batch's writes as one statement with its claim, once, with two instances", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { applied, writes } = await projection(schema);
+      let transactions = 0;
+      const inTransaction = async () => {
+        transactions++;
+      };
+      const p1 = await project(schema, { batchSize: 3, journal, writes, project: inTransaction });
+      const p2 = await project(schema, {
+        batchSize: 3,
+        writes,
+        project: inTransaction,
+        database: backend.other,
+      });
+      await Promise.all(Array.from({ length: 40 }, (_, i) => journal.append([entry(`s${i}`)])));
+      await p1.waitFor(40n);
+      await p2.waitFor(40n);
+      // Each entry once (a statement that lost its claim wrote nothing), none by `project`.
+      expect(await applied()).toEqual(range(40));
+      expect(transactions).toBe(0);
+    });
+
+    it("goes on from another instance's position when its one-statement claim is lost", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { applied, writes } = await projection(schema);
+      const errors: string[] = [];
+      let transactions = 0;
+      // Polls only: the entries below are in the table before it looks.
+      const projector = await project(schema, {
+        pollIntervalMs: 60_000,
+        writes,
+        project: async () => {
+          transactions++;
+        },
+        onError: (_error, context) => errors.push(context),
+      });
+      await journal.append([entry("s1"), entry("s2"), entry("s3")]);
+      // Another instance applied 1 and 2 and moved the position past them.
+      await sql`insert into ${sql.id(schema, "applied")} (position, stream) values (1, 's1'), (2, 's2')`.execute(
+        backend.other.kysely,
+      );
+      await sql`update ${sql.id(schema, "journal_projection")} set position = 2 where name = 'test'`.execute(
+        backend.other.kysely,
+      );
+      projector.wake();
+      await projector.waitFor(3n);
+      expect(await applied()).toEqual([1n, 2n, 3n]);
+      expect(transactions).toBe(0);
+      expect(errors).toEqual([]);
+    });
+
     it("applies what its journal hands over without reading it back, and reads gaps", async () => {
       const schema = await freshSchema();
       const journal = open(schema);
@@ -392,6 +445,44 @@ export function describeProjectorContract(
         { position: 3n, stream: "s1", kind: "test.entry", reason: "23514" },
       ]);
       expect(projector.status()).toMatchObject({ position: 5n, deadLetters: 1, readEntries: 5 });
+    });
+
+    it("applies by `project` a batch `writes` declines or its statement fails for", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      const { apply, applied, deadLetters } = await textProjection(schema);
+      const transactions: bigint[][] = [];
+      const projector = await project(schema, {
+        journal,
+        // Declined: a batch with a `tx` entry.
+        writes: (batch) =>
+          batch.some((r) => r.stream === "tx")
+            ? undefined
+            : [
+                (qc) =>
+                  qc
+                    .insertInto("texts")
+                    .values(batch.map((r) => ({ position: r.position, body: decode(r) }))),
+              ],
+        project: async (batch, trx) => {
+          transactions.push(batch.map((r) => r.position));
+          await apply(batch, trx);
+        },
+      });
+      await journal.append([entry("s1", "test.entry", "a"), entry("s1", "test.entry", "b")]);
+      await projector.waitFor(2n);
+      await journal.append([entry("tx", "test.entry", "c")]);
+      await projector.waitFor(3n);
+      // One statement refused (a check): the transaction says which entry, it is dead-lettered.
+      await journal.append(["d", "refuse:me", "f"].map((body) => entry("s1", "test.entry", body)));
+      await projector.waitFor(6n);
+      expect(await applied()).toEqual([1n, 2n, 3n, 4n, 6n]);
+      expect(await deadLetters()).toEqual([
+        { position: 5n, stream: "s1", kind: "test.entry", reason: "23514" },
+      ]);
+      expect(transactions[0]).toEqual([3n]);
+      expect(transactions[1]).toEqual([4n, 5n, 6n]);
+      expect(projector.status()).toMatchObject({ position: 6n, deadLetters: 1, failures: 0 });
     });
 
     it("retries a transient failure from its position and dead-letters nothing", async () => {

@@ -1,5 +1,5 @@
 import { type Meter, metrics, type ObservableCallback } from "@opentelemetry/api";
-import { type Kysely, sql, type Transaction } from "kysely";
+import { type Kysely, type QueryCreator, sql, type Transaction } from "kysely";
 import { sleep } from "../async.js";
 import { type Database, warnBackgroundError } from "../database.js";
 import { assertSchemaName } from "../schema-name.js";
@@ -48,6 +48,14 @@ function sqlState(error: unknown): string | undefined {
  */
 export type ProjectorDeadLetter = Omit<JournalDeadLetterTable, "created_at">;
 
+/**
+ * One write of a batch applied as one statement ({@link ProjectorOptions.writes}):
+ * an insert, update or delete built on the query creator of the projector's
+ * schema, run as a data-modifying CTE.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: the writes' tables are the caller's, not the journal's.
+export type ProjectionWrite = (qc: QueryCreator<any>) => { toOperationNode(): unknown };
+
 /** Options of {@link createProjector}. */
 export interface ProjectorOptions<DB> {
   database: Database<DB>;
@@ -67,6 +75,18 @@ export interface ProjectorOptions<DB> {
    * {@link projectorDeadLetterMetric}, `onPoison`) and the rest applied.
    */
   project(batch: readonly JournalRecord[], trx: Transaction<DB>): Promise<void>;
+  /**
+   * A cheaper way to apply a batch, where its effects are plain writes: the
+   * writes of `batch`, which the projector runs as data-modifying CTEs of ONE
+   * statement that also claims the batch — no transaction (one statement
+   * instead of begin, claim, writes, commit). The writes run after the claim
+   * and only when it holds; when it does not (another instance moved the
+   * position) the statement fails and nothing of it stays. Return
+   * `undefined` for a batch that needs `project` (writes that must run one
+   * after another, reads). A batch the statement fails for is applied by
+   * `project` (failures and poison handled as there).
+   */
+  writes?(batch: readonly JournalRecord[]): readonly ProjectionWrite[] | undefined;
   /**
    * Whether a failure of `project` is the entries' own, the same on every
    * retry (default {@link isDeterministicFailure}: SQLSTATE classes 22, 23, 54).
@@ -161,7 +181,7 @@ export interface ProjectorStatus {
  *
  * | rule | how |
  * |---|---|
- * | exactly-once effect, also across restarts and crashes | `project` and the position update commit in one transaction |
+ * | exactly-once effect, also across restarts and crashes | `project` and the position update commit in one transaction (or `writes` and the position update are one statement) |
  * | never skips, never reorders | reads by position; journal positions are gapless and visible in order |
  * | one applier per name, even with several instances | the position row is locked, then re-checked |
  * | survives the database going away | a failed round is retried with backoff from the durable position |
@@ -311,8 +331,9 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   };
 
   /**
-   * Claims `batch` (the position row, conditional on ours) and applies it in
-   * one transaction; `poison` instead dead-letters its one entry. Returns
+   * Claims `batch` (the position row, conditional on ours) and applies it:
+   * as one statement when `writes` gives its writes, else in one
+   * transaction; `poison` instead dead-letters its one entry. Returns
    * the position after it: the batch's last, or where another instance
    * moved it (then nothing was applied).
    */
@@ -322,47 +343,62 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   ): Promise<bigint> => {
     const last = batch[batch.length - 1] as JournalRecord;
     let dead: ProjectorDeadLetter | undefined;
-    const moved = await database.kysely.transaction().execute(async (trx) => {
-      const tablesOf = journalTables(trx as Kysely<DB>, schema);
-      // Claim the batch first: the conditional update row-locks the
-      // position and matches only if no other instance has moved it.
-      const claimed = await tablesOf
-        .updateTable("journal_projection")
-        .set({ position: last.position, updated_at: sql<Date>`now()` })
-        .where("name", "=", name)
-        .where("position", "=", position)
-        .executeTakeFirst();
-      if (claimed.numUpdatedRows === 0n) {
-        // Another instance got there first: go on from where it is.
-        const row = await tablesOf
-          .selectFrom("journal_projection")
-          .select("position")
+    const inTransaction = (): Promise<bigint> =>
+      database.kysely.transaction().execute(async (trx) => {
+        const tablesOf = journalTables(trx as Kysely<DB>, schema);
+        // Claim the batch first: the conditional update row-locks the
+        // position and matches only if no other instance has moved it.
+        const claimed = await tablesOf
+          .updateTable("journal_projection")
+          .set({ position: last.position, updated_at: sql<Date>`now()` })
           .where("name", "=", name)
-          .executeTakeFirstOrThrow();
-        return BigInt(row.position);
-      }
-      if (poison === undefined) {
-        await options.project(batch, trx);
+          .where("position", "=", position)
+          .executeTakeFirst();
+        if (claimed.numUpdatedRows === 0n) {
+          // Another instance got there first: go on from where it is.
+          const row = await tablesOf
+            .selectFrom("journal_projection")
+            .select("position")
+            .where("name", "=", name)
+            .executeTakeFirstOrThrow();
+          return BigInt(row.position);
+        }
+        if (poison === undefined) {
+          await options.project(batch, trx);
+          return last.position;
+        }
+        dead = {
+          projector: name,
+          position: last.position,
+          stream: last.stream,
+          kind: last.kind,
+          reason: sqlState(poison.error) ?? "refused",
+          message: printable(
+            poison.error instanceof Error ? poison.error.message : String(poison.error),
+          ),
+        };
+        await tablesOf
+          .insertInto("journal_dead_letter")
+          .values({ ...dead, created_at: new Date() })
+          .onConflict((oc) => oc.columns(["projector", "position"]).doNothing())
+          .execute();
+        if (poison.substitute && options.onPoison) await options.onPoison(last, poison.error, trx);
         return last.position;
-      }
-      dead = {
-        projector: name,
-        position: last.position,
-        stream: last.stream,
-        kind: last.kind,
-        reason: sqlState(poison.error) ?? "refused",
-        message: printable(
-          poison.error instanceof Error ? poison.error.message : String(poison.error),
-        ),
-      };
-      await tablesOf
-        .insertInto("journal_dead_letter")
-        .values({ ...dead, created_at: new Date() })
-        .onConflict((oc) => oc.columns(["projector", "position"]).doNothing())
-        .execute();
-      if (poison.substitute && options.onPoison) await options.onPoison(last, poison.error, trx);
-      return last.position;
-    });
+      });
+    const writes = poison === undefined ? options.writes?.(batch) : undefined;
+    const moved =
+      writes === undefined
+        ? await inTransaction()
+        : await applyAsOne(batch, writes).catch(async (error: unknown) => {
+            // Lost to another instance (its claim came first), or refused:
+            // the transaction says which, and handles a refusal as always.
+            const now = await currentPosition();
+            if (now !== position) return now;
+            const moved = await inTransaction();
+            // Applied by the transaction where the statement failed: say so.
+            onError(error, `projector ${name}: a one-statement batch at ${position} failed`);
+            return moved;
+          });
     if (moved !== position) {
       position = moved;
       settle();
@@ -389,6 +425,45 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       }
     }
     return moved;
+  };
+
+  /**
+   * Claims `batch` and runs its `writes` in ONE statement: the claim is
+   * the CTE the main query reads, so it runs first; a claim that matched
+   * no row (another instance moved the position) divides by zero, which
+   * undoes the statement before any write runs (data-modifying CTEs no
+   * one reads run after the main query).
+   */
+  const applyAsOne = async (
+    batch: readonly JournalRecord[],
+    writes: readonly ProjectionWrite[],
+  ): Promise<bigint> => {
+    const last = batch[batch.length - 1] as JournalRecord;
+    // biome-ignore lint/suspicious/noExplicitAny: a chain of CTEs of different shapes.
+    let query: any = tables.with("claim", (qc) =>
+      qc
+        .updateTable("journal_projection")
+        .set({ position: last.position, updated_at: sql<Date>`now()` })
+        .where("name", "=", name)
+        .where("position", "=", position)
+        .returning("position"),
+    );
+    writes.forEach((write, i) => {
+      query = query.with(`w${i}`, write);
+    });
+    await query
+      .selectNoFrom(sql<number>`1 / (select count(*)::int from claim)`.as("claimed"))
+      .execute();
+    return last.position;
+  };
+
+  const currentPosition = async (): Promise<bigint> => {
+    const row = await tables
+      .selectFrom("journal_projection")
+      .select("position")
+      .where("name", "=", name)
+      .executeTakeFirstOrThrow();
+    return BigInt(row.position);
   };
 
   /**

@@ -43,6 +43,7 @@ import {
   ROWS_STEP,
   type Row,
   type RowChange,
+  rowWrites,
 } from "./row-changes.js";
 import type { TasksDatabase } from "./schema.js";
 import { decodeStepEvent, FINISHED_STEP, SUBMITTED_STEP } from "./step-records.js";
@@ -110,6 +111,11 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
           },
         }
       : {}),
+    // A batch of plain row changes is one statement with its claim.
+    writes: (batch) => {
+      const { rows, outcomes, events } = decodeSteps(batch);
+      return events.length > 0 ? undefined : rowWrites(rows, outcomes);
+    },
     project: async (batch, trx) => {
       logged = await applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema), {
         raw: trx as Transaction<TasksDatabase>,
@@ -131,6 +137,27 @@ export async function applySteps(
   db: Transaction<TasksDatabase>,
   owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
 ): Promise<LoggedEvent[]> {
+  const { rows, outcomes, events, encoded } = decodeSteps(batch);
+  // Rows and Outcomes in one statement (two when a task takes a mailbox).
+  await applyRowChanges(rows, db, outcomes);
+  if (events.length === 0) return [];
+  if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
+  // Sequenced by the outbox now, in journal order (one owner per session);
+  // the events were decoded here, so the relay and the log may keep them.
+  return appendToOutboxLogged(owned.raw, owned.outboxSchema, events, { adopt: true, encoded });
+}
+
+/**
+ * What a batch asks of the read model: owned steps' row changes, finished
+ * step records' Outcome rows, and events journals of before session 24
+ * appended as entries (with their journal bodies).
+ */
+function decodeSteps(batch: readonly JournalRecord[]): {
+  rows: RowChange[];
+  outcomes: Row[];
+  events: Event[];
+  encoded: Map<Event, Uint8Array>;
+} {
   const outcomes: Row[] = [];
   const rows: RowChange[] = [];
   const events: Event[] = [];
@@ -156,11 +183,5 @@ export async function applySteps(
     if (outcome === undefined) continue;
     outcomes.push(outcomeRow(outcome));
   }
-  // Rows and Outcomes in one statement (two when a task takes a mailbox).
-  await applyRowChanges(rows, db, outcomes);
-  if (events.length === 0) return [];
-  if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");
-  // Sequenced by the outbox now, in journal order (one owner per session);
-  // the events were decoded here, so the relay and the log may keep them.
-  return appendToOutboxLogged(owned.raw, owned.outboxSchema, events, { adopt: true, encoded });
+  return { rows, outcomes, events, encoded };
 }

@@ -186,6 +186,38 @@ export async function applyRowChanges(
   outcomes: readonly Row[] = [],
 ): Promise<void> {
   if (changes.length === 0 && outcomes.length === 0) return;
+  await withWorkspaces(changes, db);
+  const { first, rest } = planRowChanges(changes, outcomes);
+  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
+  const anyDb = db as Transaction<any>;
+  await writeAll(anyDb, first);
+  await writeAll(anyDb, rest);
+}
+
+/**
+ * The writes of changes and Outcome rows as one list, for a batch applied
+ * as one statement (the projector's `writes`); `undefined` when they need
+ * two statements in order (a task takes a mailbox another releases in the
+ * batch) or a read first (rows of old journals without their workspace).
+ */
+export function rowWrites(
+  changes: readonly RowChange[],
+  outcomes: readonly Row[] = [],
+): readonly Write[] | undefined {
+  if (changes.some(lacksWorkspace)) return undefined;
+  const { first, rest } = planRowChanges(changes, outcomes);
+  return first.length > 0 ? undefined : rest;
+}
+
+/**
+ * The writes of changes (coalesced as the module header says) and Outcome
+ * rows: `first` must run in a statement before `rest` (the tasks updates
+ * releasing a mailbox that a task of the batch takes), usually empty.
+ */
+function planRowChanges(
+  changes: readonly RowChange[],
+  outcomes: readonly Row[],
+): { first: Write[]; rest: Write[] } {
   const insertedTasks = new Map<string, Row>();
   const messages: Row[] = [];
   const checkpoints: Row[] = [];
@@ -193,7 +225,6 @@ export async function applyRowChanges(
   const states = new Map<string, Row>();
   const keys: Row[] = [];
   const outcomeRows = [...outcomes];
-  await withWorkspaces(changes, db);
   for (const change of changes) {
     switch (change.op) {
       case "insert":
@@ -288,10 +319,7 @@ export async function applyRowChanges(
         .values(outcomeRows)
         .onConflict((oc) => oc.doNothing()),
     );
-  // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
-  const anyDb = db as Transaction<any>;
-  await writeAll(anyDb, first);
-  await writeAll(anyDb, rest);
+  return { first, rest };
 }
 
 /**
@@ -305,12 +333,7 @@ async function withWorkspaces(
   changes: readonly RowChange[],
   db: Transaction<TasksDatabase>,
 ): Promise<void> {
-  const missing = changes.filter((c) =>
-    (c.op === "insert" && c.table === "messages") ||
-    (c.op === "upsert" && c.table === "session_states")
-      ? c.values.workspace_id === undefined
-      : false,
-  ) as { values: Row }[];
+  const missing = changes.filter(lacksWorkspace) as { values: Row }[];
   if (missing.length === 0) return;
   const ids = [...new Set(missing.map((c) => String(c.values.session_id)))];
   const rows = await db
@@ -326,9 +349,17 @@ async function withWorkspaces(
   }
 }
 
+/** A transcript or agent-state row of an old journal, without its workspace. */
+function lacksWorkspace(change: RowChange): boolean {
+  return (change.op === "insert" && change.table === "messages") ||
+    (change.op === "upsert" && change.table === "session_states")
+    ? change.values.workspace_id === undefined
+    : false;
+}
+
 /** One write of a batch, built on the query creator it will run in. */
 // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
-type Write = (qc: QueryCreator<any>) => { execute(): Promise<unknown> };
+type Write = (qc: QueryCreator<any>) => { execute(): Promise<unknown>; toOperationNode(): unknown };
 
 /**
  * Runs writes as ONE statement: each a data-modifying CTE (PostgreSQL runs
