@@ -10,20 +10,27 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { nanos } from "@nats-io/transport-node";
+import { type NatsConnection, nanos } from "@nats-io/transport-node";
 import { AsyncQueue } from "../async-queue.js";
 import { natsError } from "./connection.js";
 
 /** One delivery of a durable consumer. */
 export interface DurableDelivery {
   msg: JsMsg;
-  /** Ack and wait for the server to confirm (the ack is durable when it resolves). */
+  /**
+   * Ack; resolves once the server has it: one round trip (a flush) after
+   * the acks of the same tick, not a reply per ack. The server applies an
+   * ack it has at once; should it crash first, the message comes back after
+   * the ack wait (at-least-once, as for any consumer that dies unacked).
+   */
   ack(): Promise<void>;
   nak(delayMs?: number): Promise<void>;
 }
 
 /** Parameters of {@link consumeDurable}. */
 export interface ConsumeDurableParams {
+  /** The connection `js` runs on (acks are confirmed by flushing it). */
+  nc: NatsConnection;
   js: JetStreamClient;
   jsm: JetStreamManager;
   stream: string;
@@ -59,6 +66,7 @@ export async function* consumeDurable(
   params: ConsumeDurableParams,
 ): AsyncGenerator<DurableDelivery, void, undefined> {
   const { js, jsm, stream, durable } = params;
+  const confirm = flushAfterTick(params.nc);
   let messages: ConsumerMessages;
   const queue = new AsyncQueue<JsMsg>();
   let stopping = false;
@@ -109,7 +117,8 @@ export async function* consumeDurable(
         ack: async () => {
           held.delete(msg);
           try {
-            await msg.ackAck();
+            msg.ack();
+            await confirm();
           } catch (err) {
             throw natsError(err);
           }
@@ -130,4 +139,22 @@ export async function* consumeDurable(
     queue.close();
     await messages.close().catch(() => {});
   }
+}
+
+/**
+ * A flush shared by every caller of the same tick, sent after all of them:
+ * what each awaits is a round trip to the server begun after its own
+ * writes (the server reads a connection in order). A reply per ack
+ * (`ackAck`) cost a request each — an inbox, a timer, an Error object —
+ * and a reply message from the server (six per chat turn for receipts).
+ */
+function flushAfterTick(nc: NatsConnection): () => Promise<void> {
+  let next: Promise<void> | undefined;
+  return () => {
+    next ??= Promise.resolve().then(() => {
+      next = undefined;
+      return nc.flush();
+    });
+    return next;
+  };
 }

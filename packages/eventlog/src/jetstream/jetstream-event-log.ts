@@ -464,6 +464,7 @@ export class JetStreamEventLog implements EventLog {
     validateFilter(options.filter);
     if (!options.name) throw invalidRequest("a durable consumer needs a name", "name");
     const deliveries = consumeDurable({
+      nc: this.#nc,
       js: this.#js,
       jsm: this.#jsm,
       stream: this.streamName,

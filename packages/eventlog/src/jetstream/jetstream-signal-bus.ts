@@ -134,6 +134,7 @@ export class JetStreamSignalBus implements SignalBus {
     // hash of the prefix keeps names valid and distinct.
     const prefixHash = createHash("sha256").update(options.prefix).digest("base64url").slice(0, 10);
     const deliveries = consumeDurable({
+      nc: this.#nc,
       js: this.#js,
       jsm: this.#jsm,
       stream: this.streamName,
