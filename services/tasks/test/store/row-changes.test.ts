@@ -1,5 +1,10 @@
 import { describe, expect, it } from "vitest";
-import { decodeRowChanges, encodeRowChanges, type RowChange } from "../../src/store/row-changes.js";
+import {
+  decodeRowChanges,
+  encodeRowChanges,
+  type RowChange,
+  rowWrites,
+} from "../../src/store/row-changes.js";
 
 describe("row changes as journal bodies", () => {
   it("round-trip bigints, bytes (views included), dates, nulls and nested values through the bytes", () => {
@@ -36,5 +41,60 @@ describe("row changes as journal bodies", () => {
       changes[1],
     ]);
     expect(decodeRowChanges(body)).toBe(changes);
+  });
+});
+
+describe("a batch's row changes as one statement's writes", () => {
+  const at = new Date("2026-12-02T05:00:00Z");
+  const message = (session: string, workspace?: string): RowChange => ({
+    op: "insert",
+    table: "messages",
+    values: {
+      id: `msg_${session}`,
+      session_id: session,
+      ...(workspace ? { workspace_id: workspace } : {}),
+    },
+  });
+  const task = (id: string, runState: string): RowChange => ({
+    op: "insert",
+    table: "tasks",
+    values: { id, session_id: "ses_1", workspace_id: "default", run_state: runState },
+  });
+  const runState = (id: string, state: string): RowChange => ({
+    op: "update",
+    table: "tasks",
+    id,
+    set: { run_state: state, updated_at: at },
+  });
+
+  it("gives one write per table and shape for a turn's changes", () => {
+    const writes = rowWrites([
+      task("task_1", "running"),
+      message("ses_1", "default"),
+      runState("task_1", "finished"),
+      {
+        op: "update",
+        table: "sessions",
+        id: "ses_1",
+        workspaceId: "default",
+        set: { turn_count: 1n },
+      },
+    ]);
+    // The task's insert takes its later update; messages; the session's update.
+    expect(writes).toHaveLength(3);
+  });
+
+  it("declines a batch whose writes need an order or a read first", () => {
+    // A task takes the session's mailbox another task of the batch releases:
+    // the release must run in a statement before (a unique index, row by row).
+    expect(rowWrites([runState("task_0", "finished"), task("task_1", "running")])).toBeUndefined();
+    expect(
+      rowWrites([runState("task_0", "finished"), runState("task_1", "running")]),
+    ).toBeUndefined();
+    // An old journal's message without its workspace: found by a read first.
+    expect(rowWrites([message("ses_1")])).toBeUndefined();
+    // Taking alone, or releasing alone, is one statement.
+    expect(rowWrites([task("task_1", "running")])).toHaveLength(1);
+    expect(rowWrites([runState("task_0", "finished")])).toHaveLength(1);
   });
 });
