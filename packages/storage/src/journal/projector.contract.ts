@@ -101,6 +101,8 @@ export function describeProjectorContract(
       // Each entry once (a statement that lost its claim wrote nothing), none by `project`.
       expect(await applied()).toEqual(range(40));
       expect(transactions).toBe(0);
+      expect(p1.status().transactionBatches + p2.status().transactionBatches).toBe(0);
+      expect(p1.status().statementBatches + p2.status().statementBatches).toBeGreaterThan(0);
     });
 
     it("goes on from another instance's position when its one-statement claim is lost", async () => {
@@ -482,6 +484,8 @@ export function describeProjectorContract(
       ]);
       expect(transactions[0]).toEqual([3n]);
       expect(transactions[1]).toEqual([4n, 5n, 6n]);
+      // [1, 2] and the halves of [4, 5, 6] the database takes ([4], [6]) are statements.
+      expect(projector.status()).toMatchObject({ statementBatches: 3, transactionBatches: 1 });
       expect(projector.status()).toMatchObject({ position: 6n, deadLetters: 1, failures: 0 });
     });
 

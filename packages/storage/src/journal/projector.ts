@@ -169,6 +169,10 @@ export interface ProjectorStatus {
   handedEntries: number;
   /** Entries applied after reading them from the journal table. */
   readEntries: number;
+  /** Batches applied as one statement (`writes`). */
+  statementBatches: number;
+  /** Batches applied in a transaction (`project`: no `writes`, declined, or the statement failed). */
+  transactionBatches: number;
   /** Entries this instance dead-lettered since it started. */
   deadLetters: number;
   /** The latest of them, with when it was written (`Date.now()`). */
@@ -284,6 +288,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   let handed: JournalRecord[] = [];
   let readBack = 0;
   let fromMemory = 0;
+  let statementBatches = 0;
+  let transactionBatches = 0;
   let deadLetters = 0;
   let lastDeadLetter: (ProjectorDeadLetter & { at: number }) | undefined;
   const meter = options.meter ?? metrics.getMeter("@trellis/storage");
@@ -365,6 +371,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         }
         if (poison === undefined) {
           await options.project(batch, trx);
+          transactionBatches++;
           return last.position;
         }
         dead = {
@@ -454,6 +461,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     await query
       .selectNoFrom(sql<number>`1 / (select count(*)::int from claim)`.as("claimed"))
       .execute();
+    statementBatches++;
     return last.position;
   };
 
@@ -616,6 +624,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
       ...(lastError === undefined ? {} : { lastError }),
       handedEntries: fromMemory,
       readEntries: readBack,
+      statementBatches,
+      transactionBatches,
       deadLetters,
       ...(lastDeadLetter === undefined ? {} : { lastDeadLetter }),
     }),

@@ -216,6 +216,10 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const handed = new Set(kicked.map((k) => k.id));
     const ends = outbox.filter((e) => e.kind === "agent.message" || e.kind === "task.completed");
     expect(ends.map((e) => handed.has(e.id))).toEqual([true, true]);
+    // Row changes are projected as one statement a batch (a batch where the
+    // second submit takes the mailbox the first finish released, if they
+    // share one, is a transaction: row-changes.test.ts).
+    expect(readModel.status().statementBatches).toBeGreaterThan(0);
   });
 
   it("queues a second submit behind the running one and claims it on finish", async () => {
