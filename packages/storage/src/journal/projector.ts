@@ -6,7 +6,12 @@ import { assertSchemaName } from "../schema-name.js";
 import type { Journal } from "./journal.js";
 import { invalidJournalInput, journalUnavailable, projectorTimeout } from "./journal-errors.js";
 import { type JournalRecord, journalHead, readJournal } from "./journal-read.js";
-import { type JournalDeadLetterTable, journalChannel, journalTables } from "./journal-schema.js";
+import {
+  type JournalDatabase,
+  type JournalDeadLetterTable,
+  journalChannel,
+  journalTables,
+} from "./journal-schema.js";
 
 /** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
 const WOKEN = "woken";
@@ -336,6 +341,14 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     }
   };
 
+  /** Moves the position row to `to`, only if it is still ours: the claim of a batch. */
+  const claim = (on: QueryCreator<JournalDatabase>, to: bigint) =>
+    on
+      .updateTable("journal_projection")
+      .set({ position: to, updated_at: sql<Date>`now()` })
+      .where("name", "=", name)
+      .where("position", "=", position);
+
   /**
    * Claims `batch` (the position row, conditional on ours) and applies it:
    * as one statement when `writes` gives its writes, else in one
@@ -354,21 +367,9 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
         const tablesOf = journalTables(trx as Kysely<DB>, schema);
         // Claim the batch first: the conditional update row-locks the
         // position and matches only if no other instance has moved it.
-        const claimed = await tablesOf
-          .updateTable("journal_projection")
-          .set({ position: last.position, updated_at: sql<Date>`now()` })
-          .where("name", "=", name)
-          .where("position", "=", position)
-          .executeTakeFirst();
-        if (claimed.numUpdatedRows === 0n) {
-          // Another instance got there first: go on from where it is.
-          const row = await tablesOf
-            .selectFrom("journal_projection")
-            .select("position")
-            .where("name", "=", name)
-            .executeTakeFirstOrThrow();
-          return BigInt(row.position);
-        }
+        const claimed = await claim(tablesOf, last.position).executeTakeFirst();
+        // Another instance got there first: go on from where it is.
+        if (claimed.numUpdatedRows === 0n) return currentPosition(tablesOf);
         if (poison === undefined) {
           await options.project(batch, trx);
           transactionBatches++;
@@ -447,14 +448,7 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
   ): Promise<bigint> => {
     const last = batch[batch.length - 1] as JournalRecord;
     // biome-ignore lint/suspicious/noExplicitAny: a chain of CTEs of different shapes.
-    let query: any = tables.with("claim", (qc) =>
-      qc
-        .updateTable("journal_projection")
-        .set({ position: last.position, updated_at: sql<Date>`now()` })
-        .where("name", "=", name)
-        .where("position", "=", position)
-        .returning("position"),
-    );
+    let query: any = tables.with("claim", (qc) => claim(qc, last.position).returning("position"));
     writes.forEach((write, i) => {
       query = query.with(`w${i}`, write);
     });
@@ -465,8 +459,8 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
     return last.position;
   };
 
-  const currentPosition = async (): Promise<bigint> => {
-    const row = await tables
+  const currentPosition = async (on: Kysely<JournalDatabase> = tables): Promise<bigint> => {
+    const row = await on
       .selectFrom("journal_projection")
       .select("position")
       .where("name", "=", name)
