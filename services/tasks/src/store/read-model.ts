@@ -1,7 +1,10 @@
 /**
  * The `tasks-read-model` projector: applies the tasks journal's step records
- * (step-records.ts) to the read model, one transaction per batch, behind
- * the writers (docs/turn-journal.md, "Projectors").
+ * (step-records.ts) to the read model, batch by batch, behind the writers
+ * (docs/turn-journal.md, "Projectors"). A batch of row changes is ONE
+ * statement with the claim of its position (`rowWrites`, the projector's
+ * `writes`); one that needs its writes in order or a read first, or holds
+ * events of an old journal, is one transaction (`applySteps`).
  *
  * Step 1 (`TRELLIS_TASKS_JOURNAL=true`): **outcomes**. A finish no longer
  * inserts its Outcome row; the step record carries the Outcome and this
