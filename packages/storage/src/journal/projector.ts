@@ -402,10 +402,10 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
             // the transaction says which, and handles a refusal as always.
             const now = await currentPosition();
             if (now !== position) return now;
-            const moved = await inTransaction();
+            const applied = await inTransaction();
             // Applied by the transaction where the statement failed: say so.
             onError(error, `projector ${name}: a one-statement batch at ${position} failed`);
-            return moved;
+            return applied;
           });
     if (moved !== position) {
       position = moved;

@@ -95,6 +95,13 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
   const { schema, outbox } = options;
   // The outbox rows of the batch being applied (replaced on a retry).
   let logged: LoggedEvent[] = [];
+  // The projector hands the same batch to `writes` and, when it declines or
+  // its statement fails, to `project`: decoded once.
+  let last: { batch: readonly JournalRecord[]; steps: BatchSteps } | undefined;
+  const stepsOf = (batch: readonly JournalRecord[]): BatchSteps => {
+    if (last?.batch !== batch) last = { batch, steps: decodeSteps(batch) };
+    return last.steps;
+  };
   return createProjector({
     database: options.database,
     schema,
@@ -116,11 +123,12 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
       : {}),
     // A batch of plain row changes is one statement with its claim.
     writes: (batch) => {
-      const { rows, outcomes, events } = decodeSteps(batch);
+      const { rows, outcomes, events } = stepsOf(batch);
       return events.length > 0 ? undefined : rowWrites(rows, outcomes);
     },
     project: async (batch, trx) => {
-      logged = await applySteps(batch, (trx as Transaction<TasksDatabase>).withSchema(schema), {
+      const steps = stepsOf(batch);
+      logged = await applySteps(steps, (trx as Transaction<TasksDatabase>).withSchema(schema), {
         raw: trx as Transaction<TasksDatabase>,
         ...(outbox ? { outboxSchema: outbox.schema } : {}),
       });
@@ -132,15 +140,15 @@ export function createTasksReadModel(options: TasksReadModelOptions): Promise<Pr
 export { projectorHealth as readModelHealth };
 
 /**
- * Applies a batch of journal entries (position order) to the read model;
- * returns the outbox rows it wrote (owned steps' events).
+ * Applies a batch of journal entries (position order, as {@link decodeSteps}
+ * decoded them) to the read model; returns the outbox rows it wrote (owned
+ * steps' events).
  */
 export async function applySteps(
-  batch: readonly JournalRecord[],
+  { rows, outcomes, events, encoded }: BatchSteps,
   db: Transaction<TasksDatabase>,
   owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
 ): Promise<LoggedEvent[]> {
-  const { rows, outcomes, events, encoded } = decodeSteps(batch);
   // Rows and Outcomes in one statement (two when a task takes a mailbox).
   await applyRowChanges(rows, db, outcomes);
   if (events.length === 0) return [];
@@ -155,12 +163,14 @@ export async function applySteps(
  * step records' Outcome rows, and events journals of before session 24
  * appended as entries (with their journal bodies).
  */
-function decodeSteps(batch: readonly JournalRecord[]): {
+interface BatchSteps {
   rows: RowChange[];
   outcomes: Row[];
   events: Event[];
   encoded: Map<Event, Uint8Array>;
-} {
+}
+
+function decodeSteps(batch: readonly JournalRecord[]): BatchSteps {
   const outcomes: Row[] = [];
   const rows: RowChange[] = [];
   const events: Event[] = [];
