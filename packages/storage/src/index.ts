@@ -81,8 +81,9 @@ export {
 } from "./journal/journal-schema.js";
 export type { TransactionAppendOptions } from "./journal/journal-unit.js";
 export { appendInTransaction } from "./journal/journal-unit.js";
+export type { ProjectionStages, ProjectionWrite } from "./journal/projection-writes.js";
+export { writesStatement } from "./journal/projection-writes.js";
 export type {
-  ProjectionWrite,
   Projector,
   ProjectorDeadLetter,
   ProjectorOptions,

@@ -10,7 +10,8 @@ import type { StorageContractTarget } from "../storage.contract.js";
 import { createJournal, type Journal, type JournalEntry, type JournalOptions } from "./journal.js";
 import { type JournalRecord, readJournal } from "./journal-read.js";
 import { journalMigrations } from "./journal-schema.js";
-import { createProjector, type ProjectionWrite, type Projector } from "./projector.js";
+import type { ProjectionWrite } from "./projection-writes.js";
+import { createProjector, type Projector } from "./projector.js";
 
 const text = new TextEncoder();
 

@@ -105,6 +105,64 @@ export function describeProjectorContract(
       expect(p1.status().statementBatches + p2.status().statementBatches).toBeGreaterThan(0);
     });
 
+    it("runs a batch's first stage of writes before the rest, in its one statement", async () => {
+      const schema = await freshSchema();
+      const journal = open(schema);
+      // One running row per stream: a partial unique index, checked row by row.
+      await sql`create table ${sql.id(schema, "runs")} (id text primary key, stream text not null, running boolean not null)`.execute(
+        backend.database.kysely,
+      );
+      await sql`create unique index on ${sql.id(schema, "runs")} (stream) where running`.execute(
+        backend.database.kysely,
+      );
+      await sql`insert into ${sql.id(schema, "runs")} values ('r0', 's1', true), ('r9', 's2', true)`.execute(
+        backend.database.kysely,
+      );
+      let transactions = 0;
+      const projector = await project(schema, {
+        journal,
+        // Each entry starts a run of its stream: the stream's running one stops first.
+        writes: (batch) => ({
+          first: [
+            (qc) =>
+              qc
+                .updateTable("runs")
+                .set({ running: false })
+                .where("running", "=", true)
+                .where(
+                  "stream",
+                  "in",
+                  batch.map((r) => r.stream),
+                )
+                .returning(sql<number>`1`.as("stopped")),
+          ],
+          rest: [
+            (qc) =>
+              qc
+                .insertInto("runs")
+                .values(batch.map((r) => ({ id: decode(r), stream: r.stream, running: true }))),
+          ],
+        }),
+        project: async () => {
+          transactions++;
+        },
+      });
+      await journal.append([entry("s1", "test.entry", "r1"), entry("s2", "test.entry", "r10")]);
+      await projector.waitFor(2n);
+      const rows = await sql<{ id: string; running: boolean }>`
+        select id, running from ${sql.id(schema, "runs")} order by id`.execute(
+        backend.other.kysely,
+      );
+      expect(rows.rows).toEqual([
+        { id: "r0", running: false },
+        { id: "r1", running: true },
+        { id: "r10", running: true },
+        { id: "r9", running: false },
+      ]);
+      expect(transactions).toBe(0);
+      expect(projector.status()).toMatchObject({ statementBatches: 1, transactionBatches: 0 });
+    });
+
     it("goes on from another instance's position when its one-statement claim is lost", async () => {
       const schema = await freshSchema();
       const journal = open(schema);

@@ -12,6 +12,11 @@ import {
   journalChannel,
   journalTables,
 } from "./journal-schema.js";
+import {
+  type ProjectionStages,
+  type ProjectionWrite,
+  writesStatement,
+} from "./projection-writes.js";
 
 /** The reason wake-ups abort with: a value, so no DOMException (and its stack) per commit. */
 const WOKEN = "woken";
@@ -53,14 +58,6 @@ function sqlState(error: unknown): string | undefined {
  */
 export type ProjectorDeadLetter = Omit<JournalDeadLetterTable, "created_at">;
 
-/**
- * One write of a batch applied as one statement ({@link ProjectorOptions.writes}):
- * an insert, update or delete built on the query creator of the projector's
- * schema, run as a data-modifying CTE.
- */
-// biome-ignore lint/suspicious/noExplicitAny: the writes' tables are the caller's, not the journal's.
-export type ProjectionWrite = (qc: QueryCreator<any>) => { toOperationNode(): unknown };
-
 /** Options of {@link createProjector}. */
 export interface ProjectorOptions<DB> {
   database: Database<DB>;
@@ -86,12 +83,15 @@ export interface ProjectorOptions<DB> {
    * statement that also claims the batch — no transaction (one statement
    * instead of begin, claim, writes, commit). The writes run after the claim
    * and only when it holds; when it does not (another instance moved the
-   * position) the statement fails and nothing of it stays. Return
-   * `undefined` for a batch that needs `project` (writes that must run one
-   * after another, reads). A batch the statement fails for is applied by
-   * `project` (failures and poison handled as there).
+   * position) the statement fails and nothing of it stays. Writes that
+   * must run before the others are given as {@link ProjectionStages}.
+   * Return `undefined` for a batch that needs `project` (e.g. a read
+   * first). A batch the statement fails for is applied by `project`
+   * (failures and poison handled as there).
    */
-  writes?(batch: readonly JournalRecord[]): readonly ProjectionWrite[] | undefined;
+  writes?(
+    batch: readonly JournalRecord[],
+  ): readonly ProjectionWrite[] | ProjectionStages | undefined;
   /**
    * Whether a failure of `project` is the entries' own, the same on every
    * retry (default {@link isDeterministicFailure}: SQLSTATE classes 22, 23, 54).
@@ -437,24 +437,22 @@ export async function createProjector<DB>(options: ProjectorOptions<DB>): Promis
 
   /**
    * Claims `batch` and runs its `writes` in ONE statement: the claim is
-   * the CTE the main query reads, so it runs first; a claim that matched
-   * no row (another instance moved the position) divides by zero, which
-   * undoes the statement before any write runs (data-modifying CTEs no
-   * one reads run after the main query).
+   * a CTE the main query reads, so it runs while the main query does; a
+   * claim that matched no row (another instance moved the position)
+   * divides by zero, which undoes the statement. The main query reads the
+   * `first` stage too, so those writes have run by then; the rest, which no
+   * one reads, run after the main query.
    */
   const applyAsOne = async (
     batch: readonly JournalRecord[],
-    writes: readonly ProjectionWrite[],
+    writes: readonly ProjectionWrite[] | ProjectionStages,
   ): Promise<bigint> => {
     const last = batch[batch.length - 1] as JournalRecord;
-    // biome-ignore lint/suspicious/noExplicitAny: a chain of CTEs of different shapes.
-    let query: any = tables.with("claim", (qc) => claim(qc, last.position).returning("position"));
-    writes.forEach((write, i) => {
-      query = query.with(`w${i}`, write);
-    });
-    await query
-      .selectNoFrom(sql<number>`1 / (select count(*)::int from claim)`.as("claimed"))
-      .execute();
+    await writesStatement(
+      tables.with("claim", (qc) => claim(qc, last.position).returning("position")),
+      writes,
+      [sql<number>`1 / (select count(*)::int from claim)`.as("claimed")],
+    ).execute();
     statementBatches++;
     return last.position;
   };

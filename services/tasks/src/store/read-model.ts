@@ -3,8 +3,9 @@
  * (step-records.ts) to the read model, batch by batch, behind the writers
  * (docs/turn-journal.md, "Projectors"). A batch of row changes is ONE
  * statement with the claim of its position (`rowWrites`, the projector's
- * `writes`); one that needs its writes in order or a read first, or holds
- * events of an old journal, is one transaction (`applySteps`).
+ * `writes`; a task taking a mailbox another of the batch releases too:
+ * the releases run first, see row-changes.ts); one that needs a read first
+ * or holds events of an old journal is one transaction (`applySteps`).
  *
  * Step 1 (`TRELLIS_TASKS_JOURNAL=true`): **outcomes**. A finish no longer
  * inserts its Outcome row; the step record carries the Outcome and this
@@ -149,7 +150,7 @@ export async function applySteps(
   db: Transaction<TasksDatabase>,
   owned?: { raw: Transaction<TasksDatabase>; outboxSchema?: string },
 ): Promise<LoggedEvent[]> {
-  // Rows and Outcomes in one statement (two when a task takes a mailbox).
+  // Rows and Outcomes in one statement.
   await applyRowChanges(rows, db, outcomes);
   if (events.length === 0) return [];
   if (!owned?.outboxSchema) throw new Error("tasks-read-model: events in the journal, no outbox");

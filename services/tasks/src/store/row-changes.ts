@@ -16,13 +16,15 @@
  * the same columns are one update (`update … from
  * json_populate_recordset(null::<table>, $1)`: the table's own row type
  * types the values). All of them, with the batch's Outcome rows, are ONE
- * statement (data-modifying CTEs) — two when a task takes a session's
- * mailbox in the batch: the tasks updates that release theirs go in a
- * statement first, as a session's one running task is a unique index,
- * checked row by row.
+ * statement (data-modifying CTEs). When a task takes a session's mailbox in
+ * the batch, the tasks updates that release theirs must run before it (a
+ * session's one running task is a unique index, checked row by row, and the
+ * CTEs of a statement run in no set order): the statement's main query
+ * reads those updates, so they run first, and the rest runs after it.
  */
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import type { Outcome } from "@trellis/contracts/tasks";
+import { type ProjectionStages, writesStatement } from "@trellis/storage";
 import { type QueryCreator, sql, type Transaction } from "kysely";
 import { encodeMessages } from "./codec.js";
 import type { TasksDatabase } from "./schema.js";
@@ -133,30 +135,35 @@ const JSONB_COLUMNS: Record<Update["table"], ReadonlySet<string>> = {
 /**
  * The update of rows of one table that set the same columns: a plain update
  * for one row, else one for all, the values as a JSON array read through
- * the table's row type (so each column takes its own type).
+ * the table's row type (so each column takes its own type). `returning`: a
+ * row per row updated (a write the statement reads, to run it first).
  */
-function updateRows(table: Update["table"], rows: readonly Update[]): Write {
+function updateRows(table: Update["table"], rows: readonly Update[], returning: boolean): Write {
   const first = rows[0] as Update;
   // Grouped by whether they name a workspace: all of them do, or none.
   const keyed = first.workspaceId !== undefined;
   if (rows.length === 1) {
     return (qc) => {
-      const query = qc.updateTable(table).set(first.set).where("id", "=", first.id);
-      return keyed ? query.where("workspace_id", "=", first.workspaceId) : query;
+      let query = qc.updateTable(table).set(first.set).where("id", "=", first.id);
+      if (keyed) query = query.where("workspace_id", "=", first.workspaceId);
+      return returning ? query.returning(released) : query;
     };
   }
   const columns = Object.keys(first.set);
   const jsonb = JSONB_COLUMNS[table];
   const json = `[${rows.map((row) => rowJson(row, jsonb)).join(",")}]`;
   return (qc) => {
-    const query = qc
+    let query = qc
       .updateTable(`${table} as t`)
       .from(sql`json_populate_recordset(null::${sql.table(table)}, ${json}::json)`.as("r"))
       .set((eb) => Object.fromEntries(columns.map((column) => [column, eb.ref(`r.${column}`)])))
       .whereRef("t.id", "=", "r.id");
-    return keyed ? query.whereRef("t.workspace_id", "=", "r.workspace_id") : query;
+    if (keyed) query = query.whereRef("t.workspace_id", "=", "r.workspace_id");
+    return returning ? query.returning(released) : query;
   };
 }
+
+const released = sql<number>`1`.as("released");
 
 /** One row as a JSON object whose values PostgreSQL's input functions take. */
 function rowJson(row: Update, jsonb: ReadonlySet<string>): string {
@@ -177,8 +184,7 @@ function rowJson(row: Update, jsonb: ReadonlySet<string>): string {
 /**
  * Applies changes (in journal order) to the tables of `db` (scoped to the
  * service's schema), with the batch's Outcome rows (`outcomes`, kept once
- * per task): one statement, or two when a task takes a session's mailbox
- * (see the module header).
+ * per task): one statement (see the module header).
  */
 export async function applyRowChanges(
   changes: readonly RowChange[],
@@ -187,37 +193,33 @@ export async function applyRowChanges(
 ): Promise<void> {
   if (changes.length === 0 && outcomes.length === 0) return;
   await withWorkspaces(changes, db);
-  const { first, rest } = planRowChanges(changes, outcomes);
   // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
-  const anyDb = db as Transaction<any>;
-  await writeAll(anyDb, first);
-  await writeAll(anyDb, rest);
+  await writeAll(db as Transaction<any>, planRowChanges(changes, outcomes));
 }
 
 /**
- * The writes of changes and Outcome rows as one list, for a batch applied
- * as one statement (the projector's `writes`); `undefined` when they need
- * two statements in order (a task takes a mailbox another releases in the
- * batch) or a read first (rows of old journals without their workspace).
+ * The writes of changes and Outcome rows, for a batch applied as one
+ * statement with its claim (the projector's `writes`): the writes, or
+ * stages when a task takes a mailbox another releases in the batch;
+ * `undefined` when they need a read first (rows of old journals without
+ * their workspace).
  */
 export function rowWrites(
   changes: readonly RowChange[],
   outcomes: readonly Row[] = [],
-): readonly Write[] | undefined {
+): readonly Write[] | WriteStages | undefined {
   if (changes.some(lacksWorkspace)) return undefined;
-  const { first, rest } = planRowChanges(changes, outcomes);
-  return first.length > 0 ? undefined : rest;
+  const stages = planRowChanges(changes, outcomes);
+  return stages.first.length > 0 ? stages : stages.rest;
 }
 
 /**
  * The writes of changes (coalesced as the module header says) and Outcome
- * rows: `first` must run in a statement before `rest` (the tasks updates
- * releasing a mailbox that a task of the batch takes), usually empty.
+ * rows: `first` must have run before `rest` (the tasks updates releasing a
+ * mailbox that a task of the batch takes; each returns a row, so the
+ * statement can read it), usually empty.
  */
-function planRowChanges(
-  changes: readonly RowChange[],
-  outcomes: readonly Row[],
-): { first: Write[]; rest: Write[] } {
+function planRowChanges(changes: readonly RowChange[], outcomes: readonly Row[]): WriteStages {
   const insertedTasks = new Map<string, Row>();
   const messages: Row[] = [];
   const checkpoints: Row[] = [];
@@ -276,13 +278,14 @@ function planRowChanges(
   const tasks = [...insertedTasks.values()];
   // One running task per session (a unique index, checked row by row, in no
   // set order within a statement): when a task takes a mailbox in this
-  // batch, the tasks updates that release theirs run in a statement first.
+  // batch, the tasks updates that release theirs run first.
   const taking =
     tasks.some((row) => row.run_state === "running") || [...groups.values()].some((g) => g.taking);
   const first: Write[] = [];
   const rest: Write[] = [];
   for (const { table, taking: takes, rows } of groups.values()) {
-    (taking && table === "tasks" && !takes ? first : rest).push(updateRows(table, rows));
+    if (taking && table === "tasks" && !takes) first.push(updateRows(table, rows, true));
+    else rest.push(updateRows(table, rows, false));
   }
   if (tasks.length > 0) rest.push((qc) => qc.insertInto("tasks").values(tasks));
   if (messages.length > 0) rest.push((qc) => qc.insertInto("messages").values(messages));
@@ -361,22 +364,23 @@ function lacksWorkspace(change: RowChange): boolean {
 // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
 type Write = (qc: QueryCreator<any>) => { execute(): Promise<unknown>; toOperationNode(): unknown };
 
+/** Writes in two stages: every one of `first` (each returning rows) before any of `rest`. */
+interface WriteStages extends ProjectionStages {
+  first: Write[];
+  rest: Write[];
+}
+
 /**
- * Runs writes as ONE statement: each a data-modifying CTE (PostgreSQL runs
- * every one of them, once, on one snapshot; foreign keys are checked at the
- * statement's end). A single write runs as itself.
+ * Runs writes as ONE statement (`writesStatement`: `first` before the
+ * rest); a single write as itself.
  */
 // biome-ignore lint/suspicious/noExplicitAny: rows were typed when the owner built them.
-async function writeAll(db: Transaction<any>, writes: readonly Write[]): Promise<void> {
-  if (writes.length === 0) return;
-  if (writes.length === 1) {
-    await (writes[0] as Write)(db).execute();
+async function writeAll(db: Transaction<any>, stages: WriteStages): Promise<void> {
+  const count = stages.first.length + stages.rest.length;
+  if (count === 0) return;
+  if (count === 1) {
+    await ((stages.first[0] ?? stages.rest[0]) as Write)(db).execute();
     return;
   }
-  // biome-ignore lint/suspicious/noExplicitAny: a chain of CTEs of different shapes.
-  let query: any = db;
-  writes.forEach((write, i) => {
-    query = query.with(`w${i}`, write);
-  });
-  await query.selectNoFrom(sql<number>`1`.as("written")).execute();
+  await writesStatement(db, stages, [sql<number>`1`.as("written")]).execute();
 }

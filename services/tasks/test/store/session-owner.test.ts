@@ -26,7 +26,9 @@ import {
   type Projector,
   readJournal,
   readOutbox,
+  writesStatement,
 } from "@trellis/storage";
+import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
 import { tasksMigrations } from "../../src/store/migrations/index.js";
@@ -38,6 +40,7 @@ import {
   encodeRowChanges,
   ROWS_STEP,
   type RowChange,
+  rowWrites,
 } from "../../src/store/row-changes.js";
 import type { TasksDatabase } from "../../src/store/schema.js";
 import { sessionStream } from "../../src/store/session-stream.js";
@@ -216,10 +219,9 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const handed = new Set(kicked.map((k) => k.id));
     const ends = outbox.filter((e) => e.kind === "agent.message" || e.kind === "task.completed");
     expect(ends.map((e) => handed.has(e.id))).toEqual([true, true]);
-    // Row changes are projected as one statement a batch (a batch where the
-    // second submit takes the mailbox the first finish released, if they
-    // share one, is a transaction: row-changes.test.ts).
+    // Row changes are projected as one statement a batch.
     expect(readModel.status().statementBatches).toBeGreaterThan(0);
+    expect(readModel.status().transactionBatches).toBe(0);
   });
 
   it("queues a second submit behind the running one and claims it on finish", async () => {
@@ -281,6 +283,48 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     );
     expect(failed.task?.status).toBe(TaskStatus.FAILED);
     expect((await store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
+  });
+
+  it("hands a session's mailbox over in one statement: the release runs before the take", async () => {
+    const running = await submit("ses_handover", "one");
+    const queued = await submit("ses_handover", "two");
+    expect((await store.getTask(queued.task.id)).status).toBe(TaskStatus.SUBMITTED);
+    const at = new Date("2027-04-03T10:00:00.000Z");
+    // The take listed first: the order of the changes does not order the writes.
+    const changes: RowChange[] = [
+      {
+        op: "update",
+        table: "tasks",
+        id: queued.task.id,
+        set: { run_state: "running", updated_at: at },
+      },
+      {
+        op: "update",
+        table: "tasks",
+        id: running.task.id,
+        set: { run_state: "done", updated_at: at },
+      },
+    ];
+    const writes = rowWrites(changes);
+    expect(writes).toMatchObject({ first: [expect.any(Function)], rest: [expect.any(Function)] });
+    // As the projector runs a batch: one statement, no transaction.
+    await writesStatement(database.kysely.withSchema("tasks"), writes!, [
+      sql<number>`1`.as("written"),
+    ]).execute();
+    const rows = await database.kysely
+      .withSchema("tasks")
+      .selectFrom("tasks" as never)
+      .select(["id" as never, "run_state" as never])
+      .where("session_id" as never, "=", "ses_handover" as never)
+      .execute();
+    expect(
+      new Map(rows.map((r) => [(r as { id: string }).id, (r as { run_state: string }).run_state])),
+    ).toEqual(
+      new Map([
+        [running.task.id, "done"],
+        [queued.task.id, "running"],
+      ]),
+    );
   });
 
   it("writes the updates of several rows of a table in one statement, each column typed", async () => {
