@@ -8,14 +8,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService } from "@trellis/contracts/tasks";
-import {
-  bearer,
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { bearer, uniqueName } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkHealth, type Mesh, startMesh } from "../src/mesh.js";
 
@@ -26,16 +20,12 @@ const graph = {
 };
 
 describe("chat hosted in the tasks process", () => {
-  let db: TestDatabase;
   let mesh: Mesh;
-  const prefix = uniqueName("cohost");
+  const ground = testGround("cohost");
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_cohost");
     mesh = await startMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
+      ...(await ground.prepare()),
       together: [["tasks", "chat"]],
       env: { TRELLIS_API_KEY: apiKey, TRELLIS_LOG_LEVEL: "warn" },
     });
@@ -43,8 +33,7 @@ describe("chat hosted in the tasks process", () => {
 
   afterAll(async () => {
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
   });
 
   const clients = () => {

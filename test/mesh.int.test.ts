@@ -4,36 +4,22 @@ import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { AdapterRegistryService } from "@trellis/contracts/adapters";
 import { createMeshClientInterceptor, MeshCredentials } from "@trellis/platform";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkHealth, type Mesh, startMesh } from "../src/mesh.js";
 
 describe("distributed mesh", () => {
-  let db: TestDatabase;
   let mesh: Mesh;
-  const prefix = uniqueName("mesh");
+  const ground = testGround("mesh");
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_mesh");
-    mesh = await startMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
-      adapterWorkers: 1,
-    });
+    mesh = await startMesh({ ...(await ground.prepare()), adapterWorkers: 1 });
   }, 90_000);
 
   afterAll(async () => {
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
   });
 
   it("runs every service and the adapter worker as its own SERVING process", async () => {

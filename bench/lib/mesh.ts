@@ -1,11 +1,6 @@
 /** The distributed mesh as the benches run it. */
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import type { TestDatabase } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { type Mesh, type MeshOptions, startMesh } from "../../src/mesh.js";
 
 export { defaultMeshTogether, parseTogether } from "../../src/mesh-groups.js";
@@ -23,21 +18,19 @@ export async function startBenchMesh(
   name: string,
   options: Omit<MeshOptions, "databaseUrl" | "natsUrl" | "natsPrefix"> = {},
 ): Promise<BenchMesh> {
-  const db = await createTestDatabase(`trellis_${name}`);
-  const prefix = uniqueName(name);
-  const mesh = await startMesh({
-    ...options,
-    databaseUrl: db.url,
-    natsUrl: testNatsUrl,
-    natsPrefix: prefix,
-  });
+  const ground = testGround(name);
+  const mesh = await startMesh({ ...options, ...(await ground.prepare()) }).catch(
+    async (error: unknown) => {
+      await ground.remove();
+      throw error;
+    },
+  );
   return {
     mesh,
-    db,
+    db: ground.db,
     async stop() {
       await mesh.stop();
-      await db.drop();
-      await deleteTestStreams(prefix);
+      await ground.remove();
     },
   };
 }

@@ -4,13 +4,8 @@
 // chain is gap-free. Distributed mode: every service its own process on the
 // real Postgres and NATS, loopback only. Size: TRELLIS_FAULT_SIZE (see
 // ./support.ts; CI default 6, nightly 200).
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { uniqueName } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../../src/mesh.js";
 import {
@@ -24,27 +19,20 @@ import {
 const services = ["gateway", "chat", "tasks", "receipts", "adapters"] as const;
 
 describe("kill -9 of each service under load", () => {
-  let db: TestDatabase;
   let mesh: Mesh;
   let clients: Clients;
   let agentId: string;
-  const prefix = uniqueName("fkill");
+  const ground = testGround("fault_kill");
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_fault_kill");
-    ({ mesh, clients } = await startFaultMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
-    }));
+    ({ mesh, clients } = await startFaultMesh(await ground.prepare()));
     // Turns last long enough to be in flight when the kill lands.
     agentId = await createEchoAgent(clients, 300);
   }, 120_000);
 
   afterAll(async () => {
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
   });
 
   for (const service of services) {

@@ -5,14 +5,8 @@
 // worker's late result must be fenced off: the task keeps its one outcome and
 // its transcript gets no second reply. Distributed mode, loopback only.
 import { TaskStatus } from "@trellis/contracts/core";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { eventually, uniqueName } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Mesh } from "../../src/mesh.js";
@@ -24,16 +18,15 @@ const workMs = 2500; // how long the probe works on the paused turn
 const pauseMs = 2000; // well past 3 heartbeats
 
 describe("a paused adapter worker", () => {
-  let db: TestDatabase;
   let mesh: Mesh;
   let clients: Clients;
-  const prefix = uniqueName("fpause");
+  const ground = testGround("fault_pause");
   const workers: WorkerProcess[] = [];
 
   const startWorker = async (backend: string) => {
     const worker = await startWorkerProcess(workerScript, {
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
+      NATS_URL: ground.natsUrl,
+      TRELLIS_NATS_PREFIX: ground.prefix,
       TRELLIS_WORKER_HEARTBEAT: `${heartbeatMs}ms`,
       PROBE_BACKEND: backend,
     });
@@ -42,12 +35,7 @@ describe("a paused adapter worker", () => {
   };
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_fault_pause");
-    ({ mesh, clients } = await startFaultMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
-    }));
+    ({ mesh, clients } = await startFaultMesh(await ground.prepare()));
   }, 120_000);
 
   afterAll(async () => {
@@ -56,8 +44,7 @@ describe("a paused adapter worker", () => {
       await w.kill();
     }
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
   });
 
   /** Submit `sleep <workMs>` to an agent on `backend`; resolves once `worker` runs it. */

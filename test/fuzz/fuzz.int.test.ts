@@ -31,13 +31,7 @@ import {
   rpcOutcome,
   sendHttp1,
 } from "@trellis/runtime/testing";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkHealth, type Mesh, startMesh } from "../../src/mesh.js";
 import { allServices } from "../../src/services.js";
@@ -219,18 +213,14 @@ async function sendRaw(baseUrl: string, text: string): Promise<string> {
 }
 
 describe("fuzz: malformed requests against a distributed mesh", () => {
-  let db: TestDatabase;
   let mesh: Mesh;
   let logDir: string;
-  const prefix = uniqueName("fuzz");
+  const ground = testGround("fuzz");
 
   beforeAll(async () => {
-    db = await createTestDatabase("trellis_fuzz");
     logDir = mkdtempSync(join(tmpdir(), "trellis-fuzz-"));
     mesh = await startMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
+      ...(await ground.prepare()),
       logDir,
       env: {
         TRELLIS_API_KEY: apiKey,
@@ -250,8 +240,7 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
 
   afterAll(async () => {
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
   });
 
   /** Real resources for the generator to aim at. */

@@ -11,15 +11,8 @@ import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService } from "@trellis/contracts/chat";
 import { Role } from "@trellis/contracts/core";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
-import {
-  bearer,
-  createTestDatabase,
-  deleteTestStreams,
-  eventually,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "@trellis/testkit";
+import { bearer, eventually, uniqueName } from "@trellis/testkit";
+import { testGround } from "@trellis/testkit/ground";
 import {
   type OtlpReceiver,
   type ReceivedSpan,
@@ -58,10 +51,9 @@ const layouts: Layout[] = [
 
 describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $name", (layout) => {
   let receiver: OtlpReceiver;
-  let db: TestDatabase;
   let mesh: Mesh;
   let worker: WorkerProcess | undefined;
-  const prefix = uniqueName("trace");
+  const ground = testGround("trace");
   const otelEnv = (url: string) => ({
     // Only standard variables: where, what, and how often.
     OTEL_EXPORTER_OTLP_ENDPOINT: url,
@@ -69,16 +61,13 @@ describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $n
     OTEL_METRICS_EXPORTER: "otlp",
     OTEL_METRIC_EXPORT_INTERVAL: "500",
     OTEL_BSP_SCHEDULE_DELAY: "100",
-    OTEL_RESOURCE_ATTRIBUTES: `deployment.environment.name=${prefix}`,
+    OTEL_RESOURCE_ATTRIBUTES: `deployment.environment.name=${ground.prefix}`,
   });
 
   beforeAll(async () => {
     receiver = await startOtlpReceiver();
-    db = await createTestDatabase("trellis_trace");
     mesh = await startMesh({
-      databaseUrl: db.url,
-      natsUrl: testNatsUrl,
-      natsPrefix: prefix,
+      ...(await ground.prepare()),
       together: layout.together,
       env: {
         TRELLIS_API_KEY: apiKey,
@@ -91,8 +80,7 @@ describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $n
   afterAll(async () => {
     await worker?.stop();
     await mesh?.stop();
-    await db?.drop();
-    await deleteTestStreams(prefix);
+    await ground.remove();
     await receiver?.close();
   });
 
@@ -167,8 +155,8 @@ describe.each(layouts)("a turn's trace and the RPC metrics, distributed mode, $n
 
   it("follows a turn through NATS to a remote adapter worker in the same trace", async () => {
     worker = await startWorkerProcess(workerScript, {
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
+      NATS_URL: ground.natsUrl,
+      TRELLIS_NATS_PREFIX: ground.prefix,
       TRELLIS_WORKER_HEARTBEAT: "200",
       PROBE_BACKEND: "traced-probe",
       ...otelEnv(receiver.url),
