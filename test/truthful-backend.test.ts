@@ -3,7 +3,7 @@
 // (agent.routed) and its receipt (model_route). The agent's backend "plain"
 // cannot pause for approvals; its policy requires them and allows
 // "scripted", which can — so the router runs the turn on "scripted".
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { defineAdapter } from "@trellis/adapter-sdk";
 import { Requirement } from "@trellis/contracts/adapters";
@@ -29,7 +29,7 @@ import {
   startEmbedded,
 } from "@trellis/platform";
 import { receiptsService } from "@trellis/receipts";
-import { createLogger } from "@trellis/runtime";
+import { createClients, createLogger } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -56,13 +56,13 @@ function clientsOf(trellis: EmbeddedTrellis) {
     baseUrl: trellis.address.url,
     interceptors: [createMeshClientInterceptor(processMeshCredentials(), "test")],
   });
-  return {
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-    events: createClient(EventService, transport),
-    receipts: createClient(ReceiptService, transport),
-  };
+  return createClients(transport, {
+    agents: AgentService,
+    sessions: SessionService,
+    tasks: TaskService,
+    events: EventService,
+    receipts: ReceiptService,
+  });
 }
 
 /** Submit "go" in a new session of the agent; the task once it has `status`. */

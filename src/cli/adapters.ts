@@ -20,7 +20,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { create, type JsonObject, toJsonString } from "@bufbuild/protobuf";
-import { type Client, createClient, type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import {
   capabilitiesFromProto,
@@ -40,6 +40,7 @@ import {
 import { ChatService, type ChatTurnOutcome } from "@trellis/contracts/chat";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { AgentService, TaskService } from "@trellis/contracts/tasks";
+import { type ClientsOf, createClients } from "@trellis/runtime";
 import { parseCommand, UsageError } from "./args.js";
 import { adaptersUsage } from "./usage.js";
 
@@ -71,13 +72,16 @@ export interface ConformanceItem {
   detail: string;
 }
 
-interface Clients {
-  registry: Client<typeof AdapterRegistryService>;
-  routing: Client<typeof RoutingService>;
-  agents: Client<typeof AgentService>;
-  chat: Client<typeof ChatService>;
-  tasks: Client<typeof TaskService>;
-}
+/** The services the conformance run calls, through the gateway. */
+const CONFORMANCE_SERVICES = {
+  registry: AdapterRegistryService,
+  routing: RoutingService,
+  agents: AgentService,
+  chat: ChatService,
+  tasks: TaskService,
+};
+
+type Clients = ClientsOf<typeof CONFORMANCE_SERVICES>;
 
 /** A capability a backend may lack: how to require it, in proto and in an agent's routing. */
 const lackable: ReadonlyArray<{
@@ -467,13 +471,7 @@ export async function runAdapters(
     return next(req);
   };
   const transport = createGrpcTransport({ baseUrl: url, interceptors: [auth] });
-  const clients: Clients = {
-    registry: createClient(AdapterRegistryService, transport),
-    routing: createClient(RoutingService, transport),
-    agents: createClient(AgentService, transport),
-    chat: createClient(ChatService, transport),
-    tasks: createClient(TaskService, transport),
-  };
+  const clients = createClients(transport, CONFORMANCE_SERVICES);
   let items: ConformanceItem[];
   try {
     items = await runConformance(clients, backend, {

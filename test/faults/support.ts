@@ -10,12 +10,13 @@
  *   TRELLIS_FAULT_SIZE   chat turns and tasks in flight per fault (default 6; nightly 200)
  *   TRELLIS_FAULT_TURNS  sequential chat turns per session (default 2)
  */
-import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { ChatService, ErrorBucket } from "@trellis/contracts/chat";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import { ReceiptService } from "@trellis/contracts/receipts";
 import { AgentService, SessionService, TaskService } from "@trellis/contracts/tasks";
+import { type ClientsOf, createClients } from "@trellis/runtime";
 import { bearer, eventually, uniqueName } from "@trellis/testkit";
 import { expect } from "vitest";
 import { type Mesh, parseTogether, startMesh } from "../../src/mesh.js";
@@ -42,23 +43,20 @@ export const retryableCodes = new Set<Code>([
   Code.Canceled,
 ]);
 
-export interface Clients {
-  agents: Client<typeof AgentService>;
-  chat: Client<typeof ChatService>;
-  tasks: Client<typeof TaskService>;
-  sessions: Client<typeof SessionService>;
-  receipts: Client<typeof ReceiptService>;
-}
+/** The services the fault suites call through the gateway. */
+const GATEWAY_SERVICES = {
+  agents: AgentService,
+  chat: ChatService,
+  tasks: TaskService,
+  sessions: SessionService,
+  receipts: ReceiptService,
+};
+
+export type Clients = ClientsOf<typeof GATEWAY_SERVICES>;
 
 export function gatewayClients(gatewayUrl: string): Clients {
   const transport = createGrpcTransport({ baseUrl: gatewayUrl, interceptors: [bearer(apiKey)] });
-  return {
-    agents: createClient(AgentService, transport),
-    chat: createClient(ChatService, transport),
-    tasks: createClient(TaskService, transport),
-    sessions: createClient(SessionService, transport),
-    receipts: createClient(ReceiptService, transport),
-  };
+  return createClients(transport, GATEWAY_SERVICES);
 }
 
 /** Where a fault mesh keeps its state: a database, a NATS server and a prefix of its own. */

@@ -99,3 +99,23 @@ export function createServiceClient<T extends DescService>(
   const transport = typeof target === "string" ? createServiceTransport(target, options) : target;
   return createClient(service, transport);
 }
+
+/** A client of each service of `S` over one transport, under the name `S` gives it. */
+export type ClientsOf<S extends Record<string, DescService>> = { [K in keyof S]: Client<S[K]> };
+
+/**
+ * Clients of several services over one transport.
+ *
+ * @example
+ *   const { agents, chat } = createClients(transport, { agents: AgentService, chat: ChatService });
+ */
+export function createClients<S extends Record<string, DescService>>(
+  transport: Transport,
+  services: S,
+): ClientsOf<S> {
+  const clients: Record<string, Client<DescService>> = {};
+  for (const [name, service] of Object.entries(services)) {
+    clients[name] = createClient(service, transport);
+  }
+  return clients as ClientsOf<S>;
+}

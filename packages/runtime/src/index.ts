@@ -4,8 +4,8 @@
  * shutdown and service-to-service clients.
  */
 
-export type { ServiceProtocol, ServiceTransportOptions } from "./client.js";
-export { createServiceClient, createServiceTransport } from "./client.js";
+export type { ClientsOf, ServiceProtocol, ServiceTransportOptions } from "./client.js";
+export { createClients, createServiceClient, createServiceTransport } from "./client.js";
 export type {
   ConfigField,
   ConfigOf,

@@ -4,7 +4,7 @@
  * watch until a task settles.
  */
 import { create, type JsonObject } from "@bufbuild/protobuf";
-import { type Client, createClient, type Transport } from "@connectrpc/connect";
+import type { Transport } from "@connectrpc/connect";
 import { type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import {
   AgentService,
@@ -17,31 +17,26 @@ import {
   TaskService,
   WorkspaceService,
 } from "@trellis/contracts/tasks";
+import { type ClientsOf, createClients } from "@trellis/runtime";
+
+/** Every tasks RPC service, by the name its client goes under in {@link TasksClients}. */
+const TASKS_SERVICES = {
+  workspaces: WorkspaceService,
+  agents: AgentService,
+  sessions: SessionService,
+  tasks: TaskService,
+  events: EventService,
+  signals: SignalService,
+  artifacts: ArtifactService,
+  outcomes: OutcomeService,
+};
 
 /** Clients of every tasks RPC service over one transport. */
-export interface TasksClients {
-  workspaces: Client<typeof WorkspaceService>;
-  agents: Client<typeof AgentService>;
-  sessions: Client<typeof SessionService>;
-  tasks: Client<typeof TaskService>;
-  events: Client<typeof EventService>;
-  signals: Client<typeof SignalService>;
-  artifacts: Client<typeof ArtifactService>;
-  outcomes: Client<typeof OutcomeService>;
-}
+export type TasksClients = ClientsOf<typeof TASKS_SERVICES>;
 
 /** Clients of every tasks RPC service over `transport`. */
 export function clientsOf(transport: Transport): TasksClients {
-  return {
-    workspaces: createClient(WorkspaceService, transport),
-    agents: createClient(AgentService, transport),
-    sessions: createClient(SessionService, transport),
-    tasks: createClient(TaskService, transport),
-    events: createClient(EventService, transport),
-    signals: createClient(SignalService, transport),
-    artifacts: createClient(ArtifactService, transport),
-    outcomes: createClient(OutcomeService, transport),
-  };
+  return createClients(transport, TASKS_SERVICES);
 }
 
 /** A one-text-part message. */
