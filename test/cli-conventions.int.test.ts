@@ -2,14 +2,13 @@
 // the usage and exits 0 with no side effects (no data directory, no database,
 // no server); an unknown option exits 2 with the usage; a busy port makes
 // `trellis dev` exit non-zero at once.
-import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { testDatabaseServerUrl } from "@trellis/testkit";
+import { runProcess, testDatabaseServerUrl } from "@trellis/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
@@ -25,20 +24,12 @@ interface Run {
 /** Run the CLI as a user would (bin/trellis.js) in `cwd`. */
 async function trellis(args: string[], cwd: string, env: Record<string, string>): Promise<Run> {
   const started = performance.now();
-  const child = spawn(process.execPath, [join(root, "bin/trellis.js"), ...args], {
+  const run = await runProcess(process.execPath, [join(root, "bin/trellis.js"), ...args], {
     cwd,
     env: { ...process.env, ...env },
-    stdio: ["ignore", "pipe", "pipe"],
+    timeoutMs: 60_000,
   });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (c) => (out += c));
-  child.stderr.on("data", (c) => (err += c));
-  const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
-  // "close", not "exit": the exit can come before the pipes have given all output.
-  const [code] = (await once(child, "close")) as [number | null];
-  clearTimeout(timer);
-  return { code, out, err, ms: performance.now() - started };
+  return { ...run, ms: performance.now() - started };
 }
 
 /** `work` over `items`, at most `limit` at a time (the machine is shared). */

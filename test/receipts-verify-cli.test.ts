@@ -3,15 +3,13 @@
 // and offline with the key export saved from GET /v1/receipts/public-keys
 // exactly as it comes. Valid → 0, tampered → 1, a connection or usage
 // problem → 2.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import { createLogger } from "@trellis/runtime";
-import { eventually } from "@trellis/testkit";
+import { eventually, runProcess } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { allServices } from "../src/services.js";
 
@@ -19,18 +17,11 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 const key = "trellis-receipts-cli-test-key-0123456789";
 const version = "agents-protocol-2026-04-25";
 
-async function trellis(args: string[], env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [join(root, "bin/trellis.js"), ...args], {
+function trellis(args: string[], env: Record<string, string> = {}) {
+  return runProcess(process.execPath, [join(root, "bin/trellis.js"), ...args], {
     cwd: root,
     env: { ...process.env, TRELLIS_URL: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
   });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (c) => (out += c));
-  child.stderr.on("data", (c) => (err += c));
-  const [code] = (await once(child, "exit")) as [number | null];
-  return { code, out, err };
 }
 
 describe("trellis receipts verify, through the gateway", () => {

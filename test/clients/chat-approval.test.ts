@@ -4,8 +4,7 @@
 // a Go toolchain is installed — run a chat turn with an approval over plain
 // gRPC with the committed stubs. Also: the committed stubs are what
 // `npm run generate:clients` makes from proto/ today.
-import { spawn, spawnSync } from "node:child_process";
-import { once } from "node:events";
+import { spawnSync } from "node:child_process";
 import {
   existsSync,
   mkdirSync,
@@ -18,7 +17,7 @@ import {
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { freePort } from "@trellis/testkit";
+import { freePort, type ProcessRun, runProcess } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTrellisDev, type TrellisDev } from "../support/trellis-dev.js";
 
@@ -55,30 +54,12 @@ if (!haveGo) {
   );
 }
 
-interface Run {
-  code: number | null;
-  out: string;
-  err: string;
-}
-
-async function run(
-  command: string,
-  args: string[],
-  env: Record<string, string> = {},
-): Promise<Run> {
-  const child = spawn(command, args, { cwd: root, env: { ...process.env, ...env } });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (chunk) => {
-    out += chunk;
+function run(command: string, args: string[], env: Record<string, string> = {}) {
+  return runProcess(command, args, {
+    cwd: root,
+    env: { ...process.env, ...env },
+    timeoutMs: 90_000,
   });
-  child.stderr.on("data", (chunk) => {
-    err += chunk;
-  });
-  const timer = setTimeout(() => child.kill("SIGKILL"), 90_000);
-  const [code] = (await once(child, "exit")) as [number | null];
-  clearTimeout(timer);
-  return { code, out, err };
 }
 
 describe("client examples against `trellis dev`", () => {
@@ -100,7 +81,7 @@ describe("client examples against `trellis dev`", () => {
     await server?.stop();
   }, 30_000);
 
-  function expectApprovalCycle(result: Run) {
+  function expectApprovalCycle(result: ProcessRun) {
     expect(result.code, `${result.out}\n${result.err}\n${serverLog().slice(-2000)}`).toBe(0);
     const summary = JSON.parse(result.out.trim().split("\n").at(-1) as string);
     expect(summary.agent_id).toMatch(/^agent_/);

@@ -3,10 +3,8 @@
 // exactly the migrations a service applies at start (so a service started
 // afterwards has nothing left to do), is idempotent, and refuses bad input
 // with one clear line.
-import { spawn } from "node:child_process";
-import { once } from "node:events";
 import { fileURLToPath } from "node:url";
-import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
+import { createTestDatabase, runProcess, type TestDatabase } from "@trellis/testkit";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serviceMigrations } from "../../src/cli/migrate-run.js";
@@ -14,21 +12,11 @@ import { allServices } from "../../src/services.js";
 
 const root = fileURLToPath(new URL("../..", import.meta.url));
 
-async function trellis(args: string[], env: Record<string, string | undefined>) {
-  const child = spawn(process.execPath, ["bin/trellis.js", ...args], {
+function trellis(args: string[], env: Record<string, string | undefined>) {
+  return runProcess(process.execPath, ["bin/trellis.js", ...args], {
     cwd: root,
     env: { ...process.env, ...env },
   });
-  let out = "";
-  let err = "";
-  child.stdout.on("data", (chunk) => {
-    out += chunk;
-  });
-  child.stderr.on("data", (chunk) => {
-    err += chunk;
-  });
-  const [code] = (await once(child, "exit")) as [number | null];
-  return { code, out, err };
 }
 
 describe("trellis migrate", () => {

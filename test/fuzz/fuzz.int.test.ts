@@ -23,7 +23,7 @@ import { create, type DescService, type MessageInitShape, toBinary } from "@bufb
 import { Code } from "@connectrpc/connect";
 import { ClaimWorkRequestSchema, ReportWorkEventsRequestSchema } from "@trellis/contracts/adapters";
 import { AgentService } from "@trellis/contracts/tasks";
-import { publicServices, restRoutes } from "@trellis/gateway/testing";
+import { harnClient, publicServices, restRoutes } from "@trellis/gateway/testing";
 import {
   envelope,
   Http2Wire,
@@ -245,20 +245,14 @@ describe("fuzz: malformed requests against a distributed mesh", () => {
 
   /** Real resources for the generator to aim at. */
   async function seedPool(gateway: string): Promise<Pool> {
+    const harn = harnClient(gateway, apiKey);
     const rest = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${gateway}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${apiKey}`,
-          "harn-agents-protocol-version": protocolVersion,
-          ...(body === undefined ? {} : { "content-type": "application/json" }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      const res = await harn.request(method, path, {
+        version: protocolVersion,
+        ...(body === undefined ? {} : { body }),
       });
-      const json = (await res.json()) as Record<string, unknown>;
-      if (res.status >= 300)
-        throw new Error(`${method} ${path}: ${res.status} ${JSON.stringify(json)}`);
-      return json;
+      if (res.status >= 300) throw new Error(`${method} ${path}: ${res.status} ${res.text}`);
+      return res.json as Record<string, unknown>;
     };
     const definition = {
       entry: "reply",

@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { once } from "node:events";
 import type { DescMethod } from "@bufbuild/protobuf";
 import {
   ConnectError,
@@ -123,6 +124,49 @@ export function untilPrinted(
       reject(new Error(`${what} exited (${code}) before it was ready:\n${output}`));
     });
   });
+}
+
+/** How a process run by {@link runProcess} ended, and what it printed. */
+export interface ProcessRun {
+  code: number | null;
+  out: string;
+  err: string;
+}
+
+/**
+ * Run `command` to its end and collect what it prints. Waits for "close",
+ * not "exit": the exit can come before the pipes have given all output. With
+ * `timeoutMs` the process is killed (SIGKILL) when it runs longer.
+ */
+export async function runProcess(
+  command: string,
+  args: readonly string[],
+  options: { cwd?: string; env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<ProcessRun> {
+  const { spawn } = await import("node:child_process");
+  const child = spawn(command, args, {
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+    env: options.env ?? process.env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  let err = "";
+  child.stdout.on("data", (chunk) => {
+    out += chunk;
+  });
+  child.stderr.on("data", (chunk) => {
+    err += chunk;
+  });
+  const timer =
+    options.timeoutMs === undefined
+      ? undefined
+      : setTimeout(() => child.kill("SIGKILL"), options.timeoutMs);
+  try {
+    const [code] = (await once(child, "close")) as [number | null];
+    return { code, out, err };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
