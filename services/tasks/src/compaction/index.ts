@@ -23,16 +23,8 @@ import { type CompactionConfig, settingsFor } from "./config.js";
 import { MODEL_STRATEGY, renderTurns, summarizeWithModel, summaryDigest } from "./model-summary.js";
 import type { ContextSummaryStore, StoredSummary } from "./summary-store.js";
 
-export {
-  COMPACTION_STRATEGY,
-  type ContextItem,
-  type ContextPlan,
-  type PlannedCheckpoint,
-  planContext,
-  summarize,
-  summaryMessage,
-  withSummary,
-} from "./compactor.js";
+// The planner's own steps stay in `./compactor.ts`: the compactor below is their one user.
+export { type ContextItem, planContext } from "./compactor.js";
 export {
   type CompactionConfig,
   type CompactionSettings,

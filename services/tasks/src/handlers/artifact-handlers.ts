@@ -7,6 +7,7 @@ import {
 } from "@trellis/contracts/tasks";
 import { isValidMediaType } from "@trellis/runtime";
 import { invalidRequest } from "../domain/errors.js";
+import type { ResourceFilter } from "../store/task-store.js";
 import {
   type HandlerDeps,
   idempotencyOf,
@@ -15,6 +16,11 @@ import {
   workspaceOfRequest,
   writeContext,
 } from "./common.js";
+
+/** The results a ListArtifacts / ListOutcomes request asks for: of a workspace, session or task. */
+function filterOf(request: ResourceFilter): ResourceFilter {
+  return { workspaceId: request.workspaceId, sessionId: request.sessionId, taskId: request.taskId };
+}
 
 export function createArtifactHandlers({
   store,
@@ -50,11 +56,7 @@ export function createArtifactHandlers({
       return { artifact: await store.getArtifact(request.artifactId, scopeOf(context)) };
     },
     async listArtifacts(request, context) {
-      const page = await store.listArtifacts(
-        { workspaceId: request.workspaceId, sessionId: request.sessionId, taskId: request.taskId },
-        pageOf(request),
-        scopeOf(context),
-      );
+      const page = await store.listArtifacts(filterOf(request), pageOf(request), scopeOf(context));
       return { artifacts: page.items, nextPageToken: page.nextPageToken };
     },
     async getArtifactContent(request, context) {
@@ -69,11 +71,7 @@ export function createOutcomeHandlers({ store }: HandlerDeps): ServiceImpl<typeo
       return { outcome: await store.getOutcome(request.outcomeId, scopeOf(context)) };
     },
     async listOutcomes(request, context) {
-      const page = await store.listOutcomes(
-        { workspaceId: request.workspaceId, sessionId: request.sessionId, taskId: request.taskId },
-        pageOf(request),
-        scopeOf(context),
-      );
+      const page = await store.listOutcomes(filterOf(request), pageOf(request), scopeOf(context));
       return { outcomes: page.items, nextPageToken: page.nextPageToken };
     },
   };

@@ -64,7 +64,36 @@ function toolArguments(text: unknown, param: string): JsonObject {
   throw invalidRequest("tool call arguments must be a JSON object (or its JSON text)", param);
 }
 
-function fromOpenAI(raw: JsonObject, param: string): Omit<ModelResponse, "model"> {
+/** An OpenAI chat completion's `finish_reason`s, as the harness names them. */
+const OPENAI_FINISH: Record<string, FinishReason> = {
+  stop: "stop",
+  length: "length",
+  tool_calls: "tool_calls",
+  function_call: "tool_calls",
+  content_filter: "content_filter",
+};
+
+/** An Anthropic message's `stop_reason`s, as the harness names them. */
+const ANTHROPIC_FINISH: Record<string, FinishReason> = {
+  end_turn: "stop",
+  stop_sequence: "stop",
+  max_tokens: "length",
+  tool_use: "tool_calls",
+  refusal: "content_filter",
+};
+
+/**
+ * What a provider response says, in the harness's terms: the answer's blocks
+ * and tool calls, why it finished and what it used.
+ */
+interface WireAnswer {
+  blocks: ChatBlockJson[];
+  calls: ChatToolCallJson[];
+  finishReason: FinishReason;
+  usage: ModelResponse["usage"];
+}
+
+function fromOpenAI(raw: JsonObject, param: string): WireAnswer {
   const choice = Array.isArray(raw.choices) ? raw.choices[0] : undefined;
   if (!isJsonObject(choice) || !isJsonObject(choice.message)) {
     throw invalidRequest("an OpenAI chat completion needs choices[0].message", param);
@@ -96,24 +125,18 @@ function fromOpenAI(raw: JsonObject, param: string): Omit<ModelResponse, "model"
   });
   const usage = isJsonObject(raw.usage) ? raw.usage : {};
   return {
-    message: assistant(blocks, calls, param),
-    finishReason: finishOf(choice.finish_reason, calls.length, {
-      stop: "stop",
-      length: "length",
-      tool_calls: "tool_calls",
-      function_call: "tool_calls",
-      content_filter: "content_filter",
-    }),
+    blocks,
+    calls,
+    finishReason: finishOf(choice.finish_reason, calls.length, OPENAI_FINISH),
     usage: {
       promptTokens: count(usage.prompt_tokens),
       completionTokens: count(usage.completion_tokens),
       totalTokens: count(usage.total_tokens),
     },
-    raw,
   };
 }
 
-function fromAnthropic(raw: JsonObject, param: string): Omit<ModelResponse, "model"> {
+function fromAnthropic(raw: JsonObject, param: string): WireAnswer {
   const blocks: ChatBlockJson[] = [];
   const calls: ChatToolCallJson[] = [];
   for (const [index, block] of (raw.content as JsonValue[]).entries()) {
@@ -137,20 +160,14 @@ function fromAnthropic(raw: JsonObject, param: string): Omit<ModelResponse, "mod
   const prompt = count(usage.input_tokens);
   const completion = count(usage.output_tokens);
   return {
-    message: assistant(blocks, calls, param),
-    finishReason: finishOf(raw.stop_reason, calls.length, {
-      end_turn: "stop",
-      stop_sequence: "stop",
-      max_tokens: "length",
-      tool_use: "tool_calls",
-      refusal: "content_filter",
-    }),
+    blocks,
+    calls,
+    finishReason: finishOf(raw.stop_reason, calls.length, ANTHROPIC_FINISH),
     usage: {
       promptTokens: prompt,
       completionTokens: completion,
       totalTokens: prompt !== null && completion !== null ? prompt + completion : null,
     },
-    raw,
   };
 }
 
@@ -186,16 +203,22 @@ export function overrideResponse(value: JsonValue, key: string, model: string): 
   if (!isJsonObject(value)) {
     throw invalidRequest("an llm: override's value must be a provider response object", param);
   }
-  const mapped = Array.isArray(value.choices)
+  const answer = Array.isArray(value.choices)
     ? fromOpenAI(value, param)
     : Array.isArray(value.content)
       ? fromAnthropic(value, param)
       : undefined;
-  if (!mapped) {
+  if (!answer) {
     throw invalidRequest(
       "an llm: override's value must be an OpenAI chat completion (choices) or an Anthropic message (content)",
       param,
     );
   }
-  return { ...mapped, model: typeof value.model === "string" ? value.model : model };
+  return {
+    message: assistant(answer.blocks, answer.calls, param),
+    finishReason: answer.finishReason,
+    usage: answer.usage,
+    raw: value,
+    model: typeof value.model === "string" ? value.model : model,
+  };
 }

@@ -72,6 +72,22 @@ export class Sessions {
     this.#p = parts;
   }
 
+  /**
+   * Emits in `tx` the session's event `kind`: it entered its current state
+   * from `previous` (UNSPECIFIED: the session is new) by `context`'s actor.
+   */
+  #emitState(
+    tx: Tx,
+    session: SessionRow,
+    context: WriteContext,
+    kind: string,
+    reason: string,
+    previous: SessionState = SessionState.UNSPECIFIED,
+  ): void {
+    const scope = this.#p.unit.scopeOf(session, context.actor);
+    this.#p.unit.emit(tx, sessionEvent(scope, kind, session.state, previous, reason));
+  }
+
   async createSession(input: NewSession, context: WriteContext): Promise<Session> {
     const workspaceId = this.#p.directory.workspaceFor(input.workspaceId, context);
     const id = input.sessionId || newId("ses");
@@ -144,16 +160,7 @@ export class Sessions {
       .returningAll()
       .executeTakeFirst();
     if (!row) throw conflict(`session ${input.id} already exists`, { session_id: input.id });
-    this.#p.unit.emit(
-      tx,
-      sessionEvent(
-        this.#p.unit.scopeOf(row, input.context.actor),
-        EVENT_KIND.sessionCreated,
-        SessionState.ACTIVE,
-        SessionState.UNSPECIFIED,
-        "created",
-      ),
-    );
+    this.#emitState(tx, row, input.context, EVENT_KIND.sessionCreated, "created");
     return row;
   }
 
@@ -238,16 +245,7 @@ export class Sessions {
       }
       const previous = session.state;
       session.state = SessionState.CLOSED;
-      this.#p.unit.emit(
-        tx,
-        sessionEvent(
-          this.#p.unit.scopeOf(session, context.actor),
-          EVENT_KIND.sessionClosed,
-          SessionState.CLOSED,
-          previous,
-          reason || "closed",
-        ),
-      );
+      this.#emitState(tx, session, context, EVENT_KIND.sessionClosed, reason || "closed", previous);
       return { session: await this.#p.unit.saveSession(tx, session), abort };
     });
   }
@@ -319,16 +317,7 @@ export class Sessions {
       },
     });
     await this.#copyHistory(tx, parent, session, input.count);
-    this.#p.unit.emit(
-      tx,
-      sessionEvent(
-        this.#p.unit.scopeOf(session, input.context.actor),
-        EVENT_KIND.threadForked,
-        SessionState.ACTIVE,
-        SessionState.UNSPECIFIED,
-        input.note,
-      ),
-    );
+    this.#emitState(tx, session, input.context, EVENT_KIND.threadForked, input.note);
     return session;
   }
 
@@ -478,15 +467,13 @@ export class Sessions {
       session.message_count = plan.messageCount;
       session.turn_count = plan.turnCount;
       if (plan.dropped > 0n) session.transcript_epoch += 1n;
-      this.#p.unit.emit(
+      this.#emitState(
         tx,
-        sessionEvent(
-          this.#p.unit.scopeOf(session, context.actor),
-          EVENT_KIND.sessionTruncated,
-          session.state,
-          session.state,
-          `kept ${plan.turnCount} turns; dropped ${plan.dropped} messages`,
-        ),
+        session,
+        context,
+        EVENT_KIND.sessionTruncated,
+        `kept ${plan.turnCount} turns; dropped ${plan.dropped} messages`,
+        session.state,
       );
       return { session: await this.#p.unit.saveSession(tx, session), dropped: plan.dropped };
     });

@@ -20,6 +20,18 @@ export function describeRequestsAndEvents(suite: TasksSuite): void {
     agents = suite.agents;
   });
 
+  /** Approves the waiting task `taskId` of an approval agent (its `approval` signal). */
+  const approve = (taskId: string) =>
+    h.signals.deliver({
+      signalId: `${taskId}:approval`,
+      payload: {
+        kind: {
+          case: "structValue",
+          value: { fields: { approved: { kind: { case: "boolValue", value: true } } } },
+        },
+      },
+    });
+
   describe("requests", () => {
     it("validates the input message (any chat role, or agent)", async () => {
       const sessionId = await newSession();
@@ -91,22 +103,15 @@ export function describeRequestsAndEvents(suite: TasksSuite): void {
 
     it("binds a session created on submit to the requested agent; an existing one keeps its own", async () => {
       const sessionId = `ses_bound_${Date.now()}`;
-      const first = await h.tasks.submitTask({
-        sessionId,
-        createSession: true,
-        agentId: agents.approval,
-        input: text("go"),
-      });
+      // Get-or-create the session, asking for `agentId`.
+      const submitAs = (agentId: string, words: string) =>
+        h.tasks.submitTask({ sessionId, createSession: true, agentId, input: text(words) });
+      const first = await submitAs(agents.approval, "go");
       expect(first.task?.agentId).toBe(agents.approval);
       const { session } = await h.sessions.getSession({ sessionId });
       expect(session?.agentId).toBe(agents.approval);
       // Get-or-create: the existing session runs its own agent.
-      const second = await h.tasks.submitTask({
-        sessionId,
-        createSession: true,
-        agentId: agents.failing,
-        input: text("again"),
-      });
+      const second = await submitAs(agents.failing, "again");
       expect(second.task?.agentId).toBe(agents.approval);
     });
 
@@ -239,15 +244,7 @@ export function describeRequestsAndEvents(suite: TasksSuite): void {
           if (event?.kind === "task.completed") break;
         }
       })();
-      await h.signals.deliver({
-        signalId: `${task?.id}:approval`,
-        payload: {
-          kind: {
-            case: "structValue",
-            value: { fields: { approved: { kind: { case: "boolValue", value: true } } } },
-          },
-        },
-      });
+      await approve(task?.id as string);
       await stream;
       abort.abort();
       const all = await h.events.listEvents({ sessionId });
@@ -268,15 +265,7 @@ export function describeRequestsAndEvents(suite: TasksSuite): void {
       const first = (await iterator.next()).value;
       expect(first?.event).toBeUndefined();
       expect(first?.startAfterEventId).toBe(before.at(-1)?.id);
-      await h.signals.deliver({
-        signalId: `${task?.id}:approval`,
-        payload: {
-          kind: {
-            case: "structValue",
-            value: { fields: { approved: { kind: { case: "boolValue", value: true } } } },
-          },
-        },
-      });
+      await approve(task?.id as string);
       const received: string[] = [];
       for (;;) {
         const { value, done } = await iterator.next();

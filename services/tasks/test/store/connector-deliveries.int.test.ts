@@ -10,22 +10,15 @@ import { Code, ConnectError, createClient, createRouterTransport } from "@connec
 import { ActorKind, ActorSchema } from "@trellis/contracts/core";
 import { ConnectorDeliveryMode, ConnectorService, ConnectorStatus } from "@trellis/contracts/tasks";
 import { errorDetailOf } from "@trellis/runtime";
-import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  outboxMigrations,
-  readOutbox,
-} from "@trellis/storage";
+import { createDatabase, createOutboxWriter, type Database, readOutbox } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { normalizeDelivery } from "../../src/domain/connectors.js";
 import { type HandlerDeps, withErrorDetails } from "../../src/handlers/common.js";
 import { createConnectorHandlers } from "../../src/handlers/connector-handlers.js";
 import { PostgresConnectorStore } from "../../src/store/connector-store.js";
-import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
+import { migrateTasksStore } from "../support/store-suites.js";
 
 const backends = [
   {
@@ -59,8 +52,7 @@ describe.each(backends)("connector deliveries on $name", ({ open }) => {
 
   beforeAll(async () => {
     ({ database, drop } = await open());
-    await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-    await migrate(database, { schema: "outbox_c", migrations: outboxMigrations("outbox_c") });
+    await migrateTasksStore(database, "outbox_c");
     const outbox = createOutboxWriter({ schema: "outbox_c" });
     store = new PostgresTaskStore({ database, schema: "tasks", outbox, leaseMs: 30_000 });
     connectors = new PostgresConnectorStore({ database, schema: "tasks", outbox });

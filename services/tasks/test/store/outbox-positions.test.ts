@@ -4,25 +4,17 @@
 // append at commit.
 import { BusyPolicy } from "@trellis/contracts/tasks";
 import type { LoggedEvent } from "@trellis/eventlog";
-import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  outboxMigrations,
-  readOutbox,
-} from "@trellis/storage";
+import { createDatabase, createOutboxWriter, type Database, readOutbox } from "@trellis/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
-import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
 import { createStoreAgent, text } from "../support/fixtures.js";
+import { migrateTasksStore } from "../support/store-suites.js";
 
 let database: Database;
 beforeAll(async () => {
   database = await createDatabase({ kind: "pglite" });
-  await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-  await migrate(database, { schema: "outbox_t", migrations: outboxMigrations("outbox_t") });
+  await migrateTasksStore(database, "outbox_t");
 });
 afterAll(async () => {
   await database.close();

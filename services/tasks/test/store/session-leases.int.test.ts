@@ -14,13 +14,8 @@ import {
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import {
   createDatabase,
-  createJournal,
   createOutboxWriter,
   type Database,
-  type Journal,
-  migrate,
-  outboxMigrations,
-  type Projector,
   readJournal,
   readOutbox,
 } from "@trellis/storage";
@@ -29,8 +24,6 @@ import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
 import { LeasedTaskStore } from "../../src/store/leased-task-store.js";
-import { tasksMigrations } from "../../src/store/migrations/index.js";
-import { createTasksReadModel } from "../../src/store/read-model.js";
 import {
   SessionLeases,
   sessionLeaseHandoffsMetric,
@@ -39,14 +32,13 @@ import {
 import { sessionStream } from "../../src/store/session-stream.js";
 import type { Claim } from "../../src/store/task-store.js";
 import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
+import { migrateTasksStore, type OwnerJournal, openOwnerJournal } from "../support/store-suites.js";
 
 const context = { actor: userActor("usr_1") };
 
-interface Replica {
+interface Replica extends OwnerJournal {
   id: string;
   database: Database;
-  journal: Journal;
-  readModel: Projector;
   leases: SessionLeases;
   store: LeasedTaskStore;
   /** This replica's metrics (its own meter provider). */
@@ -78,16 +70,10 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
 
   async function replica(id: string): Promise<Replica> {
     const database = await createDatabase({ kind: "postgres", url: testDb.url });
-    const journal = createJournal(database, {
-      schema: "tasks",
-      outbox: { schema: "tasks", kick: () => undefined },
-    });
-    const readModel = await createTasksReadModel({
-      database,
-      schema: "tasks",
+    const { journal, readModel } = await openOwnerJournal(database, {
+      outbox: "tasks",
+      kick: () => undefined,
       listen: true,
-      journal,
-      outbox: { schema: "tasks", kick: () => undefined },
     });
     // A long TTL: the test expires a lease by hand, before the holder's renewal notices.
     const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
@@ -115,10 +101,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
   beforeAll(async () => {
     testDb = await createTestDatabase("tasks_leases");
     const setup = await createDatabase({ kind: "postgres", url: testDb.url });
-    await migrate(setup, {
-      schema: "tasks",
-      migrations: { ...outboxMigrations("tasks"), ...tasksMigrations },
-    });
+    await migrateTasksStore(setup, "tasks");
     await setup.close();
     a = await replica("replica-a");
     b = await replica("replica-b");

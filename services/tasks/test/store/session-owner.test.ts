@@ -17,13 +17,8 @@ import {
 import type { LoggedEvent } from "@trellis/eventlog";
 import {
   createDatabase,
-  createJournal,
   createOutboxWriter,
   type Database,
-  type Journal,
-  migrate,
-  outboxMigrations,
-  type Projector,
   readJournal,
   readOutbox,
   writesStatement,
@@ -31,10 +26,8 @@ import {
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
-import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { OwnedTaskStore } from "../../src/store/owned-task-store.js";
 import { storable } from "../../src/store/owned-turns.js";
-import { createTasksReadModel } from "../../src/store/read-model.js";
 import {
   applyRowChanges,
   encodeRowChanges,
@@ -47,23 +40,23 @@ import { sessionStream } from "../../src/store/session-stream.js";
 import { encodeStepEvent, FINISHED_STEP } from "../../src/store/step-records.js";
 import type { Claim } from "../../src/store/task-store.js";
 import { createStoreAgent, newTask, text, textOf } from "../support/fixtures.js";
+import {
+  approvalSuspension,
+  migrateTasksStore,
+  type OwnerJournal,
+  openOwnerJournal,
+} from "../support/store-suites.js";
 
 const context = { actor: userActor("usr_1") };
 
-interface EmbeddedOwner {
+interface EmbeddedOwner extends OwnerJournal {
   database: Database;
-  journal: Journal;
-  readModel: Projector;
   store: OwnedTaskStore;
   agentId: string;
 }
 
 /** The embedded owner's store on `database`, its outbox in schema `outbox`. */
-function ownedStore(
-  database: Database,
-  outbox: string,
-  owner: { journal: Journal; readModel: Projector },
-): OwnedTaskStore {
+function ownedStore(database: Database, outbox: string, owner: OwnerJournal): OwnedTaskStore {
   return new OwnedTaskStore({
     database,
     schema: "tasks",
@@ -87,19 +80,8 @@ async function openEmbeddedOwner(options: {
 }): Promise<EmbeddedOwner> {
   const { outbox, delayMs, kick } = options;
   const database = await createDatabase({ kind: "pglite" });
-  await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-  await migrate(database, { schema: outbox, migrations: outboxMigrations(outbox) });
-  const journal = createJournal(database, {
-    schema: "tasks",
-    outbox: { schema: outbox, kick: (rows) => kick(rows) },
-  });
-  const readModel = await createTasksReadModel({
-    database,
-    schema: "tasks",
-    delayMs,
-    journal,
-    outbox: { schema: outbox, kick },
-  });
+  await migrateTasksStore(database, outbox);
+  const { journal, readModel } = await openOwnerJournal(database, { outbox, kick, delayMs });
   const store = ownedStore(database, outbox, { journal, readModel });
   const agentId = await createStoreAgent(store, context, options.agent);
   return { database, journal, readModel, store, agentId };
@@ -114,11 +96,6 @@ async function closeEmbeddedOwner(owner: EmbeddedOwner | undefined): Promise<voi
 
 describe("tasks store, embedded session owner (PGlite)", () => {
   let owner: EmbeddedOwner;
-  let database: Database;
-  let journal: Journal;
-  let readModel: Projector;
-  let store: OwnedTaskStore;
-  let agentId: string;
   // What the projector handed to the relay with its kicks.
   const kicked: { position: bigint; id: string }[] = [];
 
@@ -131,16 +108,17 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       },
       agent: "echo",
     });
-    ({ database, journal, readModel, store, agentId } = owner);
   }, 180_000);
   afterAll(() => closeEmbeddedOwner(owner));
 
   const submit = (sessionId: string, words: string, key?: string) =>
-    store.submitTask(newTask(agentId, sessionId, words, key), context, "owner_1");
+    owner.store.submitTask(newTask(owner.agentId, sessionId, words, key), context, "owner_1");
 
   const kinds = async (session: string) => {
     const stream = sessionStream({ workspace_id: "default", id: session });
-    return (await readJournal(database.kysely, "tasks", { stream, limit: 100 })).map((e) => e.kind);
+    return (await readJournal(owner.database.kysely, "tasks", { stream, limit: 100 })).map(
+      (e) => e.kind,
+    );
   };
 
   it("writes a submit and a finish as one append each, events with it; rows follow", async () => {
@@ -148,45 +126,45 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const first = await submit("ses_owner_1", "hello");
     expect(first.claim).toBeDefined();
     expect(await kinds("ses_owner_1")).toEqual([]);
-    const done = await store.finishRun(
+    const done = await owner.store.finishRun(
       first.claim!,
       { status: "completed", messages: [text("hi there", Role.ASSISTANT)] },
       "owner_1",
     );
     expect(done).toMatchObject({ applied: true, transcriptLength: 2n });
     expect(done.task?.status).toBe(TaskStatus.COMPLETED);
-    const before = journal.stats();
+    const before = owner.journal.stats();
     const { task, claim } = await submit("ses_owner_1", "again");
     expect(claim?.inputPosition).toBe(2n);
-    expect(journal.stats().appends - before.appends).toBe(1);
+    expect(owner.journal.stats().appends - before.appends).toBe(1);
     // The finish of the first turn (owned: its session was known by then)
     // and this submit: their row changes; their events are in the outbox.
     expect(await kinds("ses_owner_1")).toEqual([ROWS_STEP, ROWS_STEP]);
     // Committed with the append, before any projection: the log has them now.
-    const early = (await readOutbox(database, "outbox_o", { limit: 1000 }))
+    const early = (await readOutbox(owner.database, "outbox_o", { limit: 1000 }))
       .map((row) => row.event)
       .filter((event) => event.taskId === task.id);
     expect(early.map((e) => e.kind)).toEqual(["task.submitted", "task.started", "user.message"]);
     expect(early.map((e) => e.sequence)).toEqual([1n, 2n, 3n]);
     // Reads wait for the projector: the caller sees its own submit.
-    expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
-    const finished = await store.finishRun(
+    expect((await owner.store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
+    const finished = await owner.store.finishRun(
       claim!,
       { status: "completed", messages: [text("second answer", Role.ASSISTANT)] },
       "owner_1",
     );
-    expect(journal.stats().appends - before.appends).toBe(2);
+    expect(owner.journal.stats().appends - before.appends).toBe(2);
     expect(finished.transcriptLength).toBe(4n);
-    const read = await store.getTask(task.id);
+    const read = await owner.store.getTask(task.id);
     expect(read.status).toBe(TaskStatus.COMPLETED);
     expect(textOf(read.output[0])).toBe("second answer");
     // The Outcome rode on the finish's row changes.
-    const outcome = await store.getOutcome(read.outcomeId);
+    const outcome = await owner.store.getOutcome(read.outcomeId);
     expect(outcome).toMatchObject({ taskId: task.id, sessionId: "ses_owner_1" });
     expect(outcome.status).toBe(OutcomeStatus.SUCCEEDED);
     expect(outcome.messages.map(textOf)).toEqual(["second answer"]);
     expect(outcome.createdAt).toBeDefined();
-    const messages = await store.listMessages(
+    const messages = await owner.store.listMessages(
       "ses_owner_1",
       { taskId: "" },
       { pageSize: 10, pageToken: "" },
@@ -197,10 +175,10 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       [2n, "again"],
       [3n, "second answer"],
     ]);
-    const session = await store.getSession("ses_owner_1");
+    const session = await owner.store.getSession("ses_owner_1");
     expect(session.messageCount).toBe(4n);
     // The outbox rows: this task's events, in order, sequenced per resource.
-    const outbox = (await readOutbox(database, "outbox_o", { limit: 1000 }))
+    const outbox = (await readOutbox(owner.database, "outbox_o", { limit: 1000 }))
       .map((row) => row.event)
       .filter((event) => event.taskId === task.id);
     expect(outbox.map((e) => e.kind)).toEqual([
@@ -213,15 +191,15 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     // The journal handed the relay the rows it wrote, as written (the
     // relational fallbacks, e.g. creating the session, write through the
     // outbox writer instead).
-    const rows = await readOutbox(database, "outbox_o", { limit: 1000 });
+    const rows = await readOutbox(owner.database, "outbox_o", { limit: 1000 });
     const byPosition = new Map(rows.map((row) => [row.position, row.event.id]));
     expect(kicked.map((k) => byPosition.get(k.position))).toEqual(kicked.map((k) => k.id));
     const handed = new Set(kicked.map((k) => k.id));
     const ends = outbox.filter((e) => e.kind === "agent.message" || e.kind === "task.completed");
     expect(ends.map((e) => handed.has(e.id))).toEqual([true, true]);
     // Row changes are projected as one statement a batch.
-    expect(readModel.status().statementBatches).toBeGreaterThan(0);
-    expect(readModel.status().transactionBatches).toBe(0);
+    expect(owner.readModel.status().statementBatches).toBeGreaterThan(0);
+    expect(owner.readModel.status().transactionBatches).toBe(0);
   });
 
   it("queues a second submit behind the running one and claims it on finish", async () => {
@@ -229,7 +207,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const queued = await submit("ses_owner_2", "two");
     expect(queued.claim).toBeUndefined();
     expect(queued.task.status).toBe(TaskStatus.SUBMITTED);
-    const done = await store.finishRun(
+    const done = await owner.store.finishRun(
       running.claim!,
       { status: "completed", messages: [] },
       "owner_1",
@@ -237,9 +215,9 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     expect(done.next?.task.id).toBe(queued.task.id);
     // A finish by a run that no longer holds the claim commits nothing.
     expect(
-      await store.finishRun(running.claim!, { status: "completed", messages: [] }, "owner_1"),
+      await owner.store.finishRun(running.claim!, { status: "completed", messages: [] }, "owner_1"),
     ).toEqual({ applied: false });
-    expect((await store.getTask(queued.task.id)).status).toBe(TaskStatus.WORKING);
+    expect((await owner.store.getTask(queued.task.id)).status).toBe(TaskStatus.WORKING);
   });
 
   it("answers a retried submit with the task its key created", async () => {
@@ -248,7 +226,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const again = await submit("ses_owner_3", "keyed", "key-1");
     expect(again).toMatchObject({ replayed: true, task: { id: keyed.task.id } });
     await expect(submit("ses_owner_3", "other body", "key-1")).rejects.toThrow(/idempotency/i);
-    const listed = await store.listTasks(
+    const listed = await owner.store.listTasks(
       { sessionId: "ses_owner_3", statuses: [] },
       { pageSize: 10, pageToken: "" },
     );
@@ -257,20 +235,20 @@ describe("tasks store, embedded session owner (PGlite)", () => {
 
   it("leaves output the tables would refuse to the relational path (never appended)", async () => {
     const { claim } = await submit("ses_owner_4", "go");
-    await store.finishRun(claim!, { status: "completed", messages: [] }, "owner_1");
+    await owner.store.finishRun(claim!, { status: "completed", messages: [] }, "owner_1");
     const next = await submit("ses_owner_4", "again");
-    const before = journal.stats().appends;
+    const before = owner.journal.stats().appends;
     // A NUL in the output: the relational finish gets the database's refusal.
     await expect(
-      store.finishRun(
+      owner.store.finishRun(
         next.claim!,
         { status: "completed", messages: [text("bad\u0000text", Role.ASSISTANT)] },
         "owner_1",
       ),
     ).rejects.toMatchObject({ code: expect.stringMatching(/^22/) });
-    expect(journal.stats().appends).toBe(before);
+    expect(owner.journal.stats().appends).toBe(before);
     // The projector is not stuck: reads and the failed turn's finish go on.
-    const failed = await store.finishRun(
+    const failed = await owner.store.finishRun(
       next.claim!,
       {
         status: "failed",
@@ -282,13 +260,13 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       "owner_1",
     );
     expect(failed.task?.status).toBe(TaskStatus.FAILED);
-    expect((await store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
+    expect((await owner.store.getTask(next.task.id)).status).toBe(TaskStatus.FAILED);
   });
 
   it("hands a session's mailbox over in one statement: the release runs before the take", async () => {
     const running = await submit("ses_handover", "one");
     const queued = await submit("ses_handover", "two");
-    expect((await store.getTask(queued.task.id)).status).toBe(TaskStatus.SUBMITTED);
+    expect((await owner.store.getTask(queued.task.id)).status).toBe(TaskStatus.SUBMITTED);
     const at = new Date("2027-04-03T10:00:00.000Z");
     // The take listed first: the order of the changes does not order the writes.
     const changes: RowChange[] = [
@@ -308,10 +286,10 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const writes = rowWrites(changes);
     expect(writes).toMatchObject({ first: [expect.any(Function)], rest: [expect.any(Function)] });
     // As the projector runs a batch: one statement, no transaction.
-    await writesStatement(database.kysely.withSchema("tasks"), writes!, [
+    await writesStatement(owner.database.kysely.withSchema("tasks"), writes!, [
       sql<number>`1`.as("written"),
     ]).execute();
-    const rows = await database.kysely
+    const rows = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("tasks" as never)
       .select(["id" as never, "run_state" as never])
@@ -362,11 +340,11 @@ describe("tasks store, embedded session owner (PGlite)", () => {
         }),
       ),
     ];
-    await database.kysely
+    await owner.database.kysely
       .transaction()
       // As the projector calls it: the transaction scoped to the schema.
       .execute((trx) => applyRowChanges(changes, trx.withSchema("tasks") as never));
-    const tasks = await database.kysely
+    const tasks = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("tasks" as never)
       .selectAll()
@@ -383,7 +361,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       expect(row?.checkpoint).toBeNull();
     }
     expect(byId.get(ids[2] as string)?.cancel_reason).toBe("alone");
-    const counts = await database.kysely
+    const counts = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("sessions" as never)
       .select(["id" as never, "turn_count" as never])
@@ -422,12 +400,12 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       },
     });
     const stream = sessionStream({ workspace_id: "default", id: "ses_owner_old" });
-    const { positions } = await journal.append([
+    const { positions } = await owner.journal.append([
       { stream, kind: FINISHED_STEP, body: toBinary(StepRecordSchema, record) },
       { stream, kind: ROWS_STEP, body: encodeRowChanges([]) },
     ]);
-    await readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
-    const outcome = await store.getOutcome("out_recorded_before");
+    await owner.readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
+    const outcome = await owner.store.getOutcome("out_recorded_before");
     expect(outcome).toMatchObject({ taskId: task.id, summary: "from a step record" });
     expect(outcome.status).toBe(OutcomeStatus.SUCCEEDED);
   });
@@ -435,7 +413,7 @@ describe("tasks store, embedded session owner (PGlite)", () => {
   it("writes events a journal from before session 24 holds as entries to the outbox, in order", async () => {
     const { task } = await submit("ses_owner_entries", "before");
     const stream = sessionStream({ workspace_id: "default", id: "ses_owner_entries" });
-    const earlier = (await readOutbox(database, "outbox_o", { limit: 1000 })).filter(
+    const earlier = (await readOutbox(owner.database, "outbox_o", { limit: 1000 })).filter(
       (row) => row.event.taskId === task.id,
     );
     // As owned steps appended them then: the event without its sequence.
@@ -449,14 +427,14 @@ describe("tasks store, embedded session owner (PGlite)", () => {
         resource: { object: "task", id: task.id },
         createdAt: timestampNow(),
       });
-    const { positions } = await journal.append([
+    const { positions } = await owner.journal.append([
       { stream, kind: "agent.message", body: encodeStepEvent(legacy("agent.message")) },
       { stream, kind: "task.progress", body: encodeStepEvent(legacy("task.progress")) },
       { stream, kind: ROWS_STEP, body: encodeRowChanges([]) },
     ]);
     const handed = kicked.length;
-    await readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
-    const rows = (await readOutbox(database, "outbox_o", { limit: 1000 })).filter(
+    await owner.readModel.waitFor(positions.at(-1) as bigint, { timeoutMs: 10_000 });
+    const rows = (await readOutbox(owner.database, "outbox_o", { limit: 1000 })).filter(
       (row) => row.event.taskId === task.id,
     );
     // Sequenced after the task's events the owner wrote with its appends.
@@ -479,13 +457,13 @@ describe("tasks store, embedded session owner (PGlite)", () => {
     const refused: RowChange[] = [
       { op: "update", table: "tasks", id: task.id, set: { cancel_reason: "bad\u0000reason" } },
     ];
-    const { positions } = await journal.append([
+    const { positions } = await owner.journal.append([
       { stream: "ses_poison_1", kind: ROWS_STEP, body: encodeRowChanges(refused) },
     ]);
     const second = await submit("ses_poison_2", "after");
-    expect((await store.getTask(second.task.id)).status).toBe(TaskStatus.WORKING);
-    expect(readModel.status()).toMatchObject({ deadLetters: 1, failures: 0 });
-    const dead = await database.kysely
+    expect((await owner.store.getTask(second.task.id)).status).toBe(TaskStatus.WORKING);
+    expect(owner.readModel.status()).toMatchObject({ deadLetters: 1, failures: 0 });
+    const dead = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("journal_dead_letter" as never)
       .select(["projector" as never, "position" as never, "kind" as never, "reason" as never])
@@ -504,14 +482,14 @@ describe("tasks store, embedded session owner (PGlite)", () => {
       },
     ]);
     // The refused change is not applied; the session goes on.
-    const row = await database.kysely
+    const row = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("tasks" as never)
       .select("cancel_reason" as never)
       .where("id" as never, "=", task.id as never)
       .executeTakeFirstOrThrow();
     expect(row).toEqual({ cancel_reason: "" });
-    expect((await store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
+    expect((await owner.store.getTask(task.id)).status).toBe(TaskStatus.WORKING);
   });
 
   it("tells storable text from what PostgreSQL refuses", () => {
@@ -525,11 +503,6 @@ describe("tasks store, embedded session owner (PGlite)", () => {
 
 describe("tasks store, embedded session owner: the runner's read of the agent state", () => {
   let owner: EmbeddedOwner;
-  let database: Database;
-  let journal: Journal;
-  let readModel: Projector;
-  let store: OwnedTaskStore;
-  let agentId: string;
 
   beforeAll(async () => {
     owner = await openEmbeddedOwner({
@@ -540,15 +513,14 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
       kick: () => {},
       agent: "stateful",
     });
-    ({ database, journal, readModel, store, agentId } = owner);
   }, 180_000);
   afterAll(() => closeEmbeddedOwner(owner));
 
-  const submit = (words: string, sessionId = "ses_state_1", on = store) =>
-    on.submitTask(newTask(agentId, sessionId, words), context, "owner_1");
+  const submit = (words: string, sessionId = "ses_state_1", on = owner.store) =>
+    on.submitTask(newTask(owner.agentId, sessionId, words), context, "owner_1");
 
   const complete = (claim: Claim | undefined, state?: JsonObject) =>
-    store.finishRun(
+    owner.store.finishRun(
       claim!,
       { status: "completed", messages: [text("ok", Role.ASSISTANT)], ...(state ? { state } : {}) },
       "owner_1",
@@ -556,8 +528,8 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
 
   /** What the table holds (as a store on the same database after a restart reads it). */
   const stored = async (sessionId: string) => {
-    await readModel.waitFor(journal.head(), { timeoutMs: 10_000 });
-    const row = await database.kysely
+    await owner.readModel.waitFor(owner.journal.head(), { timeoutMs: 10_000 });
+    const row = await owner.database.kysely
       .withSchema("tasks")
       .selectFrom("session_states" as never)
       .select("state" as never)
@@ -571,23 +543,23 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
     const first = await submit("one");
     await complete(first.claim, { count: 1 });
     // The finish changed the state and is not projected yet: memory answers.
-    const head = journal.head();
-    expect(readModel.status().position).toBeLessThan(head);
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
-    expect(readModel.status().position).toBeLessThan(head);
+    const head = owner.journal.head();
+    expect(owner.readModel.status().position).toBeLessThan(head);
+    expect(await owner.store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(owner.readModel.status().position).toBeLessThan(head);
 
     // The next submit changes no state: the session keeps it.
     const second = await submit("two");
     expect(second.claim).toBeDefined();
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
+    expect(await owner.store.loadAgentState("ses_state_1")).toEqual({ count: 1 });
 
     // Its finish changes it again; a finish without a state keeps it.
     await complete(second.claim, { count: 2 });
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    expect(await owner.store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
     const third = await submit("three");
     await complete(third.claim);
-    expect(await store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
-    expect(readModel.status().position).toBeLessThan(journal.head());
+    expect(await owner.store.loadAgentState("ses_state_1")).toEqual({ count: 2 });
+    expect(owner.readModel.status().position).toBeLessThan(owner.journal.head());
     // And it is what the table holds once projected.
     expect(await stored("ses_state_1")).toEqual({ count: 2 });
   });
@@ -597,28 +569,28 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
     await complete(first.claim, { step: "first", nested: { bb: 1, a: [1, { yy: 2, x: 3 }] } });
     const second = await submit("two", "ses_state_2");
     // Evicted (as idle, or a lost lease) between the claim and the run.
-    store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
-    expect(await store.loadAgentState("ses_state_2")).toEqual({
+    owner.store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
+    expect(await owner.store.loadAgentState("ses_state_2")).toEqual({
       step: "first",
       nested: { bb: 1, a: [1, { yy: 2, x: 3 }] },
     });
     await complete(second.claim, { step: "second" });
-    const changed = journal.head();
+    const changed = owner.journal.head();
     // Loaded again by the next submit (state unknown): read once, then kept.
-    store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
+    owner.store.owner.forget(sessionStream({ workspace_id: "default", id: "ses_state_2" }));
     const third = await submit("three", "ses_state_2");
     expect(
-      store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
+      owner.store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
     ).toBeUndefined();
-    expect(await store.loadAgentState("ses_state_2")).toEqual({ step: "second" });
+    expect(await owner.store.loadAgentState("ses_state_2")).toEqual({ step: "second" });
     expect(
-      store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
+      owner.store.owner.held({ workspace_id: "default", id: "ses_state_2" })?.agentState,
     ).toBeDefined();
     // The projector passed the finish that changed the state.
-    expect(readModel.status().position).toBeGreaterThanOrEqual(changed);
+    expect(owner.readModel.status().position).toBeGreaterThanOrEqual(changed);
     await complete(third.claim, { step: "third", zz: { b: 1, aa: 2 } });
     // Memory gives what the table gives, key order included.
-    const fromMemory = await store.loadAgentState("ses_state_2");
+    const fromMemory = await owner.store.loadAgentState("ses_state_2");
     const fromTable = await stored("ses_state_2");
     expect(fromMemory).toEqual(fromTable);
     expect(JSON.stringify(fromMemory)).toBe(JSON.stringify(fromTable));
@@ -627,29 +599,21 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
   it("after a relational finish that writes the state (a suspension), reads the new one", async () => {
     const first = await submit("one", "ses_state_3");
     await complete(first.claim, { phase: "before" });
-    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "before" });
+    expect(await owner.store.loadAgentState("ses_state_3")).toEqual({ phase: "before" });
     const second = await submit("two", "ses_state_3");
     // A suspension is finished by the relational path (under the owner): it
     // writes session_states itself, and the session's memory is dropped.
-    await store.finishRun(
+    await owner.store.finishRun(
       second.claim!,
-      {
-        status: "suspended",
-        messages: [text("need input", Role.AGENT)],
-        signalLabel: "approval",
-        metadata: {},
-        kind: "input",
-        checkpoint: { at: 1 },
-        state: { phase: "suspended" },
-      },
+      approvalSuspension({ phase: "suspended" }),
       "owner_1",
     );
-    expect(store.owner.held({ workspace_id: "default", id: "ses_state_3" })).toBeUndefined();
-    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
+    expect(owner.store.owner.held({ workspace_id: "default", id: "ses_state_3" })).toBeUndefined();
+    expect(await owner.store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
     // The next turn of the session starts from it too.
     const third = await submit("three", "ses_state_3");
     expect(third.claim).toBeDefined();
-    expect(await store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
+    expect(await owner.store.loadAgentState("ses_state_3")).toEqual({ phase: "suspended" });
   });
 
   it("after a restart, a new owner on the same database reads what the last finish left", async () => {
@@ -657,8 +621,8 @@ describe("tasks store, embedded session owner: the runner's read of the agent st
     await complete(first.claim, { restarted: false });
     const second = await submit("two", "ses_state_4");
     await complete(second.claim, { restarted: true });
-    await readModel.waitFor(journal.head(), { timeoutMs: 10_000 });
-    const restarted = ownedStore(database, "outbox_s", { journal, readModel });
+    await owner.readModel.waitFor(owner.journal.head(), { timeoutMs: 10_000 });
+    const restarted = ownedStore(owner.database, "outbox_s", owner);
     try {
       expect(await restarted.loadAgentState("ses_state_4")).toEqual({ restarted: true });
       const third = await submit("three", "ses_state_4", restarted);

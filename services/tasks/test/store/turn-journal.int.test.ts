@@ -9,20 +9,18 @@ import {
   createDatabase,
   createOutboxWriter,
   type Database,
-  migrate,
-  outboxMigrations,
   type Projector,
   readJournal,
 } from "@trellis/storage";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userActor } from "../../src/domain/events.js";
-import { tasksMigrations } from "../../src/store/migrations/index.js";
 import { PostgresTaskStore } from "../../src/store/postgres-task-store.js";
 import { createTasksReadModel, READ_MODEL_PROJECTOR } from "../../src/store/read-model.js";
 import { sessionStream } from "../../src/store/session-stream.js";
 import { FINISHED_STEP, SUBMITTED_STEP } from "../../src/store/step-records.js";
 import { createStoreAgent, newTask, text } from "../support/fixtures.js";
+import { approvalSuspension, migrateTasksStore } from "../support/store-suites.js";
 
 interface Opened {
   db: Database;
@@ -67,8 +65,7 @@ for (const backend of backends) {
     beforeAll(async () => {
       opened = await backend.open();
       ({ db: database, drop } = opened);
-      await migrate(database, { schema: "tasks", migrations: tasksMigrations });
-      await migrate(database, { schema: "outbox_j", migrations: outboxMigrations("outbox_j") });
+      await migrateTasksStore(database, "outbox_j");
       readModel = await createTasksReadModel({ database, schema: "tasks", delayMs: 20 });
       store = new PostgresTaskStore({
         database,
@@ -155,18 +152,7 @@ for (const backend of backends) {
 
     it("a suspension journals its status and signal, and no Outcome", async () => {
       const submitted = await submit("", "wait for me");
-      const finished = await store.finishRun(
-        submitted.claim!,
-        {
-          status: "suspended",
-          messages: [text("need input", Role.AGENT)],
-          signalLabel: "approval",
-          metadata: {},
-          kind: "input",
-          checkpoint: { at: 1 },
-        },
-        "owner_1",
-      );
+      const finished = await store.finishRun(submitted.claim!, approvalSuspension(), "owner_1");
       const journal = await steps(submitted.task.sessionId);
       const last = journal.at(-1)?.record;
       expect(last?.step.case).toBe("finished");
