@@ -13,46 +13,25 @@
  */
 import type { Event } from "@trellis/contracts/core";
 import { createEventLog } from "@trellis/eventlog";
-import { PostgresReceiptStore, receiptsMigrations } from "@trellis/receipts";
 import {
   type Delivery,
   everyAgentKnown,
-  issuer,
   keyRingOf,
   newKey,
-  ReceiptProcessor,
+  openReceiptsPGlite,
+  quietLogger,
   startReceiptConsumer,
   taskEvents,
+  testProcessor,
 } from "@trellis/receipts/testing";
-import { createLogger } from "@trellis/runtime";
-import {
-  createDatabase,
-  createOutboxWriter,
-  migrate,
-  openPGlite,
-  outboxMigrations,
-} from "@trellis/storage";
 
 const exclusive = process.env.EXCLUSIVE !== "0";
-const pglite = await openPGlite({});
-const db = await createDatabase({ kind: "pglite", pglite });
-await migrate(db, {
-  schema: "receipts",
-  migrations: { ...outboxMigrations("receipts"), ...receiptsMigrations },
-});
+const { store, close } = await openReceiptsPGlite();
 const eventLog = await createEventLog({ kind: "in-process" });
-const key = newKey("k");
-const store = new PostgresReceiptStore({
-  database: db,
-  schema: "receipts",
-  outbox: createOutboxWriter({ schema: "receipts" }),
-});
-const processor = new ReceiptProcessor({
+const processor = testProcessor({
   store,
-  keys: keyRingOf(key),
+  keys: keyRingOf(newKey("k")),
   directory: everyAgentKnown(),
-  config: { issuer, gapWaitMs: 3000 },
-  logger: createLogger({ service: "t", level: "error" }),
   exclusive,
 });
 let waiter: { id: string; resolve: () => void } | undefined;
@@ -62,11 +41,7 @@ processor.handleBatch = async (batch: readonly Delivery[]) => {
   if (waiter && batch.some((d) => d.event.id === waiter?.id)) waiter.resolve();
   return out;
 };
-const consumer = startReceiptConsumer({
-  eventLog,
-  processor,
-  logger: createLogger({ service: "t", level: "error" }),
-});
+const consumer = startReceiptConsumer({ eventLog, processor, logger: quietLogger() });
 async function turn(i: number) {
   const all = taskEvents({ taskId: `task_${i}`, workspaceId: "ws" });
   const last = all.at(-1) as Event;
@@ -86,5 +61,4 @@ const c = process.cpuUsage(c0);
 console.log(`exclusive=${exclusive} cpu ms/task ${((c.user + c.system) / 1000 / N).toFixed(3)}`);
 await consumer.stop();
 await eventLog.close();
-await db.close();
-await pglite.close();
+await close();

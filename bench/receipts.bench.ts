@@ -22,16 +22,15 @@
  */
 import { generateKeyPairSync } from "node:crypto";
 import { pathToFileURL } from "node:url";
-import { create, fromJson } from "@bufbuild/protobuf";
+import { create, fromJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   ActorKind,
   type Event,
   EventSchema,
-  MessageSchema,
+  type MessageSchema,
   Role,
   TaskStatus,
-  ToolResultStatus,
 } from "@trellis/contracts/core";
 import {
   buildTaskReceipt,
@@ -39,8 +38,6 @@ import {
   extractFacts,
   foldTaskFacts,
   merkleRoot,
-  PostgresReceiptStore,
-  receiptsMigrations,
   sealReceipt,
   signingKeyFromPem,
   signReceiptHash,
@@ -49,13 +46,13 @@ import {
   verifyReceiptSignature,
 } from "@trellis/receipts";
 import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  openPGlite,
-  outboxMigrations,
-} from "@trellis/storage";
+  messageAppended,
+  migrateReceipts,
+  openPGliteDatabase,
+  receiptStoreOn,
+  toolResultMessage,
+} from "@trellis/receipts/testing";
+import { createDatabase, type Database } from "@trellis/storage";
 import { sql } from "kysely";
 
 /** Options of {@link runReceiptsBench}. */
@@ -132,12 +129,8 @@ function representativeEvents(taskId: string): Event[] {
     create(EventSchema, {
       payload: { kind: { case: "taskStatusChanged", value: { status: to, previousStatus: from } } },
     }).payload;
-  const message = (init: Parameters<typeof create<typeof MessageSchema>>[1]) =>
-    create(EventSchema, {
-      payload: {
-        kind: { case: "messageAppended", value: { message: create(MessageSchema, init) } },
-      },
-    }).payload;
+  const message = (init: MessageInitShape<typeof MessageSchema>) =>
+    create(EventSchema, { payload: messageAppended(0n, init) }).payload;
   add("task.submitted", status(TaskStatus.SUBMITTED, TaskStatus.UNSPECIFIED), ActorKind.USER);
   add("task.started", status(TaskStatus.WORKING, TaskStatus.SUBMITTED));
   add(
@@ -183,25 +176,7 @@ function representativeEvents(taskId: string): Event[] {
     }).payload,
     ActorKind.USER,
   );
-  add(
-    "agent.tool_result",
-    message({
-      role: Role.TOOL,
-      toolCallId: "call_1",
-      parts: [
-        {
-          kind: {
-            case: "toolResult",
-            value: {
-              toolCallId: "call_1",
-              status: ToolResultStatus.OK,
-              output: fromJson(ValueSchema, "ok"),
-            },
-          },
-        },
-      ],
-    }),
-  );
+  add("agent.tool_result", message(toolResultMessage("call_1", "ok")));
   add(
     "artifact.created",
     create(EventSchema, {
@@ -246,16 +221,8 @@ async function openBenchDatabase(
       },
     };
   } catch {
-    const pglite = await openPGlite({});
-    const db = await createDatabase({ kind: "pglite", pglite });
-    return {
-      db,
-      backend: "pglite",
-      async close() {
-        await db.close();
-        await pglite.close();
-      },
-    };
+    const { db, close } = await openPGliteDatabase();
+    return { db, backend: "pglite", close };
   }
 }
 
@@ -346,15 +313,8 @@ export async function runReceiptsBench(
   let at1kUs = 0;
   let atLongUs = 0;
   try {
-    await migrate(db, {
-      schema: "receipts",
-      migrations: { ...outboxMigrations("receipts"), ...receiptsMigrations },
-    });
-    const store = new PostgresReceiptStore({
-      database: db,
-      schema: "receipts",
-      outbox: createOutboxWriter({ schema: "receipts" }),
-    });
+    await migrateReceipts(db);
+    const store = receiptStoreOn(db);
     let n = 0;
     const append = async () => {
       const i = n++;

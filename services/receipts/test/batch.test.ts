@@ -4,29 +4,24 @@
 // their own remembered chain heads keep one gap-free chain.
 
 import { clone, create } from "@bufbuild/protobuf";
-import type { PGlite } from "@electric-sql/pglite";
 import { ActorKind, type Event, EventSchema } from "@trellis/contracts/core";
 import { InProcessEventLog } from "@trellis/eventlog";
-import { createLogger } from "@trellis/runtime";
-import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  openPGlite,
-  outboxMigrations,
-} from "@trellis/storage";
+import type { Database } from "@trellis/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Delivery, ReceiptProcessor } from "../src/processor.js";
-import { receiptsMigrations } from "../src/store/migrations/index.js";
-import { PostgresReceiptStore } from "../src/store/receipt-store.js";
+import type { Delivery, ReceiptProcessor } from "../src/processor.js";
+import type { PostgresReceiptStore } from "../src/store/receipt-store.js";
 import { logTaskHistory, type TaskHistory } from "../src/task-history.js";
-import { everyAgentKnown, issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import { everyAgentKnown, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import {
+  migrateReceipts,
+  openPGliteDatabase,
+  receiptStoreOn,
+} from "../src/testing/receipts-database.js";
+import { testProcessor } from "../src/testing/test-processor.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const keys = keyRingOf(newKey("key_batch"));
 const directory = everyAgentKnown("scripted");
-const logger = createLogger({ service: "test", level: "error" });
 
 /** Events of several tasks, in one log order, with positions 1…n and sequences per task. */
 function logOf(tasks: { taskId: string; workspaceId: string; withTool?: boolean }[]): Delivery[] {
@@ -90,9 +85,8 @@ interface Harness {
 
 /** The receipts tables in their own schema of a shared database. */
 async function harness(db: Database<unknown>, schema: string): Promise<Harness> {
-  await migrate(db, { schema, migrations: { ...outboxMigrations(schema), ...receiptsMigrations } });
-  const newStore = () =>
-    new PostgresReceiptStore({ database: db, schema, outbox: createOutboxWriter({ schema }) });
+  await migrateReceipts(db, schema);
+  const newStore = () => receiptStoreOn(db, schema);
   const store = newStore();
   return {
     db,
@@ -101,12 +95,10 @@ async function harness(db: Database<unknown>, schema: string): Promise<Harness> 
     processor(options = {}) {
       // Deterministic clock and ids, so runs can be compared byte for byte.
       let n = 0;
-      return new ReceiptProcessor({
+      return testProcessor({
         store: options.store ?? store,
         keys,
         directory,
-        config: { issuer, gapWaitMs: 3_000 },
-        logger,
         now: () => new Date("2026-11-22T12:00:00Z"),
         newReceiptId: () => `rcpt_${String(++n).padStart(4, "0")}`,
         ...(options.exclusive ? { exclusive: true } : {}),
@@ -135,23 +127,21 @@ function expectGapFree(rows: { chain_index: bigint; receipt_hash: string; docume
 }
 
 describe("receipts in batches", () => {
-  let pglite: PGlite;
   let db: Database<unknown>;
+  let close: () => Promise<void>;
   let one: Harness;
   let batched: Harness;
   let exclusive: Harness;
 
   beforeAll(async () => {
-    pglite = await openPGlite({});
-    db = await createDatabase({ kind: "pglite", pglite });
+    ({ db, close } = await openPGliteDatabase());
     one = await harness(db, "receipts_one");
     batched = await harness(db, "receipts_batched");
     exclusive = await harness(db, "receipts_exclusive");
   });
 
   afterAll(async () => {
-    await db?.close();
-    await pglite?.close();
+    await close?.();
   });
 
   it("issues byte for byte what one event at a time issues", async () => {

@@ -1,26 +1,17 @@
 // The consumer's per-event logic on a real database (PGlite): idempotent
 // recording, waiting for a task's missing events, issuing without them in
 // the end, and the settings it reads.
-import { createLogger } from "@trellis/runtime";
-import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  openPGlite,
-  outboxMigrations,
-} from "@trellis/storage";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDirectory } from "../src/agents.js";
 import { loadReceiptsConfig } from "../src/config.js";
-import { ReceiptProcessor } from "../src/processor.js";
-import { receiptsMigrations } from "../src/store/migrations/index.js";
-import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import type { ReceiptProcessor } from "../src/processor.js";
+import type { PostgresReceiptStore } from "../src/store/receipt-store.js";
+import { keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import { openReceiptsPGlite } from "../src/testing/receipts-database.js";
+import { testProcessor } from "../src/testing/test-processor.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 describe("ReceiptProcessor", () => {
-  let db: Database<unknown>;
   let close: () => Promise<void>;
   let store: PostgresReceiptStore;
   let processor: ReceiptProcessor;
@@ -39,28 +30,8 @@ describe("ReceiptProcessor", () => {
   };
 
   beforeAll(async () => {
-    const pglite = await openPGlite({});
-    db = await createDatabase({ kind: "pglite", pglite });
-    close = async () => {
-      await db.close();
-      await pglite.close();
-    };
-    await migrate(db, {
-      schema: "receipts",
-      migrations: { ...outboxMigrations("receipts"), ...receiptsMigrations },
-    });
-    store = new PostgresReceiptStore({
-      database: db,
-      schema: "receipts",
-      outbox: createOutboxWriter({ schema: "receipts" }),
-    });
-    processor = new ReceiptProcessor({
-      store,
-      keys,
-      directory,
-      config: { issuer, gapWaitMs: 3_000 },
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    ({ store, close } = await openReceiptsPGlite());
+    processor = testProcessor({ store, keys, directory });
   });
 
   afterAll(async () => {

@@ -111,17 +111,13 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
   let server: RecordedServer;
   const email = createTools();
   const weatherRuns: { city: string; checkedAt: string; authorized: boolean }[] = [];
-  /** A weather tool that reads the clock and an API key through the harness (deterministic). */
+  /**
+   * The shared test tools' weather tool (its name, description and input),
+   * deterministic here and reading the clock and an API key through the harness.
+   */
   const weather: HarnessTool = {
-    name: "get_weather",
-    description: "The current weather of a city.",
+    ...(email.tools.find((t) => t.name === "get_weather") as HarnessTool),
     deterministic: true,
-    inputSchema: {
-      type: "object",
-      properties: { city: { type: "string", minLength: 1 } },
-      required: ["city"],
-      additionalProperties: false,
-    },
     run(input, context) {
       const checkedAt = context.now("checked_at");
       const authorized = context.secret("WEATHER_API_KEY") === SECRET;
@@ -137,6 +133,38 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
   let approved: Task;
   let approvedSession: string;
   let checkpointId: string;
+
+  /**
+   * Checks the receipt of a replay of `sourceId`: valid, sealed over its own
+   * hash, byte-deterministic, and naming as its first material the source's
+   * event log, with the source's receipt and `metadata` (the mode and what
+   * else the replay names).
+   */
+  function expectReplayOfSource(
+    receipt: Receipt,
+    sourceId: string,
+    sourceReceipt: Receipt,
+    metadata: Record<string, unknown>,
+  ): void {
+    const doc = JSON.parse(receipt.documentJson);
+    expect(validate(doc)).toEqual([]);
+    expect(computeReceiptHash(doc)).toBe(doc.chain.receipt_hash);
+    // The replay's inputs: the source's event log, its receipt, the cursor, the mode.
+    expect(doc.replay_input.determinism).toBe("byte_deterministic");
+    expect(doc.replay_input.materials[0]).toMatchObject({
+      kind: "event_log",
+      id: sourceId,
+      sha256: JSON.parse(sourceReceipt.documentJson).chain.merkle_root,
+      metadata: {
+        role: "replay_source",
+        source_receipt_id: sourceReceipt.id,
+        source_receipt_hash: sourceReceipt.receiptHash,
+        replay_cursor: expect.stringMatching(new RegExp(`^${sourceId}:\\d+$`)),
+        unused_override_keys: [],
+        ...metadata,
+      },
+    });
+  }
 
   /** The deployment's keyed fingerprint of a secret value (its key is in the embedded database). */
   function fingerprintOf(value: string): SecretFingerprint {
@@ -303,25 +331,11 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     expect((await messagesOf(second.sessionId)).map(comparable)).toEqual(original);
     expect(weatherRuns).toHaveLength(1);
 
+    for (const { receipt } of [first, second]) {
+      expectReplayOfSource(receipt, source.id, sourceReceipt, { mode: "exact" });
+    }
     const docs = [first, second].map((r) => JSON.parse(r.receipt.documentJson));
     for (const doc of docs) {
-      expect(validate(doc)).toEqual([]);
-      expect(computeReceiptHash(doc)).toBe(doc.chain.receipt_hash);
-      // The replay's inputs: the source's event log, its receipt, the cursor, the mode.
-      expect(doc.replay_input.determinism).toBe("byte_deterministic");
-      expect(doc.replay_input.materials[0]).toMatchObject({
-        kind: "event_log",
-        id: source.id,
-        sha256: JSON.parse(sourceReceipt.documentJson).chain.merkle_root,
-        metadata: {
-          role: "replay_source",
-          source_receipt_id: sourceReceipt.id,
-          source_receipt_hash: sourceReceipt.receiptHash,
-          mode: "exact",
-          replay_cursor: expect.stringMatching(new RegExp(`^${source.id}:\\d+$`)),
-          unused_override_keys: [],
-        },
-      });
       expect(doc.deltas).toEqual([]);
       expect(doc.side_effects.tool_calls).toEqual([
         expect.objectContaining({ tool: "get_weather", status: "succeeded" }),
@@ -487,26 +501,13 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
     const replayed = await messagesOf(resumed.sessionId);
     expect(replayed.map(comparable)).toEqual(original.map(comparable));
 
-    const doc = JSON.parse(resumed.receipt.documentJson);
-    expect(validate(doc)).toEqual([]);
-    expect(computeReceiptHash(doc)).toBe(doc.chain.receipt_hash);
-    expect(doc.replay_input.determinism).toBe("byte_deterministic");
-    expect(doc.replay_input.materials[0]).toMatchObject({
-      kind: "event_log",
-      id: approved.id,
-      sha256: sourceDoc.chain.merkle_root,
-      metadata: {
-        role: "replay_source",
-        source_task_id: approved.id,
-        source_receipt_id: sourceReceipt.id,
-        source_receipt_hash: sourceReceipt.receiptHash,
-        mode: "from_checkpoint",
-        checkpoint_id: checkpointId,
-        checkpoint_event_id: boundary?.id,
-        replay_cursor: expect.stringMatching(new RegExp(`^${approved.id}:\\d+$`)),
-        unused_override_keys: [],
-      },
+    expectReplayOfSource(resumed.receipt, approved.id, sourceReceipt, {
+      source_task_id: approved.id,
+      mode: "from_checkpoint",
+      checkpoint_id: checkpointId,
+      checkpoint_event_id: boundary?.id,
     });
+    const doc = JSON.parse(resumed.receipt.documentJson);
     expect(doc.metadata.trellis).toMatchObject({
       replay_of: approved.id,
       replay_mode: "from_checkpoint",

@@ -5,10 +5,11 @@
 // recorded harness, is replay-receipts.test.ts.
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { ActorKind, type Event, EventSchema, MessageSchema, Role } from "@trellis/contracts/core";
+import { ActorKind, type Event, EventSchema, Role } from "@trellis/contracts/core";
 import { describe, expect, it } from "vitest";
 import { replayProjection } from "../src/domain/replay-projection.js";
 import { newKey, receiptOf } from "../src/testing/receipt-helpers.js";
+import { messageAppended } from "../src/testing/task-events.js";
 import { receiptSchemaValidator, taskEvents } from "./support.js";
 
 const SOURCE = "task_source";
@@ -68,19 +69,11 @@ function replayEvents(script: ReplayScript): Event[] {
     resource: { object: "task", id: taskId },
     taskId,
     actor: { id: "agent_echo", kind: ActorKind.AGENT },
-    payload: {
-      kind: {
-        case: "messageAppended",
-        value: {
-          position: 1n,
-          message: create(MessageSchema, {
-            role: Role.ASSISTANT,
-            parts: [{ kind: { case: "text", value: { text: "replayed" } } }],
-            metadata: { replay: marker },
-          }),
-        },
-      },
-    },
+    payload: messageAppended(1n, {
+      role: Role.ASSISTANT,
+      parts: [{ kind: { case: "text", value: { text: "replayed" } } }],
+      metadata: { replay: marker },
+    }),
   });
   const overrides =
     mode === "exact"

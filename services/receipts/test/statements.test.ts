@@ -11,22 +11,12 @@
 import type { PGlite } from "@electric-sql/pglite";
 import type { Event } from "@trellis/contracts/core";
 import { createEventLog, type EventLog } from "@trellis/eventlog";
-import { createLogger } from "@trellis/runtime";
-import {
-  createDatabase,
-  createOutboxWriter,
-  type Database,
-  migrate,
-  openPGlite,
-  outboxMigrations,
-} from "@trellis/storage";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ReceiptConsumer, startReceiptConsumer } from "../src/consumer.js";
-import { ReceiptProcessor } from "../src/processor.js";
-import { receiptsMigrations } from "../src/store/migrations/index.js";
-import { PostgresReceiptStore } from "../src/store/receipt-store.js";
-import { everyAgentKnown, issuer, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import { everyAgentKnown, keyRingOf, newKey } from "../src/testing/receipt-helpers.js";
+import { openReceiptsPGlite } from "../src/testing/receipts-database.js";
+import { quietLogger, testProcessor } from "../src/testing/test-processor.js";
 import { taskEvents } from "./support.js";
 
 /**
@@ -84,8 +74,7 @@ describe.each([
   { mode: "exclusive (embedded)", exclusive: true, perTurn: 2 },
   { mode: "one of several replicas", exclusive: false, perTurn: 2 },
 ])("receipts consumer, $mode: SQL statements per task (PGlite)", ({ exclusive, perTurn }) => {
-  let pglite: PGlite;
-  let db: Database<unknown>;
+  let close: () => Promise<void>;
   let eventLog: EventLog;
   let consumer: ReceiptConsumer;
   let counter: ReturnType<typeof countStatements>;
@@ -93,39 +82,18 @@ describe.each([
   const directory = everyAgentKnown();
 
   beforeAll(async () => {
-    pglite = await openPGlite({});
-    db = await createDatabase({ kind: "pglite", pglite });
-    await migrate(db, {
-      schema: "receipts",
-      migrations: { ...outboxMigrations("receipts"), ...receiptsMigrations },
-    });
+    const opened = await openReceiptsPGlite();
+    close = opened.close;
     eventLog = await createEventLog({ kind: "in-process" });
-    const store = new PostgresReceiptStore({
-      database: db,
-      schema: "receipts",
-      outbox: createOutboxWriter({ schema: "receipts" }),
-    });
-    const processor = new ReceiptProcessor({
-      store,
-      keys,
-      directory,
-      config: { issuer, gapWaitMs: 3_000 },
-      logger: createLogger({ service: "test", level: "error" }),
-      exclusive,
-    });
-    counter = countStatements(pglite);
-    consumer = startReceiptConsumer({
-      eventLog,
-      processor,
-      logger: createLogger({ service: "test", level: "error" }),
-    });
+    const processor = testProcessor({ store: opened.store, keys, directory, exclusive });
+    counter = countStatements(opened.pglite);
+    consumer = startReceiptConsumer({ eventLog, processor, logger: quietLogger() });
   });
 
   afterAll(async () => {
     await consumer?.stop();
     await eventLog?.close();
-    await db?.close();
-    await pglite?.close();
+    await close?.();
   });
 
   /** Uncounted: how many receipts and recorded events there are. */

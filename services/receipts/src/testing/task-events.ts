@@ -2,7 +2,13 @@
  * Synthetic task events shaped like the tasks service's: one task from
  * submission to its end, for the receipts tests and benchmarks.
  */
-import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import {
+  create,
+  fromJson,
+  type JsonObject,
+  type JsonValue,
+  type MessageInitShape,
+} from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
 import {
   ActorKind,
@@ -51,6 +57,35 @@ function value(json: JsonValue) {
   return fromJson(ValueSchema, json);
 }
 
+/** The payload of an event that appends `message` at `position` of the session's transcript. */
+export function messageAppended(
+  position: bigint,
+  message: MessageInitShape<typeof MessageSchema>,
+): PayloadInit {
+  return {
+    kind: { case: "messageAppended", value: { position, message: create(MessageSchema, message) } },
+  };
+}
+
+/** The tool's answer to the call `toolCallId`: a tool message with one OK result, `output`. */
+export function toolResultMessage(
+  toolCallId: string,
+  output: JsonValue,
+): MessageInitShape<typeof MessageSchema> {
+  return {
+    role: Role.TOOL,
+    toolCallId,
+    parts: [
+      {
+        kind: {
+          case: "toolResult",
+          value: { toolCallId, status: ToolResultStatus.OK, output: value(output) },
+        },
+      },
+    ],
+  };
+}
+
 /** The events of one task from submission to its end. */
 export function taskEvents(script: TaskScript): Event[] {
   const workspaceId = script.workspaceId ?? "default";
@@ -94,20 +129,10 @@ export function taskEvents(script: TaskScript): Event[] {
   add(EVENT_KIND.taskStarted, started, system);
   add(
     EVENT_KIND.userMessage,
-    {
-      kind: {
-        case: "messageAppended",
-        value: {
-          position: 0n,
-          message: create(MessageSchema, {
-            role: Role.USER,
-            parts: [
-              { visibility: Visibility.PUBLIC, kind: { case: "text", value: { text: "hello" } } },
-            ],
-          }),
-        },
-      },
-    },
+    messageAppended(0n, {
+      role: Role.USER,
+      parts: [{ visibility: Visibility.PUBLIC, kind: { case: "text", value: { text: "hello" } } }],
+    }),
     user,
   );
   if (script.withModel) {
@@ -126,18 +151,13 @@ export function taskEvents(script: TaskScript): Event[] {
     );
   }
   if (script.withTool) {
-    add(EVENT_KIND.agentMessage, {
-      kind: {
-        case: "messageAppended",
-        value: {
-          position: 1n,
-          message: create(MessageSchema, {
-            role: Role.ASSISTANT,
-            toolCalls: [{ id: "call_1", name: "search", arguments: value({ q: "weather" }) }],
-          }),
-        },
-      },
-    });
+    add(
+      EVENT_KIND.agentMessage,
+      messageAppended(1n, {
+        role: Role.ASSISTANT,
+        toolCalls: [{ id: "call_1", name: "search", arguments: value({ q: "weather" }) }],
+      }),
+    );
     add(
       EVENT_KIND.taskInputRequired,
       status(TaskStatus.INPUT_REQUIRED, TaskStatus.WORKING),
@@ -157,30 +177,7 @@ export function taskEvents(script: TaskScript): Event[] {
       user,
     );
     add(EVENT_KIND.taskStarted, status(TaskStatus.WORKING, TaskStatus.INPUT_REQUIRED), system);
-    add(EVENT_KIND.toolResult, {
-      kind: {
-        case: "messageAppended",
-        value: {
-          position: 2n,
-          message: create(MessageSchema, {
-            role: Role.TOOL,
-            toolCallId: "call_1",
-            parts: [
-              {
-                kind: {
-                  case: "toolResult",
-                  value: {
-                    toolCallId: "call_1",
-                    status: ToolResultStatus.OK,
-                    output: value("sunny"),
-                  },
-                },
-              },
-            ],
-          }),
-        },
-      },
-    });
+    add(EVENT_KIND.toolResult, messageAppended(2n, toolResultMessage("call_1", "sunny")));
     add(
       EVENT_KIND.artifactCreated,
       data({
