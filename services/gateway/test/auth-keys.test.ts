@@ -267,11 +267,13 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
     await db?.drop();
   });
 
+  /** `trellis keys <command> --database-url <the test database> …rest`. */
+  const onDatabase = (command: string, ...rest: string[]) =>
+    cli([command, "--database-url", db.url, ...rest]);
+
   it("manages keys in the gateway's schema, even before the gateway first started", async () => {
-    const created = await cli([
+    const created = await onDatabase(
       "create",
-      "--database-url",
-      db.url,
       "--name",
       "recovery",
       "--workspace",
@@ -279,7 +281,7 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
       "--scopes",
       "*",
       "--json",
-    ]);
+    );
     expect(created.code).toBe(0);
     const key = JSON.parse(created.out);
     expect(key).toMatchObject({ workspace_id: "w_ops", scopes: ["*"], actor_id: "recovery" });
@@ -296,25 +298,16 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
         .execute();
       expect(JSON.stringify(stored)).not.toContain(key.key);
 
-      const listed = await cli([
-        "list",
-        "--database-url",
-        db.url,
-        "--workspace",
-        "w_ops",
-        "--json",
-      ]);
+      const listed = await onDatabase("list", "--workspace", "w_ops", "--json");
       expect(JSON.parse(listed.out).map((k: { id: string }) => k.id)).toEqual([key.id]);
-      const revoked = await cli(["revoke", "--database-url", db.url, key.id]);
+      const revoked = await onDatabase("revoke", key.id);
       expect(revoked.code).toBe(0);
       expect(await store.authenticate(key.key)).toBeUndefined();
-      expect((await cli(["revoke", "--database-url", db.url, "key_missing"])).code).toBe(1);
+      expect((await onDatabase("revoke", "key_missing")).code).toBe(1);
 
       // --agent-ids in the database: the policy the gateway reads.
-      const bot = await cli([
+      const bot = await onDatabase(
         "create",
-        "--database-url",
-        db.url,
         "--name",
         "bot",
         "--scopes",
@@ -322,7 +315,7 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
         "--agent-ids",
         "agent_a,agent_b",
         "--json",
-      ]);
+      );
       expect(bot.code).toBe(0);
       const botKey = JSON.parse(bot.out);
       expect(botKey.agent_ids).toEqual(["agent_a", "agent_b"]);

@@ -52,6 +52,14 @@ import { openWs } from "./support/ws-client.js";
 const ADMIN_KEY = "trellis-matrix-admin-key-0123456789";
 const OTHER = "w_other_matrix";
 
+/** A credential refused an agent it is not allowed: 403 permission_denied. */
+function deniedWith(response: { status: number; json: Json }): void {
+  expect({ status: response.status, code: response.json?.error?.code }).toEqual({
+    status: 403,
+    code: "permission_denied",
+  });
+}
+
 describe("authorization matrix (every REST route)", () => {
   let trellis: EmbeddedTrellis;
   let idp: TestIdentityProvider;
@@ -65,6 +73,13 @@ describe("authorization matrix (every REST route)", () => {
   async function keyWith(workspaceId: string, scopes: string[]): Promise<string> {
     const created = await keys.create({ name: "matrix", actorId: "matrix", workspaceId, scopes });
     return created.key;
+  }
+
+  /** A new API key holding `scopes`, restricted to the persona `fx.personaId` (created: 201). */
+  async function personaKey(name: string, scopes: string[]) {
+    const made = await admin.post("/v1/api-keys", { name, scopes, agent_ids: [fx.personaId] });
+    expect(made.status).toBe(201);
+    return made;
   }
 
   async function newSession(personaId?: string): Promise<string> {
@@ -375,23 +390,12 @@ describe("authorization matrix (every REST route)", () => {
       "events:read",
       "signals:write",
     ];
-    const made = await admin.post("/v1/api-keys", {
-      name: "one agent",
-      scopes,
-      agent_ids: [fx.personaId],
-    });
-    expect(made.status).toBe(201);
+    const made = await personaKey("one agent", scopes);
     expect(made.json.agent_ids).toEqual([fx.personaId]);
     expect((await admin.get(`/v1/api-keys/${made.json.id}`)).json.agent_ids).toEqual([
       fx.personaId,
     ]);
     const restricted = harnClient(base, made.json.key);
-    const deniedWith = (response: { status: number; json: Json }) => {
-      expect({ status: response.status, code: response.json?.error?.code }).toEqual({
-        status: 403,
-        code: "permission_denied",
-      });
-    };
 
     // REST: the allowed agent works; any other, named or bound to the session, is refused.
     expect((await restricted.get(`/v1/personas/${fx.personaId}`)).status).toBe(200);
@@ -510,19 +514,8 @@ describe("authorization matrix (every REST route)", () => {
       "connectors:read",
       "connectors:deliver",
     ];
-    const made = await admin.post("/v1/api-keys", {
-      name: "fork guard",
-      scopes,
-      agent_ids: [fx.personaId],
-    });
-    expect(made.status).toBe(201);
+    const made = await personaKey("fork guard", scopes);
     const restricted = harnClient(base, made.json.key);
-    const deniedWith = (response: { status: number; json: Json }) => {
-      expect({ status: response.status, code: response.json?.error?.code }).toEqual({
-        status: 403,
-        code: "permission_denied",
-      });
-    };
     const own = await newSession(fx.personaId);
     const foreign = await newSession(fx.waiterId);
 

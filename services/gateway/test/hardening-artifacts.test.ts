@@ -6,26 +6,18 @@
 
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { harnClient } from "@trellis/gateway/testing";
-import type { EmbeddedTrellis } from "@trellis/platform";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { send } from "../src/http/io.js";
-import { startGatewayWithTasks } from "./support/embedded.js";
+import { gatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-hardening-artifacts-key-0123456789";
 
 describe("artifacts: media types and how content is served", () => {
-  let trellis: EmbeddedTrellis;
-  let admin: ReturnType<typeof harnClient>;
+  const gateway = gatewayWithTasks(ADMIN_KEY);
 
-  beforeAll(async () => {
-    trellis = await startGatewayWithTasks(ADMIN_KEY);
-    admin = harnClient(trellis.address.url, ADMIN_KEY);
-  });
-
-  afterAll(async () => {
-    await trellis?.close({ graceMs: 500 });
-  });
+  /** Register a file artifact with text content over REST. */
+  const registerFile = (name: string, mimeType: string, content: string) =>
+    gateway.admin.post("/v1/artifacts", { kind: "file", name, mime_type: mimeType, content });
 
   it.each([
     "text/plain\r\nSet-Cookie: a=b",
@@ -37,32 +29,24 @@ describe("artifacts: media types and how content is served", () => {
     "text /plain",
     `application/${"x".repeat(300)}`,
   ])("refuses mime_type %j over REST with 400 naming the field", async (mimeType) => {
-    const res = await admin.post("/v1/artifacts", {
-      kind: "file",
-      name: "a.txt",
-      mime_type: mimeType,
-      content: "hi",
-    });
+    const res = await registerFile("a.txt", mimeType, "hi");
     expect(res.status, res.text).toBe(400);
     expect(res.json.error).toMatchObject({ code: "invalid_request", param: "mime_type" });
   });
 
   it("refuses a CR/LF media type over Connect too (InvalidArgument naming the field)", async () => {
-    const res = await fetch(
-      `${trellis.address.url}/trellis.tasks.v1.ArtifactService/RegisterArtifact`,
-      {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_KEY}` },
-        body: JSON.stringify({
-          artifact: {
-            workspaceId: "default",
-            name: "a",
-            mimeType: "text/plain\r\nSet-Cookie: a=b",
-          },
-          content: Buffer.from("hi").toString("base64"),
-        }),
-      },
-    );
+    const res = await fetch(`${gateway.base}/trellis.tasks.v1.ArtifactService/RegisterArtifact`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_KEY}` },
+      body: JSON.stringify({
+        artifact: {
+          workspaceId: "default",
+          name: "a",
+          mimeType: "text/plain\r\nSet-Cookie: a=b",
+        },
+        content: Buffer.from("hi").toString("base64"),
+      }),
+    });
     const body = (await res.json()) as { code: string; message: string };
     expect(res.status, JSON.stringify(body)).toBe(400);
     expect(body.code).toBe("invalid_argument");
@@ -75,26 +59,20 @@ describe("artifacts: media types and how content is served", () => {
       'text/plain;format="flowed"',
       "application/vnd.a+json",
     ]) {
-      const res = await admin.post("/v1/artifacts", {
-        kind: "file",
-        name: "ok",
-        mime_type: mimeType,
-        content: "x",
-      });
+      const res = await registerFile("ok", mimeType, "x");
       expect(res.status, res.text).toBe(201);
       expect(res.json.mime_type).toBe(mimeType);
     }
   });
 
   it("serves text/html content as a sandboxed attachment with nosniff", async () => {
-    const created = await admin.post("/v1/artifacts", {
-      kind: "file",
-      name: "page <1>.html",
-      mime_type: "text/html",
-      content: "<script>alert(document.cookie)</script>",
-    });
+    const created = await registerFile(
+      "page <1>.html",
+      "text/html",
+      "<script>alert(document.cookie)</script>",
+    );
     expect(created.status, created.text).toBe(201);
-    const res = await admin.get(`/v1/artifacts/${created.json.id}/content`);
+    const res = await gateway.admin.get(`/v1/artifacts/${created.json.id}/content`);
     expect(res.status).toBe(200);
     expect(res.text).toBe("<script>alert(document.cookie)</script>");
     expect(res.headers.get("content-type")).toBe("text/html");

@@ -9,11 +9,9 @@ import { randomBytes } from "node:crypto";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { SessionService } from "@trellis/contracts/tasks";
-import { harnClient } from "@trellis/gateway/testing";
-import type { EmbeddedTrellis } from "@trellis/platform";
 import { bearer } from "@trellis/testkit";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startGatewayWithTasks } from "./support/embedded.js";
+import { describe, expect, it } from "vitest";
+import { gatewayWithTasks } from "./support/embedded.js";
 
 const ADMIN_KEY = "trellis-hardening-structures-key-0123456789";
 
@@ -24,20 +22,10 @@ function manyKeys(count: number): Record<string, string> {
 }
 
 describe("structure limits before conversion", () => {
-  let trellis: EmbeddedTrellis;
-  let admin: ReturnType<typeof harnClient>;
-
-  beforeAll(async () => {
-    trellis = await startGatewayWithTasks(ADMIN_KEY);
-    admin = harnClient(trellis.address.url, ADMIN_KEY);
-  });
-
-  afterAll(async () => {
-    await trellis?.close({ graceMs: 500 });
-  });
+  const gateway = gatewayWithTasks(ADMIN_KEY);
 
   it("refuses 200,000-key metadata over REST with 400 naming metadata", async () => {
-    const res = await admin.post("/v1/sessions", {
+    const res = await gateway.admin.post("/v1/sessions", {
       workspace_id: "default",
       metadata: manyKeys(200_000),
     });
@@ -51,14 +39,11 @@ describe("structure limits before conversion", () => {
   });
 
   it("refuses it over Connect JSON too, naming the field", async () => {
-    const res = await fetch(
-      `${trellis.address.url}/trellis.tasks.v1.SessionService/CreateSession`,
-      {
-        method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_KEY}` },
-        body: JSON.stringify({ workspaceId: "default", metadata: manyKeys(200_000) }),
-      },
-    );
+    const res = await fetch(`${gateway.base}/trellis.tasks.v1.SessionService/CreateSession`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${ADMIN_KEY}` },
+      body: JSON.stringify({ workspaceId: "default", metadata: manyKeys(200_000) }),
+    });
     const body = (await res.json()) as { code: string; message: string };
     expect(res.status).toBe(400);
     expect(body.code).toBe("invalid_argument");
@@ -69,7 +54,7 @@ describe("structure limits before conversion", () => {
     "refuses it in binary protobuf (%s) before decoding, naming the field",
     async (protocol) => {
       const auth = bearer(ADMIN_KEY);
-      const baseUrl = trellis.address.url;
+      const baseUrl = gateway.base;
       const transport =
         protocol === "grpc"
           ? createGrpcTransport({ baseUrl, interceptors: [auth] })
@@ -99,31 +84,33 @@ describe("structure limits before conversion", () => {
     const auth = bearer(ADMIN_KEY);
     const client = createClient(
       SessionService,
-      createGrpcTransport({ baseUrl: trellis.address.url, interceptors: [auth] }),
+      createGrpcTransport({ baseUrl: gateway.base, interceptors: [auth] }),
     );
     const metadata: Record<string, string> = {};
     for (let i = 0; i < 800; i++) metadata[`k${i}`] = randomBytes(3000).toString("base64");
     const { session } = await client.createSession({ workspaceId: "default", metadata });
-    const list = await admin.get("/v1/sessions?limit=100");
+    const list = await gateway.admin.get("/v1/sessions?limit=100");
     expect(list.status).toBe(200);
     const listed = list.json.data.find((s: { id: string }) => s.id === session?.id);
     expect(Object.keys(listed.metadata)).toEqual(["trellis_omitted"]);
-    const whole = await admin.get(`/v1/sessions/${session?.id}`);
+    const whole = await gateway.admin.get(`/v1/sessions/${session?.id}`);
     expect(Object.keys(whole.json.metadata)).toHaveLength(800);
   });
 
   it("refuses too many values, long keys and long strings, each naming where", async () => {
-    const wide = await admin.post("/v1/sessions", {
+    const wide = await gateway.admin.post("/v1/sessions", {
       metadata: { list: Array.from({ length: 100_001 }, () => 0) },
     });
     expect(wide.status).toBe(400);
     expect(wide.json.error.param).toBe("metadata.list");
 
-    const longKey = await admin.post("/v1/sessions", { metadata: { ["k".repeat(1025)]: 1 } });
+    const longKey = await gateway.admin.post("/v1/sessions", {
+      metadata: { ["k".repeat(1025)]: 1 },
+    });
     expect(longKey.status).toBe(400);
     expect(longKey.json.error.param).toBe("metadata");
 
-    const longString = await admin.post("/v1/sessions", {
+    const longString = await gateway.admin.post("/v1/sessions", {
       metadata: { note: { text: "x".repeat(262_145) } },
     });
     expect(longString.status).toBe(400);
@@ -132,7 +119,7 @@ describe("structure limits before conversion", () => {
       details: { metadata: { limit_string_length: "262144" } },
     });
 
-    const total = await admin.post("/v1/sessions", {
+    const total = await gateway.admin.post("/v1/sessions", {
       metadata: Object.fromEntries(
         Array.from({ length: 5 }, (_, i) => [`k${i}`, "y".repeat(250_000)]),
       ),
@@ -146,18 +133,18 @@ describe("structure limits before conversion", () => {
 
   it("says the nesting limit it enforces: 46 JSON levels by default", async () => {
     const deep = (n: number) => `{"metadata":{"a":${"[".repeat(n)}${"]".repeat(n)}}}`;
-    const res = await admin.post("/v1/sessions", deep(46));
+    const res = await gateway.admin.post("/v1/sessions", deep(46));
     expect(res.status).toBe(400);
     expect(res.json.error.message).toMatch(/deeper than 46 levels/);
     expect(res.json.error.details.metadata).toEqual({ limit_depth: "46" });
-    expect((await admin.post("/v1/sessions", deep(40))).status).toBe(201);
+    expect((await gateway.admin.post("/v1/sessions", deep(40))).status).toBe(201);
   });
 
   it("accepts metadata within the limits and lists it back", async () => {
     const metadata = { ...manyKeys(1000) };
-    const created = await admin.post("/v1/sessions", { workspace_id: "default", metadata });
+    const created = await gateway.admin.post("/v1/sessions", { workspace_id: "default", metadata });
     expect(created.status, created.text.slice(0, 300)).toBe(201);
-    const list = await admin.get("/v1/sessions?limit=50");
+    const list = await gateway.admin.get("/v1/sessions?limit=50");
     expect(list.status).toBe(200);
     const found = list.json.data.find((s: { id: string }) => s.id === created.json.id);
     expect(Object.keys(found.metadata)).toHaveLength(1000);

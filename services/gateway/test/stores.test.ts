@@ -155,14 +155,17 @@ describe("admin key bootstrap", () => {
       const keys = new PostgresKeyStore(local, "gateway");
       const printed: string[] = [];
       const print = (text: string) => printed.push(text);
-      const first = await bootstrapAdminKey({
-        db: local,
-        keys,
-        workspaceId: "default",
-        configuredKey: undefined,
-        dataDir: dir,
-        print,
-      });
+      /** The start-up step of the admin key: generated into `dir`, or `configuredKey`. */
+      const bootstrap = (configuredKey: string | undefined) =>
+        bootstrapAdminKey({
+          db: local,
+          keys,
+          workspaceId: "default",
+          configuredKey,
+          ...(configuredKey === undefined ? { dataDir: dir } : {}),
+          print,
+        });
+      const first = await bootstrap(undefined);
       expect(first.action).toBe("generated");
       const fromFile = (await readFile(join(dir, adminKeyFile), "utf8")).trim();
       expect((await stat(join(dir, adminKeyFile))).mode & 0o777).toBe(0o600);
@@ -173,35 +176,16 @@ describe("admin key bootstrap", () => {
         workspaceId: "default",
       });
 
-      const again = await bootstrapAdminKey({
-        db: local,
-        keys,
-        workspaceId: "default",
-        configuredKey: undefined,
-        dataDir: dir,
-        print,
-      });
+      const again = await bootstrap(undefined);
       expect(again).toEqual({ action: "kept", keyId: first.keyId });
       expect(printed).toHaveLength(1);
 
       // TRELLIS_API_KEY replaces the generated key.
-      const configured = await bootstrapAdminKey({
-        db: local,
-        keys,
-        workspaceId: "default",
-        configuredKey: "my-admin-key-123",
-        print,
-      });
+      const configured = await bootstrap("my-admin-key-123");
       expect(configured.action).toBe("configured");
       expect(await keys.authenticate(fromFile)).toBeUndefined();
       expect(await keys.authenticate("my-admin-key-123")).toMatchObject({ name: "admin" });
-      const same = await bootstrapAdminKey({
-        db: local,
-        keys,
-        workspaceId: "default",
-        configuredKey: "my-admin-key-123",
-        print,
-      });
+      const same = await bootstrap("my-admin-key-123");
       expect(same).toEqual({ action: "configured", keyId: configured.keyId });
       expect(printed).toHaveLength(1);
     } finally {

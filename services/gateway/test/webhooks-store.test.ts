@@ -31,16 +31,19 @@ const subscribe = () =>
     createdBy: "admin",
   });
 
+/** A delivery of event `eventId` to subscription `subscriptionId` (of workspace w1). */
+const deliveryOf = (subscriptionId: string, eventId: string, eventType: string) => ({
+  subscriptionId,
+  workspaceId: "w1",
+  eventId,
+  eventType,
+  body: "{}",
+});
+
 describe("webhook delivery queue (PGlite)", () => {
   it("queues an event once per subscription, however often it is seen", async () => {
     const sub = await subscribe();
-    const delivery = {
-      subscriptionId: sub.id,
-      workspaceId: "w1",
-      eventId: "evt_1",
-      eventType: "task.completed",
-      body: "{}",
-    };
+    const delivery = deliveryOf(sub.id, "evt_1", "task.completed");
     expect(await store.enqueue([delivery])).toBe(1);
     expect(await store.enqueue([delivery, { ...delivery, eventId: "evt_2" }])).toBe(1);
     const rows = await store.deliveries(sub.id, 10);
@@ -52,15 +55,7 @@ describe("webhook delivery queue (PGlite)", () => {
 
   it("hands a due delivery to one claimer until its lease ends, then records the outcome", async () => {
     const sub = await subscribe();
-    await store.enqueue([
-      {
-        subscriptionId: sub.id,
-        workspaceId: "w1",
-        eventId: "evt_9",
-        eventType: "task.failed",
-        body: "{}",
-      },
-    ]);
+    await store.enqueue([deliveryOf(sub.id, "evt_9", "task.failed")]);
     const first = (await store.claimDue(100, 60_000)).filter((c) => c.subscription.id === sub.id);
     expect(first).toHaveLength(1);
     expect(first[0]!.subscription.secret).toBe("whsec_c2VjcmV0");
@@ -88,15 +83,7 @@ describe("webhook delivery queue (PGlite)", () => {
 
   it("cancels pending deliveries of a deleted subscription", async () => {
     const sub = await subscribe();
-    await store.enqueue([
-      {
-        subscriptionId: sub.id,
-        workspaceId: "w1",
-        eventId: "evt_5",
-        eventType: "task.started",
-        body: "{}",
-      },
-    ]);
+    await store.enqueue([deliveryOf(sub.id, "evt_5", "task.started")]);
     await store.delete(sub.id);
     expect(await store.get(sub.id)).toBeUndefined();
     expect((await store.deliveries(sub.id, 10)).map((r) => r.state)).toEqual(["canceled"]);

@@ -17,45 +17,33 @@ import { type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Message, Role, TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
+import { isTerminalStatus } from "@trellis/messages";
+
+/** The A2A task state of each Trellis task status (any other: unspecified). */
+const a2aStates: ReadonlyMap<TaskStatus, TaskState> = new Map([
+  [TaskStatus.SUBMITTED, TaskState.TASK_STATE_SUBMITTED],
+  [TaskStatus.WORKING, TaskState.TASK_STATE_WORKING],
+  [TaskStatus.INPUT_REQUIRED, TaskState.TASK_STATE_INPUT_REQUIRED],
+  [TaskStatus.AUTH_REQUIRED, TaskState.TASK_STATE_AUTH_REQUIRED],
+  [TaskStatus.COMPLETED, TaskState.TASK_STATE_COMPLETED],
+  [TaskStatus.FAILED, TaskState.TASK_STATE_FAILED],
+  [TaskStatus.CANCELED, TaskState.TASK_STATE_CANCELED],
+]);
 
 /** The Trellis task status as an A2A task state. */
 export function stateOf(status: TaskStatus): TaskState {
-  switch (status) {
-    case TaskStatus.SUBMITTED:
-      return TaskState.TASK_STATE_SUBMITTED;
-    case TaskStatus.WORKING:
-      return TaskState.TASK_STATE_WORKING;
-    case TaskStatus.INPUT_REQUIRED:
-      return TaskState.TASK_STATE_INPUT_REQUIRED;
-    case TaskStatus.AUTH_REQUIRED:
-      return TaskState.TASK_STATE_AUTH_REQUIRED;
-    case TaskStatus.COMPLETED:
-      return TaskState.TASK_STATE_COMPLETED;
-    case TaskStatus.FAILED:
-      return TaskState.TASK_STATE_FAILED;
-    case TaskStatus.CANCELED:
-      return TaskState.TASK_STATE_CANCELED;
-    default:
-      return TaskState.TASK_STATE_UNSPECIFIED;
-  }
+  return a2aStates.get(status) ?? TaskState.TASK_STATE_UNSPECIFIED;
 }
+
+/** Whether the task is over (completed, failed or canceled). */
+export { isTerminalStatus as isTerminal };
 
 /** Whether an A2A stream of this task ends here (terminal, or waiting for the client). */
 export function isSettled(status: TaskStatus): boolean {
   return (
-    status === TaskStatus.COMPLETED ||
-    status === TaskStatus.FAILED ||
-    status === TaskStatus.CANCELED ||
+    isTerminalStatus(status) ||
     status === TaskStatus.INPUT_REQUIRED ||
     status === TaskStatus.AUTH_REQUIRED
-  );
-}
-
-export function isTerminal(status: TaskStatus): boolean {
-  return (
-    status === TaskStatus.COMPLETED ||
-    status === TaskStatus.FAILED ||
-    status === TaskStatus.CANCELED
   );
 }
 
@@ -203,7 +191,7 @@ export function a2aTaskOf(task: Task, historyLength?: number): A2aTask {
     const shown = a2aMessageOf(message, task);
     if (shown) history.push(shown);
   }
-  const artifact = isTerminal(task.status) ? replyArtifactOf(task) : undefined;
+  const artifact = isTerminalStatus(task.status) ? replyArtifactOf(task) : undefined;
   const suspension =
     task.status === TaskStatus.INPUT_REQUIRED ? suspensionMetadata(task) : undefined;
   return {

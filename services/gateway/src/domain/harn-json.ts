@@ -90,6 +90,25 @@ export function resourceHead(object: string, resource: HarnResource): JsonObject
   };
 }
 
+/**
+ * The head of a resource served as another service keeps it (memories,
+ * vaults): the fields of {@link resourceHead}, but the timestamps and the
+ * metadata as stored, then `workspace_id` (null: tenant-wide).
+ */
+export function storedResourceHead(
+  object: string,
+  resource: HarnResource & { workspaceId: string },
+): JsonObject {
+  return {
+    id: resource.id,
+    object,
+    created_at: timestampJson(resource.createdAt),
+    updated_at: timestampJson(resource.updatedAt),
+    metadata: resource.metadata ?? {},
+    workspace_id: orNull(resource.workspaceId),
+  };
+}
+
 /** Plain JSON → google.protobuf.Value. */
 export function toValue(json: JsonValue): Value {
   return fromJson(ValueSchema, json);

@@ -18,11 +18,10 @@ import type { Event } from "@trellis/contracts/core";
 import { EventService, type Session, TaskService } from "@trellis/contracts/tasks";
 import type { ServiceClients } from "@trellis/platform";
 import { isTrellisError, type Logger } from "@trellis/runtime";
-import { toHarnError } from "../domain/errors.js";
 import { sseComment, sseFrame } from "../domain/sse.js";
 import type { RestCall } from "../http/context.js";
 import { visibleSession } from "../http/routes/common.js";
-import { startSse, writeSse } from "../http/sse-stream.js";
+import { startSse, streamAbort, writeSse, writeSseFailure } from "../http/sse-stream.js";
 import { type HealthPolicy, healthPolicyOf } from "./policy.js";
 import { ENFORCEMENT_REASON_PREFIX, type HealthEvaluation, HealthTracker } from "./tracker.js";
 
@@ -196,10 +195,7 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
   const { tracker, policy, lastId } = await trackerOf(call, session);
   const context = contextOf(call);
 
-  const abort = new AbortController();
-  const onClose = () => abort.abort();
-  res.on("close", onClose);
-  ports.closing.addEventListener("abort", onClose);
+  const { abort, stop } = streamAbort(call);
   startSse(call);
 
   let lastKey = "";
@@ -252,18 +248,14 @@ export async function streamSessionHealth(call: RestCall, sessionId: string): Pr
     }
   } catch (error) {
     if (!abort.signal.aborted) {
-      const envelope = toHarnError(error, call.requestId);
-      if (envelope.status >= 500) {
-        ports.logger.warn("health stream failed", { session_id: session.id, error });
-      }
-      await writeSse(res, sseFrame({ event: "stream_error", data: JSON.stringify(envelope.body) }));
+      await writeSseFailure(call, error, "stream_error", () =>
+        ports.logger.warn("health stream failed", { session_id: session.id, error }),
+      );
     }
   } finally {
     clearInterval(ticker);
     clearInterval(heartbeat);
-    res.off("close", onClose);
-    ports.closing.removeEventListener("abort", onClose);
-    abort.abort();
+    stop();
     await queue.catch(() => undefined);
     if (!res.writableEnded && !res.destroyed) res.end();
   }

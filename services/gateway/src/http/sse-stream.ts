@@ -94,6 +94,44 @@ export function startSse(call: RestCall): void {
   if (call.req.httpVersionMajor === 1) res.setHeader("connection", "keep-alive");
 }
 
+/**
+ * The abort of a streamed answer: it fires when the client leaves or the
+ * server shuts down. `stop()` stops watching both and aborts what still runs.
+ */
+export function streamAbort(call: Pick<RestCall, "res" | "ports">): {
+  abort: AbortController;
+  stop(): void;
+} {
+  const abort = new AbortController();
+  const onEnd = () => abort.abort();
+  call.res.on("close", onEnd);
+  call.ports.closing.addEventListener("abort", onEnd);
+  return {
+    abort,
+    stop() {
+      call.res.off("close", onEnd);
+      call.ports.closing.removeEventListener("abort", onEnd);
+      abort.abort();
+    },
+  };
+}
+
+/**
+ * Tell a stream's client why the stream ends: a frame `event` carrying the
+ * Harn error envelope of `error`. A failure of the server's own (5xx) is
+ * also handed to `warn`, to log.
+ */
+export async function writeSseFailure(
+  call: Pick<RestCall, "res" | "requestId">,
+  error: unknown,
+  event: string,
+  warn: () => void,
+): Promise<void> {
+  const envelope = toHarnError(error, call.requestId);
+  if (envelope.status >= 500) warn();
+  await writeSse(call.res, sseFrame({ event, data: JSON.stringify(envelope.body) }));
+}
+
 /** Options of {@link streamEvents}. */
 export interface StreamEventsOptions {
   /** The task being streamed (end after its terminal event). */
@@ -117,11 +155,7 @@ export async function streamEvents(
   options: StreamEventsOptions = {},
 ): Promise<void> {
   const { res, ports } = call;
-  const abort = new AbortController();
-  const onClose = () => abort.abort();
-  res.on("close", onClose);
-  const onShutdown = () => abort.abort();
-  ports.closing.addEventListener("abort", onShutdown);
+  const { abort, stop } = streamAbort(call);
 
   startSse(call);
   // The first write sends the headers.
@@ -198,22 +232,19 @@ export async function streamEvents(
     }
   } catch (error) {
     if (!abort.signal.aborted) {
-      const envelope = toHarnError(error, call.requestId);
-      if (envelope.status >= 500 && !isSlowConsumer(error)) {
+      await writeSseFailure(call, error, "error", () => {
+        if (isSlowConsumer(error)) return;
         ports.logger.warn("event stream failed", {
           request_id: call.requestId,
           error,
           ...target,
         });
-      }
-      await writeSse(res, sseFrame({ event: "error", data: JSON.stringify(envelope.body) }));
+      });
     }
   } finally {
     clearInterval(heartbeat);
     clearTimeout(stalled);
-    res.off("close", onClose);
-    ports.closing.removeEventListener("abort", onShutdown);
-    abort.abort();
+    stop();
     if (refused !== undefined) {
       const envelope = harnError("unauthenticated", authFailureMessage(refused), {
         requestId: call.requestId,

@@ -241,6 +241,10 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await page.getByRole("button", { name: "Send" }).click();
       };
 
+      /** Wait until the turn shown has completed. */
+      const turnCompleted = () =>
+        page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+
       const texts = (selector: string) =>
         page.$$eval(selector, (els) => els.map((e) => e.textContent ?? ""));
 
@@ -317,7 +321,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
           ["user", "hello there"],
           ["assistant", "Echo: hello there"],
         ]);
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await page.getByRole("button", { name: "Send" }).waitFor();
         // Usable widths: the composer and the reply take most of the screen.
         const composer = await page.getByRole("textbox", { name: "Message" }).boundingBox();
@@ -400,7 +404,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await send("tokens please");
         await page.waitForSelector('[data-testid="streaming"]');
         await shot("reply-streaming");
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await page.waitForSelector('[data-testid="streaming"]', { state: "detached" });
         expect(await texts('[data-testid="chat-entry"] .text')).toEqual(["tokens please", full]);
         const seen = await page.evaluate<string[]>("window.__replyTexts");
@@ -492,7 +496,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await page.waitForSelector(
           '[data-testid="tool-row"][data-tool-call-id="call_2"][data-status="ok"]',
         );
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await page.waitForSelector('[data-testid="approval"]', { state: "detached" });
         const replies = await texts('[data-testid="chat-entry"][data-role="assistant"] .text');
         expect(replies.at(-1)).toBe("Done: the forecast is in forecast.txt.");
@@ -548,7 +552,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         await page.waitForSelector(
           '[data-testid="tool-row"][data-tool-call-id="call_2"][data-status="denied"]',
         );
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         expect(
           (await texts('[data-testid="chat-entry"][data-role="assistant"] .text')).at(-1),
         ).toBe("Understood, I did not write it.");
@@ -559,7 +563,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
       it("reloads mid-turn and loses or doubles nothing", async () => {
         const sessionId = await openNewSession(echo);
         await send("first");
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await send("second");
         // Reload while the second turn runs (the agent takes 2.5 s).
         await page.waitForSelector('[data-testid="status"][data-status="running"]');
@@ -635,7 +639,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
       it("branches from an earlier message by tap into a new session with the earlier history", async () => {
         const parent = await openNewSession(echo);
         await send("one");
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await send("two");
         await countIs('[data-testid="chat-entry"][data-role="assistant"]', 2);
         const firstReply = page
@@ -678,7 +682,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         const parent = await openNewSession(gated);
         await send("Lyon");
         await page.getByRole("button", { name: "Approve" }).click();
-        await page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
+        await turnCompleted();
         await page.getByRole("tab", { name: "Resume" }).click();
         await countIs('[data-testid="resume-point"]', 3);
         const kinds = await page.$$eval('[data-testid="resume-point"]', (els) =>

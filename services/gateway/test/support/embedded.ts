@@ -1,6 +1,7 @@
 /**
  * Embedded Trellis for gateway tests: the gateway and tasks service alone
- * ({@link startGatewayWithTasks}), or with adapters too for one test file
+ * ({@link startGatewayWithTasks}; {@link gatewayWithTasks} for one test
+ * file), or with adapters too for one test file
  * ({@link embeddedGateway}: started before its tests with `adminKey` as the
  * admin key, closed after them; API keys of chosen scopes are minted
  * straight into the gateway's key store).
@@ -32,6 +33,47 @@ export function startGatewayWithTasks(
     logger: createLogger({ service: "test", level: "error" }),
     env: { TRELLIS_API_KEY: adminKey, TRELLIS_LOG_LEVEL: "error", ...env },
   });
+}
+
+/** The gateway and tasks service of one test file; valid once its beforeAll ran. */
+export interface GatewayWithTasks {
+  readonly trellis: EmbeddedTrellis;
+  /** The gateway's base URL (REST and Connect). */
+  readonly base: string;
+  /** A Harn client with the admin key. */
+  readonly admin: ReturnType<typeof harnClient>;
+}
+
+/**
+ * Registers the start ({@link startGatewayWithTasks}, `adminKey` as the admin
+ * key) before the file's tests and the close after them.
+ */
+export function gatewayWithTasks(adminKey: string): GatewayWithTasks {
+  let trellis: EmbeddedTrellis | undefined;
+  let admin: ReturnType<typeof harnClient> | undefined;
+  beforeAll(async () => {
+    trellis = await startGatewayWithTasks(adminKey);
+    admin = harnClient(trellis.address.url, adminKey);
+  });
+  afterAll(async () => {
+    await trellis?.close({ graceMs: 500 });
+  });
+  const started = (): EmbeddedTrellis => {
+    if (!trellis) throw new Error("gateway with tasks: not started");
+    return trellis;
+  };
+  return {
+    get trellis() {
+      return started();
+    },
+    get base() {
+      return started().address.url;
+    },
+    get admin() {
+      if (!admin) throw new Error("gateway with tasks: not started");
+      return admin;
+    },
+  };
 }
 
 /** The gateway's API key store in `trellis`, to mint keys of chosen scopes straight into it. */

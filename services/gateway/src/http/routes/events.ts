@@ -1,9 +1,10 @@
-/** Event range reads (deterministic: same request, same bytes) and stream targets. */
+/** Event range reads (deterministic: same request, same bytes), stream targets and their routes. */
 import { EventService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
 import { eventToHarn, listJson } from "../../domain/harn-json.js";
-import type { RestCall } from "../context.js";
+import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
+import { type StreamEventsOptions, type StreamTarget, streamEvents } from "../sse-stream.js";
 import {
   ok,
   param,
@@ -71,4 +72,65 @@ export async function getEvent(call: RestCall): Promise<RestResponse> {
     .get(EventService)
     .getEvent({ eventId: id }, call.options());
   return ok(eventToHarn(visible(call, event, "event", id)));
+}
+
+/** The events one pair of reads covers: the range read's target, the stream's, and its options. */
+export interface EventScope {
+  list: EventTarget;
+  stream: StreamTarget;
+  options?: StreamEventsOptions;
+}
+
+/**
+ * The two reads of a scope's events (`events:read`): a page of them at
+ * `listPath` and their live SSE stream at `streamPath`, both of the scope
+ * `scopeOf` resolves (404 for what the caller may not see).
+ */
+export function eventReadRoutes(
+  listPath: string,
+  streamPath: string,
+  scopeOf: (call: RestCall) => Promise<EventScope>,
+): RouteSpec[] {
+  return [
+    {
+      method: "GET",
+      path: listPath,
+      scope: "events:read",
+      handle: async (call) => listEvents(call, (await scopeOf(call)).list),
+    },
+    {
+      method: "GET",
+      path: streamPath,
+      scope: "events:read",
+      stream: true,
+      handle: async (call) => {
+        const scope = await scopeOf(call);
+        await streamEvents(call, scope.stream, scope.options);
+        return undefined;
+      },
+    },
+  ];
+}
+
+/** The events of the session a path names. */
+export async function sessionEvents(call: RestCall): Promise<EventScope> {
+  const session = await visibleSession(call, param(call, "session_id"));
+  const target = { sessionId: session.id, workspaceId: session.workspaceId };
+  return { list: target, stream: target };
+}
+
+/** The events of the task a path names (its stream ends with the task). */
+export async function taskEvents(call: RestCall): Promise<EventScope> {
+  const task = await visibleTask(call, param(call, "task_id"));
+  return {
+    list: { taskId: task.id, workspaceId: task.workspaceId },
+    stream: { taskId: task.id },
+    options: { task },
+  };
+}
+
+/** The events the query names ({@link eventTargetOf}). */
+export async function queriedEvents(call: RestCall): Promise<EventScope> {
+  const target = await eventTargetOf(call);
+  return { list: target, stream: target };
 }

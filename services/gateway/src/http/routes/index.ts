@@ -1,6 +1,5 @@
 /** The route table of the REST surface (paths from the Harn OpenAPI document). */
 import type { RouteSpec } from "../context.js";
-import { streamEvents } from "../sse-stream.js";
 import {
   getArtifact,
   getArtifactContent,
@@ -10,21 +9,12 @@ import {
   registerArtifact,
 } from "./artifacts.js";
 import { branchRoutes } from "./branches.js";
-import { ok, param, visibleSession, visibleTask } from "./common.js";
+import { ok, param } from "./common.js";
 import { connectorRoutes } from "./connectors.js";
 import { agentCard, discoveryJson, receiptsAvailable } from "./discovery.js";
-import { eventTargetOf, getEvent, listEvents } from "./events.js";
+import { eventReadRoutes, getEvent, queriedEvents, sessionEvents, taskEvents } from "./events.js";
 import { healthRoutes } from "./health.js";
-import {
-  createApiKey,
-  createOAuthClient,
-  getApiKey,
-  getOAuthClient,
-  listApiKeys,
-  listOAuthClients,
-  revokeApiKey,
-  revokeOAuthClient,
-} from "./keys.js";
+import { keyRoutes } from "./keys.js";
 import { memoryRoutes } from "./memories.js";
 import { quotaRoutes } from "./quotas.js";
 import { receiptRoutes } from "./receipts.js";
@@ -162,26 +152,11 @@ export const restRoutes: readonly RouteSpec[] = [
     write: true,
     handle: (call) => submitTask(call, param(call, "session_id")),
   },
-  {
-    method: "GET",
-    path: "/v1/sessions/{session_id}/events",
-    scope: "events:read",
-    handle: async (call) => {
-      const session = await visibleSession(call, param(call, "session_id"));
-      return listEvents(call, { sessionId: session.id, workspaceId: session.workspaceId });
-    },
-  },
-  {
-    method: "GET",
-    path: "/v1/sessions/{session_id}/events/stream",
-    scope: "events:read",
-    stream: true,
-    handle: async (call) => {
-      const session = await visibleSession(call, param(call, "session_id"));
-      await streamEvents(call, { sessionId: session.id, workspaceId: session.workspaceId });
-      return undefined;
-    },
-  },
+  ...eventReadRoutes(
+    "/v1/sessions/{session_id}/events",
+    "/v1/sessions/{session_id}/events/stream",
+    sessionEvents,
+  ),
 
   {
     method: "GET",
@@ -211,46 +186,11 @@ export const restRoutes: readonly RouteSpec[] = [
     write: true,
     handle: appendTaskMessage,
   },
-  {
-    method: "GET",
-    path: "/v1/tasks/{task_id}/events",
-    scope: "events:read",
-    handle: async (call) => {
-      const task = await visibleTask(call, param(call, "task_id"));
-      return listEvents(call, { taskId: task.id, workspaceId: task.workspaceId });
-    },
-  },
-  {
-    method: "GET",
-    path: "/v1/tasks/{task_id}/stream",
-    scope: "events:read",
-    stream: true,
-    handle: async (call) => {
-      const task = await visibleTask(call, param(call, "task_id"));
-      await streamEvents(call, { taskId: task.id }, { task });
-      return undefined;
-    },
-  },
+  ...eventReadRoutes("/v1/tasks/{task_id}/events", "/v1/tasks/{task_id}/stream", taskEvents),
 
   { method: "GET", path: "/v1/messages/{message_id}", scope: "sessions:read", handle: getMessage },
 
-  {
-    method: "GET",
-    path: "/v1/events",
-    scope: "events:read",
-    handle: async (call) => listEvents(call, await eventTargetOf(call)),
-  },
-  {
-    method: "GET",
-    path: "/v1/events/stream",
-    scope: "events:read",
-    stream: true,
-    handle: async (call) => {
-      const target = await eventTargetOf(call);
-      await streamEvents(call, target);
-      return undefined;
-    },
-  },
+  ...eventReadRoutes("/v1/events", "/v1/events/stream", queriedEvents),
   { method: "GET", path: "/v1/events/{event_id}", scope: "events:read", handle: getEvent },
 
   { method: "GET", path: "/v1/artifacts", scope: "artifacts:read", handle: listArtifacts },
@@ -302,27 +242,5 @@ export const restRoutes: readonly RouteSpec[] = [
   ...connectorRoutes,
 
   // Credentials of a workspace (not replayed by Idempotency-Key: see keys.ts).
-  { method: "GET", path: "/v1/api-keys", scope: "keys:admin", handle: listApiKeys },
-  { method: "POST", path: "/v1/api-keys", scope: "keys:admin", handle: createApiKey },
-  { method: "GET", path: "/v1/api-keys/{key_id}", scope: "keys:admin", handle: getApiKey },
-  {
-    method: "POST",
-    path: "/v1/api-keys/{key_id}/revoke",
-    scope: "keys:admin",
-    handle: revokeApiKey,
-  },
-  { method: "GET", path: "/v1/oauth-clients", scope: "keys:admin", handle: listOAuthClients },
-  { method: "POST", path: "/v1/oauth-clients", scope: "keys:admin", handle: createOAuthClient },
-  {
-    method: "GET",
-    path: "/v1/oauth-clients/{client_id}",
-    scope: "keys:admin",
-    handle: getOAuthClient,
-  },
-  {
-    method: "POST",
-    path: "/v1/oauth-clients/{client_id}/revoke",
-    scope: "keys:admin",
-    handle: revokeOAuthClient,
-  },
+  ...keyRoutes,
 ];

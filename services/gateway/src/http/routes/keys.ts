@@ -24,7 +24,7 @@ import { coversGrants, isAdmin, isGrantableScope, isScope } from "../../domain/s
 import { grantableAgentPolicy, parseAgentIds } from "../../policy/agent-policy.js";
 import type { ApiKeyRecord } from "../../store/key-store.js";
 import type { OAuthClientRecord } from "../../store/oauth-client-store.js";
-import type { RestCall } from "../context.js";
+import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
 import { ok, param, queryString, queryWorkspace, workspaceOf } from "./common.js";
 import { okPage } from "./paging.js";
@@ -146,139 +146,204 @@ export function oauthClientJson(record: OAuthClientRecord, clientSecret?: string
   };
 }
 
-export async function listApiKeys(call: RestCall): Promise<RestResponse> {
-  const workspaceId = queryWorkspace(call);
-  const records = await call.ports.keys.list({ workspaceId, includeRevoked: includeRevoked(call) });
-  return okPage(records, apiKeyJson);
+/** What the routes read of a stored credential (an API key or an OAuth client). */
+interface CredentialRecord {
+  id: string;
+  workspaceId: string;
+  scopes: readonly string[];
+  revokedAt: Date | undefined;
 }
 
-export async function createApiKey(call: RestCall): Promise<RestResponse> {
-  const body = JsonReader.body(call.body);
-  const name = label(body, "name");
-  const scopes = scopesFrom(body, isGrantableScope, "a known scope, <area>:* or *");
-  noEscalation(call, scopes);
-  const agentIds = agentIdsFrom(call, body);
-  const workspaceId = workspaceOf(call, body.string("workspace_id"));
-  const created = await call.ports.keys.create({
-    name,
-    actorId: label(body, "actor_id", name),
-    workspaceId,
-    scopes,
-  });
-  await restrict(call, `api_key:${created.record.id}`, agentIds, () =>
-    call.ports.keys.revoke(created.record.id),
-  );
-  call.ports.logger.info("api key created", {
+/** Where one kind of credential lives, as the routes use it. */
+interface CredentialStore<R extends CredentialRecord> {
+  get(id: string): Promise<R | undefined>;
+  list(options: { workspaceId: string; includeRevoked: boolean }): Promise<R[]>;
+  revoke(id: string): Promise<boolean>;
+}
+
+/** What a create request grants, checked: no scope the creator does not hold. */
+interface Grant {
+  name: string;
+  scopes: string[];
+  workspaceId: string;
+}
+
+/** One kind of credential the routes manage: the same four routes, its own store and JSON. */
+interface CredentialKind<R extends CredentialRecord> {
+  /** Its `object` (and 404 object), also the prefix of its agent policy (`api_key:<id>`). */
+  object: "api_key" | "oauth_client";
+  /** The collection path; one credential is `<path>/{<param>}`. */
+  path: string;
+  param: string;
+  /** The log field of its id and its log messages. */
+  logId: string;
+  logged: { created: string; revoked: string };
+  /** The scopes it may be given, and how a refused one is described. */
+  grantable: (scope: string) => boolean;
+  grantableText: string;
+  store(call: RestCall): CredentialStore<R>;
+  /** Make one: its record and its secret (shown once). */
+  create(call: RestCall, body: JsonReader, grant: Grant): Promise<{ record: R; secret: string }>;
+  /** As a resource, with its secret only right after creation. */
+  json(record: R, secret?: string): JsonObject;
+}
+
+function logged<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+  message: string,
+  id: string,
+  workspaceId: string,
+): void {
+  call.ports.logger.info(message, {
     request_id: call.requestId,
-    key_id: created.record.id,
+    [kind.logId]: id,
     workspace_id: workspaceId,
     by: call.caller.actorId,
   });
+}
+
+async function listCredentials<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+): Promise<RestResponse> {
+  const workspaceId = queryWorkspace(call);
+  const records = await kind
+    .store(call)
+    .list({ workspaceId, includeRevoked: includeRevoked(call) });
+  return okPage(records, (record) => kind.json(record));
+}
+
+async function createCredential<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+): Promise<RestResponse> {
+  const body = JsonReader.body(call.body);
+  const name = label(body, "name");
+  const scopes = scopesFrom(body, kind.grantable, kind.grantableText);
+  noEscalation(call, scopes);
+  const agentIds = agentIdsFrom(call, body);
+  const workspaceId = workspaceOf(call, body.string("workspace_id"));
+  const { record, secret } = await kind.create(call, body, { name, scopes, workspaceId });
+  await restrict(call, `${kind.object}:${record.id}`, agentIds, () =>
+    kind.store(call).revoke(record.id),
+  );
+  logged(call, kind, kind.logged.created, record.id, workspaceId);
   return jsonResponse(
     201,
-    { ...apiKeyJson(created.record, created.key), agent_ids: agentIds ? [...agentIds] : null },
+    { ...kind.json(record, secret), agent_ids: agentIds ? [...agentIds] : null },
     noStore,
   );
 }
 
-async function visibleKey(call: RestCall): Promise<ApiKeyRecord> {
-  const id = param(call, "key_id");
-  const record = await call.ports.keys.get(id);
+/** The credential a path names, if the caller may see it (404 otherwise). */
+async function visibleCredential<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+): Promise<R> {
+  const id = param(call, kind.param);
+  const record = await kind.store(call).get(id);
   if (record === undefined || !visible(call, record.workspaceId)) {
-    throw errors.notFound("api_key", id);
+    throw errors.notFound(kind.object, id);
   }
   return record;
 }
 
-export async function getApiKey(call: RestCall): Promise<RestResponse> {
-  const record = await visibleKey(call);
-  return ok({ ...apiKeyJson(record), agent_ids: await agentIdsOf(call, `api_key:${record.id}`) });
-}
-
-export async function revokeApiKey(call: RestCall): Promise<RestResponse> {
-  const record = await visibleKey(call);
-  noEscalation(call, record.scopes);
-  if (record.revokedAt === undefined) {
-    await call.ports.keys.revoke(record.id);
-    call.ports.logger.info("api key revoked", {
-      request_id: call.requestId,
-      key_id: record.id,
-      workspace_id: record.workspaceId,
-      by: call.caller.actorId,
-    });
-  }
-  return ok(apiKeyJson((await call.ports.keys.get(record.id)) ?? record));
-}
-
-export async function listOAuthClients(call: RestCall): Promise<RestResponse> {
-  const workspaceId = queryWorkspace(call);
-  const records = await call.ports.oauthClients.list({
-    workspaceId,
-    includeRevoked: includeRevoked(call),
-  });
-  return okPage(records, oauthClientJson);
-}
-
-export async function createOAuthClient(call: RestCall): Promise<RestResponse> {
-  const body = JsonReader.body(call.body);
-  const name = label(body, "name");
-  const scopes = scopesFrom(body, isScope, "a known scope (OAuth clients take named scopes only)");
-  noEscalation(call, scopes);
-  const agentIds = agentIdsFrom(call, body);
-  const workspaceId = workspaceOf(call, body.string("workspace_id"));
-  const created = await call.ports.oauthClients.create({
-    name,
-    workspaceId,
-    scopes,
-    createdBy: call.caller.actorId,
-  });
-  await restrict(call, `oauth_client:${created.record.id}`, agentIds, () =>
-    call.ports.oauthClients.revoke(created.record.id),
-  );
-  call.ports.logger.info("oauth client registered", {
-    request_id: call.requestId,
-    client_id: created.record.id,
-    workspace_id: workspaceId,
-    by: call.caller.actorId,
-  });
-  return jsonResponse(
-    201,
-    {
-      ...oauthClientJson(created.record, created.clientSecret),
-      agent_ids: agentIds ? [...agentIds] : null,
-    },
-    noStore,
-  );
-}
-
-async function visibleClient(call: RestCall): Promise<OAuthClientRecord> {
-  const id = param(call, "client_id");
-  const record = await call.ports.oauthClients.get(id);
-  if (record === undefined || !visible(call, record.workspaceId)) {
-    throw errors.notFound("oauth_client", id);
-  }
-  return record;
-}
-
-export async function getOAuthClient(call: RestCall): Promise<RestResponse> {
-  const record = await visibleClient(call);
+async function getCredential<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+): Promise<RestResponse> {
+  const record = await visibleCredential(call, kind);
   return ok({
-    ...oauthClientJson(record),
-    agent_ids: await agentIdsOf(call, `oauth_client:${record.id}`),
+    ...kind.json(record),
+    agent_ids: await agentIdsOf(call, `${kind.object}:${record.id}`),
   });
 }
 
-export async function revokeOAuthClient(call: RestCall): Promise<RestResponse> {
-  const record = await visibleClient(call);
+async function revokeCredential<R extends CredentialRecord>(
+  call: RestCall,
+  kind: CredentialKind<R>,
+): Promise<RestResponse> {
+  const record = await visibleCredential(call, kind);
   noEscalation(call, record.scopes);
+  const store = kind.store(call);
   if (record.revokedAt === undefined) {
-    await call.ports.oauthClients.revoke(record.id);
-    call.ports.logger.info("oauth client revoked", {
-      request_id: call.requestId,
-      client_id: record.id,
-      workspace_id: record.workspaceId,
-      by: call.caller.actorId,
-    });
+    await store.revoke(record.id);
+    logged(call, kind, kind.logged.revoked, record.id, record.workspaceId);
   }
-  return ok(oauthClientJson((await call.ports.oauthClients.get(record.id)) ?? record));
+  return ok(kind.json((await store.get(record.id)) ?? record));
 }
+
+/** The routes of one kind of credential: list, create, get, revoke (all `keys:admin`). */
+function credentialRoutes<R extends CredentialRecord>(kind: CredentialKind<R>): RouteSpec[] {
+  const one = `${kind.path}/{${kind.param}}`;
+  return [
+    {
+      method: "GET",
+      path: kind.path,
+      scope: "keys:admin",
+      handle: (c) => listCredentials(c, kind),
+    },
+    {
+      method: "POST",
+      path: kind.path,
+      scope: "keys:admin",
+      handle: (c) => createCredential(c, kind),
+    },
+    { method: "GET", path: one, scope: "keys:admin", handle: (c) => getCredential(c, kind) },
+    {
+      method: "POST",
+      path: `${one}/revoke`,
+      scope: "keys:admin",
+      handle: (c) => revokeCredential(c, kind),
+    },
+  ];
+}
+
+const apiKeys: CredentialKind<ApiKeyRecord> = {
+  object: "api_key",
+  path: "/v1/api-keys",
+  param: "key_id",
+  logId: "key_id",
+  logged: { created: "api key created", revoked: "api key revoked" },
+  grantable: isGrantableScope,
+  grantableText: "a known scope, <area>:* or *",
+  store: (call) => call.ports.keys,
+  async create(call, body, { name, scopes, workspaceId }) {
+    const created = await call.ports.keys.create({
+      name,
+      actorId: label(body, "actor_id", name),
+      workspaceId,
+      scopes,
+    });
+    return { record: created.record, secret: created.key };
+  },
+  json: apiKeyJson,
+};
+
+const oauthClients: CredentialKind<OAuthClientRecord> = {
+  object: "oauth_client",
+  path: "/v1/oauth-clients",
+  param: "client_id",
+  logId: "client_id",
+  logged: { created: "oauth client registered", revoked: "oauth client revoked" },
+  grantable: isScope,
+  grantableText: "a known scope (OAuth clients take named scopes only)",
+  store: (call) => call.ports.oauthClients,
+  async create(call, _body, { name, scopes, workspaceId }) {
+    const created = await call.ports.oauthClients.create({
+      name,
+      workspaceId,
+      scopes,
+      createdBy: call.caller.actorId,
+    });
+    return { record: created.record, secret: created.clientSecret };
+  },
+  json: oauthClientJson,
+};
+
+/** The credential routes (registered in `index.ts`): API keys, then OAuth clients. */
+export const keyRoutes: readonly RouteSpec[] = [
+  ...credentialRoutes(apiKeys),
+  ...credentialRoutes(oauthClients),
+];

@@ -9,7 +9,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type Memory, MemoryScope, MemoryService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
-import { timestampJson, toValue, valueJson } from "../../domain/harn-json.js";
+import { storedResourceHead, toValue, valueJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import type { RestResponse } from "../io.js";
@@ -38,12 +38,7 @@ function scopeName(scope: MemoryScope): string {
 
 function memoryJson(memory: Memory): JsonObject {
   return {
-    id: memory.id,
-    object: "memory",
-    created_at: timestampJson(memory.createdAt),
-    updated_at: timestampJson(memory.updatedAt),
-    metadata: memory.metadata ?? {},
-    workspace_id: memory.workspaceId === "" ? null : memory.workspaceId,
+    ...storedResourceHead("memory", memory),
     scope: scopeName(memory.scope),
     owner_id: memory.ownerId,
     content: valueJson(memory.content),

@@ -10,7 +10,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type SecretInfo, type Vault, VaultService } from "@trellis/contracts/adapters";
 import { errors } from "@trellis/runtime";
-import { timestampJson } from "../../domain/harn-json.js";
+import { storedResourceHead, timestampJson } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall, RouteSpec } from "../context.js";
 import { jsonResponse, type RestResponse } from "../io.js";
@@ -21,12 +21,7 @@ const noStore = { "cache-control": "no-store" };
 
 function vaultJson(vault: Vault): JsonObject {
   return {
-    id: vault.id,
-    object: "vault",
-    created_at: timestampJson(vault.createdAt),
-    updated_at: timestampJson(vault.updatedAt),
-    metadata: vault.metadata ?? {},
-    workspace_id: vault.workspaceId === "" ? null : vault.workspaceId,
+    ...storedResourceHead("vault", vault),
     provider: vault.provider,
     capabilities: [...vault.capabilities],
     allowed_agent_ids: [...vault.allowedAgentIds],
