@@ -8,13 +8,8 @@
  * `@trellis/platform`): testkit sits below platform and does not import it.
  */
 import { randomBytes } from "node:crypto";
-import {
-  createTestDatabase,
-  deleteTestStreams,
-  type TestDatabase,
-  testNatsUrl,
-  uniqueName,
-} from "./index.js";
+import { testGround } from "./ground.js";
+import type { TestDatabase } from "./index.js";
 
 /** What a deployment needs of a running service: a way to close it. */
 export interface ClosableService {
@@ -55,13 +50,13 @@ export async function openDeployment<Service, Running extends ClosableService>(
   run: ServiceRunner<Service, Running>,
   options: DeploymentOptions = {},
 ): Promise<TestDeployment<Service, Running>> {
-  const prefix = uniqueName(options.prefix ?? database);
-  const db = await createTestDatabase(database);
+  const ground = testGround(options.prefix ?? database, { database });
+  const { databaseUrl, natsUrl, natsPrefix: prefix } = await ground.prepare();
   const secret =
     options.meshSecret === true ? randomBytes(32).toString("base64url") : options.meshSecret;
   const env: Record<string, string> = {
-    DATABASE_URL: db.url,
-    NATS_URL: testNatsUrl,
+    DATABASE_URL: databaseUrl,
+    NATS_URL: natsUrl,
     TRELLIS_NATS_PREFIX: prefix,
     PORT: "0",
     TRELLIS_SHUTDOWN_GRACE: "200ms",
@@ -71,7 +66,7 @@ export async function openDeployment<Service, Running extends ClosableService>(
   };
   const running: Running[] = [];
   return {
-    db,
+    db: ground.db,
     prefix,
     env,
     async start(service, extra = {}) {
@@ -81,8 +76,7 @@ export async function openDeployment<Service, Running extends ClosableService>(
     },
     async close() {
       for (const service of running.reverse()) await service.close();
-      await deleteTestStreams(prefix).catch(() => undefined);
-      await db.drop();
+      await ground.remove();
     },
   };
 }

@@ -32,12 +32,24 @@ export interface TestGround {
   readonly db: TestDatabase;
   /** Creates the database (once; later calls return the same target). */
   prepare(): Promise<GroundTarget>;
-  /** Drops the database and deletes the prefix's streams; nothing to do when never prepared. */
+  /**
+   * Drops the database and deletes the prefix's streams (best effort: a NATS
+   * server that cannot be reached keeps them); nothing to drop when never prepared.
+   */
   remove(): Promise<void>;
 }
 
+/** Options of {@link testGround}. */
+export interface TestGroundOptions {
+  /** Start of the database's name (default `trellis_<name>`). */
+  database?: string;
+  /** The NATS server (default the test server). */
+  natsUrl?: string;
+}
+
 /** A ground whose database and prefix are named after `name` (e.g. `"mesh"` → `trellis_mesh_…`). */
-export function testGround(name: string, natsUrl = testNatsUrl): TestGround {
+export function testGround(name: string, options: TestGroundOptions = {}): TestGround {
+  const { database = `trellis_${name}`, natsUrl = testNatsUrl } = options;
   const prefix = uniqueName(name);
   let db: TestDatabase | undefined;
   let creating: Promise<TestDatabase> | undefined;
@@ -49,7 +61,7 @@ export function testGround(name: string, natsUrl = testNatsUrl): TestGround {
       return db;
     },
     async prepare() {
-      creating ??= createTestDatabase(`trellis_${name}`);
+      creating ??= createTestDatabase(database);
       db = await creating;
       return { databaseUrl: db.url, natsUrl, natsPrefix: prefix };
     },
@@ -58,7 +70,7 @@ export function testGround(name: string, natsUrl = testNatsUrl): TestGround {
       creating = undefined;
       db = undefined;
       await created?.drop();
-      await deleteTestStreams(prefix, natsUrl);
+      await deleteTestStreams(prefix, natsUrl).catch(() => undefined);
     },
   };
 }
