@@ -14,9 +14,13 @@
  * `rounds` windows after a warm-up.
  */
 import type { ExecutionAdapter, ExecutionRequest } from "@trellis/adapter-sdk";
-import { BackendRegistry, createRoutedExecutor, Router } from "@trellis/execution";
-import { probeAdapter, probeWorkerScript } from "@trellis/execution/testing";
-import { chatToMessage } from "@trellis/messages";
+import { BackendRegistry, Router } from "@trellis/execution";
+import {
+  probeAdapter,
+  probeWorkerScript,
+  startDistributedRouter,
+  userTurn,
+} from "@trellis/execution/testing";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
@@ -49,18 +53,6 @@ export interface RoutingBenchResult {
   backendLatencyMs: number;
 }
 
-function requestFor(backend: string, text: string, n: number): ExecutionRequest {
-  return {
-    taskId: `tsk_bench_${n}`,
-    sessionId: "ses_bench",
-    workspaceId: "ws_bench",
-    agent: { id: "agt_bench", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: new AbortController().signal,
-  };
-}
-
 async function measure(
   target: string,
   concurrency: number,
@@ -91,7 +83,7 @@ function opOf(
 ) {
   let n = 0;
   return async () => {
-    const result = await execute(requestFor(backend, text, ++n));
+    const result = await execute(userTurn(backend, text, { taskId: `tsk_bench_${++n}` }));
     if (result.status !== "completed") throw new Error(`execution ${result.status}`);
   };
 }
@@ -134,17 +126,7 @@ export async function runRoutingBench(
     ),
   );
 
-  const routed = createRoutedExecutor({
-    mode: "distributed",
-    adapters: [],
-    env: {
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-      TRELLIS_LOG_LEVEL: "warn",
-    },
-  });
-  await routed.start();
+  const routed = await startDistributedRouter(testNatsUrl, prefix, { TRELLIS_LOG_LEVEL: "warn" });
   const workers: WorkerProcess[] = [];
   const startWorkers = async (backend: string, count: number) => {
     const started = await Promise.all(

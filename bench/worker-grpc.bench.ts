@@ -32,18 +32,20 @@ import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
-import type { ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
 import {
-  createRoutedExecutor,
   createWorkerHandlers,
   NatsWorkerBridge,
   routedNats,
   WorkerSessions,
 } from "@trellis/execution";
-import { probeGrpcWorkerScript, probeWorkerScript } from "@trellis/execution/testing";
+import {
+  probeGrpcWorkerScript,
+  probeWorkerScript,
+  startDistributedRouter,
+  userTurn,
+} from "@trellis/execution/testing";
 import { createForwardingImpl } from "@trellis/gateway/testing";
-import { chatToMessage } from "@trellis/messages";
 import { withErrorDetails } from "@trellis/runtime";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
@@ -90,17 +92,9 @@ export interface WorkerGrpcBenchResult {
   cpuRatioGateway: number;
 }
 
-function requestFor(backend: string, n: number): ExecutionRequest {
-  return {
-    taskId: `tsk_bench_${n}`,
-    sessionId: "ses_bench",
-    workspaceId: "ws_bench",
-    agent: { id: "agt_bench", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: "hi" }),
-    signal: new AbortController().signal,
-  };
-}
+/** The `n`th turn of the benchmark, to `backend`. */
+const requestFor = (backend: string, n: number) =>
+  userTurn(backend, "hi", { taskId: `tsk_bench_${n}` });
 
 /** Run the benchmark. */
 export async function runWorkerGrpcBench(
@@ -110,16 +104,7 @@ export async function runWorkerGrpcBench(
   const rounds = Math.max(1, options.rounds ?? 1);
   const warmup = options.warmup ?? 50;
   const prefix = uniqueName("benchwg").toLowerCase();
-  const routed = createRoutedExecutor({
-    mode: "distributed",
-    adapters: [],
-    env: {
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-    },
-  });
-  await routed.start();
+  const routed = await startDistributedRouter(testNatsUrl, prefix);
   const sessions = new WorkerSessions({
     port: new NatsWorkerBridge({
       nats: () => routedNats(routed),

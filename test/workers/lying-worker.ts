@@ -1,7 +1,7 @@
 // A deliberately lying backend for `trellis adapters conformance`: it declares
 // native streaming but sends no progress. Served over gRPC (runGrpcWorker). Env: TRELLIS_WORKER_URL,
 // TRELLIS_API_KEY, LIAR_BACKEND (default "liar"). Prints "worker <id> ready".
-import { defineAdapter, EXECUTION_SCHEMA_VERSION, runGrpcWorker } from "@trellis/adapter-sdk";
+import { defineAdapter, MINIMAL_CAPABILITIES, runGrpcWorker } from "@trellis/adapter-sdk";
 import { chatToMessage } from "@trellis/messages";
 import { createLogger } from "@trellis/runtime";
 
@@ -14,13 +14,7 @@ const worker = await runGrpcWorker({
   adapter: defineAdapter({
     backendId: process.env.LIAR_BACKEND ?? "liar",
     capabilities: {
-      schemaVersion: EXECUTION_SCHEMA_VERSION,
-      toolUse: "none",
-      structuredToolCalls: false,
-      continuationSupport: "none",
-      approvalInterrupts: "none",
-      traceDepth: "minimal",
-      attachments: false,
+      ...MINIMAL_CAPABILITIES,
       // The lie: no progress is ever sent.
       streaming: "native",
       maxContextStrategy: "small",

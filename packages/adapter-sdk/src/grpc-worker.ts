@@ -407,24 +407,14 @@ export async function runGrpcWorker(options: GrpcWorkerOptions): Promise<Adapter
   })();
   log.info("gRPC adapter worker started", { backend: backendId, capacity });
 
-  return {
-    workerId,
-    backendId,
-    get inFlight() {
-      return running.size;
-    },
-    get completed() {
-      return running.completed;
-    },
-    async stop(stopOptions = {}) {
-      if (stopping) return;
-      stopping = true;
-      await running.drain(stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
-      await client
-        .disconnectWorker({ workerId: current.workerId, session: current.session })
-        .catch(() => undefined);
-      current.closing.abort();
-      await loop;
-    },
-  };
+  return running.handle({ workerId, backendId }, async (stopOptions = {}) => {
+    if (stopping) return;
+    stopping = true;
+    await running.drain(stopOptions.graceMs ?? graceMs, { ignoreFailures: true });
+    await client
+      .disconnectWorker({ workerId: current.workerId, session: current.session })
+      .catch(() => undefined);
+    current.closing.abort();
+    await loop;
+  });
 }

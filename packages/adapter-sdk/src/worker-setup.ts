@@ -1,4 +1,7 @@
-/** What every worker (over NATS or gRPC) checks and settles before it connects. */
+/**
+ * What every worker (over NATS or gRPC) checks and settles before it
+ * connects, the executions it runs, and the handle it returns.
+ */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import { createLogger, type Logger } from "@trellis/runtime";
@@ -123,6 +126,18 @@ export async function drainExecutions(
   clearTimeout(timer);
 }
 
+/** A running worker. */
+export interface AdapterWorker {
+  readonly workerId: string;
+  readonly backendId: string;
+  /** Executions running now. */
+  readonly inFlight: number;
+  /** Executions this worker has finished (any outcome). */
+  readonly completed: number;
+  /** Stop taking work, let running executions finish (up to `graceMs`), leave. */
+  stop(options?: { graceMs?: number }): Promise<void>;
+}
+
 /** The executions a worker runs now, and how many it has finished. */
 export class RunningExecutions {
   readonly #running = new Map<string, RunningExecution>();
@@ -157,5 +172,21 @@ export class RunningExecutions {
   /** {@link drainExecutions} of those running now. */
   drain(graceMs: number, options: { ignoreFailures?: boolean } = {}): Promise<void> {
     return drainExecutions(this.#running, graceMs, options);
+  }
+
+  /** The worker's handle: its ids, its counts read from these executions, and `stop`. */
+  handle(ids: { workerId: string; backendId: string }, stop: AdapterWorker["stop"]): AdapterWorker {
+    const running = this;
+    return {
+      workerId: ids.workerId,
+      backendId: ids.backendId,
+      get inFlight() {
+        return running.size;
+      },
+      get completed() {
+        return running.completed;
+      },
+      stop,
+    };
   }
 }

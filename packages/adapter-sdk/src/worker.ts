@@ -58,7 +58,10 @@ import {
   type WireNames,
   wireNames,
 } from "./wire.js";
+import type { AdapterWorker } from "./worker-setup.js";
 import { RunningExecutions, workerAnnouncement, workerSetup } from "./worker-setup.js";
+
+export type { AdapterWorker } from "./worker-setup.js";
 
 /** Options of {@link runWorker}. */
 export interface WorkerOptions {
@@ -88,18 +91,6 @@ export interface WorkerOptions {
   /** Storage of the work-queue stream if this worker creates it (default file). */
   storage?: "file" | "memory";
   logger?: Logger;
-}
-
-/** A running worker. */
-export interface AdapterWorker {
-  readonly workerId: string;
-  readonly backendId: string;
-  /** Executions running now. */
-  readonly inFlight: number;
-  /** Executions this worker has finished (any outcome). */
-  readonly completed: number;
-  /** Stop taking work, let running executions finish (up to `graceMs`), leave. */
-  stop(options?: { graceMs?: number }): Promise<void>;
 }
 
 function delay(ms: number): Promise<void> {
@@ -346,25 +337,15 @@ export async function runWorker(options: WorkerOptions): Promise<AdapterWorker> 
   const slots = Array.from({ length: capacity }, () => slot());
   log.info("adapter worker started", { backend: backendId, capacity });
 
-  return {
-    workerId,
-    backendId,
-    get inFlight() {
-      return running.size;
-    },
-    get completed() {
-      return running.completed;
-    },
-    async stop(stopOptions = {}) {
-      if (stopping) return;
-      stopping = true;
-      beat(); // leaving: routers stop placing work here at once
-      await running.drain(stopOptions.graceMs ?? graceMs);
-      await Promise.all(slots);
-      clearInterval(heartbeat);
-      for (const sub of subscriptions) sub.unsubscribe();
-      if (ownsConnection) await nc.drain().catch(() => undefined);
-      log.info("adapter worker stopped", { completed: running.completed });
-    },
-  };
+  return running.handle({ workerId, backendId }, async (stopOptions = {}) => {
+    if (stopping) return;
+    stopping = true;
+    beat(); // leaving: routers stop placing work here at once
+    await running.drain(stopOptions.graceMs ?? graceMs);
+    await Promise.all(slots);
+    clearInterval(heartbeat);
+    for (const sub of subscriptions) sub.unsubscribe();
+    if (ownsConnection) await nc.drain().catch(() => undefined);
+    log.info("adapter worker stopped", { completed: running.completed });
+  });
 }

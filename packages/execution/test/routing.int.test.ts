@@ -13,8 +13,14 @@ import { chatToMessage, textOf } from "@trellis/messages";
 import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
 import { startWorkerProcess, type WorkerProcess } from "@trellis/testkit/worker-process";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createRoutedExecutor, type RoutedExecutor } from "../src/routing/routed-executor.js";
-import { probeWorkerScript } from "../src/testing/index.js";
+import type { RoutedExecutor } from "../src/routing/routed-executor.js";
+import {
+  probeWorkerScript,
+  routedEvents,
+  runCollecting,
+  startDistributedRouter,
+  userTurn,
+} from "../src/testing/index.js";
 
 const prefix = uniqueName("adp").toLowerCase();
 const HEARTBEAT = "200";
@@ -44,46 +50,26 @@ function startProbe(
   });
 }
 
+/** A user turn to `backend` under `routing`, with a task id of its own. */
 function request(
   backend: string,
   text: string,
   routing: RoutingPolicy = {},
   over: Partial<ExecutionRequest> = {},
 ): ExecutionRequest {
-  return {
+  return userTurn({ backend, routing }, text, {
     taskId: `tsk_${++taskCounter}_${prefix}`,
-    sessionId: "ses_int",
-    workspaceId: "ws_int",
-    agent: { id: "agt_int", backend, definition: {}, tools: [], routing },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: new AbortController().signal,
     ...over,
-  };
+  });
 }
 
-async function run(r: ExecutionRequest) {
-  const events: ExecutionEvent[] = [];
-  const result = await routed.router.execute({ ...r, onEvent: (e) => events.push(e) });
-  return { result, events };
-}
-
-const routedEvents = (events: ExecutionEvent[]) =>
-  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
+const run = (r: ExecutionRequest) => runCollecting(routed.router, r);
 
 beforeAll(async () => {
-  routed = createRoutedExecutor({
-    mode: "distributed",
-    adapters: [],
-    env: {
-      NATS_URL: testNatsUrl,
-      TRELLIS_NATS_PREFIX: prefix,
-      TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-      TRELLIS_ADAPTERS_UNAVAILABLE_AFTER: "1500",
-      TRELLIS_ADAPTERS_GRACE: "1000",
-    },
+  routed = await startDistributedRouter(testNatsUrl, prefix, {
+    TRELLIS_ADAPTERS_UNAVAILABLE_AFTER: "1500",
+    TRELLIS_ADAPTERS_GRACE: "1000",
   });
-  await routed.start();
   await Promise.all([
     startProbe("plain", "plain", { approvalInterrupts: "none" }, { TRELLIS_WORKER_COST: "1" }),
     startProbe(

@@ -1,4 +1,7 @@
-/** Worker processes for integration tests and benchmarks: start, wait until ready, kill. */
+/**
+ * Worker processes for integration tests and benchmarks: start, wait until
+ * ready, kill; and the `node --import tsx` process they run in.
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -18,12 +21,16 @@ export interface WorkerProcess {
   stop(): Promise<void>;
 }
 
-/** Start `node --import tsx <script>` with `env`; resolves once it prints "worker <id> ready". */
-export async function startWorkerProcess(
+/**
+ * `node --import tsx <script> …args` from the repository root, with `env`
+ * over this process's (logging at warn unless `env` says otherwise); what it
+ * prints on stdout and stderr is collected in `output()`.
+ */
+export function spawnTsx(
   script: string,
+  args: readonly string[],
   env: Record<string, string>,
-  args: readonly string[] = [],
-): Promise<WorkerProcess> {
+): { child: ChildProcess; output(): string } {
   const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
     cwd: root,
     env: { ...process.env, TRELLIS_LOG_LEVEL: "warn", ...env },
@@ -36,13 +43,23 @@ export async function startWorkerProcess(
   child.stderr?.on("data", (chunk: Buffer) => {
     output += chunk.toString();
   });
+  return { child, output: () => output };
+}
+
+/** Start `node --import tsx <script>` with `env`; resolves once it prints "worker <id> ready". */
+export async function startWorkerProcess(
+  script: string,
+  env: Record<string, string>,
+  args: readonly string[] = [],
+): Promise<WorkerProcess> {
+  const { child, output } = spawnTsx(script, args, env);
   const workerId = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(
-      () => reject(new Error(`worker not ready in 120 s:\n${output}`)),
+      () => reject(new Error(`worker not ready in 120 s:\n${output()}`)),
       120_000,
     );
     const check = () => {
-      const ready = /worker (\S+) ready/.exec(output);
+      const ready = /worker (\S+) ready/.exec(output());
       if (ready?.[1]) {
         clearTimeout(timer);
         resolve(ready[1]);
@@ -51,7 +68,7 @@ export async function startWorkerProcess(
     child.stdout?.on("data", check);
     child.once("exit", (code) => {
       clearTimeout(timer);
-      reject(new Error(`worker exited (${code}) before it was ready:\n${output}`));
+      reject(new Error(`worker exited (${code}) before it was ready:\n${output()}`));
     });
   });
   const exited = new Promise<void>((resolve) => {
@@ -61,8 +78,8 @@ export async function startWorkerProcess(
   return {
     child,
     workerId,
-    output: () => output,
-    ran: () => [...output.matchAll(/^ran (\S+)$/gm)].map((m) => m[1] as string),
+    output,
+    ran: () => [...output().matchAll(/^ran (\S+)$/gm)].map((m) => m[1] as string),
     async kill() {
       child.kill("SIGKILL");
       await exited;

@@ -1,8 +1,9 @@
 /** The command adapter against the example JSON-lines program. */
 import { spawnSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import type { ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
-import { chatToMessage, textOf } from "@trellis/messages";
+import type { ExecutionRequest } from "@trellis/adapter-sdk";
+import { runCollecting, userTurn } from "@trellis/execution/testing";
+import { textOf } from "@trellis/messages";
 import { describe, expect, it } from "vitest";
 import { createCommandAdapter } from "../src/command/command-adapter.js";
 import { echoAgentScript } from "./support/processes.js";
@@ -13,24 +14,10 @@ const adapter = createCommandAdapter({
   killGraceMs: 500,
 });
 
-function request(text: string, over: Partial<ExecutionRequest> = {}): ExecutionRequest {
-  return {
-    taskId: "tsk_cmd",
-    sessionId: "ses_cmd",
-    workspaceId: "ws_cmd",
-    agent: { id: "agt_cmd", backend: "echo-command", definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
-    signal: new AbortController().signal,
-    ...over,
-  };
-}
+const request = (text: string, over: Partial<ExecutionRequest> = {}) =>
+  userTurn("echo-command", text, over);
 
-async function run(r: ExecutionRequest) {
-  const events: ExecutionEvent[] = [];
-  const result = await adapter.execute({ ...r, onEvent: (e) => events.push(e) });
-  return { result, events };
-}
+const run = (r: ExecutionRequest) => runCollecting(adapter, r);
 
 describe("command adapter", () => {
   it("declares degraded capabilities honestly: no approval interrupts, opaque continuation", () => {

@@ -3,14 +3,12 @@
 // adapters service holds — core NATS to the session's offer subject, no
 // work-queue stream, no pull, no ack — with the JetStream path's claims,
 // fences, cancels and lost-worker rules.
-import type * as http2 from "node:http2";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import type { NatsConnection } from "@nats-io/transport-node";
 import {
-  type AdapterWorker,
   capabilitiesOf,
   capabilitiesToProto,
   defineAdapter,
@@ -25,79 +23,49 @@ import {
   WorkerService,
   WorkItemSchema,
 } from "@trellis/contracts/adapters";
-import {
-  createRoutedExecutor,
-  createWorkerHandlers,
-  NatsWorkerBridge,
-  type RoutedExecutor,
-  routedNats,
-  WorkerSessions,
-} from "@trellis/execution";
-import { capabilities, probeAdapter } from "@trellis/execution/testing";
+import type { RoutedExecutor } from "@trellis/execution";
+import { capabilities, probeAdapter, routedEvents } from "@trellis/execution/testing";
 import { textOf } from "@trellis/messages";
-import { deleteTestStreams, eventually, testNatsUrl, uniqueName } from "@trellis/testkit";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import type { WorkerProcess } from "./support/processes.js";
+import { eventually, uniqueName } from "@trellis/testkit";
+import { describe, expect, it } from "vitest";
 import {
   executionRequest,
   knownWorkers,
-  routedEvents,
   safeTurnRunsAgainElsewhere,
-  serveWorkerService,
+  useBridgedSessions,
 } from "./support/worker-sessions.js";
 
 describe("gRPC workers in a mesh: direct placement", () => {
   const prefix = uniqueName("gwm").toLowerCase();
-  let routed: RoutedExecutor;
-  let sessions: WorkerSessions;
-  let server: http2.Http2Server;
-  let url: string;
-  const workers: AdapterWorker[] = [];
-  const processes: WorkerProcess[] = [];
+  const mesh = useBridgedSessions(prefix, {
+    env: { TRELLIS_ADAPTERS_GRACE: "500ms" },
+    claimTimeoutMs: 500,
+  });
+  const { workers, processes } = mesh;
 
-  beforeAll(async () => {
-    routed = createRoutedExecutor({
-      mode: "distributed",
-      adapters: [],
-      env: {
-        NATS_URL: testNatsUrl,
-        TRELLIS_NATS_PREFIX: prefix,
-        TRELLIS_ADAPTERS_WORK_STORAGE: "memory",
-        TRELLIS_ADAPTERS_GRACE: "500ms",
-      },
-    });
-    await routed.start();
-    sessions = new WorkerSessions({
-      port: new NatsWorkerBridge({
-        nats: () => routedNats(routed),
-        claimTimeoutMs: 500,
+  /**
+   * A probe gRPC worker of `backendId` on the service (heartbeat 200 ms),
+   * stopped after the test; resolves once the router knows `known` workers
+   * of that backend.
+   */
+  async function probeWorker(backendId: string, known = 1): Promise<void> {
+    workers.push(
+      await runGrpcWorker({
+        adapter: probeAdapter({ backendId }),
+        url: mesh.url,
+        heartbeatMs: 200,
       }),
-    });
-    ({ server, url } = await serveWorkerService(createWorkerHandlers(sessions)));
-  });
-
-  afterEach(async () => {
-    for (const w of workers.splice(0)) await w.stop({ graceMs: 100 });
-    for (const p of processes.splice(0)) await p.kill();
-  });
-
-  afterAll(async () => {
-    sessions.close();
-    server.close();
-    await routed.stop();
-    await deleteTestStreams(prefix);
-  });
+    );
+    await knownWorkers(mesh.routed, backendId, known);
+  }
 
   it("runs a turn on the session directly: routed, progress, one result, no work queue", async () => {
-    workers.push(
-      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd1" }), url, heartbeatMs: 200 }),
-    );
-    await knownWorkers(routed, "gd1", 1);
-    expect(routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
+    await probeWorker("gd1");
+    expect(mesh.routed.registry.backend("gd1")?.workers[0]?.direct).toBe(true);
     // Progress messages sent to the router on their own (not riding on the result).
-    const remote = routed.remote as NonNullable<typeof routed.remote>;
+    const remote = mesh.routed.remote as NonNullable<typeof mesh.routed.remote>;
     let progressMessages = 0;
-    const progress = (routed.connection as NatsConnection).subscribe(
+    const progress = (mesh.routed.connection as NatsConnection).subscribe(
       `${remote.names.routerInbox(remote.routerId)}.event`,
       {
         callback: () => {
@@ -107,7 +75,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
     );
     for (const text of ["hello", "again"]) {
       const r = executionRequest("gd1", text);
-      const result = await routed.router.execute(r.value);
+      const result = await mesh.routed.router.execute(r.value);
       expect(result.status, JSON.stringify(result)).toBe("completed");
       expect(result.messages[0] && textOf(result.messages[0])).toBe(`gd1 says: ${text}`);
       expect(r.events[0]).toMatchObject({ kind: "routed", backendId: "gd1", attempt: 1 });
@@ -122,8 +90,8 @@ describe("gRPC workers in a mesh: direct placement", () => {
     progress.unsubscribe();
     expect(progressMessages).toBe(0);
     // Nothing went through JetStream: the work-queue stream was never created.
-    const jsm = await jetstreamManager(routed.connection as NatsConnection);
-    await expect(jsm.streams.info(routed.remote?.names.stream as string)).rejects.toThrow(
+    const jsm = await jetstreamManager(mesh.routed.connection as NatsConnection);
+    await expect(jsm.streams.info(mesh.routed.remote?.names.stream as string)).rejects.toThrow(
       /stream not found/,
     );
   });
@@ -144,13 +112,13 @@ describe("gRPC workers in a mesh: direct placement", () => {
             return { status: "completed", messages: [] };
           },
         }),
-        url,
+        url: mesh.url,
         heartbeatMs: 200,
       }),
     );
-    await knownWorkers(routed, "gd6", 1);
+    await knownWorkers(mesh.routed, "gd6", 1);
     const r = executionRequest("gd6", "x");
-    const result = await routed.router.execute({
+    const result = await mesh.routed.router.execute({
       ...r.value,
       onEvent: (event) => {
         r.events.push(event);
@@ -163,9 +131,9 @@ describe("gRPC workers in a mesh: direct placement", () => {
   });
 
   it("a claim whose router is gone or silent is refused, and a silent one is given back", async () => {
-    const nc = routed.connection as NatsConnection;
-    const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
-    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const nc = mesh.routed.connection as NatsConnection;
+    const names = mesh.routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: mesh.url }));
     const capabilities = capabilitiesToProto(capabilitiesOf(probeAdapter({ backendId: "gd7" })));
     const abort = new AbortController();
     const stream = client
@@ -243,21 +211,14 @@ describe("gRPC workers in a mesh: direct placement", () => {
   });
 
   it("grants only the worker it offered the attempt to; a stale claim never runs", async () => {
-    workers.push(
-      await runGrpcWorker({
-        adapter: probeAdapter({ backendId: "gd2" }),
-        url,
-        heartbeatMs: 200,
-      }),
-    );
-    await knownWorkers(routed, "gd2", 1);
-    const nc = routed.connection as NatsConnection;
-    const names = routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
-    const [worker] = routed.registry.backend("gd2")?.workers ?? [];
+    await probeWorker("gd2");
+    const nc = mesh.routed.connection as NatsConnection;
+    const names = mesh.routed.remote?.names as NonNullable<RoutedExecutor["remote"]>["names"];
+    const [worker] = mesh.routed.registry.backend("gd2")?.workers ?? [];
     // See the item the router offers (a second subscriber of the offer subject).
     const spy = nc.subscribe(names.offer(worker?.workerId as string), { max: 1 });
     const r = executionRequest("gd2", "sleep 1000");
-    const running = routed.router.execute(r.value);
+    const running = mesh.routed.router.execute(r.value);
     let item: ReturnType<typeof fromBinary<typeof WorkItemSchema>> | undefined;
     for await (const msg of spy) item = fromBinary(WorkItemSchema, msg.data);
     expect(item?.attempt).toBe(1);
@@ -305,7 +266,7 @@ describe("gRPC workers in a mesh: direct placement", () => {
 
   it("an offer its worker does not claim is given back and placed on another worker", async () => {
     // A session that never claims: a bare WorkerService client that only connects.
-    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(WorkerService, createGrpcTransport({ baseUrl: mesh.url }));
     const closing = new AbortController();
     const stream = client
       .connectWorker(
@@ -325,19 +286,12 @@ describe("gRPC workers in a mesh: direct placement", () => {
     try {
       const first = await stream.next();
       expect(first.value?.command.case).toBe("connected");
-      await knownWorkers(routed, "gd3", 1);
+      await knownWorkers(mesh.routed, "gd3", 1);
       const r = executionRequest("gd3", "hi");
-      const running = routed.router.execute(r.value);
+      const running = mesh.routed.router.execute(r.value);
       const offered = await stream.next();
       expect(offered.value?.command.case).toBe("offer");
-      workers.push(
-        await runGrpcWorker({
-          adapter: probeAdapter({ backendId: "gd3" }),
-          url,
-          heartbeatMs: 200,
-        }),
-      );
-      await knownWorkers(routed, "gd3", 2);
+      await probeWorker("gd3", 2);
       const result = await running;
       expect(result.status, JSON.stringify(result)).toBe("completed");
       const placed = routedEvents(r.events);
@@ -350,31 +304,28 @@ describe("gRPC workers in a mesh: direct placement", () => {
   });
 
   it("a caller's cancel reaches the worker, which ends the run", async () => {
-    workers.push(
-      await runGrpcWorker({ adapter: probeAdapter({ backendId: "gd4" }), url, heartbeatMs: 200 }),
-    );
-    await knownWorkers(routed, "gd4", 1);
+    await probeWorker("gd4");
     const r = executionRequest("gd4", "sleep 30000");
-    const running = routed.router.execute(r.value);
+    const running = mesh.routed.router.execute(r.value);
     await eventually(() => routedEvents(r.events).length === 1, { what: "the claim" });
     r.abort.abort();
     const result = await running;
     expect(result.status).toBe("cancelled");
     // The worker's slot is free again: the next turn runs there.
-    const next = await routed.router.execute(executionRequest("gd4", "after").value);
+    const next = await mesh.routed.router.execute(executionRequest("gd4", "after").value);
     expect(next.status, JSON.stringify(next)).toBe("completed");
   });
 
   it("after kill -9 mid-turn: safe to retry runs again elsewhere, else worker_lost", async () => {
-    const survivor = await safeTurnRunsAgainElsewhere(routed, {
-      url,
+    const survivor = await safeTurnRunsAgainElsewhere(mesh.routed, {
+      url: mesh.url,
       backend: "gd5",
       idSuffix: prefix,
       processes,
     });
-    await knownWorkers(routed, "gd5", 1);
+    await knownWorkers(mesh.routed, "gd5", 1);
     const fragile = executionRequest("gd5", "sleep 30000");
-    const lost = routed.router.execute(fragile.value);
+    const lost = mesh.routed.router.execute(fragile.value);
     await eventually(() => routedEvents(fragile.events).length === 1, { what: "the claim" });
     await survivor.kill();
     expect(await lost).toMatchObject({ status: "failed", category: "worker_lost" });

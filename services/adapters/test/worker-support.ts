@@ -3,14 +3,14 @@
  * `node --import tsx src/cli/main.ts serve adapter-worker` (what the container
  * runs), its output collected, its health endpoint asked over gRPC.
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
 import { eventually } from "@trellis/testkit";
+import { spawnTsx } from "@trellis/testkit/worker-process";
 
-const root = fileURLToPath(new URL("../../..", import.meta.url));
 const cli = fileURLToPath(new URL("../../../src/cli/main.ts", import.meta.url));
 
 /** The tools module the test workers load. */
@@ -41,18 +41,7 @@ export interface AdapterWorkerProcess {
 export async function startAdapterWorkerProcess(
   env: Record<string, string>,
 ): Promise<AdapterWorkerProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", cli, "serve", "adapter-worker"], {
-    cwd: root,
-    env: { ...process.env, TRELLIS_LOG_LEVEL: "warn", PORT: "0", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
-  child.stderr?.on("data", (chunk: Buffer) => {
-    output += chunk.toString();
-  });
+  const { child, output } = spawnTsx(cli, ["serve", "adapter-worker"], { PORT: "0", ...env });
   const exited = new Promise<number | NodeJS.Signals | null>((resolve) => {
     child.once("exit", (code, signal) => resolve(code ?? signal));
   });
@@ -62,22 +51,22 @@ export async function startAdapterWorkerProcess(
   });
   const healthUrl = await eventually(
     () => {
-      if (gone) throw new Error(`the worker exited before it listened:\n${output}`);
-      return /adapter-worker health on (\S+)/.exec(output)?.[1];
+      if (gone) throw new Error(`the worker exited before it listened:\n${output()}`);
+      return /adapter-worker health on (\S+)/.exec(output())?.[1];
     },
     { timeoutMs: 60_000, intervalMs: 50, what: "the adapter worker's health endpoint" },
   ).catch((error: unknown) => {
     child.kill("SIGKILL");
-    throw new Error(`${String(error)}\n${output}`);
+    throw new Error(`${String(error)}\n${output()}`);
   });
   const client = createClient(health.Health, createGrpcTransport({ baseUrl: healthUrl }));
   return {
     child,
     healthUrl,
     exited,
-    output: () => output,
-    workerIds: () => [...output.matchAll(/^worker (\S+) ready$/gm)].map((m) => m[1] as string),
-    toolRuns: (name) => [...output.matchAll(new RegExp(`^tool ${name} ran `, "gm"))].length,
+    output,
+    workerIds: () => [...output().matchAll(/^worker (\S+) ready$/gm)].map((m) => m[1] as string),
+    toolRuns: (name) => [...output().matchAll(new RegExp(`^tool ${name} ran `, "gm"))].length,
     async health() {
       const { status } = await client.check({ service: "" }, { timeoutMs: 2000 });
       return health.HealthCheckResponse_ServingStatus[status] ?? String(status);
@@ -86,11 +75,11 @@ export async function startAdapterWorkerProcess(
       await eventually(
         () => {
           if (gone) throw new Error("the worker exited");
-          return /^worker \S+ ready$/m.test(output);
+          return /^worker \S+ ready$/m.test(output());
         },
         { timeoutMs, intervalMs: 50, what: "the adapter worker to be ready" },
       ).catch((error: unknown) => {
-        throw new Error(`${String(error)}\n${output}`);
+        throw new Error(`${String(error)}\n${output()}`);
       });
     },
     async kill() {

@@ -5,20 +5,10 @@
  * ran in the worker process and how often.
  */
 import type { HarnessTool } from "@trellis/execution";
+import { weatherTool } from "@trellis/execution/testing";
 
 export const tools: HarnessTool[] = [
-  {
-    name: "get_weather",
-    description: "The current weather of a city.",
-    inputSchema: {
-      type: "object",
-      properties: { city: { type: "string", minLength: 1 } },
-      required: ["city"],
-      additionalProperties: false,
-    },
-    run(input) {
-      process.stdout.write(`tool get_weather ran ${JSON.stringify(input)}\n`);
-      return { city: input.city as string, temperature_c: 18, sky: "sunny" };
-    },
-  },
+  weatherTool((input) => {
+    process.stdout.write(`tool get_weather ran ${JSON.stringify(input)}\n`);
+  }),
 ];

@@ -18,10 +18,12 @@ export function userText(text: string): Message {
   });
 }
 
-/** The test tools, counting how often each really ran. */
-export function createTools(options: { emailDelayMs?: number } = {}) {
-  const runs = { get_weather: [] as JsonObject[], send_email: [] as JsonObject[] };
-  const weather: HarnessTool = {
+/**
+ * The `get_weather` tool the recorded conversations call (18 °C and sunny in
+ * any city); `ran` is told each input it really ran with.
+ */
+export function weatherTool(ran: (input: JsonObject) => void): HarnessTool {
+  return {
     name: "get_weather",
     description: "The current weather of a city.",
     inputSchema: {
@@ -31,10 +33,16 @@ export function createTools(options: { emailDelayMs?: number } = {}) {
       additionalProperties: false,
     },
     run(input) {
-      runs.get_weather.push(input);
+      ran(input);
       return { city: input.city as string, temperature_c: 18, sky: "sunny" };
     },
   };
+}
+
+/** The test tools, counting how often each really ran. */
+export function createTools(options: { emailDelayMs?: number } = {}) {
+  const runs = { get_weather: [] as JsonObject[], send_email: [] as JsonObject[] };
+  const weather = weatherTool((input) => runs.get_weather.push(input));
   const email: HarnessTool = {
     name: "send_email",
     description: "Send an email on the user's behalf.",

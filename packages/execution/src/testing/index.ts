@@ -2,7 +2,8 @@
  * @trellis/execution/testing: fake backends with chosen capabilities for
  * routing tests and benchmarks, in process or in a worker process
  * ({@link probeWorkerScript} on JetStream, {@link probeGrpcWorkerScript} over
- * gRPC; started with @trellis/testkit/worker-process);
+ * gRPC; started with @trellis/testkit/worker-process), a distributed router
+ * on a test NATS server and the user turns routing tests send it;
  * and for the built-in harness, a server replaying recorded OpenAI and
  * Anthropic responses (`test/fixtures/`) with the tools, providers and
  * requests the harness tests share.
@@ -20,6 +21,7 @@ export {
   recordedProviders,
   turnRequest,
   userText,
+  weatherTool,
 } from "./harness-agents.js";
 export {
   ANTHROPIC_MESSAGES,
@@ -30,6 +32,13 @@ export {
   type RecordedServer,
   startRecordedServer,
 } from "./recorded-server.js";
+export {
+  distributedRouterEnv,
+  routedEvents,
+  runCollecting,
+  startDistributedRouter,
+  userTurn,
+} from "./routed-turns.js";
 
 /** The probe worker script (a worker process running {@link probeAdapter}). */
 export const probeWorkerScript = fileURLToPath(new URL("./probe-worker.ts", import.meta.url));

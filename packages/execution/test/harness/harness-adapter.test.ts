@@ -21,13 +21,14 @@ import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/reco
 import {
   completed,
   definitionRefusal,
+  offlineHarness,
   record,
   shape,
   suspended,
-  useRecordedServer,
+  useRecordedHarness,
 } from "./support/fixture.js";
 
-const server = useRecordedServer({ drained: true });
+const { server, harness } = useRecordedHarness();
 
 const openaiAgent = (extra: JsonObject = {}): JsonObject => ({
   provider: "openai",
@@ -46,12 +47,6 @@ const anthropicAgent = (extra: JsonObject = {}): JsonObject => ({
   max_output_tokens: 1024,
   ...extra,
 });
-
-function harness(options: { emailDelayMs?: number } = {}) {
-  const { tools, runs } = createTools(options);
-  const adapter = createHarnessAdapter({ providers: recordedProviders(server.url), tools });
-  return { adapter, runs };
-}
 
 describe("harness tool loop over OpenAI (recorded)", () => {
   it("runs assistant(tool_calls) → tool → assistant(final), recording responses and usage", async () => {
@@ -582,12 +577,7 @@ describe("harness approval-gated tools", () => {
 });
 
 describe("harness agent definitions", () => {
-  const { adapter } = (() => {
-    const { tools } = createTools();
-    return {
-      adapter: createHarnessAdapter({ providers: recordedProviders("http://127.0.0.1:9"), tools }),
-    };
-  })();
+  const adapter = offlineHarness();
 
   it.each([
     [{ provider: "gemini", model: "x" }, "agent.definition.provider"],

@@ -8,24 +8,21 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
-import {
-  createHarnessAdapter,
-  type ExecutionAdapter,
-  type HarnessTool,
-  textSha256,
-} from "../../src/index.js";
-import { createTools, recordedProviders, turnRequest } from "../../src/testing/harness-agents.js";
+import { type ExecutionAdapter, type HarnessTool, textSha256 } from "../../src/index.js";
+import { turnRequest } from "../../src/testing/harness-agents.js";
 import { ANTHROPIC_MESSAGES, fixture, OPENAI_CHAT } from "../../src/testing/recorded-server.js";
 import {
+  askingAnthropicAgent,
   completed,
   definitionRefusal,
+  offlineHarness,
   record,
   shape,
   suspended,
-  useRecordedServer,
+  useRecordedHarness,
 } from "./support/fixture.js";
 
-const server = useRecordedServer({ drained: true });
+const { server, harness } = useRecordedHarness();
 
 const ASK_CALL = "call_AsK7uS3r9Qx2Lm4Np6Rt8Vw0";
 const WEATHER_CALL = "call_LyOn4wEaT5hEr6Xy7Zb8Cd9E";
@@ -40,22 +37,6 @@ const openaiAgent = (extra: JsonObject = {}): JsonObject => ({
   stream: false,
   ...extra,
 });
-
-const anthropicAgent = (extra: JsonObject = {}): JsonObject => ({
-  provider: "anthropic",
-  model: "claude-sonnet-5-5",
-  tools: [],
-  ask_user: true,
-  max_output_tokens: 1024,
-  stream: false,
-  ...extra,
-});
-
-function harness() {
-  const { tools, runs } = createTools();
-  const adapter = createHarnessAdapter({ providers: recordedProviders(server.url), tools });
-  return { adapter, runs };
-}
 
 /** The tool names a recorded request offered the model (either wire format). */
 function offeredTools(index: number): string[] {
@@ -347,7 +328,7 @@ describe("ask_user over Anthropic (recorded)", () => {
     server.enqueue(ANTHROPIC_MESSAGES, fixture("anthropic/messages-ask-user-tool-use.http"));
     const { adapter } = harness();
     const taskId = "task_ask_anthropic";
-    const { request } = turnRequest(anthropicAgent(), "Draft a short note to my landlord.", {
+    const { request } = turnRequest(askingAnthropicAgent(), "Draft a short note to my landlord.", {
       taskId,
     });
     const waiting = suspended(await adapter.execute(request));
@@ -378,7 +359,7 @@ describe("ask_user over Anthropic (recorded)", () => {
     server.enqueue(ANTHROPIC_MESSAGES, fixture("anthropic/messages-ask-user-final.http"));
     const resumed = completed(
       await adapter.execute(
-        turnRequest(anthropicAgent(), "Draft a short note to my landlord.", {
+        turnRequest(askingAnthropicAgent(), "Draft a short note to my landlord.", {
           taskId,
           resume: { checkpoint: waiting.checkpoint, payload: { answer: ANSWER } },
         }).request,
@@ -409,7 +390,10 @@ describe("ask_user over Anthropic (recorded)", () => {
   it("asks from a streamed answer: the text streams, the question is assembled from its deltas", async () => {
     server.enqueue(ANTHROPIC_MESSAGES, fixture("anthropic/messages-ask-user-tool-use.stream.http"));
     const { adapter } = harness();
-    const { request, events } = turnRequest(anthropicAgent({ stream: true }), "Draft a note.");
+    const { request, events } = turnRequest(
+      askingAnthropicAgent({ stream: true }),
+      "Draft a note.",
+    );
     const waiting = suspended(await adapter.execute(request));
     expect(events.map((e) => (e.kind === "text_delta" ? `T:${e.text}` : e.kind))).toEqual([
       "T:Before I draft it,",
@@ -426,11 +410,7 @@ describe("ask_user over Anthropic (recorded)", () => {
 });
 
 describe("ask_user in agent definitions", () => {
-  const { tools } = createTools();
-  const adapter = createHarnessAdapter({
-    providers: recordedProviders("http://127.0.0.1:9"),
-    tools,
-  });
+  const adapter = offlineHarness();
 
   it.each([
     [{ ask_user: "yes" }, "agent.definition.ask_user", /must be true or false/],
@@ -458,10 +438,7 @@ describe("ask_user in agent definitions", () => {
       inputSchema: { type: "object" },
       run: () => "ok",
     };
-    const withOwn = createHarnessAdapter({
-      providers: recordedProviders("http://127.0.0.1:9"),
-      tools: [own],
-    });
+    const withOwn = offlineHarness([own]);
     expect(
       definitionRefusal(withOwn, { provider: "openai", model: "m", ask_user: true }),
     ).toMatchObject({

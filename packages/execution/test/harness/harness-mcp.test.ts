@@ -104,42 +104,40 @@ function adapter(policy: McpPolicy = TEST_POLICY, environment = vaultEnvironment
   });
 }
 
-function stdioAgent(extra: JsonObject = {}, server: JsonObject = {}): JsonObject {
+/** An OpenAI agent whose only tools are those of the MCP server `server`. */
+function mcpAgent(server: JsonObject, extra: JsonObject = {}): JsonObject {
   return {
     provider: "openai",
     model: "gpt-4o-mini",
     tools: [],
     stream: false,
-    mcp_servers: [
-      {
-        name: "calc",
-        command: NODE,
-        args: [SERVER_SCRIPT],
-        env: { PID_FILE: join(dir, "stdio.pid") },
-        ...server,
-      },
-    ],
+    mcp_servers: [server],
     ...extra,
   };
 }
 
+function stdioAgent(extra: JsonObject = {}, server: JsonObject = {}): JsonObject {
+  return mcpAgent(
+    {
+      name: "calc",
+      command: NODE,
+      args: [SERVER_SCRIPT],
+      env: { PID_FILE: join(dir, "stdio.pid") },
+      ...server,
+    },
+    extra,
+  );
+}
+
 function httpAgent(server: JsonObject = {}): JsonObject {
-  return {
-    provider: "openai",
-    model: "gpt-4o-mini",
-    tools: [],
-    stream: false,
-    mcp_servers: [
-      {
-        name: "docs",
-        url: `${http.url}/mcp`,
-        bearer_secret: "vault_ops/mcp_token",
-        tools: ["write_note", "add"],
-        require_approval: ["write_note"],
-        ...server,
-      },
-    ],
-  };
+  return mcpAgent({
+    name: "docs",
+    url: `${http.url}/mcp`,
+    bearer_secret: "vault_ops/mcp_token",
+    tools: ["write_note", "add"],
+    require_approval: ["write_note"],
+    ...server,
+  });
 }
 
 function of<S extends ExecutionResult["status"]>(result: ExecutionResult, status: S) {

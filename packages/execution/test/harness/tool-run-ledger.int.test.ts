@@ -23,6 +23,7 @@ import {
   type RecordedServer,
   startRecordedServer,
 } from "../../src/testing/recorded-server.js";
+import { askingAnthropicAgent } from "./support/fixture.js";
 
 let testDb: TestDatabase;
 let first: Database;
@@ -133,14 +134,7 @@ describe("PostgresToolRunLedger", () => {
 });
 
 describe("PostgresToolRunLedger and ask_user", () => {
-  const asker = {
-    provider: "anthropic",
-    model: "claude-sonnet-5-5",
-    tools: [],
-    ask_user: true,
-    max_output_tokens: 1024,
-    stream: false,
-  };
+  const asker = askingAnthropicAgent();
   const NOTE_CALL = "toolu_01AsKuSeRnOtE4y5z6a7b8c9";
 
   async function ask(adapter: ReturnType<typeof createHarnessAdapter>, taskId: string) {

@@ -1,18 +1,27 @@
 /**
  * Set-up shared by the gRPC worker tests: WorkerService served over h2c as
- * the adapters service serves it, a port that keeps the sessions it is given,
- * and execution requests whose events the test reads.
+ * the adapters service serves it (alone, or with a router and the sessions
+ * bridged onto its NATS: `useBridgedSessions`), a port that keeps the
+ * sessions it is given, and execution requests whose events the test reads.
  */
 import * as http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import type { ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
+import type { AdapterWorker, ExecutionEvent, ExecutionRequest } from "@trellis/adapter-sdk";
 import { WorkerService } from "@trellis/contracts/adapters";
-import type { RoutedExecutor, WorkerPort, WorkerSession } from "@trellis/execution";
-import { chatToMessage } from "@trellis/messages";
-import { eventually } from "@trellis/testkit";
-import { expect } from "vitest";
+import {
+  createWorkerHandlers,
+  NatsWorkerBridge,
+  type RoutedExecutor,
+  routedNats,
+  type WorkerPort,
+  type WorkerSession,
+  WorkerSessions,
+} from "@trellis/execution";
+import { routedEvents, startDistributedRouter, userTurn } from "@trellis/execution/testing";
+import { deleteTestStreams, eventually, testNatsUrl } from "@trellis/testkit";
+import { afterAll, afterEach, beforeAll, expect } from "vitest";
 import { withErrorDetails } from "../../src/handlers/errors.js";
 import { probeGrpcWorkerScript, startWorkerProcess, type WorkerProcess } from "./processes.js";
 
@@ -29,6 +38,81 @@ export async function serveWorkerService(
   );
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+/** Options of {@link useBridgedSessions}. */
+export interface BridgedSessionsOptions {
+  /** More settings of the router (TRELLIS_ADAPTERS_GRACE, …). */
+  env?: Record<string, string>;
+  /** The bridge exchanges the router's messages with it in process (its `local`). */
+  local?: boolean;
+  /** The bridge's `claimTimeoutMs`. */
+  claimTimeoutMs: number;
+}
+
+/** What {@link useBridgedSessions} started, and what its tests started. */
+export interface BridgedSessions {
+  /** The router (before the file's tests: throws). */
+  readonly routed: RoutedExecutor;
+  /** The WorkerService's URL (before the file's tests: throws). */
+  readonly url: string;
+  /** Workers a test started: stopped after it. */
+  readonly workers: AdapterWorker[];
+  /** Processes a test started: killed after it. */
+  readonly processes: WorkerProcess[];
+}
+
+/**
+ * The set-up of a gRPC worker test file: before its tests, a distributed
+ * router under `prefix` and the WorkerService of sessions bridged onto that
+ * router's NATS, as the adapters service runs them; after each test, the
+ * workers and processes it left are stopped; after the file, all is closed
+ * and the streams deleted.
+ */
+export function useBridgedSessions(
+  prefix: string,
+  options: BridgedSessionsOptions,
+): BridgedSessions {
+  let started:
+    | { routed: RoutedExecutor; sessions: WorkerSessions; server: http2.Http2Server; url: string }
+    | undefined;
+  const current = () => {
+    if (started === undefined) throw new Error("the sessions start in beforeAll");
+    return started;
+  };
+  const workers: AdapterWorker[] = [];
+  const processes: WorkerProcess[] = [];
+  beforeAll(async () => {
+    const routed = await startDistributedRouter(testNatsUrl, prefix, options.env);
+    const sessions = new WorkerSessions({
+      port: new NatsWorkerBridge({
+        nats: () => routedNats(routed),
+        ...(options.local ? { local: () => routed.remote } : {}),
+        claimTimeoutMs: options.claimTimeoutMs,
+      }),
+    });
+    started = { routed, sessions, ...(await serveWorkerService(createWorkerHandlers(sessions))) };
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) await w.stop({ graceMs: 100 });
+    for (const p of processes.splice(0)) await p.kill();
+  });
+  afterAll(async () => {
+    started?.sessions.close();
+    started?.server.close();
+    await started?.routed.stop();
+    await deleteTestStreams(prefix);
+  });
+  return {
+    get routed() {
+      return current().routed;
+    },
+    get url() {
+      return current().url;
+    },
+    workers,
+    processes,
+  };
 }
 
 /** `port`, with each session it is given also kept in `kept` by worker id (to forge a call with it, or cut it). */
@@ -55,23 +139,15 @@ export function executionRequest(
 ) {
   const events: ExecutionEvent[] = [];
   const abort = new AbortController();
-  const value: ExecutionRequest = {
+  const value = userTurn(backend, text, {
     taskId: `tsk_${Math.random().toString(36).slice(2)}`,
-    sessionId: "ses_1",
     workspaceId: "wsp_1",
-    agent: { id: "agt_1", backend, definition: {}, tools: [] },
-    history: [],
-    input: chatToMessage({ role: "user", content: text }),
     signal: abort.signal,
     onEvent: (event) => events.push(event),
     ...over,
-  };
+  });
   return { value, events, abort };
 }
-
-/** The placements among a turn's events (one per attempt). */
-export const routedEvents = (events: ExecutionEvent[]) =>
-  events.filter((e): e is Extract<ExecutionEvent, { kind: "routed" }> => e.kind === "routed");
 
 /** Resolves once `router` knows `count` workers of `backend` (30 s at the most). */
 export const knownWorkers = (router: RoutedExecutor, backend: string, count: number) =>

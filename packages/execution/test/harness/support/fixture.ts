@@ -1,8 +1,9 @@
 /**
  * Set-up the harness test files share: the recorded model server of a file
- * (`useRecordedServer`), a tasks service running the harness against it
- * (`startHarnessTasks`, distributed mode: real PostgreSQL and JetStream), and
- * readers of a turn's result.
+ * (`useRecordedServer`) and a harness on it (`useRecordedHarness`), one
+ * that only checks definitions (`offlineHarness`), the agent of the recorded `ask_user` conversations, a tasks service running
+ * the harness against it (`startHarnessTasks`, distributed mode: real
+ * PostgreSQL and JetStream), and readers of a turn's result.
  */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Transport } from "@connectrpc/connect";
@@ -22,7 +23,7 @@ import {
   isProviderError,
   type ProviderError,
 } from "../../../src/index.js";
-import { recordedProviders } from "../../../src/testing/harness-agents.js";
+import { createTools, recordedProviders } from "../../../src/testing/harness-agents.js";
 import { type RecordedServer, startRecordedServer } from "../../../src/testing/recorded-server.js";
 
 /**
@@ -60,6 +61,53 @@ export function useRecordedServer(options: { drained?: boolean } = {}): Recorded
     close: () => started().close(),
   };
 }
+
+/**
+ * The file's recorded model server (`drained`: see {@link useRecordedServer})
+ * and `harness()`, a harness adapter calling it with the test tools
+ * (`createTools`), new on each call with the tools' run counts.
+ */
+export function useRecordedHarness(): {
+  server: RecordedServer;
+  harness(options?: { emailDelayMs?: number }): {
+    adapter: ExecutionAdapter;
+    runs: ReturnType<typeof createTools>["runs"];
+  };
+} {
+  const server = useRecordedServer({ drained: true });
+  return {
+    server,
+    harness(options = {}) {
+      const { tools, runs } = createTools(options);
+      const adapter = createHarnessAdapter({ providers: recordedProviders(server.url), tools });
+      return { adapter, runs };
+    },
+  };
+}
+
+/**
+ * A harness that only checks agent definitions: its providers point at a
+ * closed port. Its tools: `tools`, or the test tools (`createTools`).
+ */
+export function offlineHarness(
+  tools: HarnessTool[] = createTools().tools,
+): ReturnType<typeof createHarnessAdapter> {
+  return createHarnessAdapter({ providers: recordedProviders("http://127.0.0.1:9"), tools });
+}
+
+/**
+ * The agent of the recorded Anthropic `ask_user` conversations
+ * (`anthropic/messages-ask-user-*`): no tools but the built-in question.
+ */
+export const askingAnthropicAgent = (extra: JsonObject = {}): JsonObject => ({
+  provider: "anthropic",
+  model: "claude-sonnet-5-5",
+  tools: [],
+  ask_user: true,
+  max_output_tokens: 1024,
+  stream: false,
+  ...extra,
+});
 
 /** A tasks service whose executor runs the scripted adapter and the harness. */
 export interface HarnessTasks {
