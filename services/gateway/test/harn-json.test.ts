@@ -19,15 +19,14 @@ import {
 } from "@trellis/contracts/tasks";
 import { isTrellisError } from "@trellis/runtime";
 import { describe, expect, it } from "vitest";
+import { messageFromHarn, taskInputFromHarn } from "../src/domain/harn-input.js";
 import {
   artifactToHarn,
   eventToHarn,
   listJson,
-  messageFromHarn,
   messageToHarn,
   outcomeToHarn,
   sessionToHarn,
-  taskInputFromHarn,
   taskToHarn,
 } from "../src/domain/harn-json.js";
 import { JsonReader } from "../src/domain/json-input.js";

@@ -2,13 +2,8 @@
 import { type Artifact, ArtifactService, OutcomeService } from "@trellis/contracts/tasks";
 import { errors, isValidMediaType } from "@trellis/runtime";
 import { sha256Hex } from "../../domain/canonical-json.js";
-import {
-  artifactToHarn,
-  listJson,
-  outcomeToHarn,
-  parseArtifactKind,
-  parseVisibility,
-} from "../../domain/harn-json.js";
+import { parseArtifactKind, parseVisibility } from "../../domain/harn-input.js";
+import { artifactToHarn, listJson, outcomeToHarn } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import type { RestCall } from "../context.js";
 import type { RestResponse } from "../io.js";

@@ -1,7 +1,8 @@
 /** Sessions and their transcripts (messages). */
 import { SessionService } from "@trellis/contracts/tasks";
 import { errors } from "@trellis/runtime";
-import { messageFromHarn, sessionMessageToHarn, sessionToHarn } from "../../domain/harn-json.js";
+import { messageFromHarn } from "../../domain/harn-input.js";
+import { sessionMessageToHarn, sessionToHarn } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";

@@ -11,14 +11,8 @@ import {
 import { type Message, MessageSchema, type TaskStatus } from "@trellis/contracts/core";
 import { BusyPolicy, SignalService, type Task, TaskService } from "@trellis/contracts/tasks";
 import { errors, TrellisError } from "@trellis/runtime";
-import {
-  messageFromHarn,
-  messageToHarn,
-  parseTaskStatus,
-  taskInputFromHarn,
-  taskToHarn,
-  toValue,
-} from "../../domain/harn-json.js";
+import { messageFromHarn, taskInputFromHarn } from "../../domain/harn-input.js";
+import { messageToHarn, parseTaskStatus, taskToHarn, toValue } from "../../domain/harn-json.js";
 import { isJsonObject, JsonReader } from "../../domain/json-input.js";
 import { ensureAgentAllowed, ensureRunAllowed } from "../../policy/agent-policy.js";
 import type { RestCall } from "../context.js";

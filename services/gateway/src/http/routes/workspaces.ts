@@ -2,12 +2,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { AgentService, WorkspaceService } from "@trellis/contracts/tasks";
 import { TrellisError } from "@trellis/runtime";
-import {
-  agentToPersona,
-  parseAutonomyTier,
-  parseReceiptPolicy,
-  workspaceToHarn,
-} from "../../domain/harn-json.js";
+import { parseAutonomyTier, parseReceiptPolicy } from "../../domain/harn-input.js";
+import { agentToPersona, workspaceToHarn } from "../../domain/harn-json.js";
 import { JsonReader } from "../../domain/json-input.js";
 import { isAdmin } from "../../domain/scopes.js";
 import { ensureAgentAllowed, usableAgents } from "../../policy/agent-policy.js";
