@@ -1,10 +1,10 @@
 import * as http from "node:http";
 import { loadavg } from "node:os";
+import { type Http1Reply, http1Request } from "./lib/http1.js";
 import { type LoadResult, median, runLoad } from "./lib/load.js";
 import { cpuMs, startDev } from "./lib/proc.js";
 
 const ADMIN_KEY = "trl_bench_auth_0123456789abcdefghijklmnopqrstuvw";
-const VERSION = "agents-protocol-2026-04-25";
 
 /** Options of {@link runAuthBench}. */
 export interface AuthBenchOptions {
@@ -36,11 +36,7 @@ export interface AuthBenchResult {
   loadAfter: number[];
 }
 
-interface Reply {
-  status: number;
-  body: string;
-}
-
+/** `method path` with `headers` (and `body`), the reply's status and body. */
 function send(
   agent: http.Agent,
   port: number,
@@ -48,33 +44,10 @@ function send(
   path: string,
   headers: Record<string, string>,
   body?: string,
-): Promise<Reply> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: "127.0.0.1",
-        port,
-        method,
-        path,
-        headers: {
-          "harn-agents-protocol-version": VERSION,
-          ...headers,
-          ...(body === undefined ? {} : { "content-length": String(Buffer.byteLength(body)) }),
-        },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => {
-          text += chunk;
-        });
-        res.on("end", () => resolve({ status: res.statusCode ?? 0, body: text }));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
+): Promise<Http1Reply> {
+  return http1Request(agent, port, method, path, {
+    headers,
+    ...(body === undefined ? {} : { body }),
   });
 }
 

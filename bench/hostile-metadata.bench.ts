@@ -1,10 +1,10 @@
 import * as http from "node:http";
 import { loadavg } from "node:os";
-import { median } from "./lib/load.js";
+import { http1Request } from "./lib/http1.js";
+import { median, quantile } from "./lib/load.js";
 import { startDev } from "./lib/proc.js";
 
 const ADMIN_KEY = "trl_bench_hostile_0123456789abcdefghijklmnopqrstu";
-const VERSION = "agents-protocol-2026-04-25";
 
 /** Options of {@link runHostileMetadataBench}. */
 export interface HostileMetadataOptions {
@@ -33,46 +33,23 @@ export interface HostileMetadataResult {
   loadAfter: number[];
 }
 
-function send(
+/** `method path` as the admin (with a JSON `body`); the reply's status, its body dropped. */
+async function send(
   agent: http.Agent,
   port: number,
   method: string,
   path: string,
   body?: string,
 ): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      {
-        agent,
-        host: "127.0.0.1",
-        port,
-        method,
-        path,
-        headers: {
-          authorization: `Bearer ${ADMIN_KEY}`,
-          "harn-agents-protocol-version": VERSION,
-          ...(body === undefined
-            ? {}
-            : {
-                "content-type": "application/json",
-                "content-length": String(Buffer.byteLength(body)),
-              }),
-        },
-      },
-      (res) => {
-        res.resume();
-        res.on("end", () => resolve(res.statusCode ?? 0));
-        res.on("error", reject);
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
+  const reply = await http1Request(agent, port, method, path, {
+    headers: {
+      authorization: `Bearer ${ADMIN_KEY}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body }),
+    discardBody: true,
   });
-}
-
-function quantile(sorted: readonly number[], q: number): number {
-  if (sorted.length === 0) return 0;
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number;
+  return reply.status;
 }
 
 /** `request` while `GET /v1` is probed every `everyMs`; the probe's latencies during it. */
