@@ -74,14 +74,19 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
     await edge?.close({ graceMs: 500 });
   });
 
-  const signed = () =>
+  /** A client of the internal service that signs its calls with `credentials`. */
+  const signedWith = (credentials: MeshCredentials) =>
     createClient(
       TaskService,
       createGrpcTransport({
         baseUrl: internalUrl,
-        interceptors: [createMeshClientInterceptor(mesh, "chat")],
+        interceptors: [createMeshClientInterceptor(credentials, "chat")],
       }),
     );
+  const signed = () => signedWith(mesh);
+  /** Signed with a credential the mesh does not share. */
+  const forgedClient = () =>
+    signedWith(new MeshCredentials("fedcba9876543210fedcba9876543210-other"));
 
   async function failure(call: Promise<unknown>) {
     return call.then(
@@ -106,14 +111,7 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
     expect(error?.code).toBe(Code.InvalidArgument);
     expect(error && errorDetailOf(error)?.param).toBe("metadata");
     // A forged credential is scanned (and then refused by the interceptor).
-    const other = new MeshCredentials("fedcba9876543210fedcba9876543210-other");
-    const forged = createClient(
-      TaskService,
-      createGrpcTransport({
-        baseUrl: internalUrl,
-        interceptors: [createMeshClientInterceptor(other, "chat")],
-      }),
-    );
+    const forged = forgedClient();
     const scanned = await failure(forged.submitTask({ metadata: keys(40), input: parts(4) }));
     expect(scanned?.code).toBe(Code.InvalidArgument);
     expect(served.slice(before)).toEqual([2]);
@@ -138,14 +136,7 @@ describe("field caps apply at the edge, not to mesh-credentialed calls", () => {
   });
 
   it("gives no exemption to a forged or missing credential", async () => {
-    const other = new MeshCredentials("fedcba9876543210fedcba9876543210-other");
-    const forged = createClient(
-      TaskService,
-      createGrpcTransport({
-        baseUrl: internalUrl,
-        interceptors: [createMeshClientInterceptor(other, "chat")],
-      }),
-    );
+    const forged = forgedClient();
     const before = served.length;
     expect((await failure(forged.submitTask({ input: parts(1_000) })))?.code).toBe(
       Code.Unauthenticated,

@@ -5,21 +5,14 @@
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createService, type TrellisService } from "../src/server.js";
-import { captureLogger } from "./support.js";
+import { describe, expect, it } from "vitest";
+import { serveDuringSuite } from "./support.js";
 
 const long = "x".repeat(4000);
 
 describe("error answers Connect compresses", () => {
-  const { logger, lines } = captureLogger("svc", "info");
-  let service: TrellisService;
-  let url: string;
-
-  beforeAll(async () => {
-    service = createService({
-      name: "svc",
-      logger,
+  const served = serveDuringSuite(
+    {
       env: {},
       routes: (router) => {
         router.service(health.Health, {
@@ -33,13 +26,9 @@ describe("error answers Connect compresses", () => {
           },
         });
       },
-    });
-    ({ url } = await service.listen({ host: "127.0.0.1", port: 0 }));
-  });
-
-  afterAll(async () => {
-    await service?.close();
-  });
+    },
+    { level: "info" },
+  );
 
   /** The call's error, or a failure when no answer comes within 5 s. */
   async function errorOf(call: (signal: AbortSignal) => Promise<unknown>): Promise<ConnectError> {
@@ -54,9 +43,10 @@ describe("error answers Connect compresses", () => {
 
   const transports = {
     "Connect, binary, HTTP/2": () =>
-      createConnectTransport({ baseUrl: url, httpVersion: "2", useBinaryFormat: true }),
-    "Connect, JSON, HTTP/1.1": () => createConnectTransport({ baseUrl: url, httpVersion: "1.1" }),
-    "gRPC-Web, HTTP/1.1": () => createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" }),
+      createConnectTransport({ baseUrl: served.url, httpVersion: "2", useBinaryFormat: true }),
+    "Connect, JSON, HTTP/1.1": () =>
+      createConnectTransport({ baseUrl: served.url, httpVersion: "1.1" }),
+    "gRPC-Web, HTTP/1.1": () => createGrpcWebTransport({ baseUrl: served.url, httpVersion: "1.1" }),
   };
 
   for (const [name, transport] of Object.entries(transports)) {
@@ -82,6 +72,6 @@ describe("error answers Connect compresses", () => {
   }
 
   it("logs no failed write of an answer", () => {
-    expect(lines.filter((l) => String(l.msg).includes("failed"))).toEqual([]);
+    expect(served.lines.filter((l) => String(l.msg).includes("failed"))).toEqual([]);
   });
 });

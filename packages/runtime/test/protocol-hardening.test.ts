@@ -55,6 +55,18 @@ function nestedBinary(levels: number): Uint8Array {
 
 type Protocol = "connect" | "grpc" | "grpc-web";
 
+/** A gRPC Deliver call opened on `session`, its answer read and dropped. */
+function openDeliverStream(session: http2.ClientHttp2Session): http2.ClientHttp2Stream {
+  const stream = session.request({
+    ":method": "POST",
+    ":path": deliver,
+    "content-type": "application/grpc",
+    te: "trailers",
+  });
+  stream.on("data", () => undefined);
+  return stream;
+}
+
 describe("hostile input over every protocol", () => {
   const { logger, lines } = captureLogger("svc", "info");
   let service: TrellisService;
@@ -222,13 +234,7 @@ describe("hostile input over every protocol", () => {
     const session = http2.connect(url, { maxSessionMemory: 256 });
     try {
       const closes = Array.from({ length: 5 }, () => {
-        const stream = session.request({
-          ":method": "POST",
-          ":path": deliver,
-          "content-type": "application/grpc",
-          te: "trailers",
-        });
-        stream.on("data", () => undefined);
+        const stream = openDeliverStream(session);
         // More than the flow-control window: the client cannot send it all unless read.
         stream.end(envelope(new Uint8Array(300_000)));
         return new Promise<number>((resolve) =>
@@ -391,13 +397,7 @@ describe("hostile input over every protocol", () => {
     const session = http2.connect(url);
     try {
       const resets = Array.from({ length: 5 }, () => {
-        const stream = session.request({
-          ":method": "POST",
-          ":path": deliver,
-          "content-type": "application/grpc",
-          te: "trailers",
-        });
-        stream.on("data", () => undefined);
+        const stream = openDeliverStream(session);
         stream.on("error", () => undefined);
         // Half an envelope, then the client gives up (as a caller whose deadline passed).
         stream.write(envelope(new Uint8Array(64)).subarray(0, 20));

@@ -6,22 +6,16 @@ import {
   createGrpcWebTransport,
 } from "@connectrpc/connect-node";
 import { health } from "@trellis/contracts/grpc";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { errorDetailOf } from "../src/errors.js";
-import { createService, httpRequestId, type TrellisService } from "../src/server.js";
-import { captureLogger, testHealthImpl } from "./support.js";
+import { createService, httpRequestId } from "../src/server.js";
+import { serveDuringSuite, testHealthImpl } from "./support.js";
 
 const { SERVING } = health.HealthCheckResponse_ServingStatus;
 
 describe("createService: one port, every protocol", () => {
-  const { logger, lines } = captureLogger("svc");
-  let service: TrellisService;
-  let url: string;
-
-  beforeAll(async () => {
-    service = createService({
-      name: "svc",
-      logger,
+  const served = serveDuringSuite(
+    {
       routes: (router) => router.service(health.Health, testHealthImpl()),
       http: (req, res) => {
         if (req.url === "/v1/ping") {
@@ -38,20 +32,18 @@ describe("createService: one port, every protocol", () => {
         if (req.url === "/v1/throws") throw new Error("rest handler bug");
         return false;
       },
-    });
-    ({ url } = await service.listen({ host: "127.0.0.1", port: 0 }));
-  });
-
-  afterAll(() => service.close({ graceMs: 1000 }));
+    },
+    { close: { graceMs: 1000 } },
+  );
 
   it("binds port 0 to a real port and reports a usable URL", () => {
-    const address = service.address()!;
+    const address = served.service.address()!;
     expect(address.port).toBeGreaterThan(0);
-    expect(url).toBe(`http://127.0.0.1:${address.port}`);
+    expect(served.url).toBe(`http://127.0.0.1:${address.port}`);
   });
 
   it("serves Connect JSON over HTTP/1.1 (fetch) with a generated request id", async () => {
-    const res = await fetch(`${url}/grpc.health.v1.Health/Check`, {
+    const res = await fetch(`${served.url}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ service: "" }),
@@ -65,7 +57,7 @@ describe("createService: one port, every protocol", () => {
   });
 
   it("keeps the caller's request id", async () => {
-    const res = await fetch(`${url}/grpc.health.v1.Health/Check`, {
+    const res = await fetch(`${served.url}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-request-id": "req-abc.123" },
       body: "{}",
@@ -74,7 +66,7 @@ describe("createService: one port, every protocol", () => {
   });
 
   it("replaces an unacceptable caller request id", async () => {
-    const res = await fetch(`${url}/grpc.health.v1.Health/Check`, {
+    const res = await fetch(`${served.url}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-request-id": `bad id ${"x".repeat(200)}` },
       body: "{}",
@@ -83,7 +75,7 @@ describe("createService: one port, every protocol", () => {
   });
 
   it("serves gRPC over h2c on the same port", async () => {
-    const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     let requestId: string | null = null;
     const res = await client.check(
       { service: "" },
@@ -97,7 +89,7 @@ describe("createService: one port, every protocol", () => {
     for (const httpVersion of ["1.1", "2"] as const) {
       const client = createClient(
         health.Health,
-        createGrpcWebTransport({ baseUrl: url, httpVersion }),
+        createGrpcWebTransport({ baseUrl: served.url, httpVersion }),
       );
       expect((await client.check({ service: "" })).status).toBe(SERVING);
     }
@@ -107,41 +99,43 @@ describe("createService: one port, every protocol", () => {
     for (const httpVersion of ["1.1", "2"] as const) {
       const client = createClient(
         health.Health,
-        createConnectTransport({ baseUrl: url, httpVersion, useBinaryFormat: true }),
+        createConnectTransport({ baseUrl: served.url, httpVersion, useBinaryFormat: true }),
       );
       expect((await client.check({ service: "" })).status).toBe(SERVING);
     }
   });
 
   it("serves server streams", async () => {
-    const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     const got: number[] = [];
     for await (const res of client.watch({ service: "" })) got.push(res.status);
     expect(got).toEqual([SERVING, SERVING]);
   });
 
   it("passes non-RPC paths to the plain-HTTP handler", async () => {
-    const ping = await fetch(`${url}/v1/ping`);
+    const ping = await fetch(`${served.url}/v1/ping`);
     expect(ping.status).toBe(200);
     const id = ping.headers.get("x-request-id");
     expect(await ping.text()).toBe(`pong ${id}`);
-    const later = await fetch(`${url}/v1/async`);
+    const later = await fetch(`${served.url}/v1/async`);
     expect(await later.text()).toBe("later");
-    const missing = await fetch(`${url}/nope`);
+    const missing = await fetch(`${served.url}/nope`);
     expect(missing.status).toBe(404);
     expect(missing.headers.get("x-request-id")).toBeTruthy();
   });
 
   it("answers 500 with the request id when the plain-HTTP handler throws", async () => {
-    const res = await fetch(`${url}/v1/throws`);
+    const res = await fetch(`${served.url}/v1/throws`);
     expect(res.status).toBe(500);
     const id = res.headers.get("x-request-id")!;
     expect(await res.text()).toContain(id);
-    expect(lines.some((l) => l.msg === "http handler failed" && l.request_id === id)).toBe(true);
+    expect(served.lines.some((l) => l.msg === "http handler failed" && l.request_id === id)).toBe(
+      true,
+    );
   });
 
   it("passes REST calls made over h2c to the same handler", async () => {
-    const session = http2.connect(url);
+    const session = http2.connect(served.url);
     try {
       const body = await new Promise<string>((resolve, reject) => {
         const stream = session.request({ ":method": "GET", ":path": "/v1/ping" });
@@ -159,19 +153,10 @@ describe("createService: one port, every protocol", () => {
 });
 
 describe("error mapping", () => {
-  const { logger, lines } = captureLogger("svc");
-  let service: TrellisService;
-  let url: string;
-
-  beforeAll(async () => {
-    service = createService({
-      name: "svc",
-      logger,
-      routes: (router) => router.service(health.Health, testHealthImpl()),
-    });
-    ({ url } = await service.listen({ host: "127.0.0.1" }));
-  });
-  afterAll(() => service.close({ graceMs: 1000 }));
+  const served = serveDuringSuite(
+    { routes: (router) => router.service(health.Health, testHealthImpl()) },
+    { close: { graceMs: 1000 } },
+  );
 
   async function failure(call: Promise<unknown>): Promise<ConnectError> {
     try {
@@ -183,7 +168,7 @@ describe("error mapping", () => {
   }
 
   it("maps a TrellisError to its Connect code with an ErrorDetail (gRPC)", async () => {
-    const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     const error = await failure(client.check({ service: "boom" }));
     expect(error.code).toBe(Code.NotFound);
     expect(error.rawMessage).toBe('thing "t_1" was not found');
@@ -196,7 +181,7 @@ describe("error mapping", () => {
   it("maps a TrellisError the same way over Connect/HTTP 1.1", async () => {
     const client = createClient(
       health.Health,
-      createConnectTransport({ baseUrl: url, httpVersion: "1.1" }),
+      createConnectTransport({ baseUrl: served.url, httpVersion: "1.1" }),
     );
     const error = await failure(client.check({ service: "boom" }));
     expect(error.code).toBe(Code.NotFound);
@@ -205,7 +190,7 @@ describe("error mapping", () => {
   });
 
   it("sends a JSON error with the detail to plain HTTP clients", async () => {
-    const res = await fetch(`${url}/grpc.health.v1.Health/Check`, {
+    const res = await fetch(`${served.url}/grpc.health.v1.Health/Check`, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: JSON.stringify({ service: "boom" }),
@@ -218,7 +203,7 @@ describe("error mapping", () => {
   });
 
   it("lets ConnectErrors through unchanged", async () => {
-    const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     const error = await failure(client.check({ service: "connect-error" }));
     expect(error.code).toBe(Code.PermissionDenied);
     expect(error.rawMessage).toBe("nope");
@@ -228,10 +213,10 @@ describe("error mapping", () => {
     // The upstream handler calls this test server and lets its error escape, as a
     // service does when it forwards a call; the downstream response's own framing
     // headers must not leak into the upstream response.
-    const downstream = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const downstream = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     const upstream = createService({
       name: "upstream",
-      logger,
+      logger: served.logger,
       routes: (router) =>
         router.service(health.Health, {
           check: (req) => downstream.check(req),
@@ -258,7 +243,7 @@ describe("error mapping", () => {
   });
 
   it("hides unexpected errors behind Internal and logs the cause with the request id", async () => {
-    const client = createClient(health.Health, createGrpcTransport({ baseUrl: url }));
+    const client = createClient(health.Health, createGrpcTransport({ baseUrl: served.url }));
     const error = await failure(
       client.check({ service: "crash" }, { headers: { "x-request-id": "req-crash-1" } }),
     );
@@ -267,7 +252,7 @@ describe("error mapping", () => {
     expect(error.message).not.toContain("secret-internals");
     // Typed like every other error, with nothing of the cause in it.
     expect(errorDetailOf(error)).toMatchObject({ reason: "internal_error", metadata: {} });
-    const logged = lines.find((l) => l.msg === "rpc failed with an unexpected error");
+    const logged = served.lines.find((l) => l.msg === "rpc failed with an unexpected error");
     expect(logged).toMatchObject({
       level: "error",
       service: "svc",

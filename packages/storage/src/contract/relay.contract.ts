@@ -30,6 +30,15 @@ export function describeRelayContract(suite: StorageSuite): void {
     /** Without its trigger the outbox sends no NOTIFY: only a kick or the poll wakes the relay. */
     const dropNotifyTrigger = (schema: string) =>
       sql`drop trigger outbox_notify on ${sql.id(schema, "outbox")}`.execute(suite.database.kysely);
+    /** Appends `count` events in one transaction, alternating between two tasks. */
+    const appendAlternating = (schema: string, workspaceId: string, count: number) =>
+      inTransaction(suite.database, (trx) =>
+        appendToOutbox(
+          trx,
+          schema,
+          Array.from({ length: count }, (_, i) => event(workspaceId, `task_${i % 2}`)),
+        ),
+      );
 
     it("publishes every event once, per resource in sequence order, while writers run", async () => {
       const schema = await outboxSchema();
@@ -233,13 +242,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       };
       const errors: unknown[] = [];
       const workspaceId = uniqueName("ws");
-      const appended = await inTransaction(suite.database, (trx) =>
-        appendToOutbox(
-          trx,
-          schema,
-          Array.from({ length: 6 }, (_, i) => event(workspaceId, `task_${i % 2}`)),
-        ),
-      );
+      const appended = await appendAlternating(schema, workspaceId, 6);
       const relay = startRelay(crashingOnce, schema, { onError: (e) => errors.push(e) });
       await eventually(async () => (await unpublished(suite.database, schema)) === 0, {
         what: "rows marked published",
@@ -283,13 +286,7 @@ export function describeRelayContract(suite: StorageSuite): void {
       };
       const errors: unknown[] = [];
       const workspaceId = uniqueName("ws");
-      const appended = await inTransaction(suite.database, (trx) =>
-        appendToOutbox(
-          trx,
-          schema,
-          Array.from({ length: 4 }, (_, i) => event(workspaceId, `task_${i % 2}`)),
-        ),
-      );
+      const appended = await appendAlternating(schema, workspaceId, 4);
       const relay = startRelay(failingOnce, schema, {
         logRebuiltFromOutbox: true,
         onError: (e) => errors.push(e),

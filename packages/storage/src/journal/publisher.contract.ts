@@ -12,13 +12,6 @@ import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type SumMetricData,
-} from "@opentelemetry/sdk-metrics";
-import {
   type Event,
   EventPayloadSchema,
   EventSchema,
@@ -33,6 +26,7 @@ import { openContractBackend } from "../contract/support.js";
 import { migrate } from "../migrate.js";
 import { DEAD_LETTER_KIND, type DeadLetter } from "../outbox/dead-letter.js";
 import type { StorageContractTarget } from "../storage.contract.js";
+import { memoryMeter } from "../testing/memory-meter.js";
 import type { PublisherCrashConfig } from "../testing/publisher-crash-child.js";
 import { createJournal, type Journal, type JournalEntry } from "./journal.js";
 import { readJournal } from "./journal-read.js";
@@ -325,12 +319,10 @@ export function describePublisherContract(name: string, target: PublisherContrac
 
     it("a poison event is dead-lettered and the events after it go out at once", async () => {
       const s = await setup();
-      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
-      const provider = new MeterProvider({ readers: [reader] });
+      const metrics = memoryMeter();
       const dead: DeadLetter[] = [];
       const publisher = await start(s, {
-        meter: provider.getMeter("test"),
+        meter: metrics.meter,
         onDeadLetter: (d) => dead.push(d),
         // Retries would show as failures; a poison event must need none.
         retryMs: 60_000,
@@ -369,16 +361,8 @@ export function describePublisherContract(name: string, target: PublisherContrac
         ["payload_too_large", huge.id],
       ]);
       expect(publisher.status().failures).toBe(0);
-      await provider.forceFlush();
-      const metric = exporter
-        .getMetrics()
-        .at(-1)
-        ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === publisherDeadLetterMetric) as
-        | SumMetricData
-        | undefined;
-      const total = (metric?.dataPoints ?? []).reduce((n, p) => n + Number(p.value), 0);
-      expect(total).toBe(3);
-      await provider.shutdown();
+      expect(await metrics.total(publisherDeadLetterMetric)).toBe(3);
+      await metrics.shutdown();
     });
 
     it("waits out a log that is down (nothing dead-lettered), and health says so meanwhile", async () => {

@@ -31,6 +31,16 @@ import { createLeases, type Leases, type LeasesOptions, type LostLease } from ".
 
 const text = new TextEncoder();
 
+/**
+ * What a granted acquire answers: its fence, the journal head to append at,
+ * and, when it took the stream from `previousOwner`, that owner.
+ */
+function granted(fence: bigint, expectedPosition: bigint, previousOwner?: string) {
+  return previousOwner === undefined
+    ? { acquired: true, fence, expectedPosition, tookOver: false }
+    : { acquired: true, fence, expectedPosition, tookOver: true, previousOwner };
+}
+
 /** Registers the lease contract suite for one backend. */
 export function describeLeaseContract(
   name: string,
@@ -89,12 +99,7 @@ export function describeLeaseContract(
       const a = open(schema);
       const b = open(schema, {}, backend.other);
       const first = await a.acquire("ses_1");
-      expect(first).toMatchObject({
-        acquired: true,
-        fence: 1n,
-        expectedPosition: 0n,
-        tookOver: false,
-      });
+      expect(first).toMatchObject(granted(1n, 0n));
       expect(a.held("ses_1")?.fence).toBe(1n);
 
       await journalOf(schema).append([entry("ses_1", "a1"), entry("ses_1", "a2")], {
@@ -116,13 +121,7 @@ export function describeLeaseContract(
       expect(a.held("ses_1")).toBeUndefined();
       // Released: another owner takes it at once, with a new fence and the head.
       const second = await b.acquire("ses_1");
-      expect(second).toMatchObject({
-        acquired: true,
-        fence: 2n,
-        expectedPosition: 2n,
-        tookOver: true,
-        previousOwner: a.owner,
-      });
+      expect(second).toMatchObject(granted(2n, 2n, a.owner));
       expect(a.stats()).toMatchObject({ acquired: 1, released: 1, held: 0, lost: 0 });
       expect(b.stats()).toMatchObject({ acquired: 1, refused: 1, tookOver: 1, held: 1 });
     });
@@ -177,13 +176,7 @@ export function describeLeaseContract(
 
       await lapse(schema, "ses_t");
       const taken = await b.acquire("ses_t");
-      expect(taken).toMatchObject({
-        acquired: true,
-        fence: 2n,
-        expectedPosition: 1n,
-        tookOver: true,
-        previousOwner: a.owner,
-      });
+      expect(taken).toMatchObject(granted(2n, 1n, a.owner));
       await lapse(schema, "ses_e");
 
       const lost = await a.renew();
@@ -347,12 +340,7 @@ export function describeLeaseContract(
             },
             { timeoutMs: 60_000, intervalMs: 200, what: `take-over of ${stream}` },
           );
-          expect(result).toMatchObject({
-            fence: 2n,
-            tookOver: true,
-            previousOwner: line.owner,
-            expectedPosition: stream === "k2" ? 1n : 0n,
-          });
+          expect(result).toMatchObject(granted(2n, stream === "k2" ? 1n : 0n, line.owner));
         }
       } finally {
         child.kill("SIGKILL");
