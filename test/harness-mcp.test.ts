@@ -13,12 +13,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { adaptersService } from "@trellis/adapters";
-import {
-  fixture,
-  OPENAI_CHAT,
-  type RecordedServer,
-  startRecordedServer,
-} from "@trellis/execution/testing";
+import { enqueueChat, type RecordedServer, startRecordedServer } from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
 import { harnClient, type Json, poll } from "@trellis/gateway/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
@@ -143,11 +138,7 @@ describe("harness agents with MCP tools (embedded)", () => {
     const session = await admin.post("/v1/sessions", { persona_id: persona.json.id });
 
     // stdio: the model calls calc's add.
-    provider.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-mcp-add-tool-call.http"),
-      fixture("openai/chat-mcp-add-final.http"),
-    );
+    enqueueChat(provider, "openai/chat-mcp-add-tool-call.http", "openai/chat-mcp-add-final.http");
     const sum = await admin.post(`/v1/sessions/${session.json.id}/tasks`, {
       input: "What is 2 + 3?",
     });
@@ -183,13 +174,13 @@ describe("harness agents with MCP tools (embedded)", () => {
     ]);
 
     // HTTP: the approval-gated write_note pauses the task until confirmed.
-    provider.enqueue(OPENAI_CHAT, fixture("openai/chat-mcp-note-tool-call.http"));
+    enqueueChat(provider, "openai/chat-mcp-note-tool-call.http");
     const note = await admin.post(`/v1/sessions/${session.json.id}/tasks`, {
       input: "Note: buy milk",
     });
     expect(note.status, note.text).toBe(202);
     await settled(admin, note.json.id, "INPUT_REQUIRED");
-    provider.enqueue(OPENAI_CHAT, fixture("openai/chat-mcp-note-final.http"));
+    enqueueChat(provider, "openai/chat-mcp-note-final.http");
     const confirm = await admin.post(`/v1/tasks/${note.json.id}/messages`, {
       kind: "tool_confirmation",
       message: { role: "user", parts: [{ type: "text", text: "yes" }] },

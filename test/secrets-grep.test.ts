@@ -20,10 +20,10 @@ import { ChatService } from "@trellis/contracts/chat";
 import { EventSchema } from "@trellis/contracts/core";
 import { AgentService, SessionService } from "@trellis/contracts/tasks";
 import {
-  fixture,
-  OPENAI_CHAT,
+  enqueueChat,
   type RecordedServer,
   startRecordedServer,
+  weatherTurn,
 } from "@trellis/execution/testing";
 import { gatewayService } from "@trellis/gateway";
 import { harnClient, poll, requestToken, TestIdentityProvider } from "@trellis/gateway/testing";
@@ -236,11 +236,7 @@ describe("secrets never reach logs, events or receipts", () => {
       body: { value: STORED_VAULT_SECRET },
     });
     expect(stored.status).toBe(200);
-    provider.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
+    enqueueChat(provider, ...weatherTurn({ stream: false }));
     const weatherSession = await admin.post("/v1/sessions", { persona_id: weather.json.id });
     const weatherTask = await admin.post(`/v1/sessions/${weatherSession.json.id}/tasks`, {
       input: "What's the weather in Paris?",

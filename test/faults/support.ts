@@ -166,14 +166,18 @@ export async function retrying<T>(
   }
 }
 
+/** One load sent during a fault round: its `size` sessions are named after `tag`. */
+export interface Load {
+  clients: Clients;
+  agentId: string;
+  size: number;
+  /** Where what the load saw is recorded. */
+  record: LoadRecord;
+  tag: string;
+}
+
 /** `turnsPerSession` chat turns in each of `size` sessions, the sessions in parallel. */
-export async function chatLoad(
-  clients: Clients,
-  agentId: string,
-  size: number,
-  record: LoadRecord,
-  tag: string,
-): Promise<void> {
+export async function chatLoad({ clients, agentId, size, record, tag }: Load): Promise<void> {
   await Promise.all(
     Array.from({ length: size }, async (_, i) => {
       const sessionId = `ses_${tag}_${i}`;
@@ -220,13 +224,7 @@ export async function chatLoad(
 }
 
 /** `size` tasks, each in its own new session, submitted in parallel. */
-export async function taskLoad(
-  clients: Clients,
-  agentId: string,
-  size: number,
-  record: LoadRecord,
-  tag: string,
-): Promise<void> {
+export async function taskLoad({ clients, agentId, size, record, tag }: Load): Promise<void> {
   await Promise.all(
     Array.from({ length: size }, async (_, i) => {
       const sessionId = `ses_${tag}_task_${i}`;
@@ -409,10 +407,8 @@ export async function faultUnderLoad(
   fault: () => Promise<void>,
 ): Promise<{ verified: Verified; record: LoadRecord }> {
   const record = newRecord();
-  const load = Promise.all([
-    chatLoad(clients, agentId, faultSize, record, tag),
-    taskLoad(clients, agentId, faultSize, record, tag),
-  ]);
+  const sent: Load = { clients, agentId, size: faultSize, record, tag };
+  const load = Promise.all([chatLoad(sent), taskLoad(sent)]);
   await underWay(record, faultSize);
   await fault();
   await load;

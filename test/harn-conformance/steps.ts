@@ -2,6 +2,7 @@
  * Steps every flow shares, written as an outside client takes them: create a
  * workspace first, then work in it.
  */
+import { waitGraph } from "@trellis/gateway/testing";
 import { expect } from "vitest";
 import { type HarnClient, type Json, poll, type Reply } from "./client.js";
 
@@ -90,17 +91,7 @@ export async function newPersona(
           },
           edges: [{ from: "think", to: "END" }],
         }
-      : {
-          entry: "ask",
-          nodes: {
-            ask: { suspend: { signal_id: "more", kind: "input" } },
-            done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
-          },
-          edges: [
-            { from: "ask", to: "done" },
-            { from: "done", to: "END" },
-          ],
-        };
+      : waitGraph;
   const reply = await api.post("/v1/personas", {
     workspace_id: workspaceId,
     name: kind,

@@ -3,42 +3,34 @@
 // runs the backend (trellis.adapter.run), run here against recorded OpenAI
 // responses through the real SDK client.
 
-import { createHarnessAdapter } from "@trellis/execution";
+import type { ExecutionAdapter } from "@trellis/execution";
 import {
   createTools,
-  fixture,
-  OPENAI_CHAT,
+  enqueueChat,
   type RecordedServer,
-  recordedProviders,
-  startRecordedServer,
+  startRecordedHarness,
   turnRequest,
+  weatherTurn,
 } from "@trellis/execution/testing";
 import { initTelemetry, type Telemetry, withSpan } from "@trellis/runtime";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 describe("model call spans", () => {
   let server: RecordedServer;
+  let adapter: ExecutionAdapter;
   let telemetry: Telemetry;
 
   beforeAll(async () => {
-    server = await startRecordedServer();
     telemetry = initTelemetry({ serviceName: "model-span-test", exporter: "memory" });
+    ({ server, adapter } = await startRecordedHarness({ tools: createTools().tools }));
   });
   afterAll(async () => {
-    await server.close();
+    await server?.close();
     await telemetry.shutdown();
   });
 
   it("opens one client span per model call under the backend run", async () => {
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.http"),
-      fixture("openai/chat-weather-final.http"),
-    );
-    const adapter = createHarnessAdapter({
-      providers: recordedProviders(server.url),
-      tools: createTools().tools,
-    });
+    enqueueChat(server, ...weatherTurn({ stream: false }));
     const { request } = turnRequest(
       { provider: "openai", model: "gpt-4o-mini", tools: ["get_weather"], stream: false },
       "What's the weather in Paris?",

@@ -1,21 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { GraphDefinitionError, parseGraph, runGraph } from "../src/scripted/graph.js";
+import { APPROVAL_GRAPH } from "../src/testing/scripted-graphs.js";
 
-const approval = parseGraph({
-  entry: "greet",
-  nodes: {
-    greet: { update: { messages: [{ role: "assistant", content: "Hello {{input}}" }] } },
-    approve: { suspend: { signal_id: "approval", metadata: { tool: "deploy" } } },
-    done: { update: { messages: [{ role: "assistant", content: "approved: {{signal}}" }] } },
-    nope: { raise: { category: "provider_invalid_request", message: "denied" } },
-  },
-  edges: [
-    { from: "greet", to: "approve" },
-    { from: "approve", to: "done", when: { path: "approved", equals: true } },
-    { from: "approve", to: "nope" },
-    { from: "done", to: "END" },
-  ],
-});
+const approval = parseGraph(APPROVAL_GRAPH);
 
 describe("scripted graph", () => {
   it("runs until a suspend node and reports what it waits for", () => {

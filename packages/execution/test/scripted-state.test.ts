@@ -3,6 +3,7 @@
 // and the harness fixtures' node spellings.
 import { describe, expect, it } from "vitest";
 import { GraphDefinitionError, parseGraph, runGraph } from "../src/scripted/graph.js";
+import { gateGraph } from "../src/testing/scripted-graphs.js";
 
 describe("scripted graph state", () => {
   it("replaces a field by default and starts from the declared default", () => {
@@ -42,23 +43,7 @@ describe("scripted graph state", () => {
 
   it("writes the resume payload's declared fields, then the nodes after the suspend", () => {
     // harness fixtures 003 / 007, with the fixtures' node spelling.
-    const graph = parseGraph({
-      state: {
-        fields: {
-          approved: { type: "bool", default: false },
-          completed_flag: { type: "bool", default: false },
-        },
-      },
-      entry: "gate",
-      nodes: {
-        gate: { suspend_with_descriptor: { signal_id: "approval-test-001" } },
-        after_resume: { update: { completed_flag: true } },
-      },
-      edges: [
-        { from: "gate", to: "after_resume" },
-        { from: "after_resume", to: "END" },
-      ],
-    });
+    const graph = parseGraph(gateGraph("approval-test-001"));
     const paused = runGraph(graph, { kind: "start" }, { input: "" });
     expect(paused).toMatchObject({
       status: "suspended",

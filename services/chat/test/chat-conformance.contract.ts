@@ -4,27 +4,22 @@
  * scripted graph agents registered through AgentService.CreateAgent. Each
  * mode (embedded, distributed) runs it with its own harness factory.
  */
-import { create, toJsonString } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import {
-  type ChatTurnOutcome,
-  ChatTurnOutcomeSchema,
-  ErrorBucket,
-  type SubscribeResponse,
-  SuspensionKind,
-} from "@trellis/contracts/chat";
+import { type ChatTurnOutcome, ErrorBucket, SuspensionKind } from "@trellis/contracts/chat";
 import { MessageSchema, Role } from "@trellis/contracts/core";
 import { type ChatMessageJson, chatToMessage, messageToChat, textOf } from "@trellis/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DEFAULT_REPLY_TEMPLATES, matchesTemplate } from "../src/domain/replies.js";
 import {
   approvalGraph,
+  approveResumed,
   type ChatClients,
-  payload,
+  outcomeVariant,
   raiseGraph,
   replyGraph,
-  StreamReader,
   scriptedAgent,
+  subscribeReader,
 } from "./support.js";
 
 /** Starts the mesh under test (tasks + chat) and returns clients of it. */
@@ -37,24 +32,9 @@ const user = (content: ChatMessageJson["content"]) => chatToMessage({ role: "use
 /** The ten scenarios of proposal 0056 §3, in `mode`, against the mesh `start` brings up. */
 export function describeChatConformance(mode: string, start: ChatTarget): void {
   let h: ChatClients;
-  const show = (outcome: ChatTurnOutcome | undefined) =>
-    outcome ? toJsonString(ChatTurnOutcomeSchema, outcome) : "no outcome";
-
-  function completed(outcome: ChatTurnOutcome | undefined) {
-    expect(outcome?.kind.case, show(outcome)).toBe("completed");
-    if (outcome?.kind.case !== "completed") throw new Error("not completed");
-    return outcome.kind.value;
-  }
-  function errored(outcome: ChatTurnOutcome | undefined) {
-    expect(outcome?.kind.case, show(outcome)).toBe("errored");
-    if (outcome?.kind.case !== "errored") throw new Error("not errored");
-    return outcome.kind.value;
-  }
-  function suspended(outcome: ChatTurnOutcome | undefined) {
-    expect(outcome?.kind.case, show(outcome)).toBe("suspended");
-    if (outcome?.kind.case !== "suspended") throw new Error("not suspended");
-    return outcome.kind.value;
-  }
+  const completed = (outcome: ChatTurnOutcome | undefined) => outcomeVariant(outcome, "completed");
+  const errored = (outcome: ChatTurnOutcome | undefined) => outcomeVariant(outcome, "errored");
+  const suspended = (outcome: ChatTurnOutcome | undefined) => outcomeVariant(outcome, "suspended");
   const chatJson = (messages: readonly import("@trellis/contracts/core").Message[]) =>
     messages.map((m) => messageToChat(m));
 
@@ -62,13 +42,8 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
     return chatJson((await h.chat.getHistory({ sessionId })).messages);
   }
 
-  function subscribe(sessionId: string, afterCursor = "", includeFinalState = false) {
-    const abort = new AbortController();
-    return new StreamReader<SubscribeResponse>(
-      h.chat.subscribe({ sessionId, afterCursor, includeFinalState }, { signal: abort.signal }),
-      abort,
-    );
-  }
+  const subscribe = (sessionId: string, afterCursor = "", includeFinalState = false) =>
+    subscribeReader(h, { sessionId, afterCursor, includeFinalState });
 
   describe(`proposal 0056 §3: chat conformance (${mode})`, () => {
     beforeAll(async () => {
@@ -249,17 +224,11 @@ export function describeChatConformance(mode: string, start: ChatTarget): void {
       // Delivered as a system outside Trellis knows it: the session and the
       // signal id the graph's author wrote.
       expect(paused.signalDescriptor?.signalId).toBe("approval");
-      const delivered = await h.signals.deliver({
+      const result = await approveResumed(h, listener, {
         sessionId,
         signalId: "approval",
-        payload: payload({ approved: true }),
+        taskId: paused.invocationId,
       });
-      expect(delivered.taskId).toBe(paused.invocationId);
-
-      const resumed = await listener.next();
-      expect(resumed.kind.case).toBe("outcome");
-      const result = resumed.kind.case === "outcome" ? resumed.kind.value : undefined;
-      expect(result?.taskId).toBe(paused.invocationId);
       // Only the post-resume messages: the pending one was already returned by Send.
       expect(chatJson(completed(result).replies)).toEqual([
         { role: "assistant", content: "Email sent." },

@@ -8,68 +8,32 @@
  * is sessioned only (harness-chat §1); 008 is chat scenario 7.
  */
 
-import type { JsonObject } from "@bufbuild/protobuf";
-import { toJsonString } from "@bufbuild/protobuf";
 import { Code } from "@connectrpc/connect";
-import {
-  type ChatTurnOutcome,
-  ChatTurnOutcomeSchema,
-  ErrorBucket,
-  type SubscribeResponse,
-  SuspensionKind,
-} from "@trellis/contracts/chat";
+import { ErrorBucket, type SubscribeResponse, SuspensionKind } from "@trellis/contracts/chat";
+import { gateGraph } from "@trellis/execution/testing";
 import { chatToMessage } from "@trellis/messages";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ChatTarget } from "./chat-conformance.contract.js";
-import { type ChatClients, payload, StreamReader, scriptedAgent } from "./support.js";
+import {
+  approveResumed,
+  type ChatClients,
+  outcomeVariant,
+  payload,
+  type StreamReader,
+  scriptedAgent,
+  subscribeReader,
+} from "./support.js";
 
 let n = 0;
 const newSession = () => `ses_harness_${Date.now().toString(36)}_${++n}`;
 const hello = chatToMessage({ role: "user", content: "hello" });
 
-/** Fixtures 003 and 007: a gate, then a node that sets completed_flag. */
-function gateGraph(signalId: string): JsonObject {
-  return {
-    state: {
-      fields: {
-        approved: { type: "bool", default: false },
-        completed_flag: { type: "bool", default: false },
-      },
-    },
-    entry: "gate",
-    nodes: {
-      gate: { suspend_with_descriptor: { signal_id: signalId } },
-      after_resume: { update: { completed_flag: true } },
-    },
-    edges: [
-      { from: "gate", to: "after_resume" },
-      { from: "after_resume", to: "END" },
-    ],
-  };
-}
-
 /** The harness fixtures through ChatService, in `mode`. */
 export function describeHarnessConformance(mode: string, start: ChatTarget): void {
   let h: ChatClients;
-  const show = (outcome: ChatTurnOutcome | undefined) =>
-    outcome ? toJsonString(ChatTurnOutcomeSchema, outcome) : "no outcome";
-  function variant<K extends "completed" | "errored" | "suspended">(
-    outcome: ChatTurnOutcome | undefined,
-    kind: K,
-  ) {
-    expect(outcome?.kind.case, show(outcome)).toBe(kind);
-    if (outcome?.kind.case !== kind) throw new Error(`not ${kind}`);
-    return outcome.kind.value as Extract<ChatTurnOutcome["kind"], { case: K }>["value"];
-  }
   const send = async (sessionId: string, agentId: string) =>
     (await h.chat.send({ sessionId, agentId, message: hello, includeFinalState: true })).outcome;
-  function listen(sessionId: string) {
-    const abort = new AbortController();
-    return new StreamReader<SubscribeResponse>(
-      h.chat.subscribe({ sessionId, includeFinalState: true }, { signal: abort.signal }),
-      abort,
-    );
-  }
+  const listen = (sessionId: string) => subscribeReader(h, { sessionId, includeFinalState: true });
   /** A new session of `agentId`, with a subscriber on it that has seen `subscribed`. */
   async function listenedSession(agentId: string) {
     const sessionId = newSession();
@@ -90,17 +54,12 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
     paused: { invocationId: string },
     listener: StreamReader<SubscribeResponse>,
   ) {
-    const delivered = await h.signals.deliver({
+    const resumed = await approveResumed(h, listener, {
       sessionId,
       signalId,
-      payload: payload({ approved: true }),
+      taskId: paused.invocationId,
     });
-    expect(delivered.taskId).toBe(paused.invocationId);
-    const next = await listener.next();
-    expect(next.kind.case).toBe("outcome");
-    const resumed = next.kind.case === "outcome" ? next.kind.value : undefined;
-    expect(resumed?.taskId).toBe(paused.invocationId);
-    expect(variant(resumed, "completed").finalState?.state).toEqual({
+    expect(outcomeVariant(resumed, "completed").finalState?.state).toEqual({
       approved: true,
       completed_flag: true,
     });
@@ -121,7 +80,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
         nodes: { increment: { update: { message_count: 1 } } },
         edges: [{ from: "increment", to: "END" }],
       });
-      const done = variant(await send(newSession(), agentId), "completed");
+      const done = outcomeVariant(await send(newSession(), agentId), "completed");
       expect(done.finalState?.state).toEqual({ message_count: 1 });
     });
 
@@ -133,16 +92,16 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
         edges: [{ from: "append_one", to: "END" }],
       });
       const sessionId = newSession();
-      const first = variant(await send(sessionId, agentId), "completed");
+      const first = outcomeVariant(await send(sessionId, agentId), "completed");
       expect(first.finalState?.state).toEqual({ message_count: [1] });
-      const second = variant(await send(sessionId, agentId), "completed");
+      const second = outcomeVariant(await send(sessionId, agentId), "completed");
       expect(second.finalState?.state).toEqual({ message_count: [1, 1] });
     });
 
     it("003 signal resume: the payload reaches the state, the graph completes", async () => {
       const agentId = await scriptedAgent(h, "h003", gateGraph("approval-test-001"));
       const { sessionId, listener } = await listenedSession(agentId);
-      const paused = variant(await send(sessionId, agentId), "suspended");
+      const paused = outcomeVariant(await send(sessionId, agentId), "suspended");
       expect(paused.signalDescriptor?.signalId).toBe("approval-test-001");
       await approveGate(sessionId, "approval-test-001", paused, listener);
       listener.close();
@@ -155,7 +114,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
         nodes: { compute: { update: { value: 42 } } },
         edges: [{ from: "compute", to: "END" }],
       });
-      const done = variant(await send(newSession(), agentId), "completed");
+      const done = outcomeVariant(await send(newSession(), agentId), "completed");
       expect(done.finalState?.state).toEqual({ value: 42 });
     });
 
@@ -179,7 +138,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
           nodes: { failing_node: { raises: { category, message } } },
           edges: [{ from: "failing_node", to: "END" }],
         });
-        const failure = variant(await send(newSession(), agentId), "errored");
+        const failure = outcomeVariant(await send(newSession(), agentId), "errored");
         expect(failure.errorCategory).toBe(category);
         expect(failure.errorBucket).toBe(bucket);
         expect(failure.diagnostic).toBe(message);
@@ -202,7 +161,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
       });
       const started = Date.now();
       const outcome = await send(newSession(), agentId);
-      const paused = variant(outcome, "suspended");
+      const paused = outcomeVariant(outcome, "suspended");
       expect(Date.now() - started).toBeLessThan(5_000);
       expect(paused.signalDescriptor?.signalId).toBe("approval-suspended-test");
       expect(paused.signalDescriptor?.metadata).toEqual({ kind: "approval" });
@@ -215,7 +174,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
     it("007 signal coordinator round trip: the signal id resolves to the paused invocation", async () => {
       const agentId = await scriptedAgent(h, "h007", gateGraph("roundtrip-approval-001"));
       const { sessionId, listener } = await listenedSession(agentId);
-      const paused = variant(await send(sessionId, agentId), "suspended");
+      const paused = outcomeVariant(await send(sessionId, agentId), "suspended");
       await approveGate(sessionId, "roundtrip-approval-001", paused, listener);
       // The same id again finds nothing waiting.
       await expect(
@@ -227,8 +186,8 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
     it("signal ids: by session and label, by label alone when unambiguous, by the task-unique id", async () => {
       const agentId = await scriptedAgent(h, "h-ids", gateGraph("approve-ids"));
       const sessionId = newSession();
-      const older = variant(await send(sessionId, agentId), "suspended");
-      const newer = variant(await send(sessionId, agentId), "suspended");
+      const older = outcomeVariant(await send(sessionId, agentId), "suspended");
+      const newer = outcomeVariant(await send(sessionId, agentId), "suspended");
       expect(newer.invocationId).not.toBe(older.invocationId);
       // Two turns wait on the label: without the session it is ambiguous.
       await expect(
@@ -248,7 +207,7 @@ export function describeHarnessConformance(mode: string, start: ChatTarget): voi
       });
       expect(second.taskId).toBe(older.invocationId);
       // The task-unique id alone (existing clients) reaches exactly its turn.
-      const third = variant(await send(sessionId, agentId), "suspended");
+      const third = outcomeVariant(await send(sessionId, agentId), "suspended");
       const byGlobal = await h.signals.deliver({
         signalId: third.signalDescriptor?.globalSignalId ?? "",
         payload: payload({ approved: true }),

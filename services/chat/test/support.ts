@@ -3,11 +3,23 @@
  * free port, gRPC clients over a real socket, scripted agents, and a reader
  * for server streams with timeouts.
  */
-import { fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import {
+  fromJson,
+  type JsonObject,
+  type JsonValue,
+  type MessageInitShape,
+  toJsonString,
+} from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Client, createClient, createRouterTransport } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { ChatService } from "@trellis/contracts/chat";
+import {
+  ChatService,
+  type ChatTurnOutcome,
+  ChatTurnOutcomeSchema,
+  type SubscribeRequestSchema,
+  type SubscribeResponse,
+} from "@trellis/contracts/chat";
 import { AgentService, SessionService, SignalService } from "@trellis/contracts/tasks";
 import {
   createMeshClientInterceptor,
@@ -21,6 +33,7 @@ import {
 import { createLogger } from "@trellis/runtime";
 import { tasksService } from "@trellis/tasks";
 import { openDeployment } from "@trellis/testkit/deployment";
+import { expect } from "vitest";
 import { chatService } from "../src/index.js";
 
 /** Clients of a running mesh (tasks + chat), in any mode, and how to stop it. */
@@ -260,4 +273,54 @@ export class StreamReader<T> {
 /** A signal payload (google.protobuf.Value) from JSON. */
 export function payload(json: JsonValue) {
   return fromJson(ValueSchema, json);
+}
+
+/**
+ * The `kind` variant of a turn's outcome; fails (showing the outcome) when
+ * the turn ended otherwise.
+ */
+export function outcomeVariant<K extends "completed" | "errored" | "suspended">(
+  outcome: ChatTurnOutcome | undefined,
+  kind: K,
+) {
+  const shown = outcome ? toJsonString(ChatTurnOutcomeSchema, outcome) : "no outcome";
+  expect(outcome?.kind.case, shown).toBe(kind);
+  if (outcome?.kind.case !== kind) throw new Error(`not ${kind}`);
+  return outcome.kind.value as Extract<ChatTurnOutcome["kind"], { case: K }>["value"];
+}
+
+/** A reader of `h`'s chat Subscribe stream for `request`; closing it ends the call. */
+export function subscribeReader(
+  h: ChatClients,
+  request: MessageInitShape<typeof SubscribeRequestSchema>,
+): StreamReader<SubscribeResponse> {
+  const abort = new AbortController();
+  return new StreamReader<SubscribeResponse>(
+    h.chat.subscribe(request, { signal: abort.signal }),
+    abort,
+  );
+}
+
+/**
+ * Approves the turn `taskId` paused in `sessionId`: `approved: true` by the
+ * signal id its graph's author wrote reaches that turn, and `listener` (a
+ * subscriber on the session) reads the turn's resumed outcome, returned.
+ */
+export async function approveResumed(
+  h: ChatClients,
+  listener: StreamReader<SubscribeResponse>,
+  paused: { sessionId: string; signalId: string; taskId: string },
+): Promise<ChatTurnOutcome | undefined> {
+  const { sessionId, signalId, taskId } = paused;
+  const delivered = await h.signals.deliver({
+    sessionId,
+    signalId,
+    payload: payload({ approved: true }),
+  });
+  expect(delivered.taskId).toBe(taskId);
+  const next = await listener.next();
+  expect(next.kind.case).toBe("outcome");
+  const resumed = next.kind.case === "outcome" ? next.kind.value : undefined;
+  expect(resumed?.taskId).toBe(taskId);
+  return resumed;
 }

@@ -270,20 +270,22 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
   /** `trellis keys <command> --database-url <the test database> …rest`. */
   const onDatabase = (command: string, ...rest: string[]) =>
     cli([command, "--database-url", db.url, ...rest]);
+  /** `trellis keys create …flags --json` on the test database, which succeeds: the key printed. */
+  const createOnDatabase = async (...flags: string[]) => {
+    const created = await onDatabase("create", ...flags, "--json");
+    expect(created.code).toBe(0);
+    return JSON.parse(created.out);
+  };
 
   it("manages keys in the gateway's schema, even before the gateway first started", async () => {
-    const created = await onDatabase(
-      "create",
+    const key = await createOnDatabase(
       "--name",
       "recovery",
       "--workspace",
       "w_ops",
       "--scopes",
       "*",
-      "--json",
     );
-    expect(created.code).toBe(0);
-    const key = JSON.parse(created.out);
     expect(key).toMatchObject({ workspace_id: "w_ops", scopes: ["*"], actor_id: "recovery" });
 
     // What the gateway will see.
@@ -306,18 +308,14 @@ describe("trellis keys --database-url (real PostgreSQL)", () => {
       expect((await onDatabase("revoke", "key_missing")).code).toBe(1);
 
       // --agent-ids in the database: the policy the gateway reads.
-      const bot = await onDatabase(
-        "create",
+      const botKey = await createOnDatabase(
         "--name",
         "bot",
         "--scopes",
         "agents:read",
         "--agent-ids",
         "agent_a,agent_b",
-        "--json",
       );
-      expect(bot.code).toBe(0);
-      const botKey = JSON.parse(bot.out);
       expect(botKey.agent_ids).toEqual(["agent_a", "agent_b"]);
       const policies = new AgentPolicyStore(database, "gateway");
       expect(await policies.get(`api_key:${botKey.id}`)).toEqual({

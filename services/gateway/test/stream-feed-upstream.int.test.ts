@@ -23,7 +23,7 @@ import { tasksService } from "@trellis/tasks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gatewayService } from "../src/definition.js";
 import { EventFeeds, FeedItem, type FeedSubscriber } from "../src/feed/event-feeds.js";
-import { followSession } from "../src/feed/follow.js";
+import { type FollowOptions, followSession } from "../src/feed/follow.js";
 import { ADMIN_KEY } from "./support/conformance.js";
 import { openDeployment, type TestDeployment } from "./support/deployment.js";
 import { allEvents, createScriptedAgent, echoAgent } from "./support/ui-fixtures.js";
@@ -134,6 +134,17 @@ describe("the shared session feed against a real tasks service", () => {
     const feeds = new EventFeeds();
     const stop = new AbortController();
     const callOptions = () => ({ signal: stop.signal });
+    /** A consumer of the session's feed, from its start until `stop`, reading into `sink`. */
+    const follow = (consumer: Pick<FollowOptions, "sink" | "maxQueued" | "onOverflow">) =>
+      followSession({
+        feeds,
+        clients,
+        ...ref(sessionId),
+        cursor: "",
+        callOptions,
+        signal: stop.signal,
+        ...consumer,
+      });
 
     // A consumer that stops reading at its first live event.
     let release!: () => void;
@@ -142,13 +153,7 @@ describe("the shared session feed against a real tasks service", () => {
     });
     let slowLive = 0;
     let overflows = 0;
-    const slow = followSession({
-      feeds,
-      clients,
-      ...ref(sessionId),
-      cursor: "",
-      callOptions,
-      signal: stop.signal,
+    const slow = follow({
       maxQueued: 3,
       onOverflow: () => overflows++,
       sink: {
@@ -163,13 +168,7 @@ describe("the shared session feed against a real tasks service", () => {
     });
     // A healthy consumer of the same feed.
     const seen: string[] = [];
-    const healthy = followSession({
-      feeds,
-      clients,
-      ...ref(sessionId),
-      cursor: "",
-      callOptions,
-      signal: stop.signal,
+    const healthy = follow({
       sink: {
         replay: (event) => {
           seen.push(event.id);

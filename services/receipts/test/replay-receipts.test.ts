@@ -14,14 +14,13 @@
 // call a provider.
 
 import { createHash } from "node:crypto";
-import { clone, fromJson, type JsonObject, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { clone, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createGrpcTransport } from "@connectrpc/connect-node";
 import { type Message, MessageSchema, TaskStatus } from "@trellis/contracts/core";
 import { type Receipt, ReceiptService } from "@trellis/contracts/receipts";
 import { ReplayMode, type Task } from "@trellis/contracts/tasks";
 import {
-  createHarnessAdapter,
   createLocalExecutor,
   createScriptedAdapter,
   type HarnessTool,
@@ -29,17 +28,18 @@ import {
 } from "@trellis/execution";
 import {
   createTools,
-  fixture,
-  OPENAI_CHAT,
+  enqueueChat,
   type RecordedServer,
-  recordedProviders,
-  startRecordedServer,
+  startRecordedHarness,
+  weatherAgent,
+  weatherTurn,
 } from "@trellis/execution/testing";
 import { type EmbeddedTrellis, startEmbedded } from "@trellis/platform";
 import type { SecretFingerprint } from "@trellis/runtime";
 import { createTasksService } from "@trellis/tasks";
 import {
   clientsOf,
+  comparable,
   createAgent,
   decodeMessages,
   encodeMessages,
@@ -58,17 +58,6 @@ import { receiptSchemaPath, receiptSchemaValidator } from "./support.js";
 
 function sha256(value: JsonValue): string {
   return `sha256:${createHash("sha256").update(canonicalize(value)).digest("hex")}`;
-}
-
-/** What a replayed message must reproduce of its source (ids, times and the marker differ). */
-function comparable(message: Message): JsonValue {
-  const copy = clone(MessageSchema, message);
-  copy.id = "";
-  copy.createdAt = undefined;
-  const metadata: JsonObject = { ...(copy.metadata ?? {}) };
-  delete metadata.replay;
-  copy.metadata = Object.keys(metadata).length > 0 ? metadata : undefined;
-  return toJson(MessageSchema, copy);
 }
 
 /** Paths (a.b.c, array indices included) where two JSON values differ. */
@@ -225,20 +214,17 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
   }
 
   beforeAll(async () => {
-    server = await startRecordedServer();
-    const executor = createLocalExecutor([
-      createScriptedAdapter(),
-      createHarnessAdapter({
-        providers: recordedProviders(server.url),
-        tools,
-        environment: {
-          now: () => CLOCK,
-          secret: (name) => (name === "WEATHER_API_KEY" ? SECRET : undefined),
-          // As the in-process harness does: the deployment's fingerprints.
-          fingerprint: (value) => fingerprintOf(value),
-        },
-      }),
-    ]);
+    const harness = await startRecordedHarness({
+      tools,
+      environment: {
+        now: () => CLOCK,
+        secret: (name) => (name === "WEATHER_API_KEY" ? SECRET : undefined),
+        // As the in-process harness does: the deployment's fingerprints.
+        fingerprint: (value) => fingerprintOf(value),
+      },
+    });
+    server = harness.server;
+    const executor = createLocalExecutor([createScriptedAdapter(), harness.adapter]);
     trellis = await startEmbedded({
       services: [createTasksService({ executor, replayTools: tools }), receiptsService],
       port: 0,
@@ -250,18 +236,8 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
       },
     });
     c = clientsOf(createGrpcTransport({ baseUrl: trellis.address.url }));
-    const agentId = await createAgent(c, "weather", "harness", {
-      provider: "openai",
-      model: "gpt-4o-mini",
-      system: "You are a helpful assistant.",
-      tools: ["get_weather"],
-      stream: true,
-    });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.stream.http"),
-      fixture("openai/chat-weather-final.stream.http"),
-    );
+    const agentId = await createAgent(c, "weather", "harness", weatherAgent({ stream: true }));
+    enqueueChat(server, ...weatherTurn({ stream: true }));
     const { task } = await c.tasks.submitTask({
       createSession: true,
       agentId,
@@ -282,11 +258,7 @@ describe("receipts of replay tasks (embedded, built-in harness with a tool call)
       tools: ["send_email"],
       stream: false,
     });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-email-tool-call.http"),
-      fixture("openai/chat-email-sent.http"),
-    );
+    enqueueChat(server, "openai/chat-email-tool-call.http", "openai/chat-email-sent.http");
     const submitted = await c.tasks.submitTask({
       createSession: true,
       agentId: mailer,

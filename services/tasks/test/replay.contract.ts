@@ -13,22 +13,19 @@ import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code } from "@connectrpc/connect";
 import { type Event, EventSchema, type Message, TaskStatus } from "@trellis/contracts/core";
 import { ReplayMode, type Task, TaskSchema } from "@trellis/contracts/tasks";
-import {
-  createHarnessAdapter,
-  createLocalExecutor,
-  createScriptedAdapter,
-} from "@trellis/execution";
+import { createLocalExecutor, createScriptedAdapter } from "@trellis/execution";
 import {
   createTools,
-  fixture,
-  OPENAI_CHAT,
+  enqueueChat,
   type RecordedServer,
-  recordedProviders,
-  startRecordedServer,
+  startRecordedHarness,
+  weatherAgent,
+  weatherTurn,
 } from "@trellis/execution/testing";
 import { errorDetailOf } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { comparable } from "../src/testing/replayed-messages.js";
 import { APPROVAL_GRAPH, createAgent, expectReason, text, watchUntil } from "./support/fixtures.js";
 import type { TasksClients } from "./support/harness.js";
 
@@ -49,7 +46,6 @@ export type StartHost = (options: {
 }) => Promise<ReplayHost>;
 
 import {
-  comparable,
   createDice,
   dataOf,
   decodeOutput,
@@ -72,10 +68,11 @@ export function describeReplay(name: string, startHost: StartHost): void {
 
     beforeAll(async () => {
       process.env.TRELLIS_LOG_LEVEL ??= "error";
-      server = await startRecordedServer();
+      const harness = await startRecordedHarness({ tools: tools.tools });
+      server = harness.server;
       const executor = createLocalExecutor([
         createScriptedAdapter(),
-        createHarnessAdapter({ providers: recordedProviders(server.url), tools: tools.tools }),
+        harness.adapter,
         dice.adapter,
       ]);
       host = await startHost({ executor, replayTools: tools.tools });
@@ -495,36 +492,29 @@ export function describeReplay(name: string, startHost: StartHost): void {
       }
 
       beforeAll(async () => {
-        const weatherAgent = await createAgent(c, "weather", "harness", {
-          provider: "openai",
-          model: "gpt-4o-mini",
-          system: "You are a helpful assistant.",
-          tools: ["get_weather"],
-          stream: true,
-        });
-        for (let i = 0; i < 2; i++) {
-          server.enqueue(
-            OPENAI_CHAT,
-            fixture("openai/chat-weather-tool-call.stream.http"),
-            fixture("openai/chat-weather-final.stream.http"),
-          );
-        }
-        weather = await harnessTurn(weatherAgent, "What's the weather in Paris?");
-        damaged = (await harnessTurn(weatherAgent, "What's the weather in Paris?")).task;
+        const weatherId = await createAgent(
+          c,
+          "weather",
+          "harness",
+          weatherAgent({ stream: true }),
+        );
+        for (let i = 0; i < 2; i++) enqueueChat(server, ...weatherTurn({ stream: true }));
+        weather = await harnessTurn(weatherId, "What's the weather in Paris?");
+        damaged = (await harnessTurn(weatherId, "What's the weather in Paris?")).task;
         const mailer = await createAgent(c, "mailer", "harness", {
           provider: "openai",
           model: "gpt-4o-mini",
           tools: ["send_email"],
           stream: false,
         });
-        server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-tool-call.http"));
+        enqueueChat(server, "openai/chat-email-tool-call.http");
         const { task } = await c.tasks.submitTask({
           createSession: true,
           agentId: mailer,
           input: text("Email Bob about lunch"),
         });
         const waiting = (await settle(task?.id as string)).task;
-        server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-sent.http"));
+        enqueueChat(server, "openai/chat-email-sent.http");
         await c.signals.deliver({
           signalId: waiting.suspension?.signalId as string,
           payload: fromJson(ValueSchema, { approved: true }),

@@ -24,7 +24,14 @@ export {
   weatherTool,
 } from "./harness-agents.js";
 export {
+  type RecordedHarness,
+  startRecordedHarness,
+  weatherAgent,
+  weatherTurn,
+} from "./recorded-harness.js";
+export {
   ANTHROPIC_MESSAGES,
+  enqueueChat,
   fixture,
   OPENAI_CHAT,
   type ReceivedRequest,
@@ -47,3 +54,4 @@ export const probeWorkerScript = fileURLToPath(new URL("./probe-worker.ts", impo
 export const probeGrpcWorkerScript = fileURLToPath(
   new URL("./probe-grpc-worker.ts", import.meta.url),
 );
+export { APPROVAL_GRAPH, gateGraph } from "./scripted-graphs.js";

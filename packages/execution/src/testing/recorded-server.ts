@@ -162,3 +162,8 @@ export async function startRecordedServer(): Promise<RecordedServer> {
 export const OPENAI_CHAT = "/v1/chat/completions";
 /** The route of the Anthropic Messages API under the server (baseURL `url`). */
 export const ANTHROPIC_MESSAGES = "/v1/messages";
+
+/** Queues OpenAI Chat Completions responses ({@link OPENAI_CHAT}) read from these fixtures, in order. */
+export function enqueueChat(server: Pick<RecordedServer, "enqueue">, ...fixtures: string[]): void {
+  server.enqueue(OPENAI_CHAT, ...fixtures.map((name) => fixture(name)));
+}

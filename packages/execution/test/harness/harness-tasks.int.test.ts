@@ -22,7 +22,8 @@ import { errorDetailOf } from "@trellis/runtime";
 import { uniqueName } from "@trellis/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTools, userText } from "../../src/testing/harness-agents.js";
-import { fixture, OPENAI_CHAT, type RecordedServer } from "../../src/testing/recorded-server.js";
+import { weatherAgent, weatherTurn } from "../../src/testing/recorded-harness.js";
+import { enqueueChat, type RecordedServer } from "../../src/testing/recorded-server.js";
 import { type HarnessTasks, startHarnessTasks } from "./support/fixture.js";
 
 let setup: HarnessTasks;
@@ -83,18 +84,8 @@ function summary(messages: readonly Message[]) {
 
 describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
   it("runs a tool-loop turn into the transcript, with the model's usage recorded", async () => {
-    const agentId = await createAgent("weather", {
-      provider: "openai",
-      model: "gpt-4o-mini",
-      system: "You are a helpful assistant.",
-      tools: ["get_weather"],
-      stream: true,
-    });
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-weather-tool-call.stream.http"),
-      fixture("openai/chat-weather-final.stream.http"),
-    );
+    const agentId = await createAgent("weather", weatherAgent({ stream: true }));
+    enqueueChat(server, ...weatherTurn({ stream: true }));
     const sessionId = uniqueName("ses");
     const { task } = await clients.tasks.submitTask({
       sessionId,
@@ -138,7 +129,7 @@ describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
       tools: ["send_email"],
       stream: false,
     });
-    server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-tool-call.http"));
+    enqueueChat(server, "openai/chat-email-tool-call.http");
     const sessionId = uniqueName("ses");
     const { task } = await clients.tasks.submitTask({
       sessionId,
@@ -157,7 +148,7 @@ describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
     });
     expect(tools.runs.send_email).toEqual([]);
 
-    server.enqueue(OPENAI_CHAT, fixture("openai/chat-email-sent.http"));
+    enqueueChat(server, "openai/chat-email-sent.http");
     const signalId = waiting.suspension?.signalId as string;
     const payload = fromJson(ValueSchema, { approved: true });
     const first = await clients.signals.deliver({ signalId, payload, deliveryId: "approve-1" });
@@ -194,7 +185,7 @@ describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
       ask_user: true,
       stream: false,
     });
-    server.enqueue(OPENAI_CHAT, fixture("openai/chat-ask-user-tool-call.http"));
+    enqueueChat(server, "openai/chat-ask-user-tool-call.http");
     const sessionId = uniqueName("ses");
     const { task } = await clients.tasks.submitTask({
       sessionId,
@@ -213,10 +204,10 @@ describe("harness agents on the task path (PostgreSQL + JetStream)", () => {
       question: "Which city would you like the weather for?",
     });
 
-    server.enqueue(
-      OPENAI_CHAT,
-      fixture("openai/chat-ask-user-weather-tool-call.http"),
-      fixture("openai/chat-ask-user-final.http"),
+    enqueueChat(
+      server,
+      "openai/chat-ask-user-weather-tool-call.http",
+      "openai/chat-ask-user-final.http",
     );
     const signalId = waiting.suspension?.signalId as string;
     const payload = fromJson(ValueSchema, { answer: "Lyon" });

@@ -1,8 +1,9 @@
 /**
  * `@trellis/gateway/testing`: what tests (the gateway's and the
  * repository's) use to talk to a running gateway — a Harn REST client with
- * SSE, and a local OAuth identity provider; the gateway's public surface
- * (gRPC services and REST routes), for the fuzz suite; and the gRPC
+ * SSE, a local OAuth identity provider, and scripted agent graphs to
+ * register; the gateway's public surface (gRPC services and REST routes),
+ * for the fuzz suite; and the gRPC
  * forwarder, for a benchmark that measures the forwarding hop without a
  * gateway around it. Never imported by shipped code.
  */
@@ -20,3 +21,4 @@ export {
   VERSION,
 } from "./harn-client.js";
 export { requestToken, TestIdentityProvider, type TokenResponse } from "./oauth.js";
+export { replyGraph, waitGraph } from "./scripted-graphs.js";

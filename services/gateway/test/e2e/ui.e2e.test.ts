@@ -245,6 +245,28 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
       const turnCompleted = () =>
         page.waitForSelector('[data-testid="turn-status"][data-turn-status="completed"]');
 
+      /**
+       * What the page applied (`window.__trellisUi`) is exactly what the
+       * server's UI stream of `sessionId` holds, once each.
+       */
+      const appliedAsServed = async (sessionId: string, applied: Applied | undefined) => {
+        expect(applied?.duplicates).toBe(0);
+        const stream = await api.stream(`/v1/ui/sessions/${sessionId}/events/stream`);
+        const last = applied!.cursors.at(-1);
+        const server = await readUiFrames(stream, (f) => f.id === last);
+        stream.close();
+        expect(applied!.cursors).toEqual(server.flatMap((f) => (f.id ? [f.id] : [])));
+      };
+
+      /** A new echo session with `first` answered and `second` sent (its turn under way); its id. */
+      const secondTurnSent = async (first: string, second: string): Promise<string> => {
+        const sessionId = await openNewSession(echo);
+        await send(first);
+        await turnCompleted();
+        await send(second);
+        return sessionId;
+      };
+
       const texts = (selector: string) =>
         page.$$eval(selector, (els) => els.map((e) => e.textContent ?? ""));
 
@@ -561,10 +583,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
       });
 
       it("reloads mid-turn and loses or doubles nothing", async () => {
-        const sessionId = await openNewSession(echo);
-        await send("first");
-        await turnCompleted();
-        await send("second");
+        const sessionId = await secondTurnSent("first", "second");
         // Reload while the second turn runs (the agent takes 2.5 s).
         await page.waitForSelector('[data-testid="status"][data-status="running"]');
         await page.reload();
@@ -581,12 +600,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         // What the page applied is exactly what the server's stream holds, once each.
         const applied = await page.evaluate<Applied | undefined>("window.__trellisUi");
         expect(applied?.sessionId).toBe(sessionId);
-        expect(applied?.duplicates).toBe(0);
-        const stream = await api.stream(`/v1/ui/sessions/${sessionId}/events/stream`);
-        const last = applied!.cursors.at(-1);
-        const server = await readUiFrames(stream, (f) => f.id === last);
-        stream.close();
-        expect(applied!.cursors).toEqual(server.flatMap((f) => (f.id ? [f.id] : [])));
+        await appliedAsServed(sessionId, applied);
         noConsoleErrors();
       });
 
@@ -637,10 +651,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
       });
 
       it("branches from an earlier message by tap into a new session with the earlier history", async () => {
-        const parent = await openNewSession(echo);
-        await send("one");
-        await turnCompleted();
-        await send("two");
+        const parent = await secondTurnSent("one", "two");
         await countIs('[data-testid="chat-entry"][data-role="assistant"]', 2);
         const firstReply = page
           .locator('[data-testid="chat-entry"][data-role="assistant"]')
@@ -739,12 +750,7 @@ describe.skipIf(!chromiumPath)("the operator UI in Chromium", () => {
         const resumedAt = cursors.indexOf(applied?.resumeCursor ?? "");
         expect(resumedAt).toBeGreaterThanOrEqual(cursors.indexOf(before?.cursors.at(-1) ?? ""));
         expect(resumedAt).toBeGreaterThanOrEqual(0);
-        expect(applied?.duplicates).toBe(0);
-        const stream = await api.stream(`/v1/ui/sessions/${sessionId}/events/stream`);
-        const last = applied!.cursors.at(-1);
-        const server = await readUiFrames(stream, (f) => f.id === last);
-        stream.close();
-        expect(applied!.cursors).toEqual(server.flatMap((f) => (f.id ? [f.id] : [])));
+        await appliedAsServed(sessionId, applied);
         // A dropped connection is the network's error, not the page's.
         consoleErrors = consoleErrors.filter((e) => !/ERR_|network|Failed to fetch/i.test(e));
         noConsoleErrors();

@@ -6,6 +6,8 @@
 import type { harnClient, Json, SseReader } from "@trellis/gateway/testing";
 import { expect } from "vitest";
 
+export { replyGraph, waitGraph } from "@trellis/gateway/testing";
+
 /**
  * A turn of this agent: assistant text with a `weather` call (`call_1`), its
  * result, then a `write_file` call (`call_2`) that waits for approval
@@ -99,26 +101,6 @@ export function streamingAgent(chunkChars = 4, chunkDelayMs = 20): Json {
     edges: [{ from: "reply", to: "END" }],
   };
 }
-
-/** A scripted agent that replies once. */
-export const replyGraph = {
-  entry: "reply",
-  nodes: { reply: { update: { messages: [{ role: "assistant", content: "done" }] } } },
-  edges: [{ from: "reply", to: "END" }],
-};
-
-/** A scripted agent that waits for input, then replies. */
-export const waitGraph = {
-  entry: "ask",
-  nodes: {
-    ask: { suspend: { signal_id: "more", kind: "input" } },
-    done: { update: { messages: [{ role: "assistant", content: "thanks" }] } },
-  },
-  edges: [
-    { from: "ask", to: "done" },
-    { from: "done", to: "END" },
-  ],
-};
 
 /** The fixed end of {@link streamingAgent}'s reply (long enough to stream for a while). */
 export const STREAMED_TAIL =

@@ -8,6 +8,8 @@ import { expect } from "vitest";
 import type { NewTask, TaskStore, WriteContext } from "../../src/store/task-store.js";
 import { createAgent, text, watchUntil } from "../../src/testing/clients.js";
 
+/** Scripted graph: greet, wait for approval, then done / nope. */
+export { APPROVAL_GRAPH } from "@trellis/execution/testing";
 export { createAgent, text, watchUntil };
 
 /** The text of a message's text parts. */
@@ -16,22 +18,6 @@ export function textOf(message: Message | undefined): string {
     .flatMap((p) => (p.kind.case === "text" ? [p.kind.value.text] : []))
     .join("");
 }
-
-/** Scripted graph: greet, wait for approval, then done / nope. */
-export const APPROVAL_GRAPH: JsonObject = {
-  entry: "greet",
-  nodes: {
-    greet: { update: { messages: [{ role: "assistant", content: "Hello {{input}}" }] } },
-    approve: { suspend: { signal_id: "approval", metadata: { tool: "deploy" } } },
-    done: { update: { messages: [{ role: "assistant", content: "approved: {{signal}}" }] } },
-    nope: { raise: { category: "provider_invalid_request", message: "denied" } },
-  },
-  edges: [
-    { from: "greet", to: "approve" },
-    { from: "approve", to: "done", when: { path: "approved", equals: true } },
-    { from: "approve", to: "nope" },
-  ],
-};
 
 /** Scripted graph: asks for a tool (assistant tool call), then waits for an auth signal. */
 export const TOOL_AUTH_GRAPH: JsonObject = {

@@ -1,18 +1,11 @@
 /**
- * What the replay contract compares and builds: messages without their
- * volatile fields, markers and records written by the scripted agents,
- * event payloads, task output as the store keeps it, and a dice backend
- * whose results a replay must not re-roll.
+ * What the replay contract compares and builds: markers and records
+ * written by the scripted agents, event payloads, task output as the store
+ * keeps it, and a dice backend whose results a replay must not re-roll.
+ * (Messages without their volatile fields: `comparable`, in src/testing.)
  */
 import { createHash } from "node:crypto";
-import {
-  clone,
-  create,
-  fromBinary,
-  type JsonObject,
-  type JsonValue,
-  toJson,
-} from "@bufbuild/protobuf";
+import { create, fromBinary, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import { sizeDelimitedEncode, sizeDelimitedPeek } from "@bufbuild/protobuf/wire";
 import { type Event, type Message, MessageSchema, Role, TaskStatus } from "@trellis/contracts/core";
 import type { Task } from "@trellis/contracts/tasks";
@@ -25,17 +18,6 @@ export const terminal = (t: Task) =>
   t.status === TaskStatus.CANCELED;
 export const settled = (t: Task) =>
   terminal(t) || t.status === TaskStatus.INPUT_REQUIRED || t.status === TaskStatus.AUTH_REQUIRED;
-
-/** What must be equal for a replayed message to reproduce its source (ids and times differ). */
-export function comparable(message: Message | undefined): JsonValue {
-  const copy = clone(MessageSchema, message as Message);
-  copy.id = "";
-  copy.createdAt = undefined;
-  const metadata: JsonObject = { ...(copy.metadata ?? {}) };
-  delete metadata.replay;
-  copy.metadata = Object.keys(metadata).length > 0 ? metadata : undefined;
-  return toJson(MessageSchema, copy);
-}
 
 export function sha256(value: JsonValue): string {
   return `sha256:${createHash("sha256").update(canonicalize(value)).digest("hex")}`;
