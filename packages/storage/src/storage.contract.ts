@@ -33,6 +33,7 @@ import { outboxMigrations } from "./outbox/outbox-schema.js";
 import { createRecordingEventLog } from "./testing/recording-event-log.js";
 
 export type { StorageContractOptions, StorageContractTarget } from "./contract/suite.js";
+export { type MemoryMeter, memoryMeter } from "./testing/memory-meter.js";
 
 /** Target: one in-memory PGlite instance shared by every handle (one process). */
 export async function pgliteTarget(): Promise<StorageContractTarget> {

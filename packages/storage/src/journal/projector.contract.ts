@@ -12,19 +12,12 @@
  *
  * Each test works in a schema of its own, so positions start at 1.
  */
-import {
-  AggregationTemporality,
-  type GaugeMetricData,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type SumMetricData,
-} from "@opentelemetry/sdk-metrics";
 import { isTrellisError } from "@trellis/runtime";
 import { eventually } from "@trellis/testkit";
 import { sql, type Transaction } from "kysely";
 import { describe, expect, it } from "vitest";
 import type { StorageContractTarget } from "../storage.contract.js";
+import { memoryMeter } from "../testing/memory-meter.js";
 import { decode, entry, journalFixture } from "./journal-fixture.contract.js";
 import type { JournalRecord } from "./journal-read.js";
 import {
@@ -399,9 +392,7 @@ export function describeProjectorContract(
       const schema = await freshSchema();
       const journal = open(schema);
       const { apply, applied, deadLetters } = await textProjection(schema);
-      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
-      const provider = new MeterProvider({ readers: [reader] });
+      const metrics = memoryMeter();
       const reported: ProjectorDeadLetter[] = [];
       const substitutes: bigint[] = [];
       const batches: number[] = [];
@@ -414,7 +405,7 @@ export function describeProjectorContract(
         name: "poisoned",
         batchSize: 100,
         journal,
-        meter: provider.getMeter("test"),
+        meter: metrics.meter,
         project: async (batch, trx) => {
           batches.push(batch.length);
           await apply(batch, trx);
@@ -456,17 +447,9 @@ export function describeProjectorContract(
         lastDeadLetter: { position: 8n, reason: "23514" },
       });
       // Counted, and shown by the health check (trellis health) with its cause.
-      await provider.forceFlush();
-      const counter = exporter
-        .getMetrics()
-        .at(-1)
-        ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === projectorDeadLetterMetric) as
-        | SumMetricData
-        | undefined;
-      const counted = (counter?.dataPoints ?? [])
-        .filter((p) => p.attributes["trellis.projector"] === "poisoned")
-        .reduce((sum, p) => sum + (p.value as number), 0);
-      expect(counted).toBe(2);
+      expect(
+        await metrics.total(projectorDeadLetterMetric, { "trellis.projector": "poisoned" }),
+      ).toBe(2);
       expect(() =>
         projectorHealth(projector, { deadLetterAlertMs: 60_000 }).check(
           new AbortController().signal,
@@ -479,7 +462,7 @@ export function describeProjectorContract(
       await journal.append([entry("s2", "test.entry", "later")]);
       await projector.waitFor(13n);
       expect(await applied()).toEqual(range(13));
-      await provider.shutdown();
+      await metrics.shutdown();
     });
 
     it("dead-letters without a substitute the database refuses too, also when read back", async () => {
@@ -572,15 +555,13 @@ export function describeProjectorContract(
       const schema = await freshSchema();
       const journal = open(schema);
       const { apply } = await projection(schema);
-      const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-      const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
-      const provider = new MeterProvider({ readers: [reader] });
+      const metrics = memoryMeter();
       let open_ = false;
       const projector = await project(schema, {
         name: "lagging",
         journal,
         batchSize: 2,
-        meter: provider.getMeter("test"),
+        meter: metrics.meter,
         project: async (batch, trx) => {
           if (!open_) throw new Error("not yet");
           await apply(batch, trx);
@@ -593,16 +574,8 @@ export function describeProjectorContract(
         return true;
       });
       const lag = async (): Promise<number | undefined> => {
-        await provider.forceFlush();
-        const metric = exporter
-          .getMetrics()
-          .at(-1)
-          ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === projectorLagMetric) as
-          | GaugeMetricData
-          | undefined;
-        const point = metric?.dataPoints.find(
-          (p) => p.attributes["trellis.projector"] === "lagging",
-        );
+        const points = await metrics.points(projectorLagMetric);
+        const point = points.find((p) => p.attributes["trellis.projector"] === "lagging");
         return point?.value as number | undefined;
       };
       expect(await lag()).toBe(7);
@@ -616,7 +589,7 @@ export function describeProjectorContract(
       expect(projector.status()).toMatchObject({ lag: 0n, position: 7n, failures: 0 });
       expect(await lag()).toBe(0);
       expect(health.check(new AbortController().signal)).toMatchObject({ lag: 0n });
-      await provider.shutdown();
+      await metrics.shutdown();
     });
   });
 }

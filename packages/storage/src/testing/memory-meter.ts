@@ -7,17 +7,22 @@
 import type { Meter } from "@opentelemetry/api";
 import {
   AggregationTemporality,
+  type DataPoint,
   InMemoryMetricExporter,
   MeterProvider,
   PeriodicExportingMetricReader,
-  type SumMetricData,
 } from "@opentelemetry/sdk-metrics";
 
 /** What {@link memoryMeter} returns. */
 export interface MemoryMeter {
   readonly meter: Meter;
-  /** Flushes, then sums the data points of the counter `name` in the latest export (0 when absent). */
-  total(name: string): Promise<number>;
+  /** Flushes, then the data points of the instrument `name` in the latest export (none when absent). */
+  points(name: string): Promise<DataPoint<unknown>[]>;
+  /**
+   * Flushes, then sums the points of the counter `name` whose attributes
+   * include `attributes` (0 when absent).
+   */
+  total(name: string, attributes?: Record<string, string>): Promise<number>;
   shutdown(): Promise<void>;
 }
 
@@ -26,17 +31,22 @@ export function memoryMeter(): MemoryMeter {
   const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
   const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
   const provider = new MeterProvider({ readers: [reader] });
+  async function points(name: string): Promise<DataPoint<unknown>[]> {
+    await provider.forceFlush();
+    const metric = exporter
+      .getMetrics()
+      .at(-1)
+      ?.scopeMetrics.flatMap((scope) => scope.metrics)
+      .find((m) => m.descriptor.name === name);
+    return (metric?.dataPoints ?? []) as DataPoint<unknown>[];
+  }
   return {
     meter: provider.getMeter("test"),
-    async total(name) {
-      await provider.forceFlush();
-      const metric = exporter
-        .getMetrics()
-        .at(-1)
-        ?.scopeMetrics[0]?.metrics.find((m) => m.descriptor.name === name) as
-        | SumMetricData
-        | undefined;
-      return (metric?.dataPoints ?? []).reduce((n, p) => n + Number(p.value), 0);
+    points,
+    async total(name, attributes = {}) {
+      return (await points(name))
+        .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
+        .reduce((n, p) => n + Number(p.value), 0);
     },
     shutdown: () => provider.shutdown(),
   };

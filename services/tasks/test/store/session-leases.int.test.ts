@@ -4,13 +4,6 @@
 // written), and its call goes on at the lease's new holder by a hand-off;
 // per-session order holds across the replicas. Hand-offs and take-overs are
 // counted as OpenTelemetry counters.
-import {
-  AggregationTemporality,
-  InMemoryMetricExporter,
-  MeterProvider,
-  PeriodicExportingMetricReader,
-  type SumMetricData,
-} from "@opentelemetry/sdk-metrics";
 import { Role, TaskStatus } from "@trellis/contracts/core";
 import {
   createDatabase,
@@ -19,6 +12,7 @@ import {
   readJournal,
   readOutbox,
 } from "@trellis/storage";
+import { type MemoryMeter, memoryMeter } from "@trellis/storage/contract";
 import { createTestDatabase, type TestDatabase } from "@trellis/testkit";
 import { sql } from "kysely";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -42,24 +36,16 @@ interface Replica extends OwnerJournal {
   leases: SessionLeases;
   store: LeasedTaskStore;
   /** This replica's metrics (its own meter provider). */
-  metrics: { provider: MeterProvider; exporter: InMemoryMetricExporter };
+  metrics: MemoryMeter;
 }
 
 /** Sum of a counter's points of `replica` whose attributes include `attributes`. */
-async function counted(
+function counted(
   replica: Replica,
   name: string,
   attributes: Record<string, string> = {},
 ): Promise<number> {
-  await replica.metrics.provider.forceFlush();
-  const metric = replica.metrics.exporter
-    .getMetrics()
-    .at(-1)
-    ?.scopeMetrics.flatMap((s) => s.metrics)
-    .find((m) => m.descriptor.name === name) as SumMetricData | undefined;
-  return (metric?.dataPoints ?? [])
-    .filter((p) => Object.entries(attributes).every(([k, v]) => p.attributes[k] === v))
-    .reduce((sum, p) => sum + p.value, 0);
+  return replica.metrics.total(name, attributes);
 }
 
 describe("tasks store, session owner under leases (PostgreSQL, two replicas)", () => {
@@ -76,15 +62,13 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       listen: true,
     });
     // A long TTL: the test expires a lease by hand, before the holder's renewal notices.
-    const exporter = new InMemoryMetricExporter(AggregationTemporality.CUMULATIVE);
-    const reader = new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: 60_000 });
-    const provider = new MeterProvider({ readers: [reader] });
+    const metrics = memoryMeter();
     const leases = new SessionLeases({
       database,
       schema: "tasks",
       owner: id,
       ttlMs: 60_000,
-      meter: provider.getMeter("test"),
+      meter: metrics.meter,
     });
     const store = new LeasedTaskStore({
       database,
@@ -95,7 +79,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       leases,
     });
     await leases.start(store.owner);
-    return { id, database, journal, readModel, leases, store, metrics: { provider, exporter } };
+    return { id, database, journal, readModel, leases, store, metrics };
   }
 
   beforeAll(async () => {
@@ -115,7 +99,7 @@ describe("tasks store, session owner under leases (PostgreSQL, two replicas)", (
       await r.journal.close();
       await r.readModel.stop();
       await r.database.close();
-      await r.metrics.provider.shutdown();
+      await r.metrics.shutdown();
     }
     await testDb?.drop();
   });
