@@ -35,9 +35,6 @@ export function stateOf(status: TaskStatus): TaskState {
   return a2aStates.get(status) ?? TaskState.TASK_STATE_UNSPECIFIED;
 }
 
-/** Whether the task is over (completed, failed or canceled). */
-export { isTerminalStatus as isTerminal };
-
 /** Whether an A2A stream of this task ends here (terminal, or waiting for the client). */
 export function isSettled(status: TaskStatus): boolean {
   return (

@@ -61,6 +61,7 @@ import {
   type Task,
   TaskService,
 } from "@trellis/contracts/tasks";
+import { isTerminalStatus } from "@trellis/messages";
 import type { Caller } from "@trellis/platform";
 import type { HttpRequest, HttpResponse } from "@trellis/runtime";
 import { authorize } from "../auth/scope-table.js";
@@ -74,7 +75,6 @@ import {
   a2aTaskOf,
   harnMessageOf,
   isSettled,
-  isTerminal,
   replyArtifactId,
   replyArtifactOf,
   statusUpdateOf,
@@ -154,7 +154,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
 
   async cancelTask(params: CancelTaskRequest): Promise<A2aTask> {
     const task = await this.#task(params.id);
-    if (isTerminal(task.status)) {
+    if (isTerminalStatus(task.status)) {
       throw new TaskNotCancelableError(`task ${task.id} has already ended`);
     }
     await this.#route(
@@ -331,7 +331,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
     const messageId = message?.messageId ?? "";
     if (message?.taskId) {
       const task = await this.#task(message.taskId);
-      if (isTerminal(task.status)) {
+      if (isTerminalStatus(task.status)) {
         throw new UnsupportedOperationError(
           `task ${task.id} has ended (${TaskStatus[task.status]}); send without taskId to start a new one`,
         );
@@ -375,7 +375,8 @@ export class TrellisA2aHandler implements A2ARequestHandler {
         .get(TaskService)
         .watchTask({ taskId, untilSettled }, this.#options(true, linked))) {
         if (response.task) last = response.task;
-        if (last && (untilSettled ? isSettled(last.status) : isTerminal(last.status))) return last;
+        if (last && (untilSettled ? isSettled(last.status) : isTerminalStatus(last.status)))
+          return last;
       }
     } finally {
       done.abort();
@@ -446,7 +447,7 @@ export class TrellisA2aHandler implements A2ARequestHandler {
         yield { payload: { $case: "statusUpdate", value: statusUpdateOf(current) } };
       }
     }
-    const artifact = isTerminal(current.status) ? replyArtifactOf(current) : undefined;
+    const artifact = isTerminalStatus(current.status) ? replyArtifactOf(current) : undefined;
     if (artifact) {
       yield {
         payload: {
