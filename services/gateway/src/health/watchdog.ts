@@ -11,11 +11,19 @@
  * progress is flagged `stuck` in the snapshot and logged once as a warning,
  * whatever the policy, so it never hangs silently.
  *
+ * A session whose policy only flags (`flag_only`, the default) can show
+ * nothing but `stuck` here, and a turn younger than `stuck_after_seconds`
+ * cannot be stuck: such a session's log is not read until its turn is that
+ * old (the tracker catches up then, from where it stopped). So a sweep over
+ * many short turns reads no log at all.
+ *
  * One gateway replica sweeps at a time: the sweeper holds the database lock
  * `gateway.health-watchdog`; the others wait on it and take over within one
  * interval when the holder dies. Trackers of sessions with no active turn
  * are dropped, so memory follows the number of running turns.
  */
+
+import { timestampMs } from "@bufbuild/protobuf/wkt";
 import type { CallOptions } from "@connectrpc/connect";
 import { TaskStatus } from "@trellis/contracts/core";
 import { SessionService, TaskService } from "@trellis/contracts/tasks";
@@ -54,6 +62,11 @@ export interface HealthWatchdogOptions {
 interface SessionRef {
   workspaceId: string;
   sessionId: string;
+}
+
+/** A session with an active turn, and when its oldest active turn was created (ms). */
+interface ActiveSession extends SessionRef {
+  turnSinceMs: number;
 }
 
 function keyOf(session: SessionRef): string {
@@ -170,9 +183,9 @@ export class HealthWatchdog {
   }
 
   /** The sessions of the tasks holding a turn now, by {@link keyOf}. */
-  async #activeSessions(): Promise<Map<string, SessionRef>> {
+  async #activeSessions(): Promise<Map<string, ActiveSession>> {
     const tasks = this.#o.clients.get(TaskService);
-    const out = new Map<string, SessionRef>();
+    const out = new Map<string, ActiveSession>();
     let pageToken = "";
     do {
       const page = await tasks.listTasks(
@@ -181,7 +194,11 @@ export class HealthWatchdog {
       );
       for (const task of page.tasks) {
         const session = { workspaceId: task.workspaceId, sessionId: task.sessionId };
-        out.set(keyOf(session), session);
+        // A task without a creation time counts as old: its log is read.
+        const since = task.createdAt ? Number(timestampMs(task.createdAt)) : 0;
+        const key = keyOf(session);
+        const known = out.get(key);
+        if (!known || since < known.turnSinceMs) out.set(key, { ...session, turnSinceMs: since });
       }
       pageToken = page.nextPageToken;
     } while (pageToken && out.size < MAX_SESSIONS_PER_SWEEP);
@@ -220,12 +237,15 @@ export class HealthWatchdog {
     return watched;
   }
 
-  async #judge(session: SessionRef, watched: Watched, report: SweepReport): Promise<void> {
+  async #judge(session: ActiveSession, watched: Watched, report: SweepReport): Promise<void> {
+    const now = this.#o.now?.() ?? Date.now();
+    // Only `stuck` could show, and no turn this young is (see the module comment).
+    const stuckMs = watched.policy.stuckAfterSeconds * 1000;
+    if (watched.policy.action !== "cancel_turn" && now - session.turnSinceMs < stuckMs) return;
     for (const event of await eventsAfter(this.#context, session, watched.lastEventId)) {
       watched.tracker.apply(event);
       watched.lastEventId = event.id;
     }
-    const now = this.#o.now?.() ?? Date.now();
     const evaluation: HealthEvaluation = watched.tracker.snapshot(now, watched.policy);
     const flags = evaluation.snapshot.flags as { stuck?: boolean } | undefined;
     const taskId = evaluation.activeTaskId;
