@@ -195,7 +195,7 @@ export class HealthWatchdog {
       for (const task of page.tasks) {
         const session = { workspaceId: task.workspaceId, sessionId: task.sessionId };
         // A task without a creation time counts as old: its log is read.
-        const since = task.createdAt ? Number(timestampMs(task.createdAt)) : 0;
+        const since = task.createdAt ? timestampMs(task.createdAt) : 0;
         const key = keyOf(session);
         const known = out.get(key);
         if (!known || since < known.turnSinceMs) out.set(key, { ...session, turnSinceMs: since });
