@@ -38,13 +38,14 @@ export const tasksConfigSchema = {
    * commit wakes it, so one transaction applies the steps of several turns
    * (a turn's submit and finish, and those of other sessions). Behind the
    * answer: a read that needs the projected rows (`waitFor` — an outcome, a
-   * session loaded again, shutdown) ends the wait at once. What it delays:
-   * `trellis health`'s lag, and the owned steps' public events (their outbox
-   * rows are written in the projector's transaction), so `StreamEvents` /
-   * `SendStreaming` see them up to this much later. `0` applies each wake-up
-   * at once. Only a small backlog waits: a wake-up that finds 32 entries
-   * committed (about 3 turns' steps, as under load) applies them at once, and
-   * a delay ends when that many are reached.
+   * session loaded again, a listing, shutdown) ends the wait at once, so
+   * what it delays is `trellis health`'s lag. Not the turn's public events:
+   * an owned step appends them to the outbox with its journal entries, so
+   * `StreamEvents` / `SendStreaming` see them at its commit. `0` applies
+   * each wake-up at once. Only a small backlog waits: a wake-up that finds
+   * 32 entries committed (a chat turn appends two, so about 16 turns'
+   * steps, as under load) applies them at once, and a delay ends when that
+   * many are reached.
    */
   TRELLIS_TASKS_PROJECTOR_DELAY: env
     .duration({ minMs: 0, maxMs: 1_000 })

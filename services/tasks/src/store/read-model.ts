@@ -61,7 +61,7 @@ export const READ_MODEL_PROJECTOR = "tasks-read-model";
  * share a transaction (session 15: 1.68 → 1.01 projector transactions per
  * turn), short beside a turn's answer, which never waits for it. Only a
  * small backlog waits it (the projector's `delayUntilBacklog`, 32 entries;
- * a chat turn appends about 7): under load a wake-up already finds a large
+ * a chat turn appends two): under load a wake-up already finds a large
  * batch and applies it at once.
  */
 export const DEFAULT_READ_MODEL_DELAY_MS = 30;
