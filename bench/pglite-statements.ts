@@ -19,15 +19,9 @@
  *
  *   npx tsx bench/pglite-statements.ts       # TRELLIS_PGLITE_TOP=12 for more rows
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { PGlite } from "@electric-sql/pglite";
-import { startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
-import { allServices } from "../src/services.js";
+import { startBenchEmbedded } from "./lib/embedded.js";
 import { runLoad } from "./lib/load.js";
-import { limitsOutOfReach } from "./lib/proc.js";
 import { wholeFromEnv } from "./lib/settings.js";
 import { bearerTransport } from "./lib/transport.js";
 import { chatTurnOps } from "./turn.bench.js";
@@ -86,19 +80,7 @@ engine.execProtocolRawSync = function (this: unknown, message, ...rest) {
   }
 };
 
-const dataDir = await mkdtemp(join(tmpdir(), "trellis-pglite-statements-"));
-const trellis = await startEmbedded({
-  services: allServices,
-  dataDir,
-  port: 0,
-  logger: createLogger({ service: "trellis", level: "warn" }),
-  env: {
-    ...process.env,
-    TRELLIS_API_KEY: API_KEY,
-    TRELLIS_LOG_LEVEL: "warn",
-    ...limitsOutOfReach,
-  },
-});
+const { trellis, stop } = await startBenchEmbedded(API_KEY, "trellis-pglite-statements-");
 try {
   const op = await chatTurnOps(bearerTransport(trellis.address.url, API_KEY));
   await runLoad(op, { concurrency, durationMs: 3000 });
@@ -121,6 +103,5 @@ try {
   }
 } finally {
   engine.execProtocolRawSync = original;
-  await trellis.close({ graceMs: 5000 });
-  await rm(dataDir, { recursive: true, force: true });
+  await stop();
 }

@@ -25,14 +25,9 @@
  *
  *   npx tsx bench/turn-footprint.ts
  */
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { startEmbedded } from "@trellis/platform";
-import { createLogger } from "@trellis/runtime";
 import { createDatabase } from "@trellis/storage";
 import { type Kysely, sql } from "kysely";
-import { allServices } from "../src/services.js";
+import { startBenchEmbedded } from "./lib/embedded.js";
 import { footprintSettings } from "./lib/footprint-settings.js";
 import { startBenchMesh } from "./lib/mesh.js";
 import { limitsOutOfReach } from "./lib/proc.js";
@@ -55,28 +50,16 @@ interface Target {
 }
 
 async function embeddedTarget(): Promise<Target> {
-  const dataDir = await mkdtemp(join(tmpdir(), "trellis-footprint-"));
-  const trellis = await startEmbedded({
-    services: allServices,
-    dataDir,
-    port: 0,
-    logger: createLogger({ service: "trellis", level: "warn" }),
-    env: {
-      ...process.env,
-      TRELLIS_API_KEY: API_KEY,
-      TRELLIS_LOG_LEVEL: "warn",
-      ...limitsOutOfReach,
-    },
-  });
+  const { trellis, stop } = await startBenchEmbedded(API_KEY, "trellis-footprint-");
   const context = trellis.contexts.get("tasks");
-  if (!context) throw new Error("embedded Trellis has no tasks service");
+  if (!context) {
+    await stop();
+    throw new Error("embedded Trellis has no tasks service");
+  }
   return {
     url: trellis.address.url,
     db: context.db.kysely as Kysely<unknown>,
-    async stop() {
-      await trellis.close({ graceMs: 5000 });
-      await rm(dataDir, { recursive: true, force: true });
-    },
+    stop,
   };
 }
 
